@@ -1,0 +1,164 @@
+# rover: one generated-file chain .bpf.c -> .bpf.o -> .skel.h -> .o, out of tree under build/.
+# `make V=1` prints the commands.
+.DELETE_ON_ERROR:
+.SECONDARY:
+.DEFAULT_GOAL := all
+
+OUT      ?= build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+DEBUG    ?= 0
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
+            -I. -I$(OUT) -DROVER_DEBUG=$(DEBUG)
+LDFLAGS  += -pie -Wl,-z,relro,-z,now
+
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
+
+COMMON_SRCS     := $(wildcard common/*.c)
+LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
+SUPERVISOR_SRCS := $(filter-out supervisor/main.c,$(wildcard supervisor/*.c))
+WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
+SHIPPER_SRCS    := $(filter-out shipper/main.c,$(wildcard shipper/*.c))
+
+obj = $(patsubst %.c,$(OUT)/%.o,$(1))
+
+COMMON_OBJS     := $(call obj,$(COMMON_SRCS))
+LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS))
+SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o
+WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o
+SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
+                   $(OUT)/proto/pprof/profile.pb-c.o
+
+# Each role links only what it needs: the worker never links protobuf, gRPC or YAML.
+LIBS_COMMON     := -lcap-ng -lseccomp
+LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty $(LIBS_COMMON)
+
+BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
+
+TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.c)) \
+              $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc))
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+INTEG_SRCS := $(wildcard tests/integration/test_*.c)
+
+.PHONY: all deps test unit integration demo bench clean format fuzz
+all: $(BINS)
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+$(OUT)/vmlinux.h:
+	$(call msg,BTF,$@)
+	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard common/*.h bpf/*.h)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-I$(OUT) -I. -c $< -o $@
+
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUT)/proto/pprof/profile.pb-c.c $(OUT)/proto/pprof/profile.pb-c.h: proto/pprof/profile.proto
+	$(call msg,PROTOC,$<)
+	$(Q)mkdir -p $(OUT) && protoc-c --c_out=$(OUT) $<
+
+$(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+# Generated headers come before any object that may include them.
+GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h
+
+$(OUT)/%.o: %.c | $(GENERATED)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
+
+$(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
+
+$(OUT)/rover-worker: $(OUT)/worker/main.o $(WORKER_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
+
+$(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SHIPPER)
+
+# Test targets: programs the tests profile (built with frame pointers, as the ON_CPU
+# unwinder of this issue needs), unit tests, integration tests against the real kernel.
+# -O0: GCC omits the frame pointer of leaf functions at any -O level, even with
+# -fno-omit-frame-pointer, and a frame-pointer unwinder then skips the leaf's caller.
+TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer
+$(OUT)/tests/programs/%: tests/programs/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(TEST_CFLAGS) $< -o $@ -lpthread -lm
+# A PIE executable calling into a shared library the build makes, found next to it by rpath.
+$(OUT)/tests/programs/libburn.so: tests/programs/lib/libburn.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@
+$(OUT)/tests/programs/pie_lib_main: tests/programs/pie_lib_main.c $(OUT)/tests/programs/libburn.so
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/tests/programs -lburn -Wl,-rpath,'$$ORIGIN'
+$(OUT)/tests/programs/%: tests/programs/%.cc
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
+
+$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(SHIPPER_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER)
+
+$(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_COMMON)
+
+unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
+	$(OUT)/tests/unit/runner --jobs 2
+
+integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
+	ROVER_BUILD=$(abspath $(OUT)) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
+
+test: deps
+	$(MAKE) unit
+	$(MAKE) integration
+
+.PHONY: deps-check
+deps-check:
+	@command -v $(BPFTOOL) >/dev/null || { echo "missing bpftool: run 'make deps'"; exit 1; }
+
+demo: deps
+	$(MAKE) all $(OUT)/tests/programs/demo_burn
+	scripts/demo.sh
+
+bench: deps
+	$(MAKE) all $(OUT)/tests/programs/bench_two_threads
+	scripts/bench.sh
+
+format:
+	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)
+
+clean:
+	rm -rf $(OUT) out
+
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

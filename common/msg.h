@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The messages rover processes exchange. Fixed-width types and fixed arrays only: this header
+ * is an ABI between processes that trust each other less than they trust the kernel.
+ *
+ *   client (rover profile) --ctl.sock-->  supervisor  --spawner.sock--> launcher (spawner)
+ *   supervisor <--socketpair from spawner--> worker
+ *   worker --shipper.sock--> shipper         shipper --spawner.sock--> launcher (file opener)
+ *   supervisor --shipper.sock--> shipper
+ */
+#ifndef ROVER_COMMON_MSG_H
+#define ROVER_COMMON_MSG_H
+
+#include <stdint.h>
+
+#define ROVER_MAX_PIDS 64
+#define ROVER_MAX_STACK_DEPTH 127
+#define ROVER_ERRMSG_LEN 256
+
+enum msg_type {
+	MSG_HELLO = 1, /* first frame on every connection */
+
+	/* supervisor <-> launcher (spawner) */
+	MSG_SPAWN_WORKER,   /* struct msg_spawn */
+	MSG_WORKER_SPAWNED, /* struct msg_worker + fd: the supervisor's end of the worker socket */
+	MSG_SPAWN_FAILED,   /* struct msg_error */
+	MSG_WORKER_EXITED,  /* struct msg_worker_exit */
+
+	/* shipper <-> launcher (file opener) */
+	MSG_OPEN_REQUEST, /* struct msg_open */
+	MSG_OPEN_REPLY,   /* struct msg_open_reply, + fd when err == 0 */
+
+	/* supervisor <-> worker */
+	MSG_TASK_START,   /* struct task_spec */
+	MSG_TASK_STARTED, /* struct msg_task_started */
+	MSG_TASK_STOP,    /* empty */
+	MSG_TASK_DONE,    /* struct msg_task_done */
+	MSG_TASK_ERROR,   /* struct msg_error */
+
+	/* worker -> shipper */
+	MSG_SHIP_BEGIN,  /* struct task_spec */
+	MSG_SHIP_STACKS, /* struct ship_stack[] */
+	MSG_SHIP_COUNTS, /* struct ship_counts_hdr + struct ship_count[] */
+	MSG_SHIP_END,    /* struct ship_end */
+
+	/* supervisor <-> shipper */
+	MSG_OUTPUT_OPEN,    /* struct msg_output + fd: where the task's profile goes */
+	MSG_OUTPUT_ABORT,   /* struct msg_output_abort */
+	MSG_OUTPUT_WRITTEN, /* struct msg_output_written */
+
+	/* client <-> supervisor */
+	MSG_CTL_PROFILE,  /* struct task_spec + fd of the output file */
+	MSG_CTL_ACCEPTED, /* struct msg_ctl_accepted */
+	MSG_CTL_DONE,     /* struct msg_ctl_done */
+	MSG_CTL_STOP,     /* struct msg_ctl_accepted: end the task now, keep its data */
+
+	MSG_TYPE_MAX,
+};
+
+enum rover_role {
+	ROLE_CLIENT = 1,
+	ROLE_SUPERVISOR,
+	ROLE_WORKER,
+	ROLE_SHIPPER,
+	ROLE_LAUNCHER,
+};
+
+struct msg_hello {
+	uint32_t role;
+	uint32_t proto_version;
+	int32_t pid;
+	uint32_t pad;
+};
+
+enum task_type {
+	TASK_ON_CPU = 1,
+	TASK_OFF_CPU = 2, /* later issue */
+	TASK_NETWORK = 3, /* later issue */
+};
+
+enum output_format {
+	FORMAT_FOLDED = 1,
+	FORMAT_PPROF = 2,
+	FORMAT_SVG = 3,
+};
+
+struct task_spec {
+	uint64_t task_id; /* assigned by the supervisor; 0 from a client */
+	uint32_t type;    /* enum task_type */
+	uint32_t format;  /* enum output_format */
+	uint32_t duration_ms;
+	uint32_t period_us; /* sampling period; frequency = 1e6 / period_us */
+	uint32_t flush_ms;
+	uint32_t npids;
+	int32_t pids[ROVER_MAX_PIDS];
+	uint64_t start_unix_ms;
+};
+
+struct msg_spawn {
+	uint64_t task_id;
+	uint32_t npids;
+	uint32_t pad;
+	int32_t pids[ROVER_MAX_PIDS];
+};
+
+struct msg_worker {
+	uint64_t task_id;
+	int32_t pid;
+	uint32_t pad;
+};
+
+struct msg_worker_exit {
+	uint64_t task_id;
+	int32_t pid;
+	int32_t exit_code; /* -1 when killed */
+	int32_t signal;    /* 0 when it exited */
+	uint32_t pad;
+};
+
+struct msg_error {
+	uint64_t task_id;
+	int32_t err; /* positive errno */
+	uint32_t pad;
+	char text[ROVER_ERRMSG_LEN];
+};
+
+enum open_what {
+	OPEN_MAPS = 1,        /* /proc/PID/maps */
+	OPEN_MAPPED_FILE = 2, /* /proc/PID/map_files/START-END */
+	OPEN_KALLSYMS = 3,    /* /proc/kallsyms, opened with the opener's credentials */
+};
+
+struct msg_open {
+	uint32_t what;
+	int32_t pid;
+	uint64_t start;
+	uint64_t end;
+};
+
+struct msg_open_reply {
+	uint32_t what;
+	int32_t err; /* 0 with a descriptor, else a positive errno */
+};
+
+struct msg_task_started {
+	uint64_t task_id;
+	uint32_t ncpus;
+	uint32_t freq_hz;
+	char attach[64]; /* which attach method the worker chose */
+};
+
+/* Everything a task lost, counted where it was lost. */
+enum loss_kind {
+	LOSS_USTACK_COLLISION, /* user stack id bucket held another stack */
+	LOSS_KSTACK_COLLISION,
+	LOSS_STACK_MAP_FULL, /* no free stack map entry */
+	LOSS_USTACK_MISSING, /* no user stack could be taken */
+	LOSS_COUNTS_FULL,    /* counts map full: the sample was not counted */
+	LOSS_STACK_EVICTED,  /* a counted stack was gone when it was read */
+	LOSS_SEND_FAILED,    /* a flush the shipper did not take */
+	LOSS_MAX,
+};
+
+struct msg_task_done {
+	uint64_t task_id;
+	uint64_t samples; /* samples of the targets counted in the kernel */
+	uint64_t losses[LOSS_MAX];
+	uint32_t reason; /* enum task_end_reason */
+	uint32_t pad;
+};
+
+enum task_end_reason {
+	END_DURATION = 1,
+	END_TARGETS_EXITED = 2,
+	END_STOPPED = 3,
+};
+
+struct ship_stack {
+	int32_t id;
+	uint32_t kind; /* 0 kernel, 1 user: the SkyWalking stack type numbers */
+	uint32_t nr;
+	uint32_t pad;
+	uint64_t ips[ROVER_MAX_STACK_DEPTH]; /* innermost first, as the kernel gives them */
+};
+
+struct ship_counts_hdr {
+	uint64_t task_id;
+	uint64_t losses[LOSS_MAX]; /* deltas since the previous flush */
+};
+
+struct ship_count {
+	int32_t tgid;
+	int32_t ustack; /* -1: none */
+	int32_t kstack; /* -1: none */
+	uint32_t pad;
+	uint64_t value;  /* samples (ON_CPU) */
+	uint64_t value2; /* reserved for OFF_CPU switch counts */
+};
+
+struct ship_end {
+	uint64_t task_id;
+	uint32_t reason;
+	uint32_t pad;
+};
+
+struct msg_output {
+	uint64_t task_id;
+	uint32_t format;
+	uint32_t type;
+};
+
+struct msg_output_abort {
+	uint64_t task_id;
+	char reason[ROVER_ERRMSG_LEN];
+};
+
+struct msg_output_written {
+	uint64_t task_id;
+	int32_t err; /* 0 or a positive errno */
+	uint32_t pad;
+	uint64_t samples;
+	uint64_t stacks;
+	uint64_t frames_unnamed; /* frames shown as module+offset or [unknown] */
+	uint64_t losses[LOSS_MAX];
+	char summary[1024]; /* the hottest functions, one per line */
+};
+
+struct msg_ctl_accepted {
+	uint64_t task_id;
+};
+
+struct msg_ctl_done {
+	uint64_t task_id;
+	int32_t err; /* 0: profile written */
+	uint32_t pad;
+	uint64_t kernel_samples; /* samples of the targets the BPF program saw */
+	struct msg_output_written out;
+	char text[ROVER_ERRMSG_LEN];
+};
+
+#endif

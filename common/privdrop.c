@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <cap-ng.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "common/privdrop.h"
+
+int privdrop_lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	if (name && *name) {
+		pw = getpwnam(name);
+	} else {
+		pw = getpwnam("rover");
+		if (!pw)
+			pw = getpwnam("nobody");
+	}
+	if (!pw)
+		return errno ? -errno : -ENOENT;
+	if (pw->pw_uid == 0)
+		return -EPERM; /* roles never run as root */
+	*ret_uid = pw->pw_uid;
+	*ret_gid = pw->pw_gid;
+	return 0;
+}
+
+static int holds_only(const struct role_policy *pol)
+{
+	capng_get_caps_process();
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+		int want = 0;
+
+		for (size_t i = 0; i < pol->ncaps; i++)
+			want |= pol->caps[i] == cap;
+		if (capng_have_capability(CAPNG_EFFECTIVE, cap) != want ||
+		    capng_have_capability(CAPNG_PERMITTED, cap) != want ||
+		    capng_have_capability(CAPNG_INHERITABLE, cap))
+			return -EPERM;
+	}
+	return 0;
+}
+
+int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
+{
+	int rc;
+
+	capng_clear(CAPNG_SELECT_ALL);
+	for (size_t i = 0; i < pol->ncaps; i++) {
+		if (capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+				 (unsigned)pol->caps[i]))
+			return -EINVAL;
+	}
+	if (geteuid() == 0) {
+		/* Keeps the listed capabilities across the uid change, drops groups and bounding. */
+		rc = capng_change_id((int)uid, (int)gid, CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);
+		if (rc)
+			return -EPERM;
+	} else {
+		/* Started unprivileged (one container per role): can only shed what it has. */
+		if (capng_apply(CAPNG_SELECT_ALL) && capng_apply(CAPNG_SELECT_BOTH))
+			return -EPERM;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		return -errno;
+	/* Prove it: none of these may work any more. */
+	if (getuid() == 0 || geteuid() == 0 || setuid(0) == 0 || seteuid(0) == 0 ||
+	    setgid(0) == 0 || setgroups(0, NULL) == 0)
+		return -EPERM;
+	return holds_only(pol);
+}
+
+#if ROVER_DEBUG
+/* Debug builds trap instead of killing, and name the call that broke the policy. */
+static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
+{
+	char line[128];
+	char *name;
+	int n;
+
+	(void)sig;
+	(void)uctx;
+	name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, si->si_syscall);
+	n = snprintf(line, sizeof(line), "seccomp: forbidden syscall %s (%d)\n",
+		     name ? name : "?", si->si_syscall);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, line, (size_t)n);
+	_exit(128 + SIGSYS);
+}
+#endif
+
+int sandbox_apply(const struct role_policy *pol)
+{
+	scmp_filter_ctx ctx;
+	int err = 0;
+
+#if ROVER_DEBUG
+	struct sigaction sa = { .sa_sigaction = sigsys_handler, .sa_flags = SA_SIGINFO };
+
+	if (sigaction(SIGSYS, &sa, NULL))
+		return -errno;
+	ctx = seccomp_init(SCMP_ACT_TRAP);
+#else
+	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+#endif
+	if (!ctx)
+		return -ENOMEM;
+	for (size_t i = 0; i < pol->nseccomp; i++) {
+		const struct seccomp_entry *e = &pol->seccomp[i];
+		int nr = seccomp_syscall_resolve_name(e->name);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not a call of this architecture */
+		err = seccomp_rule_add(ctx, e->action == SC_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO((unsigned)e->action), nr, 0);
+		if (err)
+			goto cleanup;
+	}
+	err = seccomp_load(ctx);
+cleanup:
+	seccomp_release(ctx);
+	return err;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Dropping to a role's privileges, in a fixed order, and proving it. */
+#ifndef ROVER_COMMON_PRIVDROP_H
+#define ROVER_COMMON_PRIVDROP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "policy/policy.h"
+
+/* The user roles run as: `name` when given, else "rover" when it exists, else "nobody". */
+int privdrop_lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid);
+
+/*
+ * Becomes uid/gid (when started as root) holding exactly the policy's capabilities in the
+ * effective, permitted and bounding sets and none inheritable or ambient, with NoNewPrivs set
+ * and ptrace/core dumps refused; then tries to regain root and fails with -EPERM if it can.
+ * 0 or -errno; the caller must exit on failure.
+ */
+int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid);
+
+/* Installs the policy's seccomp filter. 0 or -errno. */
+int sandbox_apply(const struct role_policy *pol);
+
+#endif

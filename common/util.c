@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+
+int parse_duration_us(const char *s, uint64_t *ret_us)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t us;
+	} units[] = { { "us", 1 },	   { "ms", 1000 },	    { "s", 1000000 },
+		      { "m", 60000000ULL }, { "h", 3600000000ULL }, { "", 1000000 } };
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix))
+			continue;
+		if (v > UINT64_MAX / units[i].us)
+			return -ERANGE;
+		*ret_us = v * units[i].us;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static uint64_t clock_ms(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t now_mono_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+uint64_t now_unix_ms(void)
+{
+	return clock_ms(CLOCK_REALTIME);
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ipc.h"
+#include "common/util.h"
+#include "launcher/client.h"
+
+static const struct ipc_rule replies[] = {
+	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0, 0 },
+	{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
+};
+
+int client_connect(const char *sockdir, unsigned wait_ms)
+{
+	struct timespec pause = { .tv_nsec = 50000000 };
+	uint64_t until = now_mono_ms() + wait_ms;
+	int fd;
+
+	for (;;) {
+		fd = ipc_connect(sockdir, "ctl.sock");
+		if (fd >= 0 || now_mono_ms() >= until)
+			return fd;
+		nanosleep(&pause, NULL);
+	}
+}
+
+int client_submit(int sock, const struct task_spec *spec, int out_fd)
+{
+	return ipc_send(sock, MSG_CTL_PROFILE, spec, sizeof(*spec), out_fd);
+}
+
+int client_stop(int sock, uint64_t task_id)
+{
+	struct msg_ctl_accepted s = { .task_id = task_id };
+
+	return ipc_send(sock, MSG_CTL_STOP, &s, sizeof(s), -1);
+}
+
+int client_read(int sock, uint64_t *ret_task_id, struct msg_ctl_done *ret_done)
+{
+	struct ipc_msg msg = { .fd = -1 };
+	int err = ipc_recv(sock, replies, 2, &msg);
+
+	if (err)
+		goto out;
+	if (msg.type == MSG_CTL_ACCEPTED) {
+		*ret_task_id = ((struct msg_ctl_accepted *)msg.buf)->task_id;
+		err = 1;
+	} else {
+		memcpy(ret_done, msg.buf, sizeof(*ret_done));
+		if (ipc_check_str(ret_done->text, sizeof(ret_done->text)) ||
+		    ipc_check_str(ret_done->out.summary, sizeof(ret_done->out.summary)))
+			err = -EPROTO;
+	}
+out:
+	ipc_msg_release(&msg);
+	return err;
+}
+
+void client_report(const struct msg_ctl_done *d, const char *output)
+{
+	static const char *const loss_names[LOSS_MAX] = {
+		[LOSS_USTACK_COLLISION] = "user stack id collisions",
+		[LOSS_KSTACK_COLLISION] = "kernel stack id collisions",
+		[LOSS_STACK_MAP_FULL] = "stack map full",
+		[LOSS_USTACK_MISSING] = "no user stack",
+		[LOSS_COUNTS_FULL] = "counts map full",
+		[LOSS_STACK_EVICTED] = "stacks evicted before read",
+		[LOSS_SEND_FAILED] = "flushes the shipper did not take",
+	};
+	uint64_t lost = 0;
+
+	if (d->err)
+		fprintf(stderr, "rover: task %llu failed: %s\n", (unsigned long long)d->task_id,
+			d->text);
+	if (!d->task_id)
+		return;
+	fprintf(stderr, "rover: %s: %llu samples in %llu stacks (kernel counted %llu)\n", output,
+		(unsigned long long)d->out.samples, (unsigned long long)d->out.stacks,
+		(unsigned long long)d->kernel_samples);
+	for (int k = 0; k < LOSS_MAX; k++) {
+		if (!d->out.losses[k])
+			continue;
+		lost += d->out.losses[k];
+		fprintf(stderr, "rover: lost: %llu %s\n", (unsigned long long)d->out.losses[k],
+			loss_names[k]);
+	}
+	if (!lost)
+		fprintf(stderr, "rover: no samples lost\n");
+	if (d->out.frames_unnamed)
+		fprintf(stderr, "rover: %llu frame samples shown as module+offset or [unknown]\n",
+			(unsigned long long)d->out.frames_unnamed);
+	if (d->out.summary[0])
+		fprintf(stderr, "rover: top functions (self):\n%s", d->out.summary);
+}

@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rover: the launcher. The one process that keeps privileges: it starts the supervisor and the
+ * shipper (each drops to the rover user at once), spawns a worker per task when the supervisor
+ * asks, and opens for the shipper what only it may open. It never parses backend or traced
+ * data. `rover profile` is also a client of the supervisor, like any other.
+ */
+
+#define _GNU_SOURCE
+#include <cap-ng.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/privdrop.h"
+#include "common/util.h"
+#include "launcher/client.h"
+#include "launcher/spawner.h"
+
+#define ROLE_RESTART_MS 1000
+
+static const char usage_main[] =
+	"usage: rover COMMAND [OPTIONS]\n"
+	"\n"
+	"A privilege-separated eBPF profiling agent.\n"
+	"\n"
+	"commands:\n"
+	"  profile   profile processes now and write the profile to a file (no backend)\n"
+	"  serve     run the agent: supervisor, shipper and workers, taking tasks from\n"
+	"            `rover profile --connect DIR` until stopped\n"
+	"  spawner   run only the launcher's spawner role (one container per role)\n"
+	"\n"
+	"`rover COMMAND --help` describes each command. Run as root (or with CAP_SETUID,\n"
+	"CAP_SETGID, CAP_SETPCAP, CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_KILL,\n"
+	"CAP_CHOWN, CAP_DAC_OVERRIDE); every other process drops to the rover user (or nobody).\n";
+
+static const char usage_profile[] =
+	"usage: rover profile --pid PID[,PID...] --output FILE [OPTIONS]\n"
+	"\n"
+	"Profiles the processes for a while and writes one profile.\n"
+	"\n"
+	"  -p, --pid PID[,PID...]     processes to profile (1 to 64; by host pid)\n"
+	"  -o, --output FILE          where the profile goes\n"
+	"  -f, --format FMT           folded | pprof | svg; default from FILE's extension\n"
+	"                             (.folded, .pb.gz, .svg), else folded\n"
+	"  -t, --type TYPE            on_cpu (default). off_cpu and network come later\n"
+	"  -d, --duration DUR         how long to profile (default 10s; e.g. 500ms, 30s, 2m)\n"
+	"      --dump-period DUR      sampling period (default 9ms = 111 Hz; minimum 1ms)\n"
+	"      --flush-interval DUR   how often the worker ships counts (default 5s)\n"
+	"  -u, --user USER            user the other processes run as (default rover, else nobody)\n"
+	"  -c, --connect DIR          submit to an agent started with `rover serve --socket-dir DIR`\n"
+	"                             instead of starting one\n"
+	"  -h, --help                 this text\n"
+	"\n"
+	"Folded output: one line per distinct stack, `comm;outermost;...;innermost COUNT`, kernel\n"
+	"frames last with the suffix _[k]. The process ends the task early when the targets exit;\n"
+	"Ctrl-C ends it early and still writes what was collected.\n";
+
+static const char usage_serve[] =
+	"usage: rover serve [--socket-dir DIR] [--user USER]\n"
+	"       rover spawner --socket-dir DIR [--user USER]\n"
+	"\n"
+	"serve: starts the supervisor and the shipper, restarts them if they die, spawns workers,\n"
+	"and runs until SIGINT/SIGTERM. Submit tasks with `rover profile --connect DIR ...`.\n"
+	"spawner: the same launcher role alone, for a deployment where the supervisor and the\n"
+	"shipper run in their own containers and share DIR.\n"
+	"\n"
+	"  -s, --socket-dir DIR   directory for the Unix sockets (default: a new /tmp/rover.XXXXXX)\n"
+	"  -u, --user USER        user the other processes run as (default rover, else nobody)\n";
+
+struct launcher {
+	char sockdir[PATH_MAX];
+	int own_sockdir;
+	char bindir[PATH_MAX];
+	const char *user;
+	uid_t uid;
+	gid_t gid;
+	int manage_roles; /* start and restart the supervisor and the shipper */
+	pid_t role_pid[2]; /* supervisor, shipper */
+	uint64_t role_restart_at[2];
+	struct spawner *sp;
+	int sigfd;
+};
+
+static int die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "rover: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nrover: try 'rover --help'\n");
+	return 2;
+}
+
+static int parse_pids(const char *arg, struct task_spec *spec)
+{
+	char buf[1024], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(tok, &end, 10);
+		if (errno || *end || v <= 0 || v > INT32_MAX)
+			return -EINVAL;
+		if (spec->npids >= ROVER_MAX_PIDS)
+			return -E2BIG;
+		spec->pids[spec->npids++] = (int32_t)v;
+	}
+	return spec->npids ? 0 : -EINVAL;
+}
+
+static int format_of(const char *name, const char *output, uint32_t *ret)
+{
+	size_t n = strlen(output);
+
+	if (name) {
+		if (!strcmp(name, "folded"))
+			*ret = FORMAT_FOLDED;
+		else if (!strcmp(name, "pprof"))
+			*ret = FORMAT_PPROF;
+		else if (!strcmp(name, "svg"))
+			*ret = FORMAT_SVG;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (n > 6 && !strcmp(output + n - 6, ".pb.gz"))
+		*ret = FORMAT_PPROF;
+	else if (n > 4 && !strcmp(output + n - 4, ".svg"))
+		*ret = FORMAT_SVG;
+	else
+		*ret = FORMAT_FOLDED;
+	return 0;
+}
+
+static int duration_ms_arg(const char *opt, const char *arg, uint64_t min_us, uint32_t *ret_ms)
+{
+	uint64_t us;
+
+	if (parse_duration_us(arg, &us) || us < min_us || us / 1000 > UINT32_MAX) {
+		fprintf(stderr, "rover: bad %s '%s': a duration like 9ms, 10s or 2m is expected\n",
+			opt, arg);
+		return -EINVAL;
+	}
+	*ret_ms = (uint32_t)(us / 1000);
+	return 0;
+}
+
+static int has_privileges(void)
+{
+	static const int need[] = { CAP_SETUID,	 CAP_SETGID,   CAP_SETPCAP, CAP_BPF,
+				    CAP_PERFMON, CAP_SYS_ADMIN, CAP_KILL,    CAP_CHOWN };
+
+	capng_get_caps_process();
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!capng_have_capability(CAPNG_EFFECTIVE, (unsigned)need[i]))
+			return 0;
+	return 1;
+}
+
+static pid_t start_role(struct launcher *l, const char *bin)
+{
+	char exe[PATH_MAX + 32];
+	pid_t pid;
+
+	snprintf(exe, sizeof(exe), "%s/%s", l->bindir, bin);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[] = { (char *)bin, "--socket-dir", l->sockdir, "--user",
+				 (char *)(l->user ? l->user : ""), NULL };
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* Its own group: a Ctrl-C reaches the launcher, which ends tasks in order. */
+		setpgid(0, 0);
+		execv(exe, argv);
+		fprintf(stderr, "rover: exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static void start_roles(struct launcher *l, int which)
+{
+	static const char *const bins[2] = { "rover-supervisor", "rover-shipper" };
+	static const int roles[2] = { ROLE_SUPERVISOR, ROLE_SHIPPER };
+
+	for (int i = 0; i < 2; i++) {
+		if (which >= 0 && which != i)
+			continue;
+		l->role_pid[i] = start_role(l, bins[i]);
+		spawner__set_role_pid(l->sp, roles[i], l->role_pid[i]);
+	}
+}
+
+static void reap(struct launcher *l)
+{
+	static const char *const names[2] = { "supervisor", "shipper" };
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (spawner__child_exited(l->sp, pid, status))
+			continue;
+		for (int i = 0; i < 2; i++) {
+			if (pid != l->role_pid[i])
+				continue;
+			if (WIFSIGNALED(status))
+				log_warn("%s %d killed by signal %d (%s); restarting", names[i], (int)pid,
+					 WTERMSIG(status), strsignal(WTERMSIG(status)));
+			else
+				log_warn("%s %d exited with status %d; restarting", names[i], (int)pid,
+					 WEXITSTATUS(status));
+			l->role_pid[i] = 0;
+			l->role_restart_at[i] = now_mono_ms() + (i == 1 ? 0 : ROLE_RESTART_MS);
+		}
+	}
+}
+
+static int setup(struct launcher *l, const char *sockdir)
+{
+	struct spawner_config cfg;
+	sigset_t mask;
+	ssize_t n;
+	int err;
+
+	err = privdrop_lookup_user(l->user, &l->uid, &l->gid);
+	if (err) {
+		fprintf(stderr, "rover: user %s: %s\n", l->user ? l->user : "rover/nobody",
+			err == -EPERM ? "roles never run as root" : "not found");
+		return err;
+	}
+	n = readlink("/proc/self/exe", l->bindir, sizeof(l->bindir) - 1);
+	if (n <= 0)
+		return -errno;
+	l->bindir[n] = '\0';
+	*strrchr(l->bindir, '/') = '\0';
+	if (sockdir) {
+		if (snprintf(l->sockdir, sizeof(l->sockdir), "%s", sockdir) >= (int)sizeof(l->sockdir))
+			return -ENAMETOOLONG;
+		if (mkdir(l->sockdir, 0700) && errno != EEXIST)
+			return -errno;
+	} else {
+		strcpy(l->sockdir, "/tmp/rover.XXXXXX");
+		if (!mkdtemp(l->sockdir))
+			return -errno;
+		l->own_sockdir = 1;
+	}
+	if (geteuid() == 0 && (chown(l->sockdir, l->uid, l->gid) || chmod(l->sockdir, 0700)))
+		return -errno;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (l->sigfd < 0)
+		return -errno;
+	cfg = (struct spawner_config){ .sockdir = l->sockdir, .bindir = l->bindir,
+				       .user = l->user, .uid = l->uid };
+	l->sp = spawner__new(&cfg);
+	if (!l->sp)
+		return -errno;
+	if (l->manage_roles)
+		start_roles(l, -1);
+	return 0;
+}
+
+static void teardown(struct launcher *l)
+{
+	char path[PATH_MAX + 32];
+
+	spawner__stop_workers(l->sp);
+	for (int i = 0; i < 2; i++)
+		if (l->role_pid[i] > 0)
+			kill(l->role_pid[i], SIGTERM);
+	for (int i = 0; i < 2; i++)
+		if (l->role_pid[i] > 0)
+			waitpid(l->role_pid[i], NULL, 0);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	spawner__free(l->sp);
+	if (l->own_sockdir) {
+		static const char *const names[] = { "spawner.sock", "shipper.sock", "ctl.sock",
+						     "shipper.sock.new", "ctl.sock.new" };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			snprintf(path, sizeof(path), "%s/%s", l->sockdir, names[i]);
+			unlink(path);
+		}
+		rmdir(l->sockdir);
+	}
+}
+
+/*
+ * The launcher's loop: spawner requests, children, signals, and (client >= 0) the replies to
+ * our own task. Returns the exit status.
+ */
+static int run(struct launcher *l, int client, const char *output)
+{
+	int fds[16], stopping = 0, status = 0;
+	uint64_t task_id = 0;
+
+	for (;;) {
+		struct pollfd pfd[18];
+		int n = spawner__fds(l->sp, fds, 16), np = 0;
+		uint64_t now = now_mono_ms();
+
+		for (int i = 0; i < 2 && l->manage_roles && !stopping; i++) {
+			if (!l->role_pid[i] && now >= l->role_restart_at[i])
+				start_roles(l, i);
+		}
+		pfd[np++] = (struct pollfd){ .fd = l->sigfd, .events = POLLIN };
+		if (client >= 0)
+			pfd[np++] = (struct pollfd){ .fd = client, .events = POLLIN };
+		for (int i = 0; i < n; i++)
+			pfd[np++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(pfd, (nfds_t)np, 250) < 0 && errno != EINTR)
+			return 1;
+		if (pfd[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(l->sigfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGCHLD)
+					reap(l);
+				else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
+					if (client < 0 || stopping)
+						return 128 + (int)si.ssi_signo;
+					/* First Ctrl-C: end the task early, keep its data. */
+					stopping = 1;
+					if (task_id)
+						client_stop(client, task_id);
+					else
+						return 128 + (int)si.ssi_signo;
+				}
+			}
+		}
+		for (int k = 1; k < np; k++) {
+			struct msg_ctl_done done;
+			int rc;
+
+			if (!pfd[k].revents)
+				continue;
+			if (pfd[k].fd != client) {
+				spawner__handle(l->sp, pfd[k].fd);
+				continue;
+			}
+			rc = client_read(client, &task_id, &done);
+			if (rc == 1)
+				continue;
+			if (rc < 0) {
+				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
+				return 1;
+			}
+			client_report(&done, output);
+			status = done.err ? 1 : 0;
+			return status;
+		}
+	}
+}
+
+static int cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "type", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "dump-period", required_argument, NULL, 'P' },
+		{ "flush-interval", required_argument, NULL, 'F' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct task_spec spec = { .type = TASK_ON_CPU, .duration_ms = 10000, .period_us = 9000,
+				  .flush_ms = 5000 };
+	struct launcher l = { .sigfd = -1, .manage_roles = 1 };
+	const char *output = NULL, *format = NULL, *connect_dir = NULL;
+	uint32_t period_ms = 9;
+	int c, err, out_fd, client, status;
+
+	while ((c = getopt_long(argc, argv, "p:o:f:t:d:u:c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, &spec))
+				return die_usage("bad --pid '%s': comma-separated positive pids, at most 64",
+						 optarg);
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case 't':
+			if (!strcmp(optarg, "on_cpu"))
+				spec.type = TASK_ON_CPU;
+			else if (!strcmp(optarg, "off_cpu") || !strcmp(optarg, "network"))
+				return die_usage("--type %s is not supported yet: on_cpu only", optarg);
+			else
+				return die_usage("bad --type '%s': on_cpu expected", optarg);
+			break;
+		case 'd':
+			if (duration_ms_arg("--duration", optarg, 100000, &spec.duration_ms))
+				return 2;
+			break;
+		case 'P':
+			if (duration_ms_arg("--dump-period", optarg, 1000, &period_ms))
+				return 2;
+			if (period_ms > 1000)
+				return die_usage("bad --dump-period '%s': at most 1s", optarg);
+			spec.period_us = period_ms * 1000;
+			break;
+		case 'F':
+			if (duration_ms_arg("--flush-interval", optarg, 100000, &spec.flush_ms))
+				return 2;
+			break;
+		case 'u':
+			l.user = optarg;
+			break;
+		case 'c':
+			connect_dir = optarg;
+			break;
+		case 'h':
+			fputs(usage_profile, stdout);
+			return 0;
+		default:
+			return die_usage("%s", "bad arguments to profile");
+		}
+	}
+	if (optind < argc)
+		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (!spec.npids)
+		return die_usage("%s", "profile needs --pid PID[,PID...]");
+	if (!output)
+		return die_usage("%s", "profile needs --output FILE");
+	if (format_of(format, output, &spec.format))
+		return die_usage("bad --format '%s': folded, pprof or svg expected", format);
+	for (uint32_t i = 0; i < spec.npids; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d", spec.pids[i]);
+		if (access(path, F_OK)) {
+			fprintf(stderr, "rover: no such process: %d\n", spec.pids[i]);
+			return 1;
+		}
+	}
+	if (!connect_dir && !has_privileges()) {
+		fprintf(stderr, "rover: profiling needs root (or the capabilities listed in 'rover "
+				"--help'); run it with sudo\n");
+		return 1;
+	}
+	out_fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (out_fd < 0) {
+		fprintf(stderr, "rover: cannot write %s: %s\n", output, strerror(errno));
+		return 1;
+	}
+	log_init("rover");
+	if (!connect_dir) {
+		err = setup(&l, NULL);
+		if (err) {
+			fprintf(stderr, "rover: starting: %s\n", strerror(-err));
+			return 1;
+		}
+	}
+	client = client_connect(connect_dir ? connect_dir : l.sockdir, 10000);
+	if (client < 0 || (err = client_submit(client, &spec, out_fd))) {
+		fprintf(stderr, "rover: cannot reach the supervisor in %s: %s\n",
+			connect_dir ? connect_dir : l.sockdir,
+			strerror(client < 0 ? -client : -err));
+		if (!connect_dir)
+			teardown(&l);
+		return 1;
+	}
+	close(out_fd);
+	if (connect_dir) {
+		/* Only a client: wait for our task's end. */
+		uint64_t id = 0;
+		struct msg_ctl_done done;
+		int rc;
+
+		while ((rc = client_read(client, &id, &done)) == 1)
+			;
+		if (rc < 0) {
+			fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
+			return 1;
+		}
+		client_report(&done, output);
+		return done.err ? 1 : 0;
+	}
+	status = run(&l, client, output);
+	close(client);
+	teardown(&l);
+	return status;
+}
+
+static int cmd_serve(int argc, char **argv, int spawner_only)
+{
+	static const struct option opts[] = {
+		{ "socket-dir", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct launcher l = { .sigfd = -1, .manage_roles = !spawner_only };
+	const char *dir = NULL;
+	int c, err, status;
+
+	while ((c = getopt_long(argc, argv, "s:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			dir = optarg;
+			break;
+		case 'u':
+			l.user = optarg;
+			break;
+		case 'h':
+			fputs(usage_serve, stdout);
+			return 0;
+		default:
+			return die_usage("%s", "bad arguments to serve");
+		}
+	}
+	if (optind < argc)
+		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (spawner_only && !dir)
+		return die_usage("%s", "spawner needs --socket-dir DIR");
+	if (!spawner_only && !has_privileges()) {
+		fprintf(stderr, "rover: serve needs root (or the capabilities in 'rover --help')\n");
+		return 1;
+	}
+	log_init("rover");
+	err = setup(&l, dir);
+	if (err) {
+		fprintf(stderr, "rover: starting: %s\n", strerror(-err));
+		return 1;
+	}
+	log_info("serving in %s", l.sockdir);
+	status = run(&l, -1, NULL);
+	teardown(&l);
+	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage_main, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "profile"))
+		return cmd_profile(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return cmd_serve(argc - 1, argv + 1, 0);
+	if (!strcmp(argv[1], "spawner"))
+		return cmd_serve(argc - 1, argv + 1, 1);
+	fprintf(stderr, "rover: unknown command '%s'\nrover: try 'rover --help'\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The shipper: symbolizes raw stacks and writes or uploads profiles. It holds no capability;
+ * it reads other processes' maps and binaries only through descriptors the launcher opened
+ * (see policy/README.md), and world-readable debug files itself.
+ */
+#include <errno.h>
+
+#include "policy/policy.h"
+
+static const struct seccomp_entry calls[] = {
+	{ "read", SC_ALLOW, "framed messages; maps, ELF and debug files" },
+	{ "pread64", SC_ALLOW, "ELF files" },
+	{ "write", SC_ALLOW, "profiles to the output descriptor; log lines" },
+	{ "sendmsg", SC_ALLOW, "framed messages, descriptor requests" },
+	{ "recvmsg", SC_ALLOW, "framed messages, descriptors from the launcher" },
+	{ "socket", SC_ALLOW, "Unix socket to the launcher's opener" },
+	{ "connect", SC_ALLOW, "to the launcher's socket in the socket directory" },
+	{ "accept4", SC_ALLOW, "worker and supervisor connections on shipper.sock" },
+	{ "getsockopt", SC_ALLOW, "SO_PEERCRED of peers" },
+	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
+	{ "openat", SC_ALLOW, "world-readable debug files under /usr/lib/debug, /proc/PID/comm" },
+	{ "close", SC_ALLOW, "its descriptors" },
+	{ "fstat", SC_ALLOW, "ELF file sizes" },
+	{ "newfstatat", SC_ALLOW, "ELF file sizes and identities" },
+	{ "lseek", SC_ALLOW, "libc stdio, libelf" },
+	{ "fcntl", SC_ALLOW, "libc stdio (fdopen)" },
+	{ "dup", SC_ALLOW, "a stdio stream over the output descriptor" },
+	{ "ftruncate", SC_ALLOW, "output files given as descriptors" },
+	{ "readlink", SC_ALLOW, "names of mapped files" },
+	{ "poll", SC_ALLOW, "event loop" },
+	{ "ppoll", SC_ALLOW, "event loop" },
+	{ "clock_gettime", SC_ALLOW, "timestamps" },
+	{ "clock_nanosleep", SC_ALLOW, "reconnect backoff" },
+	{ "nanosleep", SC_ALLOW, "reconnect backoff" },
+	{ "mmap", SC_ALLOW, "memory; read-only maps of ELF files" },
+	{ "munmap", SC_ALLOW, "memory" },
+	{ "mprotect", SC_ALLOW, "memory (malloc arenas)" },
+	{ "mremap", SC_ALLOW, "memory (realloc)" },
+	{ "madvise", SC_ALLOW, "memory (free)" },
+	{ "brk", SC_ALLOW, "memory" },
+	{ "futex", SC_ALLOW, "libc locks" },
+	{ "getpid", SC_ALLOW, "log prefix, hello message" },
+	{ "gettid", SC_ALLOW, "libc" },
+	{ "getrandom", SC_ALLOW, "libc malloc hardening" },
+	{ "rt_sigaction", SC_ALLOW, "libc" },
+	{ "rt_sigprocmask", SC_ALLOW, "libc" },
+	{ "rt_sigreturn", SC_ALLOW, "signal return" },
+	{ "exit", SC_ALLOW, "thread exit" },
+	{ "exit_group", SC_ALLOW, "process exit" },
+};
+
+const struct role_policy shipper_policy = {
+	.role = "shipper",
+	.caps = NULL,
+	.ncaps = 0,
+	.seccomp = calls,
+	.nseccomp = sizeof(calls) / sizeof(calls[0]),
+};

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The supervisor: owns tasks, talks to clients (and, later, the backend), asks the launcher
+ * for workers. It holds no capability and touches no file: sockets only.
+ */
+#include <errno.h>
+
+#include "policy/policy.h"
+
+static const struct seccomp_entry calls[] = {
+	{ "read", SC_ALLOW, "framed messages" },
+	{ "write", SC_ALLOW, "log lines to stderr" },
+	{ "sendmsg", SC_ALLOW, "framed messages, descriptor passing" },
+	{ "recvmsg", SC_ALLOW, "framed messages, descriptor passing" },
+	{ "socket", SC_ALLOW, "Unix sockets to the launcher and the shipper" },
+	{ "connect", SC_ALLOW, "reconnect to a restarted shipper" },
+	{ "accept4", SC_ALLOW, "client connections on ctl.sock" },
+	{ "getsockopt", SC_ALLOW, "SO_PEERCRED of clients" },
+	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
+	{ "close", SC_ALLOW, "its descriptors" },
+	{ "poll", SC_ALLOW, "event loop" },
+	{ "ppoll", SC_ALLOW, "event loop" },
+	{ "clock_gettime", SC_ALLOW, "timers" },
+	{ "clock_nanosleep", SC_ALLOW, "reconnect backoff" },
+	{ "nanosleep", SC_ALLOW, "reconnect backoff" },
+	{ "mmap", SC_ALLOW, "memory" },
+	{ "munmap", SC_ALLOW, "memory" },
+	{ "mprotect", SC_ALLOW, "memory (malloc arenas)" },
+	{ "mremap", SC_ALLOW, "memory (realloc)" },
+	{ "madvise", SC_ALLOW, "memory (free)" },
+	{ "brk", SC_ALLOW, "memory" },
+	{ "futex", SC_ALLOW, "libc locks" },
+	{ "getpid", SC_ALLOW, "log prefix, hello message" },
+	{ "gettid", SC_ALLOW, "libc" },
+	{ "getrandom", SC_ALLOW, "libc malloc hardening" },
+	{ "rt_sigaction", SC_ALLOW, "libc" },
+	{ "rt_sigprocmask", SC_ALLOW, "libc" },
+	{ "rt_sigreturn", SC_ALLOW, "signal return" },
+	{ "exit", SC_ALLOW, "thread exit" },
+	{ "exit_group", SC_ALLOW, "process exit" },
+	{ "openat", EACCES, "it never opens files; libc locale probes get a clean error" },
+	{ "newfstatat", SC_ALLOW, "libc stdio on stderr" },
+	{ "fstat", SC_ALLOW, "libc stdio on stderr" },
+};
+
+const struct role_policy supervisor_policy = {
+	.role = "supervisor",
+	.caps = NULL,
+	.ncaps = 0,
+	.seccomp = calls,
+	.nseccomp = sizeof(calls) / sizeof(calls[0]),
+};

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rover-shipper: receives raw stack-id counts from workers, names them and writes (later also
+ * uploads) profiles. Runs as the rover user with no capabilities, NoNewPrivs and a seccomp
+ * allowlist; descriptors it may not open itself come from the launcher (shipper/opener.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/ipc.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/privdrop.h"
+#include "shipper/opener.h"
+#include "shipper/symbolize.h"
+#include "shipper/task.h"
+
+#define MAX_PEERS 64
+#define MAX_TASKS 64
+
+enum peer_kind { PEER_NEW, PEER_WORKER, PEER_SUPERVISOR };
+
+struct peer {
+	int fd;
+	enum peer_kind kind;
+	int32_t pid;
+	uint64_t task_id; /* a worker's task, once it began */
+};
+
+struct shipper {
+	int lsock;
+	int opener; /* connection to the launcher */
+	uid_t uid;
+	struct symbolizer *sym;
+	struct peer peers[MAX_PEERS];
+	struct ship_task *tasks[MAX_TASKS];
+	int supervisor; /* index in peers, -1 */
+	struct ipc_msg msg;
+};
+
+static const struct ipc_rule hello_rules[] = {
+	{ MSG_HELLO, sizeof(struct msg_hello), sizeof(struct msg_hello), 0, 0 },
+};
+
+static const struct ipc_rule worker_rules[] = {
+	{ MSG_SHIP_BEGIN, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
+	{ MSG_SHIP_STACKS, sizeof(struct ship_stack), 1000 * sizeof(struct ship_stack),
+	  sizeof(struct ship_stack), 0 },
+	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD, sizeof(struct ship_count),
+	  0 },
+	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
+};
+
+static const struct ipc_rule supervisor_rules[] = {
+	{ MSG_OUTPUT_OPEN, sizeof(struct msg_output), sizeof(struct msg_output), 0, 1 },
+	{ MSG_OUTPUT_ABORT, sizeof(struct msg_output_abort), sizeof(struct msg_output_abort), 0, 0 },
+};
+
+#define NRULES(r) (sizeof(r) / sizeof((r)[0]))
+
+static struct ship_task **task_slot(struct shipper *s, uint64_t id, int create)
+{
+	struct ship_task **free_slot = NULL;
+
+	for (int i = 0; i < MAX_TASKS; i++) {
+		if (s->tasks[i] && s->tasks[i]->task_id == id)
+			return &s->tasks[i];
+		if (!s->tasks[i] && !free_slot)
+			free_slot = &s->tasks[i];
+	}
+	if (!create || !free_slot)
+		return NULL;
+	*free_slot = ship_task__new(id);
+	return *free_slot ? free_slot : NULL;
+}
+
+static void drop_peer(struct shipper *s, int i, const char *why)
+{
+	struct peer *p = &s->peers[i];
+
+	if (why)
+		log_warn("peer pid %d (%s): %s, disconnecting", p->pid,
+			 p->kind == PEER_WORKER ? "worker" : p->kind == PEER_SUPERVISOR ? "supervisor" : "new",
+			 why);
+	close(p->fd);
+	p->fd = -1;
+	if (s->supervisor == i)
+		s->supervisor = -1;
+}
+
+/* sh_answer_written: the profile of a task is out, tell the supervisor and forget the task. */
+static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
+{
+	struct ship_task *t = *slot;
+	struct msg_output_written w;
+	int err = ship_task__write(t, &w);
+
+	if (err)
+		log_warn("task %llu: writing profile: %s", (unsigned long long)t->task_id,
+			 strerror(-err));
+	else
+		log_info("task %llu: profile written: %llu samples, %llu stacks%s",
+			 (unsigned long long)t->task_id, (unsigned long long)w.samples,
+			 (unsigned long long)w.stacks, aborted ? " (task aborted)" : "");
+	if (s->supervisor >= 0 &&
+	    ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
+		drop_peer(s, s->supervisor, "send failed");
+	ship_task__free(t);
+	*slot = NULL;
+	for (int i = 0; i < MAX_PEERS; i++)
+		if (s->peers[i].fd >= 0 && s->peers[i].kind == PEER_WORKER &&
+		    s->peers[i].task_id == w.task_id)
+			s->peers[i].task_id = 0;
+}
+
+static int on_worker(struct shipper *s, struct peer *p)
+{
+	struct ipc_msg *m = &s->msg;
+	struct ship_task **slot;
+	int err = ipc_recv(p->fd, worker_rules, NRULES(worker_rules), m);
+
+	if (err)
+		return err;
+	if (m->type == MSG_SHIP_BEGIN) {
+		const struct task_spec *spec = m->buf;
+
+		if (p->task_id || !spec->task_id)
+			return -EPROTO;
+		slot = task_slot(s, spec->task_id, 1);
+		if (!slot)
+			return -ENOSPC;
+		p->task_id = spec->task_id;
+		return ship_task__begin(*slot, spec, s->sym);
+	}
+	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
+	if (!slot)
+		return p->task_id ? 0 : -EPROTO; /* task aborted meanwhile: data is moot */
+	switch (m->type) {
+	case MSG_SHIP_STACKS:
+		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
+	case MSG_SHIP_COUNTS:
+		return ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
+					 (m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
+					 s->sym);
+	case MSG_SHIP_END: {
+		const struct ship_end *e = m->buf;
+
+		if (e->task_id != p->task_id)
+			return -EPROTO;
+		(*slot)->ended = 1;
+		(*slot)->end_reason = e->reason;
+		if ((*slot)->out_fd >= 0)
+			finish_task(s, slot, 0);
+		return 0;
+	}
+	}
+	return -EPROTO;
+}
+
+static int on_supervisor(struct shipper *s, struct peer *p)
+{
+	struct ipc_msg *m = &s->msg;
+	struct ship_task **slot;
+	int err = ipc_recv(p->fd, supervisor_rules, NRULES(supervisor_rules), m);
+
+	if (err)
+		return err;
+	if (m->type == MSG_OUTPUT_OPEN) {
+		const struct msg_output *o = m->buf;
+
+		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_SVG)
+			return -EPROTO;
+		slot = task_slot(s, o->task_id, 1);
+		if (!slot)
+			return -ENOSPC;
+		if ((*slot)->out_fd >= 0)
+			return -EPROTO;
+		(*slot)->out_fd = m->fd;
+		m->fd = -1;
+		(*slot)->format = o->format;
+		if ((*slot)->ended)
+			finish_task(s, slot, 0);
+		return 0;
+	}
+	/* MSG_OUTPUT_ABORT: write what was collected, the supervisor reports the failure. */
+	{
+		const struct msg_output_abort *a = m->buf;
+
+		slot = task_slot(s, a->task_id, 0);
+		if (slot && (*slot)->out_fd >= 0)
+			finish_task(s, slot, 1);
+		else if (slot) {
+			ship_task__free(*slot);
+			*slot = NULL;
+		}
+	}
+	return 0;
+}
+
+static void on_hello(struct shipper *s, int i)
+{
+	struct peer *p = &s->peers[i];
+	const struct msg_hello *h;
+
+	if (ipc_recv_expect(p->fd, hello_rules, 1, MSG_HELLO, &s->msg)) {
+		drop_peer(s, i, "bad hello");
+		return;
+	}
+	h = s->msg.buf;
+	if (h->role == ROLE_WORKER) {
+		p->kind = PEER_WORKER;
+	} else if (h->role == ROLE_SUPERVISOR && s->supervisor < 0) {
+		p->kind = PEER_SUPERVISOR;
+		s->supervisor = i;
+	} else {
+		drop_peer(s, i, "unexpected role");
+	}
+}
+
+static void accept_peer(struct shipper *s)
+{
+	uint32_t uid;
+	int32_t pid;
+	int fd = ipc_accept(s->lsock, &uid, &pid);
+
+	if (fd < 0)
+		return;
+	/* Only our own user (workers, supervisor) or root may talk to us. */
+	if (uid != s->uid && uid != 0) {
+		log_warn("connection from uid %u refused", uid);
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < MAX_PEERS; i++) {
+		if (s->peers[i].fd < 0) {
+			s->peers[i] = (struct peer){ .fd = fd, .kind = PEER_NEW, .pid = pid };
+			return;
+		}
+	}
+	log_warn("too many peers, refusing pid %d", pid);
+	close(fd);
+}
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static int loop(struct shipper *s)
+{
+	struct pollfd pfd[MAX_PEERS + 1];
+	int idx[MAX_PEERS + 1];
+
+	while (!stopping) {
+		int n = 0;
+
+		pfd[n] = (struct pollfd){ .fd = s->lsock, .events = POLLIN };
+		idx[n++] = -1;
+		for (int i = 0; i < MAX_PEERS; i++) {
+			if (s->peers[i].fd < 0)
+				continue;
+			pfd[n] = (struct pollfd){ .fd = s->peers[i].fd, .events = POLLIN };
+			idx[n++] = i;
+		}
+		if (poll(pfd, (nfds_t)n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[0].revents & POLLIN)
+			accept_peer(s);
+		for (int k = 1; k < n; k++) {
+			struct peer *p = &s->peers[idx[k]];
+			int err;
+
+			if (!pfd[k].revents || p->fd < 0)
+				continue;
+			if (p->kind == PEER_NEW) {
+				on_hello(s, idx[k]);
+				continue;
+			}
+			err = p->kind == PEER_WORKER ? on_worker(s, p) : on_supervisor(s, p);
+			if (err == -EPIPE)
+				drop_peer(s, idx[k], NULL);
+			else if (err)
+				drop_peer(s, idx[k], strerror(-err));
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
+					      { "user", required_argument, NULL, 'u' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	struct shipper s = { .supervisor = -1, .opener = -1, .msg = { .fd = -1 } };
+	struct fd_opener opener = fd_opener_launcher_ops;
+	struct msg_hello hello = { .role = ROLE_SHIPPER, .proto_version = IPC_VERSION };
+	const char *dir = NULL, *user = NULL;
+	struct sigaction sa = { .sa_handler = on_term };
+	gid_t gid;
+	int c, err;
+
+	log_init("rover-shipper");
+	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'u':
+			user = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: rover-shipper --socket-dir DIR [--user USER]\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "rover-shipper: --socket-dir is required\n");
+		return 2;
+	}
+	for (int i = 0; i < MAX_PEERS; i++)
+		s.peers[i].fd = -1;
+	err = privdrop_lookup_user(user, &s.uid, &gid);
+	if (!err)
+		err = privdrop_apply(&shipper_policy, s.uid, gid);
+	if (err) {
+		log_err("dropping privileges: %s", strerror(-err));
+		return 1;
+	}
+	if (geteuid() != s.uid)
+		s.uid = geteuid(); /* started unprivileged: peers run as we do */
+	s.lsock = ipc_listen(dir, "shipper.sock.new");
+	if (s.lsock < 0) {
+		log_err("listening in %s: %s", dir, strerror(-s.lsock));
+		return 1;
+	}
+	s.opener = ipc_connect(dir, "spawner.sock");
+	hello.pid = (int32_t)getpid();
+	if (s.opener < 0 || ipc_send(s.opener, MSG_HELLO, &hello, sizeof(hello), -1)) {
+		log_err("connecting to the launcher's opener in %s: %s", dir,
+			s.opener < 0 ? strerror(-s.opener) : "hello failed");
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	/* Publish the socket only once ready, so a connecting worker never finds a half-started shipper. */
+	{
+		char from[4096], to[4096];
+
+		snprintf(from, sizeof(from), "%s/shipper.sock.new", dir);
+		snprintf(to, sizeof(to), "%s/shipper.sock", dir);
+		if (rename(from, to)) {
+			log_err("publishing %s: %s", to, strerror(errno));
+			return 1;
+		}
+	}
+	err = sandbox_apply(&shipper_policy);
+	if (err) {
+		log_err("seccomp: %s", strerror(-err));
+		return 1;
+	}
+	opener.ctx = &s.opener;
+	s.sym = symbolizer__new(&opener, 0);
+	if (!s.sym) {
+		log_err("symbolizer: %s", strerror(errno));
+		return 1;
+	}
+	log_info("ready");
+	err = loop(&s);
+	symbolizer__free(s.sym);
+	return err ? 1 : 0;
+}

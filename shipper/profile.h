@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side: a profile of named stacks merged by content, and its local output formats
+ * (folded, pprof gzipped protobuf, SVG flame graph).
+ */
+#ifndef ROVER_SHIPPER_PROFILE_H
+#define ROVER_SHIPPER_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct profile;
+
+/*
+ * sample_type/unit name the value, e.g. "samples"/"count" (ON_CPU) or "off_cpu"/"microseconds";
+ * period_ns is the sampling period pprof records (0 when not sampled).
+ */
+struct profile *profile__new(const char *sample_type, const char *unit, uint64_t period_ns);
+void profile__free(struct profile *p);
+
+/*
+ * Adds value to the stack comm;frames[0];...;frames[n-1] (outermost first; kernel frames carry
+ * the "_[k]" suffix already). Identical stacks merge. 0 or -errno.
+ */
+int profile__add(struct profile *p, const char *comm, const char *const *frames, uint32_t nframes,
+		 uint64_t value);
+
+uint64_t profile__total(const struct profile *p);
+size_t profile__nstacks(const struct profile *p);
+
+/* One line per distinct stack, "comm;outer;...;inner COUNT\n". 0 or -errno. */
+int profile__write_folded(const struct profile *p, FILE *f);
+/* pprof profile.proto, gzipped, as `go tool pprof` reads it. 0 or -errno. */
+int profile__write_pprof(const struct profile *p, int fd);
+/* A self-contained SVG flame graph (root at the bottom, hover titles). 0 or -errno. */
+int profile__write_svg(const struct profile *p, FILE *f, const char *title);
+
+/* The n hottest functions by self value, "  12.3%  name\n" lines, into buf. */
+void profile__top(const struct profile *p, unsigned n, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side (no privileges): names kernel and user addresses. The shipper cannot open
+ * another user's /proc/PID/maps, the files a process maps, or a /proc/kallsyms with real
+ * addresses; a struct fd_opener hands it descriptors opened by a side that may (the launcher,
+ * over SCM_RIGHTS). Debug files under /usr/lib/debug are world-readable and opened directly.
+ */
+#ifndef ROVER_SHIPPER_SYMBOLIZE_H
+#define ROVER_SHIPPER_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fd_opener {
+	/* Each returns an O_RDONLY|O_CLOEXEC descriptor the caller owns, or -errno. */
+	int (*open_maps)(void *ctx, int pid);
+	/* The file mapped at [start, end) in pid: /proc/PID/map_files/START-END. */
+	int (*open_mapped_file)(void *ctx, int pid, uint64_t start, uint64_t end);
+	int (*open_kallsyms)(void *ctx);
+	void *ctx;
+};
+
+/* An opener that opens the paths itself: for tests and for a shipper that runs as root. */
+extern const struct fd_opener fd_opener_direct;
+
+struct symbolizer;
+
+/* budget_bytes bounds the memory of cached symbol tables (0: 64 MiB). NULL + errno. */
+struct symbolizer *symbolizer__new(const struct fd_opener *opener, size_t budget_bytes);
+void symbolizer__free(struct symbolizer *sym);
+
+/*
+ * Names a user address of pid into buf: the demangled function name when one covers it, else
+ * "module+0xOFFSET" (module = file base name, OFFSET relative to the file), else "[unknown]".
+ * Returns 1 when a function name was found, 0 when a fallback was written, -errno on a bad
+ * argument. Never fails to write something into buf when len > 0.
+ */
+int symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, char *buf, size_t len);
+
+/* Same for kernel addresses, from /proc/kallsyms, modules included ("[unknown]" fallback). */
+int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t len);
+
+/* Takes a snapshot of pid's mappings now (call early: the process may exit). 0 or -errno. */
+int symbolizer__load_pid(struct symbolizer *sym, int pid);
+
+/* Drops what is cached for pid (its mappings; symbol tables stay cached by build-id). */
+void symbolizer__forget_pid(struct symbolizer *sym, int pid);
+
+struct symbolizer_stats {
+	uint64_t cache_bytes;
+	uint64_t elf_loaded;
+	uint64_t elf_evicted;
+	uint64_t lookups;
+	uint64_t unnamed;
+};
+void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ret_stats);
+
+#endif

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shipper/task.h"
+
+#define FRAME_NAME_MAX 512
+
+struct stored_stack {
+	uint32_t kind;
+	uint32_t nr;
+	int32_t named_for; /* tgid the names were made for (user stacks), 0: not named */
+	uint64_t ips[ROVER_MAX_STACK_DEPTH];
+	char **names; /* nr names, outermost first, once named */
+	uint32_t unnamed;
+};
+
+static void stored_free(struct stored_stack *s)
+{
+	if (!s)
+		return;
+	if (s->names)
+		for (uint32_t i = 0; i < s->nr; i++)
+			free(s->names[i]);
+	free(s->names);
+	free(s);
+}
+
+struct ship_task *ship_task__new(uint64_t task_id)
+{
+	struct ship_task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->task_id = task_id;
+	t->out_fd = -1;
+	t->stacks = calloc(SHIP_MAX_STACK_ID, sizeof(*t->stacks));
+	if (!t->stacks) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+void ship_task__free(struct ship_task *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
+		stored_free(t->stacks[i]);
+	free(t->stacks);
+	profile__free(t->profile);
+	if (t->out_fd >= 0)
+		close(t->out_fd);
+	free(t);
+}
+
+static void read_comm(int pid, char comm[16])
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(comm, 16, "pid-%d", pid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, 15);
+	close(fd);
+	if (n <= 0) {
+		snprintf(comm, 16, "pid-%d", pid);
+		return;
+	}
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+}
+
+int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym)
+{
+	if (t->have_spec || spec->task_id != t->task_id || !spec->npids ||
+	    spec->npids > ROVER_MAX_PIDS || spec->type != TASK_ON_CPU)
+		return -EPROTO;
+	t->spec = *spec;
+	t->have_spec = 1;
+	t->profile = profile__new("samples", "count", (uint64_t)spec->period_us * 1000);
+	if (!t->profile)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < spec->npids; i++) {
+		read_comm(spec->pids[i], t->comms[i]);
+		/* Mappings now, while the process surely exists; failures show up as [unknown]. */
+		symbolizer__load_pid(sym, spec->pids[i]);
+	}
+	return 0;
+}
+
+int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n)
+{
+	if (!t->have_spec)
+		return -EPROTO;
+	for (size_t i = 0; i < n; i++) {
+		struct stored_stack *st;
+
+		if (s[i].id < 0 || s[i].id >= SHIP_MAX_STACK_ID || s[i].kind > 1 ||
+		    s[i].nr > ROVER_MAX_STACK_DEPTH)
+			return -EPROTO;
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		st->kind = s[i].kind;
+		st->nr = s[i].nr;
+		memcpy(st->ips, s[i].ips, sizeof(st->ips[0]) * s[i].nr);
+		/* A reused id: the counts sent before were already named with the old content. */
+		stored_free(t->stacks[s[i].id]);
+		t->stacks[s[i].id] = st;
+	}
+	return 0;
+}
+
+/* Names st's frames (outermost first) for tgid, once. 0 or -errno. */
+static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *sym)
+{
+	char buf[FRAME_NAME_MAX];
+
+	if (st->names && (st->kind == 0 || st->named_for == tgid))
+		return 0;
+	if (st->names) {
+		for (uint32_t i = 0; i < st->nr; i++)
+			free(st->names[i]);
+	} else {
+		st->names = calloc(st->nr ? st->nr : 1, sizeof(char *));
+		if (!st->names)
+			return -ENOMEM;
+	}
+	st->unnamed = 0;
+	for (uint32_t i = 0; i < st->nr; i++) {
+		uint64_t ip = st->ips[st->nr - 1 - i];
+		int named;
+
+		if (st->kind == 0) {
+			size_t len;
+
+			named = symbolizer__kernel(sym, ip, buf, sizeof(buf) - 4);
+			len = strlen(buf);
+			memcpy(buf + len, "_[k]", 5);
+		} else {
+			/*
+			 * Return addresses point after the call: look up ip - 1 so a call that
+			 * ends a function is named after its caller, as perf does.
+			 */
+			named = symbolizer__user(sym, tgid, i == st->nr - 1 ? ip : ip - 1, buf,
+						 sizeof(buf));
+		}
+		st->unnamed += named != 1;
+		st->names[i] = strdup(buf);
+		if (!st->names[i])
+			return -ENOMEM;
+	}
+	st->named_for = tgid;
+	return 0;
+}
+
+static const char *comm_of(const struct ship_task *t, int32_t tgid)
+{
+	for (uint32_t i = 0; i < t->spec.npids; i++)
+		if (t->spec.pids[i] == tgid)
+			return t->comms[i];
+	return NULL;
+}
+
+int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
+		      const struct ship_count *c, size_t n, struct symbolizer *sym)
+{
+	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
+
+	if (!t->have_spec || hdr->task_id != t->task_id)
+		return -EPROTO;
+	for (int k = 0; k < LOSS_MAX; k++)
+		t->losses[k] += hdr->losses[k];
+	for (size_t i = 0; i < n; i++) {
+		struct stored_stack *us = NULL, *ks = NULL;
+		const char *comm = comm_of(t, c[i].tgid);
+		uint32_t nf = 0;
+		int err;
+
+		if (!comm || c[i].ustack < -1 || c[i].ustack >= SHIP_MAX_STACK_ID ||
+		    c[i].kstack < -1 || c[i].kstack >= SHIP_MAX_STACK_ID)
+			return -EPROTO;
+		if (c[i].ustack >= 0) {
+			us = t->stacks[c[i].ustack];
+			if (!us || us->kind != 1)
+				return -EPROTO; /* counts must follow their stacks */
+		}
+		if (c[i].kstack >= 0) {
+			ks = t->stacks[c[i].kstack];
+			if (!ks || ks->kind != 0)
+				return -EPROTO;
+		}
+		if (us) {
+			err = name_stack(us, c[i].tgid, sym);
+			if (err)
+				return err;
+			for (uint32_t k = 0; k < us->nr; k++)
+				frames[nf++] = us->names[k];
+			t->frames_unnamed += us->unnamed * c[i].value;
+		}
+		if (ks) {
+			err = name_stack(ks, c[i].tgid, sym);
+			if (err)
+				return err;
+			for (uint32_t k = 0; k < ks->nr; k++)
+				frames[nf++] = ks->names[k];
+		}
+		if (!nf)
+			frames[nf++] = "[no stack]";
+		err = profile__add(t->profile, comm, frames, nf, c[i].value);
+		if (err)
+			return err;
+		t->samples += c[i].value;
+	}
+	return 0;
+}
+
+int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
+{
+	FILE *f = NULL;
+	int err = 0, fd;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->task_id = t->task_id;
+	if (!t->profile) {
+		t->profile = profile__new("samples", "count", 0);
+		if (!t->profile)
+			return -ENOMEM;
+	}
+	if (t->out_fd < 0)
+		return -EBADF;
+	switch (t->format) {
+	case FORMAT_PPROF:
+		err = profile__write_pprof(t->profile, t->out_fd);
+		break;
+	case FORMAT_FOLDED:
+	case FORMAT_SVG:
+		fd = dup(t->out_fd);
+		if (fd < 0) {
+			err = -errno;
+			break;
+		}
+		f = fdopen(fd, "w");
+		if (!f) {
+			err = -errno;
+			close(fd);
+			break;
+		}
+		if (t->format == FORMAT_FOLDED)
+			err = profile__write_folded(t->profile, f);
+		else
+			err = profile__write_svg(t->profile, f, "rover ON_CPU profile");
+		if (fclose(f) && !err)
+			err = -errno;
+		break;
+	default:
+		err = -EINVAL;
+	}
+	ret->err = -err;
+	ret->samples = t->samples;
+	ret->stacks = profile__nstacks(t->profile);
+	ret->frames_unnamed = t->frames_unnamed;
+	memcpy(ret->losses, t->losses, sizeof(ret->losses));
+	profile__top(t->profile, 8, ret->summary, sizeof(ret->summary));
+	return err;
+}

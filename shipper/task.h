@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side: one profiling task's data as it arrives from its worker. Counts are named as
+ * they arrive (the target may exit at any time, and stack ids are reused by the kernel), and
+ * merged into a profile by name. The local output writes the profile at the end; a backend
+ * output (later) uploads each flush instead: both hang off task_flush_named().
+ */
+#ifndef ROVER_SHIPPER_TASK_H
+#define ROVER_SHIPPER_TASK_H
+
+#include <stdint.h>
+
+#include "common/msg.h"
+#include "shipper/profile.h"
+#include "shipper/symbolize.h"
+
+/* Stack ids the shipper accepts: the worker's stack map is smaller. */
+#define SHIP_MAX_STACK_ID 65536
+
+struct stored_stack;
+
+struct ship_task {
+	uint64_t task_id;
+	struct task_spec spec;
+	int have_spec;
+	int ended;
+	uint32_t end_reason;
+	int out_fd; /* -1 until the supervisor gives it */
+	uint32_t format;
+	struct profile *profile;
+	struct stored_stack **stacks; /* by id */
+	char comms[ROVER_MAX_PIDS][16];
+	uint64_t samples;
+	uint64_t frames_unnamed;
+	uint64_t losses[LOSS_MAX];
+};
+
+struct ship_task *ship_task__new(uint64_t task_id);
+void ship_task__free(struct ship_task *t);
+
+/* From the worker. Each returns 0, or -EPROTO for content that breaks the rules. */
+int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym);
+int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
+int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
+		      const struct ship_count *c, size_t n, struct symbolizer *sym);
+
+/* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
+int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
+
+#endif

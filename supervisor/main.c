@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rover-supervisor: owns profiling tasks. Takes them from clients on ctl.sock (and, later,
+ * from the backend), asks the launcher for a worker per task, hands the worker its task and the
+ * shipper its output, and reports how each task ended. Runs as the rover user with no
+ * capabilities at all, NoNewPrivs and a seccomp allowlist; it opens no files.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ipc.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/privdrop.h"
+#include "common/util.h"
+
+#define MAX_CLIENTS 16
+#define MAX_TASKS 32
+#define NRULES(r) (sizeof(r) / sizeof((r)[0]))
+#define SIZED(t, s) t, sizeof(s), sizeof(s)
+
+enum task_state { T_FREE, T_SPAWNING, T_STARTING, T_RUNNING, T_WRAPPING };
+
+struct sv_task {
+	enum task_state state;
+	struct task_spec spec;
+	int client; /* fd, -1 once gone */
+	int worker; /* fd, -1 until spawned or once gone */
+	int32_t worker_pid;
+	int worker_done, written, failed, at_shipper;
+	struct msg_task_done done;
+	struct msg_output_written out;
+	char why[ROVER_ERRMSG_LEN];
+};
+
+struct supervisor {
+	const char *dir;
+	uid_t uid;
+	int lsock, spawner, shipper;
+	int clients[MAX_CLIENTS];
+	struct sv_task tasks[MAX_TASKS];
+	uint64_t next_id;
+	uint64_t shipper_retry_ms;
+	struct ipc_msg msg;
+};
+
+static const struct ipc_rule from_client[] = {
+	{ SIZED(MSG_CTL_PROFILE, struct task_spec), 0, 1 },
+	{ SIZED(MSG_CTL_STOP, struct msg_ctl_accepted), 0, 0 },
+};
+static const struct ipc_rule from_spawner[] = {
+	{ SIZED(MSG_WORKER_SPAWNED, struct msg_worker), 0, 1 },
+	{ SIZED(MSG_SPAWN_FAILED, struct msg_error), 0, 0 },
+	{ SIZED(MSG_WORKER_EXITED, struct msg_worker_exit), 0, 0 },
+};
+static const struct ipc_rule from_worker_starting[] = {
+	{ SIZED(MSG_TASK_STARTED, struct msg_task_started), 0, 0 },
+	{ SIZED(MSG_TASK_ERROR, struct msg_error), 0, 0 },
+};
+static const struct ipc_rule from_worker_running[] = {
+	{ SIZED(MSG_TASK_DONE, struct msg_task_done), 0, 0 },
+	{ SIZED(MSG_TASK_ERROR, struct msg_error), 0, 0 },
+};
+static const struct ipc_rule from_shipper[] = {
+	{ SIZED(MSG_OUTPUT_WRITTEN, struct msg_output_written), 0, 0 },
+};
+
+static struct sv_task *task_by_id(struct supervisor *s, uint64_t id)
+{
+	for (int i = 0; i < MAX_TASKS; i++)
+		if (s->tasks[i].state != T_FREE && s->tasks[i].spec.task_id == id)
+			return &s->tasks[i];
+	return NULL;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* sv_answer_done: the task's last word to its client; the task is forgotten. */
+static void task_complete(struct supervisor *s, struct sv_task *t)
+{
+	struct msg_ctl_done d = { .task_id = t->spec.task_id };
+
+	d.out = t->out;
+	d.out.task_id = t->spec.task_id;
+	if (t->worker_done) {
+		d.kernel_samples = t->done.samples;
+		memcpy(d.out.losses, t->done.losses, sizeof(d.out.losses));
+	}
+	d.err = t->failed ? (t->failed > 0 ? t->failed : EIO) : t->out.err;
+	ipc_strlcpy(d.text, t->failed ? t->why : t->out.err ? strerror(t->out.err) : "ok",
+		    sizeof(d.text));
+	if (t->failed)
+		log_warn("task %llu failed: %s", (unsigned long long)t->spec.task_id, t->why);
+	else
+		log_info("task %llu done: %llu samples", (unsigned long long)t->spec.task_id,
+			 (unsigned long long)t->out.samples);
+	if (t->client >= 0)
+		ipc_send(t->client, MSG_CTL_DONE, &d, sizeof(d), -1);
+	close_fd(&t->worker);
+	t->state = T_FREE;
+	(void)s;
+}
+
+static void task_fail(struct supervisor *s, struct sv_task *t, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Marks t failed; its data at the shipper is written as far as it got, then it completes. */
+static void task_fail(struct supervisor *s, struct sv_task *t, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->failed)
+		return;
+	t->failed = err ? err : EIO;
+	va_start(ap, fmt);
+	vsnprintf(t->why, sizeof(t->why), fmt, ap);
+	va_end(ap);
+	close_fd(&t->worker);
+	if (t->at_shipper && !t->written && s->shipper >= 0) {
+		struct msg_output_abort a = { .task_id = t->spec.task_id };
+
+		ipc_strlcpy(a.reason, t->why, sizeof(a.reason));
+		if (!ipc_send(s->shipper, MSG_OUTPUT_ABORT, &a, sizeof(a), -1)) {
+			t->state = T_WRAPPING;
+			return; /* completes when the shipper answers */
+		}
+	}
+	task_complete(s, t);
+}
+
+static void maybe_complete(struct supervisor *s, struct sv_task *t)
+{
+	if (t->written && (t->worker_done || t->failed))
+		task_complete(s, t);
+}
+
+static int check_client_spec(const struct task_spec *spec, char *why, size_t len)
+{
+	if (spec->type == TASK_OFF_CPU || spec->type == TASK_NETWORK) {
+		snprintf(why, len, "task type %s is not supported yet",
+			 spec->type == TASK_OFF_CPU ? "OFF_CPU" : "NETWORK");
+		return -EOPNOTSUPP;
+	}
+	if (spec->type != TASK_ON_CPU)
+		return snprintf(why, len, "unknown task type %u", spec->type), -EINVAL;
+	if (!spec->npids || spec->npids > ROVER_MAX_PIDS)
+		return snprintf(why, len, "1 to %d pids expected", ROVER_MAX_PIDS), -EINVAL;
+	for (uint32_t i = 0; i < spec->npids; i++)
+		if (spec->pids[i] <= 0)
+			return snprintf(why, len, "bad pid %d", spec->pids[i]), -EINVAL;
+	if (spec->period_us < 1000 || spec->period_us > 1000000)
+		return snprintf(why, len, "dump period must be 1ms..1s"), -EINVAL;
+	if (spec->duration_ms < 100 || spec->duration_ms > 24u * 3600 * 1000)
+		return snprintf(why, len, "duration must be 100ms..24h"), -EINVAL;
+	if (spec->flush_ms < 100 || spec->flush_ms > 600000)
+		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
+	if (spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
+		return snprintf(why, len, "unknown output format %u", spec->format), -EINVAL;
+	return 0;
+}
+
+static void reject_client(int fd, int err, const char *why)
+{
+	struct msg_ctl_done d = { .err = -err };
+
+	ipc_strlcpy(d.text, why, sizeof(d.text));
+	ipc_send(fd, MSG_CTL_DONE, &d, sizeof(d), -1);
+}
+
+static int connect_shipper_once(struct supervisor *s)
+{
+	struct msg_hello h = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION,
+			       .pid = (int32_t)getpid() };
+	int fd = ipc_connect(s->dir, "shipper.sock");
+
+	if (fd < 0)
+		return fd;
+	if (ipc_send(fd, MSG_HELLO, &h, sizeof(h), -1)) {
+		close(fd);
+		return -EPIPE;
+	}
+	s->shipper = fd;
+	log_info("connected to shipper");
+	return 0;
+}
+
+/* The shipper may be (re)starting: wait for it up to wait_ms. */
+static int connect_shipper(struct supervisor *s, unsigned wait_ms)
+{
+	struct timespec pause = { .tv_nsec = 50000000 };
+	uint64_t until = now_mono_ms() + wait_ms;
+	int err;
+
+	while ((err = connect_shipper_once(s)) && now_mono_ms() < until)
+		nanosleep(&pause, NULL);
+	return err;
+}
+
+static void on_client(struct supervisor *s, int *cfd)
+{
+	struct msg_spawn sp = { 0 };
+	struct task_spec spec;
+	struct msg_output o;
+	struct sv_task *t = NULL;
+	char why[ROVER_ERRMSG_LEN];
+	int err = ipc_recv(*cfd, from_client, NRULES(from_client), &s->msg);
+
+	if (err) {
+		/* Gone, or broke the rules: its tasks stop, it is cut off. */
+		for (int i = 0; i < MAX_TASKS; i++) {
+			if (s->tasks[i].state != T_FREE && s->tasks[i].client == *cfd) {
+				s->tasks[i].client = -1;
+				if (s->tasks[i].worker >= 0)
+					ipc_send(s->tasks[i].worker, MSG_TASK_STOP, NULL, 0, -1);
+			}
+		}
+		if (err != -EPIPE)
+			log_warn("client: %s, disconnecting", strerror(-err));
+		close_fd(cfd);
+		return;
+	}
+	if (s->msg.type == MSG_CTL_STOP) {
+		const struct msg_ctl_accepted *stop = s->msg.buf;
+
+		t = task_by_id(s, stop->task_id);
+		if (t && t->client == *cfd && t->worker >= 0)
+			ipc_send(t->worker, MSG_TASK_STOP, NULL, 0, -1);
+		return;
+	}
+	memcpy(&spec, s->msg.buf, sizeof(spec));
+	err = check_client_spec(&spec, why, sizeof(why));
+	if (!err && s->shipper < 0 && connect_shipper(s, 3000)) {
+		err = -EAGAIN;
+		snprintf(why, sizeof(why), "the shipper is not available");
+	}
+	for (int i = 0; !err && i < MAX_TASKS && !t; i++)
+		if (s->tasks[i].state == T_FREE)
+			t = &s->tasks[i];
+	if (!err && !t) {
+		err = -EBUSY;
+		snprintf(why, sizeof(why), "too many tasks");
+	}
+	if (err) {
+		reject_client(*cfd, err, why);
+		return;
+	}
+	memset(t, 0, sizeof(*t));
+	t->spec = spec;
+	t->spec.task_id = ++s->next_id;
+	t->spec.start_unix_ms = now_unix_ms();
+	t->client = *cfd;
+	t->worker = -1;
+	t->state = T_SPAWNING;
+
+	o = (struct msg_output){ .task_id = t->spec.task_id, .format = spec.format, .type = spec.type };
+	err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), s->msg.fd);
+	close_fd(&s->msg.fd);
+	if (err) {
+		close_fd(&s->shipper);
+		task_fail(s, t, -err, "handing the output to the shipper: %s", strerror(-err));
+		return;
+	}
+	t->at_shipper = 1;
+	sp.task_id = t->spec.task_id;
+	sp.npids = spec.npids;
+	memcpy(sp.pids, spec.pids, sizeof(sp.pids));
+	err = ipc_send(s->spawner, MSG_SPAWN_WORKER, &sp, sizeof(sp), -1);
+	if (err) {
+		task_fail(s, t, -err, "asking for a worker: %s", strerror(-err));
+		return;
+	}
+	{
+		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };
+
+		ipc_send(*cfd, MSG_CTL_ACCEPTED, &a, sizeof(a), -1);
+	}
+	log_info("task %llu accepted", (unsigned long long)t->spec.task_id);
+}
+
+static int on_spawner(struct supervisor *s)
+{
+	struct sv_task *t;
+	int err = ipc_recv(s->spawner, from_spawner, NRULES(from_spawner), &s->msg);
+
+	if (err)
+		return err;
+	switch (s->msg.type) {
+	case MSG_WORKER_SPAWNED: {
+		const struct msg_worker *w = s->msg.buf;
+
+		t = task_by_id(s, w->task_id);
+		if (!t || t->state != T_SPAWNING) {
+			close_fd(&s->msg.fd); /* stale: the task was given up meanwhile */
+			return 0;
+		}
+		t->worker = s->msg.fd;
+		s->msg.fd = -1;
+		t->worker_pid = w->pid;
+		t->state = T_STARTING;
+		err = ipc_set_timeouts(t->worker);
+		if (!err)
+			err = ipc_send(t->worker, MSG_TASK_START, &t->spec, sizeof(t->spec), -1);
+		if (err)
+			task_fail(s, t, -err, "starting worker: %s", strerror(-err));
+		return 0;
+	}
+	case MSG_SPAWN_FAILED: {
+		const struct msg_error *e = s->msg.buf;
+
+		t = task_by_id(s, e->task_id);
+		if (t && !ipc_check_str(e->text, sizeof(e->text)))
+			task_fail(s, t, e->err, "no worker: %s", e->text);
+		return 0;
+	}
+	case MSG_WORKER_EXITED: {
+		const struct msg_worker_exit *x = s->msg.buf;
+
+		t = task_by_id(s, x->task_id);
+		if (!t || t->worker_done || t->failed)
+			return 0;
+		if (x->signal)
+			task_fail(s, t, EINTR, "worker %d killed by signal %d (%s)", x->pid,
+				  x->signal, strsignal(x->signal));
+		else
+			task_fail(s, t, EIO, "worker %d exited with status %d before finishing",
+				  x->pid, x->exit_code);
+		return 0;
+	}
+	}
+	return -EPROTO;
+}
+
+static void on_worker(struct supervisor *s, struct sv_task *t)
+{
+	const struct ipc_rule *rules =
+		t->state == T_STARTING ? from_worker_starting : from_worker_running;
+	int err = ipc_recv(t->worker, rules, 2, &s->msg);
+
+	if (err) {
+		/* The launcher reports how it ended; stop listening to it now. */
+		if (err != -EPIPE)
+			task_fail(s, t, EPROTO, "worker broke the protocol (%s)", strerror(-err));
+		else
+			close_fd(&t->worker);
+		return;
+	}
+	switch (s->msg.type) {
+	case MSG_TASK_STARTED:
+		t->state = T_RUNNING;
+		log_info("task %llu running in worker %d", (unsigned long long)t->spec.task_id,
+			 t->worker_pid);
+		break;
+	case MSG_TASK_ERROR: {
+		const struct msg_error *e = s->msg.buf;
+
+		if (ipc_check_str(e->text, sizeof(e->text)) || e->task_id != t->spec.task_id)
+			task_fail(s, t, EPROTO, "worker broke the protocol");
+		else
+			task_fail(s, t, e->err > 0 ? e->err : EIO, "%s", e->text);
+		break;
+	}
+	case MSG_TASK_DONE:
+		memcpy(&t->done, s->msg.buf, sizeof(t->done));
+		if (t->done.task_id != t->spec.task_id) {
+			task_fail(s, t, EPROTO, "worker broke the protocol");
+			break;
+		}
+		t->worker_done = 1;
+		t->state = T_WRAPPING;
+		close_fd(&t->worker);
+		maybe_complete(s, t);
+		break;
+	}
+}
+
+static int on_shipper(struct supervisor *s)
+{
+	const struct msg_output_written *w;
+	struct sv_task *t;
+	int err = ipc_recv(s->shipper, from_shipper, NRULES(from_shipper), &s->msg);
+
+	if (err)
+		return err;
+	w = s->msg.buf;
+	if (ipc_check_str(w->summary, sizeof(w->summary)))
+		return -EPROTO;
+	t = task_by_id(s, w->task_id);
+	if (!t)
+		return 0;
+	t->out = *w;
+	t->written = 1;
+	if (t->failed)
+		task_complete(s, t);
+	else
+		maybe_complete(s, t);
+	return 0;
+}
+
+static void shipper_lost(struct supervisor *s, int err)
+{
+	log_warn("shipper connection lost (%s); tasks it held fail, reconnecting",
+		 strerror(-err));
+	close_fd(&s->shipper);
+	for (int i = 0; i < MAX_TASKS; i++) {
+		struct sv_task *t = &s->tasks[i];
+
+		if (t->state == T_FREE || !t->at_shipper || t->written)
+			continue;
+		t->at_shipper = 0;
+		if (t->failed) {
+			task_complete(s, t);
+			continue;
+		}
+		if (t->worker >= 0)
+			ipc_send(t->worker, MSG_TASK_STOP, NULL, 0, -1);
+		task_fail(s, t, EPIPE, "the shipper stopped; the task's data was lost");
+	}
+}
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void accept_client(struct supervisor *s)
+{
+	uint32_t uid;
+	int32_t pid;
+	int fd = ipc_accept(s->lsock, &uid, &pid);
+
+	if (fd < 0)
+		return;
+	if (uid != 0 && uid != s->uid) {
+		log_warn("client uid %u refused", uid);
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (s->clients[i] < 0) {
+			s->clients[i] = fd;
+			return;
+		}
+	}
+	reject_client(fd, -EBUSY, "too many clients");
+	close(fd);
+}
+
+static int loop(struct supervisor *s)
+{
+	enum { K_LISTEN, K_SPAWNER, K_SHIPPER, K_CLIENT, K_WORKER };
+	struct pollfd pfd[3 + MAX_CLIENTS + MAX_TASKS];
+	int kind[3 + MAX_CLIENTS + MAX_TASKS], ref[3 + MAX_CLIENTS + MAX_TASKS];
+
+	while (!stopping) {
+		int n = 0, err;
+
+#define ADD(fd_, k_, r_)                                                      \
+	do {                                                                  \
+		pfd[n] = (struct pollfd){ .fd = (fd_), .events = POLLIN };    \
+		kind[n] = (k_);                                               \
+		ref[n++] = (r_);                                              \
+	} while (0)
+		ADD(s->lsock, K_LISTEN, 0);
+		ADD(s->spawner, K_SPAWNER, 0);
+		if (s->shipper >= 0)
+			ADD(s->shipper, K_SHIPPER, 0);
+		for (int i = 0; i < MAX_CLIENTS; i++)
+			if (s->clients[i] >= 0)
+				ADD(s->clients[i], K_CLIENT, i);
+		for (int i = 0; i < MAX_TASKS; i++)
+			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
+				ADD(s->tasks[i].worker, K_WORKER, i);
+#undef ADD
+		if (poll(pfd, (nfds_t)n, s->shipper < 0 ? 200 : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (s->shipper < 0 && now_mono_ms() >= s->shipper_retry_ms) {
+			if (connect_shipper_once(s))
+				s->shipper_retry_ms = now_mono_ms() + 200;
+		}
+		for (int k = 0; k < n; k++) {
+			if (!pfd[k].revents)
+				continue;
+			switch (kind[k]) {
+			case K_LISTEN:
+				accept_client(s);
+				break;
+			case K_SPAWNER:
+				err = on_spawner(s);
+				if (err) {
+					/* Without the launcher no task can run: end, it restarts us. */
+					log_err("launcher connection: %s", strerror(-err));
+					return err;
+				}
+				break;
+			case K_SHIPPER:
+				if (s->shipper != pfd[k].fd)
+					break;
+				err = on_shipper(s);
+				if (err)
+					shipper_lost(s, err);
+				break;
+			case K_CLIENT:
+				if (s->clients[ref[k]] == pfd[k].fd)
+					on_client(s, &s->clients[ref[k]]);
+				break;
+			case K_WORKER:
+				if (s->tasks[ref[k]].worker == pfd[k].fd)
+					on_worker(s, &s->tasks[ref[k]]);
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
+					      { "user", required_argument, NULL, 'u' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	struct supervisor s = { .lsock = -1, .spawner = -1, .shipper = -1, .msg = { .fd = -1 } };
+	struct msg_hello hello = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION };
+	struct sigaction sa = { .sa_handler = on_term };
+	const char *user = NULL;
+	char from[4096], to[4096];
+	gid_t gid;
+	int c, err;
+
+	log_init("rover-supervisor");
+	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			s.dir = optarg;
+			break;
+		case 'u':
+			user = optarg;
+			break;
+		default:
+			fprintf(stderr, "usage: rover-supervisor --socket-dir DIR [--user USER]\n");
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (!s.dir) {
+		fprintf(stderr, "rover-supervisor: --socket-dir is required\n");
+		return 2;
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		s.clients[i] = -1;
+	err = privdrop_lookup_user(user, &s.uid, &gid);
+	if (!err)
+		err = privdrop_apply(&supervisor_policy, s.uid, gid);
+	if (err) {
+		log_err("dropping privileges: %s", strerror(-err));
+		return 1;
+	}
+	s.uid = geteuid();
+	s.spawner = ipc_connect(s.dir, "spawner.sock");
+	hello.pid = (int32_t)getpid();
+	if (s.spawner < 0 || ipc_send(s.spawner, MSG_HELLO, &hello, sizeof(hello), -1)) {
+		log_err("connecting to the launcher in %s: %s", s.dir,
+			s.spawner < 0 ? strerror(-s.spawner) : "hello failed");
+		return 1;
+	}
+	/* Spawner replies may take a while to come; no timeout on that connection's reads. */
+	s.lsock = ipc_listen(s.dir, "ctl.sock.new");
+	if (s.lsock < 0) {
+		log_err("listening in %s: %s", s.dir, strerror(-s.lsock));
+		return 1;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	/* Clients come once the pipeline is whole; a shipper started later is picked up too. */
+	if (connect_shipper(&s, 10000))
+		log_warn("no shipper yet in %s; retrying in the background", s.dir);
+	snprintf(from, sizeof(from), "%s/ctl.sock.new", s.dir);
+	snprintf(to, sizeof(to), "%s/ctl.sock", s.dir);
+	if (rename(from, to)) {
+		log_err("publishing %s: %s", to, strerror(errno));
+		return 1;
+	}
+	err = sandbox_apply(&supervisor_policy);
+	if (err) {
+		log_err("seccomp: %s", strerror(-err));
+		return 1;
+	}
+	log_info("ready");
+	err = loop(&s);
+	return err ? 1 : 0;
+}

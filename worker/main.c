@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * rover-worker: one per profiling task. Started by the launcher as root, it drops at once to
+ * the rover user holding only CAP_BPF and CAP_PERFMON, enters its seccomp sandbox, receives
+ * its task from the supervisor on fd 3, loads and attaches the BPF programs, and ships raw
+ * counts keyed by stack ids to the shipper until the task ends. It never parses traced data.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/ipc.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/privdrop.h"
+#include "common/util.h"
+#include "worker/oncpu.h"
+#include "worker/ship.h"
+
+#define SUPERVISOR_FD 3
+#define SHIPPER_CONNECT_TRIES 50
+
+static const struct ipc_rule from_supervisor[] = {
+	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
+	{ MSG_TASK_STOP, 0, 0, 0, 0 },
+};
+
+struct worker {
+	int sv;      /* supervisor */
+	int shipper; /* -1 once lost */
+	const char *sockdir;
+	struct task_spec spec;
+	int pidfds[ROVER_MAX_PIDS];
+	int npidfds;
+	struct oncpu *oncpu;
+	struct ship_batch batch;
+	uint64_t send_lost;
+};
+
+static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
+{
+	struct msg_error e = { .task_id = task_id, .err = err };
+
+	snprintf(e.text, sizeof(e.text), "%s: %s", what, strerror(err));
+	log_err("task %llu: %s", (unsigned long long)task_id, e.text);
+	ipc_send(sv, MSG_TASK_ERROR, &e, sizeof(e), -1);
+}
+
+static int check_spec(const struct task_spec *s)
+{
+	if (s->type != TASK_ON_CPU)
+		return -EOPNOTSUPP;
+	if (!s->npids || s->npids > ROVER_MAX_PIDS)
+		return -EINVAL;
+	for (uint32_t i = 0; i < s->npids; i++)
+		if (s->pids[i] <= 0)
+			return -EINVAL;
+	if (s->period_us < 1000 || s->period_us > 1000000 || s->flush_ms < 100 || !s->duration_ms)
+		return -EINVAL;
+	return 0;
+}
+
+static int connect_shipper(const char *dir)
+{
+	struct timespec pause = { .tv_nsec = 100000000 };
+	int fd = -ENOENT;
+
+	/* The shipper may be restarting: give it a few seconds. */
+	for (int i = 0; i < SHIPPER_CONNECT_TRIES; i++) {
+		fd = ipc_connect(dir, "shipper.sock");
+		if (fd >= 0)
+			return fd;
+		nanosleep(&pause, NULL);
+	}
+	return fd;
+}
+
+static void flush(struct worker *w)
+{
+	int err = oncpu__drain(w->oncpu, &w->batch);
+
+	if (!err && w->shipper >= 0)
+		err = wk_send_batch(w->shipper, w->spec.task_id, &w->batch);
+	else if (!err)
+		err = -EPIPE;
+	if (err) {
+		for (size_t i = 0; i < w->batch.ncounts; i++)
+			w->send_lost += w->batch.counts[i].value;
+		if (w->shipper >= 0) {
+			log_warn("task %llu: flush to shipper: %s; its samples are counted lost",
+				 (unsigned long long)w->spec.task_id, strerror(-err));
+			close(w->shipper);
+			w->shipper = -1;
+		}
+	}
+	ship_batch_reset(&w->batch);
+}
+
+static int open_targets(struct worker *w)
+{
+	for (uint32_t i = 0; i < w->spec.npids; i++) {
+		long fd = syscall(SYS_pidfd_open, w->spec.pids[i], 0);
+
+		if (fd >= 0)
+			w->pidfds[w->npidfds++] = (int)fd;
+	}
+	return w->npidfds ? 0 : -ESRCH;
+}
+
+/* Runs the task to its end; returns the end reason. */
+static uint32_t run(struct worker *w)
+{
+	uint64_t start = now_mono_ms(), next_flush = start + w->spec.flush_ms;
+	uint64_t end = start + w->spec.duration_ms;
+	struct ipc_msg msg = { .fd = -1 };
+	struct pollfd pfd[1 + ROVER_MAX_PIDS];
+	int alive = w->npidfds;
+
+	for (;;) {
+		uint64_t now = now_mono_ms(), wake = next_flush < end ? next_flush : end;
+		int n = 0, rc;
+
+		if (now >= end)
+			return END_DURATION;
+		if (now >= next_flush) {
+			flush(w);
+			next_flush += w->spec.flush_ms;
+			continue;
+		}
+		pfd[n++] = (struct pollfd){ .fd = w->sv, .events = POLLIN };
+		for (int i = 0; i < w->npidfds; i++)
+			pfd[n++] = (struct pollfd){ .fd = w->pidfds[i], .events = POLLIN };
+		rc = poll(pfd, (nfds_t)n, (int)(wake - now));
+		if (rc < 0 && errno != EINTR)
+			return END_STOPPED;
+		if (rc <= 0)
+			continue;
+		if (pfd[0].revents) {
+			/* A stop, or the supervisor gone: either way the task ends now. */
+			ipc_recv(w->sv, from_supervisor, 2, &msg);
+			ipc_msg_release(&msg);
+			return END_STOPPED;
+		}
+		for (int i = 1; i < n; i++) {
+			if (pfd[i].revents && w->pidfds[i - 1] >= 0) {
+				close(w->pidfds[i - 1]);
+				w->pidfds[i - 1] = -1;
+				alive--;
+			}
+		}
+		if (!alive)
+			return END_TARGETS_EXITED;
+		/* Closed pidfds stay in the array as -1: poll ignores negative fds. */
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: rover-worker --socket-dir DIR [--user USER]\n"
+			"  started by the rover launcher with its supervisor socket on fd 3\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
+					      { "user", required_argument, NULL, 'u' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0 } };
+	struct worker w = { .sv = SUPERVISOR_FD, .shipper = -1 };
+	struct msg_task_started started;
+	struct msg_task_done done = { 0 };
+	struct ipc_msg msg = { .fd = -1 };
+	const char *user = NULL;
+	uid_t uid;
+	gid_t gid;
+	int c, err;
+
+	log_init("rover-worker");
+	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			w.sockdir = optarg;
+			break;
+		case 'u':
+			user = optarg;
+			break;
+		default:
+			usage();
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (!w.sockdir) {
+		usage();
+		return 2;
+	}
+	err = privdrop_lookup_user(user, &uid, &gid);
+	if (!err)
+		err = privdrop_apply(&worker_policy, uid, gid);
+	if (!err)
+		err = sandbox_apply(&worker_policy);
+	if (err) {
+		log_err("dropping privileges: %s", strerror(-err));
+		return 1;
+	}
+	err = ipc_set_timeouts(w.sv);
+	if (!err)
+		err = ipc_recv_expect(w.sv, from_supervisor, 2, MSG_TASK_START, &msg);
+	if (err) {
+		log_err("receiving task: %s", strerror(-err));
+		return 1;
+	}
+	memcpy(&w.spec, msg.buf, sizeof(w.spec));
+	ipc_msg_release(&msg);
+
+	err = check_spec(&w.spec);
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, "task spec");
+		return 1;
+	}
+	err = open_targets(&w);
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, "target processes");
+		return 1;
+	}
+	w.oncpu = oncpu__start(&w.spec, &started);
+	if (!w.oncpu) {
+		wk_send_error(w.sv, w.spec.task_id, errno, "loading ON_CPU sampler");
+		return 1;
+	}
+	w.shipper = connect_shipper(w.sockdir);
+	if (w.shipper < 0 || (err = wk_send_begin(w.shipper, &w.spec))) {
+		wk_send_error(w.sv, w.spec.task_id, w.shipper < 0 ? -w.shipper : -err,
+			      "connecting to shipper");
+		return 1;
+	}
+	ipc_send(w.sv, MSG_TASK_STARTED, &started, sizeof(started), -1);
+	log_info("task %llu: sampling %u process(es) at %u Hz on %u CPUs (%s)",
+		 (unsigned long long)w.spec.task_id, w.spec.npids, started.freq_hz, started.ncpus,
+		 started.attach);
+
+	done.reason = run(&w);
+	oncpu__stop(w.oncpu);
+	flush(&w);
+	if (w.shipper >= 0 && wk_send_end(w.shipper, w.spec.task_id, done.reason))
+		log_warn("task %llu: end to shipper failed", (unsigned long long)w.spec.task_id);
+	done.task_id = w.spec.task_id;
+	oncpu__totals(w.oncpu, &done.samples, done.losses);
+	done.losses[LOSS_SEND_FAILED] += w.send_lost;
+	ipc_send(w.sv, MSG_TASK_DONE, &done, sizeof(done), -1);
+	oncpu__free(w.oncpu);
+	ship_batch_free(&w.batch);
+	return 0;
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/ipc.h"
+#include "worker/ship.h"
+
+/* Frames stay well under IPC_MAX_PAYLOAD. */
+#define STACKS_PER_FRAME 1000
+#define COUNTS_PER_FRAME 32768
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 256;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+int ship_batch_add_stack(struct ship_batch *b, const struct ship_stack *s)
+{
+	int err = grow((void **)&b->stacks, &b->cap_stacks, b->nstacks + 1, sizeof(*s));
+
+	if (err)
+		return err;
+	b->stacks[b->nstacks++] = *s;
+	return 0;
+}
+
+int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c)
+{
+	int err = grow((void **)&b->counts, &b->cap_counts, b->ncounts + 1, sizeof(*c));
+
+	if (err)
+		return err;
+	b->counts[b->ncounts++] = *c;
+	return 0;
+}
+
+void ship_batch_reset(struct ship_batch *b)
+{
+	b->nstacks = 0;
+	b->ncounts = 0;
+	memset(b->losses, 0, sizeof(b->losses));
+}
+
+void ship_batch_free(struct ship_batch *b)
+{
+	free(b->stacks);
+	free(b->counts);
+	memset(b, 0, sizeof(*b));
+}
+
+int wk_send_begin(int sock, const struct task_spec *spec)
+{
+	struct msg_hello hello = { .role = ROLE_WORKER, .proto_version = IPC_VERSION,
+				   .pid = (int32_t)getpid() };
+	int err = ipc_send(sock, MSG_HELLO, &hello, sizeof(hello), -1);
+
+	return err ? err : ipc_send(sock, MSG_SHIP_BEGIN, spec, sizeof(*spec), -1);
+}
+
+int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b)
+{
+	struct ship_counts_hdr *hdr;
+	size_t i, n;
+	int err = 0;
+
+	for (i = 0; i < b->nstacks; i += n) {
+		n = b->nstacks - i < STACKS_PER_FRAME ? b->nstacks - i : STACKS_PER_FRAME;
+		err = ipc_send(sock, MSG_SHIP_STACKS, b->stacks + i,
+			       (uint32_t)(n * sizeof(struct ship_stack)), -1);
+		if (err)
+			return err;
+	}
+	/* Always one counts frame, even empty: it carries the losses. */
+	hdr = malloc(sizeof(*hdr) + COUNTS_PER_FRAME * sizeof(struct ship_count));
+	if (!hdr)
+		return -ENOMEM;
+	i = 0;
+	do {
+		n = b->ncounts - i < COUNTS_PER_FRAME ? b->ncounts - i : COUNTS_PER_FRAME;
+		hdr->task_id = task_id;
+		if (i == 0)
+			memcpy(hdr->losses, b->losses, sizeof(hdr->losses));
+		else
+			memset(hdr->losses, 0, sizeof(hdr->losses));
+		memcpy(hdr + 1, b->counts + i, n * sizeof(struct ship_count));
+		err = ipc_send(sock, MSG_SHIP_COUNTS, hdr,
+			       (uint32_t)(sizeof(*hdr) + n * sizeof(struct ship_count)), -1);
+		i += n;
+	} while (!err && i < b->ncounts);
+	free(hdr);
+	return err;
+}
+
+int wk_send_end(int sock, uint64_t task_id, uint32_t reason)
+{
+	struct ship_end end = { .task_id = task_id, .reason = reason };
+
+	return ipc_send(sock, MSG_SHIP_END, &end, sizeof(end), -1);
+}

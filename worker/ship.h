@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Worker side (CAP_BPF + CAP_PERFMON): what the worker sends to the shipper. */
+#ifndef ROVER_WORKER_SHIP_H
+#define ROVER_WORKER_SHIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/msg.h"
+
+/* A flush in the making: stacks the shipper has not seen, and count deltas. */
+struct ship_batch {
+	struct ship_stack *stacks;
+	size_t nstacks, cap_stacks;
+	struct ship_count *counts;
+	size_t ncounts, cap_counts;
+	uint64_t losses[LOSS_MAX];
+};
+
+int ship_batch_add_stack(struct ship_batch *b, const struct ship_stack *s);
+int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c);
+void ship_batch_reset(struct ship_batch *b);
+void ship_batch_free(struct ship_batch *b);
+
+int wk_send_begin(int sock, const struct task_spec *spec);
+/* Sends the batch's stacks, then its counts (stacks first: counts refer to them). 0 or -errno. */
+int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b);
+int wk_send_end(int sock, uint64_t task_id, uint32_t reason);
+
+#endif
