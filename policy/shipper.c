@@ -14,6 +14,7 @@ static const struct seccomp_entry calls[] = {
 	{ "write", SC_ALLOW, "profiles to the output descriptor; log lines" },
 	{ "sendmsg", SC_ALLOW, "framed messages, descriptor requests" },
 	{ "recvmsg", SC_ALLOW, "framed messages, descriptors from the launcher" },
+	{ "recvfrom", SC_ALLOW, "peeking at a reply header: does a descriptor follow" },
 	{ "socket", SC_ALLOW, "Unix socket to the launcher's opener" },
 	{ "connect", SC_ALLOW, "to the launcher's socket in the socket directory" },
 	{ "accept4", SC_ALLOW, "worker and supervisor connections on shipper.sock" },
@@ -48,6 +49,8 @@ static const struct seccomp_entry calls[] = {
 	{ "rt_sigreturn", SC_ALLOW, "signal return" },
 	{ "exit", SC_ALLOW, "thread exit" },
 	{ "exit_group", SC_ALLOW, "process exit" },
+	{ "sysinfo", SC_ALLOW, "libc sysconf(_SC_PHYS_PAGES) when sizing caches" },
+	{ "sched_getaffinity", SC_ALLOW, "libc CPU count" },
 };
 
 const struct role_policy shipper_policy = {

@@ -115,10 +115,6 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 		drop_peer(s, s->supervisor, "send failed");
 	ship_task__free(t);
 	*slot = NULL;
-	for (int i = 0; i < MAX_PEERS; i++)
-		if (s->peers[i].fd >= 0 && s->peers[i].kind == PEER_WORKER &&
-		    s->peers[i].task_id == w.task_id)
-			s->peers[i].task_id = 0;
 }
 
 static int on_worker(struct shipper *s, struct peer *p)
@@ -142,7 +138,7 @@ static int on_worker(struct shipper *s, struct peer *p)
 	}
 	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
 	if (!slot)
-		return p->task_id ? 0 : -EPROTO; /* task aborted meanwhile: data is moot */
+		return p->task_id ? 0 : -EPROTO; /* task written or aborted: the rest is moot */
 	switch (m->type) {
 	case MSG_SHIP_STACKS:
 		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
@@ -291,6 +287,9 @@ static int loop(struct shipper *s)
 				continue;
 			}
 			err = p->kind == PEER_WORKER ? on_worker(s, p) : on_supervisor(s, p);
+			if (err && err != -EPIPE)
+				log_debug("peer %d: message type %u len %u: %s", p->pid, s->msg.type,
+					  s->msg.len, strerror(-err));
 			if (err == -EPIPE)
 				drop_peer(s, idx[k], NULL);
 			else if (err)

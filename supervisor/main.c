@@ -291,6 +291,8 @@ static void on_client(struct supervisor *s, int *cfd)
 	log_info("task %llu accepted", (unsigned long long)t->spec.task_id);
 }
 
+static void on_worker(struct supervisor *s, struct sv_task *t);
+
 static int on_spawner(struct supervisor *s)
 {
 	struct sv_task *t;
@@ -330,7 +332,16 @@ static int on_spawner(struct supervisor *s)
 		const struct msg_worker_exit *x = s->msg.buf;
 
 		t = task_by_id(s, x->task_id);
-		if (!t || t->worker_done || t->failed)
+		/* Its last words may still wait in its socket: read them before judging. */
+		while (t && t->worker >= 0 && !t->worker_done && !t->failed) {
+			struct pollfd wp = { .fd = t->worker, .events = POLLIN };
+
+			if (poll(&wp, 1, 0) <= 0)
+				break;
+			on_worker(s, t);
+		}
+		if (!t || t->state == T_FREE || t->spec.task_id != x->task_id || t->worker_done ||
+		    t->failed)
 			return 0;
 		if (x->signal)
 			task_fail(s, t, EINTR, "worker %d killed by signal %d (%s)", x->pid,
