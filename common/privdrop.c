@@ -61,8 +61,13 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
 			return -EINVAL;
 	}
 	if (geteuid() == 0) {
-		/* Keeps the listed capabilities across the uid change, drops groups and bounding. */
-		rc = capng_change_id((int)uid, (int)gid, CAPNG_DROP_SUPP_GRP | CAPNG_CLEAR_BOUNDING);
+		/*
+		 * The bounding set first, while CAP_SETPCAP is still held; then the uid change,
+		 * which keeps the listed capabilities and drops supplementary groups.
+		 */
+		if (capng_apply(CAPNG_SELECT_BOUNDS))
+			return -EPERM;
+		rc = capng_change_id((int)uid, (int)gid, CAPNG_DROP_SUPP_GRP);
 		if (rc)
 			return -EPERM;
 	} else {
@@ -71,6 +76,12 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
 			return -EPERM;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		return -errno;
+	/*
+	 * Changing ids cleared the parent-death signal: set it again, so a role does not outlive
+	 * a launcher killed with SIGKILL. (Started alone, the parent is the container's init.)
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0))
 		return -errno;
 	/* Prove it: none of these may work any more. */
 	if (getuid() == 0 || geteuid() == 0 || setuid(0) == 0 || seteuid(0) == 0 ||

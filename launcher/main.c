@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -29,7 +30,11 @@
 #include "launcher/client.h"
 #include "launcher/spawner.h"
 
-#define ROLE_RESTART_MS 1000
+/* A role that keeps dying is restarted after 200 ms, then twice as late each time, up to 10 s. */
+#define ROLE_RESTART_MIN_MS 200
+#define ROLE_RESTART_MAX_MS 10000
+/* A role that ran this long is healthy again: its next restart is quick. */
+#define ROLE_HEALTHY_MS 30000
 
 static const char usage_main[] =
 	"usage: rover COMMAND [OPTIONS]\n"
@@ -90,6 +95,8 @@ struct launcher {
 	int manage_roles; /* start and restart the supervisor and the shipper */
 	pid_t role_pid[2]; /* supervisor, shipper */
 	uint64_t role_restart_at[2];
+	uint64_t role_started_at[2];
+	unsigned role_backoff_ms[2];
 	struct spawner *sp;
 	int sigfd;
 };
@@ -205,6 +212,7 @@ static void start_roles(struct launcher *l, int which)
 		if (which >= 0 && which != i)
 			continue;
 		l->role_pid[i] = start_role(l, bins[i]);
+		l->role_started_at[i] = now_mono_ms();
 		spawner__set_role_pid(l->sp, roles[i], l->role_pid[i]);
 	}
 }
@@ -227,10 +235,33 @@ static void reap(struct launcher *l)
 			else
 				log_warn("%s %d exited with status %d; restarting", names[i], (int)pid,
 					 WEXITSTATUS(status));
+			/* The next restart's delay is set below; it doubles while the role keeps failing. */
 			l->role_pid[i] = 0;
-			l->role_restart_at[i] = now_mono_ms() + (i == 1 ? 0 : ROLE_RESTART_MS);
+			if (now_mono_ms() - l->role_started_at[i] >= ROLE_HEALTHY_MS ||
+			    !l->role_backoff_ms[i])
+				l->role_backoff_ms[i] = ROLE_RESTART_MIN_MS;
+			else if (l->role_backoff_ms[i] < ROLE_RESTART_MAX_MS)
+				l->role_backoff_ms[i] *= 2;
+			if (l->role_backoff_ms[i] > ROLE_RESTART_MAX_MS)
+				l->role_backoff_ms[i] = ROLE_RESTART_MAX_MS;
+			l->role_restart_at[i] = now_mono_ms() + l->role_backoff_ms[i];
 		}
 	}
+}
+
+/* Whether uid/gid may create sockets in dir, judged by the kernel with those ids. */
+static int user_can_enter(const char *dir, uid_t uid, gid_t gid)
+{
+	int ok;
+
+	if (geteuid() != 0)
+		return access(dir, W_OK | X_OK) == 0;
+	setfsgid(gid);
+	setfsuid(uid);
+	ok = faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+	setfsuid(0);
+	setfsgid(0);
+	return ok;
 }
 
 static int setup(struct launcher *l, const char *sockdir)
@@ -264,6 +295,12 @@ static int setup(struct launcher *l, const char *sockdir)
 	}
 	if (geteuid() == 0 && (chown(l->sockdir, l->uid, l->gid) || chmod(l->sockdir, 0700)))
 		return -errno;
+	if (!user_can_enter(l->sockdir, l->uid, l->gid)) {
+		fprintf(stderr,
+			"rover: user %u cannot reach %s: a parent directory is closed to it\n",
+			(unsigned)l->uid, l->sockdir);
+		return -EACCES;
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGINT);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -45,6 +46,7 @@ pid_t start_program(const char *path, const char *arg)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
 		execl(path, path, arg, (char *)NULL);
 		_exit(127);
@@ -79,11 +81,16 @@ pid_t spawn_cmd(char *const argv[], const char *stderr_path)
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		/* A test killed by its timeout takes its commands with it. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		int fd = open(stderr_path ? stderr_path : "/dev/null",
 			      O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		if (fd >= 0)
 			dup2(fd, 2);
+		fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 1);
 		execv(argv[0], argv);
 		_exit(127);
 	}

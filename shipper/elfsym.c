@@ -1,0 +1,890 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE /* memrchr, qsort_r */
+/*
+ * Every byte read here comes from a file a traced process chose to map: sizes and offsets are
+ * checked before they are used, and each allocation has a limit below.
+ *
+ * libelf reads with ELF_C_READ (pread into the heap) rather than from an mmap of the file: the
+ * owner of a mapped file can truncate it while we read, and a read past the end of a file
+ * mapping is a SIGBUS, where pread just comes back short.
+ */
+#include "shipper/elfsym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "shipper/demangle.h"
+
+/* Linked executables and libraries have about a dozen program headers. */
+#define ELFSYM_MAX_PHDRS 4096
+/*
+ * libelf allocates a descriptor per section header in elf_begin(), before this code sees any:
+ * linked files have tens of sections, and extended numbering (more than 65279) is refused.
+ */
+#define ELFSYM_MAX_SHDRS 32768
+#define ELFSYM_MAX_LOADS 32
+#define ELFSYM_MAX_NOTE (64u << 10)
+/* One symbol or string table, read whole into memory by libelf. */
+#define ELFSYM_MAX_SECTION (256u << 20)
+#define ELFSYM_MAX_SYMS (8u << 20)
+/* Below 2^30: a name offset is 30 bits of struct esym. */
+#define ELFSYM_MAX_STRINGS (512u << 20)
+/* Longer names are kept truncated; DEMANGLE_MAX_INPUT bounds what demangling would accept. */
+#define ELFSYM_MAX_NAME DEMANGLE_MAX_INPUT
+#define ELFSYM_MAX_DEBUGLINK 4096
+/*
+ * The debuglink CRC covers the whole debug file. A file in <dir>/.debug/ belongs to whoever
+ * owns <dir>, who could make it a huge sparse file: larger ones are not read, hence refused.
+ */
+#define ELFSYM_MAX_CRC_BYTES (1ull << 30)
+/* Functions are nowhere near 4 GiB: st_size is clamped to 32 bits. */
+#define ELFSYM_MAX_FUNC_SIZE UINT32_MAX
+/* How far back a lookup searches for a sized symbol enclosing the address. */
+#define ELFSYM_ENCLOSING_SCAN 8
+
+struct elf_load {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+};
+
+struct esym {
+	uint64_t addr;
+	uint32_t size; /* 0: unknown (assembly without .size) */
+	uint32_t name : 30; /* offset in strs, or in dstrs when demangled */
+	uint32_t demangled : 1;
+	uint32_t final : 1; /* name is demangled already, or needs no demangling */
+};
+
+struct strbuf {
+	char *p;
+	size_t len;
+	size_t cap;
+};
+
+/* A symbol read from a table, before the merge picks one per address. */
+struct cand {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t name;
+	uint32_t len;
+	uint8_t bind; /* 0 global, 1 weak, 2 local: the order of preference */
+};
+
+struct cands {
+	struct cand *v;
+	size_t n;
+	size_t cap;
+};
+
+struct elfsym {
+	Elf *elf; /* until elfsym__load_symbols() */
+	uint16_t type;
+	uint16_t machine;
+	uint8_t build_id[ELFSYM_BUILD_ID_MAX];
+	size_t build_id_len;
+	struct elf_load loads[ELFSYM_MAX_LOADS];
+	size_t nloads;
+	struct esym *syms;
+	size_t nsyms;
+	struct strbuf strs; /* names as in the file */
+	/*
+	 * Demangled names, made on first use: demangling every name of a large C++ library up
+	 * front would cost seconds and memory for names no sample ever hits.
+	 */
+	struct strbuf dstrs;
+};
+
+static uint64_t rd(const unsigned char *p, size_t n, bool big)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[big ? n - 1 - i : i] << (8 * i);
+	return v;
+}
+
+/* What libelf would allocate for this header, checked before libelf sees it. */
+static int ehdr_check(const unsigned char *p, size_t n)
+{
+	uint64_t shoff, phnum, shnum;
+	bool big;
+
+	if (n < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG))
+		return -ENOEXEC;
+	if (p[EI_DATA] != ELFDATA2LSB && p[EI_DATA] != ELFDATA2MSB)
+		return -ENOEXEC;
+	big = p[EI_DATA] == ELFDATA2MSB;
+	if (p[EI_CLASS] == ELFCLASS64) {
+		if (n < sizeof(Elf64_Ehdr))
+			return -ENOEXEC;
+		shoff = rd(p + offsetof(Elf64_Ehdr, e_shoff), 8, big);
+		phnum = rd(p + offsetof(Elf64_Ehdr, e_phnum), 2, big);
+		shnum = rd(p + offsetof(Elf64_Ehdr, e_shnum), 2, big);
+	} else if (p[EI_CLASS] == ELFCLASS32) {
+		if (n < sizeof(Elf32_Ehdr))
+			return -ENOEXEC;
+		shoff = rd(p + offsetof(Elf32_Ehdr, e_shoff), 4, big);
+		phnum = rd(p + offsetof(Elf32_Ehdr, e_phnum), 2, big);
+		shnum = rd(p + offsetof(Elf32_Ehdr, e_shnum), 2, big);
+	} else {
+		return -ENOEXEC;
+	}
+	if (phnum > ELFSYM_MAX_PHDRS || shnum > ELFSYM_MAX_SHDRS || (shnum == 0 && shoff != 0))
+		return -ENOEXEC;
+	return 0;
+}
+
+/* The GNU build-id note in d, if any: its length (0: none). */
+static size_t notes_build_id(Elf_Data *d, uint8_t *ret_id)
+{
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!d || !d->d_buf)
+		return 0;
+	while (off < d->d_size && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
+		    !memcmp((const char *)d->d_buf + name_off, ELF_NOTE_GNU,
+			    sizeof(ELF_NOTE_GNU)) &&
+		    nh.n_descsz > 0 && nh.n_descsz <= ELFSYM_BUILD_ID_MAX) {
+			memcpy(ret_id, (const char *)d->d_buf + desc_off, nh.n_descsz);
+			return nh.n_descsz;
+		}
+		off = next;
+	}
+	return 0;
+}
+
+/* From the note sections, else (no section headers) from the PT_NOTE segments. */
+static size_t elf_build_id(Elf *elf, uint8_t *ret_id)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	size_t len, phnum, i;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
+		    sh.sh_size > ELFSYM_MAX_NOTE || (sh.sh_flags & SHF_COMPRESSED))
+			continue;
+		len = notes_build_id(elf_getdata(scn, NULL), ret_id);
+		if (len)
+			return len;
+	}
+	if (elf_getphdrnum(elf, &phnum))
+		return 0;
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			break;
+		if (ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_filesz > ELFSYM_MAX_NOTE)
+			continue;
+		len = notes_build_id(
+			elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+					     ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
+			ret_id);
+		if (len)
+			return len;
+	}
+	return 0;
+}
+
+static int elfsym__init(struct elfsym *es)
+{
+	GElf_Ehdr eh;
+	GElf_Phdr ph;
+	size_t phnum, i;
+
+	if (elf_kind(es->elf) != ELF_K_ELF || !gelf_getehdr(es->elf, &eh))
+		return -ENOEXEC;
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return -ENOEXEC;
+	es->type = eh.e_type;
+	es->machine = eh.e_machine;
+	if (elf_getphdrnum(es->elf, &phnum))
+		phnum = 0;
+	for (i = 0; i < phnum && es->nloads < ELFSYM_MAX_LOADS; i++) {
+		if (!gelf_getphdr(es->elf, (int)i, &ph))
+			break;
+		if (ph.p_type != PT_LOAD)
+			continue;
+		es->loads[es->nloads++] = (struct elf_load){
+			.vaddr = ph.p_vaddr,
+			.offset = ph.p_offset,
+			.filesz = ph.p_filesz,
+		};
+	}
+	es->build_id_len = elf_build_id(es->elf, es->build_id);
+	return 0;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* An Elf reading fd, after the checks of ehdr_check(). NULL + errno. */
+static Elf *elf_begin_checked(int fd)
+{
+	unsigned char hdr[sizeof(Elf64_Ehdr)];
+	struct stat st;
+	ssize_t n;
+	Elf *elf;
+	int err;
+
+	if (fstat(fd, &st))
+		return NULL;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	n = pread_full(fd, hdr, sizeof(hdr), 0);
+	if (n < 0) {
+		errno = (int)-n;
+		return NULL;
+	}
+	err = ehdr_check(hdr, (size_t)n);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return elf;
+}
+
+static struct elfsym *elfsym__open_elf(Elf *elf)
+{
+	struct elfsym *es;
+	int err;
+
+	es = calloc(1, sizeof(*es));
+	if (!es) {
+		elf_end(elf);
+		errno = ENOMEM;
+		return NULL;
+	}
+	es->elf = elf;
+	err = elfsym__init(es);
+	if (err) {
+		elfsym__free(es);
+		errno = -err;
+		return NULL;
+	}
+	return es;
+}
+
+struct elfsym *elfsym__open(int fd)
+{
+	Elf *elf;
+
+	elf = elf_begin_checked(fd);
+	if (!elf)
+		return NULL;
+	return elfsym__open_elf(elf);
+}
+
+struct elfsym *elfsym__open_memory(void *buf, size_t len)
+{
+	Elf *elf;
+	int err;
+
+	if (!buf) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = ehdr_check(buf, len);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	elf_version(EV_CURRENT);
+	elf = elf_memory(buf, len);
+	if (!elf) {
+		errno = ENOEXEC;
+		return NULL;
+	}
+	return elfsym__open_elf(elf);
+}
+
+size_t elfsym__build_id(const struct elfsym *es, const uint8_t **ret_id)
+{
+	if (!es || !es->build_id_len)
+		return 0;
+	*ret_id = es->build_id;
+	return es->build_id_len;
+}
+
+static int strbuf__add(struct strbuf *sb, const char *s, size_t n, uint32_t *ret_off)
+{
+	size_t need = sb->len + n + 1, ncap;
+	char *p;
+
+	if (need > ELFSYM_MAX_STRINGS)
+		return -EFBIG;
+	if (need > sb->cap) {
+		ncap = sb->cap ? sb->cap : 1024;
+		while (ncap < need)
+			ncap *= 2;
+		if (ncap > ELFSYM_MAX_STRINGS)
+			ncap = ELFSYM_MAX_STRINGS;
+		p = realloc(sb->p, ncap);
+		if (!p)
+			return -ENOMEM;
+		sb->p = p;
+		sb->cap = ncap;
+	}
+	memcpy(sb->p + sb->len, s, n);
+	sb->p[sb->len + n] = '\0';
+	*ret_off = (uint32_t)sb->len;
+	sb->len = need;
+	return 0;
+}
+
+static void strbuf__free(struct strbuf *sb)
+{
+	free(sb->p);
+	*sb = (struct strbuf){};
+}
+
+static bool section_readable(const GElf_Shdr *sh)
+{
+	return sh->sh_type != SHT_NOBITS && sh->sh_size > 0 && sh->sh_size <= ELFSYM_MAX_SECTION &&
+	       !(sh->sh_flags & SHF_COMPRESSED);
+}
+
+/*
+ * Adds the functions of one symbol table to c. Stops quietly at the limits: a file past them
+ * keeps the symbols read so far. Returns the number of functions added or -errno (ENOMEM).
+ */
+static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_Scn *scn,
+			      const GElf_Shdr *sh, uint16_t machine)
+{
+	Elf_Scn *str_scn;
+	Elf_Data *d, *sd;
+	GElf_Shdr str_sh;
+	GElf_Sym sym;
+	size_t entsize, count, i, len, ncap;
+	const char *strs, *name, *at;
+	long added = 0;
+	struct cand *v;
+	uint8_t type, bind;
+	int err;
+
+	if (!section_readable(sh))
+		return 0;
+	str_scn = elf_getscn(elf, sh->sh_link);
+	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || str_sh.sh_type != SHT_STRTAB ||
+	    !section_readable(&str_sh))
+		return 0;
+	d = elf_getdata(scn, NULL);
+	sd = elf_getdata(str_scn, NULL);
+	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	if (!d || !sd || !sd->d_buf || !entsize)
+		return 0;
+	strs = sd->d_buf;
+	count = d->d_size / entsize;
+	for (i = 0; i < count; i++) {
+		if (!gelf_getsym(d, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		bind = GELF_ST_BIND(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 ||
+		    sym.st_shndx == SHN_UNDEF || sym.st_name == 0 || sym.st_name >= sd->d_size)
+			continue;
+		name = strs + sym.st_name;
+		len = strnlen(name, sd->d_size - sym.st_name);
+		if (len == 0 || len == sd->d_size - sym.st_name)
+			continue; /* empty, or not terminated inside the table */
+		/*
+		 * .symtab spells versioned definitions "name@VERSION" or "name@@VERSION" (.symver):
+		 * one function, one name. Mangled names never contain '@'.
+		 */
+		at = memchr(name, '@', len);
+		if (at && at != name)
+			len = (size_t)(at - name);
+		if (len > ELFSYM_MAX_NAME)
+			len = ELFSYM_MAX_NAME;
+		if (c->n == c->cap) {
+			if (c->cap >= ELFSYM_MAX_SYMS)
+				break;
+			ncap = c->cap ? c->cap * 2 : 1024;
+			if (ncap > ELFSYM_MAX_SYMS)
+				ncap = ELFSYM_MAX_SYMS;
+			v = realloc(c->v, ncap * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			c->v = v;
+			c->cap = ncap;
+		}
+		v = &c->v[c->n];
+		err = strbuf__add(&es->strs, name, len, &v->name);
+		if (err == -EFBIG)
+			break;
+		if (err)
+			return err;
+		v->addr = sym.st_value;
+		/* On 32-bit ARM the low bit of a function address selects Thumb code. */
+		if (machine == EM_ARM && type == STT_FUNC)
+			v->addr &= ~(uint64_t)1;
+		v->size = sym.st_size;
+		v->len = (uint32_t)len;
+		v->bind = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+		c->n++;
+		added++;
+	}
+	return added;
+}
+
+/*
+ * Adds the .symtab (and .dynsym when with_dynsym) functions of elf. *ret_symtab tells whether
+ * a .symtab with contents was present.
+ */
+static int elfsym__scan(struct elfsym *es, struct cands *c, Elf *elf, bool with_dynsym,
+			bool *ret_symtab, uint16_t machine)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	bool symtab = false;
+	long n;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			if (section_readable(&sh))
+				symtab = true;
+		} else if (sh.sh_type != SHT_DYNSYM || !with_dynsym) {
+			continue;
+		}
+		n = elfsym__add_table(es, c, elf, scn, &sh, machine);
+		if (n < 0)
+			return (int)n;
+	}
+	*ret_symtab = symtab;
+	return 0;
+}
+
+/* Opens a candidate debug file: a regular file only (a FIFO would block us). */
+static int open_debug_file(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	return fd;
+}
+
+/* Adds the .symtab functions of the debug file fd when it passes check. 1 if used. */
+static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bool by_build_id)
+{
+	uint8_t id[ELFSYM_BUILD_ID_MAX];
+	bool symtab = false;
+	Elf *elf;
+	int err = 0;
+
+	elf = elf_begin_checked(fd);
+	if (!elf)
+		return 0;
+	if (elf_kind(elf) != ELF_K_ELF)
+		goto cleanup;
+	if (by_build_id && (elf_build_id(elf, id) != es->build_id_len ||
+			    memcmp(id, es->build_id, es->build_id_len)))
+		goto cleanup;
+	err = elfsym__scan(es, c, elf, false, &symtab, es->machine);
+	if (!err && symtab)
+		err = 1;
+cleanup:
+	elf_end(elf);
+	return err;
+}
+
+static int elfsym__debug_by_build_id(struct elfsym *es, struct cands *c)
+{
+	char path[PATH_MAX];
+	size_t i, at;
+	int fd, err, n;
+
+	if (es->build_id_len < 2)
+		return 0;
+	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", ELFSYM_DEBUG_ROOT, es->build_id[0]);
+	at = (size_t)n;
+	for (i = 1; i < es->build_id_len; i++, at += 2)
+		snprintf(path + at, sizeof(path) - at, "%02x", es->build_id[i]);
+	snprintf(path + at, sizeof(path) - at, ".debug");
+	fd = open_debug_file(path);
+	if (fd < 0)
+		return 0;
+	err = elfsym__add_debug_file(es, c, fd, true);
+	close(fd);
+	return err;
+}
+
+/* The .gnu_debuglink of elf: file name (no directory) and CRC32. 0, or -ENOENT. */
+static int elf_debuglink(Elf *elf, char *ret_name, size_t name_len, uint32_t *ret_crc)
+{
+	Elf_Scn *scn = NULL, *str_scn;
+	GElf_Shdr sh, str_sh;
+	GElf_Ehdr eh;
+	const char *secname, *p;
+	Elf_Data *d;
+	size_t shstrndx, len, crc_off;
+
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOENT;
+	/* elf_strptr() reads the whole section-name table: bound it first. */
+	str_scn = elf_getscn(elf, shstrndx);
+	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !section_readable(&str_sh) ||
+	    str_sh.sh_size > ELFSYM_MAX_NOTE)
+		return -ENOENT;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		secname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!secname || strcmp(secname, ".gnu_debuglink"))
+			continue;
+		if (sh.sh_size > ELFSYM_MAX_DEBUGLINK || !section_readable(&sh))
+			return -ENOENT;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return -ENOENT;
+		p = d->d_buf;
+		len = strnlen(p, d->d_size);
+		/* The name, NUL, padding to 4 bytes, then the CRC in the file's byte order. */
+		crc_off = (len + 4) & ~(size_t)3;
+		if (len == 0 || len >= name_len || crc_off + 4 > d->d_size)
+			return -ENOENT;
+		memcpy(ret_name, p, len + 1);
+		*ret_crc = (uint32_t)rd((const unsigned char *)p + crc_off, 4,
+					eh.e_ident[EI_DATA] == ELFDATA2MSB);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int file_crc32(int fd, uint32_t *ret_crc)
+{
+	const size_t chunk = 256u << 10;
+	uLong crc = crc32(0, NULL, 0);
+	uint64_t total = 0;
+	unsigned char *buf;
+	struct stat st;
+	ssize_t n;
+	int err = 0;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if ((uint64_t)st.st_size > ELFSYM_MAX_CRC_BYTES)
+		return -EFBIG;
+	buf = malloc(chunk);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		n = pread_full(fd, buf, chunk, (off_t)total);
+		if (n < 0) {
+			err = (int)n;
+			goto cleanup;
+		}
+		if (n == 0)
+			break;
+		total += (uint64_t)n;
+		if (total > ELFSYM_MAX_CRC_BYTES) {
+			err = -EFBIG;
+			goto cleanup;
+		}
+		crc = crc32(crc, buf, (uInt)n);
+	}
+	*ret_crc = (uint32_t)crc;
+cleanup:
+	free(buf);
+	return err;
+}
+
+static int elfsym__debug_by_link(struct elfsym *es, struct cands *c, const char *path)
+{
+	static const char deleted[] = " (deleted)";
+	char name[NAME_MAX + 1], dir[PATH_MAX], cand[PATH_MAX];
+	const char *slash;
+	size_t dir_len, plen;
+	uint32_t want_crc, crc = 0;
+	int fd, i, n, err;
+
+	if (!path || path[0] != '/' || elf_debuglink(es->elf, name, sizeof(name), &want_crc))
+		return 0;
+	if (strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	/* The kernel appends " (deleted)" to the maps path of an unlinked file. */
+	plen = strlen(path);
+	if (plen >= sizeof(deleted) && !strcmp(path + plen - (sizeof(deleted) - 1), deleted))
+		plen -= sizeof(deleted) - 1;
+	slash = memrchr(path, '/', plen);
+	dir_len = (size_t)(slash - path);
+	if (dir_len >= sizeof(dir))
+		return 0;
+	memcpy(dir, path, dir_len);
+	dir[dir_len] = '\0';
+
+	for (i = 0; i < 2; i++) {
+		if (i == 0)
+			n = snprintf(cand, sizeof(cand), "%s%s/%s", ELFSYM_DEBUG_ROOT, dir, name);
+		else
+			n = snprintf(cand, sizeof(cand), "%s/.debug/%s", dir, name);
+		if (n < 0 || (size_t)n >= sizeof(cand))
+			continue;
+		fd = open_debug_file(cand);
+		if (fd < 0)
+			continue;
+		err = file_crc32(fd, &crc);
+		if (!err && crc == want_crc)
+			err = elfsym__add_debug_file(es, c, fd, false);
+		else
+			err = 0;
+		close(fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static unsigned leading_underscores(const char *s)
+{
+	unsigned n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/*
+ * Aliases share an address (glibc's malloc and __libc_malloc): one name is kept per address,
+ * sized over unsized, global over weak over local, then the fewest leading underscores, then
+ * the shortest, so that the choice does not depend on table order.
+ */
+static int cand_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct cand *x = a, *y = b;
+	const char *cand_strs = ctx;
+	unsigned ux, uy;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	if (x->bind != y->bind)
+		return x->bind < y->bind ? -1 : 1;
+	ux = leading_underscores(cand_strs + x->name);
+	uy = leading_underscores(cand_strs + y->name);
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return strcmp(cand_strs + x->name, cand_strs + y->name);
+}
+
+/* Sorts c, keeps one symbol per address, and copies only the kept names. */
+static int elfsym__finish(struct elfsym *es, struct cands *c)
+{
+	size_t i, n = 0, bytes = 0, at = 0;
+	struct esym *syms;
+	char *strs;
+
+	if (c->n == 0)
+		return 0;
+	qsort_r(c->v, c->n, sizeof(*c->v), cand_cmp, es->strs.p);
+	for (i = 0; i < c->n; i++) {
+		if (n > 0 && c->v[n - 1].addr == c->v[i].addr)
+			continue;
+		c->v[n++] = c->v[i];
+		bytes += c->v[i].len + 1;
+	}
+	syms = malloc(n * sizeof(*syms));
+	strs = malloc(bytes);
+	if (!syms || !strs) {
+		free(syms);
+		free(strs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct cand *v = &c->v[i];
+
+		memcpy(strs + at, es->strs.p + v->name, v->len + 1);
+		syms[i] = (struct esym){
+			.addr = v->addr,
+			.size = v->size > ELFSYM_MAX_FUNC_SIZE ? ELFSYM_MAX_FUNC_SIZE
+							       : (uint32_t)v->size,
+			.name = (uint32_t)at,
+			.final = !(strs[at] == '_' && (strs[at + 1] == 'Z' || strs[at + 1] == 'R')),
+		};
+		at += v->len + 1;
+	}
+	free(es->strs.p);
+	es->strs = (struct strbuf){ .p = strs, .len = bytes, .cap = bytes };
+	es->syms = syms;
+	es->nsyms = n;
+	return 0;
+}
+
+int elfsym__load_symbols(struct elfsym *es, const char *path)
+{
+	struct cands c = {};
+	bool symtab = false;
+	int err;
+
+	if (!es || !es->elf)
+		return -EINVAL;
+	err = elfsym__scan(es, &c, es->elf, true, &symtab, es->machine);
+	if (err)
+		goto cleanup;
+	if (!symtab) {
+		err = elfsym__debug_by_build_id(es, &c);
+		if (err == 0)
+			err = elfsym__debug_by_link(es, &c, path);
+		if (err < 0)
+			goto cleanup;
+	}
+	err = elfsym__finish(es, &c);
+cleanup:
+	if (err < 0)
+		strbuf__free(&es->strs);
+	free(c.v);
+	elf_end(es->elf);
+	es->elf = NULL;
+	return err < 0 ? err : 0;
+}
+
+uint64_t elfsym__vaddr(const struct elfsym *es, uint64_t addr, uint64_t start, uint64_t off)
+{
+	uint64_t foff;
+	size_t i;
+
+	if (es->type == ET_EXEC)
+		return addr;
+	foff = addr - start + off;
+	for (i = 0; i < es->nloads; i++) {
+		const struct elf_load *l = &es->loads[i];
+
+		if (foff >= l->offset && foff - l->offset < l->filesz)
+			return l->vaddr + (foff - l->offset);
+	}
+	return foff;
+}
+
+/* Index of the symbol naming vaddr, or SIZE_MAX. */
+static size_t elfsym__find(const struct elfsym *es, uint64_t vaddr)
+{
+	size_t lo = 0, hi = es->nsyms, mid, i, k;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (es->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return SIZE_MAX;
+	i = lo - 1;
+	if (es->syms[i].size && vaddr - es->syms[i].addr < es->syms[i].size)
+		return i;
+	for (k = i; k > 0 && i - k < ELFSYM_ENCLOSING_SCAN;) {
+		k--;
+		if (es->syms[k].size && vaddr - es->syms[k].addr < es->syms[k].size)
+			return k;
+	}
+	/*
+	 * An unsized symbol (assembly without .size) runs up to the next one. Past the end of a
+	 * sized one is code no symbol describes (PLT stubs, padding): naming it after the
+	 * function before would be a guess.
+	 */
+	return es->syms[i].size ? SIZE_MAX : i;
+}
+
+int elfsym__name(struct elfsym *es, uint64_t vaddr, char *buf, size_t len)
+{
+	char demangled[ELFSYM_MAX_NAME + 1];
+	struct esym *s;
+	uint32_t off;
+	size_t i;
+
+	if (!es)
+		return 0;
+	i = elfsym__find(es, vaddr);
+	if (i == SIZE_MAX)
+		return 0;
+	s = &es->syms[i];
+	if (!s->final) {
+		if (demangle__name(es->strs.p + s->name, demangled, sizeof(demangled))) {
+			if (strbuf__add(&es->dstrs, demangled, strlen(demangled), &off)) {
+				/* Not kept (at the limit): shown all the same. */
+				if (len)
+					snprintf(buf, len, "%s", demangled);
+				return 1;
+			}
+			s->name = off;
+			s->demangled = 1;
+		}
+		s->final = 1;
+	}
+	if (len)
+		snprintf(buf, len, "%s", (s->demangled ? es->dstrs.p : es->strs.p) + s->name);
+	return 1;
+}
+
+size_t elfsym__bytes(const struct elfsym *es)
+{
+	if (!es)
+		return 0;
+	return sizeof(*es) + es->nsyms * sizeof(*es->syms) + es->strs.cap + es->dstrs.cap;
+}
+
+size_t elfsym__count(const struct elfsym *es)
+{
+	return es ? es->nsyms : 0;
+}
+
+void elfsym__free(struct elfsym *es)
+{
+	if (!es)
+		return;
+	if (es->elf)
+		elf_end(es->elf);
+	free(es->syms);
+	strbuf__free(&es->strs);
+	strbuf__free(&es->dstrs);
+	free(es);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side: the function symbols of one ELF executable or shared object, read from an
+ * untrusted file (a traced process chooses what it maps), and of its separate debug file.
+ */
+#ifndef ROVER_SHIPPER_ELFSYM_H
+#define ROVER_SHIPPER_ELFSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ELFSYM_BUILD_ID_MAX 64
+/* Where separate debug files live; world-readable, opened directly. */
+#define ELFSYM_DEBUG_ROOT "/usr/lib/debug"
+
+struct elfsym;
+
+/*
+ * Reads the identity of the ELF file in fd (not taken): its type, load segments and build-id.
+ * fd must stay open until elfsym__load_symbols() returns. NULL + errno: ENOEXEC when fd is not
+ * an ELF executable or shared object (ET_EXEC, ET_DYN) this code accepts.
+ */
+struct elfsym *elfsym__open(int fd);
+/* Same on len bytes at buf, which must stay valid until elfsym__load_symbols() returns. */
+struct elfsym *elfsym__open_memory(void *buf, size_t len);
+
+/* The build-id (GNU note) of the file: its length, 0 when it has none. */
+size_t elfsym__build_id(const struct elfsym *es, const uint8_t **ret_id);
+
+/*
+ * Reads the function symbols (.symtab and .dynsym). When the file has no .symtab, reads the
+ * .symtab of its debug file: ELFSYM_DEBUG_ROOT/.build-id/xx/yyyy.debug, else the
+ * .gnu_debuglink name in ELFSYM_DEBUG_ROOT/<dir of path>/ or <dir of path>/.debug/ (path: the
+ * file's name in its process, NULL to skip this search). Releases the file in every case.
+ * 0 (also when no symbol was found) or -errno.
+ */
+int elfsym__load_symbols(struct elfsym *es, const char *path);
+
+/*
+ * The address, in the file's own virtual address space, of the byte at addr in a mapping
+ * that starts at start and maps the file from offset off.
+ */
+uint64_t elfsym__vaddr(const struct elfsym *es, uint64_t addr, uint64_t start, uint64_t off);
+
+/*
+ * Writes the demangled name of the function containing vaddr into buf: 1, or 0 when no
+ * function covers vaddr. Demangled names are kept, so elfsym__bytes() may grow.
+ */
+int elfsym__name(struct elfsym *es, uint64_t vaddr, char *buf, size_t len);
+
+/* Heap bytes held by es, and its number of function symbols. */
+size_t elfsym__bytes(const struct elfsym *es);
+size_t elfsym__count(const struct elfsym *es);
+
+void elfsym__free(struct elfsym *es);
+
+#endif

@@ -1,0 +1,1019 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+/*
+ * Symbolizer tests against real processes: each test compiles its own programs with gcc into a
+ * temporary directory, runs them, reads the runtime addresses of their functions from their
+ * stdout and names those addresses through the symbolizer. Debug-file tests write under
+ * /usr/lib/debug (root) and remove what they wrote.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <elf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "shipper/demangle.h"
+#include "shipper/elfsym.h"
+#include "shipper/kallsyms.h"
+#include "shipper/symbolize.h"
+
+#define MAX_CHILDREN 16
+#define MAX_CLEANUP 16
+#define MAX_ADDRS 16
+
+static char tmpdir[64];
+static struct {
+	pid_t pid;
+	int in;
+	FILE *out;
+} children[MAX_CHILDREN];
+static int nchildren;
+/* Paths outside tmpdir to remove at the end, in reverse order (files, then directories). */
+static char cleanup_paths[MAX_CLEANUP][PATH_MAX];
+static int ncleanup;
+
+struct sym_addr {
+	char name[64];
+	uint64_t addr;
+};
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rover-symtest-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	nchildren = 0;
+	ncleanup = 0;
+}
+
+static void reap(int i)
+{
+	if (children[i].pid <= 0)
+		return;
+	kill(children[i].pid, SIGKILL);
+	waitpid(children[i].pid, NULL, 0);
+	if (children[i].out)
+		fclose(children[i].out);
+	close(children[i].in);
+	children[i].pid = 0;
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	int i, rc;
+
+	for (i = 0; i < nchildren; i++)
+		reap(i);
+	for (i = ncleanup - 1; i >= 0; i--)
+		if (unlink(cleanup_paths[i]) && errno == EISDIR)
+			rmdir(cleanup_paths[i]);
+	if (tmpdir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		rc = system(cmd);
+		(void)rc;
+	}
+}
+
+TestSuite(symbolize, .init = setup, .fini = teardown);
+
+static void add_cleanup(const char *path)
+{
+	cr_assert_lt(ncleanup, MAX_CLEANUP);
+	snprintf(cleanup_paths[ncleanup++], PATH_MAX, "%s", path);
+}
+
+/* mkdir -p that records each directory it creates for teardown. */
+static void mkdirs(const char *path)
+{
+	char p[PATH_MAX];
+	size_t i;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (i = 1; p[i]; i++) {
+		if (p[i] != '/')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0755) == 0)
+			add_cleanup(p);
+		p[i] = '/';
+	}
+	if (mkdir(p, 0755) == 0)
+		add_cleanup(p);
+}
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	cr_assert(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "command failed: %s", cmd);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/*
+ * The C test program: functions with known names, a static one (in .symtab only), and
+ * rover_anchor, a 1-byte sized function followed by 64 bytes no symbol covers. It prints
+ * "name address" lines, "ready", and waits for stdin to close. TAG makes each build (and so
+ * its build-id) unique to the test.
+ */
+static const char prog_c[] =
+	"#include <stdio.h>\n"
+	"#include <unistd.h>\n"
+	"__attribute__((noinline)) int rover_alpha(int x)\n"
+	"{ volatile int s = 0; for (int i = 0; i < x; i++) s += i * 3; return s; }\n"
+	"__attribute__((noinline)) static int rover_gamma(int x)\n"
+	"{ volatile int s = 1; for (int i = 0; i < x; i++) s *= i + 7; return s; }\n"
+	"extern void rover_anchor(void);\n"
+	"__asm__(\".pushsection .text\\n.globl rover_anchor\\n.type rover_anchor,@function\\n\"\n"
+	"        \"rover_anchor:\\n\\tret\\n.size rover_anchor, 1\\n\\t.fill 64, 1, 0x90\\n\"\n"
+	"        \".popsection\\n\");\n"
+	"const char *rover_tag = TAG;\n"
+	"int main(void)\n"
+	"{\n"
+	"\tchar c;\n"
+	"\tprintf(\"rover_alpha %p\\n\", (void *)rover_alpha);\n"
+	"\tprintf(\"rover_gamma %p\\n\", (void *)rover_gamma);\n"
+	"\tprintf(\"rover_anchor %p\\n\", (void *)rover_anchor);\n"
+	"\tprintf(\"ready %s\\n\", rover_tag);\n"
+	"\tfflush(stdout);\n"
+	"\twhile (read(0, &c, 1) > 0)\n"
+	"\t\t;\n"
+	"\treturn rover_alpha(2) + rover_gamma(2);\n"
+	"}\n";
+
+/* Builds prog_c as dir/name with extra gcc flags; returns the path in ret_path. */
+static void build_prog(const char *name, const char *flags, char *ret_path)
+{
+	char src[PATH_MAX];
+
+	snprintf(src, sizeof(src), "%s/prog.c", tmpdir);
+	write_file(src, prog_c);
+	snprintf(ret_path, PATH_MAX, "%s/%s", tmpdir, name);
+	sh("gcc -O1 -g -fno-inline %s '-DTAG=\"%s/%s\"' %s -o %s", flags, tmpdir, name, src,
+	   ret_path);
+}
+
+/* Starts exe, reads its "name address" lines up to "ready". Returns the pid. */
+static pid_t spawn(const char *exe, struct sym_addr *ret_addrs, int *ret_n)
+{
+	int in[2], out[2], n = 0;
+	char line[512];
+	unsigned long long a;
+	pid_t pid;
+	FILE *f;
+
+	cr_assert_lt(nchildren, MAX_CHILDREN);
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(exe, exe, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	cr_assert_not_null(f);
+	children[nchildren].pid = pid;
+	children[nchildren].in = in[1];
+	children[nchildren].out = f;
+	nchildren++;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "ready", 5)) {
+			*ret_n = n;
+			return pid;
+		}
+		if (n < MAX_ADDRS && sscanf(line, "%63s %llx", ret_addrs[n].name, &a) == 2) {
+			ret_addrs[n].addr = a;
+			n++;
+		}
+	}
+	cr_assert_fail("%s exited before printing ready", exe);
+	return -1;
+}
+
+static uint64_t addr_of(const struct sym_addr *addrs, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(addrs[i].name, name))
+			return addrs[i].addr;
+	cr_assert_fail("no address printed for %s", name);
+	return 0;
+}
+
+/* "base+0xOFF" as the fallback should name addr of pid, from the test's own read of maps. */
+static void expected_fallback(int pid, uint64_t addr, char *buf, size_t len)
+{
+	unsigned long long start, end, off;
+	char path[PATH_MAX], line[PATH_MAX + 256], *base;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		path[0] = '\0';
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &start, &end, &off, path) < 3)
+			continue;
+		if (addr >= start && addr < end) {
+			fclose(f);
+			base = strrchr(path, '/');
+			snprintf(buf, len, "%s+0x%" PRIx64, base ? base + 1 : path,
+				 (uint64_t)(addr - start + off));
+			return;
+		}
+	}
+	fclose(f);
+	cr_assert_fail("0x%" PRIx64 " not mapped in %d", addr, pid);
+}
+
+static void expect_user(struct symbolizer *sym, int pid, uint64_t addr, const char *want,
+			int want_rc)
+{
+	char buf[256];
+	int rc;
+
+	rc = symbolizer__user(sym, pid, addr, buf, sizeof(buf));
+	cr_expect_eq(rc, want_rc, "0x%" PRIx64 ": rc %d, want %d (%s)", addr, rc, want_rc, buf);
+	cr_expect_str_eq(buf, want, "0x%" PRIx64 ": got \"%s\", want \"%s\"", addr, buf, want);
+}
+
+static void check_prog(struct symbolizer *sym, const char *exe)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	char want[PATH_MAX];
+	uint64_t anchor;
+	pid_t pid;
+	int n;
+
+	pid = spawn(exe, addrs, &n);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_alpha"), "rover_alpha", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_alpha") + 4, "rover_alpha", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, "rover_gamma", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_anchor"), "rover_anchor", 1);
+	/* Inside the 64 bytes after rover_anchor that no symbol covers. */
+	anchor = addr_of(addrs, n, "rover_anchor");
+	expected_fallback(pid, anchor + 16, want, sizeof(want));
+	expect_user(sym, pid, anchor + 16, want, 0);
+}
+
+Test(symbolize, pie_executable)
+{
+	struct symbolizer *sym;
+	char exe[PATH_MAX];
+
+	build_prog("pie", "-fPIE -pie", exe);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	check_prog(sym, exe);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, non_pie_executable)
+{
+	struct symbolizer *sym;
+	char exe[PATH_MAX];
+
+	build_prog("nopie", "-fno-pie -no-pie", exe);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	check_prog(sym, exe);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, unmapped_and_bad_arguments)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX], buf[64];
+	pid_t pid;
+	int n;
+
+	build_prog("pie", "-fPIE -pie", exe);
+	pid = spawn(exe, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, 0x10, "[unknown]", 0);
+	expect_user(sym, pid, 0xffffffffffff0000ull, "[unknown]", 0);
+	/* A pid that does not exist. */
+	expect_user(sym, 0x3fffffff, addr_of(addrs, n, "rover_alpha"), "[unknown]", 0);
+	cr_expect_eq(symbolizer__user(sym, -1, 0x1000, buf, sizeof(buf)), -EINVAL);
+	cr_expect_str_eq(buf, "[unknown]");
+	cr_expect_eq(symbolizer__user(NULL, pid, 0x1000, buf, sizeof(buf)), -EINVAL);
+	cr_expect_str_eq(buf, "[unknown]");
+	/* Truncation still terminates. */
+	memset(buf, 'x', sizeof(buf));
+	cr_expect_eq(symbolizer__user(sym, pid, addr_of(addrs, n, "rover_alpha"), buf, 6), 1);
+	cr_expect_str_eq(buf, "rover");
+	cr_expect_eq(symbolizer__load_pid(sym, 0x3fffffff), -ENOENT);
+	symbolizer__free(sym);
+	cr_expect_null(symbolizer__new(NULL, 0));
+}
+
+Test(symbolize, shared_library)
+{
+	static const char lib_c[] =
+		"__attribute__((noinline)) static int rover_lib_hidden(int x)\n"
+		"{ volatile int s = 0; for (int i = 0; i < x; i++) s += i ^ 5; return s; }\n"
+		"__attribute__((noinline)) int rover_lib_work(int x) { return rover_lib_hidden(x) "
+		"+ 1; }\n"
+		"void *rover_lib_where(void) { return (void *)rover_lib_hidden; }\n";
+	static const char main_c[] =
+		"#include <stdio.h>\n#include <unistd.h>\n"
+		"int rover_lib_work(int x);\nvoid *rover_lib_where(void);\n"
+		"int main(void) {\n\tchar c;\n"
+		"\tprintf(\"work %p\\n\", (void *)rover_lib_work);\n"
+		"\tprintf(\"hidden %p\\n\", rover_lib_where());\n"
+		"\tprintf(\"ready\\n\");\n\tfflush(stdout);\n"
+		"\twhile (read(0, &c, 1) > 0)\n\t\t;\n\treturn rover_lib_work(1);\n}\n";
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char path[PATH_MAX];
+	int i, n;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/lib.c", tmpdir);
+	write_file(path, lib_c);
+	snprintf(path, sizeof(path), "%s/main.c", tmpdir);
+	write_file(path, main_c);
+	/*
+	 * Two layouts: the usual one (text vaddr == file offset), and one whose text segment
+	 * sits at vaddr 0x8000 but file offset 0x2000, which needs the PT_LOAD translation.
+	 */
+	sh("cd %s && gcc -O1 -g -fno-inline -shared -fPIC -o librovera.so lib.c", tmpdir);
+	sh("cd %s && gcc -O1 -g -fno-inline -shared -fPIC -o libroverb.so lib.c "
+	   "-Wl,--section-start=.text=0x8000",
+	   tmpdir);
+	sh("cd %s && gcc -O1 -fPIE -pie -o use_a main.c -L. -lrovera -Wl,-rpath,%s", tmpdir,
+	   tmpdir);
+	sh("cd %s && gcc -O1 -fPIE -pie -o use_b main.c -L. -lroverb -Wl,-rpath,%s", tmpdir,
+	   tmpdir);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/use_%c", tmpdir, 'a' + i);
+		pid = spawn(path, addrs, &n);
+		cr_assert_eq(symbolizer__load_pid(sym, pid), 0);
+		expect_user(sym, pid, addr_of(addrs, n, "work") + 1, "rover_lib_work", 1);
+		expect_user(sym, pid, addr_of(addrs, n, "hidden") + 3, "rover_lib_hidden", 1);
+	}
+	symbolizer__free(sym);
+}
+
+Test(symbolize, cplusplus_demangled)
+{
+	static const char prog_cc[] =
+		"#include <cstdio>\n#include <unistd.h>\n"
+		"namespace demo {\n"
+		"struct Burner {\n"
+		"\t__attribute__((noinline)) static long spin(int n)\n"
+		"\t{ volatile long s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n"
+		"\tlong burn(int n) const;\n"
+		"\tlong k = 3;\n"
+		"};\n"
+		"__attribute__((noinline)) long Burner::burn(int n) const\n"
+		"{ volatile long s = k; for (int i = 0; i < n; i++) s ^= i; return s; }\n"
+		"template <typename T> __attribute__((noinline)) T twice(T v)\n"
+		"{ volatile T x = v; return x + x; }\n"
+		"}\n"
+		"int main()\n{\n\tchar c;\n\tdemo::Burner b;\n"
+		"\tstd::printf(\"spin %p\\n\", (void *)&demo::Burner::spin);\n"
+		"\tstd::printf(\"burn %p\\n\", (void *)(b.*(&demo::Burner::burn)));\n"
+		"\tstd::printf(\"twice %p\\n\", (void *)&demo::twice<int>);\n"
+		"\tstd::printf(\"ready\\n\");\n\tstd::fflush(stdout);\n"
+		"\twhile (read(0, &c, 1) > 0)\n\t\t;\n"
+		"\treturn (int)(b.burn(1) + demo::twice(1) + demo::Burner::spin(1));\n}\n";
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char path[PATH_MAX];
+	pid_t pid;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/prog.cc", tmpdir);
+	write_file(path, prog_cc);
+	sh("cd %s && g++ -O1 -g -fno-inline -Wno-pmf-conversions -o cxx prog.cc", tmpdir);
+	snprintf(path, sizeof(path), "%s/cxx", tmpdir);
+	pid = spawn(path, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, addr_of(addrs, n, "spin") + 2, "demo::Burner::spin", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "burn") + 2, "demo::Burner::burn", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "twice") + 1, "demo::twice<int>", 1);
+	/* The second lookup reads the cached demangled name. */
+	expect_user(sym, pid, addr_of(addrs, n, "spin") + 1, "demo::Burner::spin", 1);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, demangle_names)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "_ZN4demo6Burner4spinEi", "demo::Burner::spin" },
+		{ "_ZNK4demo6Burner3getEv", "demo::Burner::get" },
+		{ "_Z3maxIiET_S0_S0_", "max<int>" },
+		{ "_ZN3std2rt10lang_start17h0123456789abcdefE", "std::rt::lang_start" },
+		{ "_ZN4core3ptr13drop_in_place17h00112233aabbccddE", "core::ptr::drop_in_place" },
+		{ "_RNvCs1234_7mycrate3foo", "mycrate::foo" },
+	};
+	char buf[256], small[8];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_expect_eq(demangle__name(cases[i].in, buf, sizeof(buf)), 1, "%s", cases[i].in);
+		cr_expect_str_eq(buf, cases[i].out);
+	}
+	cr_expect_eq(demangle__name("main", buf, sizeof(buf)), 0);
+	cr_expect_eq(demangle__name("_Znotmangled", buf, sizeof(buf)), 0);
+	cr_expect_eq(demangle__name("_ZN4demo6Burner4spinEi", small, sizeof(small)), 1);
+	cr_expect_str_eq(small, "demo::B");
+}
+
+/* The build-id of exe in hex, as readelf shows it: ret_hex holds 128 bytes. */
+static void read_build_id(const char *exe, char *ret_hex)
+{
+	char cmd[PATH_MAX + 64], line[512], *p;
+	FILE *f;
+
+	ret_hex[0] = '\0';
+	snprintf(cmd, sizeof(cmd), "readelf -n %s", exe);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, "Build ID: ");
+		if (p)
+			sscanf(p + 10, "%127s", ret_hex);
+	}
+	pclose(f);
+	cr_assert_gt(strlen(ret_hex), 2, "%s has no build-id", exe);
+}
+
+Test(symbolize, stripped_with_build_id_debug_file)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX], id[128], dir[512], dbg[1024], want[PATH_MAX];
+	pid_t pid;
+	int n;
+
+	build_prog("stripped", "-fPIE -pie -Wl,--build-id=sha1", exe);
+	read_build_id(exe, id);
+	snprintf(dir, sizeof(dir), "%s/.build-id/%.2s", ELFSYM_DEBUG_ROOT, id);
+	snprintf(dbg, sizeof(dbg), "%s/%s.debug", dir, id + 2);
+	sh("objcopy --only-keep-debug %s %s.debug && strip -s %s", exe, exe, exe);
+	mkdirs(dir);
+	add_cleanup(dbg);
+	sh("cp %s.debug %s", exe, dbg);
+
+	pid = spawn(exe, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	/* rover_gamma is static: only the debug file's .symtab knows it. */
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, "rover_gamma", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_alpha") + 2, "rover_alpha", 1);
+	symbolizer__free(sym);
+
+	/* Without the debug file: the fallback names file and offset. */
+	cr_assert_eq(unlink(dbg), 0);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expected_fallback(pid, addr_of(addrs, n, "rover_gamma") + 2, want, sizeof(want));
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, want, 0);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, stripped_with_debuglink)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX], dir[512], dbg[1024], want[PATH_MAX];
+	pid_t pid;
+	int n;
+
+	/* No build-id: only the debuglink can find the debug file. */
+	build_prog("linked", "-fPIE -pie -Wl,--build-id=none", exe);
+	sh("cd %s && objcopy --only-keep-debug linked linked.dbg && strip -s linked && "
+	   "objcopy --add-gnu-debuglink=linked.dbg linked && mv linked.dbg kept.dbg",
+	   tmpdir);
+
+	/* ELFSYM_DEBUG_ROOT/<dir>/<name>. */
+	snprintf(dir, sizeof(dir), "%s%s", ELFSYM_DEBUG_ROOT, tmpdir);
+	snprintf(dbg, sizeof(dbg), "%s/linked.dbg", dir);
+	mkdirs(dir);
+	add_cleanup(dbg);
+	sh("cp %s/kept.dbg %s", tmpdir, dbg);
+	pid = spawn(exe, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, "rover_gamma", 1);
+	symbolizer__free(sym);
+	cr_assert_eq(unlink(dbg), 0);
+
+	/* <dir>/.debug/<name>. */
+	sh("mkdir %s/.debug && cp %s/kept.dbg %s/.debug/linked.dbg", tmpdir, tmpdir, tmpdir);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, "rover_gamma", 1);
+	symbolizer__free(sym);
+
+	/* A debug file whose CRC does not match is not used. */
+	sh("printf x >> %s/.debug/linked.dbg", tmpdir);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expected_fallback(pid, addr_of(addrs, n, "rover_gamma") + 2, want, sizeof(want));
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, want, 0);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, shared_by_build_id_and_kept_after_exit)
+{
+	struct sym_addr a1[MAX_ADDRS], a2[MAX_ADDRS];
+	struct symbolizer_stats st;
+	struct symbolizer *sym, *early;
+	char exe[PATH_MAX];
+	uint64_t gamma;
+	pid_t p1, p2;
+	int n1, n2;
+
+	build_prog("one", "-fPIE -pie -Wl,--build-id=sha1", exe);
+	/* A copy: another inode, the same build-id. */
+	sh("cp %s %s/two", exe, tmpdir);
+	p1 = spawn(exe, a1, &n1);
+	snprintf(exe, sizeof(exe), "%s/two", tmpdir);
+	p2 = spawn(exe, a2, &n2);
+
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	early = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	cr_assert_not_null(early);
+	expect_user(sym, p1, addr_of(a1, n1, "rover_alpha"), "rover_alpha", 1);
+	expect_user(sym, p2, addr_of(a2, n2, "rover_gamma"), "rover_gamma", 1);
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.elf_loaded, 1, "elf_loaded %" PRIu64, st.elf_loaded);
+	cr_expect_eq(st.lookups, 2);
+	cr_expect_eq(st.unnamed, 0);
+	cr_expect_gt(st.cache_bytes, 0);
+
+	/* early only loaded p1 (maps and files) before it exited, and named nothing yet. */
+	cr_assert_eq(symbolizer__load_pid(early, p1), 0);
+	gamma = addr_of(a1, n1, "rover_gamma");
+	reap(0);
+	/* The mappings and the symbol table outlive the process. */
+	expect_user(sym, p1, gamma, "rover_gamma", 1);
+	/* What load_pid read outlives the process: a short-lived target is still named. */
+	expect_user(early, p1, gamma, "rover_gamma", 1);
+
+	symbolizer__forget_pid(sym, p1);
+	expect_user(sym, p1, gamma, "[unknown]", 0);
+	symbolizer__free(sym);
+	symbolizer__free(early);
+}
+
+static const char *find_kernel_symbol(const char *const *names, uint64_t *ret_addr)
+{
+	char line[1024], name[512], type;
+	unsigned long long a;
+	FILE *f;
+	size_t i;
+
+	f = fopen("/proc/kallsyms", "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %511s", &a, &type, name) != 3 ||
+		    (type != 'T' && type != 't'))
+			continue;
+		for (i = 0; names[i]; i++) {
+			if (!strcmp(name, names[i]) && a) {
+				fclose(f);
+				*ret_addr = a;
+				return names[i];
+			}
+		}
+	}
+	fclose(f);
+	return NULL;
+}
+
+Test(symbolize, kernel_function)
+{
+	static const char *const names[] = { "schedule", "do_sys_openat2", "vfs_read", NULL };
+	struct symbolizer *sym;
+	const char *name;
+	uint64_t addr = 0;
+	char buf[128];
+
+	name = find_kernel_symbol(names, &addr);
+	if (!name)
+		cr_skip_test("/proc/kallsyms shows no addresses here");
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	cr_expect_eq(symbolizer__kernel(sym, addr + 1, buf, sizeof(buf)), 1);
+	cr_expect_str_eq(buf, name);
+	cr_expect_eq(symbolizer__kernel(sym, addr, buf, sizeof(buf)), 1);
+	cr_expect_str_eq(buf, name);
+	cr_expect_eq(symbolizer__kernel(sym, 0x1000, buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "[unknown]");
+	symbolizer__free(sym);
+}
+
+/* An opener serving fixed text for kallsyms and maps, and fixed bytes for every mapped file. */
+struct fake {
+	const char *kallsyms;
+	const char *maps;
+	const void *file;
+	size_t file_len;
+};
+
+static int memfd_with(const void *data, size_t len)
+{
+	int fd = memfd_create("rover-test", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (len && write(fd, data, len) != (ssize_t)len) {
+		close(fd);
+		return -EIO;
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+static int fake_open_maps(void *ctx, int pid)
+{
+	const struct fake *f = ctx;
+
+	(void)pid;
+	return f->maps ? memfd_with(f->maps, strlen(f->maps)) : -ENOENT;
+}
+
+static int fake_open_mapped_file(void *ctx, int pid, uint64_t start, uint64_t end)
+{
+	const struct fake *f = ctx;
+
+	(void)pid;
+	(void)start;
+	(void)end;
+	return f->file ? memfd_with(f->file, f->file_len) : -ENOENT;
+}
+
+static int fake_open_kallsyms(void *ctx)
+{
+	const struct fake *f = ctx;
+
+	return f->kallsyms ? memfd_with(f->kallsyms, strlen(f->kallsyms)) : -ENOENT;
+}
+
+static struct symbolizer *fake_symbolizer(struct fake *f, size_t budget)
+{
+	struct fd_opener o = {
+		.open_maps = fake_open_maps,
+		.open_mapped_file = fake_open_mapped_file,
+		.open_kallsyms = fake_open_kallsyms,
+		.ctx = f,
+	};
+	struct symbolizer *sym = symbolizer__new(&o, budget);
+
+	cr_assert_not_null(sym);
+	return sym;
+}
+
+static void expect_kernel(struct symbolizer *sym, uint64_t addr, const char *want)
+{
+	char buf[128];
+
+	symbolizer__kernel(sym, addr, buf, sizeof(buf));
+	cr_expect_str_eq(buf, want, "0x%" PRIx64 ": got %s, want %s", addr, buf, want);
+}
+
+Test(symbolize, kallsyms_parsing)
+{
+	struct fake f = {
+		.kallsyms = "ffffffff81000000 T _stext\n"
+			    "ffffffff81000000 t startup_64\n"
+			    "ffffffff81001000 T do_one\n"
+			    "ffffffff81001000 t do_one_alias\n"
+			    "ffffffff81002000 T do_two\n"
+			    "ffffffff81003000 D some_data\n"
+			    "ffffffff81004000 T _etext\n"
+			    "garbage line without fields\n"
+			    "ffffffffzzzz T bad_hex\n"
+			    "ffffffffc0002000 t mod_b_fn\t[mod_b]\n"
+			    "ffffffffc0001000 t mod_a_fn\t[mod_a]\n"
+			    "ffffffffc0001100 t mod_a_fn2\t[mod_a]\n"
+			    "ffffffffc0001200 t broken\t[mod_a\n"
+			    "0000000000000000 A fixed_percpu\n"
+			    "ffffffffc0003000 T last_fn\t[mod_c]",
+	};
+	struct symbolizer *sym = fake_symbolizer(&f, 0);
+
+	expect_kernel(sym, 0xffffffff81000010ull, "_stext");
+	expect_kernel(sym, 0xffffffff81001010ull, "do_one");
+	expect_kernel(sym, 0xffffffff81002fffull, "do_two");
+	/* Data and what follows _etext are not functions. */
+	expect_kernel(sym, 0xffffffff81003010ull, "[unknown]");
+	expect_kernel(sym, 0xffffffff81004010ull, "[unknown]");
+	expect_kernel(sym, 0xffffffff80000000ull, "[unknown]");
+	expect_kernel(sym, 0xffffffffc0001004ull, "mod_a_fn");
+	expect_kernel(sym, 0xffffffffc0001204ull, "mod_a_fn2");
+	/* The last function of a module ends within 64 KiB. */
+	expect_kernel(sym, 0xffffffffc0002100ull, "mod_b_fn");
+	expect_kernel(sym, 0xffffffffc0003100ull, "last_fn");
+	expect_kernel(sym, 0xffffffffc0103000ull, "[unknown]");
+	symbolizer__free(sym);
+
+	/* What an unprivileged reader sees: every address 0. */
+	f.kallsyms = "0000000000000000 T _stext\n0000000000000000 T schedule\n";
+	sym = fake_symbolizer(&f, 0);
+	expect_kernel(sym, 0, "[unknown]");
+	expect_kernel(sym, 0xffffffff81000000ull, "[unknown]");
+	symbolizer__free(sym);
+
+	f.kallsyms = NULL;
+	sym = fake_symbolizer(&f, 0);
+	expect_kernel(sym, 0xffffffff81000000ull, "[unknown]");
+	symbolizer__free(sym);
+}
+
+static void fill_random(unsigned char *p, size_t n, unsigned *seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)rand_r(seed);
+}
+
+static void *read_whole(const char *path, size_t *ret_len)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	p = malloc((size_t)st.st_size);
+	cr_assert_not_null(p);
+	cr_assert_eq(read(fd, p, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*ret_len = (size_t)st.st_size;
+	return p;
+}
+
+/* Opens, loads and queries one candidate ELF image; any outcome but a crash is fine. */
+static void poke_elf(void *buf, size_t len, bool via_fd)
+{
+	struct elfsym *es;
+	char name[128];
+	uint64_t a;
+	int fd = -1;
+
+	if (via_fd) {
+		fd = memfd_with(buf, len);
+		cr_assert_geq(fd, 0);
+		es = elfsym__open(fd);
+	} else {
+		es = elfsym__open_memory(buf, len);
+	}
+	if (es) {
+		elfsym__load_symbols(es, "/nonexistent/dir/file");
+		for (a = 0; a < 0x3000; a += 0x40)
+			elfsym__name(es, elfsym__vaddr(es, a + 0x1000, 0x1000, 0), name,
+				     sizeof(name));
+		elfsym__free(es);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+Test(symbolize, garbage_elf_files)
+{
+	unsigned char *orig, *buf;
+	unsigned seed = 12345;
+	char exe[PATH_MAX];
+	size_t len, cut, i, j, flips;
+
+	build_prog("fuzzme", "-fPIE -pie", exe);
+	orig = read_whole(exe, &len);
+	buf = malloc(len);
+	cr_assert_not_null(buf);
+
+	/* Random bytes, with and without a valid ELF identification. */
+	for (i = 0; i < 500; i++) {
+		cut = (size_t)rand_r(&seed) % len;
+		fill_random(buf, cut, &seed);
+		if (i % 2 && cut >= EI_NIDENT)
+			memcpy(buf, orig, EI_NIDENT);
+		poke_elf(buf, cut, i % 4 == 0);
+	}
+	/* Truncations of the real file. */
+	for (cut = 0; cut < len; cut += len / 97 + 1) {
+		memcpy(buf, orig, cut);
+		poke_elf(buf, cut, cut % 2);
+	}
+	/* The real file with bytes changed: headers, tables, string tables. */
+	for (i = 0; i < 3000; i++) {
+		memcpy(buf, orig, len);
+		flips = 1 + (size_t)rand_r(&seed) % 16;
+		for (j = 0; j < flips; j++) {
+			size_t at = (size_t)rand_r(&seed) % (i % 2 ? 256 : len);
+
+			buf[at] = (unsigned char)rand_r(&seed);
+		}
+		poke_elf(buf, len, i % 8 == 0);
+	}
+	/* The unchanged file still gives its functions. */
+	memcpy(buf, orig, len);
+	{
+		struct elfsym *es = elfsym__open_memory(buf, len);
+		char name[64];
+		size_t k;
+		bool found = false;
+
+		cr_assert_not_null(es);
+		cr_assert_eq(elfsym__load_symbols(es, NULL), 0);
+		cr_assert_gt(elfsym__count(es), 0);
+		for (k = 0; k < 0x4000 && !found; k++)
+			found = elfsym__name(es, k, name, sizeof(name)) == 1 &&
+				!strcmp(name, "rover_alpha");
+		cr_expect(found, "rover_alpha not found in the unchanged file");
+		elfsym__free(es);
+	}
+	free(buf);
+	free(orig);
+}
+
+Test(symbolize, garbage_through_the_opener)
+{
+	static const char maps[] =
+		"00400000-00500000 r-xp 00000000 08:01 1234 /fake/junk.so\n"
+		"00600000-00700000 r-xp 00001000 08:01 1235 /fake/other.so (deleted)\n"
+		"00800000-00900000 rw-p 00000000 08:01 1236 /fake/data\n"
+		"00a00000-00b00000 r-xp 00000000 00:00 0 \n"
+		"zzzz-yyyy r-xp 0 0:0 1 /bad\n"
+		"00c00000-00b00000 r-xp 00000000 08:01 1237 /fake/reversed\n"
+		"00d00000-00e00000 r-xp 00000000 08:01 1238 /fake/no-newline";
+	unsigned char junk[4096];
+	unsigned seed = 7;
+	struct symbolizer_stats st;
+	struct symbolizer *sym;
+	struct fake f = { .maps = maps, .file = junk, .file_len = sizeof(junk) };
+	int i;
+
+	fill_random(junk, sizeof(junk), &seed);
+	memcpy(junk, ELFMAG, SELFMAG);
+	sym = fake_symbolizer(&f, 0);
+	expect_user(sym, 42, 0x400010, "junk.so+0x10", 0);
+	expect_user(sym, 42, 0x600010, "other.so+0x1010", 0);
+	expect_user(sym, 42, 0x800010, "[unknown]", 0);
+	expect_user(sym, 42, 0xa00010, "[unknown]", 0);
+	expect_user(sym, 42, 0xc00010, "[unknown]", 0);
+	expect_user(sym, 42, 0xd00010, "no-newline+0x10", 0);
+	/* The non-ELF file is remembered, not read again. */
+	expect_user(sym, 43, 0x400020, "junk.so+0x20", 0);
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.elf_loaded, 0);
+	cr_expect_eq(st.unnamed, st.lookups);
+	symbolizer__free(sym);
+
+	/* Random maps text: anything but a crash. */
+	for (i = 0; i < 200; i++) {
+		char text[2048];
+		char buf[64];
+		size_t k;
+
+		for (k = 0; k < sizeof(text) - 1; k++)
+			text[k] = "0123456789abcdef- :/rwxp\n"[rand_r(&seed) % 25];
+		text[k] = '\0';
+		f.maps = text;
+		sym = fake_symbolizer(&f, 0);
+		symbolizer__user(sym, 42, (uint64_t)rand_r(&seed) << 8, buf, sizeof(buf));
+		symbolizer__free(sym);
+	}
+}
+
+Test(symbolize, garbage_kallsyms)
+{
+	unsigned seed = 99;
+	struct kallsyms *ks;
+	char text[8192];
+	size_t k;
+	int i, fd;
+
+	for (i = 0; i < 300; i++) {
+		for (k = 0; k < sizeof(text) - 1; k++)
+			text[k] = "0123456789abcdef tTwWdD\t[]\nx"[rand_r(&seed) % 28];
+		fd = memfd_with(text, sizeof(text) - 1);
+		cr_assert_geq(fd, 0);
+		ks = kallsyms__load(fd);
+		close(fd);
+		for (k = 0; k < 64; k++)
+			kallsyms__lookup(ks, (uint64_t)rand_r(&seed) << (k % 40));
+		kallsyms__free(ks);
+	}
+}
+
+/* A program with nfuncs functions, printing the addresses of a few of them. */
+static void build_many(const char *name, int tag, int nfuncs, char *ret_path)
+{
+	char src[PATH_MAX];
+	FILE *f;
+	int i;
+
+	snprintf(src, sizeof(src), "%s/%s.c", tmpdir, name);
+	f = fopen(src, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#include <stdio.h>\n#include <unistd.h>\n");
+	for (i = 0; i < nfuncs; i++)
+		fprintf(f,
+			"__attribute__((noinline)) int rover_f%d_%d(int x) { return x * %d + %d; "
+			"}\n",
+			tag, i, i + 1, tag);
+	fprintf(f, "int main(void)\n{\n\tchar c;\n");
+	for (i = 0; i < nfuncs; i += nfuncs / 4)
+		fprintf(f, "\tprintf(\"rover_f%d_%d %%p\\n\", (void *)rover_f%d_%d);\n", tag, i,
+			tag, i);
+	fprintf(f, "\tprintf(\"ready\\n\");\n\tfflush(stdout);\n"
+		   "\twhile (read(0, &c, 1) > 0)\n\t\t;\n\treturn 0;\n}\n");
+	cr_assert_eq(fclose(f), 0);
+	snprintf(ret_path, PATH_MAX, "%s/%s", tmpdir, name);
+	sh("gcc -O0 -fPIE -pie -o %s %s", ret_path, src);
+}
+
+Test(symbolize, budget_evicts)
+{
+	enum { NPROGS = 4, NFUNCS = 800, BUDGET = 64 << 10 };
+	struct sym_addr addrs[NPROGS][MAX_ADDRS];
+	struct symbolizer_stats st;
+	struct symbolizer *sym;
+	char exe[PATH_MAX], name[32];
+	int n[NPROGS], round, p, k;
+	pid_t pids[NPROGS];
+
+	for (p = 0; p < NPROGS; p++) {
+		snprintf(name, sizeof(name), "many%d", p);
+		build_many(name, p, NFUNCS, exe);
+		pids[p] = spawn(exe, addrs[p], &n[p]);
+		cr_assert_eq(n[p], 4);
+	}
+	sym = symbolizer__new(&fd_opener_direct, BUDGET);
+	cr_assert_not_null(sym);
+	for (round = 0; round < 3; round++) {
+		for (p = 0; p < NPROGS; p++) {
+			for (k = 0; k < n[p]; k++) {
+				expect_user(sym, pids[p], addrs[p][k].addr + 1, addrs[p][k].name,
+					    1);
+				symbolizer__stats(sym, &st);
+				cr_assert_leq(st.cache_bytes, BUDGET, "cache_bytes %" PRIu64,
+					      st.cache_bytes);
+			}
+		}
+	}
+	symbolizer__stats(sym, &st);
+	cr_expect_gt(st.elf_evicted, 0);
+	cr_expect_gt(st.elf_loaded, NPROGS, "elf_loaded %" PRIu64, st.elf_loaded);
+	cr_expect_eq(st.lookups, 3 * NPROGS * 4);
+	cr_expect_eq(st.unnamed, 0);
+	symbolizer__free(sym);
+
+	/* With the default budget every table stays. */
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	for (round = 0; round < 2; round++)
+		for (p = 0; p < NPROGS; p++)
+			expect_user(sym, pids[p], addrs[p][0].addr, addrs[p][0].name, 1);
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.elf_evicted, 0);
+	cr_expect_eq(st.elf_loaded, NPROGS);
+	cr_expect_gt(st.cache_bytes, BUDGET);
+	symbolizer__free(sym);
+}
