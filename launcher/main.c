@@ -530,16 +530,40 @@ static int cmd_profile(int argc, char **argv)
 	}
 	close(out_fd);
 	if (connect_dir) {
-		/* Only a client: wait for our task's end. */
+		/* Only a client: wait for our task's end; a first Ctrl-C ends it early. */
 		uint64_t id = 0;
 		struct msg_ctl_done done;
-		int rc;
+		sigset_t mask;
+		int sigfd, rc, stopped = 0;
 
-		while ((rc = client_read(client, &id, &done)) == 1)
-			;
-		if (rc < 0) {
-			fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
-			return 1;
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGTERM);
+		sigprocmask(SIG_BLOCK, &mask, NULL);
+		sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+		for (;;) {
+			struct pollfd pfd[2] = { { .fd = client, .events = POLLIN },
+						 { .fd = sigfd, .events = POLLIN } };
+			struct signalfd_siginfo si;
+
+			if (poll(pfd, 2, -1) < 0)
+				continue;
+			if (pfd[1].revents && read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+				if (stopped || !id)
+					return 128 + (int)si.ssi_signo;
+				stopped = 1;
+				client_stop(client, id);
+			}
+			if (!pfd[0].revents)
+				continue;
+			rc = client_read(client, &id, &done);
+			if (rc == 1)
+				continue;
+			if (rc < 0) {
+				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
+				return 1;
+			}
+			break;
 		}
 		client_report(&done, output);
 		return done.err ? 1 : 0;

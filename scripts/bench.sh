@@ -1,0 +1,121 @@
+#!/bin/bash
+# make bench: rover against `perf record -g` on the same busy two-thread workload, at the same
+# frequency, for the same time, in one run. Prints ratios against perf so the figures hold on a
+# noisy machine. CPU comes from cgroup v2 cpu.stat (microseconds); GNU time's 10 ms ticks are
+# too coarse for an agent that should use a few milliseconds a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${OUT:-build}
+DUR=${BENCH_SECONDS:-10}
+PERIOD_MS=${BENCH_PERIOD_MS:-9}
+FREQ=$((1000 / PERIOD_MS))
+work=$(mktemp -d /tmp/rover-bench.XXXXXX)
+chmod 755 "$work"
+
+CG=""
+for c in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	if [ -f "$c/cgroup.procs" ] && mkdir -p "$c/rover-bench.$$" 2>/dev/null; then
+		CG="$c/rover-bench.$$"
+		break
+	fi
+done
+[ -n "$CG" ] || { echo "bench: needs a writable cgroup v2 hierarchy (run as root)"; exit 1; }
+W="" S=""
+cleanup() {
+	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
+	[ -n "$W" ] && kill "$W" 2>/dev/null
+	rm -rf "$work"
+	sleep 0.2
+	find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
+trap cleanup EXIT
+
+cg_new() { mkdir -p "$CG/$1" && echo "$CG/$1"; }
+cg_usec() { awk '/^usage_usec/ { print $2 }' "$1/cpu.stat"; }
+# run_in CGROUP CMD...: the command and everything it starts are counted in CGROUP.
+run_in() { echo "$BASHPID" > "$1/cgroup.procs"; shift; exec "$@"; }
+sec() { awk -v u="$1" 'BEGIN { printf "%.4f", u / 1e6 }'; }
+
+# Highest VmHWM (kB) of each process named rover* in cgroup $1 while file $2 is absent.
+watch_rss() {
+	declare -A peak
+	while [ ! -e "$2" ] && kill -0 $$ 2>/dev/null; do
+		for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+			n=$(cat /proc/$p/comm 2>/dev/null) || continue
+			case "$n" in rover*) ;; *) continue ;; esac
+			r=$(awk '/VmHWM/ { print $2 }' /proc/$p/status 2>/dev/null) || continue
+			[ -n "$r" ] && [ "${peak[$n]:-0}" -lt "$r" ] && peak[$n]=$r
+		done
+		sleep 0.2
+	done
+	for n in "${!peak[@]}"; do echo "$n ${peak[$n]}"; done
+}
+
+"$B/tests/programs/bench_two_threads" > /dev/null &
+W=$!
+sleep 0.5
+sysctl -q -w kernel.bpf_stats_enabled=1 || true
+
+# 1. One-shot `rover profile`: starts every process, loads BPF, reads symbols, writes, exits.
+ONE=$(cg_new oneshot)
+watch_rss "$ONE" "$work/oneshot.done" > "$work/oneshot.rss" &
+RW=$!
+( run_in "$ONE" "$B/rover" profile --pid "$W" --duration "${DUR}s" --dump-period "${PERIOD_MS}ms" \
+	--output "$work/oneshot.folded" 2> "$work/oneshot.err" )
+touch "$work/oneshot.done"
+wait "$RW"
+oneshot_cpu=$(sec "$(cg_usec "$ONE")")
+samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/oneshot.err")
+
+# 2. The agent as it runs in production (`rover serve`): CPU of every rover process over one
+#    task, after a warm-up task has loaded kernel and workload symbols.
+AG=$(cg_new agent)
+( run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" 2> "$work/serve.err" ) &
+S=$!
+for _ in $(seq 100); do [ -S "$work/sock/ctl.sock" ] && break; sleep 0.1; done
+( run_in "$AG" "$B/rover" profile --connect "$work/sock" --pid "$W" --duration 1s \
+	--output "$work/warm.folded" 2> /dev/null )
+watch_rss "$AG" "$work/agent.done" > "$work/agent.rss" &
+RW=$!
+u0=$(cg_usec "$AG")
+( run_in "$AG" "$B/rover" profile --connect "$work/sock" --pid "$W" --duration "${DUR}s" \
+	--dump-period "${PERIOD_MS}ms" --output "$work/agent.folded" 2> "$work/agent.err" ) &
+T=$!
+# BPF program time, as the kernel counts it, just before the task ends.
+sleep $((DUR - 1))
+bpftool prog show 2>/dev/null | awk '/on_cpu_sample/ { for (i = 1; i <= NF; i++) {
+	if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } } END { print t + 0, c + 0 }' > "$work/bpf"
+wait "$T" || { echo "bench: the agent task failed:"; cat "$work/agent.err" "$work/serve.err"; exit 1; }
+u1=$(cg_usec "$AG")
+touch "$work/agent.done"
+wait "$RW"
+agent_cpu=$(sec $((u1 - u0)))
+read -r bpf_ns bpf_cnt < "$work/bpf"
+
+# 3. perf record -g at the same frequency, then perf script to get stacks out of it.
+PF=$(cg_new perf)
+( run_in "$PF" perf record -q -g -F "$FREQ" -p "$W" -o "$work/perf.data" -- sleep "$DUR" 2> /dev/null )
+( run_in "$PF" perf script -i "$work/perf.data" > "$work/perf.script" 2> /dev/null )
+perf_cpu=$(sec "$(cg_usec "$PF")")
+perf_samples=$(grep -c "^bench_two" "$work/perf.script" || true)
+expected=$((DUR * FREQ * 2))
+
+echo "== rover bench: two busy threads, ${DUR} s at ${FREQ} Hz, against perf record -g + perf script =="
+awk -v o="$oneshot_cpu" -v a="$agent_cpu" -v p="$perf_cpu" -v d="$DUR" 'BEGIN {
+	printf "%-44s %8s %12s %10s\n", "", "CPU s", "% of a core", "vs perf"
+	printf "%-44s %8.4f %11.3f%% %10.3f\n", "perf record -g + perf script", p, 100 * p / d, 1
+	printf "%-44s %8.4f %11.3f%% %10.3f\n", "rover agent (serve), all processes, per task", a, 100 * a / d, a / p
+	printf "%-44s %8.4f %11.3f%% %10.3f\n", "rover profile one-shot, incl. start-up", o, 100 * o / d, o / p
+	printf "targets (agent): <= 0.300%% of one core: %s; <= 0.200 of perf: %s\n",
+		(100 * a / d <= 0.3 ? "met" : "NOT met"), (a / p <= 0.2 ? "met" : "NOT met")
+}'
+awk -v ns="$bpf_ns" -v c="$bpf_cnt" -v d="$DUR" 'BEGIN {
+	if (c > 0) printf "in-kernel BPF program (charged to the workload): %d runs, %.0f ns per run, %.4f%% of one core\n", c, ns / c, 100 * ns / 1e9 / d
+}'
+awk -v s="${samples:-0}" -v e="$expected" -v ps="$perf_samples" 'BEGIN {
+	printf "samples seen / expected (%d): rover %.3f, perf %.3f\n", e, s / e, ps / e
+	printf "  (rover samples the CPU clock per CPU and counts the CPU time the workload really got;\n"
+	printf "   perf -p counts the threads own clocks)\n" }'
+echo "peak RSS per process (target < 30 MB each):"
+sort -u "$work/oneshot.rss" "$work/agent.rss" | sort -k1,1 -k2,2nr | awk '!seen[$1]++ {
+	printf "  %-18s %6.1f MB %s\n", $1, $2 / 1024, ($2 < 30720 ? "ok" : "OVER") }'
