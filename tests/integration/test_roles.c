@@ -225,3 +225,44 @@ Test(roles, kill_9_of_a_worker_or_the_shipper_costs_at_most_one_task)
 	cr_assert_gt(wait_child(launcher, SHIPPER_COMM, 5000), 0, "shipper not restarted");
 	next_task_works("after-kill-shipper.folded");
 }
+
+/* One container per role: each started alone, unprivileged roles as nobody, sharing a directory. */
+Test(roles, each_role_started_alone_through_a_socket_directory)
+{
+	char dir[4200], out[4200], pids[32], ctl[4300];
+	char *spawner[] = { (char *)bin("rover"), "spawner", "--socket-dir", dir, NULL };
+	char *shipper[] = { "/usr/sbin/runuser", "-u", "nobody", "--", (char *)bin("rover-shipper"),
+			    "--socket-dir", dir, NULL };
+	char *supervisor[] = { "/usr/sbin/runuser", "-u", "nobody", "--",
+			       (char *)bin("rover-supervisor"), "--socket-dir", dir, NULL };
+	char *client[] = { (char *)bin("rover"), "profile", "--connect", dir, "--pid", pids,
+			   "--duration", "1500ms", "--output", out, NULL };
+	pid_t sp, sh, sv;
+	struct folded f;
+	char *err = NULL;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/alone", tmp);
+	snprintf(out, sizeof(out), "%s/alone.folded", tmp);
+	snprintf(ctl, sizeof(ctl), "%s/ctl.sock", dir);
+	snprintf(pids, sizeof(pids), "%d", (int)target);
+	sp = spawn_cmd(spawner, NULL);
+	sleep_ms(300);
+	sh = spawn_cmd(shipper, NULL);
+	sleep_ms(300);
+	sv = spawn_cmd(supervisor, NULL);
+	for (int i = 0; i < 100 && access(ctl, F_OK); i++)
+		sleep_ms(50);
+	rc = run_cmd(client, &err);
+	kill(sv, SIGTERM);
+	kill(sh, SIGTERM);
+	kill(sp, SIGTERM);
+	wait_cmd(sv, 5000);
+	wait_cmd(sh, 5000);
+	wait_cmd(sp, 5000);
+	cr_assert_eq(rc, 0, "task through separately started roles failed: %s", err);
+	cr_assert_eq(folded_read(out, &f), 0);
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 50);
+	folded_free(&f);
+	free(err);
+}
