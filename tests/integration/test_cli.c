@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+/* What a user sees from the command line when something is wrong: one line, a non-zero exit. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/harness.h"
+
+TestSuite(cli, .timeout = 60);
+
+static int lines(const char *s)
+{
+	int n = 0;
+
+	for (; s && *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static void expect_one_line_error(char *const argv[], int want_rc, const char *needle)
+{
+	char *err = NULL;
+	int rc = run_cmd(argv, &err);
+
+	cr_assert_eq(rc, want_rc, "exit %d, expected %d: %s", rc, want_rc, err);
+	cr_assert(err && strstr(err, needle), "stderr lacks '%s': %s", needle, err);
+	/* The error itself, and at most a hint where to look. */
+	cr_assert_leq(lines(err), 2, "too chatty: %s", err);
+	free(err);
+}
+
+Test(cli, a_pid_that_does_not_exist)
+{
+	char *argv[] = { (char *)bin("rover"), "profile", "--pid", "999999999", "--output",
+			 "/tmp/rover-cli.folded", NULL };
+
+	expect_one_line_error(argv, 1, "no such process: 999999999");
+}
+
+Test(cli, bad_arguments)
+{
+	char *dur[] = { (char *)bin("rover"), "profile", "--pid", "1", "--duration", "ten",
+			"--output", "/tmp/rover-cli.folded", NULL };
+	char *period[] = { (char *)bin("rover"), "profile", "--pid", "1", "--dump-period", "500us",
+			   "--output", "/tmp/rover-cli.folded", NULL };
+	char *pid[] = { (char *)bin("rover"), "profile", "--pid", "12,x", "--output", "/tmp/x", NULL };
+	char *fmt[] = { (char *)bin("rover"), "profile", "--pid", "1", "--format", "png",
+			"--output", "/tmp/x", NULL };
+	char *type[] = { (char *)bin("rover"), "profile", "--pid", "1", "--type", "gpu", "--output",
+			 "/tmp/x", NULL };
+	char *noout[] = { (char *)bin("rover"), "profile", "--pid", "1", NULL };
+	char *cmd[] = { (char *)bin("rover"), "frobnicate", NULL };
+
+	expect_one_line_error(dur, 2, "bad --duration 'ten'");
+	expect_one_line_error(period, 2, "bad --dump-period '500us'");
+	expect_one_line_error(pid, 2, "bad --pid '12,x'");
+	expect_one_line_error(fmt, 2, "bad --format 'png'");
+	expect_one_line_error(type, 2, "bad --type 'gpu'");
+	expect_one_line_error(noout, 2, "needs --output");
+	expect_one_line_error(cmd, 2, "unknown command 'frobnicate'");
+}
+
+Test(cli, a_missing_privilege)
+{
+	char *argv[] = { "/usr/sbin/runuser", "-u", "nobody", "--", (char *)bin("rover"), "profile",
+			 "--pid", "1", "--output", "/tmp/rover-cli-nobody.folded", NULL };
+
+	expect_one_line_error(argv, 1, "needs root");
+}
+
+Test(cli, help_documents_every_option)
+{
+	char cmd[4200], buf[8192];
+	const char *opts[] = { "--pid", "--output", "--format", "--type", "--duration",
+			       "--dump-period", "--flush-interval", "--user", "--connect" };
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s profile --help", bin("rover"));
+	p = popen(cmd, "r");
+	cr_assert(p);
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	buf[n] = '\0';
+	cr_assert_eq(pclose(p), 0);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		cr_assert(strstr(buf, opts[i]), "help lacks %s", opts[i]);
+}
