@@ -158,6 +158,7 @@ enum loss_kind {
 	LOSS_COUNTS_FULL,    /* counts map full: the sample was not counted */
 	LOSS_STACK_EVICTED,  /* a counted stack was gone when it was read */
 	LOSS_SEND_FAILED,    /* a flush the shipper did not take */
+	LOSS_STARTS_FULL,    /* OFF_CPU: no room to remember a switched-out thread */
 	LOSS_MAX,
 };
 

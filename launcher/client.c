@@ -62,7 +62,7 @@ out:
 	return err;
 }
 
-void client_report(const struct msg_ctl_done *d, const char *output)
+void client_report(const struct msg_ctl_done *d, const char *output, uint32_t type)
 {
 	static const char *const loss_names[LOSS_MAX] = {
 		[LOSS_USTACK_COLLISION] = "user stack id collisions",
@@ -72,6 +72,7 @@ void client_report(const struct msg_ctl_done *d, const char *output)
 		[LOSS_COUNTS_FULL] = "counts map full",
 		[LOSS_STACK_EVICTED] = "stacks evicted before read",
 		[LOSS_SEND_FAILED] = "flushes the shipper did not take",
+		[LOSS_STARTS_FULL] = "switches out not remembered (thread table full)",
 	};
 	uint64_t lost = 0;
 
@@ -80,9 +81,14 @@ void client_report(const struct msg_ctl_done *d, const char *output)
 			d->text);
 	if (!d->task_id)
 		return;
-	fprintf(stderr, "rover: %s: %llu samples in %llu stacks (kernel counted %llu)\n", output,
-		(unsigned long long)d->out.samples, (unsigned long long)d->out.stacks,
-		(unsigned long long)d->kernel_samples);
+	if (type == TASK_OFF_CPU)
+		fprintf(stderr, "rover: %s: %.3f s off the CPU in %llu stacks (%llu switches back in)\n",
+			output, (double)d->out.samples / 1e6, (unsigned long long)d->out.stacks,
+			(unsigned long long)d->kernel_samples);
+	else
+		fprintf(stderr, "rover: %s: %llu samples in %llu stacks (kernel counted %llu)\n",
+			output, (unsigned long long)d->out.samples,
+			(unsigned long long)d->out.stacks, (unsigned long long)d->kernel_samples);
 	for (int k = 0; k < LOSS_MAX; k++) {
 		if (!d->out.losses[k])
 			continue;

@@ -20,6 +20,6 @@ int client_read(int sock, uint64_t *ret_task_id, struct msg_ctl_done *ret_done);
 int client_stop(int sock, uint64_t task_id);
 
 /* Prints the outcome for a user: where the profile went, what it holds, what was lost. */
-void client_report(const struct msg_ctl_done *d, const char *output);
+void client_report(const struct msg_ctl_done *d, const char *output, uint32_t type);
 
 #endif

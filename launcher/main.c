@@ -60,7 +60,8 @@ static const char usage_profile[] =
 	"  -o, --output FILE          where the profile goes\n"
 	"  -f, --format FMT           folded | pprof | svg; default from FILE's extension\n"
 	"                             (.folded, .pb.gz, .svg), else folded\n"
-	"  -t, --type TYPE            on_cpu (default). off_cpu and network come later\n"
+	"  -t, --type TYPE            on_cpu (default): where the CPU time goes, in samples;\n"
+	"                             off_cpu: where threads wait, in microseconds off the CPU\n"
 	"  -d, --duration DUR         how long to profile (default 10s; e.g. 500ms, 30s, 2m)\n"
 	"      --dump-period DUR      sampling period (default 9ms = 111 Hz; minimum 1ms)\n"
 	"      --flush-interval DUR   how often the worker ships counts (default 5s)\n"
@@ -69,9 +70,10 @@ static const char usage_profile[] =
 	"                             instead of starting one\n"
 	"  -h, --help                 this text\n"
 	"\n"
-	"Folded output: one line per distinct stack, `comm;outermost;...;innermost COUNT`, kernel\n"
-	"frames last with the suffix _[k]. The process ends the task early when the targets exit;\n"
-	"Ctrl-C ends it early and still writes what was collected.\n";
+	"Folded output: one line per distinct stack, `comm;outermost;...;innermost VALUE`, kernel\n"
+	"frames last with the suffix _[k]; VALUE is samples (on_cpu) or microseconds off the CPU\n"
+	"(off_cpu). The task ends early when every target has exited; Ctrl-C ends it early too.\n"
+	"Either way the profile is written with what was collected.\n";
 
 static const char usage_serve[] =
 	"usage: rover serve [--socket-dir DIR] [--user USER]\n"
@@ -350,7 +352,7 @@ static void teardown(struct launcher *l)
  * The launcher's loop: spawner requests, children, signals, and (client >= 0) the replies to
  * our own task. Returns the exit status.
  */
-static int run(struct launcher *l, int client, const char *output)
+static int run(struct launcher *l, int client, const char *output, uint32_t type)
 {
 	int fds[16], stopping = 0, status = 0;
 	uint64_t task_id = 0;
@@ -406,7 +408,7 @@ static int run(struct launcher *l, int client, const char *output)
 				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
 				return 1;
 			}
-			client_report(&done, output);
+			client_report(&done, output, type);
 			status = done.err ? 1 : 0;
 			return status;
 		}
@@ -451,10 +453,12 @@ static int cmd_profile(int argc, char **argv)
 		case 't':
 			if (!strcmp(optarg, "on_cpu"))
 				spec.type = TASK_ON_CPU;
-			else if (!strcmp(optarg, "off_cpu") || !strcmp(optarg, "network"))
-				return die_usage("--type %s is not supported yet: on_cpu only", optarg);
+			else if (!strcmp(optarg, "off_cpu"))
+				spec.type = TASK_OFF_CPU;
+			else if (!strcmp(optarg, "network"))
+				return die_usage("--type %s is not supported yet", optarg);
 			else
-				return die_usage("bad --type '%s': on_cpu expected", optarg);
+				return die_usage("bad --type '%s': on_cpu or off_cpu expected", optarg);
 			break;
 		case 'd':
 			if (duration_ms_arg("--duration", optarg, 100000, &spec.duration_ms))
@@ -565,10 +569,10 @@ static int cmd_profile(int argc, char **argv)
 			}
 			break;
 		}
-		client_report(&done, output);
+		client_report(&done, output, spec.type);
 		return done.err ? 1 : 0;
 	}
-	status = run(&l, client, output);
+	status = run(&l, client, output, spec.type);
 	close(client);
 	teardown(&l);
 	return status;
@@ -616,7 +620,7 @@ static int cmd_serve(int argc, char **argv, int spawner_only)
 		return 1;
 	}
 	log_info("serving in %s", l.sockdir);
-	status = run(&l, -1, NULL);
+	status = run(&l, -1, NULL, 0);
 	teardown(&l);
 	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
 }

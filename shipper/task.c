@@ -85,11 +85,14 @@ static void read_comm(int pid, char comm[16])
 int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym)
 {
 	if (t->have_spec || spec->task_id != t->task_id || !spec->npids ||
-	    spec->npids > ROVER_MAX_PIDS || spec->type != TASK_ON_CPU)
+	    spec->npids > ROVER_MAX_PIDS || (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU))
 		return -EPROTO;
 	t->spec = *spec;
 	t->have_spec = 1;
-	t->profile = profile__new("samples", "count", (uint64_t)spec->period_us * 1000);
+	/* OFF_CPU values are nanoseconds off the CPU; profiles show microseconds. */
+	t->profile = spec->type == TASK_OFF_CPU
+			     ? profile__new("off_cpu", "microseconds", 0)
+			     : profile__new("samples", "count", (uint64_t)spec->period_us * 1000);
 	if (!t->profile)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < spec->npids; i++) {
@@ -186,6 +189,7 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 	for (size_t i = 0; i < n; i++) {
 		struct stored_stack *us = NULL, *ks = NULL;
 		const char *comm = comm_of(t, c[i].tgid);
+		uint64_t value;
 		uint32_t nf = 0;
 		int err;
 
@@ -219,10 +223,14 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		}
 		if (!nf)
 			frames[nf++] = "[no stack]";
-		err = profile__add(t->profile, comm, frames, nf, c[i].value);
-		if (err)
-			return err;
-		t->samples += c[i].value;
+		value = t->spec.type == TASK_OFF_CPU ? (c[i].value + 500) / 1000 : c[i].value;
+		if (value) {
+			err = profile__add(t->profile, comm, frames, nf, value);
+			if (err)
+				return err;
+		}
+		t->samples += value;
+		t->switches += c[i].value2;
 	}
 	return 0;
 }
@@ -261,7 +269,9 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 		if (t->format == FORMAT_FOLDED)
 			err = profile__write_folded(t->profile, f);
 		else
-			err = profile__write_svg(t->profile, f, "rover ON_CPU profile");
+			err = profile__write_svg(t->profile, f,
+						 t->spec.type == TASK_OFF_CPU ? "rover OFF_CPU profile"
+									      : "rover ON_CPU profile");
 		if (fclose(f) && !err)
 			err = -errno;
 		break;

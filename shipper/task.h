@@ -30,7 +30,8 @@ struct ship_task {
 	struct profile *profile;
 	struct stored_stack **stacks; /* by id */
 	char comms[ROVER_MAX_PIDS][16];
-	uint64_t samples;
+	uint64_t samples;  /* ON_CPU: samples; OFF_CPU: microseconds off the CPU */
+	uint64_t switches; /* OFF_CPU: times switched back in */
 	uint64_t frames_unnamed;
 	uint64_t losses[LOSS_MAX];
 };

@@ -150,12 +150,11 @@ static void maybe_complete(struct supervisor *s, struct sv_task *t)
 
 static int check_client_spec(const struct task_spec *spec, char *why, size_t len)
 {
-	if (spec->type == TASK_OFF_CPU || spec->type == TASK_NETWORK) {
-		snprintf(why, len, "task type %s is not supported yet",
-			 spec->type == TASK_OFF_CPU ? "OFF_CPU" : "NETWORK");
+	if (spec->type == TASK_NETWORK) {
+		snprintf(why, len, "task type NETWORK is not supported yet");
 		return -EOPNOTSUPP;
 	}
-	if (spec->type != TASK_ON_CPU)
+	if (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU)
 		return snprintf(why, len, "unknown task type %u", spec->type), -EINVAL;
 	if (!spec->npids || spec->npids > ROVER_MAX_PIDS)
 		return snprintf(why, len, "1 to %d pids expected", ROVER_MAX_PIDS), -EINVAL;

@@ -22,7 +22,7 @@
 #include "common/msg.h"
 #include "common/privdrop.h"
 #include "common/util.h"
-#include "worker/oncpu.h"
+#include "worker/profiler.h"
 #include "worker/ship.h"
 
 #define SUPERVISOR_FD 3
@@ -40,7 +40,7 @@ struct worker {
 	struct task_spec spec;
 	int pidfds[ROVER_MAX_PIDS];
 	int npidfds;
-	struct oncpu *oncpu;
+	struct profiler *prof;
 	struct ship_batch batch;
 	uint64_t send_lost;
 };
@@ -56,7 +56,7 @@ static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
 
 static int check_spec(const struct task_spec *s)
 {
-	if (s->type != TASK_ON_CPU)
+	if (s->type != TASK_ON_CPU && s->type != TASK_OFF_CPU)
 		return -EOPNOTSUPP;
 	if (!s->npids || s->npids > ROVER_MAX_PIDS)
 		return -EINVAL;
@@ -85,7 +85,7 @@ static int connect_shipper(const char *dir)
 
 static void flush(struct worker *w)
 {
-	int err = oncpu__drain(w->oncpu, &w->batch);
+	int err = profiler__drain(w->prof, &w->batch);
 
 	if (!err && w->shipper >= 0)
 		err = wk_send_batch(w->shipper, w->spec.task_id, &w->batch);
@@ -230,9 +230,11 @@ int main(int argc, char **argv)
 		wk_send_error(w.sv, w.spec.task_id, -err, "target processes");
 		return 1;
 	}
-	w.oncpu = oncpu__start(&w.spec, &started);
-	if (!w.oncpu) {
-		wk_send_error(w.sv, w.spec.task_id, errno, "loading ON_CPU sampler");
+	w.prof = profiler__start(&w.spec, &started);
+	if (!w.prof) {
+		wk_send_error(w.sv, w.spec.task_id, errno,
+			      w.spec.type == TASK_ON_CPU ? "loading the ON_CPU sampler"
+							 : "loading the OFF_CPU tracer");
 		return 1;
 	}
 	w.shipper = connect_shipper(w.sockdir);
@@ -242,20 +244,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ipc_send(w.sv, MSG_TASK_STARTED, &started, sizeof(started), -1);
-	log_info("task %llu: sampling %u process(es) at %u Hz on %u CPUs (%s)",
-		 (unsigned long long)w.spec.task_id, w.spec.npids, started.freq_hz, started.ncpus,
-		 started.attach);
+	log_info("task %llu: %s of %u process(es) on %u CPUs, attached with %s",
+		 (unsigned long long)w.spec.task_id, w.spec.type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
+		 w.spec.npids, started.ncpus, started.attach);
 
 	done.reason = run(&w);
-	oncpu__stop(w.oncpu);
+	profiler__stop(w.prof);
 	flush(&w);
 	if (w.shipper >= 0 && wk_send_end(w.shipper, w.spec.task_id, done.reason))
 		log_warn("task %llu: end to shipper failed", (unsigned long long)w.spec.task_id);
 	done.task_id = w.spec.task_id;
-	oncpu__totals(w.oncpu, &done.samples, done.losses);
+	profiler__totals(w.prof, &done.samples, done.losses);
 	done.losses[LOSS_SEND_FAILED] += w.send_lost;
 	ipc_send(w.sv, MSG_TASK_DONE, &done, sizeof(done), -1);
-	oncpu__free(w.oncpu);
+	profiler__free(w.prof);
 	ship_batch_free(&w.batch);
 	return 0;
 }

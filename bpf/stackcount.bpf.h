@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the stack-counting programs share: target filter, stack map, the two count maps the
+ * worker alternates between, and loss counters. Counts are keyed by (tgid, user stack id,
+ * kernel stack id) so the worker's work grows with distinct stacks, not with events.
+ */
+#ifndef ROVER_BPF_STACKCOUNT_H
+#define ROVER_BPF_STACKCOUNT_H
+
+#include "common/stackcount.h"
+
+#define EFAULT 14
+#define ENOMEM 12
+#define EEXIST 17
+
+/* Index of the count map being filled; the worker flips it at each flush. */
+volatile __u32 active_counts;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, SC_MAX_TARGETS);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, SC_STACK_DEPTH * sizeof(__u64));
+	__uint(max_entries, 16384); /* the worker resizes it before load */
+} stacks SEC(".maps");
+
+struct counts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct sc_key);
+	__type(value, struct sc_value);
+	__uint(max_entries, 16384);
+};
+struct counts_map counts0 SEC(".maps");
+struct counts_map counts1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, SC_STAT_MAX);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int is_target(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline void add_to(void *map, struct sc_key *key, __u64 value, __u64 value2)
+{
+	struct sc_value init = { .value = value, .value2 = value2 }, *v;
+
+	v = bpf_map_lookup_elem(map, key);
+	if (!v) {
+		if (!bpf_map_update_elem(map, key, &init, BPF_NOEXIST))
+			return;
+		/* Another CPU may have inserted the key between the lookup and the update. */
+		v = bpf_map_lookup_elem(map, key);
+		if (!v) {
+			stat_inc(SC_STAT_COUNTS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->value, value);
+	if (value2)
+		__sync_fetch_and_add(&v->value2, value2);
+}
+
+static __always_inline void count_stack(struct sc_key *key, __u64 value, __u64 value2)
+{
+	/* Two call sites, one per map: the verifier tracks one map per helper call. */
+	if (active_counts)
+		add_to(&counts1, key, value, value2);
+	else
+		add_to(&counts0, key, value, value2);
+}
+
+static __always_inline __s32 stack_id(long id, __u32 collision_stat)
+{
+	if (id >= 0)
+		return id;
+	if (id == -EEXIST)
+		stat_inc(collision_stat);
+	else if (id == -ENOMEM)
+		stat_inc(SC_STAT_STACK_MAP_FULL);
+	return -1;
+}
+
+/*
+ * The current task's stacks, into key (ctx: the program's context). kskip kernel frames are
+ * left out: the tracing machinery between the traced function and the program.
+ */
+static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 kskip)
+{
+	long id;
+
+	/* -EFAULT for the kernel stack means no kernel frames (user mode): not a loss. */
+	id = bpf_get_stackid(ctx, &stacks, kskip & BPF_F_SKIP_FIELD_MASK);
+	key->kstack = stack_id(id, SC_STAT_KSTACK_COLLISION);
+	id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	if (id == -EFAULT)
+		stat_inc(SC_STAT_USTACK_MISSING);
+	key->ustack = stack_id(id, SC_STAT_USTACK_COLLISION);
+}
+
+#endif

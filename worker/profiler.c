@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/stackcount.h"
+#include "offcpu.skel.h"
+#include "oncpu.skel.h"
+#include "worker/profiler.h"
+
+/*
+ * Stack map size: distinct stacks of a busy process over two flushes fit comfortably; ids of
+ * stacks not counted for two flushes are freed (see evict_stale_stacks).
+ */
+#define STACK_MAP_ENTRIES 16384
+#define COUNTS_ENTRIES 16384
+/* OFF_CPU: threads of the targets off the CPU at once. */
+#define STARTS_ENTRIES 16384
+
+struct profiler {
+	uint32_t type;
+	struct oncpu_bpf *on;
+	struct offcpu_bpf *off;
+	struct bpf_link **links;
+	int nlinks;
+	int *pfds;
+	int ncpus;
+	/* the maps both programs share, by fd */
+	int counts_fd[2], stacks_fd, stats_fd, targets_fd;
+	volatile __u32 *active;
+	uint64_t flush_no;
+	uint64_t *sent_hash; /* per stack id: content hash last sent to the shipper, 0: none */
+	uint64_t *last_seen; /* per stack id: flush number it was last counted in */
+	uint64_t stat_prev[SC_STAT_MAX];
+	uint64_t events;
+	uint64_t losses[LOSS_MAX];
+	struct sc_key *keys;
+	struct sc_value *vals;
+};
+
+static int perf_open_cpu_clock(int cpu, uint64_t freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+	};
+	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+void profiler__stop(struct profiler *p)
+{
+	for (int i = 0; i < p->nlinks; i++) {
+		bpf_link__destroy(p->links[i]);
+		p->links[i] = NULL;
+	}
+	for (int i = 0; p->pfds && i < p->ncpus; i++) {
+		if (p->pfds[i] >= 0)
+			close(p->pfds[i]);
+		p->pfds[i] = -1;
+	}
+}
+
+void profiler__free(struct profiler *p)
+{
+	if (!p)
+		return;
+	profiler__stop(p);
+	free(p->links);
+	free(p->pfds);
+	free(p->sent_hash);
+	free(p->last_seen);
+	free(p->keys);
+	free(p->vals);
+	oncpu_bpf__destroy(p->on);
+	offcpu_bpf__destroy(p->off);
+	free(p);
+}
+
+static void size_maps(struct bpf_map *stacks, struct bpf_map *c0, struct bpf_map *c1)
+{
+	bpf_map__set_max_entries(stacks, STACK_MAP_ENTRIES);
+	bpf_map__set_max_entries(c0, COUNTS_ENTRIES);
+	bpf_map__set_max_entries(c1, COUNTS_ENTRIES);
+}
+
+static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
+			struct msg_task_started *ret)
+{
+	uint64_t freq = 1000000 / spec->period_us;
+	int err;
+
+	p->on = oncpu_bpf__open();
+	if (!p->on)
+		return -errno;
+	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1);
+	err = oncpu_bpf__load(p->on);
+	if (err)
+		return err;
+	p->counts_fd[0] = bpf_map__fd(p->on->maps.counts0);
+	p->counts_fd[1] = bpf_map__fd(p->on->maps.counts1);
+	p->stacks_fd = bpf_map__fd(p->on->maps.stacks);
+	p->stats_fd = bpf_map__fd(p->on->maps.stats);
+	p->targets_fd = bpf_map__fd(p->on->maps.targets);
+	p->active = &p->on->bss->active_counts;
+	for (int cpu = 0; cpu < p->ncpus; cpu++) {
+		int fd = perf_open_cpu_clock(cpu, freq);
+
+		if (fd == -ENODEV)
+			continue; /* possible but offline CPU */
+		if (fd < 0)
+			return fd;
+		p->pfds[cpu] = fd;
+		p->links[p->nlinks] = bpf_program__attach_perf_event(p->on->progs.on_cpu_sample, fd);
+		if (!p->links[p->nlinks])
+			return -errno;
+		p->nlinks++;
+	}
+	if (!p->nlinks)
+		return -ENODEV;
+	ret->ncpus = (uint32_t)p->nlinks;
+	ret->freq_hz = (uint32_t)freq;
+	snprintf(ret->attach, sizeof(ret->attach), "perf_event cpu-clock x%d", p->nlinks);
+	return 0;
+}
+
+/*
+ * Loads the OFF_CPU object with one of its two sched_switch variants. tp_btf first (typed
+ * arguments from kernel BTF); raw_tp where the kernel refuses it. Probed by loading, not by
+ * kernel version.
+ */
+static int load_off_cpu(struct profiler *p, int use_btf)
+{
+	int err;
+
+	p->off = offcpu_bpf__open();
+	if (!p->off)
+		return -errno;
+	bpf_program__set_autoload(p->off->progs.off_cpu_btf, use_btf);
+	bpf_program__set_autoload(p->off->progs.off_cpu_raw, !use_btf);
+	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1);
+	bpf_map__set_max_entries(p->off->maps.starts, STARTS_ENTRIES);
+	err = offcpu_bpf__load(p->off);
+	if (err) {
+		offcpu_bpf__destroy(p->off);
+		p->off = NULL;
+	}
+	return err;
+}
+
+static int start_off_cpu(struct profiler *p, struct msg_task_started *ret)
+{
+	struct bpf_program *prog;
+	int use_btf = 1, err;
+
+	err = load_off_cpu(p, 1);
+	if (err) {
+		use_btf = 0;
+		err = load_off_cpu(p, 0);
+	}
+	if (err)
+		return err;
+	prog = use_btf ? p->off->progs.off_cpu_btf : p->off->progs.off_cpu_raw;
+	p->counts_fd[0] = bpf_map__fd(p->off->maps.counts0);
+	p->counts_fd[1] = bpf_map__fd(p->off->maps.counts1);
+	p->stacks_fd = bpf_map__fd(p->off->maps.stacks);
+	p->stats_fd = bpf_map__fd(p->off->maps.stats);
+	p->targets_fd = bpf_map__fd(p->off->maps.targets);
+	p->active = &p->off->bss->active_counts;
+	p->links[0] = use_btf ? bpf_program__attach(prog)
+			      : bpf_program__attach_raw_tracepoint(prog, "sched_switch");
+	if (!p->links[0])
+		return -errno;
+	p->nlinks = 1;
+	ret->ncpus = (uint32_t)p->ncpus;
+	snprintf(ret->attach, sizeof(ret->attach), "%s sched_switch",
+		 use_btf ? "tp_btf" : "raw_tp");
+	return 0;
+}
+
+struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started)
+{
+	struct profiler *p;
+	uint8_t one = 1;
+	int err;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->type = spec->type;
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0) {
+		err = p->ncpus ? p->ncpus : -ENODEV;
+		p->ncpus = 0;
+		goto cleanup;
+	}
+	p->links = calloc((size_t)p->ncpus + 1, sizeof(*p->links));
+	p->pfds = malloc((size_t)p->ncpus * sizeof(int));
+	p->sent_hash = calloc(STACK_MAP_ENTRIES, sizeof(uint64_t));
+	p->last_seen = calloc(STACK_MAP_ENTRIES, sizeof(uint64_t));
+	p->keys = malloc(COUNTS_ENTRIES * sizeof(*p->keys));
+	p->vals = malloc(COUNTS_ENTRIES * sizeof(*p->vals));
+	if (!p->links || !p->pfds || !p->sent_hash || !p->last_seen || !p->keys || !p->vals) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < p->ncpus; i++)
+		p->pfds[i] = -1;
+	memset(ret_started, 0, sizeof(*ret_started));
+	ret_started->task_id = spec->task_id;
+	err = spec->type == TASK_ON_CPU ? start_on_cpu(p, spec, ret_started)
+	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, ret_started)
+					   : -EOPNOTSUPP;
+	if (err)
+		goto cleanup;
+	for (uint32_t i = 0; i < spec->npids; i++) {
+		uint32_t tgid = (uint32_t)spec->pids[i];
+
+		if (bpf_map_update_elem(p->targets_fd, &tgid, &one, BPF_ANY)) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
+	return p;
+cleanup:
+	profiler__free(p);
+	errno = -err;
+	return NULL;
+}
+
+static uint64_t hash_ips(const uint64_t *ips, uint32_t nr)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		h ^= ips[i];
+		h *= 1099511628211ULL;
+	}
+	return h | 1; /* never 0: 0 means "not sent" */
+}
+
+/* Adds stack id to the batch unless the shipper already has this content under this id. */
+static int take_stack(struct profiler *p, int32_t id, uint32_t kind, struct ship_batch *b,
+		      int32_t *ret_id)
+{
+	struct ship_stack st = { .id = id, .kind = kind };
+	uint32_t nr = 0;
+	uint64_t h;
+
+	*ret_id = id;
+	if (id < 0)
+		return 0;
+	if (id >= STACK_MAP_ENTRIES) {
+		*ret_id = -1;
+		return 0;
+	}
+	if (bpf_map_lookup_elem(p->stacks_fd, &id, st.ips)) {
+		/* Freed between the event and this drain: the count stays, the stack is lost. */
+		b->losses[LOSS_STACK_EVICTED]++;
+		*ret_id = -1;
+		return 0;
+	}
+	while (nr < SC_STACK_DEPTH && st.ips[nr])
+		nr++;
+	st.nr = nr;
+	p->last_seen[id] = p->flush_no;
+	h = hash_ips(st.ips, nr) ^ kind;
+	if (p->sent_hash[id] == h)
+		return 0;
+	p->sent_hash[id] = h;
+	return ship_batch_add_stack(b, &st);
+}
+
+static void drain_stats(struct profiler *p, struct ship_batch *b)
+{
+	static const int loss_of[SC_STAT_MAX] = {
+		[SC_STAT_EVENTS] = -1,
+		[SC_STAT_USTACK_COLLISION] = LOSS_USTACK_COLLISION,
+		[SC_STAT_KSTACK_COLLISION] = LOSS_KSTACK_COLLISION,
+		[SC_STAT_STACK_MAP_FULL] = LOSS_STACK_MAP_FULL,
+		[SC_STAT_USTACK_MISSING] = LOSS_USTACK_MISSING,
+		[SC_STAT_COUNTS_FULL] = LOSS_COUNTS_FULL,
+		[SC_STAT_STARTS_FULL] = LOSS_STARTS_FULL,
+	};
+	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
+
+	if (!percpu)
+		return;
+	for (uint32_t k = 0; k < SC_STAT_MAX; k++) {
+		uint64_t sum = 0, delta;
+
+		if (bpf_map_lookup_elem(p->stats_fd, &k, percpu))
+			continue;
+		for (int c = 0; c < p->ncpus; c++)
+			sum += percpu[c];
+		delta = sum - p->stat_prev[k];
+		p->stat_prev[k] = sum;
+		if (loss_of[k] < 0)
+			p->events += delta;
+		else
+			b->losses[loss_of[k]] += delta;
+	}
+	free(percpu);
+}
+
+/* Frees stack ids counted neither in this drain nor in the one before. */
+static void evict_stale_stacks(struct profiler *p)
+{
+	uint32_t key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(p->stacks_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (key >= STACK_MAP_ENTRIES || p->last_seen[key] + 1 >= p->flush_no)
+			continue;
+		if (!bpf_map_delete_elem(p->stacks_fd, &key))
+			p->sent_hash[key] = 0;
+	}
+}
+
+int profiler__drain(struct profiler *p, struct ship_batch *b)
+{
+	struct timespec settle = { .tv_nsec = 1000000 };
+	struct sc_key key, next, *prev = NULL;
+	uint32_t n = 0;
+	int map_fd, err = 0;
+
+	p->flush_no++;
+	/*
+	 * Flip the map events go to, then let programs that already read the old index finish:
+	 * they run for microseconds, with preemption disabled.
+	 */
+	*p->active = !*p->active;
+	nanosleep(&settle, NULL);
+	map_fd = p->counts_fd[!*p->active];
+
+	while (n < COUNTS_ENTRIES && !bpf_map_get_next_key(map_fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(map_fd, &key, &p->vals[n]))
+			continue;
+		p->keys[n++] = key;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		bpf_map_delete_elem(map_fd, &p->keys[i]);
+
+	drain_stats(p, b);
+	for (uint32_t i = 0; i < n; i++) {
+		struct ship_count c = { .tgid = (int32_t)p->keys[i].tgid,
+					.value = p->vals[i].value,
+					.value2 = p->vals[i].value2 };
+
+		err = take_stack(p, p->keys[i].ustack, 1, b, &c.ustack);
+		if (!err)
+			err = take_stack(p, p->keys[i].kstack, 0, b, &c.kstack);
+		if (!err)
+			err = ship_batch_add_count(b, &c);
+		if (err)
+			return err;
+	}
+	evict_stale_stacks(p);
+	for (int k = 0; k < LOSS_MAX; k++)
+		p->losses[k] += b->losses[k];
+	return 0;
+}
+
+void profiler__totals(const struct profiler *p, uint64_t *ret_events,
+		      uint64_t ret_losses[LOSS_MAX])
+{
+	*ret_events = p->events;
+	memcpy(ret_losses, p->losses, sizeof(p->losses));
+}

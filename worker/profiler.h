@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Worker side (CAP_BPF + CAP_PERFMON): a task's BPF programs and their in-kernel counts, for
+ * ON_CPU (CPU-clock sampling) and OFF_CPU (time between switch-out and switch-in).
+ */
+#ifndef ROVER_WORKER_PROFILER_H
+#define ROVER_WORKER_PROFILER_H
+
+#include <stdint.h>
+
+#include "common/msg.h"
+#include "worker/ship.h"
+
+struct profiler;
+
+/* Loads, configures and attaches the programs for spec's type and targets. NULL + errno. */
+struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started);
+
+/*
+ * Moves everything counted since the previous drain into batch: count deltas, the stacks the
+ * shipper has not been sent with their current content, and loss deltas. Then removes stacks
+ * no longer counted, so a long task does not fill the stack map. 0 or -errno.
+ */
+int profiler__drain(struct profiler *p, struct ship_batch *batch);
+
+/* Stops the programs; a drain afterwards collects the last counts. */
+void profiler__stop(struct profiler *p);
+
+/* Events counted in the kernel (samples, or switches back in) and losses, since the start. */
+void profiler__totals(const struct profiler *p, uint64_t *ret_events,
+		      uint64_t ret_losses[LOSS_MAX]);
+
+void profiler__free(struct profiler *p);
+
+#endif
