@@ -233,6 +233,22 @@ uint64_t folded_with_leaf(const struct folded *f, const char *name)
 	return sum;
 }
 
+char *tmp;
+
+void tmp_setup(void)
+{
+	tmp = make_tmpdir();
+	if (!tmp)
+		abort();
+}
+
+void tmp_teardown(void)
+{
+	rm_rf(tmp);
+	free(tmp);
+	tmp = NULL;
+}
+
 char *make_tmpdir(void)
 {
 	char *p = strdup("/tmp/rover-test.XXXXXX");

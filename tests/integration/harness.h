@@ -38,6 +38,11 @@ uint64_t folded_with_leaf(const struct folded *f, const char *name);
 char *make_tmpdir(void);
 void rm_rf(const char *path);
 
+/* Suite fixtures: `tmp` is a fresh directory for each test, removed after it. */
+extern char *tmp;
+void tmp_setup(void);
+void tmp_teardown(void);
+
 /* First process whose parent is ppid and whose comm is comm (0: none). */
 pid_t find_child(pid_t ppid, const char *comm);
 /* Waits up to timeout_ms for such a child. */

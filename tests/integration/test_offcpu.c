@@ -7,21 +7,7 @@
 
 #include "tests/integration/harness.h"
 
-static char *tmp;
-
-static void setup(void)
-{
-	tmp = make_tmpdir();
-	cr_assert(tmp);
-}
-
-static void teardown(void)
-{
-	rm_rf(tmp);
-	free(tmp);
-}
-
-TestSuite(offcpu, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(offcpu, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 
 Test(offcpu, blocked_time_splits_75_25_and_adds_up_to_the_wall_time)
 {

@@ -12,21 +12,7 @@
 
 #include "tests/integration/harness.h"
 
-static char *tmp;
-
-static void setup(void)
-{
-	tmp = make_tmpdir();
-	cr_assert(tmp);
-}
-
-static void teardown(void)
-{
-	rm_rf(tmp);
-	free(tmp);
-}
-
-TestSuite(oncpu, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(oncpu, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 
 /* Profiles pid into tmp/NAME and reads it back; rover's stderr into *ret_err. */
 static int profile_pid(pid_t pid, const char *name, const char *duration, const char *period,

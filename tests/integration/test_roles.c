@@ -20,7 +20,6 @@
 #define SHIPPER_COMM "rover-shipper"
 #define WORKER_COMM "rover-worker"
 
-static char *tmp;
 static char sockdir[4096], serve_log[4096];
 static pid_t launcher, target;
 
