@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -266,6 +267,44 @@ static int user_can_enter(const char *dir, uid_t uid, gid_t gid)
 	return ok;
 }
 
+/*
+ * What the launcher keeps once set up, in its effective, permitted and bounding sets (the
+ * bounding set is also all that a role it starts as root can ever hold).
+ */
+static const int launcher_caps[] = {
+	CAP_SETUID, CAP_SETGID, /* roles drop to the rover user */
+	CAP_SETPCAP,		/* roles cut their bounding sets */
+	CAP_BPF, CAP_PERFMON,	/* what workers keep */
+	CAP_KILL,		/* stopping workers that run as another uid */
+	CAP_SYS_PTRACE,		/* /proc/PID/maps of profiled processes of any user */
+	CAP_SYS_ADMIN,		/* /proc/PID/map_files of profiled processes */
+	CAP_SYSLOG,		/* /proc/kallsyms with real addresses */
+	CAP_DAC_OVERRIDE,	/* the socket directory belongs to the rover user, mode 0700 */
+	CAP_DAC_READ_SEARCH,	/* files profiled processes map, whoever owns them */
+};
+
+/* Sheds every capability the launcher does not need any more, and sets NoNewPrivs. */
+static int shed_privileges(void)
+{
+	capng_get_caps_process();
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+		int keep = 0;
+
+		for (size_t i = 0; i < sizeof(launcher_caps) / sizeof(launcher_caps[0]); i++)
+			keep |= launcher_caps[i] == cap;
+		if (!keep)
+			capng_update(CAPNG_DROP,
+				     CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_INHERITABLE |
+					     CAPNG_BOUNDING_SET,
+				     (unsigned)cap);
+	}
+	if (capng_apply(CAPNG_SELECT_BOTH | CAPNG_SELECT_BOUNDS))
+		return -EPERM;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return 0;
+}
+
 static int setup(struct launcher *l, const char *sockdir)
 {
 	struct spawner_config cfg;
@@ -317,6 +356,9 @@ static int setup(struct launcher *l, const char *sockdir)
 	l->sp = spawner__new(&cfg);
 	if (!l->sp)
 		return -errno;
+	err = shed_privileges();
+	if (err)
+		return err;
 	if (l->manage_roles)
 		start_roles(l, -1);
 	return 0;

@@ -125,6 +125,14 @@ Test(roles, each_role_holds_only_its_privileges_while_a_task_runs)
 	expect_role(find_child(launcher, SHIPPER_COMM), "0000000000000000");
 	/* CAP_PERFMON (38) and CAP_BPF (39), nothing else. */
 	expect_role(worker, "000000c000000000");
+	/*
+	 * The launcher stays root but keeps only what it uses: SETUID, SETGID, SETPCAP, BPF,
+	 * PERFMON, KILL, SYS_PTRACE, SYS_ADMIN, SYSLOG, DAC_OVERRIDE, DAC_READ_SEARCH.
+	 */
+	expect_status(launcher, "CapEff", "000000c4002801e6");
+	expect_status(launcher, "CapPrm", "000000c4002801e6");
+	expect_status(launcher, "CapBnd", "000000c4002801e6");
+	expect_status(launcher, "NoNewPrivs", "1");
 	cr_assert_eq(wait_cmd(c, 30000), 0, "task failed: %s", slurp(errpath, NULL));
 }
 
