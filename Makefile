@@ -47,7 +47,7 @@ SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
 # Each role links only what it needs: the worker never links protobuf, gRPC or YAML.
 LIBS_COMMON     := -lcap-ng -lseccomp
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty $(LIBS_COMMON)
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma $(LIBS_COMMON)
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
@@ -157,6 +157,80 @@ bench: deps
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)
+
+# Fuzz targets, tests/fuzz/fuzz_*.c: libFuzzer with ASan and UBSan, every source compiled
+# again by clang into $(OUT)/fuzz/obj (never the gcc objects). `make fuzz` runs each target for
+# FUZZ_SECONDS, `make fuzz-smoke` for 10 s. Inputs found go to $(OUT)/fuzz/corpus/<target>, the
+# seeds in tests/fuzz/corpus/<target> are only read; a crash leaves $(OUT)/fuzz/artifacts/.
+FUZZ_CC      ?= $(CLANG)
+FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN ?= 65536
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
+                -Wno-missing-field-initializers -I. -I$(OUT) -DROVER_DEBUG=0 \
+                $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_LIBS    := $(LIBS_SHIPPER) -lpthread
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
+# What the shipper links, main.c and its seccomp policy excepted.
+FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
+FUZZ_OBJS    := $(patsubst %.c,$(OUT)/fuzz/obj/%.o,$(FUZZ_SRCS))
+FUZZ_LIBOBJS := $(filter-out $(OUT)/fuzz/obj/tests/%,$(FUZZ_OBJS)) $(OUT)/fuzz/obj/profile.pb-c.o
+
+$(FUZZ_OBJS): $(OUT)/fuzz/obj/%.o: %.c | $(PROTO_PPROF)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUT)/fuzz/obj/profile.pb-c.o: $(PROTO_PPROF)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(FUZZ_BINS): $(OUT)/fuzz/%: $(OUT)/fuzz/obj/tests/fuzz/%.o $(FUZZ_LIBOBJS)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(FUZZ_LIBS)
+
+# $(call fuzz_run,SECONDS): each target in turn; the first failure stops with its log's tail.
+define fuzz_run
+	$(Q)mkdir -p $(OUT)/fuzz/artifacts && for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(OUT)/fuzz/corpus/$$t; \
+		printf '  %-8s %s\n' FUZZ "$$t, $(1) s"; \
+		UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1} $(OUT)/fuzz/$$t -max_len=$(FUZZ_MAX_LEN) \
+			-max_total_time=$(1) -timeout=10 -rss_limit_mb=2048 \
+			-artifact_prefix=$(OUT)/fuzz/artifacts/$$t- \
+			$(OUT)/fuzz/corpus/$$t tests/fuzz/corpus/$$t >$(OUT)/fuzz/$$t.log 2>&1 || { \
+			tail -n 80 $(OUT)/fuzz/$$t.log; \
+			echo "fuzz: $$t failed, log in $(OUT)/fuzz/$$t.log"; exit 1; }; \
+		$(if $(filter 1,$(V)),cat $(OUT)/fuzz/$$t.log;) \
+		printf '  %-8s %s, %s inputs in its corpus\n' "" "$$(grep '^Done' $(OUT)/fuzz/$$t.log)" \
+			"$$(ls $(OUT)/fuzz/corpus/$$t | wc -l)"; \
+	done
+endef
+
+.PHONY: fuzz-smoke fuzz-corpus
+fuzz: $(FUZZ_BINS)
+	$(call fuzz_run,$(FUZZ_SECONDS))
+
+fuzz-smoke: $(FUZZ_BINS)
+	$(call fuzz_run,10)
+
+# Regenerates the seeds in tests/fuzz/corpus (after a change to common/msg.h, say).
+FUZZ_SEED_ELF := -Os -fno-asynchronous-unwind-tables -fno-ident -nostdlib -Wl,--build-id \
+                 -Wl,-z,max-page-size=16 -Wl,-z,noseparate-code -Wl,-z,norelro
+$(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
+
+fuzz-corpus: $(OUT)/fuzz/gen_corpus
+	$(Q)$(OUT)/fuzz/gen_corpus tests/fuzz/corpus
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_elfsym && cd tests/fuzz/corpus/fuzz_elfsym && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC ../../seed_elf.c -o lib.so && \
+		$(CC) $(FUZZ_SEED_ELF) -m32 -shared -fPIC ../../seed_elf.c -o lib32.so && \
+		$(CC) $(FUZZ_SEED_ELF) -static -no-pie ../../seed_elf.c -o exec && \
+		$(CC) $(FUZZ_SEED_ELF) -fPIE -pie ../../seed_elf.c -o pie && \
+		objcopy --strip-all --add-gnu-debuglink=lib.so lib.so lib_stripped.so && \
+		objcopy --only-keep-debug lib.so lib.debug && xz -f lib.debug && \
+		objcopy --strip-all --add-section .gnu_debugdata=lib.debug.xz lib.so lib_minidebug.so && \
+		rm lib.debug.xz && chmod a-x lib.so lib32.so exec pie lib_stripped.so lib_minidebug.so
 
 clean:
 	rm -rf $(OUT) out

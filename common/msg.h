@@ -128,6 +128,7 @@ enum open_what {
 	OPEN_MAPS = 1,        /* /proc/PID/maps */
 	OPEN_MAPPED_FILE = 2, /* /proc/PID/map_files/START-END */
 	OPEN_KALLSYMS = 3,    /* /proc/kallsyms, opened with the opener's credentials */
+	OPEN_PERF_MAP = 4,    /* /proc/PID/root/tmp/perf-NSPID.map (JIT symbols), checked */
 };
 
 struct msg_open {

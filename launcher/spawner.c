@@ -14,6 +14,7 @@
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/safeopen.h"
 #include "common/util.h"
 #include "launcher/spawner.h"
 
@@ -220,7 +221,7 @@ static int pid_allowed(struct spawner *sp, int32_t pid)
 	return 0;
 }
 
-/* lc_answer_open: opens one of the three kinds of file the shipper may ask for, nothing else. */
+/* lc_answer_open: opens one of the four kinds of file the shipper may ask for, nothing else. */
 static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct msg_open *req)
 {
 	struct msg_open_reply rep = { .what = req->what };
@@ -246,6 +247,21 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 		}
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		rep.err = fd < 0 ? errno : 0;
+		break;
+	case OPEN_PERF_MAP:
+		/*
+		 * A path inside the target's own file system, chosen by the target: only a regular
+		 * file of the target's user, reached without symbolic links (common/safeopen.c).
+		 */
+		if (req->pid <= 0 || !pid_allowed(sp, req->pid)) {
+			rep.err = EPERM;
+			break;
+		}
+		fd = safeopen_perf_map(req->pid);
+		if (fd < 0) {
+			rep.err = -fd;
+			fd = -1;
+		}
 		break;
 	case OPEN_KALLSYMS:
 		/* kallsyms shows real addresses to readers whose opener could see them. */

@@ -15,6 +15,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <lzma.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include <zlib.h>
 
 #include "shipper/demangle.h"
+#include "shipper/gopclntab.h"
 
 /* Linked executables and libraries have about a dozen program headers. */
 #define ELFSYM_MAX_PHDRS 4096
@@ -51,6 +53,15 @@
 #define ELFSYM_MAX_FUNC_SIZE UINT32_MAX
 /* How far back a lookup searches for a sized symbol enclosing the address. */
 #define ELFSYM_ENCLOSING_SCAN 8
+/*
+ * MiniDebugInfo (.gnu_debugdata, Fedora and CentOS): an xz-compressed ELF whose .symtab holds
+ * the functions .dynsym lacks. Those of a distribution's largest binaries are a few MiB, and
+ * decompress to a few times that. An xz bomb stops at ELFSYM_MAX_MINIDEBUG bytes of output.
+ */
+#define ELFSYM_MAX_DEBUGDATA (16u << 20)
+#define ELFSYM_MAX_MINIDEBUG (64u << 20)
+/* What liblzma may allocate for its dictionary: xz -9 (64 MiB) decodes within this. */
+#define ELFSYM_LZMA_MEMLIMIT (68u << 20)
 
 struct elf_load {
 	uint64_t vaddr;
@@ -78,7 +89,7 @@ struct cand {
 	uint64_t size;
 	uint32_t name;
 	uint32_t len;
-	uint8_t bind; /* 0 global, 1 weak, 2 local: the order of preference */
+	uint8_t bind; /* 0 global, 1 weak, 2 local, 3 .gopclntab: the order of preference */
 };
 
 struct cands {
@@ -382,6 +393,27 @@ static bool section_readable(const GElf_Shdr *sh)
 	       !(sh->sh_flags & SHF_COMPRESSED);
 }
 
+/* Room for one more candidate in c: 0, -ENOSPC at ELFSYM_MAX_SYMS, or -ENOMEM. */
+static int cands__reserve(struct cands *c)
+{
+	struct cand *v;
+	size_t ncap;
+
+	if (c->n < c->cap)
+		return 0;
+	if (c->cap >= ELFSYM_MAX_SYMS)
+		return -ENOSPC;
+	ncap = c->cap ? c->cap * 2 : 1024;
+	if (ncap > ELFSYM_MAX_SYMS)
+		ncap = ELFSYM_MAX_SYMS;
+	v = realloc(c->v, ncap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->v = v;
+	c->cap = ncap;
+	return 0;
+}
+
 /*
  * Adds the functions of one symbol table to c. Stops quietly at the limits: a file past them
  * keeps the symbols read so far. Returns the number of functions added or -errno (ENOMEM).
@@ -393,7 +425,7 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 	Elf_Data *d, *sd;
 	GElf_Shdr str_sh;
 	GElf_Sym sym;
-	size_t entsize, count, i, len, ncap;
+	size_t entsize, count, i, len;
 	const char *strs, *name, *at;
 	long added = 0;
 	struct cand *v;
@@ -434,18 +466,11 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 			len = (size_t)(at - name);
 		if (len > ELFSYM_MAX_NAME)
 			len = ELFSYM_MAX_NAME;
-		if (c->n == c->cap) {
-			if (c->cap >= ELFSYM_MAX_SYMS)
-				break;
-			ncap = c->cap ? c->cap * 2 : 1024;
-			if (ncap > ELFSYM_MAX_SYMS)
-				ncap = ELFSYM_MAX_SYMS;
-			v = realloc(c->v, ncap * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			c->v = v;
-			c->cap = ncap;
-		}
+		err = cands__reserve(c);
+		if (err == -ENOSPC)
+			break;
+		if (err)
+			return err;
 		v = &c->v[c->n];
 		err = strbuf__add(&es->strs, name, len, &v->name);
 		if (err == -EFBIG)
@@ -555,46 +580,70 @@ static int elfsym__debug_by_build_id(struct elfsym *es, struct cands *c)
 	return err;
 }
 
-/* The .gnu_debuglink of elf: file name (no directory) and CRC32. 0, or -ENOENT. */
-static int elf_debuglink(Elf *elf, char *ret_name, size_t name_len, uint32_t *ret_crc)
+/* The first SHT_PROGBITS section called name, and its header. NULL: none. */
+static Elf_Scn *elf_progbits_scn(Elf *elf, const char *name, GElf_Shdr *ret_sh)
 {
 	Elf_Scn *scn = NULL, *str_scn;
 	GElf_Shdr sh, str_sh;
-	GElf_Ehdr eh;
-	const char *secname, *p;
-	Elf_Data *d;
-	size_t shstrndx, len, crc_off;
+	const char *secname;
+	size_t shstrndx;
 
-	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx))
-		return -ENOENT;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
 	/* elf_strptr() reads the whole section-name table: bound it first. */
 	str_scn = elf_getscn(elf, shstrndx);
 	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !section_readable(&str_sh) ||
 	    str_sh.sh_size > ELFSYM_MAX_NOTE)
-		return -ENOENT;
+		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
 			continue;
 		secname = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!secname || strcmp(secname, ".gnu_debuglink"))
+		if (!secname || strcmp(secname, name))
 			continue;
-		if (sh.sh_size > ELFSYM_MAX_DEBUGLINK || !section_readable(&sh))
-			return -ENOENT;
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf)
-			return -ENOENT;
-		p = d->d_buf;
-		len = strnlen(p, d->d_size);
-		/* The name, NUL, padding to 4 bytes, then the CRC in the file's byte order. */
-		crc_off = (len + 4) & ~(size_t)3;
-		if (len == 0 || len >= name_len || crc_off + 4 > d->d_size)
-			return -ENOENT;
-		memcpy(ret_name, p, len + 1);
-		*ret_crc = (uint32_t)rd((const unsigned char *)p + crc_off, 4,
-					eh.e_ident[EI_DATA] == ELFDATA2MSB);
-		return 0;
+		*ret_sh = sh;
+		return scn;
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+/* The data of the first SHT_PROGBITS section called name, of at most max bytes. NULL: none. */
+static Elf_Data *elf_progbits(Elf *elf, const char *name, size_t max)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf_Data *d;
+
+	scn = elf_progbits_scn(elf, name, &sh);
+	if (!scn || sh.sh_size > max || !section_readable(&sh))
+		return NULL;
+	d = elf_getdata(scn, NULL);
+	return d && d->d_buf && d->d_size ? d : NULL;
+}
+
+/* The .gnu_debuglink of elf: file name (no directory) and CRC32. 0, or -ENOENT. */
+static int elf_debuglink(Elf *elf, char *ret_name, size_t name_len, uint32_t *ret_crc)
+{
+	GElf_Ehdr eh;
+	const char *p;
+	Elf_Data *d;
+	size_t len, crc_off;
+
+	if (!gelf_getehdr(elf, &eh))
+		return -ENOENT;
+	d = elf_progbits(elf, ".gnu_debuglink", ELFSYM_MAX_DEBUGLINK);
+	if (!d)
+		return -ENOENT;
+	p = d->d_buf;
+	len = strnlen(p, d->d_size);
+	/* The name, NUL, padding to 4 bytes, then the CRC in the file's byte order. */
+	crc_off = (len + 4) & ~(size_t)3;
+	if (len == 0 || len >= name_len || crc_off + 4 > d->d_size)
+		return -ENOENT;
+	memcpy(ret_name, p, len + 1);
+	*ret_crc = (uint32_t)rd((const unsigned char *)p + crc_off, 4,
+				eh.e_ident[EI_DATA] == ELFDATA2MSB);
+	return 0;
 }
 
 static int file_crc32(int fd, uint32_t *ret_crc)
@@ -679,6 +728,154 @@ static int elfsym__debug_by_link(struct elfsym *es, struct cands *c, const char 
 			return err;
 	}
 	return 0;
+}
+
+/*
+ * in (len bytes, one xz stream) decompressed into a malloc'd buffer of at most
+ * ELFSYM_MAX_MINIDEBUG bytes, grown as the output comes: a bomb costs that much and no more.
+ * 0, or -errno: EFBIG past the limit, EBADMSG for data that is not a whole, intact stream.
+ */
+static int xz_decompress(const void *in, size_t len, void **ret_buf, size_t *ret_len)
+{
+	lzma_stream strm = LZMA_STREAM_INIT;
+	size_t cap = 0, ncap;
+	uint8_t *buf = NULL, *nb;
+	lzma_ret ret;
+	int err;
+
+	if (lzma_stream_decoder(&strm, ELFSYM_LZMA_MEMLIMIT, 0) != LZMA_OK)
+		return -ENOMEM;
+	strm.next_in = in;
+	strm.avail_in = len;
+	for (;;) {
+		if (strm.avail_out == 0) {
+			if (cap >= ELFSYM_MAX_MINIDEBUG) {
+				err = -EFBIG;
+				goto cleanup;
+			}
+			ncap = cap ? cap * 2 : (len < (16u << 10) ? 64u << 10 : len * 4);
+			if (ncap > ELFSYM_MAX_MINIDEBUG)
+				ncap = ELFSYM_MAX_MINIDEBUG;
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+			cap = ncap;
+			strm.next_out = buf + strm.total_out;
+			strm.avail_out = cap - strm.total_out;
+		}
+		ret = lzma_code(&strm, LZMA_FINISH);
+		if (ret == LZMA_STREAM_END)
+			break;
+		if (ret != LZMA_OK) {
+			err = ret == LZMA_MEM_ERROR ? -ENOMEM : -EBADMSG;
+			goto cleanup;
+		}
+	}
+	*ret_buf = buf;
+	*ret_len = strm.total_out;
+	lzma_end(&strm);
+	return 0;
+cleanup:
+	lzma_end(&strm);
+	free(buf);
+	return err;
+}
+
+/*
+ * Adds the .symtab functions of the MiniDebugInfo of es, when it has one that decompresses
+ * within the limits into an ELF file. 1 if used. A section that is damaged, too large or
+ * not an ELF file is not used, and is no error.
+ */
+static int elfsym__minidebug(struct elfsym *es, struct cands *c)
+{
+	bool symtab = false;
+	Elf_Data *d;
+	void *buf;
+	size_t len;
+	Elf *mini;
+	int err = 0;
+
+	d = elf_progbits(es->elf, ".gnu_debugdata", ELFSYM_MAX_DEBUGDATA);
+	if (!d || xz_decompress(d->d_buf, d->d_size, &buf, &len))
+		return 0;
+	if (ehdr_check(buf, len))
+		goto cleanup;
+	mini = elf_memory(buf, len);
+	if (!mini)
+		goto cleanup;
+	if (elf_kind(mini) == ELF_K_ELF)
+		err = elfsym__scan(es, c, mini, false, &symtab, es->machine);
+	elf_end(mini);
+	/* The names were copied: the decompressed file can go. */
+	if (!err && symtab)
+		err = 1;
+cleanup:
+	free(buf);
+	return err;
+}
+
+struct go_ctx {
+	struct elfsym *es;
+	struct cands *c;
+};
+
+static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
+{
+	struct go_ctx *g = ctx;
+	struct cand *v;
+	int err;
+
+	err = cands__reserve(g->c);
+	if (err == -ENOSPC)
+		return 1;
+	if (err)
+		return err;
+	if (len > ELFSYM_MAX_NAME)
+		len = ELFSYM_MAX_NAME;
+	v = &g->c->v[g->c->n];
+	err = strbuf__add(&g->es->strs, name, len, &v->name);
+	if (err == -EFBIG)
+		return 1;
+	if (err)
+		return err;
+	v->addr = entry;
+	v->size = size;
+	v->len = (uint32_t)len;
+	v->bind = 3;
+	g->c->n++;
+	return 0;
+}
+
+/*
+ * Adds the functions of the Go runtime's table, which stripping leaves in place: each runs up
+ * to the next one. They come last in the order of preference, so that a .symtab, the same
+ * data, names an address first. A table this code cannot read adds nothing and is no error.
+ */
+static int elfsym__gopclntab(struct elfsym *es, struct cands *c)
+{
+	struct go_ctx g = { .es = es, .c = c };
+	GElf_Shdr text;
+	uint64_t text_start = 0;
+	Elf_Data *d;
+	long n;
+
+	/* Executables linked with a RELRO segment (PIE, shared) move it into .data.rel.ro. */
+	d = elf_progbits(es->elf, ".gopclntab", ELFSYM_MAX_SECTION);
+	if (!d)
+		d = elf_progbits(es->elf, ".data.rel.ro.gopclntab", ELFSYM_MAX_SECTION);
+	if (!d)
+		return 0;
+	/*
+	 * The table holds the address of runtime.text, where the Go linker starts .text; a
+	 * dynamic relocation may leave it 0 in the file, and debug/gosym uses .text instead.
+	 */
+	if (elf_progbits_scn(es->elf, ".text", &text))
+		text_start = text.sh_addr;
+	n = gopclntab__walk(d->d_buf, d->d_size, text_start, go_add, &g);
+	return n < 0 && n != -ENOEXEC ? (int)n : 0;
 }
 
 static unsigned leading_underscores(const char *s)
@@ -774,9 +971,14 @@ int elfsym__load_symbols(struct elfsym *es, const char *path)
 		err = elfsym__debug_by_build_id(es, &c);
 		if (err == 0)
 			err = elfsym__debug_by_link(es, &c, path);
+		if (err == 0)
+			err = elfsym__minidebug(es, &c);
 		if (err < 0)
 			goto cleanup;
 	}
+	err = elfsym__gopclntab(es, &c);
+	if (err < 0)
+		goto cleanup;
 	err = elfsym__finish(es, &c);
 cleanup:
 	if (err < 0)

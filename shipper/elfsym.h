@@ -31,7 +31,8 @@ size_t elfsym__build_id(const struct elfsym *es, const uint8_t **ret_id);
  * Reads the function symbols (.symtab and .dynsym). When the file has no .symtab, reads the
  * .symtab of its debug file: ELFSYM_DEBUG_ROOT/.build-id/xx/yyyy.debug, else the
  * .gnu_debuglink name in ELFSYM_DEBUG_ROOT/<dir of path>/ or <dir of path>/.debug/ (path: the
- * file's name in its process, NULL to skip this search). Releases the file in every case.
+ * file's name in its process, NULL to skip this search), else the xz-compressed ELF in its
+ * .gnu_debugdata section (MiniDebugInfo). Releases the file in every case.
  * 0 (also when no symbol was found) or -errno.
  */
 int elfsym__load_symbols(struct elfsym *es, const char *path);

@@ -159,6 +159,9 @@ static int kallsyms__parse_line(struct kallsyms *ks, const char *p, size_t n)
 	size_t digits = 0, mod_len = 0;
 	int v, err;
 
+	/* Names are kept as C strings: one cut short (or emptied) by a NUL would be another name. */
+	if (memchr(p, '\0', n))
+		return 0;
 	while (p < end && (v = hexval(*p)) >= 0) {
 		if (++digits > 16)
 			return 0;

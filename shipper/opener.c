@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
+/*
+ * The two struct fd_opener of the shipper: fd_opener_launcher_ops asks the launcher (the
+ * shipper's own case), fd_opener_direct opens the same paths itself (tests, a shipper that runs
+ * as root). Both apply one set of checks to perf maps, common/safeopen.c; the direct opener is
+ * here and not in symbolize.c so that the symbolizer itself needs nothing from common/.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/ipc.h"
 #include "common/msg.h"
+#include "common/safeopen.h"
 #include "shipper/opener.h"
 
 static const struct ipc_rule open_replies[] = {
@@ -68,8 +78,58 @@ static int op_kallsyms(void *ctx)
 	return sh_ask_open(*(int *)ctx, OPEN_KALLSYMS, 0, 0, 0);
 }
 
+static int op_perf_map(void *ctx, int pid)
+{
+	return sh_ask_open(*(int *)ctx, OPEN_PERF_MAP, pid, 0, 0);
+}
+
 const struct fd_opener fd_opener_launcher_ops = {
 	.open_maps = op_maps,
 	.open_mapped_file = op_mapped,
 	.open_kallsyms = op_kallsyms,
+	.open_perf_map = op_perf_map,
+};
+
+static int direct_open_maps(void *ctx, int pid)
+{
+	char path[64];
+	int fd;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int direct_open_mapped_file(void *ctx, int pid, uint64_t start, uint64_t end)
+{
+	char path[96];
+	int fd;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int direct_open_kallsyms(void *ctx)
+{
+	int fd;
+
+	(void)ctx;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int direct_open_perf_map(void *ctx, int pid)
+{
+	(void)ctx;
+	return safeopen_perf_map(pid);
+}
+
+const struct fd_opener fd_opener_direct = {
+	.open_maps = direct_open_maps,
+	.open_mapped_file = direct_open_mapped_file,
+	.open_kallsyms = direct_open_kallsyms,
+	.open_perf_map = direct_open_perf_map,
 };

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Names addresses for the shipper. Three caches:
+ * Names addresses for the shipper. Four caches:
  *  - per pid, a snapshot of its executable file mappings (read from /proc/PID/maps);
+ *  - per pid, the symbols of its perf map (/tmp/perf-PID.map, written by JITs), for addresses
+ *    in no file mapping, under a budget of their own (PERF_MAP_CACHE_BYTES);
  *  - per ELF file, its function symbols (struct elfsym), shared by every process that maps
  *    the same build-id, or the same dev+inode when the file has none, and evicted least
  *    recently used beyond budget_bytes;
@@ -38,13 +40,26 @@
 #define MAPS_MAX_LINE (4096 + 256)
 /* vm.max_map_count (65530 by default) lines of usual length make about 10 MiB. */
 #define MAPS_MAX_BYTES (256u << 20)
-#define MAPS_READ_SIZE (64u << 10)
+#define LINES_READ_SIZE (64u << 10)
 /*
  * A process maps new code (dlopen) after its snapshot was taken, so an address in no mapping
  * re-reads the maps; JIT code is in no file mapping at all and would re-read them on every
  * sample, hence once a second at most.
  */
 #define SYMBOLIZER_REFRESH_NS 1000000000ull
+/*
+ * Perf maps: "START SIZE name" per line, appended by the JIT for each function it compiles;
+ * re-read, whole, on a miss at most every SYMBOLIZER_REFRESH_NS. V8 names run to a few hundred
+ * bytes (function, script URL, line); longer lines are skipped.
+ */
+#define PERF_MAP_MAX_LINE 8192
+#define PERF_MAP_MAX_SYMS (1u << 20)
+/* The opener refuses larger files; this bounds a file that grows while it is read. */
+#define PERF_MAP_MAX_BYTES (64u << 20)
+/* All perf maps together; the one just read always stays. */
+#define PERF_MAP_CACHE_BYTES (128u << 20)
+/* How far back a lookup searches for an older symbol enclosing the address. */
+#define PERF_MAP_ENCLOSING_SCAN 16
 
 static const char unknown[] = "[unknown]";
 
@@ -196,6 +211,25 @@ struct pid_maps {
 	uint64_t loaded_ns;
 };
 
+struct perf_sym {
+	uint64_t start;
+	uint64_t end;
+	uint32_t name; /* offset in perf_map.strs */
+	uint32_t seq;  /* line order: a later line for the same code (re-JIT) wins */
+};
+
+/* A pid's perf map: kept also when it could not be read, to time the next attempt. */
+struct perf_map {
+	struct hnode node;
+	struct list lru;
+	int pid;
+	struct perf_sym *syms;
+	size_t n;
+	char *strs;
+	size_t bytes;
+	uint64_t loaded_ns; /* the last attempt, whatever its outcome */
+};
+
 struct file_alias;
 
 struct elf_entry {
@@ -221,10 +255,13 @@ struct symbolizer {
 	struct htab pids;
 	struct htab files;
 	struct htab build_ids;
+	struct htab perf_maps;
 	struct list pid_lru;
 	struct list elf_lru;
+	struct list perf_lru;
 	size_t pids_bytes;
 	size_t elf_bytes;
+	size_t perf_bytes;
 	struct kallsyms *ks;
 	bool ks_tried;
 	struct symbolizer_stats stats;
@@ -298,8 +335,9 @@ static bool parse_dec(const char **pp, const char *end, uint64_t *ret)
 }
 
 /* "start-end perms offset major:minor inode   path": executable file mappings only. */
-static int maps_builder__line(struct maps_builder *b, const char *p, size_t n)
+static int maps_builder__line(void *ctx, const char *p, size_t n)
 {
+	struct maps_builder *b = ctx;
 	const char *end = p + n, *perms;
 	struct mapping m = {};
 	uint64_t major, minor;
@@ -357,7 +395,14 @@ static int maps_builder__line(struct maps_builder *b, const char *p, size_t n)
 	return 0;
 }
 
-static int maps_builder__read(struct maps_builder *b, int fd)
+/*
+ * Calls line(ctx, p, n) on each line of fd, without its newline. Lines of max_line bytes or
+ * more are skipped (max_line below LINES_READ_SIZE). A last line without a newline is passed
+ * too when partial_last. Stops with -EFBIG past max_bytes, with the error line returns, or
+ * quietly when it returns 1 (enough).
+ */
+static int read_lines(int fd, size_t max_line, size_t max_bytes, bool partial_last,
+		      int (*line)(void *ctx, const char *p, size_t n), void *ctx)
 {
 	size_t have = 0, total = 0;
 	bool skipping = false;
@@ -365,11 +410,11 @@ static int maps_builder__read(struct maps_builder *b, int fd)
 	ssize_t n;
 	int err = 0;
 
-	buf = malloc(MAPS_READ_SIZE);
+	buf = malloc(LINES_READ_SIZE);
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		n = read(fd, buf + have, MAPS_READ_SIZE - have);
+		n = read(fd, buf + have, LINES_READ_SIZE - have);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -379,15 +424,15 @@ static int maps_builder__read(struct maps_builder *b, int fd)
 		if (n == 0)
 			break;
 		total += (size_t)n;
-		if (total > MAPS_MAX_BYTES) {
+		if (total > max_bytes) {
 			err = -EFBIG;
 			goto cleanup;
 		}
 		have += (size_t)n;
 		p = buf;
 		while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
-			if (!skipping) {
-				err = maps_builder__line(b, p, (size_t)(nl - p));
+			if (!skipping && (size_t)(nl - p) < max_line) {
+				err = line(ctx, p, (size_t)(nl - p));
 				if (err)
 					goto cleanup;
 			}
@@ -395,18 +440,18 @@ static int maps_builder__read(struct maps_builder *b, int fd)
 			p = nl + 1;
 		}
 		have -= (size_t)(p - buf);
-		if (have >= MAPS_MAX_LINE) {
+		if (have >= max_line) {
 			skipping = true;
 			have = 0;
 		} else {
 			memmove(buf, p, have);
 		}
 	}
-	if (have && !skipping)
-		err = maps_builder__line(b, buf, have);
+	if (have && !skipping && partial_last)
+		err = line(ctx, buf, have);
 cleanup:
 	free(buf);
-	return err;
+	return err < 0 ? err : 0;
 }
 
 static int mapping_cmp(const void *a, const void *b)
@@ -460,7 +505,7 @@ static struct pid_maps *symbolizer__snapshot(struct symbolizer *sym, int pid)
 		err = fd;
 		goto cleanup;
 	}
-	err = maps_builder__read(&b, fd);
+	err = read_lines(fd, MAPS_MAX_LINE, MAPS_MAX_BYTES, true, maps_builder__line, &b);
 	close(fd);
 	if (err)
 		goto cleanup;
@@ -529,6 +574,265 @@ static struct mapping *pid_maps__lookup(struct pid_maps *pm, uint64_t addr)
 	if (lo == 0 || addr >= pm->maps[lo - 1].end)
 		return NULL;
 	return &pm->maps[lo - 1];
+}
+
+/* ---- perf maps ---- */
+
+struct perf_builder {
+	struct perf_sym *syms;
+	size_t n;
+	size_t cap;
+	char *strs;
+	size_t strs_len;
+	size_t strs_cap;
+};
+
+/* A hex number ("0x" allowed, as some writers print it) and the one space after it. */
+static bool perf_hex(const char **pp, const char *end, uint64_t *ret)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	size_t digits = 0;
+	int d;
+
+	if (end - p > 2 && p[0] == '0' && p[1] == 'x')
+		p += 2;
+	for (; p < end && *p != ' '; p++) {
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'f')
+			d = (*p | 0x20) - 'a' + 10;
+		else
+			return false;
+		if (++digits > 16)
+			return false;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (p == end || digits == 0)
+		return false;
+	*pp = p + 1;
+	*ret = v;
+	return true;
+}
+
+/*
+ * "START SIZE name": the name is everything after the one space that follows SIZE, spaces
+ * included, as perf reads it. Lines that do not parse, and empty functions, are skipped.
+ */
+static int perf_builder__line(void *ctx, const char *p, size_t n)
+{
+	struct perf_builder *b = ctx;
+	const char *end = p + n;
+	uint64_t start, size;
+	size_t nlen, ncap;
+	void *np;
+
+	/* Names are kept as C strings: one with a NUL in it would be another name. */
+	if (memchr(p, '\0', n) || !perf_hex(&p, end, &start) || !perf_hex(&p, end, &size))
+		return 0;
+	nlen = (size_t)(end - p);
+	if (nlen == 0 || size == 0 || start > UINT64_MAX - size)
+		return 0;
+	if (b->n >= PERF_MAP_MAX_SYMS)
+		return 1;
+	if (b->n == b->cap) {
+		ncap = b->cap ? b->cap * 2 : 256;
+		np = realloc(b->syms, ncap * sizeof(*b->syms));
+		if (!np)
+			return -ENOMEM;
+		b->syms = np;
+		b->cap = ncap;
+	}
+	if (b->strs_len + nlen + 1 > b->strs_cap) {
+		ncap = b->strs_cap ? b->strs_cap : 4096;
+		while (ncap < b->strs_len + nlen + 1)
+			ncap *= 2;
+		np = realloc(b->strs, ncap);
+		if (!np)
+			return -ENOMEM;
+		b->strs = np;
+		b->strs_cap = ncap;
+	}
+	memcpy(b->strs + b->strs_len, p, nlen);
+	b->strs[b->strs_len + nlen] = '\0';
+	b->syms[b->n] = (struct perf_sym){
+		.start = start,
+		.end = start + size,
+		.name = (uint32_t)b->strs_len,
+		.seq = (uint32_t)b->n,
+	};
+	b->strs_len += nlen + 1;
+	b->n++;
+	return 0;
+}
+
+/* By start; for one start, the latest line first. */
+static int perf_sym_cmp(const void *a, const void *b)
+{
+	const struct perf_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq > y->seq ? -1 : 1;
+	return 0;
+}
+
+static struct perf_map *perf_map__find(const struct symbolizer *sym, int pid)
+{
+	struct hnode *n;
+
+	for (n = htab__first(&sym->perf_maps, mix64((uint64_t)pid)); n; n = htab__next(n)) {
+		struct perf_map *pm = container_of(n, struct perf_map, node);
+
+		if (pm->pid == pid)
+			return pm;
+	}
+	return NULL;
+}
+
+static void symbolizer__drop_perf_map(struct symbolizer *sym, struct perf_map *pm)
+{
+	htab__del(&sym->perf_maps, &pm->node);
+	list__del(&pm->lru);
+	sym->perf_bytes -= pm->bytes;
+	free(pm->syms);
+	free(pm->strs);
+	free(pm);
+}
+
+/*
+ * (Re-)reads pm's file. On failure the symbols read before stay: after the process exits
+ * its perf map cannot be reached any more, and what was read is still right.
+ */
+static void symbolizer__read_perf_map(struct symbolizer *sym, struct perf_map *pm)
+{
+	struct perf_builder b = {};
+	struct list *tail;
+	size_t i, n = 0;
+	void *np;
+	int fd, err;
+
+	pm->loaded_ns = now_ns();
+	list__touch(&sym->perf_lru, &pm->lru);
+	fd = sym->opener.open_perf_map(sym->opener.ctx, pm->pid);
+	if (fd < 0)
+		return;
+	sym->stats.perf_map_reads++;
+	/*
+	 * A line without its newline may be one the JIT is writing now: left for the next read.
+	 * Past PERF_MAP_MAX_BYTES (the file grew after it was opened) what was read is kept.
+	 */
+	err = read_lines(fd, PERF_MAP_MAX_LINE, PERF_MAP_MAX_BYTES, false, perf_builder__line,
+			 &b);
+	close(fd);
+	if (err && err != -EFBIG)
+		goto cleanup;
+	if (b.n) {
+		qsort(b.syms, b.n, sizeof(*b.syms), perf_sym_cmp);
+		for (i = 0; i < b.n; i++)
+			if (!n || b.syms[n - 1].start != b.syms[i].start)
+				b.syms[n++] = b.syms[i];
+		/* Shrinking: what stays is what the budget counts. */
+		np = realloc(b.syms, n * sizeof(*b.syms));
+		if (np) {
+			b.syms = np;
+			b.cap = n;
+		}
+		np = realloc(b.strs, b.strs_len);
+		if (np) {
+			b.strs = np;
+			b.strs_cap = b.strs_len;
+		}
+	}
+	free(pm->syms);
+	free(pm->strs);
+	pm->syms = b.syms;
+	pm->n = n;
+	pm->strs = b.strs;
+	sym->perf_bytes -= pm->bytes;
+	pm->bytes = sizeof(*pm) + b.cap * sizeof(*b.syms) + b.strs_cap;
+	sym->perf_bytes += pm->bytes;
+	while (sym->perf_bytes > PERF_MAP_CACHE_BYTES && (tail = sym->perf_lru.prev) != &pm->lru)
+		symbolizer__drop_perf_map(sym, container_of(tail, struct perf_map, lru));
+	return;
+cleanup:
+	free(b.syms);
+	free(b.strs);
+}
+
+/* pid's perf map entry, made and read on first use. NULL: out of memory. */
+static struct perf_map *symbolizer__perf_map(struct symbolizer *sym, int pid)
+{
+	struct perf_map *pm = perf_map__find(sym, pid);
+	struct list *tail;
+
+	if (pm) {
+		list__touch(&sym->perf_lru, &pm->lru);
+		return pm;
+	}
+	pm = calloc(1, sizeof(*pm));
+	if (!pm)
+		return NULL;
+	pm->pid = pid;
+	pm->bytes = sizeof(*pm);
+	if (htab__add(&sym->perf_maps, &pm->node, mix64((uint64_t)pid))) {
+		free(pm);
+		return NULL;
+	}
+	list__init(&pm->lru);
+	list__add_head(&sym->perf_lru, &pm->lru);
+	sym->perf_bytes += pm->bytes;
+	while (sym->perf_maps.n > SYMBOLIZER_PIDS_MAX && (tail = sym->perf_lru.prev) != &pm->lru)
+		symbolizer__drop_perf_map(sym, container_of(tail, struct perf_map, lru));
+	symbolizer__read_perf_map(sym, pm);
+	return pm;
+}
+
+/* The symbol covering addr, the latest written when several do. NULL: none. */
+static const struct perf_sym *perf_map__lookup(const struct perf_map *pm, uint64_t addr)
+{
+	const struct perf_sym *best = NULL;
+	size_t lo = 0, hi = pm->n, mid, k;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (pm->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* JITs reuse freed code memory: an older, longer symbol may still enclose addr. */
+	for (k = lo; k > 0 && lo - k < PERF_MAP_ENCLOSING_SCAN; k--) {
+		const struct perf_sym *s = &pm->syms[k - 1];
+
+		if (addr < s->end && (!best || s->seq > best->seq))
+			best = s;
+	}
+	return best;
+}
+
+/* Names addr of pid from its perf map: 1 when a name was written, else 0. */
+static int symbolizer__jit(struct symbolizer *sym, int pid, uint64_t addr, char *buf, size_t len)
+{
+	const struct perf_sym *s;
+	struct perf_map *pm;
+
+	if (!sym->opener.open_perf_map)
+		return 0;
+	pm = symbolizer__perf_map(sym, pid);
+	if (!pm)
+		return 0;
+	s = perf_map__lookup(pm, addr);
+	if (!s && now_ns() - pm->loaded_ns >= SYMBOLIZER_REFRESH_NS) {
+		/* JITs append as they compile: the map may name it now. */
+		symbolizer__read_perf_map(sym, pm);
+		s = perf_map__lookup(pm, addr);
+	}
+	if (!s)
+		return 0;
+	write_name(buf, len, pm->strs + s->name);
+	return 1;
 }
 
 /* ---- ELF cache ---- */
@@ -709,43 +1013,6 @@ static struct elf_entry *symbolizer__elf(struct symbolizer *sym, struct pid_maps
 
 /* ---- public ---- */
 
-static int direct_open_maps(void *ctx, int pid)
-{
-	char path[64];
-	int fd;
-
-	(void)ctx;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static int direct_open_mapped_file(void *ctx, int pid, uint64_t start, uint64_t end)
-{
-	char path[96];
-	int fd;
-
-	(void)ctx;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static int direct_open_kallsyms(void *ctx)
-{
-	int fd;
-
-	(void)ctx;
-	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-const struct fd_opener fd_opener_direct = {
-	.open_maps = direct_open_maps,
-	.open_mapped_file = direct_open_mapped_file,
-	.open_kallsyms = direct_open_kallsyms,
-};
-
 struct symbolizer *symbolizer__new(const struct fd_opener *opener, size_t budget_bytes)
 {
 	struct symbolizer *sym;
@@ -761,6 +1028,7 @@ struct symbolizer *symbolizer__new(const struct fd_opener *opener, size_t budget
 	sym->budget = budget_bytes ? budget_bytes : SYMBOLIZER_DEFAULT_BUDGET;
 	list__init(&sym->pid_lru);
 	list__init(&sym->elf_lru);
+	list__init(&sym->perf_lru);
 	return sym;
 }
 
@@ -772,7 +1040,11 @@ void symbolizer__free(struct symbolizer *sym)
 		symbolizer__drop_pid(sym, container_of(sym->pid_lru.next, struct pid_maps, lru));
 	while (sym->elf_lru.next != &sym->elf_lru)
 		symbolizer__evict(sym, container_of(sym->elf_lru.next, struct elf_entry, lru));
+	while (sym->perf_lru.next != &sym->perf_lru)
+		symbolizer__drop_perf_map(sym,
+					  container_of(sym->perf_lru.next, struct perf_map, lru));
 	free(sym->pids.b);
+	free(sym->perf_maps.b);
 	free(sym->files.b);
 	free(sym->build_ids.b);
 	kallsyms__free(sym->ks);
@@ -781,6 +1053,7 @@ void symbolizer__free(struct symbolizer *sym)
 
 int symbolizer__load_pid(struct symbolizer *sym, int pid)
 {
+	struct perf_map *pmap;
 	struct pid_maps *pm;
 	int err;
 
@@ -796,11 +1069,20 @@ int symbolizer__load_pid(struct symbolizer *sym, int pid)
 	for (size_t i = 0; i < pm->n; i++)
 		if (!pm->maps[i].unreadable)
 			(void)symbolizer__elf(sym, pm, &pm->maps[i]);
+	/* The perf map too: /proc/PID/root, the way to it, goes with the process. */
+	if (sym->opener.open_perf_map) {
+		pmap = perf_map__find(sym, pid);
+		if (pmap)
+			symbolizer__read_perf_map(sym, pmap);
+		else
+			(void)symbolizer__perf_map(sym, pid);
+	}
 	return 0;
 }
 
 void symbolizer__forget_pid(struct symbolizer *sym, int pid)
 {
+	struct perf_map *pmap;
 	struct pid_maps *pm;
 
 	if (!sym)
@@ -808,6 +1090,9 @@ void symbolizer__forget_pid(struct symbolizer *sym, int pid)
 	pm = pid_maps__find(sym, pid);
 	if (pm)
 		symbolizer__drop_pid(sym, pm);
+	pmap = perf_map__find(sym, pid);
+	if (pmap)
+		symbolizer__drop_perf_map(sym, pmap);
 }
 
 static const char *base_name(const char *path)
@@ -846,6 +1131,9 @@ int symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, char *buf, 
 		list__touch(&sym->pid_lru, &pm->lru);
 	}
 	if (!m) {
+		/* In no file mapping: JIT code, named by the process in its perf map. */
+		if (symbolizer__jit(sym, pid, addr, buf, len))
+			return 1;
 		sym->stats.unnamed++;
 		write_name(buf, len, unknown);
 		return 0;
@@ -906,4 +1194,5 @@ void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *re
 		return;
 	*ret_stats = sym->stats;
 	ret_stats->cache_bytes = sym->elf_bytes;
+	ret_stats->perf_map_bytes = sym->perf_bytes;
 }

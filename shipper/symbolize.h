@@ -18,9 +18,18 @@ struct fd_opener {
 	int (*open_mapped_file)(void *ctx, int pid, uint64_t start, uint64_t end);
 	int (*open_kallsyms)(void *ctx);
 	void *ctx;
+	/*
+	 * The perf map of pid, /tmp/perf-PID.map in its mount namespace, where JITs name their
+	 * code (common/safeopen.c says which files are refused). Optional: NULL names no JIT
+	 * code. Last, so that openers written before it still initialise ctx by position.
+	 */
+	int (*open_perf_map)(void *ctx, int pid);
 };
 
-/* An opener that opens the paths itself: for tests and for a shipper that runs as root. */
+/*
+ * An opener that opens the paths itself: for tests and for a shipper that runs as root. It
+ * lives in shipper/opener.c and applies the launcher's checks to perf maps.
+ */
 extern const struct fd_opener fd_opener_direct;
 
 struct symbolizer;
@@ -32,6 +41,7 @@ void symbolizer__free(struct symbolizer *sym);
 /*
  * Names a user address of pid into buf: the demangled function name when one covers it, else
  * "module+0xOFFSET" (module = file base name, OFFSET relative to the file), else "[unknown]".
+ * An address in no file mapping (JIT code) is named from pid's perf map, as written there.
  * Returns 1 when a function name was found, 0 when a fallback was written, -errno on a bad
  * argument. Never fails to write something into buf when len > 0.
  */
@@ -52,6 +62,8 @@ struct symbolizer_stats {
 	uint64_t elf_evicted;
 	uint64_t lookups;
 	uint64_t unnamed;
+	uint64_t perf_map_reads; /* perf maps opened and parsed (each re-read counts) */
+	uint64_t perf_map_bytes; /* memory held by cached perf maps */
 };
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ret_stats);
 

@@ -19,10 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/safeopen.h"
 #include "shipper/demangle.h"
 #include "shipper/elfsym.h"
 #include "shipper/kallsyms.h"
@@ -177,8 +179,9 @@ static void build_prog(const char *name, const char *flags, char *ret_path)
 	   ret_path);
 }
 
-/* Starts exe, reads its "name address" lines up to "ready". Returns the pid. */
-static pid_t spawn(const char *exe, struct sym_addr *ret_addrs, int *ret_n)
+/* Starts exe [arg1 [arg2]], reads its "name address" lines up to "ready". Returns the pid. */
+static pid_t spawn_args(const char *exe, const char *arg1, const char *arg2,
+			struct sym_addr *ret_addrs, int *ret_n)
 {
 	int in[2], out[2], n = 0;
 	char line[512];
@@ -195,7 +198,7 @@ static pid_t spawn(const char *exe, struct sym_addr *ret_addrs, int *ret_n)
 	if (pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		execl(exe, exe, (char *)NULL);
+		execl(exe, exe, arg1, arg2, (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -218,6 +221,11 @@ static pid_t spawn(const char *exe, struct sym_addr *ret_addrs, int *ret_n)
 	}
 	cr_assert_fail("%s exited before printing ready", exe);
 	return -1;
+}
+
+static pid_t spawn(const char *exe, struct sym_addr *ret_addrs, int *ret_n)
+{
+	return spawn_args(exe, NULL, NULL, ret_addrs, ret_n);
 }
 
 static uint64_t addr_of(const struct sym_addr *addrs, int n, const char *name)
@@ -646,12 +654,18 @@ Test(symbolize, kernel_function)
 	symbolizer__free(sym);
 }
 
-/* An opener serving fixed text for kallsyms and maps, and fixed bytes for every mapped file. */
+/*
+ * An opener serving fixed text for kallsyms and maps, fixed bytes for every mapped file, and
+ * perf_map_len bytes of perf_map (strlen when 0) as every perf map.
+ */
 struct fake {
 	const char *kallsyms;
 	const char *maps;
 	const void *file;
 	size_t file_len;
+	const char *perf_map;
+	size_t perf_map_len;
+	int perf_map_opens;
 };
 
 static int memfd_with(const void *data, size_t len)
@@ -693,6 +707,17 @@ static int fake_open_kallsyms(void *ctx)
 	return f->kallsyms ? memfd_with(f->kallsyms, strlen(f->kallsyms)) : -ENOENT;
 }
 
+static int fake_open_perf_map(void *ctx, int pid)
+{
+	struct fake *f = ctx;
+
+	(void)pid;
+	f->perf_map_opens++;
+	if (!f->perf_map)
+		return -ENOENT;
+	return memfd_with(f->perf_map, f->perf_map_len ? f->perf_map_len : strlen(f->perf_map));
+}
+
 static struct symbolizer *fake_symbolizer(struct fake *f, size_t budget)
 {
 	struct fd_opener o = {
@@ -700,6 +725,7 @@ static struct symbolizer *fake_symbolizer(struct fake *f, size_t budget)
 		.open_mapped_file = fake_open_mapped_file,
 		.open_kallsyms = fake_open_kallsyms,
 		.ctx = f,
+		.open_perf_map = fake_open_perf_map,
 	};
 	struct symbolizer *sym = symbolizer__new(&o, budget);
 
@@ -1015,5 +1041,540 @@ Test(symbolize, budget_evicts)
 	cr_expect_eq(st.elf_evicted, 0);
 	cr_expect_eq(st.elf_loaded, NPROGS);
 	cr_expect_gt(st.cache_bytes, BUDGET);
+	symbolizer__free(sym);
+}
+
+/* ---- JIT code named from perf maps ---- */
+
+/*
+ * A process with 64 KiB of anonymous executable memory, as a JIT has: it prints "region
+ * ADDRESS" and "pid PID" (its pid as /proc here names it). "chroot DIR" runs it chrooted to
+ * DIR; "ns" in a new mount and pid namespace (pid 1 there) with a tmpfs of its own on /tmp.
+ */
+static const char jit_c[] =
+	"#define _GNU_SOURCE\n"
+	"#include <sched.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+	"#include <sys/mman.h>\n#include <sys/mount.h>\n#include <sys/wait.h>\n"
+	"#include <unistd.h>\n"
+	"static long self_pid(void)\n"
+	"{\n\tchar b[32];\n\tssize_t n = readlink(\"/proc/self\", b, sizeof(b) - 1);\n"
+	"\tif (n <= 0)\n\t\texit(1);\n\tb[n] = 0;\n\treturn strtol(b, NULL, 10);\n}\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\tlong pid = self_pid();\n"
+	"\tpid_t child;\n\tvoid *region;\n\tchar c;\n"
+	"\tif (argc > 2 && !strcmp(argv[1], \"chroot\") && (chroot(argv[2]) || chdir(\"/\")))\n"
+	"\t\treturn 1;\n"
+	"\tif (argc > 1 && !strcmp(argv[1], \"ns\")) {\n"
+	"\t\tif (unshare(CLONE_NEWNS | CLONE_NEWPID) ||\n"
+	"\t\t    mount(NULL, \"/\", NULL, MS_REC | MS_PRIVATE, NULL))\n"
+	"\t\t\treturn 1;\n"
+	"\t\tchild = fork();\n"
+	"\t\tif (child < 0)\n\t\t\treturn 1;\n"
+	"\t\tif (child > 0) {\n\t\t\twaitpid(child, NULL, 0);\n\t\t\treturn 0;\n\t\t}\n"
+	"\t\tif (mount(\"rover\", \"/tmp\", \"tmpfs\", 0, NULL))\n\t\t\treturn 1;\n"
+	"\t\tpid = self_pid();\n"
+	"\t}\n"
+	"\tregion = mmap(NULL, 1 << 16, PROT_READ | PROT_EXEC,\n"
+	"\t\t      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);\n"
+	"\tif (region == MAP_FAILED)\n\t\treturn 1;\n"
+	"\tprintf(\"region %p\\npid 0x%lx\\nready\\n\", region, pid);\n"
+	"\tfflush(stdout);\n"
+	"\twhile (read(0, &c, 1) > 0)\n\t\t;\n"
+	"\treturn 0;\n"
+	"}\n";
+
+static void build_jit(char *ret_path)
+{
+	char src[PATH_MAX];
+
+	snprintf(src, sizeof(src), "%s/jit.c", tmpdir);
+	write_file(src, jit_c);
+	snprintf(ret_path, PATH_MAX, "%s/jit", tmpdir);
+	sh("gcc -O1 -o %s %s", ret_path, src);
+}
+
+/* The two symbols every JIT test writes: 0x100 bytes at region, 0x80 at region + 0x200. */
+static void write_perf_map(const char *path, uint64_t region)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text),
+		 "%" PRIx64 " 100 jit_one\n"
+		 "%" PRIx64 " 80 LazyCompile:~two /srv/app.js:3\n",
+		 region, region + 0x200);
+	write_file(path, text);
+}
+
+/* region + 0x10 names jit_one (want_named) or nothing, through a new direct symbolizer. */
+static void expect_jit(int pid, uint64_t region, bool want_named)
+{
+	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
+
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, region + 0x10, want_named ? "jit_one" : "[unknown]", want_named);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, jit_perf_map)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer_stats st;
+	struct symbolizer *sym;
+	char exe[PATH_MAX], map[64], line[128];
+	uint64_t region;
+	pid_t pid;
+	FILE *f;
+	int n;
+
+	build_jit(exe);
+	pid = spawn(exe, addrs, &n);
+	region = addr_of(addrs, n, "region");
+	cr_assert_eq(addr_of(addrs, n, "pid"), (uint64_t)pid);
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)pid);
+	add_cleanup(map);
+	write_perf_map(map, region);
+
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	cr_assert_eq(symbolizer__load_pid(sym, pid), 0);
+	expect_user(sym, pid, region, "jit_one", 1);
+	expect_user(sym, pid, region + 0xff, "jit_one", 1);
+	/* Names are shown as written, spaces and all. */
+	expect_user(sym, pid, region + 0x200, "LazyCompile:~two /srv/app.js:3", 1);
+	expect_user(sym, pid, region + 0x27f, "LazyCompile:~two /srv/app.js:3", 1);
+	/* Between and after the symbols, and outside the region. */
+	expect_user(sym, pid, region + 0x100, "[unknown]", 0);
+	expect_user(sym, pid, region + 0x280, "[unknown]", 0);
+	expect_user(sym, pid, region + 0x10000, "[unknown]", 0);
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.perf_map_reads, 1, "perf_map_reads %" PRIu64, st.perf_map_reads);
+	cr_expect_gt(st.perf_map_bytes, 0);
+
+	/* The JIT appends: read again on a miss, but not more than once a second. */
+	f = fopen(map, "a");
+	cr_assert_not_null(f);
+	snprintf(line, sizeof(line), "%" PRIx64 " 40 jit_three\n", region + 0x400);
+	fputs(line, f);
+	cr_assert_eq(fclose(f), 0);
+	expect_user(sym, pid, region + 0x410, "[unknown]", 0);
+	usleep(1100 * 1000);
+	expect_user(sym, pid, region + 0x410, "jit_three", 1);
+	expect_user(sym, pid, region + 0x10, "jit_one", 1);
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.perf_map_reads, 2, "perf_map_reads %" PRIu64, st.perf_map_reads);
+
+	/* What was read outlives the process (its /proc/PID/root does not). */
+	reap(0);
+	expect_user(sym, pid, region + 0x410, "jit_three", 1);
+	symbolizer__forget_pid(sym, pid);
+	expect_user(sym, pid, region + 0x410, "[unknown]", 0);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, jit_perf_map_refused)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	char exe[PATH_MAX], map[64], other[PATH_MAX];
+	uint64_t region;
+	pid_t pid;
+	int n, fd;
+
+	build_jit(exe);
+	pid = spawn(exe, addrs, &n);
+	region = addr_of(addrs, n, "region");
+	snprintf(map, sizeof(map), "/tmp/perf-%d.map", (int)pid);
+	snprintf(other, sizeof(other), "%s/other.map", tmpdir);
+	write_perf_map(other, region);
+	add_cleanup(map);
+
+	cr_expect_eq(safeopen_perf_map(pid), -ENOENT);
+	expect_jit(pid, region, false);
+
+	/* The control: a regular file of the target's user. */
+	write_perf_map(map, region);
+	fd = safeopen_perf_map(pid);
+	cr_expect_geq(fd, 0, "safeopen_perf_map: %s", strerror(-fd));
+	if (fd >= 0)
+		close(fd);
+	expect_jit(pid, region, true);
+	cr_assert_eq(unlink(map), 0);
+
+	/* A symbolic link, to a file that would pass every other check. */
+	cr_assert_eq(symlink(other, map), 0);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+	cr_assert_eq(unlink(map), 0);
+
+	/* A hard link: two links to the file. */
+	cr_assert_eq(link(other, map), 0);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+	cr_assert_eq(unlink(map), 0);
+
+	/* Another user's file. */
+	write_perf_map(map, region);
+	cr_assert_eq(chown(map, 65534, 65534), 0);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+	cr_assert_eq(unlink(map), 0);
+
+	/* A FIFO: refused without waiting for a writer. */
+	cr_assert_eq(mkfifo(map, 0600), 0);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+	cr_assert_eq(unlink(map), 0);
+
+	/* Larger than the limit (sparse). */
+	write_perf_map(map, region);
+	cr_assert_eq(truncate(map, SAFEOPEN_PERF_MAP_MAX_BYTES + 1), 0);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+	cr_assert_eq(unlink(map), 0);
+
+	cr_expect_eq(safeopen_perf_map(0), -EINVAL);
+	cr_expect_eq(safeopen_perf_map(0x3fffffff), -ENOENT);
+}
+
+Test(symbolize, jit_perf_map_through_the_process_root)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	char exe[PATH_MAX], root[512], path[PATH_MAX], decoy[64];
+	uint64_t region;
+	pid_t pid;
+	int n;
+
+	build_jit(exe);
+
+	/* Chrooted: its /tmp is DIR/tmp, and /tmp/perf-PID.map outside is not its own. */
+	snprintf(root, sizeof(root), "%s/root", tmpdir);
+	sh("mkdir -p %s/tmp", root);
+	pid = spawn_args(exe, "chroot", root, addrs, &n);
+	region = addr_of(addrs, n, "region");
+	snprintf(decoy, sizeof(decoy), "/tmp/perf-%d.map", (int)pid);
+	add_cleanup(decoy);
+	write_file(decoy, "0 ffffffffffff decoy_outside_the_root\n");
+	expect_jit(pid, region, false);
+	snprintf(path, sizeof(path), "%s/tmp/perf-%d.map", root, (int)pid);
+	write_perf_map(path, region);
+	expect_jit(pid, region, true);
+
+	/* Its /tmp is a symbolic link (to a directory holding a good perf map): refused. */
+	snprintf(root, sizeof(root), "%s/root2", tmpdir);
+	sh("mkdir -p %s/elsewhere && ln -s elsewhere %s/tmp", root, root);
+	pid = spawn_args(exe, "chroot", root, addrs, &n);
+	region = addr_of(addrs, n, "region");
+	snprintf(path, sizeof(path), "%s/elsewhere/perf-%d.map", root, (int)pid);
+	write_perf_map(path, region);
+	cr_expect_eq(safeopen_perf_map(pid), -EPERM);
+	expect_jit(pid, region, false);
+}
+
+Test(symbolize, jit_perf_map_in_other_namespaces)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	char exe[PATH_MAX], path[PATH_MAX], decoy[64];
+	uint64_t region;
+	int n, pid;
+
+	build_jit(exe);
+	/* pid 1 of its pid namespace, with a /tmp of its own: the map is /tmp/perf-1.map there. */
+	spawn_args(exe, "ns", NULL, addrs, &n);
+	pid = (int)addr_of(addrs, n, "pid");
+	region = addr_of(addrs, n, "region");
+	snprintf(decoy, sizeof(decoy), "/tmp/perf-%d.map", pid);
+	add_cleanup(decoy);
+	write_file(decoy, "0 ffffffffffff decoy_in_the_wrong_namespace\n");
+	expect_jit(pid, region, false);
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-1.map", pid);
+	write_perf_map(path, region);
+	expect_jit(pid, region, true);
+}
+
+static void expect_fake_jit(struct symbolizer *sym, uint64_t addr, const char *want)
+{
+	expect_user(sym, 42, addr, want, strcmp(want, "[unknown]") != 0);
+}
+
+Test(symbolize, perf_map_parsing)
+{
+	static const char text[] =
+		"1000 10 plain\n"
+		"0x2000 0x10 with_0x\n"
+		"3A00 1F Upper Case Hex\n"
+		"4000 10  leading space kept\n"
+		"5000 0 empty_function\n"
+		"6000 10 \n"
+		"fffffffffffffff0 20 wraps_around\n"
+		"10000000000000000 10 seventeen_digits\n"
+		"70zz 10 bad_hex\n"
+		"8000 10\n"
+		"9000  10 two_spaces\n"
+		/* Re-JIT: newer code over older, a later line for the same start. */
+		"a000 100 old_long\n"
+		"a040 20 new_inside\n"
+		"b000 10 first_b\n"
+		"b000 10 second_b\n"
+		"c000 10 tab\tin name\n"
+		"d000 10 unterminated";
+	struct fake f = { .perf_map = text };
+	struct symbolizer_stats st;
+	struct symbolizer *sym = fake_symbolizer(&f, 0);
+
+	expect_fake_jit(sym, 0x1000, "plain");
+	expect_fake_jit(sym, 0x100f, "plain");
+	expect_fake_jit(sym, 0x1010, "[unknown]");
+	expect_fake_jit(sym, 0x2008, "with_0x");
+	expect_fake_jit(sym, 0x3a1e, "Upper Case Hex");
+	expect_fake_jit(sym, 0x4000, " leading space kept");
+	expect_fake_jit(sym, 0x5000, "[unknown]");
+	expect_fake_jit(sym, 0x6000, "[unknown]");
+	expect_fake_jit(sym, 0xfffffffffffffff8ull, "[unknown]");
+	expect_fake_jit(sym, 0x7000, "[unknown]");
+	expect_fake_jit(sym, 0x8000, "[unknown]");
+	expect_fake_jit(sym, 0x9000, "[unknown]");
+	expect_fake_jit(sym, 0xa010, "old_long");
+	expect_fake_jit(sym, 0xa050, "new_inside");
+	expect_fake_jit(sym, 0xa070, "old_long");
+	expect_fake_jit(sym, 0xb008, "second_b");
+	expect_fake_jit(sym, 0xc000, "tab\tin name");
+	/* A last line without its newline may be half written: not read yet. */
+	expect_fake_jit(sym, 0xd000, "[unknown]");
+	symbolizer__stats(sym, &st);
+	cr_expect_eq(st.perf_map_reads, 1);
+	cr_expect_eq(f.perf_map_opens, 1);
+	symbolizer__free(sym);
+
+	/* A NUL inside a line drops that line only. */
+	{
+		static const char nul[] = "1000 10 be\0fore\n2000 10 after\n";
+
+		f = (struct fake){ .perf_map = nul, .perf_map_len = sizeof(nul) - 1 };
+		sym = fake_symbolizer(&f, 0);
+		expect_fake_jit(sym, 0x1000, "[unknown]");
+		expect_fake_jit(sym, 0x2000, "after");
+		symbolizer__free(sym);
+	}
+
+	/* A line longer than the limit is skipped, and the next one read. */
+	{
+		size_t len = 3 * 8192;
+		char *big = malloc(len + 64);
+		int k;
+
+		cr_assert_not_null(big);
+		k = snprintf(big, len + 64, "1000 10 ");
+		memset(big + k, 'x', len - (size_t)k);
+		snprintf(big + len, 64, "\n2000 10 after_long\n");
+		f = (struct fake){ .perf_map = big };
+		sym = fake_symbolizer(&f, 0);
+		expect_fake_jit(sym, 0x1000, "[unknown]");
+		expect_fake_jit(sym, 0x2000, "after_long");
+		symbolizer__free(sym);
+		free(big);
+	}
+
+	/* No perf map: asked again at most once a second, however many misses. */
+	f = (struct fake){ 0 };
+	sym = fake_symbolizer(&f, 0);
+	for (int i = 0; i < 100; i++)
+		expect_fake_jit(sym, 0x1000 + (uint64_t)i, "[unknown]");
+	cr_expect_eq(f.perf_map_opens, 1);
+	symbolizer__free(sym);
+}
+
+Test(symbolize, perf_map_many_symbols_and_garbage)
+{
+	enum { NSYMS = 200000 };
+	unsigned seed = 4242;
+	struct symbolizer_stats st;
+	struct symbolizer *sym;
+	struct fake f;
+	char *text, want[32];
+	size_t at = 0, cap = (size_t)NSYMS * 40;
+	int i;
+
+	/* Many symbols, written out of order: found by binary search. */
+	text = malloc(cap);
+	cr_assert_not_null(text);
+	for (i = NSYMS - 1; i >= 0; i--)
+		at += (size_t)snprintf(text + at, cap - at, "%x 10 fn_%d\n", 0x100000 + i * 0x20,
+				       i);
+	f = (struct fake){ .perf_map = text };
+	sym = fake_symbolizer(&f, 0);
+	for (i = 0; i < NSYMS; i += 997) {
+		snprintf(want, sizeof(want), "fn_%d", i);
+		expect_fake_jit(sym, 0x100000 + (uint64_t)i * 0x20 + 0xf, want);
+		expect_fake_jit(sym, 0x100000 + (uint64_t)i * 0x20 + 0x10, "[unknown]");
+	}
+	symbolizer__stats(sym, &st);
+	cr_expect_lt(st.perf_map_bytes, (uint64_t)NSYMS * 64, "%" PRIu64, st.perf_map_bytes);
+	symbolizer__free(sym);
+
+	/* Random text: anything but a crash. */
+	for (i = 0; i < 200; i++) {
+		char buf[64];
+		size_t k;
+
+		for (k = 0; k < 4095; k++)
+			text[k] = "0123456789abcdefxX \n\t;"[rand_r(&seed) % 22];
+		text[k] = '\0';
+		f = (struct fake){ .perf_map = text };
+		sym = fake_symbolizer(&f, 0);
+		for (k = 0; k < 32; k++)
+			symbolizer__user(sym, 42, (uint64_t)rand_r(&seed) << (k % 40), buf,
+					 sizeof(buf));
+		symbolizer__free(sym);
+	}
+	free(text);
+}
+
+/* ---- MiniDebugInfo ---- */
+
+/* The address of name in exe's own symbol table, by nm. */
+static uint64_t nm_addr(const char *exe, const char *name)
+{
+	char cmd[PATH_MAX + 64], line[512], sym[256];
+	unsigned long long a;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "nm %s", exe);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %*c %255s", &a, sym) == 2 && !strcmp(sym, name)) {
+			pclose(f);
+			return a;
+		}
+	}
+	pclose(f);
+	cr_assert_fail("nm: no %s in %s", name, exe);
+	return 0;
+}
+
+/*
+ * Builds prog_c as tmpdir/name with a MiniDebugInfo made as Fedora's find-debuginfo does: the
+ * function symbols that .dynsym lacks, kept in a copy of the debug file without its debug
+ * sections, compressed with xz into .gnu_debugdata of the stripped binary. tmpdir/name.full
+ * keeps the unstripped binary, tmpdir/name.mini.xz the section.
+ */
+static void build_minidebug(const char *name, char *ret_path)
+{
+	build_prog(name, "-fPIE -pie", ret_path);
+	sh("cd %s && n=%s && cp $n $n.full && "
+	   "nm -D $n --format=posix --defined-only | awk '{ print $1 }' | sort > $n.dynsyms && "
+	   "nm $n --format=sysv --defined-only | awk -F '|' '{ if ($4 ~ \"FUNC\") print $1 }' | "
+	   "sort > $n.funcsyms && comm -13 $n.dynsyms $n.funcsyms > $n.keep && "
+	   "objcopy --only-keep-debug $n $n.debug && "
+	   "objcopy -S --remove-section .gdb_index --remove-section .comment "
+	   "--keep-symbols=$n.keep $n.debug $n.mini && "
+	   "xz -f $n.mini && strip -s $n && objcopy --add-section .gnu_debugdata=$n.mini.xz $n",
+	   tmpdir, name);
+}
+
+Test(symbolize, minidebuginfo)
+{
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX];
+	pid_t pid;
+	int n;
+
+	build_minidebug("mdi", exe);
+	/* No .symtab left, and no debug file anywhere: only .gnu_debugdata can name these. */
+	sh("! readelf -S %s | grep -q '\\.symtab' && readelf -S %s | grep -q '\\.gnu_debugdata'",
+	   exe, exe);
+	pid = spawn(exe, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_alpha") + 2, "rover_alpha", 1);
+	/* Static: in no .dynsym either. */
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, "rover_gamma", 1);
+	expect_user(sym, pid, addr_of(addrs, n, "rover_anchor"), "rover_anchor", 1);
+	symbolizer__free(sym);
+}
+
+/* Whether the ELF file at path names vaddr as name; loading it must not fail. */
+static bool elf_names(const char *path, uint64_t vaddr, const char *name)
+{
+	struct elfsym *es;
+	char buf[128];
+	bool named;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	es = elfsym__open(fd);
+	cr_assert_not_null(es, "%s: %s", path, strerror(errno));
+	cr_assert_eq(elfsym__load_symbols(es, path), 0);
+	close(fd);
+	named = elfsym__name(es, vaddr, buf, sizeof(buf)) == 1 && !strcmp(buf, name);
+	elfsym__free(es);
+	return named;
+}
+
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+Test(symbolize, minidebuginfo_damaged, .timeout = 120)
+{
+	static const struct {
+		const char *name, *make; /* a shell command writing the section to $s */
+	} cases[] = {
+		{ "random", "head -c 4096 /dev/urandom > $s" },
+		{ "truncated", "head -c $(($(stat -c %s mdi.mini.xz) / 2)) mdi.mini.xz > $s" },
+		{ "not_elf", "head -c 100000 /dev/urandom | xz > $s" },
+		{ "xz_of_text", "seq 1 100000 | xz > $s" },
+		{ "empty_xz", "printf '' | xz > $s" },
+		{ "lzma_alone", "printf 'hello' | xz --format=lzma > $s" },
+	};
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX], path[PATH_MAX + 16], want[PATH_MAX];
+	uint64_t gamma;
+	long before;
+	pid_t pid;
+	int n;
+	size_t i;
+
+	build_minidebug("mdi", exe);
+	snprintf(path, sizeof(path), "%s.full", exe);
+	gamma = nm_addr(path, "rover_gamma");
+	cr_assert(elf_names(exe, gamma + 2, "rover_gamma"), "the good one is not read");
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sh("cd %s && s=%s.sec && %s && cp mdi.full %s && strip -s %s && "
+		   "objcopy --add-section .gnu_debugdata=$s %s",
+		   tmpdir, cases[i].name, cases[i].make, cases[i].name, cases[i].name,
+		   cases[i].name);
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, cases[i].name);
+		cr_expect(!elf_names(path, gamma + 2, "rover_gamma"), "%s", cases[i].name);
+	}
+
+	/*
+	 * A bomb: 1 GiB of zeros in 150 KiB. Decompression stops at its limit, so the memory
+	 * this process ever held grows by about that much, not by a GiB.
+	 */
+	sh("cd %s && head -c 1G /dev/zero | xz -0 -T1 > bomb.xz && cp mdi.full bomb && "
+	   "strip -s bomb && objcopy --add-section .gnu_debugdata=bomb.xz bomb",
+	   tmpdir);
+	snprintf(path, sizeof(path), "%s/bomb", tmpdir);
+	before = maxrss_kib();
+	cr_expect(!elf_names(path, gamma + 2, "rover_gamma"));
+	cr_log_info("bomb: max RSS grew by %ld KiB", maxrss_kib() - before);
+	cr_expect_lt(maxrss_kib() - before, 160 << 10, "max RSS grew by %ld KiB",
+		     maxrss_kib() - before);
+
+	/* Through the symbolizer: the fallback name, file and offset. */
+	pid = spawn(path, addrs, &n);
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	cr_assert_not_null(sym);
+	expected_fallback(pid, addr_of(addrs, n, "rover_gamma") + 2, want, sizeof(want));
+	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, want, 0);
 	symbolizer__free(sym);
 }

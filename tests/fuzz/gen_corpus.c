@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Writes the seed corpus of the text and stream fuzz targets: valid worker streams (framed as
+ * common/ipc.c frames them, with the structs of common/msg.h, so they follow ABI changes when
+ * regenerated) and samples of /proc/kallsyms, /proc/PID/maps and JIT perf map text. `make fuzz-corpus`
+ * runs it; the ELF seeds come from the compiler (see the Makefile).
+ *
+ * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/ and DIR/fuzz_maps_kallsyms/)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/ipc.h"
+#include "common/msg.h"
+
+/* Seeds stay small: libFuzzer mutates small inputs faster, and they live in git. */
+#define SEED_MAX 4096
+
+struct stream {
+	uint8_t buf[SEED_MAX];
+	size_t len;
+};
+
+static const char *outdir;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "gen_corpus: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void frame(struct stream *s, uint16_t type, const void *payload, uint32_t len)
+{
+	struct ipc_hdr h = { .len = len, .type = type, .version = IPC_VERSION, .nfds = 0 };
+
+	if (s->len + sizeof(h) + len > sizeof(s->buf)) {
+		fprintf(stderr, "gen_corpus: seed over %d bytes\n", SEED_MAX);
+		exit(1);
+	}
+	memcpy(s->buf + s->len, &h, sizeof(h));
+	memcpy(s->buf + s->len + sizeof(h), payload, len);
+	s->len += sizeof(h) + len;
+}
+
+static void begin_type(struct stream *s, uint64_t task_id, uint32_t type, uint32_t npids,
+		       const int32_t *pids)
+{
+	struct task_spec spec = {
+		.task_id = task_id,
+		.type = type,
+		.format = FORMAT_FOLDED,
+		.duration_ms = 1000,
+		.period_us = 10000,
+		.flush_ms = 1000,
+		.npids = npids,
+	};
+
+	memcpy(spec.pids, pids, npids * sizeof(pids[0]));
+	frame(s, MSG_SHIP_BEGIN, &spec, sizeof(spec));
+}
+
+static void begin(struct stream *s, uint64_t task_id, uint32_t npids, const int32_t *pids)
+{
+	begin_type(s, task_id, TASK_ON_CPU, npids, pids);
+}
+
+/* Stacks trimmed to nr frames would not be valid frames: the struct is sent whole. */
+static struct ship_stack stack(int32_t id, uint32_t kind, uint32_t nr, uint64_t base)
+{
+	struct ship_stack st = { .id = id, .kind = kind, .nr = nr };
+
+	for (uint32_t i = 0; i < nr; i++)
+		st.ips[i] = base + 0x40 * i + 5;
+	return st;
+}
+
+static void counts(struct stream *s, uint64_t task_id, const struct ship_count *c, size_t n)
+{
+	uint8_t buf[sizeof(struct ship_counts_hdr) + 8 * sizeof(struct ship_count)];
+	struct ship_counts_hdr h = { .task_id = task_id };
+
+	if (n > 8)
+		exit(1);
+	h.losses[LOSS_COUNTS_FULL] = 1;
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), c, n * sizeof(*c));
+	frame(s, MSG_SHIP_COUNTS, buf, (uint32_t)(sizeof(h) + n * sizeof(*c)));
+}
+
+static void end(struct stream *s, uint64_t task_id)
+{
+	struct ship_end e = { .task_id = task_id, .reason = END_DURATION };
+
+	frame(s, MSG_SHIP_END, &e, sizeof(e));
+}
+
+static void write_file(const char *target, const char *name, const void *data, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, target);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		die(path);
+	snprintf(path, sizeof(path), "%s/%s/%s", outdir, target, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f))
+		die(path);
+}
+
+static void save(const char *name, const struct stream *s)
+{
+	write_file("fuzz_worker_stream", name, s->buf, s->len);
+}
+
+/* Addresses inside the fake maps and kallsyms of fuzz_worker_stream.c. */
+#define USER_BASE 0x401000ull
+#define LIB_BASE 0x7f0000000000ull
+#define KERNEL_BASE 0xffffffff81000100ull
+
+static void worker_streams(void)
+{
+	const int32_t one[] = { 1 }, two[] = { 1, 2 };
+	struct stream s;
+
+	/* A whole task: user and kernel stacks, counts naming them, the end. Folded output. */
+	s.len = 0;
+	begin(&s, 3, 1, one);
+	{
+		struct ship_stack st[2] = { stack(1, 1, 3, USER_BASE), stack(2, 0, 2, KERNEL_BASE) };
+
+		frame(&s, MSG_SHIP_STACKS, st, sizeof(st));
+	}
+	{
+		struct ship_count c[3] = {
+			{ .tgid = 1, .ustack = 1, .kstack = 2, .value = 7 },
+			{ .tgid = 1, .ustack = 1, .kstack = -1, .value = 3 },
+			{ .tgid = 1, .ustack = -1, .kstack = 2, .value = 1 },
+		};
+
+		counts(&s, 3, c, 3);
+	}
+	end(&s, 3);
+	save("whole_task", &s);
+
+	/* Two targets, a stack id reused between flushes, a library mapping. pprof output. */
+	s.len = 0;
+	begin(&s, 4, 2, two);
+	{
+		struct ship_stack st = stack(9, 1, 2, USER_BASE);
+		struct ship_count c = { .tgid = 1, .ustack = 9, .kstack = -1, .value = 2 };
+
+		frame(&s, MSG_SHIP_STACKS, &st, sizeof(st));
+		counts(&s, 4, &c, 1);
+		st = stack(9, 1, 4, LIB_BASE);
+		frame(&s, MSG_SHIP_STACKS, &st, sizeof(st));
+		c.tgid = 2;
+		counts(&s, 4, &c, 1);
+	}
+	end(&s, 4);
+	save("reused_stack_id", &s);
+
+	/* Samples without stacks, then frames after the end, which are moot. SVG output. */
+	s.len = 0;
+	begin(&s, 5, 1, one);
+	{
+		struct ship_count c[2] = {
+			{ .tgid = 1, .ustack = -1, .kstack = -1, .value = 5 },
+			{ .tgid = 1, .ustack = -1, .kstack = -1, .value = 6 },
+		};
+
+		counts(&s, 5, c, 2);
+		end(&s, 5);
+		counts(&s, 5, c, 1);
+	}
+	save("no_stacks_then_moot", &s);
+
+	/* A worker that dies mid-frame: what came before is written. */
+	s.len = 0;
+	begin(&s, 6, 1, one);
+	{
+		struct ship_stack st = stack(1, 0, 1, KERNEL_BASE);
+		struct ship_count c = { .tgid = 1, .ustack = -1, .kstack = 1, .value = 1 };
+
+		frame(&s, MSG_SHIP_STACKS, &st, sizeof(st));
+		counts(&s, 6, &c, 1);
+		frame(&s, MSG_SHIP_STACKS, &st, sizeof(st));
+		s.len -= sizeof(st) / 2;
+	}
+	save("truncated", &s);
+
+	/* OFF_CPU: values are nanoseconds off the CPU, value2 the switches. SVG output. */
+	s.len = 0;
+	begin_type(&s, 8, TASK_OFF_CPU, 1, one);
+	{
+		struct ship_stack st[2] = { stack(1, 1, 2, USER_BASE), stack(2, 0, 3, KERNEL_BASE) };
+		struct ship_count c[3] = {
+			{ .tgid = 1, .ustack = 1, .kstack = 2, .value = 1500000, .value2 = 3 },
+			{ .tgid = 1, .ustack = 1, .kstack = -1, .value = 499, .value2 = 1 },
+			{ .tgid = 1, .ustack = -1, .kstack = 2, .value = 2000, .value2 = 2 },
+		};
+
+		frame(&s, MSG_SHIP_STACKS, st, sizeof(st));
+		counts(&s, 8, c, 3);
+	}
+	end(&s, 8);
+	save("off_cpu_task", &s);
+
+	/* Only the beginning. */
+	s.len = 0;
+	begin(&s, 7, 1, one);
+	save("begin_only", &s);
+}
+
+static void text_samples(void)
+{
+	static const char kallsyms[] =
+		"0000000000000000 A fixed_percpu_data\n"
+		"ffffffff81000000 T _stext\n"
+		"ffffffff81000000 T startup_64\n"
+		"ffffffff81000070 T secondary_startup_64\n"
+		"ffffffff81000100 t verify_cpu\n"
+		"ffffffff81001000 T schedule\n"
+		"ffffffff81001000 W schedule_alias\n"
+		"ffffffff81002000 t __do_softirq\n"
+		"ffffffff81003000 T __entry_text_end\n"
+		"ffffffff81004000 T _etext\n"
+		"ffffffff82000000 D jiffies\n"
+		"ffffffff82100000 b some_bss\n"
+		"ffffffffc0200000 t nf_hook\t[nf_conntrack]\n"
+		"ffffffffc0200100 T nf_conntrack_in\t[nf_conntrack]\n"
+		"ffffffffc0300000 t ext4_read\t[ext4]\n"
+		"ffffffffc0300040 d ext4_data\t[ext4]\n"
+		"ffffffffc0400000 U undefined_sym\n";
+	static const char maps[] =
+		"55d4c8a00000-55d4c8a02000 r--p 00000000 08:01 1311 /usr/bin/prog\n"
+		"55d4c8a02000-55d4c8a08000 r-xp 00002000 08:01 1311 /usr/bin/prog\n"
+		"55d4c8a08000-55d4c8a0a000 rw-p 00008000 08:01 1311 /usr/bin/prog\n"
+		"55d4c9c00000-55d4c9c21000 rw-p 00000000 00:00 0                          [heap]\n"
+		"7f1e2c000000-7f1e2c028000 r--p 00000000 fe:01 2621 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+		"7f1e2c028000-7f1e2c19d000 r-xp 00028000 fe:01 2621 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+		"7f1e2c400000-7f1e2c401000 r-xp 00000000 00:1a 77 /tmp/jit (deleted)\n"
+		"7f1e2c500000-7f1e2c501000 r-xp 00000000 00:1a 78 /path with spaces/lib.so\n"
+		"7ffd1b5e4000-7ffd1b605000 rw-p 00000000 00:00 0                          [stack]\n"
+		"7ffd1b7b6000-7ffd1b7b8000 r-xp 00000000 00:00 0                          [vdso]\n"
+		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+
+	static const char perf_map[] =
+		"7f3a40001000 40 Interpreter\n"
+		"7f3a40001040 1c0 LazyCompile:~main /app/index.js:1\n"
+		"0x7f3a40002000 0x100 java.lang.String::hashCode()\n"
+		"7f3a40002100 0 zero_sized\n"
+		"7f3a40002080 100 overlapping_entry\n"
+		"7f3a40003000 ffffffffffffffff huge\n"
+		"not a line\n"
+		"7f3a40004000 20 _ZN2v88internal7Isolate4InitEv\n";
+
+	write_file("fuzz_maps_kallsyms", "perf-map.txt", perf_map, sizeof(perf_map) - 1);
+	write_file("fuzz_maps_kallsyms", "kallsyms.txt", kallsyms, sizeof(kallsyms) - 1);
+	write_file("fuzz_maps_kallsyms", "maps.txt", maps, sizeof(maps) - 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: gen_corpus DIR\n");
+		return 2;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) && errno != EEXIST)
+		die(outdir);
+	worker_streams();
+	text_samples();
+	return 0;
+}
