@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "shipper/kallsyms.h"
+#include "shipper/lines.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,7 +19,6 @@
 #define KALLSYMS_MAX_MODULES 65535u
 /* KSYM_NAME_LEN is 512 and MODULE_NAME_LEN 56: a longer line is not a kallsyms line. */
 #define KALLSYMS_MAX_LINE 1024
-#define KALLSYMS_READ_SIZE (64u << 10)
 /*
  * kallsyms has no sizes, so the last text symbol of a module (or of the core kernel) has no
  * end. The largest function of a 6.18 x86_64 build (hidinput_connect) is about 20 KiB; an
@@ -242,56 +242,15 @@ static int ksym_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static int kallsyms__line(void *ctx, const char *p, size_t n)
+{
+	return kallsyms__parse_line(ctx, p, n);
+}
+
 static int kallsyms__read(struct kallsyms *ks, int fd)
 {
-	size_t have = 0, total = 0;
-	bool skipping = false;
-	char *buf, *p, *nl;
-	ssize_t n;
-	int err = 0;
-
-	buf = malloc(KALLSYMS_READ_SIZE);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		n = read(fd, buf + have, KALLSYMS_READ_SIZE - have);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto cleanup;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		if (total > KALLSYMS_MAX_BYTES) {
-			err = -EFBIG;
-			goto cleanup;
-		}
-		have += (size_t)n;
-		p = buf;
-		while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
-			if (!skipping) {
-				err = kallsyms__parse_line(ks, p, (size_t)(nl - p));
-				if (err)
-					goto cleanup;
-			}
-			skipping = false;
-			p = nl + 1;
-		}
-		have -= (size_t)(p - buf);
-		if (have >= KALLSYMS_MAX_LINE) {
-			skipping = true;
-			have = 0;
-		} else {
-			memmove(buf, p, have);
-		}
-	}
-	if (have && !skipping)
-		err = kallsyms__parse_line(ks, buf, have);
-cleanup:
-	free(buf);
-	return err;
+	/* Lines of KALLSYMS_MAX_LINE or more are skipped; so is a last line without newline. */
+	return read_lines(fd, KALLSYMS_MAX_LINE, KALLSYMS_MAX_BYTES, true, kallsyms__line, ks);
 }
 
 struct kallsyms *kallsyms__load(int fd)

@@ -12,6 +12,7 @@
  * budget_bytes bounds. The pid snapshots have limits of their own (SYMBOLIZER_PIDS_*), and the
  * kernel table, a few MiB, is paid once per machine. Not thread-safe.
  */
+#include "shipper/lines.h"
 #include "shipper/symbolize.h"
 
 #include <errno.h>
@@ -40,7 +41,6 @@
 #define MAPS_MAX_LINE (4096 + 256)
 /* vm.max_map_count (65530 by default) lines of usual length make about 10 MiB. */
 #define MAPS_MAX_BYTES (256u << 20)
-#define LINES_READ_SIZE (64u << 10)
 /*
  * A process maps new code (dlopen) after its snapshot was taken, so an address in no mapping
  * re-reads the maps; JIT code is in no file mapping at all and would re-read them on every
@@ -393,65 +393,6 @@ static int maps_builder__line(void *ctx, const char *p, size_t n)
 	}
 	b->maps[b->n++] = m;
 	return 0;
-}
-
-/*
- * Calls line(ctx, p, n) on each line of fd, without its newline. Lines of max_line bytes or
- * more are skipped (max_line below LINES_READ_SIZE). A last line without a newline is passed
- * too when partial_last. Stops with -EFBIG past max_bytes, with the error line returns, or
- * quietly when it returns 1 (enough).
- */
-static int read_lines(int fd, size_t max_line, size_t max_bytes, bool partial_last,
-		      int (*line)(void *ctx, const char *p, size_t n), void *ctx)
-{
-	size_t have = 0, total = 0;
-	bool skipping = false;
-	char *buf, *p, *nl;
-	ssize_t n;
-	int err = 0;
-
-	buf = malloc(LINES_READ_SIZE);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		n = read(fd, buf + have, LINES_READ_SIZE - have);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto cleanup;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		if (total > max_bytes) {
-			err = -EFBIG;
-			goto cleanup;
-		}
-		have += (size_t)n;
-		p = buf;
-		while ((nl = memchr(p, '\n', have - (size_t)(p - buf)))) {
-			if (!skipping && (size_t)(nl - p) < max_line) {
-				err = line(ctx, p, (size_t)(nl - p));
-				if (err)
-					goto cleanup;
-			}
-			skipping = false;
-			p = nl + 1;
-		}
-		have -= (size_t)(p - buf);
-		if (have >= max_line) {
-			skipping = true;
-			have = 0;
-		} else {
-			memmove(buf, p, have);
-		}
-	}
-	if (have && !skipping && partial_last)
-		err = line(ctx, buf, have);
-cleanup:
-	free(buf);
-	return err < 0 ? err : 0;
 }
 
 static int mapping_cmp(const void *a, const void *b)
