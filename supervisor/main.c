@@ -30,8 +30,15 @@
 
 enum task_state { T_FREE, T_SPAWNING, T_STARTING, T_RUNNING, T_WRAPPING };
 
+/*
+ * A worker must be running this soon after it was asked for: loading BPF takes milliseconds,
+ * a stuck spawn or load must not hold a task (and its client) forever.
+ */
+#define TASK_START_TIMEOUT_MS 30000
+
 struct sv_task {
 	enum task_state state;
+	uint64_t accepted_ms;
 	struct task_spec spec;
 	int client; /* fd, -1 once gone */
 	int worker; /* fd, -1 until spawned or once gone */
@@ -264,6 +271,7 @@ static void on_client(struct supervisor *s, int *cfd)
 	t->client = *cfd;
 	t->worker = -1;
 	t->state = T_SPAWNING;
+	t->accepted_ms = now_mono_ms();
 
 	o = (struct msg_output){ .task_id = t->spec.task_id, .format = spec.format, .type = spec.type };
 	err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), s->msg.fd);
@@ -498,10 +506,18 @@ static int loop(struct supervisor *s)
 			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
 				ADD(s->tasks[i].worker, K_WORKER, i);
 #undef ADD
-		if (poll(pfd, (nfds_t)n, s->shipper < 0 ? 200 : -1) < 0) {
+		if (poll(pfd, (nfds_t)n, s->shipper < 0 ? 200 : 1000) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
+		}
+		for (int i = 0; i < MAX_TASKS; i++) {
+			struct sv_task *t = &s->tasks[i];
+
+			if ((t->state == T_SPAWNING || t->state == T_STARTING) && !t->failed &&
+			    now_mono_ms() - t->accepted_ms > TASK_START_TIMEOUT_MS)
+				task_fail(s, t, ETIMEDOUT, "no worker running after %d s",
+					  TASK_START_TIMEOUT_MS / 1000);
 		}
 		if (s->shipper < 0 && now_mono_ms() >= s->shipper_retry_ms) {
 			if (connect_shipper_once(s))
