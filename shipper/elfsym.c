@@ -62,6 +62,13 @@
 #define ELFSYM_MAX_MINIDEBUG (64u << 20)
 /* What liblzma may allocate for its dictionary: xz -9 (64 MiB) decodes within this. */
 #define ELFSYM_LZMA_MEMLIMIT (68u << 20)
+/*
+ * A pcHeader found by a scan of .data.rel.ro is taken when its first functions check out: a
+ * real table has hundreds (the runtime alone), stray bytes pass no one.
+ */
+#define ELFSYM_GO_PROBE_FUNCS 8
+/* Each header probed may cost a walk of GOPCLNTAB_MAX_FUNCS entries: a file gets this many. */
+#define ELFSYM_GO_PROBE_HEADERS 16
 
 struct elf_load {
 	uint64_t vaddr;
@@ -580,8 +587,8 @@ static int elfsym__debug_by_build_id(struct elfsym *es, struct cands *c)
 	return err;
 }
 
-/* The first SHT_PROGBITS section called name, and its header. NULL: none. */
-static Elf_Scn *elf_progbits_scn(Elf *elf, const char *name, GElf_Shdr *ret_sh)
+/* The first section of that type called name, and its header. NULL: none. */
+static Elf_Scn *elf_named_scn(Elf *elf, const char *name, uint32_t type, GElf_Shdr *ret_sh)
 {
 	Elf_Scn *scn = NULL, *str_scn;
 	GElf_Shdr sh, str_sh;
@@ -596,7 +603,7 @@ static Elf_Scn *elf_progbits_scn(Elf *elf, const char *name, GElf_Shdr *ret_sh)
 	    str_sh.sh_size > ELFSYM_MAX_NOTE)
 		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
 			continue;
 		secname = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!secname || strcmp(secname, name))
@@ -614,7 +621,7 @@ static Elf_Data *elf_progbits(Elf *elf, const char *name, size_t max)
 	GElf_Shdr sh;
 	Elf_Data *d;
 
-	scn = elf_progbits_scn(elf, name, &sh);
+	scn = elf_named_scn(elf, name, SHT_PROGBITS, &sh);
 	if (!scn || sh.sh_size > max || !section_readable(&sh))
 		return NULL;
 	d = elf_getdata(scn, NULL);
@@ -820,6 +827,7 @@ cleanup:
 struct go_ctx {
 	struct elfsym *es;
 	struct cands *c;
+	unsigned seen; /* go_probe() */
 };
 
 static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
@@ -849,6 +857,67 @@ static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, si
 	return 0;
 }
 
+static int go_probe(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
+{
+	struct go_ctx *g = ctx;
+
+	(void)entry, (void)size, (void)name, (void)len;
+	return ++g->seen >= ELFSYM_GO_PROBE_FUNCS;
+}
+
+/*
+ * The Go function table of es: its own section, else (an external linker merged it into
+ * .data.rel.ro, as for PIE) the first pcHeader in .data.rel.ro whose first functions check
+ * out. Go binaries keep their section headers, stripped or not.
+ */
+static int elfsym__find_gopclntab(struct elfsym *es, const unsigned char **ret_p,
+				  size_t *ret_len)
+{
+	static const unsigned char magics[][4] = {
+		{ 0xf1, 0xff, 0xff, 0xff }, { 0xf0, 0xff, 0xff, 0xff }, { 0xfa, 0xff, 0xff, 0xff },
+		{ 0xff, 0xff, 0xff, 0xf1 }, { 0xff, 0xff, 0xff, 0xf0 }, { 0xff, 0xff, 0xff, 0xfa },
+	};
+	struct go_ctx probe = {};
+	const unsigned char *p;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t off, i, tries = 0;
+
+	d = elf_progbits(es->elf, ".gopclntab", ELFSYM_MAX_SECTION);
+	/* The Go linker's own name for it in a file with a RELRO segment (PIE, shared). */
+	if (!d)
+		d = elf_progbits(es->elf, ".data.rel.ro.gopclntab", ELFSYM_MAX_SECTION);
+	if (d) {
+		*ret_p = d->d_buf;
+		*ret_len = d->d_size;
+		return 0;
+	}
+	/* Only in Go files: every file's .data.rel.ro is not worth a scan. */
+	if (!elf_named_scn(es->elf, ".note.go.buildid", SHT_NOTE, &sh))
+		return -ENOENT;
+	d = elf_progbits(es->elf, ".data.rel.ro", ELFSYM_MAX_SECTION);
+	if (!d)
+		return -ENOENT;
+	p = d->d_buf;
+	/* The header is pointer-aligned in a section that holds pointers. */
+	for (off = 0; off + 8 <= d->d_size && tries < ELFSYM_GO_PROBE_HEADERS; off += 4) {
+		for (i = 0; i < sizeof(magics) / sizeof(magics[0]); i++)
+			if (!memcmp(p + off, magics[i], 4))
+				break;
+		if (i == sizeof(magics) / sizeof(magics[0]) || p[off + 4] || p[off + 5])
+			continue;
+		tries++;
+		probe.seen = 0;
+		if (gopclntab__walk(p + off, d->d_size - off, go_probe, &probe) >= 0 &&
+		    probe.seen >= ELFSYM_GO_PROBE_FUNCS) {
+			*ret_p = p + off;
+			*ret_len = d->d_size - off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /*
  * Adds the functions of the Go runtime's table, which stripping leaves in place: each runs up
  * to the next one. They come last in the order of preference, so that a .symtab, the same
@@ -857,24 +926,13 @@ static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, si
 static int elfsym__gopclntab(struct elfsym *es, struct cands *c)
 {
 	struct go_ctx g = { .es = es, .c = c };
-	GElf_Shdr text;
-	uint64_t text_start = 0;
-	Elf_Data *d;
+	const unsigned char *p;
+	size_t len;
 	long n;
 
-	/* Executables linked with a RELRO segment (PIE, shared) move it into .data.rel.ro. */
-	d = elf_progbits(es->elf, ".gopclntab", ELFSYM_MAX_SECTION);
-	if (!d)
-		d = elf_progbits(es->elf, ".data.rel.ro.gopclntab", ELFSYM_MAX_SECTION);
-	if (!d)
+	if (elfsym__find_gopclntab(es, &p, &len))
 		return 0;
-	/*
-	 * The table holds the address of runtime.text, where the Go linker starts .text; a
-	 * dynamic relocation may leave it 0 in the file, and debug/gosym uses .text instead.
-	 */
-	if (elf_progbits_scn(es->elf, ".text", &text))
-		text_start = text.sh_addr;
-	n = gopclntab__walk(d->d_buf, d->d_size, text_start, go_add, &g);
+	n = gopclntab__walk(p, len, go_add, &g);
 	return n < 0 && n != -ENOEXEC ? (int)n : 0;
 }
 

@@ -32,7 +32,8 @@ size_t elfsym__build_id(const struct elfsym *es, const uint8_t **ret_id);
  * .symtab of its debug file: ELFSYM_DEBUG_ROOT/.build-id/xx/yyyy.debug, else the
  * .gnu_debuglink name in ELFSYM_DEBUG_ROOT/<dir of path>/ or <dir of path>/.debug/ (path: the
  * file's name in its process, NULL to skip this search), else the xz-compressed ELF in its
- * .gnu_debugdata section (MiniDebugInfo). Releases the file in every case.
+ * .gnu_debugdata section (MiniDebugInfo). The functions of a Go binary's .gopclntab name
+ * what no symbol table does (all of a stripped Go binary). Releases the file in every case.
  * 0 (also when no symbol was found) or -errno.
  */
 int elfsym__load_symbols(struct elfsym *es, const char *path);

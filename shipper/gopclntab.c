@@ -53,7 +53,7 @@ static bool inside(const struct pcln *t, uint64_t off, uint64_t n)
 	return off <= t->len && n <= t->len - off;
 }
 
-static int pcln__init(struct pcln *t, const void *data, size_t len, uint64_t text_start)
+static int pcln__init(struct pcln *t, const void *data, size_t len)
 {
 	uint64_t w[HDR_WORDS], fsz, functab_bytes;
 	unsigned i, nwords, first_off = 0;
@@ -113,7 +113,15 @@ static int pcln__init(struct pcln *t, const void *data, size_t len, uint64_t tex
 		break;
 	case GO118:
 		/* nfunc, nfiles, textStart, funcnametab, cutab, filetab, pctab, pclntab. */
-		t->text_start = w[2] ? w[2] : text_start;
+		/*
+		 * runtime.text, which the linker writes in place even where a dynamic relocation
+		 * sets it again at run time (GNU ld writes RELA addends in place too). Without it
+		 * the entries cannot be placed: .text, which debug/gosym takes instead, starts
+		 * with C start-up code when an external linker made the file.
+		 */
+		t->text_start = w[2];
+		if (!t->text_start)
+			return -ENOEXEC;
 		t->names = w[3];
 		t->functab = t->funcdata = w[7];
 		first_off = 3;
@@ -179,8 +187,7 @@ static bool pcln__name(const struct pcln *t, uint64_t i, uint64_t pc, const char
 	return true;
 }
 
-long gopclntab__walk(const void *data, size_t len, uint64_t text_start, gopclntab_fn fn,
-		     void *ctx)
+long gopclntab__walk(const void *data, size_t len, gopclntab_fn fn, void *ctx)
 {
 	uint64_t i, pc, next, name_bytes = 0;
 	struct pcln t;
@@ -189,7 +196,7 @@ long gopclntab__walk(const void *data, size_t len, uint64_t text_start, gopclnta
 	long n = 0;
 	int err;
 
-	err = pcln__init(&t, data, len, text_start);
+	err = pcln__init(&t, data, len);
 	if (err)
 		return err;
 	if (t.nfunc == 0)

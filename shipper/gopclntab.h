@@ -27,13 +27,10 @@ typedef int (*gopclntab_fn)(void *ctx, uint64_t entry, uint64_t size, const char
  * Calls fn for each function of the .gopclntab at data (len bytes), in address order, skipping
  * those whose entry is not consistent or whose name does not lie inside the section. Layouts:
  * Go 1.2-1.15 (magic 0xfffffffb), 1.16-1.17 (0xfffffffa), 1.18-1.19 (0xfffffff0) and 1.20+
- * (0xfffffff1), either byte order, 4- or 8-byte pointers. text_start is the address of
- * runtime.text to use when the table does not hold one (1.18+ written as 0, as an unrelocated
- * PIE may leave it): the .text section address, or 0.
+ * (0xfffffff1), either byte order, 4- or 8-byte pointers.
  * Returns the number of functions reported, the -errno fn returned, or -ENOEXEC when data is
  * no table this code reads.
  */
-long gopclntab__walk(const void *data, size_t len, uint64_t text_start, gopclntab_fn fn,
-		     void *ctx);
+long gopclntab__walk(const void *data, size_t len, gopclntab_fn fn, void *ctx);
 
 #endif

@@ -1578,3 +1578,347 @@ Test(symbolize, minidebuginfo_damaged, .timeout = 120)
 	expect_user(sym, pid, addr_of(addrs, n, "rover_gamma") + 2, want, 0);
 	symbolizer__free(sym);
 }
+
+/* ---- Go binaries: .gopclntab ---- */
+
+/* Here rather than at the top: the Go tests are appended as one block. */
+#include "shipper/gopclntab.h"
+
+static bool have_go(void)
+{
+	int rc = system("command -v go >/dev/null 2>&1");
+
+	return rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+}
+
+/* tests/programs/go/burn.go, from the directory the runner is started in or from its own. */
+static void go_source(char *ret_path)
+{
+	char exe[PATH_MAX - 64];
+	const char *slash = strrchr(__FILE__, '/');
+	ssize_t n;
+
+	snprintf(exe, sizeof(exe), "%.*s/../programs/go/burn.go",
+		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+	if (realpath(exe, ret_path))
+		return;
+	/* build/tests/unit/runner: the sources are three directories up. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	cr_assert_lt(strlen(exe) + sizeof("/../../../tests/programs/go/burn.go"), sizeof(exe));
+	strcat(exe, "/../../../tests/programs/go/burn.go");
+	cr_assert_not_null(realpath(exe, ret_path), "%s: %s", exe, strerror(errno));
+}
+
+/*
+ * Builds burn.go as tmpdir/name with go build flags, offline, with caches in tmpdir; strip
+ * runs strip -s on the result.
+ */
+static void build_go(const char *name, const char *flags, bool strip, char *ret_path)
+{
+	char src[PATH_MAX];
+
+	go_source(src);
+	snprintf(ret_path, PATH_MAX, "%s/%s", tmpdir, name);
+	sh("cd %s && HOME=%s GOCACHE=%s/gocache GOPATH=%s/gopath GO111MODULE=off GOFLAGS=-mod=mod "
+	   "GOPROXY=off GOTOOLCHAIN=local go build %s -o %s %s%s%s",
+	   tmpdir, tmpdir, tmpdir, tmpdir, flags, ret_path, src, strip ? " && strip -s " : "",
+	   strip ? ret_path : "");
+}
+
+Test(symbolize, go_binaries, .timeout = 300)
+{
+	static const struct {
+		const char *name, *flags;
+		bool strip, symtab;
+	} builds[] = {
+		{ "go_plain", "", false, true },
+		{ "go_stripped", "-ldflags='-s -w'", true, false },
+		/* PIE: the Go linker names the table .data.rel.ro.gopclntab. */
+		{ "go_pie_stripped", "-buildmode=pie -ldflags='-s -w'", true, false },
+		/* An external linker merges it into .data.rel.ro: found by its header. */
+		{ "go_ext_stripped", "-buildmode=pie -ldflags='-linkmode=external -s -w'", true,
+		  false },
+	};
+	struct sym_addr addrs[MAX_ADDRS];
+	struct symbolizer *sym;
+	char exe[PATH_MAX];
+	uint64_t a, b;
+	size_t i;
+	pid_t pid;
+	int n;
+
+	if (!have_go())
+		cr_skip("no Go toolchain (go on PATH): Go binaries cannot be built");
+	for (i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
+		build_go(builds[i].name, builds[i].flags, builds[i].strip, exe);
+		sh("%sreadelf -S -W %s | grep -q ' \\.symtab '", builds[i].symtab ? "" : "! ",
+		   exe);
+		pid = spawn_args(exe, "burn", NULL, addrs, &n);
+		a = addr_of(addrs, n, "main.burnA");
+		b = addr_of(addrs, n, "main.burnB");
+		cr_assert_lt(a, b, "%s: burnA after burnB", builds[i].name);
+		/* A new symbolizer for each: the cache would answer the second from the first. */
+		sym = symbolizer__new(&fd_opener_direct, 0);
+		cr_assert_not_null(sym);
+		cr_log_info("%s", builds[i].name);
+		expect_user(sym, pid, a, "main.burnA", 1);
+		expect_user(sym, pid, a + 4, "main.burnA", 1);
+		/* Past its end a .symtab leaves the padding unnamed: not asked here. */
+		expect_user(sym, pid, a + 0x10, "main.burnA", 1);
+		expect_user(sym, pid, b, "main.burnB", 1);
+		expect_user(sym, pid, b + 8, "main.burnB", 1);
+		symbolizer__free(sym);
+		reap(nchildren - 1);
+	}
+}
+
+/* ---- .gopclntab tables made by hand, and garbage ---- */
+
+struct go_seen {
+	const unsigned char *data;
+	size_t len;
+	int n;
+	uint64_t entry[8], size[8];
+	char name[8][32];
+	bool outside; /* a name not inside the table, or not followed by its NUL */
+};
+
+static int go_collect(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
+{
+	struct go_seen *s = ctx;
+	const unsigned char *p = (const unsigned char *)name;
+
+	if (p < s->data || p >= s->data + s->len || len == 0 ||
+	    len >= (size_t)(s->data + s->len - p) || p[len] != '\0' || memchr(p, '\0', len))
+		s->outside = true;
+	if (s->n < 8 && !s->outside) {
+		s->entry[s->n] = entry;
+		s->size[s->n] = size;
+		snprintf(s->name[s->n], sizeof(s->name[0]), "%.*s", (int)len, name);
+	}
+	s->n++;
+	return 0;
+}
+
+static void go_put(unsigned char *p, size_t off, uint64_t v, unsigned n, bool big)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		p[off + (big ? n - 1 - i : i)] = (unsigned char)(v >> (8 * i));
+}
+
+enum go_layout { GO_12, GO_116, GO_118, GO_120 };
+
+/*
+ * A table of the given layout with three functions, "main.one" at text + 0x100 (0x40 bytes),
+ * "main.two" at text + 0x140 (0x20), "runtime.three" at text + 0x160 (0x80), laid out as
+ * cmd/link/internal/ld/pcln.go writes it. Returns its length.
+ */
+static size_t go_table(unsigned char *t, size_t cap, enum go_layout layout, unsigned ptr,
+		       bool big, uint64_t text)
+{
+	static const char *const names[] = { "main.one", "main.two", "runtime.three" };
+	static const uint64_t off[] = { 0x100, 0x140, 0x160, 0x1e0 };
+	static const uint32_t magic[] = { 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1 };
+	uint64_t nameoff[3], at, names_at, functab, funcs, field, fsz, entry;
+	unsigned nwords, i;
+	size_t len;
+
+	memset(t, 0, cap);
+	go_put(t, 0, magic[layout], 4, big);
+	t[6] = 1;
+	t[7] = (unsigned char)ptr;
+	nwords = layout == GO_12 ? 1 : layout == GO_116 ? 7 : 8;
+	field = layout >= GO_118 ? 4 : ptr;
+	/* Go 1.2: the functab right after nfunc, names and funcs after it, all table-relative. */
+	functab = layout == GO_12 ? 8 + ptr : 0;
+	names_at = layout == GO_12 ? functab + 7 * field + 4 : 8 + (uint64_t)nwords * ptr;
+	at = names_at;
+	for (i = 0; i < 3; i++) {
+		nameoff[i] = (layout == GO_12 ? at : at - names_at);
+		memcpy(t + at, names[i], strlen(names[i]) + 1);
+		at += strlen(names[i]) + 1;
+	}
+	at = (at + 7) & ~7ull;
+	if (layout != GO_12)
+		functab = at;
+	funcs = layout == GO_12 ? at : functab + 7 * field + 8;
+	fsz = 48;
+	for (i = 0; i < 4; i++) {
+		entry = layout >= GO_118 ? off[i] : text + off[i];
+		go_put(t, functab + 2 * i * field, entry, (unsigned)field, big);
+		if (i == 3)
+			break;
+		go_put(t, functab + (2 * i + 1) * field, funcs + i * fsz - (layout == GO_12 ? 0 : functab),
+		       (unsigned)field, big);
+		go_put(t, funcs + i * fsz, entry, layout >= GO_118 ? 4 : ptr, big);
+		go_put(t, funcs + i * fsz + (layout >= GO_118 ? 4 : ptr), nameoff[i], 4, big);
+	}
+	len = funcs + 3 * fsz;
+	cr_assert_leq(len, cap);
+	go_put(t, 8, 3, ptr, big); /* nfunc */
+	if (layout == GO_12)
+		return len;
+	go_put(t, 8 + ptr, 0, ptr, big); /* nfiles */
+	i = 2;
+	if (layout >= GO_118)
+		go_put(t, 8 + (i++) * ptr, text, ptr, big);
+	go_put(t, 8 + (i++) * ptr, names_at, ptr, big);
+	/* cutab, filetab, pctab: empty, where the names end. */
+	go_put(t, 8 + (i++) * ptr, functab, ptr, big);
+	go_put(t, 8 + (i++) * ptr, functab, ptr, big);
+	go_put(t, 8 + (i++) * ptr, functab, ptr, big);
+	go_put(t, 8 + (i++) * ptr, functab, ptr, big);
+	cr_assert_eq(i, nwords);
+	return len;
+}
+
+Test(symbolize, gopclntab_layouts)
+{
+	static const char *const want[] = { "main.one", "main.two", "runtime.three" };
+	static const uint64_t start[] = { 0x100, 0x140, 0x160 }, size[] = { 0x40, 0x20, 0x80 };
+	unsigned char t[1024];
+	struct go_seen s;
+	enum go_layout layout;
+	const uint64_t text = 0x401000;
+	unsigned ptr, big, i;
+	size_t len;
+
+	for (layout = GO_12; layout <= GO_120; layout++) {
+		for (ptr = 4; ptr <= 8; ptr += 4) {
+			for (big = 0; big < 2; big++) {
+				len = go_table(t, sizeof(t), layout, ptr, big, text);
+				s = (struct go_seen){ .data = t, .len = len };
+				cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), 3,
+					     "layout %d ptr %u big %u", layout, ptr, big);
+				cr_expect_not(s.outside);
+				for (i = 0; i < 3 && (int)i < s.n; i++) {
+					cr_expect_str_eq(s.name[i], want[i], "layout %d ptr %u big %u",
+							 layout, ptr, big);
+					cr_expect_eq(s.entry[i], text + start[i]);
+					cr_expect_eq(s.size[i], size[i]);
+				}
+				/* Every shorter table is refused or gives names inside itself. */
+				for (; len > 0; len--) {
+					s = (struct go_seen){ .data = t, .len = len };
+					gopclntab__walk(t, len, go_collect, &s);
+					cr_expect_not(s.outside, "cut at %zu", len);
+				}
+			}
+		}
+	}
+	/* No magic, a bad pointer size: not a table. */
+	len = go_table(t, sizeof(t), GO_118, 8, false, text);
+	t[0] = 0xf5;
+	cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), -ENOEXEC);
+	len = go_table(t, sizeof(t), GO_118, 8, false, text);
+	t[7] = 6;
+	cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), -ENOEXEC);
+	/* A 1.18 table without textStart cannot place its functions. */
+	len = go_table(t, sizeof(t), GO_118, 8, false, 0);
+	cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), -ENOEXEC);
+	/* An nfunc far past the data: refused, not read past the end. */
+	len = go_table(t, sizeof(t), GO_120, 8, false, text);
+	go_put(t, 8, 0x7fffffffffffffffull, 8, false);
+	cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), -ENOEXEC);
+	/* A name offset past the names, a negative one: those functions only are skipped. */
+	len = go_table(t, sizeof(t), GO_120, 8, false, text);
+	s = (struct go_seen){ .data = t, .len = len };
+	go_put(t, len - 2 * 48 + 4, 0x7ffffff0, 4, false);
+	go_put(t, len - 48 + 4, 0xfffffff0, 4, false);
+	cr_expect_eq(gopclntab__walk(t, len, go_collect, &s), 1);
+	cr_expect_str_eq(s.name[0], "main.one");
+}
+
+/* [off, off + size) of the section called name in the 64-bit ELF image p; 0 when absent. */
+static size_t elf64_section(const unsigned char *p, size_t len, const char *name,
+			    size_t *ret_off)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+	const Elf64_Shdr *sh, *str;
+	size_t i;
+
+	cr_assert_geq(len, sizeof(*eh));
+	cr_assert_eq(eh->e_ident[EI_CLASS], ELFCLASS64);
+	cr_assert_leq(eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(*sh), len);
+	sh = (const Elf64_Shdr *)(p + eh->e_shoff);
+	str = &sh[eh->e_shstrndx];
+	for (i = 0; i < eh->e_shnum; i++) {
+		if (strcmp((const char *)p + str->sh_offset + sh[i].sh_name, name))
+			continue;
+		cr_assert_leq(sh[i].sh_offset + sh[i].sh_size, len);
+		*ret_off = sh[i].sh_offset;
+		return sh[i].sh_size;
+	}
+	return 0;
+}
+
+Test(symbolize, gopclntab_garbage, .timeout = 300)
+{
+	static const uint32_t magics[] = { 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1 };
+	unsigned char *orig, *buf, *t;
+	unsigned seed = 4242;
+	char exe[PATH_MAX];
+	struct go_seen s;
+	size_t len, tlen, toff, cut, i, j;
+
+	/* Random bytes behind each valid header start: no name outside what was given. */
+	t = malloc(1 << 16);
+	cr_assert_not_null(t);
+	for (i = 0; i < 20000; i++) {
+		cut = 8 + (size_t)rand_r(&seed) % ((1 << 16) - 8);
+		fill_random(t, cut, &seed);
+		go_put(t, 0, magics[i % 4], 4, i % 8 >= 4);
+		t[4] = t[5] = 0;
+		t[6] = 1;
+		t[7] = i % 16 < 8 ? 8 : 4;
+		/* Small counts and offsets, so that the walk gets past the header at all. */
+		if (i % 3) {
+			for (j = 0; j < 8; j++)
+				go_put(t, 8 + j * t[7], (size_t)rand_r(&seed) % cut, t[7],
+				       i % 8 >= 4);
+			go_put(t, 8, (size_t)rand_r(&seed) % 64, t[7], i % 8 >= 4);
+		}
+		s = (struct go_seen){ .data = t, .len = cut };
+		gopclntab__walk(t, cut, go_collect, &s);
+		cr_assert_not(s.outside, "round %zu", i);
+	}
+	free(t);
+
+	if (!have_go())
+		cr_skip("no Go toolchain (go on PATH): real tables cannot be damaged");
+	/* A real table with bytes changed, directly and inside its stripped binary. */
+	build_go("go_fuzz", "-ldflags='-s -w'", true, exe);
+	orig = read_whole(exe, &len);
+	tlen = elf64_section(orig, len, ".gopclntab", &toff);
+	cr_assert_gt(tlen, 0);
+	buf = malloc(len);
+	cr_assert_not_null(buf);
+	s = (struct go_seen){ .data = orig + toff, .len = tlen };
+	cr_assert_gt(gopclntab__walk(orig + toff, tlen, go_collect, &s), 1000);
+	cr_assert_not(s.outside);
+	for (i = 0; i < 2000; i++) {
+		memcpy(buf, orig, len);
+		for (j = 1 + (size_t)rand_r(&seed) % 16; j > 0; j--)
+			buf[toff + (size_t)rand_r(&seed) % (i % 2 ? 128 : tlen)] =
+				(unsigned char)rand_r(&seed);
+		s = (struct go_seen){ .data = buf + toff, .len = tlen };
+		gopclntab__walk(buf + toff, tlen, go_collect, &s);
+		cr_assert_not(s.outside, "round %zu", i);
+		/* Loading the whole file: any outcome but a crash. */
+		if (i % 10 == 0)
+			poke_elf(buf, len, i % 20 == 0);
+	}
+	/* Truncated inside the table. */
+	for (cut = 0; cut < tlen; cut += tlen / 101 + 1) {
+		s = (struct go_seen){ .data = orig + toff, .len = cut };
+		gopclntab__walk(orig + toff, cut, go_collect, &s);
+		cr_assert_not(s.outside, "cut at %zu", cut);
+	}
+	free(buf);
+	free(orig);
+}

@@ -1,6 +1,6 @@
-// A Go program for the symbolizer tests: two hot functions the compiler may not inline, whose
-// runtime entry addresses it prints as "name 0xADDR" lines, then "ready", then it burns CPU
-// in both until stdin closes.
+// A Go program for the symbolizer tests: two functions the compiler may not inline, whose
+// runtime entry addresses it prints as "name 0xADDR" lines before "ready". Then it reads stdin
+// until it closes; given the argument "burn", it also runs both functions meanwhile.
 package main
 
 import (
@@ -33,22 +33,17 @@ func main() {
 	fmt.Printf("main.burnA %#x\n", reflect.ValueOf(burnA).Pointer())
 	fmt.Printf("main.burnB %#x\n", reflect.ValueOf(burnB).Pointer())
 	fmt.Println("ready")
-	done := make(chan struct{})
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			if _, err := os.Stdin.Read(buf); err != nil {
-				close(done)
-				return
+	if len(os.Args) > 1 && os.Args[1] == "burn" {
+		go func() {
+			for {
+				sink += burnA(1000) + burnB(1000)
 			}
-		}
-	}()
+		}()
+	}
+	buf := make([]byte, 64)
 	for {
-		select {
-		case <-done:
+		if _, err := os.Stdin.Read(buf); err != nil {
 			return
-		default:
-			sink += burnA(1000) + burnB(1000)
 		}
 	}
 }
