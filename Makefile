@@ -141,6 +141,7 @@ integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
 
 test: deps
 	$(MAKE) unit
+	$(MAKE) fuzz-replay
 	$(MAKE) integration
 
 .PHONY: deps-check
@@ -206,12 +207,21 @@ define fuzz_run
 	done
 endef
 
-.PHONY: fuzz-smoke fuzz-corpus
+.PHONY: fuzz-smoke fuzz-replay fuzz-corpus
 fuzz: $(FUZZ_BINS)
 	$(call fuzz_run,$(FUZZ_SECONDS))
 
 fuzz-smoke: $(FUZZ_BINS)
 	$(call fuzz_run,10)
+
+# What `make test` runs: every fuzz target over its seed corpus, no random search, so the gate
+# is deterministic; `make fuzz` explores.
+fuzz-replay: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		printf '  %-8s %s\n' REPLAY "$$t"; \
+		$(OUT)/fuzz/$$t -runs=0 tests/fuzz/corpus/$$t > $(OUT)/fuzz/$$t.replay.log 2>&1 || { \
+			tail -n 40 $(OUT)/fuzz/$$t.replay.log; exit 1; }; \
+	done
 
 # Regenerates the seeds in tests/fuzz/corpus (after a change to common/msg.h, say).
 FUZZ_SEED_ELF := -Os -fno-asynchronous-unwind-tables -fno-ident -nostdlib -Wl,--build-id \
