@@ -28,6 +28,12 @@ LDFLAGS  += -pie -Wl,-z,relro,-z,now
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
+# SkyWalking v3 protocol (proto/README.md), generated with -Iproto so upstream's imports work.
+# Only the unit-test runner links it for now.
+SW_PROTOS     := common/Common common/Command ebpf/profiling/Process ebpf/profiling/Profile \
+                 ebpf/profiling/Continuous language-agent/Meter
+SW_PROTO_HDRS := $(patsubst %,$(OUT)/proto/%.pb-c.h,$(SW_PROTOS))
+SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 
 COMMON_SRCS     := $(wildcard common/*.c)
 LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
@@ -79,9 +85,17 @@ $(OUT)/proto/pprof/profile.pb-c.c $(OUT)/proto/pprof/profile.pb-c.h: proto/pprof
 	$(call msg,PROTOC,$<)
 	$(Q)mkdir -p $(OUT) && protoc-c --c_out=$(OUT) $<
 
+$(OUT)/proto/%.pb-c.c $(OUT)/proto/%.pb-c.h: proto/%.proto
+	$(call msg,PROTOC,$<)
+	$(Q)mkdir -p $(OUT)/proto && protoc-c --c_out=$(OUT)/proto -Iproto $<
+
 $(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Wno-unused-parameter -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -I$(OUT)/proto -Wno-unused-parameter -c $< -o $@
+
+# Generated SkyWalking headers include each other as "common/Common.pb-c.h".
+$(SW_PROTO_OBJS) $(OUT)/tests/unit/test_wire.o: | $(SW_PROTO_HDRS)
+$(OUT)/tests/unit/test_wire.o: CFLAGS += -I$(OUT)/proto
 
 # Generated headers come before any object that may include them.
 GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h
@@ -125,7 +139,7 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
 
-$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(SHIPPER_OBJS) $(COMMON_OBJS)
+$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(SHIPPER_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER)
 

@@ -7,9 +7,10 @@
  * supervisor's MSG_OUTPUT_ABORT would) until an error ends the peer. Nothing may crash, leak,
  * block, or fail other than as a rejected peer does.
  *
- * The symbolizer gets a fixed opener: maps of one executable mapping whose file cannot be
- * opened, and a three-symbol kallsyms, so that naming runs (fallback names, kernel lookups)
- * without this process's own /proc or the machine's kernel deciding the outcome.
+ * The symbolizer gets a fixed opener: maps with two executable mappings whose files cannot be
+ * opened, no perf map, and a five-line kallsyms, so that naming runs (fallback names, kernel
+ * lookups) without this machine's processes or kernel deciding the outcome. The parsers behind
+ * the opener have their own targets (fuzz_maps_kallsyms, fuzz_elfsym).
  */
 #define _GNU_SOURCE
 #include <errno.h>
