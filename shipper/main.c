@@ -130,11 +130,19 @@ static int on_worker(struct shipper *s, struct peer *p)
 
 		if (p->task_id || !spec->task_id)
 			return -EPROTO;
+		int created = !task_slot(s, spec->task_id, 0);
+
 		slot = task_slot(s, spec->task_id, 1);
 		if (!slot)
 			return -ENOSPC;
 		p->task_id = spec->task_id;
-		return ship_task__begin(*slot, spec, s->sym);
+		err = ship_task__begin(*slot, spec, s->sym);
+		if (err && created) {
+			/* Not the supervisor's: a worker sending bad BEGINs must not fill the table. */
+			ship_task__free(*slot);
+			*slot = NULL;
+		}
+		return err;
 	}
 	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
 	if (!slot)

@@ -14,7 +14,8 @@
 struct stored_stack {
 	uint32_t kind;
 	uint32_t nr;
-	int32_t named_for; /* tgid the names were made for (user stacks), 0: not named */
+	int32_t named_for; /* tgid the names were made for (user stacks) */
+	int named;	   /* names[] is complete */
 	uint64_t ips[ROVER_MAX_STACK_DEPTH];
 	char **names; /* nr names, outermost first, once named */
 	uint32_t unnamed;
@@ -131,11 +132,14 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 {
 	char buf[FRAME_NAME_MAX];
 
-	if (st->names && (st->kind == 0 || st->named_for == tgid))
+	if (st->named && (st->kind == 0 || st->named_for == tgid))
 		return 0;
+	st->named = 0;
 	if (st->names) {
-		for (uint32_t i = 0; i < st->nr; i++)
+		for (uint32_t i = 0; i < st->nr; i++) {
 			free(st->names[i]);
+			st->names[i] = NULL;
+		}
 	} else {
 		st->names = calloc(st->nr ? st->nr : 1, sizeof(char *));
 		if (!st->names)
@@ -166,6 +170,7 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 			return -ENOMEM;
 	}
 	st->named_for = tgid;
+	st->named = 1;
 	return 0;
 }
 
