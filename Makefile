@@ -151,7 +151,7 @@ unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2
 
 integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
-	ROVER_BUILD=$(abspath $(OUT)) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
+	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
 
 test: deps
 	$(MAKE) unit
