@@ -179,16 +179,20 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 		return err;
 	if (m->type == MSG_OUTPUT_OPEN) {
 		const struct msg_output *o = m->buf;
+		int fd = m->fd;
 
-		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_SVG)
-			return -EPROTO;
-		slot = task_slot(s, o->task_id, 1);
-		if (!slot)
-			return -ENOSPC;
-		if ((*slot)->out_fd >= 0)
-			return -EPROTO;
-		(*slot)->out_fd = m->fd;
+		/* The descriptor is ours from here: kept by the task, or closed. */
 		m->fd = -1;
+		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_SVG) {
+			close(fd);
+			return -EPROTO;
+		}
+		slot = task_slot(s, o->task_id, 1);
+		if (!slot || (*slot)->out_fd >= 0) {
+			close(fd);
+			return slot ? -EPROTO : -ENOSPC;
+		}
+		(*slot)->out_fd = fd;
 		(*slot)->format = o->format;
 		if ((*slot)->ended)
 			finish_task(s, slot, 0);

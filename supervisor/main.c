@@ -262,6 +262,7 @@ static void on_client(struct supervisor *s, int *cfd)
 	}
 	if (err) {
 		reject_client(*cfd, err, why);
+		close_fd(&s->msg.fd); /* the output it sent along */
 		return;
 	}
 	memset(t, 0, sizeof(*t));

@@ -5,6 +5,8 @@
  * worker or shipper costs one task at most.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/ipc.h"
+#include "common/msg.h"
 #include "tests/integration/harness.h"
 
 /* comm is cut at 15 characters. */
@@ -272,4 +276,52 @@ Test(roles, each_role_started_alone_through_a_socket_directory)
 	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 50);
 	folded_free(&f);
 	free(err);
+}
+
+static int count_fds(pid_t pid)
+{
+	char path[64], cmd[128];
+	int n = -1;
+	FILE *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(cmd, sizeof(cmd), "ls %s | wc -l", path);
+	p = popen(cmd, "r");
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* A client's refused tasks cost the supervisor nothing: the outputs it sent are closed. */
+Test(roles, refused_tasks_leak_no_descriptors)
+{
+	struct task_spec bad = { .type = TASK_NETWORK, .format = FORMAT_FOLDED, .npids = 1,
+				 .duration_ms = 1000, .period_us = 9000, .flush_ms = 5000 };
+	static const struct ipc_rule replies[] = {
+		{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
+	};
+	pid_t supervisor = find_child(launcher, SUPERVISOR_COMM);
+	struct ipc_msg m = { .fd = -1 };
+	int before, after, sock, out;
+
+	cr_assert_gt(supervisor, 0);
+	bad.pids[0] = target;
+	sock = ipc_connect(sockdir, "ctl.sock");
+	cr_assert_geq(sock, 0);
+	sleep_ms(200);
+	before = count_fds(supervisor);
+	for (int i = 0; i < 50; i++) {
+		out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		cr_assert_eq(ipc_send(sock, MSG_CTL_PROFILE, &bad, sizeof(bad), out), 0);
+		close(out);
+		cr_assert_eq(ipc_recv_expect(sock, replies, 1, MSG_CTL_DONE, &m), 0);
+		cr_assert_eq(((struct msg_ctl_done *)m.buf)->err, EOPNOTSUPP);
+	}
+	after = count_fds(supervisor);
+	ipc_msg_release(&m);
+	close(sock);
+	cr_assert_eq(after, before, "supervisor descriptors %d -> %d over 50 refused tasks", before,
+		     after);
 }
