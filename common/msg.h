@@ -94,6 +94,14 @@ struct task_spec {
 	uint32_t npids;
 	int32_t pids[ROVER_MAX_PIDS];
 	uint64_t start_unix_ms;
+	uint32_t attach; /* enum attach_pref: OFF_CPU hook choice, auto unless troubleshooting */
+	uint32_t pad;
+};
+
+enum attach_pref {
+	ATTACH_AUTO = 0,   /* probe: tp_btf, else raw_tp */
+	ATTACH_TP_BTF = 1, /* only tp_btf */
+	ATTACH_RAW_TP = 2, /* only raw_tp */
 };
 
 struct msg_spawn {

@@ -69,6 +69,8 @@ static const char usage_profile[] =
 	"  -u, --user USER            user the other processes run as (default rover, else nobody)\n"
 	"  -c, --connect DIR          submit to an agent started with `rover serve --socket-dir DIR`\n"
 	"                             instead of starting one\n"
+	"      --attach HOOK          off_cpu hook: auto (default: tp_btf, else raw_tp), tp_btf,\n"
+	"                             raw_tp; for troubleshooting a kernel\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"Folded output: one line per distinct stack, `comm;outermost;...;innermost VALUE`, kernel\n"
@@ -469,6 +471,7 @@ static int cmd_profile(int argc, char **argv)
 		{ "flush-interval", required_argument, NULL, 'F' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "connect", required_argument, NULL, 'c' },
+		{ "attach", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -522,6 +525,17 @@ static int cmd_profile(int argc, char **argv)
 			break;
 		case 'c':
 			connect_dir = optarg;
+			break;
+		case 'A':
+			if (!strcmp(optarg, "auto"))
+				spec.attach = ATTACH_AUTO;
+			else if (!strcmp(optarg, "tp_btf"))
+				spec.attach = ATTACH_TP_BTF;
+			else if (!strcmp(optarg, "raw_tp"))
+				spec.attach = ATTACH_RAW_TP;
+			else
+				return die_usage("bad --attach '%s': auto, tp_btf or raw_tp expected",
+						 optarg);
 			break;
 		case 'h':
 			fputs(usage_profile, stdout);

@@ -174,6 +174,8 @@ static int check_client_spec(const struct task_spec *spec, char *why, size_t len
 		return snprintf(why, len, "duration must be 100ms..24h"), -EINVAL;
 	if (spec->flush_ms < 100 || spec->flush_ms > 600000)
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
+	if (spec->attach > ATTACH_RAW_TP)
+		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
 	if (spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
 		return snprintf(why, len, "unknown output format %u", spec->format), -EINVAL;
 	return 0;

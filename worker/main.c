@@ -63,7 +63,8 @@ static int check_spec(const struct task_spec *s)
 	for (uint32_t i = 0; i < s->npids; i++)
 		if (s->pids[i] <= 0)
 			return -EINVAL;
-	if (s->period_us < 1000 || s->period_us > 1000000 || s->flush_ms < 100 || !s->duration_ms)
+	if (s->period_us < 1000 || s->period_us > 1000000 || s->flush_ms < 100 || !s->duration_ms ||
+	    s->attach > ATTACH_RAW_TP)
 		return -EINVAL;
 	return 0;
 }

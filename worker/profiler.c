@@ -160,13 +160,13 @@ static int load_off_cpu(struct profiler *p, int use_btf)
 	return err;
 }
 
-static int start_off_cpu(struct profiler *p, struct msg_task_started *ret)
+static int start_off_cpu(struct profiler *p, uint32_t attach, struct msg_task_started *ret)
 {
 	struct bpf_program *prog;
-	int use_btf = 1, err;
+	int use_btf = attach != ATTACH_RAW_TP, err;
 
-	err = load_off_cpu(p, 1);
-	if (err) {
+	err = load_off_cpu(p, use_btf);
+	if (err && attach == ATTACH_AUTO) {
 		use_btf = 0;
 		err = load_off_cpu(p, 0);
 	}
@@ -221,7 +221,7 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 	memset(ret_started, 0, sizeof(*ret_started));
 	ret_started->task_id = spec->task_id;
 	err = spec->type == TASK_ON_CPU ? start_on_cpu(p, spec, ret_started)
-	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, ret_started)
+	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, spec->attach, ret_started)
 					   : -EOPNOTSUPP;
 	if (err)
 		goto cleanup;

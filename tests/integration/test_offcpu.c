@@ -9,12 +9,12 @@
 
 TestSuite(offcpu, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 
-Test(offcpu, blocked_time_splits_75_25_and_adds_up_to_the_wall_time)
+static void blocked_time_test(const char *attach, const char *logged)
 {
 	pid_t pid = start_program(bin("tests/programs/block_two"), NULL);
 	char pids[32], out[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu", "--pid", pids,
-			 "--duration", "4s", "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu", "--attach",
+			 (char *)attach, "--pid", pids, "--duration", "4s", "--output", out, NULL };
 	uint64_t a, b;
 	struct folded f;
 	char *err = NULL;
@@ -38,6 +38,18 @@ Test(offcpu, blocked_time_splits_75_25_and_adds_up_to_the_wall_time)
 	cr_assert_gt(folded_with_frame(&f, "do_nanosleep_[k]"), f.total * 9 / 10);
 	cr_assert_eq(folded_with_frame(&f, "bpf_trace_run4_[k]"), 0);
 	cr_assert(strstr(err, "s off the CPU"), "%s", err);
+	cr_assert(strstr(err, logged), "attach method not logged as '%s': %s", logged, err);
 	folded_free(&f);
 	free(err);
+}
+
+Test(offcpu, blocked_time_splits_75_25_and_adds_up_to_the_wall_time)
+{
+	/* auto: this kernel takes the BTF tracepoint. */
+	blocked_time_test("auto", "attached with tp_btf sched_switch");
+}
+
+Test(offcpu, the_raw_tracepoint_fallback_gives_the_same_profile)
+{
+	blocked_time_test("raw_tp", "attached with raw_tp sched_switch");
 }
