@@ -171,6 +171,9 @@ enum loss_kind {
 	LOSS_MAX,
 };
 
+/* What a loss kind means, for people: "stack map full". */
+const char *loss_name(unsigned kind);
+
 struct msg_task_done {
 	uint64_t task_id;
 	uint64_t samples; /* samples of the targets counted in the kernel */

@@ -64,16 +64,6 @@ out:
 
 void client_report(const struct msg_ctl_done *d, const char *output, uint32_t type)
 {
-	static const char *const loss_names[LOSS_MAX] = {
-		[LOSS_USTACK_COLLISION] = "user stack id collisions",
-		[LOSS_KSTACK_COLLISION] = "kernel stack id collisions",
-		[LOSS_STACK_MAP_FULL] = "stack map full",
-		[LOSS_USTACK_MISSING] = "no user stack",
-		[LOSS_COUNTS_FULL] = "counts map full",
-		[LOSS_STACK_EVICTED] = "stacks evicted before read",
-		[LOSS_SEND_FAILED] = "flushes the shipper did not take",
-		[LOSS_STARTS_FULL] = "switches out not remembered (thread table full)",
-	};
 	uint64_t lost = 0;
 
 	if (d->err)
@@ -94,7 +84,7 @@ void client_report(const struct msg_ctl_done *d, const char *output, uint32_t ty
 			continue;
 		lost += d->out.losses[k];
 		fprintf(stderr, "rover: lost: %llu %s\n", (unsigned long long)d->out.losses[k],
-			loss_names[k]);
+			loss_name((unsigned)k));
 	}
 	if (!lost)
 		fprintf(stderr, "rover: no samples lost\n");

@@ -40,6 +40,8 @@ struct stack {
 	uint32_t frames[]; /* string ids, outermost first */
 };
 
+#define PROFILE_MAX_COMMENTS 16
+
 struct profile {
 	/* Interned strings; id 0 is "" so that ids are pprof string_table indices. */
 	char **strs;
@@ -55,6 +57,8 @@ struct profile {
 
 	uint64_t total;
 	uint64_t period_ns;
+	int64_t comments[PROFILE_MAX_COMMENTS]; /* string ids */
+	size_t ncomments;
 	uint32_t type_id, unit_id, cpu_id, nanoseconds_id, comm_key_id, fake_file_id;
 	bool unit_is_count;
 };
@@ -376,6 +380,22 @@ int profile__add(struct profile *p, const char *comm, const char *const *frames,
 	return 0;
 }
 
+int profile__add_comment(struct profile *p, const char *text)
+{
+	uint32_t id;
+	int err;
+
+	if (!p || !text)
+		return -EINVAL;
+	if (p->ncomments >= PROFILE_MAX_COMMENTS)
+		return -ENOSPC;
+	err = strtab_intern(p, text, &id);
+	if (err)
+		return err;
+	p->comments[p->ncomments++] = id;
+	return 0;
+}
+
 uint64_t profile__total(const struct profile *p)
 {
 	return p ? p->total : 0;
@@ -626,6 +646,8 @@ static int pprof_emit(const struct profile *p, struct gz_sink *g)
 	map.id = 1;
 	map.filename = p->fake_file_id;
 	map.has_functions = true;
+	msg.n_comment = p->ncomments;
+	msg.comment = (int64_t *)p->comments;
 	clock_gettime(CLOCK_REALTIME, &now);
 	msg.time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	perftools__profiles__profile__pack_to_buffer(&msg, &g->base);
@@ -1021,6 +1043,14 @@ int profile__write_svg(const struct profile *p, FILE *f, const char *title)
 	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"%d\">", FG_WIDTH / 2, FG_FONT_SIZE * 2);
 	xml_put(f, title ? title : "Flame Graph", SIZE_MAX);
 	fputs("</text>\n", f);
+	if (p->ncomments) {
+		fputs("<desc>", f);
+		for (size_t i = 0; i < p->ncomments; i++) {
+			xml_put(f, p->strs[p->comments[i]], SIZE_MAX);
+			fputs("\n", f);
+		}
+		fputs("</desc>\n", f);
+	}
 	fg_sweep(&fg, v);
 	fputs("</svg>\n", f);
 

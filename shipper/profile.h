@@ -26,6 +26,12 @@ void profile__free(struct profile *p);
 int profile__add(struct profile *p, const char *comm, const char *const *frames, uint32_t nframes,
 		 uint64_t value);
 
+/*
+ * A line about the whole profile (what was profiled, what was lost): pprof comments, and the
+ * SVG's <desc>. At most 16. 0 or -errno.
+ */
+int profile__add_comment(struct profile *p, const char *text);
+
 uint64_t profile__total(const struct profile *p);
 size_t profile__nstacks(const struct profile *p);
 

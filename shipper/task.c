@@ -242,6 +242,7 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 {
+	char title[128];
 	FILE *f = NULL;
 	int err = 0, fd;
 
@@ -254,6 +255,29 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 	}
 	if (t->out_fd < 0)
 		return -EBADF;
+	/* Losses travel with the profile (pprof comments, SVG <desc> and title), never silent. */
+	{
+		char line[192];
+		uint64_t lost = 0;
+
+		snprintf(line, sizeof(line), "rover %s profile, task %llu, %u process(es), %s",
+			 t->spec.type == TASK_OFF_CPU ? "OFF_CPU" : "ON_CPU",
+			 (unsigned long long)t->task_id, t->spec.npids,
+			 t->ended ? "complete" : "cut short");
+		profile__add_comment(t->profile, line);
+		for (unsigned k = 0; k < LOSS_MAX; k++) {
+			if (!t->losses[k])
+				continue;
+			lost += t->losses[k];
+			snprintf(line, sizeof(line), "lost: %llu %s", (unsigned long long)t->losses[k],
+				 loss_name(k));
+			profile__add_comment(t->profile, line);
+		}
+		snprintf(title, sizeof(title), "rover %s profile%s%s",
+			 t->spec.type == TASK_OFF_CPU ? "OFF_CPU" : "ON_CPU",
+			 lost ? " - events lost, see the description" : "",
+			 t->ended ? "" : " - cut short");
+	}
 	switch (t->format) {
 	case FORMAT_PPROF:
 		err = profile__write_pprof(t->profile, t->out_fd);
@@ -274,9 +298,7 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 		if (t->format == FORMAT_FOLDED)
 			err = profile__write_folded(t->profile, f);
 		else
-			err = profile__write_svg(t->profile, f,
-						 t->spec.type == TASK_OFF_CPU ? "rover OFF_CPU profile"
-									      : "rover ON_CPU profile");
+			err = profile__write_svg(t->profile, f, title);
 		if (fclose(f) && !err)
 			err = -errno;
 		break;

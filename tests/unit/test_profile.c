@@ -339,6 +339,40 @@ Test(profile, pprof_no_period)
 	cr_assert_eq(profile__write_pprof(NULL, 1), -EINVAL);
 }
 
+/* Losses travel inside the file: pprof comments, SVG <desc>. */
+Test(profile, comments_carry_losses)
+{
+	struct profile *p = profile__new("samples", "count", 9000000);
+	Perftools__Profiles__Profile *prof;
+	int fd = temp_fd();
+	char *svg;
+	size_t len;
+	FILE *f;
+
+	ADD(p, "app", 10, "main", "work");
+	cr_assert_eq(profile__add_comment(p, "rover ON_CPU profile, task 1"), 0);
+	cr_assert_eq(profile__add_comment(p, "lost: 3 stack map full"), 0);
+	cr_assert_eq(profile__write_pprof(p, fd), 0);
+	prof = read_pprof(fd);
+	cr_assert_eq(prof->n_comment, 2);
+	cr_assert_str_eq(str_at(prof, prof->comment[0]), "rover ON_CPU profile, task 1");
+	cr_assert_str_eq(str_at(prof, prof->comment[1]), "lost: 3 stack map full");
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	close(fd);
+
+	f = open_memstream(&svg, &len);
+	cr_assert_eq(profile__write_svg(p, f, "t"), 0);
+	fclose(f);
+	cr_assert(strstr(svg, "<desc>rover ON_CPU profile, task 1\nlost: 3 stack map full\n</desc>"),
+		  "%s", svg);
+	free(svg);
+
+	for (int i = 2; i < 16; i++)
+		cr_assert_eq(profile__add_comment(p, "x"), 0);
+	cr_assert_eq(profile__add_comment(p, "one too many"), -ENOSPC);
+	profile__free(p);
+}
+
 Test(profile, pprof_write_error)
 {
 	struct profile *p = profile__new("samples", "count", 0);

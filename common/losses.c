@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <stddef.h>
+
+#include "common/msg.h"
+
+const char *loss_name(unsigned kind)
+{
+	static const char *const names[LOSS_MAX] = {
+		[LOSS_USTACK_COLLISION] = "user stack id collisions",
+		[LOSS_KSTACK_COLLISION] = "kernel stack id collisions",
+		[LOSS_STACK_MAP_FULL] = "stack map full",
+		[LOSS_USTACK_MISSING] = "no user stack",
+		[LOSS_COUNTS_FULL] = "counts map full",
+		[LOSS_STACK_EVICTED] = "stacks evicted before read",
+		[LOSS_SEND_FAILED] = "flushes the shipper did not take",
+		[LOSS_STARTS_FULL] = "switches out not remembered (thread table full)",
+	};
+
+	return kind < LOSS_MAX && names[kind] ? names[kind] : "unknown loss";
+}
