@@ -474,6 +474,14 @@ static int folded_cmp(const void *a, const void *b, void *ctx)
 	return cx < cy ? -1 : cx > cy;
 }
 
+/* How a stdio stream the writers filled fared: 0 or -errno once flushed. */
+static int stream_error(FILE *f)
+{
+	if (fflush(f) == EOF)
+		return -errno;
+	return ferror(f) ? -EIO : 0;
+}
+
 int profile__write_folded(const struct profile *p, FILE *f)
 {
 	struct stack **v;
@@ -499,10 +507,7 @@ int profile__write_folded(const struct profile *p, FILE *f)
 		fprintf(f, " %" PRIu64 "\n", sum);
 		i = j;
 	}
-	if (fflush(f) == EOF)
-		err = -errno;
-	else if (ferror(f))
-		err = -EIO;
+	err = stream_error(f);
 	free(v);
 	return err;
 }
@@ -1054,10 +1059,7 @@ int profile__write_svg(const struct profile *p, FILE *f, const char *title)
 	fg_sweep(&fg, v);
 	fputs("</svg>\n", f);
 
-	if (fflush(f) == EOF)
-		err = -errno;
-	else if (ferror(f))
-		err = -EIO;
+	err = stream_error(f);
 	free(v);
 	return err;
 }
