@@ -29,13 +29,17 @@ BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
 # SkyWalking v3 protocol (proto/README.md), generated with -Iproto so upstream's imports work.
-# Only the unit-test runner links it for now.
+# The supervisor and the shipper link it; the worker and the launcher never do.
 SW_PROTOS     := common/Common common/Command ebpf/profiling/Process ebpf/profiling/Profile \
                  ebpf/profiling/Continuous language-agent/Meter
 SW_PROTO_HDRS := $(patsubst %,$(OUT)/proto/%.pb-c.h,$(SW_PROTOS))
 SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 
 COMMON_SRCS     := $(wildcard common/*.c)
+# common/config: the config file and name templates (launcher, supervisor, shipper).
+# common/grpc: the OAP client (supervisor, shipper): never in the launcher or the worker.
+CONFIG_SRCS     := $(wildcard common/config/*.c)
+GRPC_SRCS       := $(wildcard common/grpc/*.c)
 LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
 SUPERVISOR_SRCS := $(filter-out supervisor/main.c,$(wildcard supervisor/*.c))
 WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
@@ -44,16 +48,23 @@ SHIPPER_SRCS    := $(filter-out shipper/main.c,$(wildcard shipper/*.c))
 obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 
 COMMON_OBJS     := $(call obj,$(COMMON_SRCS))
+CONFIG_OBJS     := $(call obj,$(CONFIG_SRCS))
+GRPC_OBJS       := $(call obj,$(GRPC_SRCS))
 LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS))
-SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o
+SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
+                   $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)
 WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o
 SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
-                   $(OUT)/proto/pprof/profile.pb-c.o
+                   $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)
 
 # Each role links only what it needs: the worker never links protobuf, gRPC or YAML.
 LIBS_COMMON     := -lcap-ng -lseccomp
+LIBS_CONFIG     := -lyaml -lpcre2-8
+LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
+LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
+LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma $(LIBS_COMMON)
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma -ldw $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
@@ -93,24 +104,24 @@ $(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(OUT)/proto -Wno-unused-parameter -c $< -o $@
 
-# Generated SkyWalking headers include each other as "common/Common.pb-c.h".
-$(SW_PROTO_OBJS) $(OUT)/tests/unit/test_wire.o: | $(SW_PROTO_HDRS)
-$(OUT)/tests/unit/test_wire.o: CFLAGS += -I$(OUT)/proto
+# Generated SkyWalking headers include each other as "common/Common.pb-c.h": every object
+# sees build/proto on its include path, after the tree's own common/.
+CFLAGS += -idirafter $(OUT)/proto
 
 # Generated headers come before any object that may include them.
-GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h
+GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS)
 
 $(OUT)/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(COMMON_OBJS)
+$(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(CONFIG_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_LAUNCHER)
 
 $(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SUPERVISOR)
 
 $(OUT)/rover-worker: $(OUT)/worker/main.o $(WORKER_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -139,7 +150,9 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
 
-$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(SHIPPER_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
+# The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
+$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) \
+		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER)
 

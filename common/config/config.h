@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's config file: the upstream SkyWalking Rover YAML format (libyaml), with
+ * ${ENV_NAME:default} replaced from the environment in any value. Loaded by the launcher to
+ * check it and find the files only root may read (TLS keys) before anything starts, and again
+ * by the supervisor and the shipper from the bytes the launcher hands them. Keys, defaults and
+ * meaning: configs/rover_configs.yaml and ../shared/reference/rover-behaviour.md.
+ */
+#ifndef ROVER_COMMON_CONFIG_H
+#define ROVER_COMMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config/template.h"
+
+#define CONFIG_MAX_BYTES (1u << 20) /* a config file larger than this is refused */
+#define CONFIG_MAX_FINDERS 64
+
+/* One plain-host discovery rule: a process whose command line matches becomes an entity. */
+struct config_finder {
+	char *match_cmd_regex; /* PCRE2 (close to Go's RE2 syntax), as written */
+	void *re;              /* pcre2_code *, compiled */
+	char *layer;           /* plain string, default OS_LINUX */
+	struct tmpl *service_name, *instance_name, *process_name;
+	struct tmpl *labels; /* renders to a comma-separated list; NULL: none */
+};
+
+struct rover_config {
+	char *logger_level; /* INFO */
+	char *cluster_name; /* "" */
+
+	struct {
+		char *addr; /* localhost:11800 */
+		int enable_tls;
+		char *client_pem_path, *client_key_path, *ca_pem_path;
+		int insecure_skip_verify;
+		uint64_t check_period_ms; /* 5 s */
+		char *authentication;
+		/* Ours (not upstream): where uploads wait while the backend is away. */
+		char *spool_dir;            /* "" : memory only */
+		uint64_t spool_memory_bytes; /* 16 MiB */
+		uint64_t spool_disk_bytes;   /* 256 MiB */
+		uint64_t call_timeout_ms;    /* 10 s: deadline of every call */
+	} backend;
+
+	struct {
+		int present;                  /* the process_discovery module is configured */
+		uint64_t heartbeat_period_ms; /* 20 s */
+		uint32_t properties_report_period; /* 10 */
+		int vm_active;                /* 1 */
+		uint64_t scan_period_ms;      /* 3 s */
+		struct config_finder *finders;
+		size_t nfinders;
+	} discovery;
+
+	struct {
+		int active;                 /* 1 */
+		uint64_t check_interval_ms; /* 10 s */
+		uint64_t flush_interval_ms; /* 5 s */
+		uint64_t dump_period_us;    /* 9 ms */
+		uint64_t network_report_interval_ms; /* 2 s */
+		char *network_meter_prefix;          /* rover_net_p */
+		char *continuous_meter_prefix;       /* rover_con_p */
+		uint64_t continuous_fetch_interval_ms; /* 1 s */
+		uint64_t continuous_check_interval_ms; /* 5 s */
+		uint64_t trigger_execute_duration_ms;  /* 10 m */
+		uint64_t trigger_silence_duration_ms;  /* 20 m */
+	} profiling;
+};
+
+/* Called once per unknown key with its dotted path, e.g. "core.backend.adr". */
+typedef void (*config_warn_fn)(void *ctx, const char *msg);
+
+/* All defaults, as if an empty file had been loaded. 0 or -ENOMEM. */
+int config__defaults(struct rover_config *ret_cfg);
+
+/*
+ * Parses text (len bytes, need not be NUL-terminated). 0, or -EINVAL with err naming the key
+ * and the value ("profiling.check_interval: bad duration 'ten'"), or -ENOMEM. Unknown keys are
+ * passed to warn (may be NULL) and otherwise ignored. ret_cfg is not written on failure.
+ * getenv_fn resolves ${NAME:default}; NULL means getenv.
+ */
+int config__load(const char *text, size_t len, struct rover_config *ret_cfg, char *err,
+		 size_t errlen, config_warn_fn warn, void *warn_ctx,
+		 const char *(*getenv_fn)(const char *name));
+void config__free(struct rover_config *cfg);
+
+/* Reads a whole file (at most CONFIG_MAX_BYTES) from an fd. NULL with errno set. */
+char *config__read_fd(int fd, size_t *ret_len);
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Supervisor side (rover user, no capabilities): the commands the backend answers queryTasks
+ * with, checked field by field. Backend bytes are untrusted: every arg is required and checked,
+ * a bad command is skipped with the reason, the others still run.
+ */
+#ifndef ROVER_SUPERVISOR_COMMANDS_H
+#define ROVER_SUPERVISOR_COMMANDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ebpf/profiling/Profile.pb-c.h"
+#include "common/Command.pb-c.h"
+
+#define SW_ID_LEN 256       /* longest TaskId / ProcessId accepted, NUL included */
+#define SW_MAX_PROCESSES 16 /* process ids per task */
+
+/* One EBPFProfilingTaskQuery command. */
+struct sw_task {
+	char task_id[SW_ID_LEN];
+	char process_ids[SW_MAX_PROCESSES][SW_ID_LEN];
+	uint32_t nprocess_ids;
+	uint64_t update_time_ms;
+	uint32_t target_type; /* enum task_type (common/msg.h) */
+	uint64_t start_time_ms;
+	uint32_t duration_s;
+	char extension_json[4096]; /* may be empty */
+};
+
+/*
+ * Parses one command. 0 with ret_task filled; -ENOENT when cmd is not an
+ * "EBPFProfilingTaskQuery" (not ours to run here); -EINVAL with why naming the arg and value
+ * (missing TaskId, non-numeric TaskUpdateTime, TriggerType other than FIXED_TIME, unknown
+ * TargetType, too many or empty process ids, an oversized value...).
+ */
+int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task, char *why,
+		   size_t whylen);
+
+enum sw_task_when {
+	SW_TASK_NOW = 1,     /* start now; *ret_run_ms says for how long */
+	SW_TASK_LATER = 2,   /* start at task->start_time_ms */
+	SW_TASK_EXPIRED = 3, /* start + duration is past: skip */
+};
+
+/* What to do with a parsed task at now_ms (unix ms). For NOW, ret_run_ms is what is left of
+ * the duration (a task that started 3 s ago with 10 s runs 7 s). */
+enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64_t *ret_run_ms);
+
+/* The identity upstream replaces running tasks by: process ids + target type + trigger type. */
+int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b);
+
+#endif
