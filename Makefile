@@ -49,7 +49,7 @@ obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 
 COMMON_OBJS     := $(call obj,$(COMMON_SRCS))
 CONFIG_OBJS     := $(call obj,$(CONFIG_SRCS))
-GRPC_OBJS       := $(call obj,$(GRPC_SRCS))
+GRPC_OBJS       := $(call obj,$(GRPC_SRCS)) $(OUT)/policy/grpc.o
 LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS))
 SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
                    $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)

@@ -125,13 +125,23 @@ int sandbox_apply(const struct role_policy *pol)
 #endif
 	if (!ctx)
 		return -ENOMEM;
-	for (size_t i = 0; i < pol->nseccomp; i++) {
-		const struct seccomp_entry *e = &pol->seccomp[i];
+	for (size_t i = 0; i < pol->nseccomp + pol->nshared; i++) {
+		const struct seccomp_entry *e =
+			i < pol->nseccomp ? &pol->seccomp[i] : &pol->shared[i - pol->nseccomp];
 		int nr = seccomp_syscall_resolve_name(e->name);
+		uint32_t action = e->action == SC_ALLOW ? SCMP_ACT_ALLOW
+							: SCMP_ACT_ERRNO((unsigned)e->action);
 
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a call of this architecture */
-		err = seccomp_rule_add(ctx, e->action == SC_ALLOW ? SCMP_ACT_ALLOW : SCMP_ACT_ERRNO((unsigned)e->action), nr, 0);
+		if (e->mask)
+			err = seccomp_rule_add(ctx, action, nr, 1,
+					       SCMP_CMP(e->argno, SCMP_CMP_MASKED_EQ, e->mask,
+							e->value));
+		else
+			err = seccomp_rule_add(ctx, action, nr, 0);
+		if (err == -EEXIST)
+			err = 0; /* listed by the role and by a shared table */
 		if (err)
 			goto cleanup;
 	}

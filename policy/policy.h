@@ -14,6 +14,9 @@ struct seccomp_entry {
 	const char *name; /* syscall name, resolved for the running architecture */
 	int action;       /* SC_ALLOW, or a positive errno returned instead of running it */
 	const char *why;
+	/* Optional condition: only when (arg[argno] & mask) == value; mask 0 means always. */
+	unsigned argno;
+	unsigned long long mask, value;
 };
 
 struct role_policy {
@@ -22,7 +25,14 @@ struct role_policy {
 	size_t ncaps;
 	const struct seccomp_entry *seccomp;
 	size_t nseccomp;
+	/* A table shared by roles that link the same library (policy/grpc.c), or NULL. */
+	const struct seccomp_entry *shared;
+	size_t nshared;
 };
+
+/* What the gRPC C core of an OAP client calls (supervisor, shipper). */
+extern const struct seccomp_entry grpc_client_calls[];
+extern const size_t ngrpc_client_calls;
 
 extern const struct role_policy supervisor_policy;
 extern const struct role_policy worker_policy;
