@@ -54,6 +54,9 @@ enum msg_type {
 	MSG_CTL_DONE,     /* struct msg_ctl_done */
 	MSG_CTL_STOP,     /* struct msg_ctl_accepted: end the task now, keep its data */
 
+	/* supervisor -> shipper: the task's data goes to the backend (no descriptor) */
+	MSG_OUTPUT_BACKEND, /* struct msg_output_backend */
+
 	MSG_TYPE_MAX,
 };
 
@@ -220,6 +223,22 @@ struct msg_output {
 	uint64_t task_id;
 	uint32_t format;
 	uint32_t type;
+};
+
+#define ROVER_SW_ID_LEN 256 /* a SkyWalking task or process id, NUL included */
+
+/*
+ * A backend task's upload identity: every collectProfilingData stream of the task starts with
+ * EBPFProfilingTaskMetadata{taskId, processId, profilingStartTime, currentTime}. One process id
+ * per rover task: the supervisor splits a backend task over several processes into several.
+ */
+struct msg_output_backend {
+	uint64_t task_id;
+	uint32_t type; /* enum task_type */
+	uint32_t pad;
+	uint64_t start_unix_ms; /* profilingStartTime */
+	char sw_task_id[ROVER_SW_ID_LEN];
+	char process_id[ROVER_SW_ID_LEN];
 };
 
 struct msg_output_abort {
