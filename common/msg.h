@@ -57,6 +57,15 @@ enum msg_type {
 	/* supervisor -> shipper: the task's data goes to the backend (no descriptor) */
 	MSG_OUTPUT_BACKEND, /* struct msg_output_backend */
 
+	/* supervisor (discovery connection) <-> launcher */
+	MSG_PROC_QUERY, /* struct msg_proc_query */
+	MSG_PROC_INFO,  /* struct msg_proc_info */
+
+	/* inside the supervisor: backend threads <-> its main loop */
+	MSG_BK_START, /* struct msg_bk_start */
+	MSG_BK_STOP,  /* struct msg_bk_stop */
+	MSG_BK_ENDED, /* struct msg_bk_ended */
+
 	MSG_TYPE_MAX,
 };
 
@@ -66,6 +75,7 @@ enum rover_role {
 	ROLE_WORKER,
 	ROLE_SHIPPER,
 	ROLE_LAUNCHER,
+	ROLE_DISCOVERY, /* the supervisor's second connection to the launcher: process facts */
 };
 
 struct msg_hello {
@@ -239,6 +249,42 @@ struct msg_output_backend {
 	uint64_t start_unix_ms; /* profilingStartTime */
 	char sw_task_id[ROVER_SW_ID_LEN];
 	char process_id[ROVER_SW_ID_LEN];
+};
+
+/*
+ * What process discovery needs of a process that the rover user may not read itself
+ * (/proc/PID/exe and cwd of other users' processes): the launcher answers with the two paths.
+ */
+struct msg_proc_query {
+	int32_t pid;
+	uint32_t pad;
+};
+
+#define ROVER_PROC_PATH_LEN 1024
+
+struct msg_proc_info {
+	int32_t pid;
+	int32_t err; /* 0, or a positive errno: ESRCH for a process that is gone */
+	char exe[ROVER_PROC_PATH_LEN];
+	char cwd[ROVER_PROC_PATH_LEN];
+};
+
+/* A backend task for one process id, from the supervisor's task thread to its main loop. */
+struct msg_bk_start {
+	struct task_spec spec;
+	struct msg_output_backend out;
+};
+
+struct msg_bk_stop {
+	char sw_task_id[ROVER_SW_ID_LEN];
+};
+
+struct msg_bk_ended {
+	char sw_task_id[ROVER_SW_ID_LEN];
+	char process_id[ROVER_SW_ID_LEN];
+	int32_t err;
+	uint32_t pad;
+	uint64_t samples;
 };
 
 struct msg_output_abort {
