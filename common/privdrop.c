@@ -125,6 +125,10 @@ int sandbox_apply(const struct role_policy *pol)
 #endif
 	if (!ctx)
 		return -ENOMEM;
+	/* Threads a library started before the filter (gRPC's) get it too. */
+	err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (err)
+		goto cleanup;
 	for (size_t i = 0; i < pol->nseccomp + pol->nshared; i++) {
 		const struct seccomp_entry *e =
 			i < pol->nseccomp ? &pol->seccomp[i] : &pol->shared[i - pol->nseccomp];
