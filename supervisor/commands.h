@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/ebpf/profiling/Profile.pb-c.h"
+#include "ebpf/profiling/Profile.pb-c.h"
 #include "common/Command.pb-c.h"
 
 #define SW_ID_LEN 256       /* longest TaskId / ProcessId accepted, NUL included */
