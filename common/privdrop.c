@@ -129,7 +129,9 @@ int sandbox_apply(const struct role_policy *pol)
 	err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
 	if (err)
 		goto cleanup;
-	for (size_t i = 0; i < pol->nseccomp + pol->nshared; i++) {
+	size_t nshared = pol->nshared ? *pol->nshared : 0;
+
+	for (size_t i = 0; i < pol->nseccomp + nshared; i++) {
 		const struct seccomp_entry *e =
 			i < pol->nseccomp ? &pol->seccomp[i] : &pol->shared[i - pol->nseccomp];
 		int nr = seccomp_syscall_resolve_name(e->name);

@@ -24,7 +24,7 @@
 #define OPEN_GRACE_MS (5 * 60 * 1000)
 #define SIZED(t, s) t, sizeof(s), sizeof(s)
 
-enum peer_kind { PEER_NEW, PEER_SUPERVISOR, PEER_SHIPPER };
+enum peer_kind { PEER_NEW, PEER_SUPERVISOR, PEER_SHIPPER, PEER_DISCOVERY };
 
 struct sp_peer {
 	int fd;
@@ -56,6 +56,9 @@ static const struct ipc_rule supervisor_rules[] = {
 };
 static const struct ipc_rule shipper_rules[] = {
 	{ SIZED(MSG_OPEN_REQUEST, struct msg_open), 0, 0 },
+};
+static const struct ipc_rule discovery_rules[] = {
+	{ SIZED(MSG_PROC_QUERY, struct msg_proc_query), 0, 0 },
 };
 
 struct spawner *spawner__new(const struct spawner_config *cfg)
@@ -288,9 +291,47 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 		close(fd);
 }
 
+/*
+ * lc_answer_proc: the executable and working directory of any process, for discovery's names
+ * ({{.Process.ExeName}}, {{.Process.WorkDir}}). Paths only, never a descriptor: the rover user
+ * learns what `ps` would nearly show it anyway, and opens nothing through this.
+ */
+static void lc_answer_proc(struct sp_peer *p, const struct msg_proc_query *req)
+{
+	struct msg_proc_info rep = { .pid = req->pid };
+	const char *what[2] = { "exe", "cwd" };
+	char *dst[2] = { rep.exe, rep.cwd };
+	char path[64];
+
+	for (int i = 0; i < 2 && req->pid > 0; i++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", req->pid, what[i]);
+		n = readlink(path, dst[i], ROVER_PROC_PATH_LEN);
+		if (n < 0) {
+			/* A kernel thread has no exe: that is an answer, not an error. */
+			if (errno != ENOENT || i == 0)
+				rep.err = errno == ENOENT ? ESRCH : errno;
+			dst[i][0] = 0;
+		} else if (n >= ROVER_PROC_PATH_LEN) {
+			dst[i][0] = 0;
+			rep.err = ENAMETOOLONG;
+		} else {
+			dst[i][n] = 0;
+		}
+		if (rep.err)
+			break;
+	}
+	if (req->pid <= 0)
+		rep.err = EINVAL;
+	if (ipc_send(p->fd, MSG_PROC_INFO, &rep, sizeof(rep), -1))
+		drop_peer(p, "reply failed");
+}
+
 static void on_hello(struct spawner *sp, struct sp_peer *p)
 {
 	const struct msg_hello *h;
+	enum peer_kind kind;
 	pid_t want;
 
 	if (ipc_recv_expect(p->fd, hello_rules, 1, MSG_HELLO, &sp->msg)) {
@@ -298,7 +339,7 @@ static void on_hello(struct spawner *sp, struct sp_peer *p)
 		return;
 	}
 	h = sp->msg.buf;
-	if (h->role == ROLE_SUPERVISOR)
+	if (h->role == ROLE_SUPERVISOR || h->role == ROLE_DISCOVERY)
 		want = sp->cfg.supervisor_pid;
 	else if (h->role == ROLE_SHIPPER)
 		want = sp->cfg.shipper_pid;
@@ -311,11 +352,14 @@ static void on_hello(struct spawner *sp, struct sp_peer *p)
 		drop_peer(p, "not the process started for that role");
 		return;
 	}
-	if (peer_of_kind(sp, h->role == ROLE_SUPERVISOR ? PEER_SUPERVISOR : PEER_SHIPPER)) {
+	kind = h->role == ROLE_SUPERVISOR ? PEER_SUPERVISOR
+	       : h->role == ROLE_SHIPPER  ? PEER_SHIPPER
+					  : PEER_DISCOVERY;
+	if (peer_of_kind(sp, kind)) {
 		drop_peer(p, "role already connected");
 		return;
 	}
-	p->kind = h->role == ROLE_SUPERVISOR ? PEER_SUPERVISOR : PEER_SHIPPER;
+	p->kind = kind;
 }
 
 void spawner__handle(struct spawner *sp, int fd)
@@ -355,6 +399,10 @@ void spawner__handle(struct spawner *sp, int fd)
 			err = ipc_recv(fd, supervisor_rules, 1, &sp->msg);
 			if (!err)
 				lc_answer_spawn(sp, p, sp->msg.buf);
+		} else if (p->kind == PEER_DISCOVERY) {
+			err = ipc_recv(fd, discovery_rules, 1, &sp->msg);
+			if (!err)
+				lc_answer_proc(p, sp->msg.buf);
 		} else {
 			err = ipc_recv(fd, shipper_rules, 1, &sp->msg);
 			if (!err)

@@ -27,7 +27,7 @@ struct role_policy {
 	size_t nseccomp;
 	/* A table shared by roles that link the same library (policy/grpc.c), or NULL. */
 	const struct seccomp_entry *shared;
-	size_t nshared;
+	const size_t *nshared;
 };
 
 /* What the gRPC C core of an OAP client calls (supervisor, shipper). */

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The supervisor: owns tasks, talks to clients (and, later, the backend), asks the launcher
- * for workers. It holds no capability and touches no file: sockets only.
+ * The supervisor: owns tasks, talks to clients and the backend (gRPC: the shared table in
+ * policy/grpc.c), discovers processes from /proc, asks the launcher for workers. It holds no
+ * capability; the only files it opens are /proc's, read-only.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 
 #include "policy/policy.h"
 
@@ -38,7 +42,20 @@ static const struct seccomp_entry calls[] = {
 	{ "rt_sigreturn", SC_ALLOW, "signal return" },
 	{ "exit", SC_ALLOW, "thread exit" },
 	{ "exit_group", SC_ALLOW, "process exit" },
-	{ "openat", EACCES, "it never opens files; libc locale probes get a clean error" },
+	{ "openat", SC_ALLOW, "discovery reads /proc/PID/{stat,cmdline}: read-only opens only", 2,
+	  O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, O_RDONLY },
+	/* Writing opens get a clean error (libc probes), not a kill: */
+	{ "openat", EACCES, "no writing", 2, O_WRONLY, O_WRONLY },
+	{ "openat", EACCES, "no writing", 2, O_RDWR, O_RDWR },
+	{ "openat", EACCES, "no creating", 2, O_CREAT, O_CREAT },
+	{ "getdents64", SC_ALLOW, "discovery lists /proc" },
+	{ "lseek", SC_ALLOW, "libc readdir" },
+	{ "clone", SC_ALLOW, "the backend threads; threads only, never a process", 0, CLONE_THREAD,
+	  CLONE_THREAD },
+	{ "clone3", ENOSYS, "glibc falls back to clone, whose flags the filter can see" },
+	{ "set_robust_list", SC_ALLOW, "thread start" },
+	{ "rseq", SC_ALLOW, "thread start" },
+	{ "uname", SC_ALLOW, "host name" },
 	{ "newfstatat", SC_ALLOW, "libc stdio on stderr" },
 	{ "fstat", SC_ALLOW, "libc stdio on stderr" },
 };
@@ -49,4 +66,6 @@ const struct role_policy supervisor_policy = {
 	.ncaps = 0,
 	.seccomp = calls,
 	.nseccomp = sizeof(calls) / sizeof(calls[0]),
+	.shared = grpc_client_calls,
+	.nshared = &ngrpc_client_calls,
 };

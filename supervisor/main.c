@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * rover-supervisor: owns profiling tasks. Takes them from clients on ctl.sock (and, later,
- * from the backend), asks the launcher for a worker per task, hands the worker its task and the
- * shipper its output, and reports how each task ended. Runs as the rover user with no
- * capabilities at all, NoNewPrivs and a seccomp allowlist; it opens no files.
+ * rover-supervisor: owns profiling tasks. Takes them from clients on ctl.sock and, with a
+ * config (`rover run`), from the SkyWalking OAP (supervisor/backend.c), asks the launcher for a
+ * worker per task, hands the worker its task and the shipper its output, and reports how each
+ * task ended. Discovers processes (supervisor/discovery.c) from its main loop. Runs as the
+ * rover user with no capabilities at all, NoNewPrivs and a seccomp allowlist; the only files
+ * it opens are under /proc.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <poll.h>
@@ -22,6 +26,9 @@
 #include "common/msg.h"
 #include "common/privdrop.h"
 #include "common/util.h"
+#include "common/config/config.h"
+#include "supervisor/backend.h"
+#include "supervisor/discovery.h"
 
 #define MAX_CLIENTS 16
 #define MAX_TASKS 32
@@ -44,6 +51,8 @@ struct sv_task {
 	int worker; /* fd, -1 until spawned or once gone */
 	int32_t worker_pid;
 	int worker_done, written, failed, at_shipper;
+	int backend; /* from the backend: bk says where its data goes */
+	struct msg_output_backend bk;
 	struct msg_task_done done;
 	struct msg_output_written out;
 	char why[ROVER_ERRMSG_LEN];
@@ -58,6 +67,14 @@ struct supervisor {
 	uint64_t next_id;
 	uint64_t shipper_retry_ms;
 	struct ipc_msg msg;
+	/* With a config: discovery and the backend threads. */
+	struct rover_config *cfg;
+	struct host_facts host;
+	struct discovery *disc;
+	struct backend *bk;
+	int bk_fd;   /* main loop's end of the socketpair to the backend threads */
+	int disc_fd; /* discovery connection to the launcher */
+	uint64_t next_scan_ms;
 };
 
 static const struct ipc_rule from_client[] = {
@@ -79,6 +96,13 @@ static const struct ipc_rule from_worker_running[] = {
 };
 static const struct ipc_rule from_shipper[] = {
 	{ SIZED(MSG_OUTPUT_WRITTEN, struct msg_output_written), 0, 0 },
+};
+static const struct ipc_rule from_backend[] = {
+	{ SIZED(MSG_BK_START, struct msg_bk_start), 0, 0 },
+	{ SIZED(MSG_BK_STOP, struct msg_bk_stop), 0, 0 },
+};
+static const struct ipc_rule from_launcher_proc[] = {
+	{ SIZED(MSG_PROC_INFO, struct msg_proc_info), 0, 0 },
 };
 
 static struct sv_task *task_by_id(struct supervisor *s, uint64_t id)
@@ -117,9 +141,15 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 			 (unsigned long long)t->out.samples);
 	if (t->client >= 0)
 		ipc_send(t->client, MSG_CTL_DONE, &d, sizeof(d), -1);
+	if (t->backend && s->bk_fd >= 0) {
+		struct msg_bk_ended e = { .err = d.err, .samples = t->out.samples };
+
+		ipc_strlcpy(e.sw_task_id, t->bk.sw_task_id, sizeof(e.sw_task_id));
+		ipc_strlcpy(e.process_id, t->bk.process_id, sizeof(e.process_id));
+		ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
+	}
 	close_fd(&t->worker);
 	t->state = T_FREE;
-	(void)s;
 }
 
 static void task_fail(struct supervisor *s, struct sv_task *t, int err, const char *fmt, ...)
@@ -218,11 +248,120 @@ static int connect_shipper(struct supervisor *s, unsigned wait_ms)
 	return err;
 }
 
-static void on_client(struct supervisor *s, int *cfd)
+/*
+ * Takes slot t for spec: the output goes to the shipper (out_fd for a client's file, bk for
+ * the backend), then a worker is asked for. 0, or -errno once the task has failed.
+ */
+static int task_begin(struct supervisor *s, struct sv_task *t, const struct task_spec *spec,
+		      int client, const struct msg_output_backend *bk, int out_fd)
 {
 	struct msg_spawn sp = { 0 };
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->spec = *spec;
+	t->spec.task_id = ++s->next_id;
+	t->spec.start_unix_ms = now_unix_ms();
+	t->client = client;
+	t->worker = -1;
+	t->state = T_SPAWNING;
+	t->accepted_ms = now_mono_ms();
+	if (bk) {
+		t->backend = 1;
+		t->bk = *bk;
+		t->bk.task_id = t->spec.task_id;
+		err = ipc_send(s->shipper, MSG_OUTPUT_BACKEND, &t->bk, sizeof(t->bk), -1);
+	} else {
+		struct msg_output o = { .task_id = t->spec.task_id, .format = spec->format,
+					.type = spec->type };
+
+		err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), out_fd);
+	}
+	if (err) {
+		close_fd(&s->shipper);
+		task_fail(s, t, -err, "handing the output to the shipper: %s", strerror(-err));
+		return err;
+	}
+	t->at_shipper = 1;
+	sp.task_id = t->spec.task_id;
+	sp.npids = spec->npids;
+	memcpy(sp.pids, spec->pids, sizeof(sp.pids));
+	err = ipc_send(s->spawner, MSG_SPAWN_WORKER, &sp, sizeof(sp), -1);
+	if (err) {
+		task_fail(s, t, -err, "asking for a worker: %s", strerror(-err));
+		return err;
+	}
+	log_info("task %llu accepted", (unsigned long long)t->spec.task_id);
+	return 0;
+}
+
+static struct sv_task *free_task(struct supervisor *s)
+{
+	for (int i = 0; i < MAX_TASKS; i++)
+		if (s->tasks[i].state == T_FREE)
+			return &s->tasks[i];
+	return NULL;
+}
+
+/* A task from the backend threads. Their messages come from our own threads, but are held to
+ * the same rules as any peer's. */
+static int on_backend(struct supervisor *s)
+{
+	char why[ROVER_ERRMSG_LEN];
+	struct sv_task *t;
+	int err = ipc_recv(s->bk_fd, from_backend, NRULES(from_backend), &s->msg);
+
+	if (err)
+		return err;
+	if (s->msg.type == MSG_BK_STOP) {
+		const struct msg_bk_stop *st = s->msg.buf;
+
+		if (ipc_check_str(st->sw_task_id, sizeof(st->sw_task_id)))
+			return -EPROTO;
+		for (int i = 0; i < MAX_TASKS; i++) {
+			t = &s->tasks[i];
+			if (t->state != T_FREE && t->backend && t->worker >= 0 &&
+			    !strcmp(t->bk.sw_task_id, st->sw_task_id))
+				ipc_send(t->worker, MSG_TASK_STOP, NULL, 0, -1);
+		}
+		return 0;
+	}
+	{
+		const struct msg_bk_start *m = s->msg.buf;
+		struct task_spec spec = m->spec;
+		struct msg_bk_ended e = { .err = 0 };
+
+		if (ipc_check_str(m->out.sw_task_id, sizeof(m->out.sw_task_id)) ||
+		    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)))
+			return -EPROTO;
+		err = check_client_spec(&spec, why, sizeof(why));
+		if (!err && s->shipper < 0 && connect_shipper(s, 3000)) {
+			err = -EAGAIN;
+			snprintf(why, sizeof(why), "the shipper is not available");
+		}
+		t = err ? NULL : free_task(s);
+		if (!err && !t) {
+			err = -EBUSY;
+			snprintf(why, sizeof(why), "too many tasks");
+		}
+		if (err) {
+			log_warn("backend task %s: %s", m->out.sw_task_id, why);
+			ipc_strlcpy(e.sw_task_id, m->out.sw_task_id, sizeof(e.sw_task_id));
+			ipc_strlcpy(e.process_id, m->out.process_id, sizeof(e.process_id));
+			e.err = -err;
+			ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
+			return 0;
+		}
+		task_begin(s, t, &spec, -1, &m->out, -1);
+		log_info("task %llu is backend task %s for process %s",
+			 (unsigned long long)t->spec.task_id, m->out.sw_task_id, m->out.process_id);
+	}
+	return 0;
+}
+
+static void on_client(struct supervisor *s, int *cfd)
+{
 	struct task_spec spec;
-	struct msg_output o;
 	struct sv_task *t = NULL;
 	char why[ROVER_ERRMSG_LEN];
 	int err = ipc_recv(*cfd, from_client, NRULES(from_client), &s->msg);
@@ -255,9 +394,8 @@ static void on_client(struct supervisor *s, int *cfd)
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");
 	}
-	for (int i = 0; !err && i < MAX_TASKS && !t; i++)
-		if (s->tasks[i].state == T_FREE)
-			t = &s->tasks[i];
+	if (!err)
+		t = free_task(s);
 	if (!err && !t) {
 		err = -EBUSY;
 		snprintf(why, sizeof(why), "too many tasks");
@@ -267,38 +405,13 @@ static void on_client(struct supervisor *s, int *cfd)
 		close_fd(&s->msg.fd); /* the output it sent along */
 		return;
 	}
-	memset(t, 0, sizeof(*t));
-	t->spec = spec;
-	t->spec.task_id = ++s->next_id;
-	t->spec.start_unix_ms = now_unix_ms();
-	t->client = *cfd;
-	t->worker = -1;
-	t->state = T_SPAWNING;
-	t->accepted_ms = now_mono_ms();
-
-	o = (struct msg_output){ .task_id = t->spec.task_id, .format = spec.format, .type = spec.type };
-	err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), s->msg.fd);
+	err = task_begin(s, t, &spec, *cfd, NULL, s->msg.fd);
 	close_fd(&s->msg.fd);
-	if (err) {
-		close_fd(&s->shipper);
-		task_fail(s, t, -err, "handing the output to the shipper: %s", strerror(-err));
-		return;
-	}
-	t->at_shipper = 1;
-	sp.task_id = t->spec.task_id;
-	sp.npids = spec.npids;
-	memcpy(sp.pids, spec.pids, sizeof(sp.pids));
-	err = ipc_send(s->spawner, MSG_SPAWN_WORKER, &sp, sizeof(sp), -1);
-	if (err) {
-		task_fail(s, t, -err, "asking for a worker: %s", strerror(-err));
-		return;
-	}
-	{
+	if (!err) {
 		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };
 
 		ipc_send(*cfd, MSG_CTL_ACCEPTED, &a, sizeof(a), -1);
 	}
-	log_info("task %llu accepted", (unsigned long long)t->spec.task_id);
 }
 
 static void on_worker(struct supervisor *s, struct sv_task *t);
@@ -485,9 +598,9 @@ static void accept_client(struct supervisor *s)
 
 static int loop(struct supervisor *s)
 {
-	enum { K_LISTEN, K_SPAWNER, K_SHIPPER, K_CLIENT, K_WORKER };
-	struct pollfd pfd[3 + MAX_CLIENTS + MAX_TASKS];
-	int kind[3 + MAX_CLIENTS + MAX_TASKS], ref[3 + MAX_CLIENTS + MAX_TASKS];
+	enum { K_LISTEN, K_SPAWNER, K_SHIPPER, K_CLIENT, K_WORKER, K_BACKEND };
+	struct pollfd pfd[4 + MAX_CLIENTS + MAX_TASKS];
+	int kind[4 + MAX_CLIENTS + MAX_TASKS], ref[4 + MAX_CLIENTS + MAX_TASKS];
 
 	while (!stopping) {
 		int n = 0, err;
@@ -502,6 +615,8 @@ static int loop(struct supervisor *s)
 		ADD(s->spawner, K_SPAWNER, 0);
 		if (s->shipper >= 0)
 			ADD(s->shipper, K_SHIPPER, 0);
+		if (s->bk_fd >= 0)
+			ADD(s->bk_fd, K_BACKEND, 0);
 		for (int i = 0; i < MAX_CLIENTS; i++)
 			if (s->clients[i] >= 0)
 				ADD(s->clients[i], K_CLIENT, i);
@@ -509,7 +624,7 @@ static int loop(struct supervisor *s)
 			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
 				ADD(s->tasks[i].worker, K_WORKER, i);
 #undef ADD
-		if (poll(pfd, (nfds_t)n, s->shipper < 0 ? 200 : 1000) < 0) {
+		if (poll(pfd, (nfds_t)n, s->shipper < 0 || s->disc ? 200 : 1000) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -521,6 +636,13 @@ static int loop(struct supervisor *s)
 			    now_mono_ms() - t->accepted_ms > TASK_START_TIMEOUT_MS)
 				task_fail(s, t, ETIMEDOUT, "no worker running after %d s",
 					  TASK_START_TIMEOUT_MS / 1000);
+		}
+		if (s->disc && now_mono_ms() >= s->next_scan_ms) {
+			int n = discovery__scan(s->disc);
+
+			if (n < 0)
+				log_warn("discovery: reading /proc: %s, ignoring", strerror(-n));
+			s->next_scan_ms = now_mono_ms() + s->cfg->discovery.scan_period_ms;
 		}
 		if (s->shipper < 0 && now_mono_ms() >= s->shipper_retry_ms) {
 			if (connect_shipper_once(s))
@@ -556,19 +678,164 @@ static int loop(struct supervisor *s)
 				if (s->tasks[ref[k]].worker == pfd[k].fd)
 					on_worker(s, &s->tasks[ref[k]]);
 				break;
+			case K_BACKEND:
+				err = on_backend(s);
+				if (err) {
+					log_err("backend threads: %s", strerror(-err));
+					return err;
+				}
+				break;
 			}
 		}
 	}
 	return 0;
 }
 
+/* The launcher's answer about a pid, for discovery's names. */
+static int proc_info(void *arg, int pid, struct msg_proc_info *ret)
+{
+	struct supervisor *s = arg;
+	struct msg_proc_query q = { .pid = pid };
+	const struct msg_proc_info *a;
+	int err;
+
+	if (s->disc_fd < 0)
+		return -ENOTCONN;
+	err = ipc_send(s->disc_fd, MSG_PROC_QUERY, &q, sizeof(q), -1);
+	if (!err)
+		err = ipc_recv_expect(s->disc_fd, from_launcher_proc, 1, MSG_PROC_INFO, &s->msg);
+	if (err) {
+		log_warn("discovery connection to the launcher: %s; names fall back to the "
+			 "command line", strerror(-err));
+		close_fd(&s->disc_fd);
+		return err;
+	}
+	a = s->msg.buf;
+	if (a->pid != pid || ipc_check_str(a->exe, sizeof(a->exe)) ||
+	    ipc_check_str(a->cwd, sizeof(a->cwd)))
+		return -EPROTO;
+	if (a->err)
+		return -a->err;
+	*ret = *a;
+	return 0;
+}
+
+/* Reads a descriptor the launcher passed (config or PEM bytes) and closes it. */
+static char *read_passed_fd(int fd, const char *what)
+{
+	size_t len;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = config__read_fd(fd, &len);
+	if (!buf)
+		log_err("reading the %s the launcher passed: %s", what, strerror(errno));
+	close(fd);
+	return buf;
+}
+
+static void config_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	log_warn("config: %s", msg);
+}
+
+/* Config, host facts, discovery and the backend threads (not started yet). 0 or -errno. */
+static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_fd, int key_fd)
+{
+	char *text = read_passed_fd(cfg_fd, "config");
+	char *ca = read_passed_fd(ca_fd, "CA certificate");
+	char *cert = read_passed_fd(cert_fd, "client certificate");
+	char *key = read_passed_fd(key_fd, "client key");
+	struct msg_hello hello = { .role = ROLE_DISCOVERY, .proto_version = IPC_VERSION,
+				   .pid = (int32_t)getpid() };
+	const char *proc_root = getenv("ROVER_HOST_PROC_MAPPING");
+	struct oap_opts opts = { 0 };
+	char errbuf[512];
+	int sv[2], err;
+
+	s->cfg = calloc(1, sizeof(*s->cfg));
+	if (!text || !s->cfg) {
+		err = -EIO;
+		goto cleanup;
+	}
+	err = config__load(text, strlen(text), s->cfg, errbuf, sizeof(errbuf), config_warn, NULL,
+			   NULL);
+	if (err) {
+		log_err("config: %s", errbuf);
+		goto cleanup;
+	}
+	if (!strcasecmp(s->cfg->logger_level, "debug"))
+		log_set_level(LOG_DEBUG);
+	else if (!strcasecmp(s->cfg->logger_level, "warn") ||
+		 !strcasecmp(s->cfg->logger_level, "warning"))
+		log_set_level(LOG_WARN);
+	else if (!strcasecmp(s->cfg->logger_level, "error"))
+		log_set_level(LOG_ERROR);
+	err = host_facts__gather(&s->host);
+	if (err)
+		goto cleanup;
+	s->disc_fd = ipc_connect(s->dir, "spawner.sock");
+	if (s->disc_fd < 0 || ipc_send(s->disc_fd, MSG_HELLO, &hello, sizeof(hello), -1)) {
+		log_warn("no discovery connection to the launcher; names fall back to the command "
+			 "line");
+		close_fd(&s->disc_fd);
+	}
+	s->disc = discovery__new(s->cfg, &s->host, proc_root && proc_root[0] ? proc_root : "/proc",
+				 proc_info, s);
+	if (!s->disc) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		err = -errno;
+		goto cleanup;
+	}
+	s->bk_fd = sv[0];
+	opts.addr = s->cfg->backend.addr;
+	opts.tls = s->cfg->backend.enable_tls;
+	opts.ca_pem = ca;
+	opts.cert_pem = cert;
+	opts.key_pem = key;
+	opts.insecure_skip_verify = s->cfg->backend.insecure_skip_verify;
+	opts.authentication = s->cfg->backend.authentication;
+	opts.deadline_ms = (uint32_t)s->cfg->backend.call_timeout_ms;
+	s->bk = backend__new(s->cfg, &opts, s->disc, &s->host, sv[1]);
+	if (!s->bk) {
+		err = -errno;
+		close(sv[1]);
+		goto cleanup;
+	}
+	log_info("agent %s: backend %s%s, discovery %s, profiling %s", s->host.instance_id,
+		 s->cfg->backend.addr, s->cfg->backend.enable_tls ? " (TLS)" : "",
+		 s->cfg->discovery.present && s->cfg->discovery.vm_active ? "on" : "off",
+		 s->cfg->profiling.active ? "on" : "off");
+cleanup:
+	free(text);
+	/* PEM bytes: gRPC copied them into its credentials. */
+	free(ca);
+	free(cert);
+	if (key) {
+		explicit_bzero(key, strlen(key));
+		free(key);
+	}
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
 					      { "user", required_argument, NULL, 'u' },
+					      { "config-fd", required_argument, NULL, 'c' },
+					      { "ca-fd", required_argument, NULL, 'A' },
+					      { "cert-fd", required_argument, NULL, 'C' },
+					      { "key-fd", required_argument, NULL, 'K' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
-	struct supervisor s = { .lsock = -1, .spawner = -1, .shipper = -1, .msg = { .fd = -1 } };
+	struct supervisor s = { .lsock = -1, .spawner = -1, .shipper = -1, .msg = { .fd = -1 },
+				.bk_fd = -1, .disc_fd = -1 };
+	int cfg_fd = -1, ca_fd = -1, cert_fd = -1, key_fd = -1;
 	struct msg_hello hello = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION };
 	struct sigaction sa = { .sa_handler = on_term };
 	const char *user = NULL;
@@ -585,8 +852,23 @@ int main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
+		case 'c':
+		case 'A':
+		case 'C':
+		case 'K': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 3 || v > 1024) {
+				fprintf(stderr, "rover-supervisor: bad descriptor '%s'\n", optarg);
+				return 2;
+			}
+			*(c == 'c' ? &cfg_fd : c == 'A' ? &ca_fd : c == 'C' ? &cert_fd : &key_fd) = (int)v;
+			break;
+		}
 		default:
-			fprintf(stderr, "usage: rover-supervisor --socket-dir DIR [--user USER]\n");
+			fprintf(stderr, "usage: rover-supervisor --socket-dir DIR [--user USER] "
+					"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -619,6 +901,10 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	if (cfg_fd >= 0 && backend_setup(&s, cfg_fd, ca_fd, cert_fd, key_fd)) {
+		log_err("backend setup failed");
+		return 78; /* EX_CONFIG: the launcher does not restart us for this */
+	}
 	/* Clients come once the pipeline is whole; a shipper started later is picked up too. */
 	if (connect_shipper(&s, 10000))
 		log_warn("no shipper yet in %s; retrying in the background", s.dir);
@@ -633,7 +919,15 @@ int main(int argc, char **argv)
 		log_err("seccomp: %s", strerror(-err));
 		return 1;
 	}
+	if (s.bk) {
+		err = backend__start(s.bk);
+		if (err) {
+			log_err("starting backend threads: %s", strerror(-err));
+			return 1;
+		}
+	}
 	log_info("ready");
 	err = loop(&s);
+	backend__free(s.bk);
 	return err ? 1 : 0;
 }

@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/Command.pb-c.h"
+#include "ebpf/profiling/Process.pb-c.h"
+#include "ebpf/profiling/Profile.pb-c.h"
+#include "common/ipc.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "supervisor/backend.h"
+#include "supervisor/commands.h"
+
+#define M_REPORT "/skywalking.v3.EBPFProcessService/reportProcesses"
+#define M_KEEPALIVE "/skywalking.v3.EBPFProcessService/keepAlive"
+#define M_QUERY "/skywalking.v3.EBPFProfilingService/queryTasks"
+
+/* Tasks waiting for their start time, and task ids already handled (the backend may answer
+ * the same task again). Bounded: a backend cannot make the supervisor grow. */
+#define MAX_PENDING 64
+#define MAX_SEEN 512
+#define MAX_RUNNING 64
+/* At most this many processes per reportProcesses call; more go in the next call. */
+#define REPORT_BATCH 256
+
+struct bk_running {
+	struct sw_task t;
+	uint64_t end_ms; /* unix ms */
+};
+
+struct backend {
+	const struct rover_config *cfg;
+	struct oap_conn *conn;
+	struct discovery *disc;
+	const struct host_facts *host;
+	int main_fd;
+	pthread_t report_thr, task_thr;
+	int report_started, task_started;
+	volatile int stopping;
+	int wake[2]; /* written to on stop: threads sleep in poll on it */
+
+	pthread_mutex_t state_lock;
+	int reachable; /* -1 unknown, 0 down, 1 up: logged once per change */
+
+	/* task thread only */
+	int64_t latest_update;
+	struct sw_task pending[MAX_PENDING];
+	int npending;
+	char seen[MAX_SEEN][SW_ID_LEN];
+	int nseen, seen_next;
+	struct bk_running running[MAX_RUNNING];
+	int nrunning;
+	char bad_logged[SW_ID_LEN * 2]; /* last malformed command logged */
+};
+
+static void link_state(struct backend *b, int ok, const struct oap_status *st)
+{
+	pthread_mutex_lock(&b->state_lock);
+	if (ok && b->reachable != 1)
+		log_info("backend %s reachable", b->cfg->backend.addr);
+	else if (!ok && b->reachable != 0)
+		log_warn("backend %s unreachable (%s); retrying with backoff, profiling goes on",
+			 b->cfg->backend.addr, st ? st->text : "?");
+	b->reachable = ok;
+	pthread_mutex_unlock(&b->state_lock);
+}
+
+/* Sleeps up to ms, or until stop. Returns 1 when stopping. */
+static int nap(struct backend *b, uint64_t ms)
+{
+	struct pollfd p = { .fd = b->wake[0], .events = POLLIN };
+
+	if (b->stopping)
+		return 1;
+	poll(&p, 1, (int)(ms > 60000 ? 60000 : ms));
+	return b->stopping;
+}
+
+/* ---- processes ---- */
+
+static Skywalking__V3__EBPFProcessEntityMetadata *entity_msg(const struct disc_entity *e,
+							      Skywalking__V3__EBPFProcessEntityMetadata *m,
+							      char **labels)
+{
+	*m = (Skywalking__V3__EBPFProcessEntityMetadata)SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
+	m->layer = (char *)e->layer;
+	m->servicename = (char *)e->service;
+	m->instancename = (char *)e->instance;
+	m->processname = (char *)e->process;
+	for (int i = 0; i < e->nlabels; i++)
+		labels[i] = (char *)e->labels[i];
+	m->n_labels = (size_t)e->nlabels;
+	m->labels = labels;
+	return m;
+}
+
+struct report_buf {
+	Skywalking__V3__EBPFProcessProperties props[REPORT_BATCH], *pprops[REPORT_BATCH];
+	Skywalking__V3__EBPFHostProcessMetadata host[REPORT_BATCH];
+	Skywalking__V3__EBPFProcessEntityMetadata ent[REPORT_BATCH];
+	char *labels[REPORT_BATCH][DISC_MAX_LABELS];
+	Skywalking__V3__KeyStringValuePair kv[REPORT_BATCH][4], *pkv[REPORT_BATCH][4];
+	char pid[REPORT_BATCH][16];
+};
+
+/* reportProcesses for ents[0..n), n <= REPORT_BATCH; stores the ids answered. 0 or -EIO. */
+static int report(struct backend *b, const struct disc_entity *ents, size_t n,
+		  struct report_buf *rb)
+{
+	Skywalking__V3__EBPFProcessReportList req =
+		SKYWALKING__V3__EBPFPROCESS_REPORT_LIST__INIT;
+	Skywalking__V3__EBPFReportProcessDownstream *ans = NULL;
+	struct oap_status st;
+	size_t matched = 0;
+	int err;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *keys[4] = { "host_ip", "pid", "command_line", "support_ebpf_profiling" };
+		const char *vals[4] = { b->host->host_ip, rb->pid[i], ents[i].cmdline, "true" };
+
+		snprintf(rb->pid[i], sizeof(rb->pid[i]), "%d", ents[i].pid);
+		for (int k = 0; k < 4; k++) {
+			rb->kv[i][k] = (Skywalking__V3__KeyStringValuePair)
+				SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
+			rb->kv[i][k].key = (char *)keys[k];
+			rb->kv[i][k].value = (char *)vals[k];
+			rb->pkv[i][k] = &rb->kv[i][k];
+		}
+		rb->host[i] = (Skywalking__V3__EBPFHostProcessMetadata)
+			SKYWALKING__V3__EBPFHOST_PROCESS_METADATA__INIT;
+		rb->host[i].entity = entity_msg(&ents[i], &rb->ent[i], rb->labels[i]);
+		rb->host[i].pid = ents[i].pid;
+		rb->host[i].n_properties = 4;
+		rb->host[i].properties = rb->pkv[i];
+		rb->props[i] = (Skywalking__V3__EBPFProcessProperties)
+			SKYWALKING__V3__EBPFPROCESS_PROPERTIES__INIT;
+		rb->props[i].metadata_case =
+			SKYWALKING__V3__EBPFPROCESS_PROPERTIES__METADATA_HOST_PROCESS;
+		rb->props[i].hostprocess = &rb->host[i];
+		rb->pprops[i] = &rb->props[i];
+	}
+	req.n_processes = n;
+	req.processes = rb->pprops;
+	req.ebpfagentid = (char *)b->host->instance_id;
+	err = oap_conn__call(b->conn, M_REPORT, &req.base,
+			     &skywalking__v3__ebpfreport_process_downstream__descriptor,
+			     (ProtobufCMessage **)&ans, &st);
+	link_state(b, !err, &st);
+	if (err)
+		return err;
+	for (size_t i = 0; i < ans->n_processes; i++) {
+		const Skywalking__V3__EBPFProcessDownstream *d = ans->processes[i];
+		const Skywalking__V3__EBPFHostProcessDownstream *h;
+		const Skywalking__V3__EBPFProcessEntityMetadata *e;
+
+		/* Host answers only: the k8s branch is not ours on a plain host. */
+		if (d->process_case != SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_HOST_PROCESS ||
+		    !d->hostprocess || !d->hostprocess->entitymetadata || !d->processid ||
+		    !d->processid[0] || strlen(d->processid) >= ROVER_SW_ID_LEN)
+			continue;
+		h = d->hostprocess;
+		e = h->entitymetadata;
+		matched += (size_t)discovery__set_process_id(b->disc, h->pid, e->layer, e->servicename,
+							    e->instancename, e->processname,
+							    d->processid);
+	}
+	if (matched < n)
+		log_debug("reportProcesses: %zu of %zu processes got an id", matched, n);
+	protobuf_c_message_free_unpacked(&ans->base, NULL);
+	return 0;
+}
+
+static int keep_alive(struct backend *b, const struct disc_entity *ents, size_t n)
+{
+	Skywalking__V3__EBPFProcessPingPkgList req = SKYWALKING__V3__EBPFPROCESS_PING_PKG_LIST__INIT;
+	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
+	Skywalking__V3__KeyStringValuePair *pkv = &kv;
+	Skywalking__V3__EBPFProcessPingPkg *pk = calloc(n ? n : 1, sizeof(*pk));
+	Skywalking__V3__EBPFProcessPingPkg **ppk = calloc(n ? n : 1, sizeof(*ppk));
+	Skywalking__V3__EBPFProcessEntityMetadata *em = calloc(n ? n : 1, sizeof(*em));
+	char *(*labels)[DISC_MAX_LABELS] = calloc(n ? n : 1, sizeof(*labels));
+	ProtobufCMessage *ans = NULL;
+	struct oap_status st;
+	int err = -ENOMEM;
+
+	if (!pk || !ppk || !em || !labels)
+		goto cleanup;
+	kv.key = "support_ebpf_profiling";
+	kv.value = "true";
+	for (size_t i = 0; i < n; i++) {
+		pk[i] = (Skywalking__V3__EBPFProcessPingPkg)SKYWALKING__V3__EBPFPROCESS_PING_PKG__INIT;
+		pk[i].entitymetadata = entity_msg(&ents[i], &em[i], labels[i]);
+		pk[i].n_properties = 1;
+		pk[i].properties = &pkv;
+		ppk[i] = &pk[i];
+	}
+	req.n_processes = n;
+	req.processes = ppk;
+	req.ebpfagentid = (char *)b->host->instance_id;
+	err = oap_conn__call(b->conn, M_KEEPALIVE, &req.base, &skywalking__v3__commands__descriptor,
+			     &ans, &st);
+	link_state(b, !err, &st);
+	if (ans)
+		protobuf_c_message_free_unpacked(ans, NULL);
+cleanup:
+	free(pk);
+	free(ppk);
+	free(em);
+	free(labels);
+	return err;
+}
+
+/*
+ * Reports what has no id yet (new processes, or all of them on a re-report), in batches.
+ * A failure leaves the rest for the next round: ids come only from answers.
+ */
+static int report_entities(struct backend *b, struct disc_entity *ents, size_t n, int all,
+			   struct report_buf *rb)
+{
+	struct disc_entity *batch = malloc(REPORT_BATCH * sizeof(*batch));
+	size_t nb = 0;
+	int err = 0;
+
+	if (!batch)
+		return -ENOMEM;
+	for (size_t i = 0; i <= n && !err; i++) {
+		if (i < n && (all || !ents[i].process_id[0]))
+			batch[nb++] = ents[i];
+		if (nb && (nb == REPORT_BATCH || i == n)) {
+			err = report(b, batch, nb, rb);
+			nb = 0;
+		}
+	}
+	free(batch);
+	return err;
+}
+
+static void *report_main(void *arg)
+{
+	struct backend *b = arg;
+	struct report_buf *rb = malloc(sizeof(*rb));
+	uint64_t hb = b->cfg->discovery.heartbeat_period_ms ? b->cfg->discovery.heartbeat_period_ms
+							    : 20000;
+	uint32_t every = b->cfg->discovery.properties_report_period
+				 ? b->cfg->discovery.properties_report_period
+				 : 10;
+	uint64_t next_hb = now_mono_ms() + hb, beats = 0;
+	struct oap_backoff bo;
+
+	if (!rb)
+		return NULL;
+	oap_backoff__init(&bo, 1000, 30000);
+	while (!b->stopping) {
+		struct disc_entity *ents = NULL;
+		size_t n = 0;
+		uint64_t now = now_mono_ms();
+
+		if (oap_backoff__ready(&bo, now) && !discovery__entities(b->disc, &ents, &n)) {
+			int err = 0;
+
+			if (now >= next_hb) {
+				beats++;
+				next_hb = now + hb;
+				/* Every Nth heartbeat re-reports everything, as upstream does. */
+				if (beats % every == 0)
+					err = report_entities(b, ents, n, 1, rb);
+				else if (n)
+					err = keep_alive(b, ents, n);
+			}
+			if (!err)
+				err = report_entities(b, ents, n, 0, rb);
+			if (err)
+				oap_backoff__failed(&bo, now_mono_ms());
+			else
+				oap_backoff__success(&bo);
+			free(ents);
+		}
+		nap(b, 250);
+	}
+	free(rb);
+	return NULL;
+}
+
+/* ---- tasks ---- */
+
+static int seen_task(struct backend *b, const char *id)
+{
+	for (int i = 0; i < b->nseen; i++)
+		if (!strcmp(b->seen[i], id))
+			return 1;
+	return 0;
+}
+
+static void remember_task(struct backend *b, const char *id)
+{
+	snprintf(b->seen[b->seen_next], SW_ID_LEN, "%s", id);
+	b->seen_next = (b->seen_next + 1) % MAX_SEEN;
+	if (b->nseen < MAX_SEEN)
+		b->nseen++;
+}
+
+static void send_stop(struct backend *b, const char *sw_task_id)
+{
+	struct msg_bk_stop s = { 0 };
+
+	ipc_strlcpy(s.sw_task_id, sw_task_id, sizeof(s.sw_task_id));
+	if (ipc_send(b->main_fd, MSG_BK_STOP, &s, sizeof(s), -1))
+		log_warn("task %s: stopping: main loop unreachable", sw_task_id);
+}
+
+/* Starts t now for run_ms: one rover task per process id found on this host. */
+static void start_task(struct backend *b, const struct sw_task *t, uint64_t run_ms)
+{
+	int started = 0;
+
+	if (t->target_type == TASK_NETWORK) {
+		log_warn("task %s: NETWORK profiling is not supported yet, skipping", t->task_id);
+		return;
+	}
+	/* A new task of the same identity replaces the one running. */
+	for (int i = 0; i < b->nrunning; i++) {
+		if (!sw_task__same_identity(&b->running[i].t, t) ||
+		    !strcmp(b->running[i].t.task_id, t->task_id))
+			continue;
+		log_info("task %s replaces task %s", t->task_id, b->running[i].t.task_id);
+		send_stop(b, b->running[i].t.task_id);
+		b->running[i] = b->running[--b->nrunning];
+		i--;
+	}
+	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
+		struct msg_bk_start m = { 0 };
+		int n = discovery__pids_of(b->disc, t->process_ids[i], m.spec.pids, ROVER_MAX_PIDS);
+
+		if (n <= 0) {
+			log_info("task %s: process %s is not one of this host's, skipping it",
+				 t->task_id, t->process_ids[i]);
+			continue;
+		}
+		m.spec.type = t->target_type;
+		m.spec.format = FORMAT_FOLDED;
+		m.spec.npids = (uint32_t)n;
+		m.spec.duration_ms = (uint32_t)(run_ms > 24ull * 3600 * 1000 ? 24ull * 3600 * 1000
+									 : run_ms);
+		if (m.spec.duration_ms < 100)
+			m.spec.duration_ms = 100;
+		m.spec.period_us = (uint32_t)b->cfg->profiling.dump_period_us;
+		m.spec.flush_ms = (uint32_t)b->cfg->profiling.flush_interval_ms;
+		m.out.type = t->target_type;
+		m.out.start_unix_ms = now_unix_ms();
+		ipc_strlcpy(m.out.sw_task_id, t->task_id, sizeof(m.out.sw_task_id));
+		ipc_strlcpy(m.out.process_id, t->process_ids[i], sizeof(m.out.process_id));
+		if (ipc_send(b->main_fd, MSG_BK_START, &m, sizeof(m), -1)) {
+			log_warn("task %s: main loop unreachable", t->task_id);
+			continue;
+		}
+		started++;
+	}
+	if (started && b->nrunning < MAX_RUNNING) {
+		b->running[b->nrunning].t = *t;
+		b->running[b->nrunning++].end_ms = now_unix_ms() + run_ms;
+	}
+	if (started)
+		log_info("task %s: %s for %llu ms on %d process(es)", t->task_id,
+			 t->target_type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
+			 (unsigned long long)run_ms, started);
+}
+
+static void handle_task(struct backend *b, const struct sw_task *t)
+{
+	uint64_t run_ms = 0;
+
+	if (seen_task(b, t->task_id))
+		return;
+	remember_task(b, t->task_id);
+	switch (sw_task__when(t, now_unix_ms(), &run_ms)) {
+	case SW_TASK_NOW:
+		start_task(b, t, run_ms);
+		break;
+	case SW_TASK_LATER:
+		if (b->npending == MAX_PENDING) {
+			log_warn("task %s: %d tasks already wait for their start, skipping",
+				 t->task_id, MAX_PENDING);
+			break;
+		}
+		b->pending[b->npending++] = *t;
+		log_info("task %s scheduled to start in %lld ms", t->task_id,
+			 (long long)(t->start_time_ms - now_unix_ms()));
+		break;
+	case SW_TASK_EXPIRED:
+		log_info("task %s ended before it reached this agent, skipping", t->task_id);
+		break;
+	}
+}
+
+static int query(struct backend *b)
+{
+	Skywalking__V3__EBPFProfilingTaskQuery req = SKYWALKING__V3__EBPFPROFILING_TASK_QUERY__INIT;
+	Skywalking__V3__Commands *ans = NULL;
+	struct oap_status st;
+	struct sw_task *t = malloc(sizeof(*t));
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	req.roverinstanceid = (char *)b->host->instance_id;
+	req.latestupdatetime = b->latest_update;
+	err = oap_conn__call(b->conn, M_QUERY, &req.base, &skywalking__v3__commands__descriptor,
+			     (ProtobufCMessage **)&ans, &st);
+	link_state(b, !err, &st);
+	if (err) {
+		free(t);
+		return err;
+	}
+	for (size_t i = 0; i < ans->n_commands; i++) {
+		char why[256], line[sizeof(why) + 64];
+
+		err = sw_task__parse(ans->commands[i], t, why, sizeof(why));
+		if (err == -ENOENT) {
+			snprintf(why, sizeof(why), "unknown command '%.64s'",
+				 ans->commands[i]->command ? ans->commands[i]->command : "");
+		}
+		if (err) {
+			/* Logged once: the backend answers the same command on every poll. */
+			snprintf(line, sizeof(line), "%s", why);
+			if (strncmp(line, b->bad_logged, sizeof(b->bad_logged))) {
+				log_warn("backend command skipped: %s", why);
+				ipc_strlcpy(b->bad_logged, line, sizeof(b->bad_logged));
+			}
+			continue;
+		}
+		if ((int64_t)t->update_time_ms > b->latest_update)
+			b->latest_update = (int64_t)t->update_time_ms;
+		handle_task(b, t);
+	}
+	protobuf_c_message_free_unpacked(&ans->base, NULL);
+	free(t);
+	return 0;
+}
+
+static void drain_main(struct backend *b)
+{
+	static const struct ipc_rule rules[] = {
+		{ MSG_BK_ENDED, sizeof(struct msg_bk_ended), sizeof(struct msg_bk_ended), 0, 0 },
+	};
+	struct ipc_msg msg = { .fd = -1 };
+
+	for (;;) {
+		struct pollfd p = { .fd = b->main_fd, .events = POLLIN };
+		const struct msg_bk_ended *e;
+
+		if (poll(&p, 1, 0) <= 0 || ipc_recv(b->main_fd, rules, 1, &msg))
+			break;
+		e = msg.buf;
+		if (ipc_check_str(e->sw_task_id, sizeof(e->sw_task_id)) ||
+		    ipc_check_str(e->process_id, sizeof(e->process_id)))
+			break;
+		if (e->err)
+			log_warn("task %s on process %s failed (%s)", e->sw_task_id, e->process_id,
+				 strerror(e->err));
+		else
+			log_info("task %s on process %s done: %llu samples uploaded or queued",
+				 e->sw_task_id, e->process_id, (unsigned long long)e->samples);
+	}
+	ipc_msg_release(&msg);
+}
+
+static void *task_main(void *arg)
+{
+	struct backend *b = arg;
+	uint64_t every = b->cfg->profiling.check_interval_ms ? b->cfg->profiling.check_interval_ms
+							   : 10000;
+	uint64_t next = 0;
+	struct oap_backoff bo;
+
+	oap_backoff__init(&bo, 1000, 30000);
+	while (!b->stopping) {
+		uint64_t now = now_mono_ms(), unow = now_unix_ms();
+
+		drain_main(b);
+		if (now >= next && oap_backoff__ready(&bo, now)) {
+			if (query(b))
+				oap_backoff__failed(&bo, now_mono_ms());
+			else
+				oap_backoff__success(&bo);
+			next = now_mono_ms() + every;
+		}
+		for (int i = 0; i < b->npending; i++) {
+			uint64_t run_ms;
+
+			if (sw_task__when(&b->pending[i], unow, &run_ms) == SW_TASK_LATER)
+				continue;
+			if (sw_task__when(&b->pending[i], unow, &run_ms) == SW_TASK_NOW)
+				start_task(b, &b->pending[i], run_ms);
+			b->pending[i--] = b->pending[--b->npending];
+		}
+		for (int i = 0; i < b->nrunning; i++)
+			if (b->running[i].end_ms <= unow)
+				b->running[i--] = b->running[--b->nrunning];
+		nap(b, 200);
+	}
+	return NULL;
+}
+
+struct backend *backend__new(const struct rover_config *cfg, const struct oap_opts *opts,
+			     struct discovery *disc, const struct host_facts *host, int main_fd)
+{
+	struct backend *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->cfg = cfg;
+	b->disc = disc;
+	b->host = host;
+	b->main_fd = main_fd;
+	b->reachable = -1;
+	b->wake[0] = b->wake[1] = -1;
+	pthread_mutex_init(&b->state_lock, NULL);
+	if (pipe2(b->wake, O_CLOEXEC))
+		goto fail;
+	b->conn = oap_conn__new(opts);
+	if (!b->conn)
+		goto fail;
+	return b;
+fail:
+	backend__free(b);
+	return NULL;
+}
+
+int backend__start(struct backend *b)
+{
+	int err = pthread_create(&b->report_thr, NULL, report_main, b);
+
+	if (err)
+		return -err;
+	b->report_started = 1;
+	if (!b->cfg->profiling.active)
+		return 0;
+	err = pthread_create(&b->task_thr, NULL, task_main, b);
+	if (err)
+		return -err;
+	b->task_started = 1;
+	return 0;
+}
+
+void backend__free(struct backend *b)
+{
+	int saved = errno;
+
+	if (!b)
+		return;
+	b->stopping = 1;
+	if (b->wake[1] >= 0 && write(b->wake[1], "x", 1) < 0)
+		log_debug("waking backend threads: %s", strerror(errno));
+	if (b->report_started)
+		pthread_join(b->report_thr, NULL);
+	if (b->task_started)
+		pthread_join(b->task_thr, NULL);
+	oap_conn__free(b->conn);
+	for (int i = 0; i < 2; i++)
+		if (b->wake[i] >= 0)
+			close(b->wake[i]);
+	if (b->main_fd >= 0)
+		close(b->main_fd);
+	free(b);
+	errno = saved;
+}

@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "supervisor/discovery.h"
+
+/* Processes followed at once: those matching a finder. Others are read again every scan. */
+#define DISC_MAX_PROCS 16384
+
+struct disc_proc {
+	int pid;
+	uint64_t starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
+	uint64_t seen;      /* scan number */
+	int entity;         /* index into entities, -1: matched no finder */
+};
+
+struct disc_slot {
+	struct disc_entity e;
+	uint64_t seen;
+	int used;
+};
+
+struct discovery {
+	const struct rover_config *cfg;
+	const struct host_facts *host;
+	char proc_root[256];
+	disc_proc_info_fn info;
+	void *info_arg;
+	pthread_mutex_t lock;
+	uint64_t scan;
+	uint64_t generation;
+	struct disc_proc *procs;
+	size_t nprocs;
+	struct disc_slot *ents;
+	size_t nents;
+	char last_err[256]; /* the last render error logged: each distinct one is logged once */
+};
+
+int host_facts__gather(struct host_facts *ret)
+{
+	struct host_facts h = { 0 };
+	struct ifaddrs *ifa = NULL;
+	unsigned char r[16];
+	struct utsname u;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return -EIO;
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40); /* UUID version 4 */
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	snprintf(h.instance_id, sizeof(h.instance_id),
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1],
+		 r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14],
+		 r[15]);
+	if (!uname(&u))
+		snprintf(h.host_name, sizeof(h.host_name), "%s", u.nodename);
+	if (!getifaddrs(&ifa)) {
+		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+			int fam, k;
+
+			if (!i->ifa_addr || !i->ifa_name)
+				continue;
+			fam = i->ifa_addr->sa_family;
+			if (fam != AF_INET && fam != AF_INET6)
+				continue;
+			for (k = 0; k < h.nifs; k++)
+				if (!strcmp(h.ifs[k].name, i->ifa_name))
+					break;
+			if (k == h.nifs) {
+				if (h.nifs == (int)(sizeof(h.ifs) / sizeof(h.ifs[0])))
+					continue;
+				snprintf(h.ifs[h.nifs++].name, sizeof(h.ifs[0].name), "%s", i->ifa_name);
+			}
+			if (fam == AF_INET && !h.ifs[k].v4[0]) {
+				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+					  h.ifs[k].v4, sizeof(h.ifs[k].v4));
+				if (!h.host_ip[0] && !(i->ifa_flags & IFF_LOOPBACK))
+					snprintf(h.host_ip, sizeof(h.host_ip), "%s", h.ifs[k].v4);
+			} else if (fam == AF_INET6 && !h.ifs[k].v6[0]) {
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+					  h.ifs[k].v6, sizeof(h.ifs[k].v6));
+			}
+		}
+		freeifaddrs(ifa);
+	}
+	if (!h.host_ip[0])
+		snprintf(h.host_ip, sizeof(h.host_ip), "127.0.0.1");
+	*ret = h;
+	return 0;
+}
+
+static int host_ip(void *arg, const char *ifname, int family6, char *buf, size_t len)
+{
+	const struct host_facts *h = arg;
+
+	for (int i = 0; i < h->nifs; i++) {
+		const char *ip = family6 ? h->ifs[i].v6 : h->ifs[i].v4;
+
+		if (strcmp(h->ifs[i].name, ifname))
+			continue;
+		if (!ip[0])
+			return -ENOENT;
+		snprintf(buf, len, "%s", ip);
+		return 0;
+	}
+	return -ENODEV;
+}
+
+struct discovery *discovery__new(const struct rover_config *cfg, const struct host_facts *host,
+				 const char *proc_root, disc_proc_info_fn info, void *info_arg)
+{
+	struct discovery *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->cfg = cfg;
+	d->host = host;
+	d->info = info;
+	d->info_arg = info_arg;
+	snprintf(d->proc_root, sizeof(d->proc_root), "%s", proc_root ? proc_root : "/proc");
+	d->procs = calloc(DISC_MAX_PROCS, sizeof(*d->procs));
+	d->ents = calloc(DISC_MAX_ENTITIES, sizeof(*d->ents));
+	if (!d->procs || !d->ents) {
+		discovery__free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	return d;
+}
+
+void discovery__free(struct discovery *d)
+{
+	if (!d)
+		return;
+	free(d->procs);
+	free(d->ents);
+	free(d);
+}
+
+/* Reads a small /proc file into buf (NUL-terminated); length, or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n, got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)got < len - 1 && (n = read(fd, buf + got, len - 1 - (size_t)got)) > 0)
+		got += n;
+	n = got;
+	close(fd);
+	buf[n] = 0;
+	return n;
+}
+
+static int read_starttime(const char *root, int pid, uint64_t *ret)
+{
+	char path[300], buf[1024], *p;
+	unsigned long long v;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return -ESRCH;
+	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1,
+			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+			 "%*d %*d %llu",
+			 &v) != 1)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* The command line with NULs as spaces; argv0 gets the basename of its first word. */
+static int read_cmdline(const char *root, int pid, char *buf, size_t len, char *argv0,
+			size_t argv0len)
+{
+	char path[300];
+	ssize_t n;
+	const char *base;
+
+	snprintf(path, sizeof(path), "%s/%d/cmdline", root, pid);
+	n = read_small(path, buf, len);
+	if (n <= 0)
+		return -ENOENT; /* a kernel thread, or gone */
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	base = strrchr(buf, '/');
+	base = base ? base + 1 : buf;
+	if (strlen(base) >= argv0len)
+		return -ENAMETOOLONG;
+	memcpy(argv0, base, strlen(base) + 1);
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	buf[n] = 0;
+	return 0;
+}
+
+static struct disc_proc *proc_find(struct discovery *d, int pid)
+{
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (d->procs[i].pid == pid)
+			return &d->procs[i];
+	return NULL;
+}
+
+static void log_render_error(struct discovery *d, const char *what, const char *err)
+{
+	char line[256];
+
+	snprintf(line, sizeof(line), "%s: %s", what, err);
+	if (strcmp(line, d->last_err)) {
+		log_warn("discovery: %s, skipping the process", line);
+		snprintf(d->last_err, sizeof(d->last_err), "%s", line);
+	}
+}
+
+static int render(struct discovery *d, const struct tmpl *t, const struct tmpl_ctx *ctx,
+		  const char *what, char *out, size_t len)
+{
+	char err[200];
+
+	if (!t) {
+		out[0] = 0;
+		return 0;
+	}
+	if (tmpl__render(t, ctx, out, len, err, sizeof(err))) {
+		log_render_error(d, what, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Renders the entity of a matching process. 0, or -errno when a template fails. */
+static int make_entity(struct discovery *d, const struct config_finder *f, int pid,
+		       const char *cmdline, const char *argv0, const char **groups, int ngroups,
+		       struct disc_entity *e)
+{
+	struct msg_proc_info info = { 0 };
+	struct tmpl_ctx ctx = { 0 };
+	const char *base;
+	char labels[DISC_NAME_LEN * 2], *save = NULL, *tok;
+	int err;
+
+	err = d->info ? d->info(d->info_arg, pid, &info) : -ENOSYS;
+	if (err == -ESRCH)
+		return err;
+	/* Without the launcher's answer ExeName and friends fall back to the command line. */
+	if (err)
+		info.exe[0] = info.cwd[0] = 0;
+	base = strrchr(info.exe, '/');
+	ctx.instance_id = d->host->instance_id;
+	ctx.host_name = d->host->host_name;
+	ctx.exe_path = info.exe[0] ? info.exe : argv0;
+	ctx.exe_name = info.exe[0] ? (base ? base + 1 : info.exe) : argv0;
+	ctx.cmdline = cmdline;
+	ctx.pid = pid;
+	ctx.workdir = info.cwd;
+	ctx.exe_name_in_cmdline = argv0;
+	ctx.layer = f->layer;
+	for (int i = 0; i < ngroups && i < TMPL_MAX_GROUPS; i++)
+		ctx.groups[i] = groups[i];
+	ctx.ngroups = ngroups < TMPL_MAX_GROUPS ? ngroups : TMPL_MAX_GROUPS;
+	ctx.host_ip = host_ip;
+	ctx.host_ip_arg = (void *)d->host;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->layer, sizeof(e->layer), "%s", f->layer ? f->layer : "OS_LINUX");
+	if (render(d, f->service_name, &ctx, "service_name", e->service, sizeof(e->service)) ||
+	    render(d, f->instance_name, &ctx, "instance_name", e->instance, sizeof(e->instance)) ||
+	    render(d, f->process_name, &ctx, "process_name", e->process, sizeof(e->process)) ||
+	    render(d, f->labels, &ctx, "labels", labels, sizeof(labels)))
+		return -EINVAL;
+	if (!e->service[0] || !e->process[0]) {
+		log_render_error(d, "names", "a service or process name rendered empty");
+		return -EINVAL;
+	}
+	if (d->cfg->cluster_name && d->cfg->cluster_name[0]) {
+		char svc[DISC_NAME_LEN];
+
+		snprintf(svc, sizeof(svc), "%s::%s", d->cfg->cluster_name, e->service);
+		memcpy(e->service, svc, sizeof(svc));
+	}
+	for (tok = strtok_r(labels, ",", &save); tok && e->nlabels < DISC_MAX_LABELS;
+	     tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (*tok)
+			snprintf(e->labels[e->nlabels++], DISC_NAME_LEN, "%s", tok);
+	}
+	e->pid = pid;
+	snprintf(e->cmdline, sizeof(e->cmdline), "%s", cmdline);
+	return 0;
+}
+
+static int same_entity(const struct disc_entity *a, const struct disc_entity *b)
+{
+	if (strcmp(a->layer, b->layer) || strcmp(a->service, b->service) ||
+	    strcmp(a->instance, b->instance) || strcmp(a->process, b->process) ||
+	    a->nlabels != b->nlabels)
+		return 0;
+	for (int i = 0; i < a->nlabels; i++)
+		if (strcmp(a->labels[i], b->labels[i]))
+			return 0;
+	return 1;
+}
+
+/* Finds or adds the entity; index, or -ENOSPC. */
+static int entity_add(struct discovery *d, const struct disc_entity *e)
+{
+	int free_slot = -1;
+
+	for (size_t i = 0; i < d->nents; i++) {
+		if (d->ents[i].used && same_entity(&d->ents[i].e, e))
+			return (int)i;
+		if (!d->ents[i].used && free_slot < 0)
+			free_slot = (int)i;
+	}
+	if (free_slot < 0) {
+		if (d->nents == DISC_MAX_ENTITIES)
+			return -ENOSPC;
+		free_slot = (int)d->nents++;
+	}
+	d->ents[free_slot].e = *e;
+	d->ents[free_slot].e.generation = ++d->generation;
+	d->ents[free_slot].used = 1;
+	return free_slot;
+}
+
+/* Which finder matches cmdline first; its match groups into groups (pointers into store). */
+static const struct config_finder *match(struct discovery *d, const char *cmdline,
+					 const char **groups, int *ngroups, char *store,
+					 size_t storelen)
+{
+	for (size_t i = 0; i < d->cfg->discovery.nfinders; i++) {
+		const struct config_finder *f = &d->cfg->discovery.finders[i];
+		pcre2_match_data *md;
+		PCRE2_SIZE *ov;
+		size_t used = 0;
+		int rc;
+
+		if (!f->re)
+			continue;
+		md = pcre2_match_data_create_from_pattern(f->re, NULL);
+		if (!md)
+			return NULL;
+		rc = pcre2_match(f->re, (PCRE2_SPTR)cmdline, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
+		if (rc < 0) {
+			pcre2_match_data_free(md);
+			continue;
+		}
+		ov = pcre2_get_ovector_pointer(md);
+		if (rc == 0)
+			rc = (int)pcre2_get_ovector_count(md);
+		*ngroups = 0;
+		for (int g = 0; g < rc && g < TMPL_MAX_GROUPS; g++) {
+			size_t len = ov[2 * g] == PCRE2_UNSET ? 0 : ov[2 * g + 1] - ov[2 * g];
+
+			if (used + len + 1 > storelen)
+				break;
+			if (len)
+				memcpy(store + used, cmdline + ov[2 * g], len);
+			store[used + len] = 0;
+			groups[(*ngroups)++] = store + used;
+			used += len + 1;
+		}
+		pcre2_match_data_free(md);
+		return f;
+	}
+	return NULL;
+}
+
+int discovery__scan(struct discovery *d)
+{
+	char cmdline[DISC_CMDLINE_LEN], argv0[DISC_CMDLINE_LEN], store[DISC_CMDLINE_LEN + TMPL_MAX_GROUPS];
+	const char *groups[TMPL_MAX_GROUPS];
+	struct dirent *de;
+	DIR *dir;
+	int n = 0;
+
+	if (!d->cfg->discovery.present || !d->cfg->discovery.vm_active)
+		return 0;
+	dir = opendir(d->proc_root);
+	if (!dir)
+		return -errno;
+	pthread_mutex_lock(&d->lock);
+	d->scan++;
+	while ((de = readdir(dir))) {
+		const struct config_finder *f;
+		struct disc_entity e;
+		struct disc_proc *p;
+		uint64_t st;
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		int ngroups = 0, idx;
+
+		if (*end || pid <= 0 || pid > INT32_MAX)
+			continue;
+		if (read_starttime(d->proc_root, (int)pid, &st))
+			continue;
+		p = proc_find(d, (int)pid);
+		if (p && p->starttime == st) {
+			p->seen = d->scan;
+			continue; /* known: matched or not, its command line is what it was */
+		}
+		if (p)
+			p->pid = 0; /* the pid was reused */
+		if (read_cmdline(d->proc_root, (int)pid, cmdline, sizeof(cmdline), argv0,
+				 sizeof(argv0)))
+			continue;
+		f = match(d, cmdline, groups, &ngroups, store, sizeof(store));
+		idx = -1;
+		if (f) {
+			/* The lock is dropped while the launcher answers: readers never wait on it. */
+			pthread_mutex_unlock(&d->lock);
+			int err = make_entity(d, f, (int)pid, cmdline, argv0, groups, ngroups, &e);
+			pthread_mutex_lock(&d->lock);
+			if (err == -ESRCH)
+				continue;
+			if (!err) {
+				idx = entity_add(d, &e);
+				if (idx < 0) {
+					log_render_error(d, "entities", "too many, ignoring new ones");
+					continue; /* tried again next scan */
+				}
+			}
+		}
+		if (!p) {
+			for (size_t i = 0; i < d->nprocs && !p; i++)
+				if (!d->procs[i].pid)
+					p = &d->procs[i];
+			if (!p && d->nprocs < DISC_MAX_PROCS)
+				p = &d->procs[d->nprocs++];
+			if (!p)
+				continue;
+		}
+		*p = (struct disc_proc){ .pid = (int)pid, .starttime = st, .seen = d->scan,
+					 .entity = idx };
+	}
+	closedir(dir);
+	/* Exited processes are forgotten; an entity lives while one of its processes does. */
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (d->procs[i].pid && d->procs[i].seen != d->scan)
+			d->procs[i].pid = 0;
+	for (size_t i = 0; i < d->nents; i++) {
+		struct disc_slot *s = &d->ents[i];
+		int alive = 0, reporter_alive = 0, oldest = 0;
+
+		if (!s->used)
+			continue;
+		for (size_t k = 0; k < d->nprocs; k++) {
+			if (!d->procs[k].pid || d->procs[k].entity != (int)i)
+				continue;
+			alive++;
+			if (d->procs[k].pid == s->e.pid)
+				reporter_alive = 1;
+			else if (!oldest)
+				oldest = d->procs[k].pid;
+		}
+		if (!alive) {
+			s->used = 0;
+			continue;
+		}
+		if (!reporter_alive) {
+			s->e.pid = oldest;
+			s->e.generation = ++d->generation;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *ret_n)
+{
+	struct disc_entity *out;
+	size_t n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	out = malloc((d->nents ? d->nents : 1) * sizeof(*out));
+	if (!out) {
+		pthread_mutex_unlock(&d->lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < d->nents; i++)
+		if (d->ents[i].used)
+			out[n++] = d->ents[i].e;
+	pthread_mutex_unlock(&d->lock);
+	*ret = out;
+	*ret_n = n;
+	return 0;
+}
+
+int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
+			      const char *service, const char *instance, const char *process,
+			      const char *process_id)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nents && !found; i++) {
+		struct disc_entity *e = &d->ents[i].e;
+
+		if (!d->ents[i].used || e->pid != pid || strcmp(e->layer, layer) ||
+		    strcmp(e->service, service) || strcmp(e->instance, instance) ||
+		    strcmp(e->process, process))
+			continue;
+		snprintf(e->process_id, sizeof(e->process_id), "%s", process_id);
+		found = 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return found;
+}
+
+int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pids, int max)
+{
+	int n = 0;
+
+	if (!process_id[0])
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nents; i++) {
+		if (!d->ents[i].used || strcmp(d->ents[i].e.process_id, process_id))
+			continue;
+		for (size_t k = 0; k < d->nprocs && n < max; k++)
+			if (d->procs[k].pid && d->procs[k].entity == (int)i)
+				pids[n++] = d->procs[k].pid;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Supervisor side (rover user, no capabilities): plain-host process discovery. Every scan
+ * period the main loop reads /proc (command lines are world-readable; the executable and the
+ * working directory of other users' processes come from the launcher), matches command lines
+ * against the configured finders (the first that matches wins) and renders each match into an
+ * entity: layer, service, instance, process name and labels. Processes that render to the same
+ * entity are one entity. The backend thread reports entities and stores the process id the
+ * backend gave each; the task thread looks pids up by that id. All three go through here,
+ * under one lock, and only copies leave.
+ */
+#ifndef ROVER_SUPERVISOR_DISCOVERY_H
+#define ROVER_SUPERVISOR_DISCOVERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config/config.h"
+#include "common/msg.h"
+
+#define DISC_NAME_LEN 256
+#define DISC_MAX_LABELS 16
+#define DISC_CMDLINE_LEN 4096
+#define DISC_MAX_ENTITIES 4096
+
+/* Everything the agent knows of its host, gathered before the sandbox. */
+struct host_facts {
+	char instance_id[64]; /* this agent's id: ebpfAgentID, .Rover.InstanceID */
+	char host_name[256];
+	char host_ip[64]; /* first non-loopback IPv4, the host_ip property */
+	struct {
+		char name[32];
+		char v4[64], v6[64];
+	} ifs[32];
+	int nifs;
+};
+
+/* Fills facts from uname, getifaddrs and getrandom. 0 or -errno. */
+int host_facts__gather(struct host_facts *ret);
+
+struct disc_entity {
+	char layer[DISC_NAME_LEN];
+	char service[DISC_NAME_LEN];
+	char instance[DISC_NAME_LEN];
+	char process[DISC_NAME_LEN];
+	char labels[DISC_MAX_LABELS][DISC_NAME_LEN];
+	int nlabels;
+	int pid; /* the process reported for it: the oldest still alive */
+	char cmdline[DISC_CMDLINE_LEN];
+	char process_id[ROVER_SW_ID_LEN]; /* the backend's id; "" until it answered */
+	uint64_t generation;              /* bumped when first seen or when its pid changed */
+};
+
+/* The launcher's answer about a pid; 0 or -errno. */
+typedef int (*disc_proc_info_fn)(void *arg, int pid, struct msg_proc_info *ret);
+
+struct discovery;
+
+/* proc_root: "/proc", or ROVER_HOST_PROC_MAPPING's value in a container. NULL, errno set. */
+struct discovery *discovery__new(const struct rover_config *cfg, const struct host_facts *host,
+				 const char *proc_root, disc_proc_info_fn info, void *info_arg);
+void discovery__free(struct discovery *d);
+
+/* One pass over /proc. Returns the number of entities, or -errno when /proc is unreadable. */
+int discovery__scan(struct discovery *d);
+
+/* A copy of every entity (free with free()). 0 or -ENOMEM. */
+int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *ret_n);
+
+/* The backend's answer for the entity reported with pid: stores its process id. 1 when an
+ * entity matched, 0 when none did (it exited meanwhile, or the answer is not ours). */
+int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
+			      const char *service, const char *instance, const char *process,
+			      const char *process_id);
+
+/* The live pids of the entity with that backend process id, at most max. Returns how many. */
+int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pids, int max);
+
+#endif
