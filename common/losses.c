@@ -14,6 +14,9 @@ const char *loss_name(unsigned kind)
 		[LOSS_STACK_EVICTED] = "stacks evicted before read",
 		[LOSS_SEND_FAILED] = "flushes the shipper did not take",
 		[LOSS_STARTS_FULL] = "switches out not remembered (thread table full)",
+		[LOSS_SNAP_RINGBUF_FULL] = "stack snapshots not taken (ring buffer full), frame pointers used",
+		[LOSS_SNAP_FAULT] = "stack snapshots with no readable user stack, frame pointers used",
+		[LOSS_SNAP_UNMATCHED] = "OFF_CPU stack snapshots whose time was lost",
 	};
 
 	return kind < LOSS_MAX && names[kind] ? names[kind] : "unknown loss";

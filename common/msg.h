@@ -66,6 +66,9 @@ enum msg_type {
 	MSG_BK_STOP,  /* struct msg_bk_stop */
 	MSG_BK_ENDED, /* struct msg_bk_ended */
 
+	/* worker -> shipper: user stack snapshots (unwind mode dwarf) */
+	MSG_SHIP_SNAPSHOTS, /* struct ship_snapshots_hdr + records, see struct ship_snapshot */
+
 	MSG_TYPE_MAX,
 };
 
@@ -108,7 +111,14 @@ struct task_spec {
 	int32_t pids[ROVER_MAX_PIDS];
 	uint64_t start_unix_ms;
 	uint32_t attach; /* enum attach_pref: OFF_CPU hook choice, auto unless troubleshooting */
-	uint32_t pad;
+	uint32_t unwind; /* enum unwind_mode */
+};
+
+/* How user stacks are unwound (README "Whole stacks"). */
+enum unwind_mode {
+	UNWIND_DEFAULT = 0, /* UNWIND_DWARF */
+	UNWIND_FP = 1,	    /* frame pointers, in the kernel, counted by stack id */
+	UNWIND_DWARF = 2,   /* user stack snapshots unwound by the shipper with CFI */
 };
 
 enum attach_pref {
@@ -181,6 +191,9 @@ enum loss_kind {
 	LOSS_STACK_EVICTED,  /* a counted stack was gone when it was read */
 	LOSS_SEND_FAILED,    /* a flush the shipper did not take */
 	LOSS_STARTS_FULL,    /* OFF_CPU: no room to remember a switched-out thread */
+	LOSS_SNAP_RINGBUF_FULL, /* stack snapshot not taken (ring buffer full): frame pointers used */
+	LOSS_SNAP_FAULT,	/* no user stack byte could be copied: frame pointers used */
+	LOSS_SNAP_UNMATCHED,	/* OFF_CPU snapshot whose time never arrived, or not kept */
 	LOSS_MAX,
 };
 
@@ -207,6 +220,30 @@ struct ship_stack {
 	uint32_t nr;
 	uint32_t pad;
 	uint64_t ips[ROVER_MAX_STACK_DEPTH]; /* innermost first, as the kernel gives them */
+};
+
+/*
+ * UNWIND_DWARF: one event's registers, kernel stack and the top of its user stack. In a
+ * MSG_SHIP_SNAPSHOTS frame after struct ship_snapshots_hdr, each record is followed by
+ * uint64_t kips[nkips] (innermost first) and stack_len bytes of user stack starting at
+ * address sp, then zero padding to a multiple of 8 bytes.
+ */
+struct ship_snapshot {
+	int32_t tgid;
+	uint32_t nkips; /* <= ROVER_MAX_STACK_DEPTH */
+	uint32_t stack_len; /* <= SHIP_SNAPSHOT_MAX_STACK */
+	uint32_t pad;
+	uint64_t value;	 /* as in struct ship_count */
+	uint64_t value2;
+	uint64_t ip, sp, bp; /* user registers at the event */
+};
+
+#define SHIP_SNAPSHOT_MAX_STACK 65536
+
+struct ship_snapshots_hdr {
+	uint64_t task_id;
+	uint32_t count; /* records that follow */
+	uint32_t pad;
 };
 
 struct ship_counts_hdr {
