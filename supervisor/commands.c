@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * EBPFProfilingTaskQuery commands from the backend (skywalking-protocol.md, "Commands the
+ * backend sends"). Every arg is a string and every one is required; an arg given twice makes
+ * the command ambiguous and it is refused; args this agent does not know are ignored, so a
+ * newer OAP that adds one still gets its tasks run.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json_tokener.h>
+#include <json-c/json_object.h>
+
+#include "common/msg.h"
+#include "supervisor/commands.h"
+
+#define SW_TASK_QUERY "EBPFProfilingTaskQuery"
+/* Nesting the extension config needs is 4 ({"NetworkSamplings":[{"Settings":{}}]}). */
+#define EXT_JSON_DEPTH 16
+
+enum {
+	ARG_TASK_ID,
+	ARG_PROCESS_ID,
+	ARG_UPDATE_TIME,
+	ARG_TRIGGER_TYPE,
+	ARG_TARGET_TYPE,
+	ARG_START_TIME,
+	ARG_DURATION,
+	ARG_EXTENSION,
+	ARG_COUNT,
+};
+
+static const char *const arg_names[ARG_COUNT] = {
+	[ARG_TASK_ID] = "TaskId",
+	[ARG_PROCESS_ID] = "ProcessId",
+	[ARG_UPDATE_TIME] = "TaskUpdateTime",
+	[ARG_TRIGGER_TYPE] = "TriggerType",
+	[ARG_TARGET_TYPE] = "TargetType",
+	[ARG_START_TIME] = "TaskStartTime",
+	[ARG_DURATION] = "FixedTriggerDuration",
+	[ARG_EXTENSION] = "ExtensionConfigJSON",
+};
+
+static int why_set(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && whylen) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* A value as a reason shows it: at most 64 bytes, control bytes as '?'. */
+static const char *shown(const char *v, char buf[68])
+{
+	size_t i = 0;
+
+	for (; v[i] && i < 64; i++)
+		buf[i] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
+	if (v[i]) {
+		memcpy(buf + 64, "...", 3);
+		i = 67;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+static int has_control(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Decimal digits only, as the OAP writes its longs; no sign, no space, no overflow. */
+static int parse_decimal(const char *s, uint64_t max, uint64_t *ret)
+{
+	uint64_t x = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		if (x > (max - (uint64_t)(*s - '0')) / 10)
+			return -ERANGE;
+		x = x * 10 + (uint64_t)(*s - '0');
+	}
+	*ret = x;
+	return 0;
+}
+
+static int parse_ids(const char *v, struct sw_task *t, char *why, size_t whylen)
+{
+	char buf[68];
+	const char *p = v;
+
+	for (;;) {
+		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
+		const char *s = p, *e = end;
+
+		while (s < e && (*s == ' ' || *s == '\t'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (s == e)
+			return why_set(why, whylen, "ProcessId: empty process id in '%s'",
+				       shown(v, buf));
+		if ((size_t)(e - s) >= SW_ID_LEN || has_control(s, (size_t)(e - s)))
+			return why_set(why, whylen, "ProcessId: bad process id in '%s'",
+				       shown(v, buf));
+		if (t->nprocess_ids == SW_MAX_PROCESSES)
+			return why_set(why, whylen, "ProcessId: more than %d process ids in '%s'",
+				       SW_MAX_PROCESSES, shown(v, buf));
+		memcpy(t->process_ids[t->nprocess_ids], s, (size_t)(e - s));
+		t->process_ids[t->nprocess_ids][e - s] = '\0';
+		for (uint32_t i = 0; i < t->nprocess_ids; i++)
+			if (!strcmp(t->process_ids[i], t->process_ids[t->nprocess_ids]))
+				return why_set(why, whylen, "ProcessId: process id given twice in '%s'",
+					       shown(v, buf));
+		t->nprocess_ids++;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+/* Valid JSON, one object, nothing after it but white space. */
+static int check_json(const char *v, size_t len, char *why, size_t whylen)
+{
+	struct json_tokener *tok = json_tokener_new_ex(EXT_JSON_DEPTH);
+	struct json_object *obj;
+	enum json_tokener_error jerr;
+	int r = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	obj = json_tokener_parse_ex(tok, v, (int)len);
+	jerr = json_tokener_get_error(tok);
+	if (!obj || jerr != json_tokener_success) {
+		r = why_set(why, whylen, "ExtensionConfigJSON: %s at %zu",
+			    jerr == json_tokener_continue ? "unexpected end"
+							  : json_tokener_error_desc(jerr),
+			    json_tokener_get_parse_end(tok));
+	} else if (!json_object_is_type(obj, json_type_object)) {
+		r = why_set(why, whylen, "ExtensionConfigJSON: not a JSON object");
+	} else {
+		for (size_t i = json_tokener_get_parse_end(tok); i < len && !r; i++)
+			if (v[i] != ' ' && v[i] != '\t' && v[i] != '\r' && v[i] != '\n')
+				r = why_set(why, whylen, "ExtensionConfigJSON: text after the object at %zu", i);
+	}
+	json_object_put(obj);
+	json_tokener_free(tok);
+	return r;
+}
+
+int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task, char *why,
+		   size_t whylen)
+{
+	const char *val[ARG_COUNT] = { 0 };
+	struct sw_task t;
+	char buf[68];
+	uint64_t x;
+	size_t len;
+	int r;
+
+	if (!cmd || !cmd->command)
+		return why_set(why, whylen, "command without a name");
+	if (strcmp(cmd->command, SW_TASK_QUERY)) {
+		why_set(why, whylen, "not an %s command: '%s'", SW_TASK_QUERY,
+			shown(cmd->command, buf));
+		return -ENOENT;
+	}
+	if (cmd->n_args && !cmd->args)
+		return why_set(why, whylen, "broken args");
+	for (size_t i = 0; i < cmd->n_args; i++) {
+		const Skywalking__V3__KeyStringValuePair *kv = cmd->args[i];
+
+		if (!kv || !kv->key)
+			continue;
+		for (int a = 0; a < ARG_COUNT; a++) {
+			if (strcmp(kv->key, arg_names[a]))
+				continue;
+			if (val[a])
+				return why_set(why, whylen, "arg %s given twice", arg_names[a]);
+			val[a] = kv->value ? kv->value : "";
+		}
+	}
+	for (int a = 0; a < ARG_COUNT; a++)
+		if (!val[a])
+			return why_set(why, whylen, "missing arg %s", arg_names[a]);
+
+	memset(&t, 0, sizeof(t));
+
+	len = strlen(val[ARG_TASK_ID]);
+	if (!len)
+		return why_set(why, whylen, "TaskId: empty");
+	if (len >= SW_ID_LEN || has_control(val[ARG_TASK_ID], len))
+		return why_set(why, whylen, "TaskId: bad task id '%s'", shown(val[ARG_TASK_ID], buf));
+	memcpy(t.task_id, val[ARG_TASK_ID], len + 1);
+
+	r = parse_ids(val[ARG_PROCESS_ID], &t, why, whylen);
+	if (r)
+		return r;
+
+	if (parse_decimal(val[ARG_UPDATE_TIME], UINT64_MAX, &t.update_time_ms))
+		return why_set(why, whylen, "TaskUpdateTime: not a decimal number '%s'",
+			       shown(val[ARG_UPDATE_TIME], buf));
+	if (parse_decimal(val[ARG_START_TIME], UINT64_MAX, &t.start_time_ms))
+		return why_set(why, whylen, "TaskStartTime: not a decimal number '%s'",
+			       shown(val[ARG_START_TIME], buf));
+	if (parse_decimal(val[ARG_DURATION], UINT32_MAX, &x))
+		return why_set(why, whylen, "FixedTriggerDuration: not a decimal number of seconds '%s'",
+			       shown(val[ARG_DURATION], buf));
+	if (!x)
+		return why_set(why, whylen, "FixedTriggerDuration: zero seconds '%s'",
+			       val[ARG_DURATION]);
+	t.duration_s = (uint32_t)x;
+
+	if (strcmp(val[ARG_TRIGGER_TYPE], "FIXED_TIME"))
+		return why_set(why, whylen, "TriggerType: only FIXED_TIME is supported, not '%s'",
+			       shown(val[ARG_TRIGGER_TYPE], buf));
+
+	if (!strcmp(val[ARG_TARGET_TYPE], "ON_CPU"))
+		t.target_type = TASK_ON_CPU;
+	else if (!strcmp(val[ARG_TARGET_TYPE], "OFF_CPU"))
+		t.target_type = TASK_OFF_CPU;
+	else if (!strcmp(val[ARG_TARGET_TYPE], "NETWORK"))
+		t.target_type = TASK_NETWORK;
+	else
+		return why_set(why, whylen, "TargetType: unknown target type '%s'",
+			       shown(val[ARG_TARGET_TYPE], buf));
+
+	len = strlen(val[ARG_EXTENSION]);
+	if (len >= sizeof(t.extension_json))
+		return why_set(why, whylen, "ExtensionConfigJSON: longer than %zu bytes",
+			       sizeof(t.extension_json) - 1);
+	if (len) {
+		r = check_json(val[ARG_EXTENSION], len, why, whylen);
+		if (r)
+			return r;
+	}
+	memcpy(t.extension_json, val[ARG_EXTENSION], len + 1);
+
+	*ret_task = t;
+	return 0;
+}
+
+enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64_t *ret_run_ms)
+{
+	uint64_t dur_ms = (uint64_t)t->duration_s * 1000;
+	uint64_t end = t->start_time_ms > UINT64_MAX - dur_ms ? UINT64_MAX : t->start_time_ms + dur_ms;
+
+	if (end <= now_ms) {
+		if (ret_run_ms)
+			*ret_run_ms = 0;
+		return SW_TASK_EXPIRED;
+	}
+	if (t->start_time_ms > now_ms) {
+		if (ret_run_ms)
+			*ret_run_ms = dur_ms;
+		return SW_TASK_LATER;
+	}
+	if (ret_run_ms)
+		*ret_run_ms = end - now_ms;
+	return SW_TASK_NOW;
+}
+
+/* Process ids compare as sets: the backend's order of a list is not part of a task. */
+int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b)
+{
+	if (a->target_type != b->target_type || a->nprocess_ids != b->nprocess_ids)
+		return 0;
+	/* Trigger type: FIXED_TIME is the only one sw_task__parse() lets through. */
+	for (uint32_t i = 0; i < a->nprocess_ids; i++) {
+		uint32_t j;
+
+		for (j = 0; j < b->nprocess_ids; j++)
+			if (!strcmp(a->process_ids[i], b->process_ids[j]))
+				break;
+		if (j == b->nprocess_ids)
+			return 0;
+	}
+	return 1;
+}
