@@ -62,7 +62,7 @@ LIBS_COMMON     := -lcap-ng -lseccomp
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
-LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
+LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) -ljson-c $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
 LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma -ldw $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
 
@@ -154,7 +154,7 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
