@@ -3,7 +3,10 @@
  * rover: the launcher. The one process that keeps privileges: it starts the supervisor and the
  * shipper (each drops to the rover user at once), spawns a worker per task when the supervisor
  * asks, and opens for the shipper what only it may open. It never parses backend or traced
- * data. `rover profile` is also a client of the supervisor, like any other.
+ * data. `rover profile` is also a client of the supervisor, like any other. `rover run` reads
+ * the config file (root-owned input) to refuse a bad one before anything starts, and reads the
+ * files only root may read (TLS key): the supervisor and the shipper get their bytes, never
+ * the paths.
  */
 
 #define _GNU_SOURCE
@@ -18,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/config/config.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
@@ -44,6 +49,8 @@ static const char usage_main[] =
 	"\n"
 	"commands:\n"
 	"  profile   profile processes now and write the profile to a file (no backend)\n"
+	"  run       run the agent with a SkyWalking OAP backend: process discovery, tasks\n"
+	"            from the backend, uploads (rover run --config FILE)\n"
 	"  serve     run the agent: supervisor, shipper and workers, taking tasks from\n"
 	"            `rover profile --connect DIR` until stopped\n"
 	"  spawner   run only the launcher's spawner role (one container per role)\n"
@@ -90,7 +97,26 @@ static const char usage_serve[] =
 	"  -s, --socket-dir DIR   directory for the Unix sockets (default: a new /tmp/rover.XXXXXX)\n"
 	"  -u, --user USER        user the other processes run as (default rover, else nobody)\n";
 
+static const char usage_run[] =
+	"usage: rover run [--config FILE] [--socket-dir DIR] [--user USER]\n"
+	"\n"
+	"Runs the agent against a SkyWalking OAP: discovers processes, reports them, polls\n"
+	"profiling tasks, runs them, uploads their data. FILE is the upstream rover YAML format\n"
+	"(see configs/rover_configs.yaml); without it the defaults apply. ${NAME:default} in any\n"
+	"value is taken from the environment. A bad config is refused before anything starts.\n"
+	"Tasks from `rover profile --connect DIR` are taken too.\n"
+	"\n"
+	"  -c, --config FILE      the config file\n"
+	"  -s, --socket-dir DIR   directory for the Unix sockets (default: a new /tmp/rover.XXXXXX)\n"
+	"  -u, --user USER        user the other processes run as (default rover, else nobody)\n";
+
+/* Bytes handed to the supervisor and the shipper as memfds: config, CA, client cert, key. */
+enum { BLOB_CONFIG, BLOB_CA, BLOB_CERT, BLOB_KEY, NBLOBS };
+
 struct launcher {
+	char *blob[NBLOBS];
+	size_t blob_len[NBLOBS];
+	int fatal; /* a role refused its configuration: stop */
 	char sockdir[PATH_MAX];
 	int own_sockdir;
 	char bindir[PATH_MAX];
@@ -185,6 +211,28 @@ static int has_privileges(void)
 	return 1;
 }
 
+/* In the child: a memfd holding len bytes at the lowest free descriptor, kept across exec. */
+static int blob_fd(const char *name, const char *buf, size_t len)
+{
+	int fd = memfd_create(name, MFD_ALLOW_SEALING);
+	size_t off = 0;
+
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+	return fd;
+}
+
 static pid_t start_role(struct launcher *l, const char *bin)
 {
 	char exe[PATH_MAX + 32];
@@ -193,9 +241,29 @@ static pid_t start_role(struct launcher *l, const char *bin)
 	snprintf(exe, sizeof(exe), "%s/%s", l->bindir, bin);
 	pid = fork();
 	if (pid == 0) {
-		char *argv[] = { (char *)bin, "--socket-dir", l->sockdir, "--user",
-				 (char *)(l->user ? l->user : ""), NULL };
+		static const char *const opt[NBLOBS] = { "--config-fd", "--ca-fd", "--cert-fd",
+							 "--key-fd" };
+		char fdnum[NBLOBS][16];
+		char *argv[6 + 2 * NBLOBS] = { (char *)bin, "--socket-dir", l->sockdir, "--user",
+					       (char *)(l->user ? l->user : "") };
+		int argc = 5;
 		sigset_t none;
+
+		for (int i = 0; i < NBLOBS; i++) {
+			int fd;
+
+			if (!l->blob[i])
+				continue;
+			fd = blob_fd(opt[i] + 2, l->blob[i], l->blob_len[i]);
+			if (fd < 0) {
+				fprintf(stderr, "rover: passing %s: %s\n", opt[i] + 2, strerror(errno));
+				_exit(127);
+			}
+			snprintf(fdnum[i], sizeof(fdnum[i]), "%d", fd);
+			argv[argc++] = (char *)opt[i];
+			argv[argc++] = fdnum[i];
+		}
+		argv[argc] = NULL;
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -234,6 +302,12 @@ static void reap(struct launcher *l)
 		for (int i = 0; i < 2; i++) {
 			if (pid != l->role_pid[i])
 				continue;
+			if (WIFEXITED(status) && WEXITSTATUS(status) == 78) {
+				log_err("%s refused its configuration; stopping", names[i]);
+				l->role_pid[i] = 0;
+				l->fatal = 1;
+				continue;
+			}
 			if (WIFSIGNALED(status))
 				log_warn("%s %d killed by signal %d (%s); restarting", names[i], (int)pid,
 					 WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -423,6 +497,8 @@ static int run(struct launcher *l, int client, const char *output, uint32_t type
 			while (read(l->sigfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD)
 					reap(l);
+				if (l->fatal)
+					return 78;
 				else if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) {
 					if (client < 0 || stopping)
 						return 128 + (int)si.ssi_signo;
@@ -681,6 +757,183 @@ static int cmd_serve(int argc, char **argv, int spawner_only)
 	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
 }
 
+static void config_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "rover: config: %s\n", msg);
+}
+
+/* Reads a whole file as root into a buffer (at most max bytes). NULL with errno set. */
+static char *slurp(const char *path, size_t max, size_t *ret_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	char *buf;
+	size_t off = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		int e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	while (buf && off < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
+
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	if (!buf)
+		return NULL;
+	buf[off] = 0;
+	*ret_len = off;
+	return buf;
+}
+
+/* The spool directory belongs to the rover user, mode 0700; created with its parents. */
+static int make_spool_dir(const char *dir, uid_t uid, gid_t gid)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) || !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (geteuid() == 0 && (chown(path, uid, gid) || chmod(path, 0700)))
+		return -errno;
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket-dir", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct launcher l = { .sigfd = -1, .manage_roles = 1 };
+	struct rover_config cfg;
+	const char *dir = NULL, *path = NULL;
+	char err_text[512];
+	int c, err, status;
+
+	while ((c = getopt_long(argc, argv, "c:s:u:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 's':
+			dir = optarg;
+			break;
+		case 'u':
+			l.user = optarg;
+			break;
+		case 'h':
+			fputs(usage_run, stdout);
+			return 0;
+		default:
+			return die_usage("%s", "bad arguments to run");
+		}
+	}
+	if (optind < argc)
+		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (path) {
+		l.blob[BLOB_CONFIG] = slurp(path, CONFIG_MAX_BYTES, &l.blob_len[BLOB_CONFIG]);
+		if (!l.blob[BLOB_CONFIG]) {
+			fprintf(stderr, "rover: config %s: %s\n", path, strerror(errno));
+			return 2;
+		}
+	} else {
+		l.blob[BLOB_CONFIG] = strdup("");
+	}
+	if (!l.blob[BLOB_CONFIG])
+		return 1;
+	err = config__load(l.blob[BLOB_CONFIG], l.blob_len[BLOB_CONFIG], &cfg, err_text,
+			   sizeof(err_text), config_warn, NULL, NULL);
+	if (err) {
+		fprintf(stderr, "rover: config %s: %s\n", path ? path : "(defaults)", err_text);
+		return 2;
+	}
+	if (cfg.backend.enable_tls) {
+		const char *keys[3] = { "core.backend.ca_pem_path", "core.backend.client_pem_path",
+					"core.backend.client_key_path" };
+		const char *paths[3] = { cfg.backend.ca_pem_path, cfg.backend.client_pem_path,
+					 cfg.backend.client_key_path };
+
+		for (int i = 0; i < 3; i++) {
+			if (!paths[i] || !paths[i][0])
+				continue;
+			l.blob[BLOB_CA + i] = slurp(paths[i], 1 << 20, &l.blob_len[BLOB_CA + i]);
+			if (!l.blob[BLOB_CA + i]) {
+				fprintf(stderr, "rover: config %s: %s '%s': %s\n",
+					path ? path : "(defaults)", keys[i], paths[i], strerror(errno));
+				config__free(&cfg);
+				return 2;
+			}
+		}
+		if (!l.blob[BLOB_CERT] != !l.blob[BLOB_KEY]) {
+			fprintf(stderr, "rover: config: client_pem_path and client_key_path go "
+					"together\n");
+			config__free(&cfg);
+			return 2;
+		}
+	}
+	if (!has_privileges()) {
+		fprintf(stderr, "rover: run needs root (or the capabilities in 'rover --help')\n");
+		config__free(&cfg);
+		return 1;
+	}
+	log_init("rover");
+	if (cfg.backend.spool_dir && cfg.backend.spool_dir[0]) {
+		uid_t uid;
+		gid_t gid;
+
+		err = privdrop_lookup_user(l.user, &uid, &gid);
+		if (!err)
+			err = make_spool_dir(cfg.backend.spool_dir, uid, gid);
+		if (err) {
+			fprintf(stderr, "rover: spool directory %s: %s\n", cfg.backend.spool_dir,
+				strerror(-err));
+			config__free(&cfg);
+			return 1;
+		}
+	}
+	config__free(&cfg);
+	err = setup(&l, dir);
+	if (err) {
+		fprintf(stderr, "rover: starting: %s\n", strerror(-err));
+		return 1;
+	}
+	log_info("running in %s%s%s", l.sockdir, path ? " with " : "", path ? path : "");
+	status = run(&l, -1, NULL, 0);
+	teardown(&l);
+	for (int i = 0; i < NBLOBS; i++) {
+		if (l.blob[i])
+			explicit_bzero(l.blob[i], l.blob_len[i]);
+		free(l.blob[i]);
+	}
+	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -690,6 +943,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "profile"))
 		return cmd_profile(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "serve"))
 		return cmd_serve(argc - 1, argv + 1, 0);
 	if (!strcmp(argv[1], "spawner"))
