@@ -158,7 +158,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
 unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2

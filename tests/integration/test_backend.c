@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The whole agent (`rover run --config`) against a fake SkyWalking OAP (tests/oap/fake_oap.py)
+ * that speaks the real protocol and records every message: a workload is discovered and
+ * reported with the entity its config renders, a task served for it runs, and the uploads
+ * carry its metadata, its hot functions and as many samples as the kernel took, through a
+ * backend restart too.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+TestSuite(backend, .init = tmp_setup, .fini = tmp_teardown, .timeout = 150);
+
+static char *src_path(const char *rel)
+{
+	static char buf[8][4096];
+	static int k;
+	const char *src = getenv("ROVER_SRC");
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", src ? src : ".", rel);
+	return buf[k];
+}
+
+static char *tmp_path(const char *name)
+{
+	static char buf[8][4096];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmp, name);
+	return buf[k];
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Starts the fake OAP; port 0 picks one. Returns its pid, the port in *ret_port. */
+static pid_t start_oap(int port, int *ret_port)
+{
+	char portarg[16];
+	char *argv[] = { "/usr/bin/python3", src_path("tests/oap/fake_oap.py"), "--port", portarg,
+			 "--bind", "127.0.0.1", "--port-file", tmp_path("oap.port"), "--record",
+			 tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"), NULL };
+	pid_t pid;
+
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	unlink(tmp_path("oap.port"));
+	pid = spawn_cmd(argv, tmp_path("oap.log"));
+	cr_assert_gt(pid, 0);
+	for (int i = 0; i < 300; i++) {
+		char *s = slurp(tmp_path("oap.port"), NULL);
+
+		if (s && atoi(s) > 0) {
+			*ret_port = atoi(s);
+			free(s);
+			return pid;
+		}
+		free(s);
+		sleep_ms(50);
+	}
+	cr_assert_fail("fake OAP did not start: %s", slurp(tmp_path("oap.log"), NULL));
+	return -1;
+}
+
+static void stop(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, sig);
+	wait_cmd(pid, 10000);
+}
+
+/* Every recorded message, in order. */
+static struct json_object **records(size_t *ret_n)
+{
+	char *text = slurp(tmp_path("rec.jsonl"), NULL), *save = NULL, *line;
+	struct json_object **out = NULL;
+	size_t n = 0;
+
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct json_object *o = json_tokener_parse(line);
+
+		if (!o)
+			continue; /* a line being written */
+		out = realloc(out, (n + 1) * sizeof(*out));
+		out[n++] = o;
+	}
+	free(text);
+	*ret_n = n;
+	return out;
+}
+
+static void records_free(struct json_object **r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_object_put(r[i]);
+	free(r);
+}
+
+static const char *method_of(struct json_object *r)
+{
+	struct json_object *m;
+
+	return json_object_object_get_ex(r, "method", &m) ? json_object_get_string(m) : "";
+}
+
+/* Follows a path of object keys and array indexes ("processes", "0", ...). */
+static struct json_object *at(struct json_object *o, const char *path)
+{
+	char buf[256], *save = NULL, *k;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(k));
+		else if (!json_object_object_get_ex(o, k, &o))
+			o = NULL;
+	}
+	return o;
+}
+
+static const char *str_at(struct json_object *o, const char *path)
+{
+	struct json_object *v = at(o, path);
+
+	return v ? json_object_get_string(v) : NULL;
+}
+
+static size_t count_method(struct json_object **r, size_t n, const char *method)
+{
+	size_t c = 0;
+
+	for (size_t i = 0; i < n; i++)
+		c += !strcmp(method_of(r[i]), method);
+	return c;
+}
+
+static const char *config_fmt =
+	"logger:\n"
+	"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
+	"core:\n"
+	"  backend:\n"
+	"    addr: 127.0.0.1:%d\n"
+	"    authentication: \"secret-token\"\n"
+	"    spool_dir: \"%s\"\n"
+	"process_discovery:\n"
+	"  heartbeat_period: 1s\n"
+	"  properties_report_period: 3\n"
+	"  vm:\n"
+	"    active: true\n"
+	"    period: 500ms\n"
+	"    finders:\n"
+	"      - match_cmd_regex: \"tests/programs/(demo_burn)\"\n"
+	"        layer: OS_LINUX\n"
+	"        service_name: \"rover-it\"\n"
+	"        instance_name: \"{{.Rover.HostName}}\"\n"
+	"        process_name: \"{{.Process.ExeName}}\"\n"
+	"        labels: \"team-a,{{.Finder.RegexMatchGroup 1}}\"\n"
+	"profiling:\n"
+	"  active: true\n"
+	"  check_interval: 1s\n"
+	"  flush_interval: 1s\n"
+	"  task:\n"
+	"    on_cpu:\n"
+	"      dump_period: 5ms\n";
+
+static pid_t start_rover(int port, const char *spool)
+{
+	char cfg[4096];
+	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"),
+			 "--socket-dir", tmp_path("sock"), NULL };
+
+	snprintf(cfg, sizeof(cfg), config_fmt, port, spool ? spool : "");
+	write_file(tmp_path("rover.yaml"), cfg);
+	return spawn_cmd(argv, tmp_path("rover.log"));
+}
+
+/* The reportProcesses entry of pid, waiting up to timeout_ms for it. A new reference. */
+static struct json_object *wait_reported(pid_t pid, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 200) {
+		size_t n;
+		struct json_object **r = records(&n);
+
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *procs = at(r[i], "message.processes");
+
+			if (strcmp(method_of(r[i]), "reportProcesses") || !procs)
+				continue;
+			for (size_t k = 0; k < json_object_array_length(procs); k++) {
+				struct json_object *h =
+					at(json_object_array_get_idx(procs, k), "hostProcess");
+				struct json_object *p = h ? at(h, "pid") : NULL;
+
+				if (p && json_object_get_int(p) == pid) {
+					struct json_object *ret = json_object_get(h);
+
+					if (at(r[i], "metadata"))
+						json_object_object_add(
+							ret, "_metadata",
+							json_object_get(at(r[i], "metadata")));
+					records_free(r, n);
+					return ret;
+				}
+			}
+		}
+		records_free(r, n);
+		sleep_ms(200);
+	}
+	return NULL;
+}
+
+static void add_task(const char *id, const char *target, int seconds)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"%s\", "
+		 "\"ProcessId\": \"@process:demo_burn\", \"TaskUpdateTime\": \"@now\", "
+		 "\"TriggerType\": \"FIXED_TIME\", \"TargetType\": \"%s\", \"TaskStartTime\": "
+		 "\"@now\", \"FixedTriggerDuration\": \"%d\", \"ExtensionConfigJSON\": \"\"}}]\n",
+		 id, target, seconds);
+	write_file(tmp_path("tasks.json.new"), text);
+	rename(tmp_path("tasks.json.new"), tmp_path("tasks.json"));
+}
+
+/* Waits for the agent's word that the task ended; the samples it took, or -1. */
+static long wait_task_done(const char *id, int timeout_ms)
+{
+	char needle[128];
+
+	snprintf(needle, sizeof(needle), "task %s on process ", id);
+	for (int waited = 0; waited < timeout_ms; waited += 250) {
+		char *log = slurp(tmp_path("rover.log"), NULL), *p = log ? strstr(log, needle) : NULL;
+		char *d = p ? strstr(p, " done: ") : NULL;
+
+		if (d) {
+			long v = atol(d + 7);
+
+			free(log);
+			return v;
+		}
+		free(log);
+		sleep_ms(250);
+	}
+	return -1;
+}
+
+struct upload_sum {
+	long dump_count;
+	long burn_a, burn_b;
+	size_t messages, streams;
+	int metadata_ok;
+	char process_id[256];
+};
+
+/* Adds up the collectProfilingData messages of task id. */
+static void sum_uploads(const char *id, struct upload_sum *s)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(s, 0, sizeof(*s));
+	s->metadata_ok = 1;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *m = at(r[i], "message"), *stacks, *idx = at(r[i], "index");
+		long dc;
+		int has_a = 0, has_b = 0;
+
+		if (strcmp(method_of(r[i]), "collectProfilingData"))
+			continue;
+		if (idx && json_object_get_int(idx) == 0) {
+			const char *tid = str_at(m, "task.taskId");
+			const char *pid = str_at(m, "task.processId");
+
+			s->streams++;
+			if (!tid || strcmp(tid, id))
+				continue; /* another task's stream */
+			if (!pid || !pid[0] || !str_at(m, "task.profilingStartTime") ||
+			    !str_at(m, "task.currentTime"))
+				s->metadata_ok = 0;
+			else
+				snprintf(s->process_id, sizeof(s->process_id), "%s", pid);
+		} else if (at(m, "task")) {
+			s->metadata_ok = 0; /* only the first message of a stream carries it */
+		}
+		s->messages++;
+		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
+		s->dump_count += dc;
+		stacks = at(m, "onCPU.stacks");
+		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
+			struct json_object *st = json_object_array_get_idx(stacks, k);
+			struct json_object *syms = at(st, "stackSymbols");
+			const char *type = str_at(st, "stackType");
+
+			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
+				continue;
+			/* Innermost first: the leaf user frame is the first symbol. */
+			if (json_object_array_length(syms)) {
+				const char *leaf =
+					json_object_get_string(json_object_array_get_idx(syms, 0));
+
+				has_a = !strcmp(leaf, "burn_a");
+				has_b = !strcmp(leaf, "burn_b");
+			}
+		}
+		s->burn_a += has_a ? dc : 0;
+		s->burn_b += has_b ? dc : 0;
+	}
+	records_free(r, n);
+}
+
+Test(backend, workload_reported_profiled_and_uploaded)
+{
+	pid_t work = start_program(bin("tests/programs/demo_burn"), NULL), oap, rover;
+	struct json_object *h, *labels, *props;
+	struct upload_sum s;
+	int port = 0;
+	long samples;
+	size_t n, keepalives, reports;
+	struct json_object **r;
+	char host[256];
+
+	cr_assert_gt(work, 0);
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap(0, &port);
+	rover = start_rover(port, NULL);
+
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "demo_burn not reported; rover log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL));
+	gethostname(host, sizeof(host));
+	cr_expect_str_eq(str_at(h, "entity.layer"), "OS_LINUX");
+	cr_expect_str_eq(str_at(h, "entity.serviceName"), "rover-it");
+	cr_expect_str_eq(str_at(h, "entity.instanceName"), host);
+	/* ExeName of a root process: only the launcher could read its exe for us. */
+	cr_expect_str_eq(str_at(h, "entity.processName"), "demo_burn");
+	labels = at(h, "entity.labels");
+	cr_assert_not_null(labels);
+	cr_expect_eq(json_object_array_length(labels), 2);
+	cr_expect_str_eq(str_at(h, "entity.labels.0"), "team-a");
+	cr_expect_str_eq(str_at(h, "entity.labels.1"), "demo_burn");
+	cr_expect_str_eq(str_at(h, "_metadata.authentication"), "secret-token");
+	props = at(h, "properties");
+	cr_assert_not_null(props);
+	{
+		int have = 0;
+
+		for (size_t k = 0; k < json_object_array_length(props); k++) {
+			const char *key = str_at(json_object_array_get_idx(props, k), "key");
+			const char *val = str_at(json_object_array_get_idx(props, k), "value");
+			char pidstr[16];
+
+			snprintf(pidstr, sizeof(pidstr), "%d", (int)work);
+			if (!strcmp(key, "pid") && !strcmp(val, pidstr))
+				have |= 1;
+			if (!strcmp(key, "command_line") && strstr(val, "demo_burn"))
+				have |= 2;
+			if (!strcmp(key, "support_ebpf_profiling") && !strcmp(val, "true"))
+				have |= 4;
+			if (!strcmp(key, "host_ip") && val[0])
+				have |= 8;
+		}
+		cr_expect_eq(have, 15, "properties incomplete: %s",
+			     json_object_to_json_string(props));
+	}
+	json_object_put(h);
+
+	add_task("it-task-1", "ON_CPU", 4);
+	samples = wait_task_done("it-task-1", 30000);
+	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	/* The last flush's upload may trail the task's end by a moment. */
+	for (int i = 0; i < 40; i++) {
+		sum_uploads("it-task-1", &s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	cr_log_info("samples %ld uploaded %ld in %zu messages, %zu streams; burn_a %ld burn_b %ld",
+		    samples, s.dump_count, s.messages, s.streams, s.burn_a, s.burn_b);
+	cr_expect(s.metadata_ok, "task metadata missing or misplaced");
+	cr_expect(s.process_id[0], "no processId in the uploads");
+	cr_expect_eq(s.dump_count, samples, "uploaded %ld dumpCounts for %ld samples", s.dump_count,
+		     samples);
+	/* 4 s at 200 Hz of one busy thread. */
+	cr_expect_gt(samples, 400);
+	cr_expect_gt(s.burn_a + s.burn_b, s.dump_count * 8 / 10);
+	cr_expect(s.burn_a * 100 > (s.burn_a + s.burn_b) * 70 &&
+			  s.burn_a * 100 < (s.burn_a + s.burn_b) * 80,
+		  "burn_a %ld of %ld (75%% expected)", s.burn_a, s.burn_a + s.burn_b);
+
+	/* Heartbeats: 1 s apart, every third a full re-report. */
+	r = records(&n);
+	keepalives = count_method(r, n, "keepAlive");
+	reports = count_method(r, n, "reportProcesses");
+	records_free(r, n);
+	cr_log_info("keepAlive %zu reportProcesses %zu", keepalives, reports);
+	cr_expect_geq(keepalives, 3);
+	cr_expect_geq(reports, 2);
+	cr_expect_geq(count_method(r = records(&n), n, "queryTasks"), 3);
+	records_free(r, n);
+
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+Test(backend, backend_restart_mid_task_loses_nothing)
+{
+	pid_t work = start_program(bin("tests/programs/demo_burn"), NULL), oap, rover;
+	struct upload_sum s;
+	struct json_object *h;
+	int port = 0, port2 = 0;
+	long samples;
+
+	cr_assert_gt(work, 0);
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap(0, &port);
+	rover = start_rover(port, tmp_path("spool"));
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+	add_task("it-task-2", "ON_CPU", 8);
+	/* Let the first uploads land, then take the backend away for 3 s. */
+	for (int i = 0; i < 60; i++) {
+		sum_uploads("it-task-2", &s);
+		if (s.messages)
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_gt(s.messages, 0, "no upload before the outage");
+	stop(oap, SIGKILL);
+	sleep_ms(3000);
+	oap = start_oap(port, &port2);
+	cr_assert_eq(port2, port);
+	samples = wait_task_done("it-task-2", 40000);
+	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	for (int i = 0; i < 120; i++) {
+		sum_uploads("it-task-2", &s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	cr_log_info("samples %ld uploaded %ld", samples, s.dump_count);
+	cr_expect_eq(s.dump_count, samples, "uploaded %ld for %ld samples; rover log:\n%s",
+		     s.dump_count, samples, slurp(tmp_path("rover.log"), NULL));
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+Test(backend, unreachable_backend_is_retried_quietly)
+{
+	pid_t rover;
+	char *log;
+	int lines = 0;
+
+	/* A port nobody listens on. */
+	rover = start_rover(1, NULL);
+	sleep_ms(6000);
+	cr_assert_eq(waitpid(rover, NULL, WNOHANG), 0, "rover run exited: %s",
+		     slurp(tmp_path("rover.log"), NULL));
+	stop(rover, SIGTERM);
+	log = slurp(tmp_path("rover.log"), NULL);
+	cr_assert_not_null(log);
+	for (char *p = log; (p = strstr(p, "unreachable")); p++)
+		lines++;
+	cr_expect_eq(lines, 1, "one line per change of state expected, got %d:\n%s", lines, log);
+	free(log);
+}
+
+Test(backend, bad_config_is_refused_before_start)
+{
+	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("bad.yaml"), NULL };
+	char *err = NULL;
+	int rc;
+
+	write_file(tmp_path("bad.yaml"), "profiling:\n  check_interval: ten\n");
+	rc = run_cmd(argv, &err);
+	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_expect(err && strstr(err, "profiling.check_interval") && strstr(err, "ten"),
+		  "error names neither key nor value: %s", err);
+	free(err);
+
+	write_file(tmp_path("bad.yaml"), "process_discovery:\n  vm:\n    finders:\n"
+					 "      - match_cmd_regex: \"(unclosed\"\n"
+					 "        service_name: x\n");
+	rc = run_cmd(argv, &err);
+	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
+	cr_expect(err && strstr(err, "match_cmd_regex"), "error does not name the key: %s", err);
+	free(err);
+}
