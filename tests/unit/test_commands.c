@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * EBPFProfilingTaskQuery commands (supervisor/commands.h) as an OAP sends them
+ * (skywalking-protocol.md): every arg required and checked, the reason of a refusal naming the
+ * arg, and when a parsed task runs.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/msg.h"
+#include "supervisor/commands.h"
+
+#define MAX_ARGS 16
+
+struct cmd {
+	Skywalking__V3__Command c;
+	Skywalking__V3__KeyStringValuePair kv[MAX_ARGS];
+	Skywalking__V3__KeyStringValuePair *pkv[MAX_ARGS];
+};
+
+static const char *const good[][2] = {
+	{ "TaskId", "task-1" },
+	{ "ProcessId", "p1,p2" },
+	{ "TaskUpdateTime", "1700000000123" },
+	{ "TriggerType", "FIXED_TIME" },
+	{ "TargetType", "ON_CPU" },
+	{ "TaskStartTime", "1700000000000" },
+	{ "FixedTriggerDuration", "10" },
+	{ "ExtensionConfigJSON", "" },
+};
+#define NGOOD (sizeof(good) / sizeof(good[0]))
+
+/* The good command with arg `key` set to value (NULL: left out), extra args appended. */
+static void make(struct cmd *m, const char *key, const char *value)
+{
+	size_t n = 0;
+
+	memset(m, 0, sizeof(*m));
+	skywalking__v3__command__init(&m->c);
+	m->c.command = (char *)"EBPFProfilingTaskQuery";
+	for (size_t i = 0; i < NGOOD; i++) {
+		const char *v = good[i][1];
+
+		if (key && !strcmp(key, good[i][0])) {
+			if (!value)
+				continue;
+			v = value;
+		}
+		skywalking__v3__key_string_value_pair__init(&m->kv[n]);
+		m->kv[n].key = (char *)good[i][0];
+		m->kv[n].value = (char *)v;
+		m->pkv[n] = &m->kv[n];
+		n++;
+	}
+	m->c.args = m->pkv;
+	m->c.n_args = n;
+}
+
+static void add(struct cmd *m, const char *key, const char *value)
+{
+	size_t n = m->c.n_args;
+
+	skywalking__v3__key_string_value_pair__init(&m->kv[n]);
+	m->kv[n].key = (char *)key;
+	m->kv[n].value = (char *)value;
+	m->pkv[n] = &m->kv[n];
+	m->c.n_args = n + 1;
+}
+
+static struct sw_task parse_ok(struct cmd *m)
+{
+	struct sw_task t;
+	char why[256] = "";
+
+	cr_assert_eq(sw_task__parse(&m->c, &t, why, sizeof(why)), 0, "%s", why);
+	return t;
+}
+
+/* Refused, the task untouched, the reason holding every string of want. */
+static void refused(struct cmd *m, const char *want1, const char *want2)
+{
+	struct sw_task t;
+	char why[256] = "";
+
+	memset(&t, 0x5a, sizeof(t));
+	cr_assert_eq(sw_task__parse(&m->c, &t, why, sizeof(why)), -EINVAL, "accepted");
+	cr_assert_eq(((unsigned char *)&t)[0], 0x5a, "ret_task written on failure");
+	cr_assert(strstr(why, want1), "'%s' does not say '%s'", why, want1);
+	if (want2)
+		cr_assert(strstr(why, want2), "'%s' does not say '%s'", why, want2);
+}
+
+Test(commands, good_command)
+{
+	struct cmd m;
+	struct sw_task t;
+
+	make(&m, NULL, NULL);
+	t = parse_ok(&m);
+	cr_assert_str_eq(t.task_id, "task-1");
+	cr_assert_eq(t.nprocess_ids, 2);
+	cr_assert_str_eq(t.process_ids[0], "p1");
+	cr_assert_str_eq(t.process_ids[1], "p2");
+	cr_assert_eq(t.update_time_ms, 1700000000123ULL);
+	cr_assert_eq(t.start_time_ms, 1700000000000ULL);
+	cr_assert_eq(t.duration_s, 10);
+	cr_assert_eq(t.target_type, TASK_ON_CPU);
+	cr_assert_str_eq(t.extension_json, "");
+
+	/* Unknown extra args are ignored; arg order does not matter. */
+	add(&m, "SomethingNewer", "whatever");
+	Skywalking__V3__KeyStringValuePair *first = m.pkv[0];
+	m.pkv[0] = m.pkv[m.c.n_args - 1];
+	m.pkv[m.c.n_args - 1] = first;
+	t = parse_ok(&m);
+	cr_assert_str_eq(t.task_id, "task-1");
+
+	const char *json = "{\"NetworkSamplings\":[{\"URIRegex\":\"/api/.*\",\"MinDuration\":10,"
+			   "\"When4xx\":true,\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":"
+			   "true,\"MaxRequestSize\":1024}}]}  ";
+	make(&m, "ExtensionConfigJSON", json);
+	t = parse_ok(&m);
+	cr_assert_str_eq(t.extension_json, json);
+}
+
+Test(commands, target_types)
+{
+	static const struct {
+		const char *name;
+		uint32_t type;
+	} types[] = { { "ON_CPU", TASK_ON_CPU }, { "OFF_CPU", TASK_OFF_CPU },
+		      { "NETWORK", TASK_NETWORK } };
+	struct cmd m;
+
+	for (size_t i = 0; i < 3; i++) {
+		make(&m, "TargetType", types[i].name);
+		cr_assert_eq(parse_ok(&m).target_type, types[i].type, "%s", types[i].name);
+	}
+	make(&m, "TargetType", "on_cpu");
+	refused(&m, "TargetType", "'on_cpu'");
+	make(&m, "TargetType", "MEMORY");
+	refused(&m, "TargetType", "'MEMORY'");
+}
+
+Test(commands, each_missing_arg)
+{
+	struct cmd m;
+
+	for (size_t i = 0; i < NGOOD; i++) {
+		make(&m, good[i][0], NULL);
+		refused(&m, "missing arg", good[i][0]);
+	}
+}
+
+Test(commands, not_ours)
+{
+	struct cmd m;
+	struct sw_task t;
+	char why[128] = "";
+
+	make(&m, NULL, NULL);
+	m.c.command = (char *)"ContinuousProfilingPolicyQuery";
+	cr_assert_eq(sw_task__parse(&m.c, &t, why, sizeof(why)), -ENOENT);
+	m.c.command = (char *)"";
+	cr_assert_eq(sw_task__parse(&m.c, &t, why, sizeof(why)), -ENOENT);
+}
+
+Test(commands, duplicate_arg)
+{
+	struct cmd m;
+
+	make(&m, NULL, NULL);
+	add(&m, "TaskId", "task-2");
+	refused(&m, "TaskId", "twice");
+}
+
+Test(commands, non_numeric_values)
+{
+	static const char *const keys[] = { "TaskUpdateTime", "TaskStartTime",
+					    "FixedTriggerDuration" };
+	static const char *const bad[] = { "",	 "abc",	 "12a", "-5",
+					   "+5", " 10", "10 ", "1e3",
+					   "0x10", "99999999999999999999999" };
+	struct cmd m;
+
+	for (size_t k = 0; k < 3; k++)
+		for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+			make(&m, keys[k], bad[b]);
+			refused(&m, keys[k], "not a decimal");
+		}
+	make(&m, "FixedTriggerDuration", "4294967296");
+	refused(&m, "FixedTriggerDuration", "not a decimal");
+	make(&m, "FixedTriggerDuration", "0");
+	refused(&m, "FixedTriggerDuration", "zero");
+	make(&m, "FixedTriggerDuration", "4294967295");
+	cr_assert_eq(parse_ok(&m).duration_s, 4294967295u);
+}
+
+Test(commands, trigger_type)
+{
+	struct cmd m;
+
+	make(&m, "TriggerType", "CONTINUOUS_PROFILING");
+	refused(&m, "TriggerType", "'CONTINUOUS_PROFILING'");
+	make(&m, "TriggerType", "");
+	refused(&m, "TriggerType", NULL);
+}
+
+Test(commands, process_id_lists)
+{
+	struct cmd m;
+	struct sw_task t;
+	char many[64 * 4] = "";
+
+	make(&m, "ProcessId", "only");
+	t = parse_ok(&m);
+	cr_assert_eq(t.nprocess_ids, 1);
+	cr_assert_str_eq(t.process_ids[0], "only");
+
+	make(&m, "ProcessId", " a ,\tb,c ");
+	t = parse_ok(&m);
+	cr_assert_eq(t.nprocess_ids, 3);
+	cr_assert_str_eq(t.process_ids[0], "a");
+	cr_assert_str_eq(t.process_ids[1], "b");
+	cr_assert_str_eq(t.process_ids[2], "c");
+
+	static const char *const bad[] = { "", ",", "a,", ",a", "a,,b", "a, ,b", " " };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		make(&m, "ProcessId", bad[i]);
+		refused(&m, "ProcessId", "empty");
+	}
+	make(&m, "ProcessId", "a,b,a");
+	refused(&m, "ProcessId", "twice");
+
+	for (int i = 0; i < SW_MAX_PROCESSES; i++)
+		sprintf(many + strlen(many), "%sp%d", i ? "," : "", i);
+	make(&m, "ProcessId", many);
+	cr_assert_eq(parse_ok(&m).nprocess_ids, SW_MAX_PROCESSES);
+	strcat(many, ",one-more");
+	make(&m, "ProcessId", many);
+	refused(&m, "ProcessId", "more than");
+
+	char longid[SW_ID_LEN + 1];
+	memset(longid, 'x', SW_ID_LEN);
+	longid[SW_ID_LEN] = '\0';
+	make(&m, "ProcessId", longid);
+	refused(&m, "ProcessId", "bad process id");
+	longid[SW_ID_LEN - 1] = '\0';
+	make(&m, "ProcessId", longid);
+	cr_assert_eq(strlen(parse_ok(&m).process_ids[0]), SW_ID_LEN - 1);
+}
+
+Test(commands, task_id_and_json_bounds)
+{
+	struct cmd m;
+	char big[5000];
+
+	make(&m, "TaskId", "");
+	refused(&m, "TaskId", "empty");
+	make(&m, "TaskId", "a\nb");
+	refused(&m, "TaskId", NULL);
+	memset(big, 'a', SW_ID_LEN);
+	big[SW_ID_LEN] = '\0';
+	make(&m, "TaskId", big);
+	refused(&m, "TaskId", NULL);
+
+	static const char *const bad_json[] = { "{", "{\"a\":}", "[1,2]", "\"s\"", "{} x",
+						"not json", "{\"a\":1}}" };
+	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
+		make(&m, "ExtensionConfigJSON", bad_json[i]);
+		refused(&m, "ExtensionConfigJSON", NULL);
+	}
+	/* Deeper than any extension config: refused, not recursed into. */
+	strcpy(big, "{\"a\":");
+	for (int i = 0; i < 40; i++)
+		strcat(big, "[");
+	for (int i = 0; i < 40; i++)
+		strcat(big, "]");
+	strcat(big, "}");
+	make(&m, "ExtensionConfigJSON", big);
+	refused(&m, "ExtensionConfigJSON", NULL);
+
+	memset(big, ' ', sizeof(big) - 1);
+	big[0] = '{';
+	big[sizeof(big) - 2] = '}';
+	big[sizeof(big) - 1] = '\0';
+	make(&m, "ExtensionConfigJSON", big);
+	refused(&m, "ExtensionConfigJSON", "longer than");
+}
+
+Test(commands, when)
+{
+	struct sw_task t = { .start_time_ms = 100000, .duration_s = 10 };
+	uint64_t run = 12345;
+
+	/* Started 3 s ago with 10 s: 7 s left. */
+	cr_assert_eq(sw_task__when(&t, 103000, &run), SW_TASK_NOW);
+	cr_assert_eq(run, 7000);
+	cr_assert_eq(sw_task__when(&t, 100000, &run), SW_TASK_NOW);
+	cr_assert_eq(run, 10000);
+	cr_assert_eq(sw_task__when(&t, 109999, &run), SW_TASK_NOW);
+	cr_assert_eq(run, 1);
+	cr_assert_eq(sw_task__when(&t, 99999, &run), SW_TASK_LATER);
+	cr_assert_eq(sw_task__when(&t, 110000, &run), SW_TASK_EXPIRED);
+	cr_assert_eq(sw_task__when(&t, 500000, NULL), SW_TASK_EXPIRED);
+
+	/* A start time at the end of the clock does not wrap around into the past. */
+	t.start_time_ms = UINT64_MAX - 5;
+	cr_assert_eq(sw_task__when(&t, 1000, &run), SW_TASK_LATER);
+}
+
+Test(commands, identity)
+{
+	struct cmd m;
+	struct sw_task a, b;
+
+	make(&m, NULL, NULL);
+	a = parse_ok(&m);
+	/* Another task id, times and duration, same process set (other order), same type. */
+	make(&m, "ProcessId", "p2, p1");
+	m.kv[0].value = (char *)"task-2";
+	m.kv[2].value = (char *)"1700000009999";
+	m.kv[6].value = (char *)"60";
+	b = parse_ok(&m);
+	cr_assert(sw_task__same_identity(&a, &b));
+	cr_assert(sw_task__same_identity(&b, &a));
+
+	make(&m, "TargetType", "OFF_CPU");
+	b = parse_ok(&m);
+	cr_assert(!sw_task__same_identity(&a, &b));
+
+	make(&m, "ProcessId", "p1");
+	b = parse_ok(&m);
+	cr_assert(!sw_task__same_identity(&a, &b));
+	cr_assert(!sw_task__same_identity(&b, &a));
+
+	make(&m, "ProcessId", "p1,p3");
+	b = parse_ok(&m);
+	cr_assert(!sw_task__same_identity(&a, &b));
+}
