@@ -20,6 +20,7 @@
 struct off_start {
 	__u64 ts;
 	struct sc_key key;
+	__u64 snap; /* 1: a snapshot keyed by (pid, ts) is in the ring buffer, key unused */
 };
 
 /* Threads of the targets currently off the CPU, by thread id. */
@@ -42,8 +43,16 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 		__u32 pid = BPF_CORE_READ(prev, pid);
 
 		s.key.tgid = prev_tgid;
+		/* sched_switch runs in prev's context: current is prev, its user stack is mapped. */
+		if (unwind_dwarf) {
+			__u64 ip, sp, bp;
+
+			user_regs(&ip, &sp, &bp);
+			s.snap = !take_snapshot(ctx, ip, sp, bp, 2, prev_tgid, pid, now, 0);
+		}
 		/* The program's own frame and bpf_trace_runN sit above __schedule. */
-		take_stacks(ctx, &s.key, 2);
+		if (!s.snap)
+			take_stacks(ctx, &s.key, 2);
 		if (bpf_map_update_elem(&starts, &pid, &s, BPF_ANY))
 			stat_inc(SC_STAT_STARTS_FULL);
 	}
@@ -52,7 +61,15 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 		return 0;
 	if (now > start->ts) {
 		stat_inc(SC_STAT_EVENTS);
-		count_stack(&start->key, now - start->ts, 1);
+		if (start->snap) {
+			struct sc_done d = { .kind = SC_REC_DONE, .pid = next_pid, .ts = start->ts,
+					     .value = now - start->ts, .value2 = 1 };
+
+			if (bpf_ringbuf_output(&snaps, &d, sizeof(d), BPF_RB_NO_WAKEUP))
+				stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
+		} else {
+			count_stack(&start->key, now - start->ts, 1);
+		}
 	}
 	bpf_map_delete_elem(&starts, &next_pid);
 	return 0;

@@ -15,6 +15,20 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (!is_target(tgid))
 		return 0;
 	stat_inc(SC_STAT_EVENTS);
+	if (unwind_dwarf) {
+		/* The context gives pt_regs fields only as whole 8-byte words; cs is 2 bytes of one. */
+		__u64 cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+		__u64 ip = ctx->regs.ip, sp = ctx->regs.sp, bp = ctx->regs.bp;
+
+		/* Loads from the context stay here: merged with the pt_regs ones below, they fail. */
+		asm volatile("" : "+r"(ip), "+r"(sp), "+r"(bp), "+r"(cs));
+		/* A sample in user mode has the user registers; else they are the task's saved ones. */
+		if ((cs & 3) != 3)
+			user_regs(&ip, &sp, &bp);
+		if (!take_snapshot(ctx, ip, sp, bp, 0, tgid, (__u32)bpf_get_current_pid_tgid(), 0,
+				   1))
+			return 0;
+	}
 	key.tgid = tgid;
 	take_stacks(ctx, &key, 0);
 	count_stack(&key, 1, 0);

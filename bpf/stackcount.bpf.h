@@ -16,6 +16,9 @@
 /* Index of the count map being filled; the worker flips it at each flush. */
 volatile __u32 active_counts;
 
+/* Set by the worker before load: take stack snapshots (unwind mode "dwarf"). */
+const volatile __u32 unwind_dwarf;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
@@ -29,6 +32,12 @@ struct {
 	__uint(value_size, SC_STACK_DEPTH * sizeof(__u64));
 	__uint(max_entries, 16384); /* the worker resizes it before load */
 } stacks SEC(".maps");
+
+/* Stack snapshots and OFF_CPU times for them; a page when unused, sized by the worker. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} snaps SEC(".maps");
 
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -114,6 +123,69 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 	if (id == -EFAULT)
 		stat_inc(SC_STAT_USTACK_MISSING);
 	key->ustack = stack_id(id, SC_STAT_USTACK_COLLISION);
+}
+
+/*
+ * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
+ * kernel stack (kskip as in take_stacks) and the top of the user stack. 0, or -1 when none was
+ * taken (counted): the caller then takes frame-pointer stacks instead, so the event still
+ * counts. No wakeup: the worker reads the ring buffer on a timer, which costs less than a
+ * wakeup per event.
+ */
+static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u32 kskip,
+					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
+{
+	__u64 start = sp & ~(__u64)(SC_SNAP_PAGE - 1);
+	struct sc_snap *s;
+	__u32 len = 0;
+
+	s = bpf_ringbuf_reserve(&snaps, sizeof(*s), 0);
+	if (!s) {
+		stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
+		return -1;
+	}
+	/*
+	 * Page by page: a read that crosses into an unmapped or absent page fails whole, so a
+	 * failing page ends the copy with what came before it. In the sched_switch and perf
+	 * event contexts a page fault cannot be served, only present pages are copied.
+	 */
+#pragma unroll
+	for (int i = 0; i < SC_SNAP_PAGES; i++) {
+		if (len != i * SC_SNAP_PAGE ||
+		    bpf_probe_read_user(s->stack + i * SC_SNAP_PAGE, SC_SNAP_PAGE,
+					(void *)(start + i * SC_SNAP_PAGE)))
+			break;
+		len += SC_SNAP_PAGE;
+	}
+	if (!len || !sp) {
+		stat_inc(SC_STAT_SNAP_FAULT);
+		bpf_ringbuf_discard(s, BPF_RB_NO_WAKEUP);
+		return -1;
+	}
+	s->kind = SC_REC_SNAP;
+	s->tgid = tgid;
+	s->pid = pid;
+	s->ts = ts;
+	s->value = value;
+	s->ip = ip;
+	s->sp = sp;
+	s->bp = bp;
+	s->stack_start = start;
+	s->stack_len = len;
+	s->pad = 0;
+	s->kbytes = bpf_get_stack(ctx, s->kips, sizeof(s->kips), kskip & BPF_F_SKIP_FIELD_MASK);
+	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* The current task's user registers when it entered the kernel. */
+static __always_inline void user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	*ip = r->ip;
+	*sp = r->sp;
+	*bp = r->bp;
 }
 
 #endif

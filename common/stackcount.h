@@ -34,7 +34,50 @@ enum sc_stat {
 	SC_STAT_USTACK_MISSING,
 	SC_STAT_COUNTS_FULL,
 	SC_STAT_STARTS_FULL, /* OFF_CPU: no room to remember a switched-out thread */
+	SC_STAT_SNAP_RINGBUF_FULL, /* snapshot or its OFF_CPU time not in the ring buffer */
+	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
 	SC_STAT_MAX,
+};
+
+/*
+ * Stack snapshots (unwind mode "dwarf"), through the ring buffer: the user registers and the
+ * user stack from the page holding sp up to SC_SNAP_PAGES pages, copied page by page so that
+ * the end of the stack mapping (or a page not present) ends the copy instead of failing it.
+ * Copying whole pages keeps every copy's offset and size constant, which the verifier needs;
+ * the bytes below sp are dropped by the worker.
+ */
+#define SC_SNAP_PAGE 4096
+#define SC_SNAP_PAGES 4
+#define SC_SNAP_STACK (SC_SNAP_PAGE * SC_SNAP_PAGES)
+/* Ring buffer bytes in dwarf mode: about 900 snapshots between two reads of the worker. */
+#define SC_SNAP_RINGBUF (16u << 20)
+
+enum sc_rec_kind {
+	SC_REC_SNAP = 1, /* struct sc_snap */
+	SC_REC_DONE = 2, /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
+};
+
+struct sc_snap {
+	__u32 kind;
+	__u32 tgid;
+	__u32 pid;
+	__s32 kbytes; /* bytes of kips[] filled, <= 0: none */
+	__u64 ts;     /* OFF_CPU: switch-out time, with pid the key of the sc_done; ON_CPU: 0 */
+	__u64 value;  /* ON_CPU: 1 */
+	__u64 ip, sp, bp;
+	__u64 stack_start; /* sp rounded down to a page */
+	__u32 stack_len;   /* bytes copied from stack_start */
+	__u32 pad;
+	__u64 kips[SC_STACK_DEPTH];
+	__u8 stack[SC_SNAP_STACK];
+};
+
+struct sc_done {
+	__u32 kind;
+	__u32 pid;
+	__u64 ts;
+	__u64 value;  /* nanoseconds off the CPU */
+	__u64 value2; /* switches: 1 */
 };
 
 #endif

@@ -78,6 +78,9 @@ static const char usage_profile[] =
 	"                             instead of starting one\n"
 	"      --attach HOOK          off_cpu hook: auto (default: tp_btf, else raw_tp), tp_btf,\n"
 	"                             raw_tp; for troubleshooting a kernel\n"
+	"      --unwind HOW           user stacks: dwarf (default: a copy of the stack top,\n"
+	"                             unwound with the binaries' CFI, callers in code without\n"
+	"                             frame pointers kept) or fp (frame pointers, cheaper)\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"Folded output: one line per distinct stack, `comm;outermost;...;innermost VALUE`, kernel\n"
@@ -548,6 +551,7 @@ static int cmd_profile(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },
 		{ "connect", required_argument, NULL, 'c' },
 		{ "attach", required_argument, NULL, 'A' },
+		{ "unwind", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -612,6 +616,14 @@ static int cmd_profile(int argc, char **argv)
 			else
 				return die_usage("bad --attach '%s': auto, tp_btf or raw_tp expected",
 						 optarg);
+			break;
+		case 'U':
+			if (!strcmp(optarg, "dwarf"))
+				spec.unwind = UNWIND_DWARF;
+			else if (!strcmp(optarg, "fp"))
+				spec.unwind = UNWIND_FP;
+			else
+				return die_usage("bad --unwind '%s': dwarf or fp expected", optarg);
 			break;
 		case 'h':
 			fputs(usage_profile, stdout);

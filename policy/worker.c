@@ -38,6 +38,8 @@ static const struct seccomp_entry calls[] = {
 	{ "prlimit64", SC_ALLOW, "libbpf memlock probe" },
 	{ "setrlimit", EPERM, "libbpf may try to raise memlock; memcg accounting makes it moot" },
 	{ "poll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
+	{ "epoll_create1", SC_ALLOW, "libbpf's ring buffer reader (stack snapshots)" },
+	{ "epoll_ctl", SC_ALLOW, "libbpf's ring buffer reader (stack snapshots)" },
 	{ "ppoll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
 	{ "clock_gettime", SC_ALLOW, "flush and task timers" },
 	{ "clock_nanosleep", SC_ALLOW, "let in-flight programs finish after a map flip" },

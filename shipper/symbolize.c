@@ -1100,6 +1100,49 @@ int symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, char *buf, 
 	return 0;
 }
 
+int symbolizer__mapping(struct symbolizer *sym, int pid, uint64_t addr, struct sym_mapping *ret)
+{
+	struct pid_maps *pm;
+	struct mapping *m;
+
+	if (!sym || pid <= 0)
+		return -EINVAL;
+	pm = pid_maps__find(sym, pid);
+	if (!pm && symbolizer__load(sym, pid, &pm))
+		return 0;
+	m = pid_maps__lookup(pm, addr);
+	if (!m && now_ns() - pm->loaded_ns >= SYMBOLIZER_REFRESH_NS) {
+		if (symbolizer__load(sym, pid, &pm) == 0)
+			m = pid_maps__lookup(pm, addr);
+		else
+			pm->loaded_ns = now_ns();
+	}
+	if (!m)
+		return 0;
+	*ret = (struct sym_mapping){ .start = m->start, .end = m->end, .off = m->off,
+				     .dev = m->dev, .ino = m->ino };
+	return 1;
+}
+
+size_t symbolizer__mappings(struct symbolizer *sym, int pid, struct sym_mapping *ret, size_t max)
+{
+	struct pid_maps *pm = sym ? pid_maps__find(sym, pid) : NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; pm && i < pm->n && n < max; i++)
+		ret[n++] = (struct sym_mapping){ .start = pm->maps[i].start, .end = pm->maps[i].end,
+						 .off = pm->maps[i].off, .dev = pm->maps[i].dev,
+						 .ino = pm->maps[i].ino };
+	return n;
+}
+
+int symbolizer__open_mapping(struct symbolizer *sym, int pid, const struct sym_mapping *m)
+{
+	if (!sym || pid <= 0)
+		return -EINVAL;
+	return sym->opener.open_mapped_file(sym->opener.ctx, pid, m->start, m->end);
+}
+
 int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t len)
 {
 	const char *name;

@@ -56,6 +56,25 @@ int symbolizer__load_pid(struct symbolizer *sym, int pid);
 /* Drops what is cached for pid (its mappings; symbol tables stay cached by build-id). */
 void symbolizer__forget_pid(struct symbolizer *sym, int pid);
 
+/* A file mapping of a process, as the unwinder needs it (shipper/unwind.c). */
+struct sym_mapping {
+	uint64_t start, end; /* addresses */
+	uint64_t off;	     /* file offset of start */
+	uint64_t dev, ino;   /* the file's identity */
+};
+
+/*
+ * The executable file mapping of pid that holds addr, from the same snapshot of its maps as
+ * naming uses (read or refreshed as there): 1 with ret filled, 0 when none, -errno.
+ */
+int symbolizer__mapping(struct symbolizer *sym, int pid, uint64_t addr, struct sym_mapping *ret);
+
+/* Up to max executable file mappings of pid, in address order: how many were written. */
+size_t symbolizer__mappings(struct symbolizer *sym, int pid, struct sym_mapping *ret, size_t max);
+
+/* Opens the file of mapping m of pid through the opener: a descriptor, or -errno. */
+int symbolizer__open_mapping(struct symbolizer *sym, int pid, const struct sym_mapping *m);
+
 struct symbolizer_stats {
 	uint64_t cache_bytes;
 	uint64_t elf_loaded;

@@ -24,6 +24,21 @@
 #define COUNTS_ENTRIES 16384
 /* OFF_CPU: threads of the targets off the CPU at once. */
 #define STARTS_ENTRIES 16384
+/*
+ * OFF_CPU snapshots waiting for their time (taken at switch-out, timed at switch-in): one per
+ * thread of the targets that is off the CPU, each up to SC_SNAP_STACK bytes.
+ */
+#define PENDING_MAX 4096
+#define PENDING_BUCKETS 1024
+
+struct pending {
+	struct pending *next;
+	uint32_t pid;
+	uint64_t ts;
+	struct ship_snapshot s;
+	uint64_t kips[SC_STACK_DEPTH];
+	uint8_t stack[]; /* s.stack_len */
+};
 
 struct profiler {
 	uint32_t type;
@@ -44,6 +59,12 @@ struct profiler {
 	uint64_t losses[LOSS_MAX];
 	struct sc_key *keys;
 	struct sc_value *vals;
+	/* unwind mode dwarf */
+	struct ring_buffer *rb;
+	struct ship_batch *rb_batch; /* where records go during profiler__read_snapshots */
+	int rb_err;
+	struct pending *pending[PENDING_BUCKETS];
+	uint32_t npending;
 };
 
 static int perf_open_cpu_clock(int cpu, uint64_t freq)
@@ -73,11 +94,26 @@ void profiler__stop(struct profiler *p)
 	}
 }
 
+static void pending_clear(struct profiler *p)
+{
+	for (int i = 0; i < PENDING_BUCKETS; i++) {
+		while (p->pending[i]) {
+			struct pending *n = p->pending[i]->next;
+
+			free(p->pending[i]);
+			p->pending[i] = n;
+		}
+	}
+	p->npending = 0;
+}
+
 void profiler__free(struct profiler *p)
 {
 	if (!p)
 		return;
 	profiler__stop(p);
+	ring_buffer__free(p->rb);
+	pending_clear(p);
 	free(p->links);
 	free(p->pfds);
 	free(p->sent_hash);
@@ -89,11 +125,19 @@ void profiler__free(struct profiler *p)
 	free(p);
 }
 
-static void size_maps(struct bpf_map *stacks, struct bpf_map *c0, struct bpf_map *c1)
+static void size_maps(struct bpf_map *stacks, struct bpf_map *c0, struct bpf_map *c1,
+		      struct bpf_map *snaps, int dwarf)
 {
 	bpf_map__set_max_entries(stacks, STACK_MAP_ENTRIES);
 	bpf_map__set_max_entries(c0, COUNTS_ENTRIES);
 	bpf_map__set_max_entries(c1, COUNTS_ENTRIES);
+	if (dwarf)
+		bpf_map__set_max_entries(snaps, SC_SNAP_RINGBUF);
+}
+
+static int dwarf_mode(const struct task_spec *spec)
+{
+	return spec->unwind != UNWIND_FP;
 }
 
 static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
@@ -105,7 +149,9 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 	p->on = oncpu_bpf__open();
 	if (!p->on)
 		return -errno;
-	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1);
+	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1,
+		  p->on->maps.snaps, dwarf_mode(spec));
+	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	err = oncpu_bpf__load(p->on);
 	if (err)
 		return err;
@@ -141,7 +187,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
  * arguments from kernel BTF); raw_tp where the kernel refuses it. Probed by loading, not by
  * kernel version.
  */
-static int load_off_cpu(struct profiler *p, int use_btf)
+static int load_off_cpu(struct profiler *p, int use_btf, int dwarf)
 {
 	int err;
 
@@ -150,7 +196,9 @@ static int load_off_cpu(struct profiler *p, int use_btf)
 		return -errno;
 	bpf_program__set_autoload(p->off->progs.off_cpu_btf, use_btf);
 	bpf_program__set_autoload(p->off->progs.off_cpu_raw, !use_btf);
-	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1);
+	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1,
+		  p->off->maps.snaps, dwarf);
+	p->off->rodata->unwind_dwarf = dwarf;
 	bpf_map__set_max_entries(p->off->maps.starts, STARTS_ENTRIES);
 	err = offcpu_bpf__load(p->off);
 	if (err) {
@@ -160,15 +208,17 @@ static int load_off_cpu(struct profiler *p, int use_btf)
 	return err;
 }
 
-static int start_off_cpu(struct profiler *p, uint32_t attach, struct msg_task_started *ret)
+static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
+			 struct msg_task_started *ret)
 {
+	uint32_t attach = spec->attach;
 	struct bpf_program *prog;
 	int use_btf = attach != ATTACH_RAW_TP, err;
 
-	err = load_off_cpu(p, use_btf);
+	err = load_off_cpu(p, use_btf, dwarf_mode(spec));
 	if (err && attach == ATTACH_AUTO) {
 		use_btf = 0;
-		err = load_off_cpu(p, 0);
+		err = load_off_cpu(p, 0, dwarf_mode(spec));
 	}
 	if (err)
 		return err;
@@ -188,6 +238,130 @@ static int start_off_cpu(struct profiler *p, uint32_t attach, struct msg_task_st
 	snprintf(ret->attach, sizeof(ret->attach), "%s sched_switch",
 		 use_btf ? "tp_btf" : "raw_tp");
 	return 0;
+}
+
+static struct pending **pending_slot(struct profiler *p, uint32_t pid)
+{
+	struct pending **pp = &p->pending[(pid * 2654435761u) % PENDING_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* A snapshot from the ring buffer, its stack trimmed to what lies at and above sp. */
+static int snap_convert(const struct sc_snap *r, struct ship_snapshot *ret, const uint8_t **ret_stack)
+{
+	uint64_t skip;
+
+	if (r->sp < r->stack_start || r->stack_len > SC_SNAP_STACK ||
+	    r->sp - r->stack_start >= r->stack_len)
+		return -EINVAL;
+	skip = r->sp - r->stack_start;
+	*ret = (struct ship_snapshot){
+		.tgid = (int32_t)r->tgid,
+		.nkips = r->kbytes > 0 ? (uint32_t)r->kbytes / 8 : 0,
+		.stack_len = (uint32_t)(r->stack_len - skip),
+		.value = r->value,
+		.ip = r->ip,
+		.sp = r->sp,
+		.bp = r->bp,
+	};
+	if (ret->nkips > SC_STACK_DEPTH)
+		ret->nkips = SC_STACK_DEPTH;
+	while (ret->nkips && !r->kips[ret->nkips - 1])
+		ret->nkips--;
+	*ret_stack = r->stack + skip;
+	return 0;
+}
+
+/*
+ * Ring buffer records: ON_CPU snapshots go to the batch as they are; an OFF_CPU snapshot waits,
+ * by thread, for the sc_done that carries its time.
+ */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct profiler *p = ctx;
+	struct ship_batch *b = p->rb_batch;
+	const uint8_t *stack;
+	struct pending **pp, *pe;
+	struct ship_snapshot s;
+	uint32_t kind;
+
+	if (size < sizeof(kind) || !b)
+		return 0;
+	memcpy(&kind, data, sizeof(kind));
+	if (kind == SC_REC_SNAP && size >= sizeof(struct sc_snap)) {
+		const struct sc_snap *r = data;
+
+		if (snap_convert(r, &s, &stack))
+			return 0;
+		if (!r->ts) {
+			p->rb_err = ship_batch_add_snapshot(b, &s, r->kips, stack);
+			return p->rb_err;
+		}
+		pp = pending_slot(p, r->pid);
+		if (*pp) {
+			/* Its time never came (lost in a full ring buffer): replaced. */
+			b->losses[LOSS_SNAP_UNMATCHED]++;
+			pe = *pp;
+			*pp = pe->next;
+			free(pe);
+			p->npending--;
+		}
+		if (p->npending >= PENDING_MAX) {
+			b->losses[LOSS_SNAP_UNMATCHED]++;
+			return 0;
+		}
+		pe = malloc(sizeof(*pe) + s.stack_len);
+		if (!pe) {
+			b->losses[LOSS_SNAP_UNMATCHED]++;
+			return 0;
+		}
+		pe->pid = r->pid;
+		pe->ts = r->ts;
+		pe->s = s;
+		memcpy(pe->kips, r->kips, s.nkips * sizeof(uint64_t));
+		memcpy(pe->stack, stack, s.stack_len);
+		pe->next = p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS];
+		p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS] = pe;
+		p->npending++;
+	} else if (kind == SC_REC_DONE && size >= sizeof(struct sc_done)) {
+		const struct sc_done *d = data;
+
+		pp = pending_slot(p, d->pid);
+		pe = *pp;
+		if (!pe || pe->ts != d->ts)
+			return 0;
+		*pp = pe->next;
+		p->npending--;
+		pe->s.value = d->value;
+		pe->s.value2 = d->value2;
+		p->rb_err = ship_batch_add_snapshot(b, &pe->s, pe->kips, pe->stack);
+		free(pe);
+		return p->rb_err;
+	}
+	return 0;
+}
+
+int profiler__read_snapshots(struct profiler *p, struct ship_batch *b)
+{
+	int n;
+
+	if (!p->rb)
+		return 0;
+	p->rb_batch = b;
+	p->rb_err = 0;
+	n = ring_buffer__consume(p->rb);
+	p->rb_batch = NULL;
+	if (p->rb_err)
+		return p->rb_err;
+	return n < 0 ? n : 0;
+}
+
+int profiler__snapshots(const struct profiler *p)
+{
+	return p->rb != NULL;
 }
 
 struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started)
@@ -221,10 +395,22 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 	memset(ret_started, 0, sizeof(*ret_started));
 	ret_started->task_id = spec->task_id;
 	err = spec->type == TASK_ON_CPU ? start_on_cpu(p, spec, ret_started)
-	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, spec->attach, ret_started)
+	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, spec, ret_started)
 					   : -EOPNOTSUPP;
 	if (err)
 		goto cleanup;
+	if (dwarf_mode(spec)) {
+		int fd = bpf_map__fd(p->on ? p->on->maps.snaps : p->off->maps.snaps);
+		size_t n = strlen(ret_started->attach);
+
+		p->rb = ring_buffer__new(fd, on_record, p, NULL);
+		if (!p->rb) {
+			err = -errno;
+			goto cleanup;
+		}
+		snprintf(ret_started->attach + n, sizeof(ret_started->attach) - n,
+			 ", stack snapshots");
+	}
 	for (uint32_t i = 0; i < spec->npids; i++) {
 		uint32_t tgid = (uint32_t)spec->pids[i];
 
@@ -293,6 +479,8 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		[SC_STAT_USTACK_MISSING] = LOSS_USTACK_MISSING,
 		[SC_STAT_COUNTS_FULL] = LOSS_COUNTS_FULL,
 		[SC_STAT_STARTS_FULL] = LOSS_STARTS_FULL,
+		[SC_STAT_SNAP_RINGBUF_FULL] = LOSS_SNAP_RINGBUF_FULL,
+		[SC_STAT_SNAP_FAULT] = LOSS_SNAP_FAULT,
 	};
 	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
 
@@ -338,6 +526,9 @@ int profiler__drain(struct profiler *p, struct ship_batch *b)
 	int map_fd, err = 0;
 
 	p->flush_no++;
+	err = profiler__read_snapshots(p, b);
+	if (err)
+		return err;
 	/*
 	 * Flip the map events go to, then let programs that already read the old index finish:
 	 * they run for microseconds, with preemption disabled.

@@ -23,6 +23,15 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
  */
 int profiler__drain(struct profiler *p, struct ship_batch *batch);
 
+/*
+ * Unwind mode dwarf: moves the stack snapshots (with their values) from the ring buffer into
+ * batch; profiler__drain() does it too. 0 or -errno.
+ */
+int profiler__read_snapshots(struct profiler *p, struct ship_batch *batch);
+
+/* Whether the programs take stack snapshots, to be read often (every few milliseconds). */
+int profiler__snapshots(const struct profiler *p);
+
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
 

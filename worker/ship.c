@@ -49,8 +49,35 @@ int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c)
 	return 0;
 }
 
+static size_t snapshot_bytes(const struct ship_snapshot *s)
+{
+	return sizeof(*s) + s->nkips * sizeof(uint64_t) + ((s->stack_len + 7u) & ~7u);
+}
+
+int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
+			    const void *kips, const uint8_t *stack)
+{
+	size_t need = snapshot_bytes(s), kb = s->nkips * sizeof(uint64_t);
+	uint8_t *p;
+	int err;
+
+	if (s->nkips > ROVER_MAX_STACK_DEPTH || s->stack_len > SHIP_SNAPSHOT_MAX_STACK)
+		return -EINVAL;
+	err = grow((void **)&b->snaps, &b->snaps_cap, b->snaps_len + need, 1);
+	if (err)
+		return err;
+	p = b->snaps + b->snaps_len;
+	memcpy(p, s, sizeof(*s));
+	memcpy(p + sizeof(*s), kips, kb);
+	memcpy(p + sizeof(*s) + kb, stack, s->stack_len);
+	memset(p + sizeof(*s) + kb + s->stack_len, 0, need - sizeof(*s) - kb - s->stack_len);
+	b->snaps_len += need;
+	return 0;
+}
+
 void ship_batch_reset(struct ship_batch *b)
 {
+	b->snaps_len = 0;
 	b->nstacks = 0;
 	b->ncounts = 0;
 	memset(b->losses, 0, sizeof(b->losses));
@@ -60,6 +87,7 @@ void ship_batch_free(struct ship_batch *b)
 {
 	free(b->stacks);
 	free(b->counts);
+	free(b->snaps);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -103,6 +131,39 @@ int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b)
 		i += n;
 	} while (!err && i < b->ncounts);
 	free(hdr);
+	return err;
+}
+
+int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b)
+{
+	size_t off = 0, end, frame_max = 1u << 20;
+	uint8_t *frame = NULL;
+	int err = 0;
+
+	while (!err && off < b->snaps_len) {
+		struct ship_snapshots_hdr hdr = { .task_id = task_id };
+
+		/* Whole records up to frame_max bytes, at least one (a record is under 100 KiB). */
+		end = off;
+		while (end < b->snaps_len &&
+		       (end == off ||
+			end - off + snapshot_bytes((const void *)(b->snaps + end)) <= frame_max)) {
+			end += snapshot_bytes((const void *)(b->snaps + end));
+			hdr.count++;
+		}
+		if (!frame) {
+			frame = malloc(sizeof(hdr) + frame_max + sizeof(struct ship_snapshot) +
+				       ROVER_MAX_STACK_DEPTH * 8 + SHIP_SNAPSHOT_MAX_STACK);
+			if (!frame)
+				return -ENOMEM;
+		}
+		memcpy(frame, &hdr, sizeof(hdr));
+		memcpy(frame + sizeof(hdr), b->snaps + off, end - off);
+		err = ipc_send(sock, MSG_SHIP_SNAPSHOTS, frame, (uint32_t)(sizeof(hdr) + end - off), -1);
+		off = end;
+	}
+	free(frame);
+	b->snaps_len = 0;
 	return err;
 }
 

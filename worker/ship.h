@@ -15,16 +15,30 @@ struct ship_batch {
 	struct ship_count *counts;
 	size_t ncounts, cap_counts;
 	uint64_t losses[LOSS_MAX];
+	/* stack snapshots (unwind mode dwarf): packed records as MSG_SHIP_SNAPSHOTS carries them */
+	uint8_t *snaps;
+	size_t snaps_len, snaps_cap;
 };
+
+/* Snapshot bytes a batch holds before the worker sends them without waiting for the flush. */
+#define SHIP_SNAPS_SEND_AT (1u << 20)
 
 int ship_batch_add_stack(struct ship_batch *b, const struct ship_stack *s);
 int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c);
+/*
+ * Appends a snapshot record: s (nkips, stack_len set), then kips and stack_len bytes of stack.
+ * 0 or -errno.
+ */
+int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
+			    const void *kips, const uint8_t *stack);
 void ship_batch_reset(struct ship_batch *b);
 void ship_batch_free(struct ship_batch *b);
 
 int wk_send_begin(int sock, const struct task_spec *spec);
 /* Sends the batch's stacks, then its counts (stacks first: counts refer to them). 0 or -errno. */
 int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b);
+/* Sends the batch's snapshots (frames of at most 1 MiB) and forgets them. 0 or -errno. */
+int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b);
 int wk_send_end(int sock, uint64_t task_id, uint32_t reason);
 
 #endif

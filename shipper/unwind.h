@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side (no privileges): turns a stack snapshot from a worker (user registers and the
+ * top of the user stack, README "Whole stacks") into the return addresses of the whole user
+ * stack, with the call frame information (.eh_frame) of the files the target maps, and frame
+ * pointers where a file has none (JIT code, Go). Snapshot bytes and mapped files are both
+ * untrusted: every read is bounds-checked, every cache bounded.
+ */
+#ifndef ROVER_SHIPPER_UNWIND_H
+#define ROVER_SHIPPER_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/msg.h"
+#include "shipper/symbolize.h"
+
+/* Files whose CFI stays cached (a file's CFI is its .eh_frame, read whole). */
+#define UNWIND_MAX_FILES 128
+/* Larger .eh_frame sections are not read: the largest Debian binaries have a few MiB. */
+#define UNWIND_MAX_EH_FRAME (64u << 20)
+
+struct unwinder;
+
+struct unwind_regs {
+	uint64_t ip, sp, bp;
+};
+
+struct unwind_stats {
+	uint64_t stacks;
+	uint64_t frames;
+	uint64_t cfi_steps; /* frames found through CFI */
+	uint64_t fp_steps;  /* frames found through frame pointers */
+	uint64_t outermost; /* stacks that ended where CFI or the frame chain says they end */
+	uint64_t files_loaded;
+	uint64_t files_evicted;
+};
+
+/* Mappings and file descriptors come through sym (which must outlive it). NULL + errno. */
+struct unwinder *unwinder__new(struct symbolizer *sym);
+void unwinder__free(struct unwinder *u);
+
+/*
+ * Reads the CFI of the files pid maps now: they are opened through /proc/PID/map_files,
+ * gone with the process. Call after symbolizer__load_pid(). 0 or -errno.
+ */
+int unwinder__load_pid(struct unwinder *u, int pid);
+
+/*
+ * Unwinds the user stack of pid from regs and stack (stack_len bytes of its memory from
+ * regs->sp): writes up to max addresses into ips, innermost first, ips[0] = regs->ip, the
+ * others return addresses. Returns how many (at least 1 when max > 0).
+ */
+size_t unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *regs,
+			const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max);
+
+void unwinder__stats(const struct unwinder *u, struct unwind_stats *ret_stats);
+
+/* One record of a MSG_SHIP_SNAPSHOTS payload, pointing into it. */
+struct snapshot_view {
+	struct ship_snapshot s;
+	const uint8_t *kips; /* s.nkips little-endian uint64_t, maybe unaligned */
+	const uint8_t *stack;
+};
+
+struct snapshot_iter {
+	const uint8_t *buf;
+	size_t len, off;
+	uint32_t count, seen;
+	uint64_t task_id;
+};
+
+/* Starts a walk of a MSG_SHIP_SNAPSHOTS payload (len bytes at buf). 0 or -EPROTO. */
+int snapshots__begin(struct snapshot_iter *it, const void *buf, size_t len);
+
+/*
+ * The next record: 1 with ret filled, 0 after the last one (the header's count of records
+ * must end the payload exactly), -EPROTO on anything malformed.
+ */
+int snapshots__next(struct snapshot_iter *it, struct snapshot_view *ret);
+
+#endif
