@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * What the gRPC C core (1.51, with OpenSSL 3 and glibc's resolver) calls in a client of the
+ * OAP: linked into the supervisor and the shipper (their policies point here), never the
+ * worker or the launcher. Taken from `strace -f` of plaintext and TLS unary calls and client
+ * streams, refused connections and failed handshakes, from oap_conn__new to exit; proven by
+ * tests/unit/test_oap.c, which makes those calls under each role's filter plus this table.
+ *
+ * grpc_init() (the first oap_conn__new) starts its threads (timer manager, executors, event
+ * engine); the role's filter, loaded with TSYNC, covers them whether it comes before or after.
+ * More threads start later when the executor grows, hence clone here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/prctl.h>
+
+#include "policy/policy.h"
+
+const struct seccomp_entry grpc_client_calls[] = {
+	/* Threads. */
+	{ "clone", SC_ALLOW, "gRPC's timer, executor and event-engine threads; never a process",
+	  0, CLONE_THREAD, CLONE_THREAD },
+	{ "clone3", ENOSYS, "glibc falls back to clone, whose flags the filter can see" },
+	{ "set_robust_list", SC_ALLOW, "thread start (glibc)" },
+	{ "rseq", SC_ALLOW, "thread start (glibc)" },
+	{ "rt_sigprocmask", SC_ALLOW, "glibc blocks signals around thread creation" },
+	{ "rt_sigaction", SC_ALLOW, "glibc installs its set-id signal handler at the first thread" },
+	{ "prctl", SC_ALLOW, "gRPC names its threads (PR_SET_NAME only)", 0, 0xffffffffu,
+	  PR_SET_NAME },
+	{ "mmap", SC_ALLOW, "thread stacks, memory" },
+	{ "mprotect", SC_ALLOW, "thread stack guard pages" },
+	{ "munmap", SC_ALLOW, "thread stacks, memory" },
+	{ "madvise", SC_ALLOW, "glibc returns an exited thread's stack" },
+	{ "brk", SC_ALLOW, "memory" },
+	{ "futex", SC_ALLOW, "gRPC mutexes, condition variables and timed waits" },
+	{ "exit", SC_ALLOW, "thread exit" },
+	{ "gettid", SC_ALLOW, "gRPC log lines and thread ids" },
+	{ "sched_getaffinity", SC_ALLOW, "CPU count (sizing the executor) when /sys is not read" },
+	/* The event engine (epoll1 poller) and its wakeups. */
+	{ "epoll_create1", SC_ALLOW, "poller" },
+	{ "epoll_ctl", SC_ALLOW, "poller" },
+	{ "epoll_wait", SC_ALLOW, "poller" },
+	{ "epoll_pwait", SC_ALLOW, "poller (architectures without epoll_wait)" },
+	{ "eventfd2", SC_ALLOW, "poller wakeups" },
+	{ "read", SC_ALLOW, "eventfd wakeups; the files below" },
+	{ "write", SC_ALLOW, "eventfd wakeups" },
+	{ "close", SC_ALLOW, "sockets, eventfds, files" },
+	{ "poll", SC_ALLOW, "glibc's resolver waits for DNS answers" },
+	{ "clock_gettime", SC_ALLOW, "deadlines and timers (when the vDSO does not answer)" },
+	{ "clock_nanosleep", SC_ALLOW, "timer manager" },
+	{ "nanosleep", SC_ALLOW, "timer manager" },
+	/* The connection to the OAP. */
+	{ "socket", SC_ALLOW, "TCP to the OAP; UDP for DNS and for getaddrinfo's address sort" },
+	{ "connect", SC_ALLOW, "TCP to the OAP; UDP for DNS and for getaddrinfo's address sort" },
+	{ "bind", SC_ALLOW, "gRPC probes once whether [::1] is usable (binds [::1]:0)" },
+	{ "getsockname", SC_ALLOW, "local address of a connection; getaddrinfo's address sort" },
+	{ "setsockopt", SC_ALLOW, "TCP_NODELAY, TCP_USER_TIMEOUT, SO_REUSEADDR, IPV6_V6ONLY, TCP_INQ" },
+	{ "getsockopt", SC_ALLOW, "SO_ERROR after a non-blocking connect; option checks" },
+	{ "fcntl", SC_ALLOW, "O_NONBLOCK and FD_CLOEXEC on new sockets" },
+	{ "sendmsg", SC_ALLOW, "HTTP/2 frames out" },
+	{ "recvmsg", SC_ALLOW, "HTTP/2 frames in" },
+	{ "shutdown", SC_ALLOW, "closing a connection" },
+	{ "sendto", SC_ALLOW, "DNS queries by getaddrinfo (an OAP given by name)" },
+	{ "sendmmsg", SC_ALLOW, "DNS queries by getaddrinfo (A and AAAA at once)" },
+	{ "recvfrom", SC_ALLOW, "DNS answers" },
+	/* Files, read-only: OpenSSL reads openssl.cnf at the first handshake and /dev/urandom;
+	 * getaddrinfo /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf; glibc /etc/localtime
+	 * (log time stamps) and /sys/devices/system/cpu/online (CPU count). */
+	{ "openat", SC_ALLOW, "the read-only files above", 2, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND,
+	  O_RDONLY },
+	{ "newfstatat", SC_ALLOW, "stdio on those files" },
+	{ "fstat", SC_ALLOW, "stdio on those files" },
+	{ "lseek", SC_ALLOW, "stdio on those files" },
+	{ "uname", SC_ALLOW, "getaddrinfo, OpenSSL (host name)" },
+	{ "sysinfo", SC_ALLOW, "OpenSSL's entropy pool sizing at the first handshake" },
+	{ "getpid", SC_ALLOW, "OpenSSL's fork check on every random draw" },
+	{ "getrandom", SC_ALLOW, "TLS randomness; gRPC's own random numbers" },
+	{ "exit_group", SC_ALLOW, "process exit" },
+};
+const size_t ngrpc_client_calls = sizeof(grpc_client_calls) / sizeof(grpc_client_calls[0]);

@@ -1,0 +1,338 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A fake SkyWalking OAP for rover's tests: serves the 8 rpcs of the v3 protocol the agent
+uses, records every request message as a JSON line and serves scripted tasks. See README.md
+next to this file; the command line is a contract with the C tests that start it."""
+
+import argparse
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent import futures
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+PROTO_DIRS = ("common", "ebpf/profiling", "language-agent")
+
+# (service, rpc, request, answer, client streaming)
+RPCS = (
+    ("EBPFProcessService", "reportProcesses", "EBPFProcessReportList",
+     "EBPFReportProcessDownstream", False),
+    ("EBPFProcessService", "keepAlive", "EBPFProcessPingPkgList", "Commands", False),
+    ("EBPFProfilingService", "queryTasks", "EBPFProfilingTaskQuery", "Commands", False),
+    ("EBPFProfilingService", "collectProfilingData", "EBPFProfilingData", "Commands", True),
+    ("ContinuousProfilingService", "queryPolicies", "ContinuousProfilingPolicyQuery",
+     "Commands", False),
+    ("ContinuousProfilingService", "reportProfilingTask", "ContinuousProfilingReport",
+     "Commands", False),
+    ("MeterReportService", "collect", "MeterData", "Commands", True),
+    ("MeterReportService", "collectBatch", "MeterDataCollection", "Commands", True),
+)
+
+NOW_RE = re.compile(r"^@now([+-]\d+)?$")
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def load_messages(proto_root):
+    """Compiles proto/ with protoc into a temporary directory and returns {name: class}."""
+    out = tempfile.mkdtemp(prefix="fake_oap_pb2.")
+    files = []
+    for d in PROTO_DIRS:
+        files += sorted(os.path.relpath(p, proto_root)
+                        for p in glob.glob(os.path.join(proto_root, d, "*.proto")))
+    subprocess.run(["protoc", "--python_out=" + out, "-I" + proto_root] + files, check=True)
+    # The generated files import each other as `from common import Command_pb2`.
+    sys.path.insert(0, out)
+    classes = {}
+    for f in files:
+        # protoc writes language-agent/Meter.proto as language_agent/Meter_pb2.py.
+        modname = f[:-len(".proto")].replace("/", ".").replace("-", "_") + "_pb2"
+        path = os.path.join(out, *modname.split(".")) + ".py"
+        if modname in sys.modules:
+            mod = sys.modules[modname]
+        else:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod
+            spec.loader.exec_module(mod)
+        for name in mod.DESCRIPTOR.message_types_by_name:
+            classes[name] = getattr(mod, name)
+    sys.path.remove(out)
+    shutil.rmtree(out, ignore_errors=True)
+    return classes
+
+
+class FakeOap:
+    def __init__(self, args, classes):
+        self.args = args
+        self.m = classes
+        self.lock = threading.Lock()
+        self.record = open(args.record, "a", encoding="utf-8") if args.record else None
+        self.calls = 0
+        self.streams = 0
+        self.fail_left = args.fail_first
+        self.stall = {}
+        for s in args.stall:
+            method, _, secs = s.rpartition(":")
+            self.stall[method] = float(secs)
+        self.process_ids = {}  # processName -> processId, from reportProcesses
+        self.resolved_now = {}  # (index, command json, arg) -> value of @now
+
+    # --- helpers -------------------------------------------------------------------------
+    def log(self, method, msg, metadata, stream=None, index=None):
+        if not self.record:
+            return
+        line = {"method": method, "time_ms": now_ms(), "metadata": metadata,
+                "message": MessageToDict(msg, preserving_proto_field_name=True)}
+        if stream is not None:
+            line["stream"] = stream
+            line["index"] = index
+        with self.lock:
+            self.record.write(json.dumps(line, sort_keys=True) + "\n")
+            self.record.flush()
+
+    def admit(self, method, context):
+        """Applies --fail-first, --require-auth and --stall; returns the call's metadata."""
+        metadata = {k: v for k, v in context.invocation_metadata() if not k.startswith(":")}
+        with self.lock:
+            self.calls += 1
+            fail = self.fail_left > 0
+            if fail:
+                self.fail_left -= 1
+        if fail:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "fake OAP: --fail-first")
+        if self.args.require_auth is not None and \
+                metadata.get("authentication") != self.args.require_auth:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "fake OAP: bad authentication")
+        return metadata
+
+    def maybe_stall(self, method, context):
+        secs = self.stall.get(method)
+        if not secs:
+            return
+        end = time.monotonic() + secs
+        while time.monotonic() < end and context.is_active():
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+
+    # --- answers -------------------------------------------------------------------------
+    def process_id(self, entity):
+        key = "\0".join((entity.serviceName, entity.instanceName, entity.processName))
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+    def answer_report_processes(self, req):
+        out = self.m["EBPFReportProcessDownstream"]()
+        for p in req.processes:
+            branch = p.WhichOneof("metadata")
+            if branch is None:
+                continue
+            meta = getattr(p, branch)
+            d = out.processes.add()
+            d.processId = self.process_id(meta.entity)
+            with self.lock:
+                self.process_ids[meta.entity.processName] = d.processId
+            down = d.hostProcess if branch == "hostProcess" else d.k8sProcess
+            down.pid = meta.pid
+            down.entityMetadata.CopyFrom(meta.entity)
+        return out
+
+    def read_tasks(self):
+        path = self.args.tasks
+        if not path:
+            return []
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as e:
+            print("fake_oap: %s: %s, serving no tasks" % (path, e), file=sys.stderr, flush=True)
+            return []
+        return data if isinstance(data, list) else []
+
+    def resolve(self, index, cmd):
+        """Returns the command's args with @process and @now replaced, or None to hold it."""
+        ident = json.dumps(cmd, sort_keys=True)
+        args = {}
+        for key, value in (cmd.get("args") or {}).items():
+            value = str(value)
+            parts = []
+            for part in value.split(","):
+                if part.startswith("@process:"):
+                    with self.lock:
+                        pid = self.process_ids.get(part[len("@process:"):])
+                    if pid is None:
+                        return None
+                    parts.append(pid)
+                    continue
+                m = NOW_RE.match(part)
+                if m:
+                    with self.lock:
+                        k = (index, ident, key)
+                        if k not in self.resolved_now:
+                            self.resolved_now[k] = str(now_ms() + int(m.group(1) or 0))
+                        part = self.resolved_now[k]
+                parts.append(part)
+            args[key] = ",".join(parts)
+        return args
+
+    def answer_query_tasks(self, req):
+        out = self.m["Commands"]()
+        for index, cmd in enumerate(self.read_tasks()):
+            if not isinstance(cmd, dict):
+                continue
+            args = self.resolve(index, cmd)
+            if args is None:
+                continue
+            if req.latestUpdateTime > 0:
+                try:
+                    if int(args.get("TaskUpdateTime", "")) <= req.latestUpdateTime:
+                        continue
+                except ValueError:
+                    pass  # not a number: served every time, for tests of bad commands
+            c = out.commands.add()
+            c.command = str(cmd.get("command", ""))
+            for k, v in args.items():
+                kv = c.args.add()
+                kv.key = k
+                kv.value = v
+        return out
+
+    def answer_report_task(self, req):
+        out = self.m["Commands"]()
+        c = out.commands.add()
+        c.command = "ContinuousProfilingReportTask"
+        kv = c.args.add()
+        kv.key = "TaskId"
+        kv.value = uuid.uuid4().hex
+        return out
+
+    # --- handlers ------------------------------------------------------------------------
+    def unary(self, method, rpc):
+        def handle(req, context):
+            metadata = self.admit(method, context)
+            self.log(method, req, metadata)
+            self.maybe_stall(method, context)
+            if rpc == "reportProcesses":
+                return self.answer_report_processes(req)
+            if rpc == "queryTasks":
+                return self.answer_query_tasks(req)
+            if rpc == "reportProfilingTask":
+                return self.answer_report_task(req)
+            return self.m["Commands"]()
+        return handle
+
+    def streaming(self, method):
+        def handle(it, context):
+            metadata = self.admit(method, context)
+            with self.lock:
+                self.streams += 1
+                n = self.streams
+            for i, msg in enumerate(it):
+                self.log(method, msg, metadata, stream=n, index=i)
+            self.maybe_stall(method, context)
+            return self.m["Commands"]()
+        return handle
+
+    def handlers(self):
+        by_service = {}
+        for service, rpc, req, ans, streaming in RPCS:
+            method = rpc
+            des = self.m[req].FromString
+            ser = self.m[ans].SerializeToString
+            if streaming:
+                h = grpc.stream_unary_rpc_method_handler(self.streaming(method),
+                                                         request_deserializer=des,
+                                                         response_serializer=ser)
+            else:
+                h = grpc.unary_unary_rpc_method_handler(self.unary(method, rpc),
+                                                        request_deserializer=des,
+                                                        response_serializer=ser)
+            by_service.setdefault(service, {})[rpc] = h
+        return [grpc.method_handlers_generic_handler("skywalking.v3." + s, h)
+                for s, h in by_service.items()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description="A fake SkyWalking OAP for tests (README.md).")
+    ap.add_argument("--port", type=int, default=11800, help="0 picks a free port")
+    ap.add_argument("--bind", default="localhost", help="address to listen on")
+    ap.add_argument("--port-file", help="write the port here once listening")
+    ap.add_argument("--record", help="append one JSON line per request message")
+    ap.add_argument("--tasks", help="JSON list of commands served by queryTasks, re-read per call")
+    ap.add_argument("--tls-cert", help="serve TLS with this PEM certificate chain")
+    ap.add_argument("--tls-key", help="and this PEM private key")
+    ap.add_argument("--require-auth", metavar="TOKEN",
+                    help="answer UNAUTHENTICATED to calls without this authentication header")
+    ap.add_argument("--stall", action="append", default=[], metavar="METHOD:SECONDS",
+                    help="delay answers of METHOD (e.g. keepAlive:5); repeatable")
+    ap.add_argument("--fail-first", type=int, default=0, metavar="N",
+                    help="answer UNAVAILABLE to the first N calls")
+    ap.add_argument("--proto-root", default=PROTO_ROOT, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if bool(args.tls_cert) != bool(args.tls_key):
+        ap.error("--tls-cert and --tls-key go together")
+    for s in args.stall:
+        method, _, secs = s.rpartition(":")
+        try:
+            float(secs)
+        except ValueError:
+            method = ""
+        if method not in [r[1] for r in RPCS]:
+            ap.error("--stall %s: want METHOD:SECONDS with one of the 8 rpc names" % s)
+
+    oap = FakeOap(args, load_messages(args.proto_root))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32),
+                         handlers=oap.handlers(),
+                         options=[("grpc.so_reuseport", 0),
+                                  # Any request size: the agent's limits are under test.
+                                  ("grpc.max_receive_message_length", -1)])
+    addr = "%s:%d" % (args.bind, args.port)
+    if args.tls_cert:
+        with open(args.tls_key, "rb") as f:
+            key = f.read()
+        with open(args.tls_cert, "rb") as f:
+            cert = f.read()
+        port = server.add_secure_port(addr, grpc.ssl_server_credentials([(key, cert)]))
+    else:
+        port = server.add_insecure_port(addr)
+    if not port:
+        print("fake_oap: cannot listen on %s" % addr, file=sys.stderr, flush=True)
+        return 1
+    server.start()
+
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % port)
+        os.rename(tmp, args.port_file)
+    print("listening on %d" % port, flush=True)
+    while not done.wait(1.0):
+        pass
+    server.stop(grace=0.5).wait()
+    if oap.record:
+        oap.record.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
