@@ -139,6 +139,10 @@ TEST_CFLAGS := -O0 -g -fno-omit-frame-pointer
 $(OUT)/tests/programs/%: tests/programs/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(TEST_CFLAGS) $< -o $@ -lpthread -lm
+# nofp_*: built entirely without frame pointers, as distributions build most code.
+$(OUT)/tests/programs/nofp_%: tests/programs/nofp_%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) -O2 -g -fomit-frame-pointer $< -o $@ -lpthread
 # A PIE executable calling into a shared library the build makes, found next to it by rpath.
 $(OUT)/tests/programs/libburn.so: tests/programs/lib/libburn.c
 	$(call msg,CC,$@)

@@ -22,6 +22,7 @@
 #include "shipper/opener.h"
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
+#include "shipper/unwind.h"
 
 #define MAX_PEERS 64
 #define MAX_TASKS 64
@@ -40,6 +41,7 @@ struct shipper {
 	int opener; /* connection to the launcher */
 	uid_t uid;
 	struct symbolizer *sym;
+	struct unwinder *unw;
 	struct peer peers[MAX_PEERS];
 	struct ship_task *tasks[MAX_TASKS];
 	int supervisor; /* index in peers, -1 */
@@ -57,6 +59,7 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD, sizeof(struct ship_count),
 	  0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
+	{ MSG_SHIP_SNAPSHOTS, sizeof(struct ship_snapshots_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 static const struct ipc_rule supervisor_rules[] = {
@@ -137,6 +140,9 @@ static int on_worker(struct shipper *s, struct peer *p)
 			return -ENOSPC;
 		p->task_id = spec->task_id;
 		err = ship_task__begin(*slot, spec, s->sym);
+		/* CFI now, as the mappings: the target may be gone by the first snapshot. */
+		for (uint32_t i = 0; !err && spec->unwind != UNWIND_FP && i < spec->npids; i++)
+			(void)unwinder__load_pid(s->unw, spec->pids[i]);
 		if (err && created) {
 			/* Not the supervisor's: a worker sending bad BEGINs must not fill the table. */
 			ship_task__free(*slot);
@@ -154,6 +160,8 @@ static int on_worker(struct shipper *s, struct peer *p)
 		return ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
 					 (m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
 					 s->sym);
+	case MSG_SHIP_SNAPSHOTS:
+		return ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
 	case MSG_SHIP_END: {
 		const struct ship_end *e = m->buf;
 
@@ -386,12 +394,15 @@ int main(int argc, char **argv)
 	}
 	opener.ctx = &s.opener;
 	s.sym = symbolizer__new(&opener, 0);
-	if (!s.sym) {
+	if (s.sym)
+		s.unw = unwinder__new(s.sym);
+	if (!s.sym || !s.unw) {
 		log_err("symbolizer: %s", strerror(errno));
 		return 1;
 	}
 	log_info("ready");
 	err = loop(&s);
+	unwinder__free(s.unw);
 	symbolizer__free(s.sym);
 	return err ? 1 : 0;
 }

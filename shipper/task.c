@@ -10,6 +10,11 @@
 #include "shipper/task.h"
 
 #define FRAME_NAME_MAX 512
+/*
+ * Named stacks from snapshots, direct-mapped by content (user stacks in one half, kernel
+ * stacks in the other): a stack seen again is not named again.
+ */
+#define UNWOUND_SLOTS 4096
 
 struct stored_stack {
 	uint32_t kind;
@@ -56,6 +61,9 @@ void ship_task__free(struct ship_task *t)
 	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
 		stored_free(t->stacks[i]);
 	free(t->stacks);
+	for (size_t i = 0; t->unwound && i < UNWOUND_SLOTS; i++)
+		stored_free(t->unwound[i]);
+	free(t->unwound);
 	profile__free(t->profile);
 	if (t->out_fd >= 0)
 		close(t->out_fd);
@@ -238,6 +246,91 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		t->switches += c[i].value2;
 	}
 	return 0;
+}
+
+/* The named stack of this content for tgid: from the cache, else made and named. */
+static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
+		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
+	struct stored_stack **slot, *st;
+	int err;
+
+	for (uint32_t i = 0; i < nr; i++)
+		h = (h ^ ips[i]) * 1099511628211ULL;
+	slot = &t->unwound[(h >> 7) % (UNWOUND_SLOTS / 2) + (kind ? UNWOUND_SLOTS / 2 : 0)];
+	st = *slot;
+	if (st && st->named_for == tgid && st->nr == nr && !memcmp(st->ips, ips, nr * sizeof(*ips))) {
+		*ret = st;
+		return 0;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->kind = kind;
+	st->nr = nr;
+	memcpy(st->ips, ips, nr * sizeof(*ips));
+	err = name_stack(st, tgid, sym);
+	if (err) {
+		stored_free(st);
+		return err;
+	}
+	stored_free(*slot);
+	*slot = st;
+	*ret = st;
+	return 0;
+}
+
+int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
+			 struct unwinder *unw)
+{
+	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
+	uint64_t uips[ROVER_MAX_STACK_DEPTH], kips[ROVER_MAX_STACK_DEPTH];
+	struct snapshot_iter it;
+	struct snapshot_view v;
+	int rc;
+
+	if (!t->have_spec || snapshots__begin(&it, buf, len) || it.task_id != t->task_id)
+		return -EPROTO;
+	if (!t->unwound) {
+		t->unwound = calloc(UNWOUND_SLOTS, sizeof(*t->unwound));
+		if (!t->unwound)
+			return -ENOMEM;
+	}
+	while ((rc = snapshots__next(&it, &v)) == 1) {
+		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
+		const char *comm = comm_of(t, v.s.tgid);
+		struct stored_stack *us, *ks = NULL;
+		uint32_t nu, nf = 0;
+		uint64_t value;
+
+		if (!comm)
+			return -EPROTO;
+		nu = (uint32_t)unwinder__unwind(unw, v.s.tgid, &regs, v.stack, v.s.stack_len, uips,
+						ROVER_MAX_STACK_DEPTH);
+		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
+		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us);
+		if (!rc && v.s.nkips)
+			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks);
+		if (rc)
+			return rc;
+		for (uint32_t k = 0; k < us->nr; k++)
+			frames[nf++] = us->names[k];
+		t->frames_unnamed += us->unnamed * v.s.value;
+		for (uint32_t k = 0; ks && k < ks->nr; k++)
+			frames[nf++] = ks->names[k];
+		if (!nf)
+			frames[nf++] = "[no stack]";
+		value = t->spec.type == TASK_OFF_CPU ? (v.s.value + 500) / 1000 : v.s.value;
+		if (value) {
+			rc = profile__add(t->profile, comm, frames, nf, value);
+			if (rc)
+				return rc;
+		}
+		t->samples += value;
+		t->switches += v.s.value2;
+	}
+	return rc;
 }
 
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret)

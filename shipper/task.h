@@ -13,6 +13,7 @@
 #include "common/msg.h"
 #include "shipper/profile.h"
 #include "shipper/symbolize.h"
+#include "shipper/unwind.h"
 
 /* Stack ids the shipper accepts: the worker's stack map is smaller. */
 #define SHIP_MAX_STACK_ID 65536
@@ -29,6 +30,7 @@ struct ship_task {
 	uint32_t format;
 	struct profile *profile;
 	struct stored_stack **stacks; /* by id */
+	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
 	char comms[ROVER_MAX_PIDS][16];
 	uint64_t samples;  /* ON_CPU: samples; OFF_CPU: microseconds off the CPU */
 	uint64_t switches; /* OFF_CPU: times switched back in */
@@ -44,6 +46,10 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym);
+
+/* A MSG_SHIP_SNAPSHOTS payload: each snapshot unwound, named and counted. */
+int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
+			 struct unwinder *unw);
 
 /* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
