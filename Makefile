@@ -155,7 +155,7 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
-$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) \
+$(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c
@@ -199,23 +199,33 @@ FUZZ_SECONDS ?= 60
 FUZZ_MAX_LEN ?= 65536
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
-                -Wno-missing-field-initializers -I. -I$(OUT) -DROVER_DEBUG=0 \
-                $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_LIBS    := $(LIBS_SHIPPER) -lpthread
+                -Wno-missing-field-initializers -I. -I$(OUT) -idirafter $(OUT)/proto \
+                -DROVER_DEBUG=0 $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_LIBS    := $(LIBS_SHIPPER) -ljson-c -lpthread
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
-# What the shipper links, main.c and its seccomp policy excepted.
-FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
+# What the shipper links (its OAP client included), main.c and its seccomp policy excepted;
+# the supervisor's parser of backend commands. The SkyWalking protocol objects are compiled
+# again by clang as well.
+FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(CONFIG_SRCS) $(GRPC_SRCS) policy/grpc.c \
+                supervisor/commands.c \
+                $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
 FUZZ_OBJS    := $(patsubst %.c,$(OUT)/fuzz/obj/%.o,$(FUZZ_SRCS))
-FUZZ_LIBOBJS := $(filter-out $(OUT)/fuzz/obj/tests/%,$(FUZZ_OBJS)) $(OUT)/fuzz/obj/profile.pb-c.o
+FUZZ_SW_OBJS := $(patsubst %,$(OUT)/fuzz/obj/proto/%.pb-c.o,$(SW_PROTOS))
+FUZZ_LIBOBJS := $(filter-out $(OUT)/fuzz/obj/tests/%,$(FUZZ_OBJS)) $(OUT)/fuzz/obj/profile.pb-c.o \
+                $(FUZZ_SW_OBJS)
 
-$(FUZZ_OBJS): $(OUT)/fuzz/obj/%.o: %.c | $(PROTO_PPROF)
+$(FUZZ_OBJS): $(OUT)/fuzz/obj/%.o: %.c | $(PROTO_PPROF) $(SW_PROTO_HDRS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(OUT)/fuzz/obj/profile.pb-c.o: $(PROTO_PPROF)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-unused-parameter -c $< -o $@
+
+$(FUZZ_SW_OBJS): $(OUT)/fuzz/obj/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c | $(SW_PROTO_HDRS)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -I$(OUT)/proto -Wno-unused-parameter -c $< -o $@
 
 $(FUZZ_BINS): $(OUT)/fuzz/%: $(OUT)/fuzz/obj/tests/fuzz/%.o $(FUZZ_LIBOBJS)
 	$(call msg,FUZZ-LD,$@)

@@ -117,6 +117,19 @@ static int host_ip(void *arg, const char *ifname, int family6, char *buf, size_t
 		snprintf(buf, len, "%s", ip);
 		return 0;
 	}
+	/*
+	 * Upstream's default instance name asks for "en0", which Linux hosts rarely have: rather
+	 * than skip every process, a missing interface gives the host's address, said once.
+	 */
+	if (!family6) {
+		static int warned;
+
+		if (!warned++)
+			log_warn("discovery: no interface '%s'; using the host address %s instead",
+				 ifname, h->host_ip);
+		snprintf(buf, len, "%s", h->host_ip);
+		return 0;
+	}
 	return -ENODEV;
 }
 
@@ -461,25 +474,27 @@ int discovery__scan(struct discovery *d)
 			d->procs[i].pid = 0;
 	for (size_t i = 0; i < d->nents; i++) {
 		struct disc_slot *s = &d->ents[i];
-		int alive = 0, reporter_alive = 0, oldest = 0;
+		uint64_t oldest_start = UINT64_MAX;
+		int oldest = 0;
 
 		if (!s->used)
 			continue;
 		for (size_t k = 0; k < d->nprocs; k++) {
 			if (!d->procs[k].pid || d->procs[k].entity != (int)i)
 				continue;
-			alive++;
-			if (d->procs[k].pid == s->e.pid)
-				reporter_alive = 1;
-			else if (!oldest)
+			if (d->procs[k].starttime < oldest_start) {
+				oldest_start = d->procs[k].starttime;
 				oldest = d->procs[k].pid;
+			}
 		}
-		if (!alive) {
+		if (!oldest) {
 			s->used = 0;
 			continue;
 		}
-		if (!reporter_alive) {
+		/* The oldest process stands for the entity; the backend hears of a change. */
+		if (s->e.pid != oldest) {
 			s->e.pid = oldest;
+			s->e.process_id[0] = 0;
 			s->e.generation = ++d->generation;
 		}
 		n++;

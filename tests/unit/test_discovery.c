@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * supervisor/discovery.c over a /proc made of plain files: finders in order, entities rendered
+ * from templates, processes that render alike reported once, exited and reused pids, and the
+ * launcher's answer (exe, cwd) preferred to the command line.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/config/config.h"
+#include "supervisor/discovery.h"
+
+static char root[] = "/tmp/rover-disc-XXXXXX";
+static struct rover_config cfg;
+static struct host_facts host = { .instance_id = "agent-1", .host_name = "box",
+				  .host_ip = "10.0.0.5", .nifs = 1,
+				  .ifs = { { .name = "eth0", .v4 = "10.0.0.5" } } };
+
+static void add_proc(int pid, unsigned long long start, const char *argv0, const char *arg1)
+{
+	char path[256], stat[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d", root, pid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
+	/* A comm with a space and a parenthesis, as the kernel allows. */
+	snprintf(stat, sizeof(stat),
+		 "%d (my (odd) comm) S 1 %d %d 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 %llu 1000 "
+		 "100\n",
+		 pid, pid, pid, start);
+	f = fopen(path, "w");
+	fputs(stat, f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%d/cmdline", root, pid);
+	f = fopen(path, "w");
+	fwrite(argv0, 1, strlen(argv0) + 1, f);
+	if (arg1)
+		fwrite(arg1, 1, strlen(arg1) + 1, f);
+	fclose(f);
+}
+
+static void del_proc(int pid)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/%d", root, pid);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void load(const char *yaml)
+{
+	char err[256];
+
+	cr_assert_eq(config__load(yaml, strlen(yaml), &cfg, err, sizeof(err), NULL, NULL, NULL), 0,
+		     "%s", err);
+}
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(root));
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	if (system(cmd))
+		fprintf(stderr, "cleanup of %s failed\n", root);
+	config__free(&cfg);
+	strcpy(root, "/tmp/rover-disc-XXXXXX");
+}
+
+TestSuite(discovery, .init = setup, .fini = teardown);
+
+static const char *finders =
+	"process_discovery:\n"
+	"  vm:\n"
+	"    finders:\n"
+	"      - match_cmd_regex: \"/opt/(shop)/bin/server --port (\\\\d+)\"\n"
+	"        service_name: \"{{.Finder.RegexMatchGroup 1}}\"\n"
+	"        instance_name: \"{{.Rover.HostIPV4 \\\"eth0\\\"}}\"\n"
+	"        process_name: \"{{.Process.ExeName}}-{{.Finder.RegexMatchGroup 2}}\"\n"
+	"        labels: \"web,{{.Finder.Layer}}\"\n"
+	"      - match_cmd_regex: \"worker\"\n"
+	"        layer: GENERAL\n"
+	"        service_name: \"jobs\"\n"
+	"        process_name: \"{{.Process.ExeNameInCommandLine}}\"\n";
+
+static int by_process(const void *a, const void *b)
+{
+	return strcmp(((const struct disc_entity *)a)->process,
+		      ((const struct disc_entity *)b)->process);
+}
+
+static size_t entities(struct discovery *d, struct disc_entity **ret)
+{
+	size_t n;
+
+	cr_assert_eq(discovery__entities(d, ret, &n), 0);
+	qsort(*ret, n, sizeof(**ret), by_process);
+	return n;
+}
+
+Test(discovery, finders_render_entities_first_match_wins)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+	int32_t pids[8];
+
+	load(finders);
+	add_proc(100, 500, "/opt/shop/bin/server", "--port 8080");
+	add_proc(101, 501, "/usr/bin/worker", NULL);
+	add_proc(102, 502, "/usr/bin/unrelated", NULL);
+	/* Matches both finders: the first one wins. */
+	add_proc(103, 503, "/opt/shop/bin/server", "--port 9090 worker");
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_not_null(d);
+	cr_assert_eq(discovery__scan(d), 3);
+	cr_assert_eq(entities(d, &e), 3);
+	cr_expect_str_eq(e[0].process, "server-8080");
+	cr_expect_str_eq(e[0].service, "shop");
+	cr_expect_str_eq(e[0].instance, "10.0.0.5");
+	cr_expect_str_eq(e[0].layer, "OS_LINUX");
+	cr_expect_eq(e[0].nlabels, 2);
+	cr_expect_str_eq(e[0].labels[0], "web");
+	cr_expect_str_eq(e[0].labels[1], "OS_LINUX");
+	cr_expect_str_eq(e[0].cmdline, "/opt/shop/bin/server --port 8080");
+	cr_expect_eq(e[0].pid, 100);
+	cr_expect_str_eq(e[1].process, "server-9090");
+	cr_expect_str_eq(e[2].process, "worker");
+	cr_expect_str_eq(e[2].layer, "GENERAL");
+	cr_expect_str_eq(e[2].service, "jobs");
+	/* No id until the backend answers; then pids are found by it. */
+	cr_expect_eq(discovery__pids_of(d, "id-1", pids, 8), 0);
+	cr_expect_eq(discovery__set_process_id(d, 100, "OS_LINUX", "shop", "10.0.0.5",
+					       "server-8080", "id-1"),
+		     1);
+	cr_expect_eq(discovery__set_process_id(d, 999, "OS_LINUX", "shop", "10.0.0.5",
+					       "server-8080", "id-x"),
+		     0, "an answer for another pid is not ours");
+	cr_expect_eq(discovery__pids_of(d, "id-1", pids, 8), 1);
+	cr_expect_eq(pids[0], 100);
+	free(e);
+	discovery__free(d);
+}
+
+Test(discovery, same_entity_reported_once_and_exits_forgotten)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+	int32_t pids[8];
+
+	load(finders);
+	add_proc(200, 10, "/usr/bin/worker", NULL);
+	add_proc(201, 11, "/usr/local/bin/worker", "--other");
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "two workers render to one entity");
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_eq(e[0].pid, 200);
+	free(e);
+	/* The default instance name asks for en0: the host address stands in. */
+	cr_assert_eq(discovery__set_process_id(d, 200, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1);
+	cr_expect_eq(discovery__pids_of(d, "w", pids, 8), 2, "both processes profiled");
+
+	/* The reported one exits: the other one stands for the entity. */
+	del_proc(200);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_eq(e[0].pid, 201);
+	cr_expect_str_eq(e[0].process_id, "", "reported again with its new pid");
+	free(e);
+	cr_expect_eq(discovery__set_process_id(d, 201, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1);
+	cr_expect_eq(discovery__pids_of(d, "w", pids, 8), 1);
+
+	/* Both gone: the entity is forgotten. */
+	del_proc(201);
+	cr_assert_eq(discovery__scan(d), 0);
+	cr_expect_eq(discovery__pids_of(d, "w", pids, 8), 0);
+	discovery__free(d);
+}
+
+Test(discovery, reused_pid_is_a_new_process)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+
+	load(finders);
+	add_proc(300, 77, "/usr/bin/unrelated", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 0);
+	/* Same pid, new start time, now a worker: matched on the next scan. */
+	del_proc(300);
+	add_proc(300, 78, "/usr/bin/worker", NULL);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_str_eq(e[0].process, "worker");
+	free(e);
+	discovery__free(d);
+}
+
+static int fake_info(void *arg, int pid, struct msg_proc_info *ret)
+{
+	(void)arg;
+	if (pid == 401)
+		return -ESRCH; /* gone between the scan and the question */
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = pid;
+	snprintf(ret->exe, sizeof(ret->exe), "/real/path/java");
+	snprintf(ret->cwd, sizeof(ret->cwd), "/srv/app");
+	return 0;
+}
+
+Test(discovery, launcher_answer_names_exe_and_workdir)
+{
+	static const char *yaml = "process_discovery:\n"
+				  "  vm:\n"
+				  "    finders:\n"
+				  "      - match_cmd_regex: \"app\\\\.jar\"\n"
+				  "        service_name: \"{{.Process.WorkDir}}\"\n"
+				  "        process_name: \"{{.Process.ExeName}}\"\n"
+				  "        instance_name: \"{{.Process.ExeFilePath}}\"\n";
+	struct discovery *d;
+	struct disc_entity *e;
+
+	load(yaml);
+	add_proc(400, 1, "java", "-jar app.jar");
+	add_proc(401, 2, "java", "-jar app.jar --gone");
+	d = discovery__new(&cfg, &host, root, fake_info, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "the process that vanished is skipped");
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_str_eq(e[0].process, "java");
+	cr_expect_str_eq(e[0].service, "/srv/app");
+	cr_expect_str_eq(e[0].instance, "/real/path/java");
+	free(e);
+	discovery__free(d);
+}
+
+Test(discovery, cluster_name_prefixes_services)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+	char yaml[2048];
+
+	snprintf(yaml, sizeof(yaml), "core:\n  cluster_name: east\n%s", finders);
+	load(yaml);
+	add_proc(500, 1, "/usr/bin/worker", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_str_eq(e[0].service, "east::jobs");
+	free(e);
+	discovery__free(d);
+}
