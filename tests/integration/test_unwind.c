@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Whole user stacks without frame pointers, on the real kernel: Debian's libc has none, so a
+ * frame-pointer unwinder loses the direct caller of every libc frame; stack snapshots unwound
+ * with CFI (the default, --unwind dwarf) keep them, for OFF_CPU and ON_CPU, and find callers
+ * in a program built entirely without frame pointers.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/harness.h"
+
+TestSuite(unwind, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
+
+/* Profiles a fresh run of program; extra: more rover arguments, NULL-terminated. */
+static void profile(const char *program, const char *type, const char *unwind,
+		    const char *duration, struct folded *ret, char **ret_err)
+{
+	pid_t pid = start_program(bin(program), NULL);
+	char pids[32], out[4096];
+	char *argv[] = { (char *)bin("rover"), "profile", "--type", (char *)type, "--unwind",
+			 (char *)unwind, "--pid", pids, "--duration", (char *)duration,
+			 "--dump-period", "2ms", "--output", out, NULL };
+	int rc;
+
+	cr_assert_gt(pid, 0);
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	snprintf(out, sizeof(out), "%s/%s-%s.folded", tmp, type, unwind);
+	rc = run_cmd(argv, ret_err);
+	stop_program(pid);
+	cr_assert_eq(rc, 0, "rover: %s", *ret_err);
+	cr_assert_eq(folded_read(out, ret), 0);
+}
+
+/* Value of the stacks holding the frames of seq (";"-separated) one after the other. */
+static uint64_t with_seq(const struct folded *f, const char *seq)
+{
+	char pat[512], line[8192];
+	uint64_t sum = 0;
+
+	snprintf(pat, sizeof(pat), ";%s;", seq);
+	for (size_t i = 0; i < f->n; i++) {
+		snprintf(line, sizeof(line), "%s;", f->stacks[i]);
+		if (strstr(line, pat))
+			sum += f->counts[i];
+	}
+	return sum;
+}
+
+/* Value of the stacks whose outermost frame (after comm) is name. */
+static uint64_t outermost(const struct folded *f, const char *name)
+{
+	size_t len = strlen(name);
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		const char *p = strchr(f->stacks[i], ';');
+
+		if (p && !strncmp(p + 1, name, len) && (p[1 + len] == ';' || !p[1 + len]))
+			sum += f->counts[i];
+	}
+	return sum;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+Test(unwind, off_cpu_both_callers_of_libc_nanosleep_are_kept)
+{
+	struct folded f;
+	char *err = NULL;
+	uint64_t a, b;
+
+	profile("tests/programs/libc_sleep_two", "off_cpu", "dwarf", "4s", &f, &err);
+	/* main -> sleep_30ms -> libc's nanosleep, nothing lost in between. */
+	a = with_seq(&f, "main;sleep_30ms;__nanosleep;clock_nanosleep");
+	b = with_seq(&f, "main;sleep_10ms;__nanosleep;clock_nanosleep");
+	cr_log_info("sleep_30ms %lu us, sleep_10ms %lu us, total %lu us", a, b, f.total);
+	cr_assert_gt(a + b, f.total * 95 / 100, "callers kept for %lu of %lu us:\n%s", a + b,
+		     f.total, f.n ? f.stacks[0] : "");
+	cr_assert(pct(a, a + b) > 71.0 && pct(a, a + b) < 79.0, "sleep_30ms share %.1f%% (75%%)",
+		  pct(a, a + b));
+	cr_assert(f.total > 3600000 && f.total < 4400000, "blocked %lu us in a 4 s task", f.total);
+	/* Whole: down to the program's entry point, and the kernel side still there. */
+	cr_assert_gt(outermost(&f, "_start"), f.total * 95 / 100);
+	cr_assert_gt(folded_with_frame(&f, "do_nanosleep_[k]"), f.total * 9 / 10);
+	cr_assert(strstr(err, "stack snapshots"), "snapshot mode not logged: %s", err);
+	folded_free(&f);
+	free(err);
+}
+
+Test(unwind, frame_pointers_lose_the_callers_of_libc)
+{
+	struct folded f;
+	char *err = NULL;
+
+	/* What --unwind fp gives on this machine: why snapshots are the default. */
+	profile("tests/programs/libc_sleep_two", "off_cpu", "fp", "2s", &f, &err);
+	cr_assert_gt(with_seq(&f, "main;clock_nanosleep"), f.total * 9 / 10);
+	cr_assert_eq(folded_with_frame(&f, "sleep_30ms") + folded_with_frame(&f, "sleep_10ms"), 0);
+	cr_assert_null(strstr(err, "stack snapshots"), "%s", err);
+	folded_free(&f);
+	free(err);
+}
+
+Test(unwind, on_cpu_samples_inside_libc_memcpy_keep_their_callers)
+{
+	struct folded f;
+	char *err = NULL;
+	uint64_t a = 0, b = 0;
+
+	profile("tests/programs/libc_copy_two", "on_cpu", "dwarf", "4s", &f, &err);
+	/* The leaf is libc's memcpy (an ifunc variant: __memcpy_avx_unaligned_erms, ...). */
+	for (size_t i = 0; i < f.n; i++) {
+		const char *three = strstr(f.stacks[i], ";main;copy_three;__mem");
+		const char *one = strstr(f.stacks[i], ";main;copy_one;__mem");
+
+		a += three ? f.counts[i] : 0;
+		b += one ? f.counts[i] : 0;
+	}
+	cr_log_info("copy_three %lu copy_one %lu total %lu", a, b, f.total);
+	cr_assert_gt(a + b, 1000, "too few samples under memcpy: %lu of %lu", a + b, f.total);
+	cr_assert_gt(a + b, f.total * 85 / 100, "memcpy with its caller: %lu of %lu", a + b,
+		     f.total);
+	cr_assert(pct(a, a + b) > 71.0 && pct(a, a + b) < 79.0, "copy_three share %.1f%% (75%%)",
+		  pct(a, a + b));
+	cr_assert_gt(outermost(&f, "_start"), f.total * 95 / 100);
+	folded_free(&f);
+	free(err);
+}
+
+Test(unwind, a_binary_without_frame_pointers_keeps_its_callers)
+{
+	struct folded f;
+	char *err = NULL;
+	uint64_t chain;
+
+	profile("tests/programs/nofp_chain", "on_cpu", "dwarf", "3s", &f, &err);
+	chain = with_seq(&f, "_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b");
+	cr_log_info("main;chain_a;chain_b %lu of %lu", chain, f.total);
+	cr_assert_gt(f.total, 500);
+	cr_assert_gt(chain, f.total * 95 / 100, "whole for %lu of %lu samples:\n%s", chain, f.total,
+		     f.n ? f.stacks[0] : "");
+	folded_free(&f);
+	free(err);
+}
+
+Test(unwind, frame_pointers_cannot_unwind_that_binary)
+{
+	struct folded f;
+	char *err = NULL;
+
+	profile("tests/programs/nofp_chain", "on_cpu", "fp", "2s", &f, &err);
+	cr_assert_gt(f.total, 300);
+	cr_assert_lt(with_seq(&f, "main;chain_a;chain_b"), f.total / 10);
+	folded_free(&f);
+	free(err);
+}
