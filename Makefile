@@ -273,6 +273,10 @@ $(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h
 
 fuzz-corpus: $(OUT)/fuzz/gen_corpus
 	$(Q)$(OUT)/fuzz/gen_corpus tests/fuzz/corpus
+	$(Q)for f in tests/fuzz/seeds/fuzz_commands/*.txtpb; do \
+		protoc --encode=skywalking.v3.Commands -Iproto proto/common/Command.proto < $$f \
+			> tests/fuzz/corpus/fuzz_commands/$$(basename $$f .txtpb) || exit 1; done
+	$(Q)cp configs/rover_configs.yaml tests/fuzz/corpus/fuzz_config/
 	$(Q)mkdir -p tests/fuzz/corpus/fuzz_elfsym && cd tests/fuzz/corpus/fuzz_elfsym && \
 		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC ../../seed_elf.c -o lib.so && \
 		$(CC) $(FUZZ_SEED_ELF) -m32 -shared -fPIC ../../seed_elf.c -o lib32.so && \

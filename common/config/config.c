@@ -881,9 +881,13 @@ static int walk_map(struct loader *L, const yaml_node_t *n, const struct key *ke
 		}
 		name = (const char *)kn->data.scalar.value;
 		nlen = kn->data.scalar.length;
-		/* A key shown in a path is cut at 64 bytes and its control bytes replaced. */
-		snprintf(L->path + plen, sizeof(L->path) - plen, "%s%.*s", plen ? "." : "",
-			 (int)(nlen > 64 ? 64 : nlen), name);
+		/* A key shown in a path is cut at 64 bytes, its control bytes replaced, an empty
+		 * one shown as "". */
+		if (nlen)
+			snprintf(L->path + plen, sizeof(L->path) - plen, "%s%.*s", plen ? "." : "",
+				 (int)(nlen > 64 ? 64 : nlen), name);
+		else
+			snprintf(L->path + plen, sizeof(L->path) - plen, "%s\"\"", plen ? "." : "");
 		for (char *c = L->path + plen; *c; c++)
 			if ((unsigned char)*c < 0x20 || *c == 0x7f)
 				*c = '?';
