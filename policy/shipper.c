@@ -2,7 +2,9 @@
 /*
  * The shipper: symbolizes raw stacks and writes or uploads profiles. It holds no capability;
  * it reads other processes' maps and binaries only through descriptors the launcher opened
- * (see policy/README.md), and world-readable debug files itself.
+ * (see policy/README.md), and world-readable debug files itself. Uploads go out from one
+ * thread through the gRPC client (the shared table in policy/grpc.c) and wait in spool files
+ * under the configured spool directory, opened before the filter.
  */
 #include <errno.h>
 
@@ -11,7 +13,7 @@
 static const struct seccomp_entry calls[] = {
 	{ "read", SC_ALLOW, "framed messages; maps, ELF and debug files" },
 	{ "pread64", SC_ALLOW, "ELF files" },
-	{ "write", SC_ALLOW, "profiles to the output descriptor; log lines" },
+	{ "write", SC_ALLOW, "profiles to the output descriptor; log lines; spool files" },
 	{ "sendmsg", SC_ALLOW, "framed messages, descriptor requests" },
 	{ "recvmsg", SC_ALLOW, "framed messages, descriptors from the launcher" },
 	{ "recvfrom", SC_ALLOW, "peeking at a reply header: does a descriptor follow" },
@@ -20,7 +22,11 @@ static const struct seccomp_entry calls[] = {
 	{ "accept4", SC_ALLOW, "worker and supervisor connections on shipper.sock" },
 	{ "getsockopt", SC_ALLOW, "SO_PEERCRED of peers" },
 	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
-	{ "openat", SC_ALLOW, "world-readable debug files under /usr/lib/debug, /proc/PID/comm" },
+	{ "openat", SC_ALLOW, "world-readable debug files under /usr/lib/debug, /proc/PID/comm; "
+			      "spool files, created and read back under the spool directory" },
+	{ "renameat", SC_ALLOW, "a spool file written under a temporary name goes into place" },
+	{ "unlinkat", SC_ALLOW, "spool files once sent or dropped; a temporary one left by a crash" },
+	{ "fsync", SC_ALLOW, "a spool file and its directory before the rename counts as durable" },
 	{ "close", SC_ALLOW, "its descriptors" },
 	{ "fstat", SC_ALLOW, "ELF file sizes" },
 	{ "newfstatat", SC_ALLOW, "ELF file sizes and identities" },
@@ -40,7 +46,8 @@ static const struct seccomp_entry calls[] = {
 	{ "mremap", SC_ALLOW, "memory (realloc)" },
 	{ "madvise", SC_ALLOW, "memory (free)" },
 	{ "brk", SC_ALLOW, "memory" },
-	{ "futex", SC_ALLOW, "libc locks" },
+	{ "futex", SC_ALLOW, "libc locks; the spool's lock and condition variable, joining the upload "
+			     "thread" },
 	{ "getpid", SC_ALLOW, "log prefix, hello message" },
 	{ "gettid", SC_ALLOW, "libc" },
 	{ "getrandom", SC_ALLOW, "libc malloc hardening" },
@@ -59,4 +66,7 @@ const struct role_policy shipper_policy = {
 	.ncaps = 0,
 	.seccomp = calls,
 	.nseccomp = sizeof(calls) / sizeof(calls[0]),
+	/* The upload thread's gRPC client. */
+	.shared = grpc_client_calls,
+	.nshared = &ngrpc_client_calls,
 };

@@ -15,17 +15,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/config/config.h"
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
 #include "shipper/opener.h"
+#include "shipper/spool.h"
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
+#include "shipper/upload.h"
 #include "shipper/unwind.h"
 
 #define MAX_PEERS 64
 #define MAX_TASKS 64
+/* At SIGTERM, the upload thread's time to send what waits before the spool goes to disk. */
+#define UPLOAD_GRACE_MS 2000
 
 enum peer_kind { PEER_NEW, PEER_WORKER, PEER_SUPERVISOR };
 
@@ -46,6 +51,10 @@ struct shipper {
 	struct ship_task *tasks[MAX_TASKS];
 	int supervisor; /* index in peers, -1 */
 	struct ipc_msg msg;
+	/* Backend output, with --config-fd only. */
+	struct rover_config *cfg;
+	struct spool *spool;
+	struct uploader *up;
 };
 
 static const struct ipc_rule hello_rules[] = {
@@ -65,6 +74,8 @@ static const struct ipc_rule worker_rules[] = {
 static const struct ipc_rule supervisor_rules[] = {
 	{ MSG_OUTPUT_OPEN, sizeof(struct msg_output), sizeof(struct msg_output), 0, 1 },
 	{ MSG_OUTPUT_ABORT, sizeof(struct msg_output_abort), sizeof(struct msg_output_abort), 0, 0 },
+	{ MSG_OUTPUT_BACKEND, sizeof(struct msg_output_backend), sizeof(struct msg_output_backend),
+	  0, 0 },
 };
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
@@ -99,14 +110,43 @@ static void drop_peer(struct shipper *s, int i, const char *why)
 		s->supervisor = -1;
 }
 
+/* Hands the task's finished flushes to the spool; the upload thread takes them from there. */
+static void queue_batches(struct shipper *s, struct ship_task *t)
+{
+	struct spool_batch b;
+	int r;
+
+	while ((r = ship_task__next_batch(t, &b))) {
+		uint64_t n;
+
+		if (r < 0) {
+			log_warn("task %llu: building an upload: %s, dropped",
+				 (unsigned long long)t->task_id, strerror(-r));
+			continue;
+		}
+		n = b.samples;
+		/* A batch the spool refuses is counted by spool_dropped(). */
+		if (!spool__put(s->spool, &b))
+			t->up_queued += n;
+	}
+}
+
 /* sh_answer_written: the profile of a task is out, tell the supervisor and forget the task. */
 static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 {
 	struct ship_task *t = *slot;
 	struct msg_output_written w;
-	int err = ship_task__write(t, &w);
+	int err;
 
-	if (err)
+	if (t->backend) {
+		queue_batches(s, t);
+		ship_task__summarize(t, &w);
+		log_info("task %llu: to the backend: %llu samples taken, %llu queued, %llu dropped "
+			 "by the spool so far%s",
+			 (unsigned long long)t->task_id, (unsigned long long)t->up_taken,
+			 (unsigned long long)t->up_queued, (unsigned long long)t->up_dropped,
+			 aborted ? " (task aborted)" : "");
+	} else if ((err = ship_task__write(t, &w)))
 		log_warn("task %llu: writing profile: %s", (unsigned long long)t->task_id,
 			 strerror(-err));
 	else
@@ -157,9 +197,12 @@ static int on_worker(struct shipper *s, struct peer *p)
 	case MSG_SHIP_STACKS:
 		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
 	case MSG_SHIP_COUNTS:
-		return ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
-					 (m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
-					 s->sym);
+		err = ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
+					(m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
+					s->sym);
+		if (!err && (*slot)->backend)
+			queue_batches(s, *slot);
+		return err;
 	case MSG_SHIP_SNAPSHOTS:
 		return ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
 	case MSG_SHIP_END: {
@@ -175,6 +218,40 @@ static int on_worker(struct shipper *s, struct peer *p)
 	}
 	}
 	return -EPROTO;
+}
+
+/* sh_answer_backend: the task's data goes to the backend; refused (ENOTCONN) without one. */
+static int on_output_backend(struct shipper *s, const struct msg_output_backend *b)
+{
+	struct ship_task **slot;
+	int err;
+
+	if (!b->task_id)
+		return -EPROTO;
+	if (!s->spool) {
+		struct msg_output_written w = { .task_id = b->task_id, .err = ENOTCONN };
+
+		slot = task_slot(s, b->task_id, 0);
+		if (slot) {
+			ship_task__free(*slot);
+			*slot = NULL;
+		}
+		log_warn("task %llu: no backend configured, its data is dropped",
+			 (unsigned long long)b->task_id);
+		if (ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
+			return -EPIPE;
+		return 0;
+	}
+	slot = task_slot(s, b->task_id, 1);
+	if (!slot)
+		return -ENOSPC;
+	err = ship_task__set_backend(*slot, b);
+	if (err)
+		return err;
+	queue_batches(s, *slot);
+	if ((*slot)->ended)
+		finish_task(s, slot, 0);
+	return 0;
 }
 
 static int on_supervisor(struct shipper *s, struct peer *p)
@@ -206,12 +283,14 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 			finish_task(s, slot, 0);
 		return 0;
 	}
+	if (m->type == MSG_OUTPUT_BACKEND)
+		return on_output_backend(s, m->buf);
 	/* MSG_OUTPUT_ABORT: write what was collected, the supervisor reports the failure. */
 	{
 		const struct msg_output_abort *a = m->buf;
 
 		slot = task_slot(s, a->task_id, 0);
-		if (slot && (*slot)->out_fd >= 0)
+		if (slot && ((*slot)->out_fd >= 0 || (*slot)->backend))
 			finish_task(s, slot, 1);
 		else if (slot) {
 			ship_task__free(*slot);
@@ -319,12 +398,186 @@ static int loop(struct shipper *s)
 	return 0;
 }
 
+/*
+ * Told by the spool of every batch it drops. Drops at the bound happen in put and persist, so
+ * in this (the main) thread, where tasks may be looked at; corrupt files show up in the
+ * upload thread's take too and touch no task.
+ */
+static void spool_dropped(void *ctx, const struct spool_drop *d)
+{
+	struct shipper *s = ctx;
+
+	if (d->why == SPOOL_DROP_CORRUPT) {
+		log_warn("spool: %s: %s, dropped", d->file, d->detail);
+		return;
+	}
+	{
+		struct ship_task **slot = task_slot(s, d->task_id, 0);
+
+		if (slot)
+			(*slot)->up_dropped += d->samples;
+	}
+	if (d->why == SPOOL_DROP_TOO_BIG)
+		log_warn("task %llu: an upload of %llu samples is larger than the spool, dropped",
+			 (unsigned long long)d->task_id, (unsigned long long)d->samples);
+	else if (d->first_of_episode)
+		log_warn("spool full: dropping the oldest uploads (first: task %llu, %llu samples); "
+			 "counted, not logged again until the spool has room",
+			 (unsigned long long)d->task_id, (unsigned long long)d->samples);
+}
+
+/* Reads a descriptor the launcher passed (config or PEM bytes) and closes it; NULL if none. */
+static char *read_passed_fd(int fd, const char *what, int *failed)
+{
+	size_t len;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = config__read_fd(fd, &len);
+	if (!buf) {
+		log_err("reading the %s the launcher passed: %s", what, strerror(errno));
+		*failed = 1;
+	}
+	close(fd);
+	return buf;
+}
+
+static void config_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	log_warn("config: %s", msg);
+}
+
+/*
+ * The backend output: config, spool (its files picked up) and the upload thread. Before the
+ * sandbox: the descriptors are read and the spool directory is opened here; the seccomp
+ * filter, installed after, covers the upload thread and gRPC's own (TSYNC). 0 or -errno.
+ */
+static int backend_setup(struct shipper *s, int cfg_fd, int ca_fd, int cert_fd, int key_fd)
+{
+	int failed = 0;
+	char *text = read_passed_fd(cfg_fd, "config", &failed);
+	char *ca = read_passed_fd(ca_fd, "CA certificate", &failed);
+	char *cert = read_passed_fd(cert_fd, "client certificate", &failed);
+	char *key = read_passed_fd(key_fd, "client key", &failed);
+	struct uploader_opts uo = { 0 };
+	struct spool_opts so = { 0 };
+	char errbuf[512];
+	int err;
+
+	s->cfg = calloc(1, sizeof(*s->cfg));
+	if (!s->cfg || failed || !text) {
+		err = s->cfg ? -EIO : -ENOMEM;
+		goto cleanup;
+	}
+	err = config__load(text, strlen(text), s->cfg, errbuf, sizeof(errbuf), config_warn, NULL,
+			   NULL);
+	if (err) {
+		log_err("config: %s", errbuf);
+		free(s->cfg);
+		s->cfg = NULL;
+		goto cleanup;
+	}
+	so.dir = s->cfg->backend.spool_dir;
+	so.mem_bytes = s->cfg->backend.spool_memory_bytes;
+	so.disk_bytes = s->cfg->backend.spool_disk_bytes;
+	so.on_drop = spool_dropped;
+	so.ctx = s;
+	s->spool = spool__new(&so);
+	if (!s->spool && so.dir && so.dir[0]) {
+		log_warn("spool directory %s: %s; uploads wait in memory only", so.dir,
+			 strerror(errno));
+		so.dir = NULL;
+		s->spool = spool__new(&so);
+	}
+	if (!s->spool) {
+		err = -errno;
+		log_err("spool: %s", strerror(errno));
+		goto cleanup;
+	}
+	{
+		struct spool_stats st;
+
+		spool__stats(s->spool, &st);
+		if (st.loaded_files)
+			log_info("spool: %llu batches (%llu samples) from before the restart wait",
+				 (unsigned long long)st.batches, (unsigned long long)st.samples);
+	}
+	uo.spool = s->spool;
+	uo.oap = (struct oap_opts){ .addr = s->cfg->backend.addr,
+				    .tls = s->cfg->backend.enable_tls,
+				    .ca_pem = ca,
+				    .cert_pem = cert,
+				    .key_pem = key,
+				    .insecure_skip_verify = s->cfg->backend.insecure_skip_verify,
+				    .authentication = s->cfg->backend.authentication,
+				    .deadline_ms = (uint32_t)s->cfg->backend.call_timeout_ms };
+	s->up = uploader__start(&uo);
+	if (!s->up) {
+		err = -errno;
+		log_err("upload thread: %s", strerror(errno));
+		goto cleanup;
+	}
+	log_info("uploads to %s%s, spool %s (memory %llu bytes, disk %llu bytes)",
+		 s->cfg->backend.addr, s->cfg->backend.enable_tls ? " (TLS)" : "",
+		 so.dir && so.dir[0] ? so.dir : "in memory only",
+		 (unsigned long long)so.mem_bytes,
+		 (unsigned long long)(so.dir && so.dir[0] ? so.disk_bytes : 0));
+cleanup:
+	free(text);
+	/* PEM bytes: gRPC copied them into its credentials. */
+	free(ca);
+	free(cert);
+	if (key) {
+		explicit_bzero(key, strlen(key));
+		free(key);
+	}
+	return err;
+}
+
+/* SIGTERM: a short grace to send what waits, then memory batches go to disk. */
+static void backend_stop(struct shipper *s)
+{
+	struct spool_stats st;
+	int ended;
+
+	if (!s->up)
+		return;
+	ended = uploader__stop(s->up, UPLOAD_GRACE_MS);
+	spool__stats(s->spool, &st);
+	if (st.batches && st.batches > st.disk_batches) {
+		int err = spool__persist(s->spool);
+
+		if (err == -ENOTDIR)
+			log_warn("stopping: %llu upload batches (%llu samples) lost: no spool_dir",
+				 (unsigned long long)st.batches, (unsigned long long)st.samples);
+		else if (err)
+			log_warn("stopping: writing the spool: %s", strerror(-err));
+	}
+	spool__stats(s->spool, &st);
+	if (st.batches)
+		log_info("stopping: %llu upload batches (%llu samples) wait on disk",
+			 (unsigned long long)st.disk_batches, (unsigned long long)st.samples);
+	if (!ended)
+		return; /* the thread is in a call: the spool stays for it until the exit */
+	uploader__free(s->up);
+	spool__free(s->spool);
+	config__free(s->cfg);
+	free(s->cfg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
 					      { "user", required_argument, NULL, 'u' },
+					      { "config-fd", required_argument, NULL, 'c' },
+					      { "ca-fd", required_argument, NULL, 'A' },
+					      { "cert-fd", required_argument, NULL, 'C' },
+					      { "key-fd", required_argument, NULL, 'K' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
+	int cfg_fd = -1, ca_fd = -1, cert_fd = -1, key_fd = -1;
 	struct shipper s = { .supervisor = -1, .opener = -1, .msg = { .fd = -1 } };
 	struct fd_opener opener = fd_opener_launcher_ops;
 	struct msg_hello hello = { .role = ROLE_SHIPPER, .proto_version = IPC_VERSION };
@@ -335,6 +588,10 @@ int main(int argc, char **argv)
 
 	log_init("rover-shipper");
 	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+		int *fdp = c == 'c' ? &cfg_fd : c == 'A' ? &ca_fd : c == 'C' ? &cert_fd : &key_fd;
+		char *end;
+		long v;
+
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -342,10 +599,27 @@ int main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
+		case 'c':
+		case 'A':
+		case 'C':
+		case 'K':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0 || v > INT32_MAX) {
+				fprintf(stderr, "rover-shipper: bad descriptor '%s'\n", optarg);
+				return 2;
+			}
+			*fdp = (int)v;
+			break;
 		default:
-			fprintf(stderr, "usage: rover-shipper --socket-dir DIR [--user USER]\n");
+			fprintf(stderr, "usage: rover-shipper --socket-dir DIR [--user USER] "
+					"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]]\n");
 			return c == 'h' ? 0 : 2;
 		}
+	}
+	if (cfg_fd < 0 && (ca_fd >= 0 || cert_fd >= 0 || key_fd >= 0)) {
+		fprintf(stderr, "rover-shipper: --ca-fd, --cert-fd and --key-fd need --config-fd\n");
+		return 2;
 	}
 	if (!dir) {
 		fprintf(stderr, "rover-shipper: --socket-dir is required\n");
@@ -362,6 +636,8 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() != s.uid)
 		s.uid = geteuid(); /* started unprivileged: peers run as we do */
+	if (cfg_fd >= 0 && backend_setup(&s, cfg_fd, ca_fd, cert_fd, key_fd))
+		return 1;
 	s.lsock = ipc_listen(dir, "shipper.sock.new");
 	if (s.lsock < 0) {
 		log_err("listening in %s: %s", dir, strerror(-s.lsock));
@@ -402,6 +678,7 @@ int main(int argc, char **argv)
 	}
 	log_info("ready");
 	err = loop(&s);
+	backend_stop(&s);
 	unwinder__free(s.unw);
 	symbolizer__free(s.sym);
 	return err ? 1 : 0;

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "shipper/task.h"
+#include "shipper/upload.h"
 
 #define FRAME_NAME_MAX 512
 /*
@@ -15,6 +17,7 @@
  * stacks in the other): a stack seen again is not named again.
  */
 #define UNWOUND_SLOTS 4096
+#define KERNEL_SUFFIX "_[k]" /* folded-format mark of a kernel frame; not uploaded */
 
 struct stored_stack {
 	uint32_t kind;
@@ -64,6 +67,8 @@ void ship_task__free(struct ship_task *t)
 	for (size_t i = 0; t->unwound && i < UNWOUND_SLOTS; i++)
 		stored_free(t->unwound[i]);
 	free(t->unwound);
+	for (uint32_t i = 0; i < t->npending; i++)
+		free(t->pending[i].b.data);
 	profile__free(t->profile);
 	if (t->out_fd >= 0)
 		close(t->out_fd);
@@ -163,7 +168,7 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 
 			named = symbolizer__kernel(sym, ip, buf, sizeof(buf) - 4);
 			len = strlen(buf);
-			memcpy(buf + len, "_[k]", 5);
+			memcpy(buf + len, KERNEL_SUFFIX, sizeof(KERNEL_SUFFIX));
 		} else {
 			/*
 			 * Return addresses point after the call: look up ip - 1 so a call that
@@ -190,62 +195,113 @@ static const char *comm_of(const struct ship_task *t, int32_t tgid)
 	return NULL;
 }
 
+/* Keeps a flush's batch until it can go to the spool; the oldest goes when there is no room. */
+static void keep_pending(struct ship_task *t, struct spool_batch *b)
+{
+	if (t->npending == SHIP_MAX_PENDING) {
+		t->up_dropped += t->pending[0].b.samples;
+		free(t->pending[0].b.data);
+		memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * (SHIP_MAX_PENDING - 1));
+		t->npending--;
+	}
+	t->pending[t->npending].b = *b;
+	t->pending[t->npending].now_ms = (int64_t)now_unix_ms();
+	t->npending++;
+	b->data = NULL;
+}
+
+static void upload_stack_of(struct upload_stack *u, const struct stored_stack *st, int32_t id)
+{
+	*u = (struct upload_stack){ .id = -1 };
+	if (!st)
+		return;
+	u->id = id;
+	u->nr = st->nr;
+	u->names = st->names;
+	u->cut = st->kind == 0 ? strlen(KERNEL_SUFFIX) : 0;
+}
+
+/* Names one count, adds it to the profile and, when batch is given, to the upload. */
+static int count_one(struct ship_task *t, const struct ship_count *c, struct symbolizer *sym,
+		     const char **frames, struct spool_batch *batch)
+{
+	struct stored_stack *us = NULL, *ks = NULL;
+	const char *comm = comm_of(t, c->tgid);
+	uint64_t value;
+	uint32_t nf = 0;
+	int err;
+
+	if (!comm || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID ||
+	    c->kstack < -1 || c->kstack >= SHIP_MAX_STACK_ID)
+		return -EPROTO;
+	if (c->ustack >= 0) {
+		us = t->stacks[c->ustack];
+		if (!us || us->kind != 1)
+			return -EPROTO; /* counts must follow their stacks */
+	}
+	if (c->kstack >= 0) {
+		ks = t->stacks[c->kstack];
+		if (!ks || ks->kind != 0)
+			return -EPROTO;
+	}
+	if (us) {
+		err = name_stack(us, c->tgid, sym);
+		if (err)
+			return err;
+		for (uint32_t k = 0; k < us->nr; k++)
+			frames[nf++] = us->names[k];
+		t->frames_unnamed += us->unnamed * c->value;
+	}
+	if (ks) {
+		err = name_stack(ks, c->tgid, sym);
+		if (err)
+			return err;
+		for (uint32_t k = 0; k < ks->nr; k++)
+			frames[nf++] = ks->names[k];
+	}
+	if (!nf)
+		frames[nf++] = "[no stack]";
+	value = t->spec.type == TASK_OFF_CPU ? (c->value + 500) / 1000 : c->value;
+	if (value) {
+		err = profile__add(t->profile, comm, frames, nf, value);
+		if (err)
+			return err;
+	}
+	t->samples += value;
+	t->switches += c->value2;
+	if (batch && (c->value || c->value2)) {
+		struct upload_stack uk, uu;
+
+		upload_stack_of(&uk, ks, c->kstack);
+		upload_stack_of(&uu, us, c->ustack);
+		err = upload__add(batch, t->spec.type, &uk, &uu, c->value, c->value2);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym)
 {
 	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
+	/* Until the output is known to be a file, the flush may have to be uploaded. */
+	int upload = t->backend || t->out_fd < 0;
+	struct spool_batch batch = { .task_id = t->task_id };
+	int err = 0;
 
 	if (!t->have_spec || hdr->task_id != t->task_id)
 		return -EPROTO;
 	for (int k = 0; k < LOSS_MAX; k++)
 		t->losses[k] += hdr->losses[k];
-	for (size_t i = 0; i < n; i++) {
-		struct stored_stack *us = NULL, *ks = NULL;
-		const char *comm = comm_of(t, c[i].tgid);
-		uint64_t value;
-		uint32_t nf = 0;
-		int err;
-
-		if (!comm || c[i].ustack < -1 || c[i].ustack >= SHIP_MAX_STACK_ID ||
-		    c[i].kstack < -1 || c[i].kstack >= SHIP_MAX_STACK_ID)
-			return -EPROTO;
-		if (c[i].ustack >= 0) {
-			us = t->stacks[c[i].ustack];
-			if (!us || us->kind != 1)
-				return -EPROTO; /* counts must follow their stacks */
-		}
-		if (c[i].kstack >= 0) {
-			ks = t->stacks[c[i].kstack];
-			if (!ks || ks->kind != 0)
-				return -EPROTO;
-		}
-		if (us) {
-			err = name_stack(us, c[i].tgid, sym);
-			if (err)
-				return err;
-			for (uint32_t k = 0; k < us->nr; k++)
-				frames[nf++] = us->names[k];
-			t->frames_unnamed += us->unnamed * c[i].value;
-		}
-		if (ks) {
-			err = name_stack(ks, c[i].tgid, sym);
-			if (err)
-				return err;
-			for (uint32_t k = 0; k < ks->nr; k++)
-				frames[nf++] = ks->names[k];
-		}
-		if (!nf)
-			frames[nf++] = "[no stack]";
-		value = t->spec.type == TASK_OFF_CPU ? (c[i].value + 500) / 1000 : c[i].value;
-		if (value) {
-			err = profile__add(t->profile, comm, frames, nf, value);
-			if (err)
-				return err;
-		}
-		t->samples += value;
-		t->switches += c[i].value2;
+	for (size_t i = 0; i < n && !err; i++)
+		err = count_one(t, &c[i], sym, frames, upload ? &batch : NULL);
+	if (!err && upload && batch.nmsgs) {
+		t->up_taken += batch.samples;
+		keep_pending(t, &batch);
 	}
-	return 0;
+	free(batch.data);
+	return err;
 }
 
 /* The named stack of this content for tgid: from the cache, else made and named. */
@@ -341,6 +397,9 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = t->task_id;
+	/* A file output: flushes kept in case the data went to the backend are moot. */
+	for (; t->npending; t->npending--)
+		free(t->pending[t->npending - 1].b.data);
 	if (!t->profile) {
 		t->profile = profile__new("samples", "count", 0);
 		if (!t->profile)
@@ -405,4 +464,50 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 	memcpy(ret->losses, t->losses, sizeof(ret->losses));
 	profile__top(t->profile, 8, ret->summary, sizeof(ret->summary));
 	return err;
+}
+
+int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend *be)
+{
+	if (t->backend || t->out_fd >= 0 || (be->type != TASK_ON_CPU && be->type != TASK_OFF_CPU) ||
+	    !memchr(be->sw_task_id, '\0', sizeof(be->sw_task_id)) || !be->sw_task_id[0] ||
+	    !memchr(be->process_id, '\0', sizeof(be->process_id)) || !be->process_id[0])
+		return -EPROTO;
+	t->be = *be;
+	t->backend = 1;
+	return 0;
+}
+
+int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret)
+{
+	struct pending_batch *p = &t->pending[0];
+	struct upload_meta m;
+	int err;
+
+	if (!t->backend || !t->npending)
+		return 0;
+	m = (struct upload_meta){ .task_id = t->be.sw_task_id, .process_id = t->be.process_id,
+				  .start_ms = (int64_t)t->be.start_unix_ms, .now_ms = p->now_ms };
+	err = upload__finish(&p->b, &m);
+	if (err) {
+		t->up_dropped += p->b.samples;
+		free(p->b.data);
+	} else {
+		*ret = p->b;
+	}
+	t->npending--;
+	memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * t->npending);
+	return err ? err : 1;
+}
+
+void ship_task__summarize(struct ship_task *t, struct msg_output_written *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->task_id = t->task_id;
+	ret->samples = t->samples;
+	ret->frames_unnamed = t->frames_unnamed;
+	memcpy(ret->losses, t->losses, sizeof(ret->losses));
+	if (t->profile) {
+		ret->stacks = profile__nstacks(t->profile);
+		profile__top(t->profile, 8, ret->summary, sizeof(ret->summary));
+	}
 }

@@ -3,7 +3,7 @@
  * Shipper side: one profiling task's data as it arrives from its worker. Counts are named as
  * they arrive (the target may exit at any time, and stack ids are reused by the kernel), and
  * merged into a profile by name. The local output writes the profile at the end; a backend
- * output (later) uploads each flush instead: both hang off task_flush_named().
+ * output also makes each flush an upload batch (shipper/upload.h) for the spool.
  */
 #ifndef ROVER_SHIPPER_TASK_H
 #define ROVER_SHIPPER_TASK_H
@@ -12,11 +12,14 @@
 
 #include "common/msg.h"
 #include "shipper/profile.h"
+#include "shipper/spool.h"
 #include "shipper/symbolize.h"
 #include "shipper/unwind.h"
 
 /* Stack ids the shipper accepts: the worker's stack map is smaller. */
 #define SHIP_MAX_STACK_ID 65536
+/* Flushes kept while the supervisor has not said where the task's data goes. */
+#define SHIP_MAX_PENDING 16
 
 struct stored_stack;
 
@@ -36,6 +39,21 @@ struct ship_task {
 	uint64_t switches; /* OFF_CPU: times switched back in */
 	uint64_t frames_unnamed;
 	uint64_t losses[LOSS_MAX];
+
+	/*
+	 * Backend output: each flush becomes one upload batch. Flushes that arrive before the
+	 * supervisor names the output (out_fd or backend) are built and kept, at most
+	 * SHIP_MAX_PENDING; a local output discards them.
+	 */
+	int backend;
+	struct msg_output_backend be;
+	struct pending_batch {
+		struct spool_batch b;
+		int64_t now_ms; /* currentTime: when the flush arrived */
+	} pending[SHIP_MAX_PENDING];
+	uint32_t npending;
+	/* Samples (ON_CPU dumpCount, OFF_CPU switchCount) in flushes, handed to the spool, dropped. */
+	uint64_t up_taken, up_queued, up_dropped;
 };
 
 struct ship_task *ship_task__new(uint64_t task_id);
@@ -53,5 +71,16 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 
 /* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
+
+/* The data goes to the backend with be's identity. 0, or -EPROTO (bad strings, output known). */
+int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend *be);
+/*
+ * The oldest flush ready for the spool, its first message carrying the task metadata: 1 and
+ * *ret (the caller owns ret->data), 0 when none is ready, -errno when that flush could not be
+ * finished (it is dropped and counted in up_dropped: call again for the next).
+ */
+int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret);
+/* What the supervisor is told at the end of a backend task: ret filled, err 0. */
+void ship_task__summarize(struct ship_task *t, struct msg_output_written *ret);
 
 #endif
