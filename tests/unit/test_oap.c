@@ -25,6 +25,7 @@
 #include "common/Command.pb-c.h"
 #include "common/grpc/oap.h"
 #include "common/privdrop.h"
+#include "ebpf/profiling/Continuous.pb-c.h"
 #include "ebpf/profiling/Process.pb-c.h"
 #include "ebpf/profiling/Profile.pb-c.h"
 #include "language-agent/Meter.pb-c.h"
@@ -357,9 +358,12 @@ Test(oap, fail_first_calls_are_unavailable)
 {
 	char addr[64];
 	struct oap_opts o = { .addr = addr };
-	const char *const extra[] = { "--fail-first", "2", NULL };
+	const char *const extra[] = { "--fail-first", "3", NULL };
+	Skywalking__V3__MeterDataCollection m = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
 	struct oap_status st;
+	struct oap_stream *s;
 	struct oap_conn *c;
+	char *lines;
 
 	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(extra));
 	c = oap_conn__new(&o);
@@ -368,7 +372,271 @@ Test(oap, fail_first_calls_are_unavailable)
 	cr_assert_eq(st.code, 14, "%d %s", st.code, st.text);
 	cr_assert_eq(keepalive(c, &st), -EIO);
 	cr_assert_eq(st.code, 14);
+	/* A stream the backend refuses: sends may or may not notice, finish does. */
+	s = oap_stream__open(c, "/skywalking.v3.MeterReportService/collectBatch");
+	cr_assert_not_null(s);
+	(void)oap_stream__send(s, &m.base);
+	(void)oap_stream__send(s, &m.base);
+	cr_assert_eq(oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL, &st), -EIO);
+	cr_assert_eq(st.code, 14, "%d %s", st.code, st.text);
 	cr_assert_eq(keepalive(c, &st), 0, "%d %s", st.code, st.text);
+	lines = slurp(rec_path);
+	cr_assert_eq(count_lines(lines), 1, "refused calls were recorded: %s", lines);
+	free(lines);
+	oap_conn__free(c);
+}
+
+/* --- scripted tasks ------------------------------------------------------------------- */
+
+static Skywalking__V3__Commands *query_tasks(struct oap_conn *c, int64_t latest)
+{
+	Skywalking__V3__EBPFProfilingTaskQuery q = SKYWALKING__V3__EBPFPROFILING_TASK_QUERY__INIT;
+	ProtobufCMessage *ans = NULL;
+	struct oap_status st;
+
+	q.roverinstanceid = "rover-1";
+	q.latestupdatetime = latest;
+	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.EBPFProfilingService/queryTasks", &q.base,
+				    &skywalking__v3__commands__descriptor, &ans, &st),
+		     0, "queryTasks: %d %s", st.code, st.text);
+	return (Skywalking__V3__Commands *)ans;
+}
+
+static const char *arg_of(const Skywalking__V3__Command *cmd, const char *key)
+{
+	for (size_t i = 0; i < cmd->n_args; i++)
+		if (!strcmp(cmd->args[i]->key, key))
+			return cmd->args[i]->value;
+	cr_assert_fail("command %s has no arg %s", cmd->command, key);
+	return NULL;
+}
+
+static const Skywalking__V3__Command *task_by_id(const Skywalking__V3__Commands *cs,
+						   const char *id)
+{
+	for (size_t i = 0; i < cs->n_commands; i++)
+		if (!strcmp(arg_of(cs->commands[i], "TaskId"), id))
+			return cs->commands[i];
+	return NULL;
+}
+
+Test(oap, query_tasks_serves_scripted_tasks)
+{
+	char addr[64], tasks[160], tmp[168], cmd[1024];
+	struct oap_opts o = { .addr = addr };
+	const char *extra[] = { "--tasks", tasks, NULL };
+	Skywalking__V3__EBPFReportProcessDownstream *rep;
+	Skywalking__V3__Commands *a, *b;
+	const Skywalking__V3__Command *t1;
+	struct oap_status st;
+	struct report r;
+	struct oap_conn *c;
+	struct timespec now;
+	long long upd, start;
+	FILE *f;
+
+	snprintf(tasks, sizeof(tasks), "%s/tasks.json", tmpdir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", tasks);
+	f = fopen(tmp, "w");
+	cr_assert_not_null(f);
+	fputs("[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"t1\", "
+	      "\"ProcessId\": \"@process:burner,@process:sleeper\", \"TaskUpdateTime\": \"@now\", "
+	      "\"TaskStartTime\": \"@now+5000\", \"TriggerType\": \"FIXED_TIME\", "
+	      "\"TargetType\": \"ON_CPU\", \"FixedTriggerDuration\": \"10\", "
+	      "\"ExtensionConfigJSON\": \"\"}},\n"
+	      " {\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"t2\", "
+	      "\"ProcessId\": \"p\", \"TaskUpdateTime\": \"1000\"}}]\n",
+	      f);
+	fclose(f);
+	cr_assert_eq(rename(tmp, tasks), 0);
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(extra));
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+
+	/* t1 waits for its processes to be reported. */
+	a = query_tasks(c, 0);
+	cr_assert_eq(a->n_commands, 1);
+	cr_assert_not_null(task_by_id(a, "t2"));
+	protobuf_c_message_free_unpacked(&a->base, NULL);
+
+	report_init(&r, "burner", "sleeper");
+	rep = report_call(c, &r, &st);
+	a = query_tasks(c, 0);
+	cr_assert_eq(a->n_commands, 2);
+	t1 = task_by_id(a, "t1");
+	cr_assert_not_null(t1);
+	cr_assert_str_eq(t1->command, "EBPFProfilingTaskQuery");
+	snprintf(cmd, sizeof(cmd), "%s,%s", rep->processes[0]->processid,
+		 rep->processes[1]->processid);
+	cr_assert_str_eq(arg_of(t1, "ProcessId"), cmd);
+	cr_assert_str_eq(arg_of(t1, "TargetType"), "ON_CPU");
+	upd = atoll(arg_of(t1, "TaskUpdateTime"));
+	start = atoll(arg_of(t1, "TaskStartTime"));
+	clock_gettime(CLOCK_REALTIME, &now);
+	cr_assert(llabs(upd - ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000)) < 60000,
+		  "TaskUpdateTime %lld is not now", upd);
+	cr_assert(start - upd >= 5000 && start - upd < 5100, "start %lld, update %lld", start, upd);
+
+	/* Stable across queries; only newer tasks once latestUpdateTime is given. */
+	b = query_tasks(c, 0);
+	cr_assert_str_eq(arg_of(task_by_id(b, "t1"), "TaskUpdateTime"), arg_of(t1, "TaskUpdateTime"));
+	cr_assert_str_eq(arg_of(task_by_id(b, "t1"), "TaskStartTime"), arg_of(t1, "TaskStartTime"));
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+	b = query_tasks(c, 999);
+	cr_assert_eq(b->n_commands, 2);
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+	b = query_tasks(c, 1000);
+	cr_assert_eq(b->n_commands, 1);
+	cr_assert_not_null(task_by_id(b, "t1"));
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+	b = query_tasks(c, upd);
+	cr_assert_eq(b->n_commands, 0);
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+
+	/* The query itself is recorded. */
+	char *lines = recorded("queryTasks");
+
+	cr_assert_eq(count_lines(lines), 6);
+	cr_assert(strstr(lines, "\"roverInstanceId\": \"rover-1\""), "%s", lines);
+	free(lines);
+	protobuf_c_message_free_unpacked(&a->base, NULL);
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	oap_conn__free(c);
+}
+
+Test(oap, report_profiling_task_gets_a_task_id)
+{
+	char addr[64];
+	struct oap_opts o = { .addr = addr };
+	Skywalking__V3__ContinuousProfilingReport rep = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
+	Skywalking__V3__Commands *a, *b;
+	struct oap_status st;
+	struct oap_conn *c;
+
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(NULL));
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+	rep.servicename = "svc-a";
+	rep.processname = "burner";
+	rep.duration = 10;
+	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
+				    &rep.base, &skywalking__v3__commands__descriptor,
+				    (ProtobufCMessage **)&a, &st),
+		     0, "%d %s", st.code, st.text);
+	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
+				    &rep.base, &skywalking__v3__commands__descriptor,
+				    (ProtobufCMessage **)&b, &st),
+		     0);
+	cr_assert_eq(a->n_commands, 1);
+	cr_assert_str_eq(a->commands[0]->command, "ContinuousProfilingReportTask");
+	cr_assert_gt(strlen(arg_of(a->commands[0], "TaskId")), 0);
+	cr_assert_str_neq(arg_of(a->commands[0], "TaskId"), arg_of(b->commands[0], "TaskId"));
+	protobuf_c_message_free_unpacked(&a->base, NULL);
+	protobuf_c_message_free_unpacked(&b->base, NULL);
+	oap_conn__free(c);
+}
+
+/* A port nothing listens on at the moment (bound, read, closed). */
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+Test(oap, backend_that_comes_back_is_used_within_seconds)
+{
+	char addr[64], port_s[16];
+	struct oap_opts o = { .addr = addr, .deadline_ms = 1000 };
+	struct oap_status st;
+	struct oap_conn *c;
+	int port = free_port(), i;
+	uint64_t t0, ms;
+
+	addr_of(addr, sizeof(addr), "127.0.0.1", port);
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+	/* Down: several failures put the channel into its reconnect backoff. */
+	for (i = 0; i < 3; i++) {
+		t0 = mono_ms();
+		cr_assert_eq(keepalive(c, &st), -EIO);
+		cr_assert_eq(st.code, 14, "%d %s", st.code, st.text);
+		cr_assert_lt(mono_ms() - t0, 500, "a refused call took %llu ms",
+			     (unsigned long long)(mono_ms() - t0));
+		usleep(300000);
+	}
+	const char *const up[] = { "--port", port_s, NULL };
+
+	oap_start(up);
+	/* Reconnects at most 5 s apart, seen within 1 s (oap.c): retry every 100 ms. */
+	for (t0 = mono_ms();; usleep(100000)) {
+		if (!keepalive(c, &st))
+			break;
+		cr_assert_lt(mono_ms() - t0, 7000, "backend up but calls still fail: %d %s", st.code,
+			     st.text);
+	}
+	ms = mono_ms() - t0;
+	cr_log_info("backend used %llu ms after it listened", (unsigned long long)ms);
+	oap_conn__free(c);
+}
+
+struct hammer_arg {
+	struct oap_conn *c;
+	int ok;
+};
+
+static void *hammer(void *p)
+{
+	struct hammer_arg *a = p;
+	struct oap_status st;
+
+	for (int i = 0; i < 25; i++) {
+		if (i % 5 == 4) {
+			Skywalking__V3__MeterDataCollection m = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
+			struct oap_stream *s = oap_stream__open(a->c, "/skywalking.v3.MeterReportService/collectBatch");
+
+			if (s && !oap_stream__send(s, &m.base) &&
+			    !oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL, &st))
+				a->ok++;
+		} else if (!keepalive(a->c, &st)) {
+			a->ok++;
+		}
+	}
+	return NULL;
+}
+
+Test(oap, many_threads_on_one_connection)
+{
+	char addr[64];
+	struct oap_opts o = { .addr = addr };
+	struct hammer_arg a[4] = { 0 };
+	pthread_t th[4];
+	char *lines;
+
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(NULL));
+	struct oap_conn *c = oap_conn__new(&o);
+
+	cr_assert_not_null(c);
+	for (int i = 0; i < 4; i++) {
+		a[i].c = c;
+		cr_assert_eq(pthread_create(&th[i], NULL, hammer, &a[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(a[i].ok, 25, "thread %d: %d of 25 calls ok", i, a[i].ok);
+	}
+	lines = recorded("keepAlive");
+	cr_assert_eq(count_lines(lines), 80);
+	free(lines);
+	lines = recorded("collectBatch");
+	cr_assert_eq(count_lines(lines), 20);
+	free(lines);
 	oap_conn__free(c);
 }
 
