@@ -184,8 +184,14 @@ demo: deps
 	scripts/demo.sh
 
 bench: deps
-	$(MAKE) all $(OUT)/tests/programs/bench_two_threads
+	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload
 	scripts/bench.sh
+
+# Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
+$(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \
+		$(OUT)/shipper/spool.o $(GRPC_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_GRPC) -lz $(LIBS_COMMON)
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)

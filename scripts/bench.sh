@@ -119,3 +119,13 @@ awk -v s="${samples:-0}" -v e="$expected" -v ps="$perf_samples" 'BEGIN {
 echo "peak RSS per process (target < 30 MB each):"
 sort -u "$work/oneshot.rss" "$work/agent.rss" | sort -k1,1 -k2,2nr | awk '!seen[$1]++ {
 	printf "  %-18s %6.1f MB %s\n", $1, $2 / 1024, ($2 < 30720 ? "ok" : "OVER") }'
+
+# 4. Upload to the backend: CPU and bytes per 1000 distinct stacks, against the fake OAP.
+if [ -x "$B/tests/bench/bench_upload" ]; then
+	/usr/bin/python3 tests/oap/fake_oap.py --port 0 --port-file "$work/oap.port" > /dev/null 2>&1 &
+	OAP=$!
+	for _ in $(seq 300); do [ -s "$work/oap.port" ] && break; sleep 0.1; done
+	"$B/tests/bench/bench_upload" "localhost:$(cat "$work/oap.port")" 20 2> /dev/null ||
+		echo "bench: upload benchmark failed"
+	kill "$OAP" 2> /dev/null && wait "$OAP" 2> /dev/null || true
+fi
