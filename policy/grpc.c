@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * What the gRPC C core (1.51, with OpenSSL 3 and glibc's resolver) calls in a client of the
- * OAP: linked into the supervisor and the shipper (their policies point here), never the
+ * What the gRPC C core (1.51, with OpenSSL 3 and the c-ares resolver) calls in a client of
+ * the OAP: linked into the supervisor and the shipper (their policies point here), never the
  * worker or the launcher. Taken from `strace -f` of plaintext and TLS unary calls and client
- * streams, refused connections and failed handshakes, from oap_conn__new to exit; proven by
- * tests/unit/test_oap.c, which makes those calls under each role's filter plus this table.
+ * streams, refused connections, failed handshakes and a name resolved by DNS, from
+ * oap_conn__new to exit; proven by tests/unit/test_oap.c, which makes those calls under each
+ * role's filter plus this table, with the filter loaded before and after oap_conn__new.
  *
  * grpc_init() (the first oap_conn__new) starts its threads (timer manager, executors, event
  * engine); the role's filter, loaded with TSYNC, covers them whether it comes before or after.
@@ -14,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 
 #include "policy/policy.h"
@@ -38,6 +40,8 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "exit", SC_ALLOW, "thread exit" },
 	{ "gettid", SC_ALLOW, "gRPC log lines and thread ids" },
 	{ "sched_getaffinity", SC_ALLOW, "CPU count (sizing the executor) when /sys is not read" },
+	{ "sched_getparam", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
+	{ "sched_getscheduler", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
 	/* The event engine (epoll1 poller) and its wakeups. */
 	{ "epoll_create1", SC_ALLOW, "poller" },
 	{ "epoll_ctl", SC_ALLOW, "poller" },
@@ -47,33 +51,33 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "read", SC_ALLOW, "eventfd wakeups; the files below" },
 	{ "write", SC_ALLOW, "eventfd wakeups" },
 	{ "close", SC_ALLOW, "sockets, eventfds, files" },
-	{ "poll", SC_ALLOW, "glibc's resolver waits for DNS answers" },
 	{ "clock_gettime", SC_ALLOW, "deadlines and timers (when the vDSO does not answer)" },
 	{ "clock_nanosleep", SC_ALLOW, "timer manager" },
 	{ "nanosleep", SC_ALLOW, "timer manager" },
 	/* The connection to the OAP. */
-	{ "socket", SC_ALLOW, "TCP to the OAP; UDP for DNS and for getaddrinfo's address sort" },
-	{ "connect", SC_ALLOW, "TCP to the OAP; UDP for DNS and for getaddrinfo's address sort" },
+	{ "socket", SC_ALLOW, "TCP to the OAP; UDP for DNS and for the address sort (RFC 6724)" },
+	{ "connect", SC_ALLOW, "TCP to the OAP; UDP for DNS and for the address sort (RFC 6724)" },
 	{ "bind", SC_ALLOW, "gRPC probes once whether [::1] is usable (binds [::1]:0)" },
-	{ "getsockname", SC_ALLOW, "local address of a connection; getaddrinfo's address sort" },
+	{ "getsockname", SC_ALLOW, "local address of a connection; the address sort" },
 	{ "setsockopt", SC_ALLOW, "TCP_NODELAY, TCP_USER_TIMEOUT, SO_REUSEADDR, IPV6_V6ONLY, TCP_INQ" },
 	{ "getsockopt", SC_ALLOW, "SO_ERROR after a non-blocking connect; option checks" },
 	{ "fcntl", SC_ALLOW, "O_NONBLOCK and FD_CLOEXEC on new sockets" },
 	{ "sendmsg", SC_ALLOW, "HTTP/2 frames out" },
 	{ "recvmsg", SC_ALLOW, "HTTP/2 frames in" },
 	{ "shutdown", SC_ALLOW, "closing a connection" },
-	{ "sendto", SC_ALLOW, "DNS queries by getaddrinfo (an OAP given by name)" },
-	{ "sendmmsg", SC_ALLOW, "DNS queries by getaddrinfo (A and AAAA at once)" },
+	{ "sendto", SC_ALLOW, "DNS queries by c-ares (an OAP given by name)" },
 	{ "recvfrom", SC_ALLOW, "DNS answers" },
+	{ "ioctl", SC_ALLOW, "c-ares asks FIONREAD of a DNS socket (FIONREAD only)", 1, 0xffffffffu,
+	  FIONREAD },
 	/* Files, read-only: OpenSSL reads openssl.cnf at the first handshake and /dev/urandom;
-	 * getaddrinfo /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf; glibc /etc/localtime
-	 * (log time stamps) and /sys/devices/system/cpu/online (CPU count). */
+	 * c-ares /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf at every resolution; glibc
+	 * /etc/localtime (time stamps) and /sys/devices/system/cpu/online (CPU count). */
 	{ "openat", SC_ALLOW, "the read-only files above", 2, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND,
 	  O_RDONLY },
 	{ "newfstatat", SC_ALLOW, "stdio on those files" },
 	{ "fstat", SC_ALLOW, "stdio on those files" },
 	{ "lseek", SC_ALLOW, "stdio on those files" },
-	{ "uname", SC_ALLOW, "getaddrinfo, OpenSSL (host name)" },
+	{ "uname", SC_ALLOW, "c-ares, OpenSSL (host name)" },
 	{ "sysinfo", SC_ALLOW, "OpenSSL's entropy pool sizing at the first handshake" },
 	{ "getpid", SC_ALLOW, "OpenSSL's fork check on every random draw" },
 	{ "getrandom", SC_ALLOW, "TLS randomness; gRPC's own random numbers" },

@@ -33,6 +33,7 @@
 
 #define FAKE_OAP "tests/oap/fake_oap.py"
 #define PYTHON "/usr/bin/python3"
+#define FAKE_DNS "tests/oap/fake_dns.py"
 #define MAX_OAPS 4
 
 static char tmpdir[] = "/tmp/rover-oap.XXXXXX";
@@ -68,25 +69,21 @@ static void teardown(void)
 
 TestSuite(oap, .init = setup, .fini = teardown, .timeout = 60);
 
-/* Starts the fake OAP with extra arguments (NULL-terminated); returns its port. */
-static int oap_start(const char *const *extra)
+/* Starts a helper that prints "listening on PORT" once ready; returns PORT. */
+static int spawn_listening(const char *const *argv)
 {
-	const char *argv[32] = { PYTHON, FAKE_OAP, "--port", "0", "--record", rec_path };
-	int argc = 6, fds[2], port = 0;
+	int fds[2], port = 0;
 	char buf[256] = "";
 	size_t len = 0;
 	pid_t pid;
 
-	for (int i = 0; extra && extra[i]; i++)
-		argv[argc++] = extra[i];
-	argv[argc] = NULL;
 	cr_assert_lt(noaps, MAX_OAPS);
 	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		dup2(fds[1], STDOUT_FILENO);
-		execv(PYTHON, (char *const *)argv);
+		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -105,8 +102,21 @@ static int oap_start(const char *const *extra)
 		buf[len] = '\0';
 	}
 	close(fds[0]);
-	cr_assert(sscanf(buf, "listening on %d", &port) == 1, "fake OAP did not start: '%s'", buf);
+	cr_assert(sscanf(buf, "listening on %d", &port) == 1, "%s did not start: '%s'", argv[1],
+		  buf);
 	return port;
+}
+
+/* Starts the fake OAP with extra arguments (NULL-terminated); returns its port. */
+static int oap_start(const char *const *extra)
+{
+	const char *argv[32] = { PYTHON, FAKE_OAP, "--port", "0", "--record", rec_path };
+	int argc = 6;
+
+	for (int i = 0; extra && extra[i]; i++)
+		argv[argc++] = extra[i];
+	argv[argc] = NULL;
+	return spawn_listening(argv);
 }
 
 static char *slurp(const char *path)
@@ -779,6 +789,32 @@ Test(oap, stalled_method_ends_at_deadline)
 	oap_conn__free(c);
 }
 
+Test(oap, stalled_stream_ends_at_deadline)
+{
+	char addr[64];
+	struct oap_opts o = { .addr = addr, .deadline_ms = 1500 };
+	const char *const extra[] = { "--stall", "collectProfilingData:10", NULL };
+	Skywalking__V3__EBPFProfilingData d = SKYWALKING__V3__EBPFPROFILING_DATA__INIT;
+	struct oap_status st;
+	struct oap_stream *s;
+	struct oap_conn *c;
+	uint64_t t0, ms;
+
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(extra));
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+	t0 = mono_ms();
+	s = oap_stream__open(c, "/skywalking.v3.EBPFProfilingService/collectProfilingData");
+	cr_assert_not_null(s);
+	cr_assert_eq(oap_stream__send(s, &d.base), 0);
+	cr_assert_eq(oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL, &st), -EIO);
+	ms = mono_ms() - t0;
+	cr_assert_eq(st.code, 4, "%d %s", st.code, st.text);
+	cr_assert(ms >= 1400 && ms <= 2500, "took %llu ms for a 1500 ms deadline",
+		  (unsigned long long)ms);
+	oap_conn__free(c);
+}
+
 Test(oap, unreachable_address_fails_within_deadline)
 {
 	/* TEST-NET-1 (RFC 5737): never routed, so the SYN gets no answer (or the network is
@@ -1076,26 +1112,30 @@ Test(oap, backoff_bounds)
 
 /* In a child: filter (before or after the connection), then unary, stream and TLS calls. */
 static int sandboxed_calls(const struct role_policy *role, int filter_first, int port,
-			   int tls_port, const char *ca)
+			   int tls_port, const char *ca, int dns_port)
 {
 	struct role_policy pol = *role;
-	char addr[64], tls_addr[64];
+	char addr[64], tls_addr[64], dns_addr[96];
 	struct oap_opts o = { .addr = addr, .authentication = "tok", .deadline_ms = 5000 };
 	struct oap_opts t = { .addr = tls_addr, .tls = 1, .ca_pem = ca, .deadline_ms = 5000 };
+	struct oap_opts d = { .addr = dns_addr, .deadline_ms = 5000 };
 	Skywalking__V3__MeterDataCollection m = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
-	struct oap_conn *c = NULL, *tc = NULL;
+	struct oap_conn *c = NULL, *tc = NULL, *dc = NULL;
 	struct oap_status st;
 	struct oap_stream *s;
 
 	pol.shared = grpc_client_calls;
 	pol.nshared = &ngrpc_client_calls;
 	addr_of(addr, sizeof(addr), "127.0.0.1", port);
+	/* localhost: from /etc/hosts; oap.test: a DNS query (UDP) to the fake DNS server. */
 	addr_of(tls_addr, sizeof(tls_addr), "localhost", tls_port);
+	snprintf(dns_addr, sizeof(dns_addr), "dns://127.0.0.1:%d/oap.test:%d", dns_port, port);
 	if (filter_first && sandbox_apply(&pol))
 		return 10;
 	c = oap_conn__new(&o);
 	tc = oap_conn__new(&t);
-	if (!c || !tc)
+	dc = oap_conn__new(&d);
+	if (!c || !tc || !dc)
 		return 11;
 	if (!filter_first && sandbox_apply(&pol))
 		return 10;
@@ -1108,30 +1148,35 @@ static int sandboxed_calls(const struct role_policy *role, int filter_first, int
 		return 14;
 	if (keepalive(tc, &st))
 		return 15;
+	if (keepalive(dc, &st))
+		return 16;
 	oap_conn__free(c);
 	oap_conn__free(tc);
+	oap_conn__free(dc);
 	return 0;
 }
 
 static void run_sandboxed(const struct role_policy *role, int filter_first)
 {
-	int port, tls_port, status;
+	const char *const dns_argv[] = { PYTHON, FAKE_DNS, NULL };
+	int port, tls_port, dns_port, status;
 	char *ca;
 	pid_t pid;
 
 	port = oap_start(NULL);
 	tls_port = tls_start();
+	dns_port = spawn_listening(dns_argv);
 	ca = read_pem("ca.pem");
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0)
-		_exit(sandboxed_calls(role, filter_first, port, tls_port, ca));
+		_exit(sandboxed_calls(role, filter_first, port, tls_port, ca, dns_port));
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert_not(WIFSIGNALED(status), "%s child killed by signal %d (a call the filter forbids)",
 		      role->role, WTERMSIG(status));
 	cr_assert_eq(WEXITSTATUS(status), 0, "%s child failed at step %d", role->role,
 		     WEXITSTATUS(status));
-	cr_assert_eq(count_lines(recorded("keepAlive")), 2);
+	cr_assert_eq(count_lines(recorded("keepAlive")), 3);
 	cr_assert_eq(count_lines(recorded("collectBatch")), 2);
 	free(ca);
 }
