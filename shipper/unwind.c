@@ -34,6 +34,8 @@
 #define UNWIND_MAX_LOADS 16
 #define UNWIND_MAX_PHDRS 4096
 #define UNWIND_MAX_SHDRS 32768
+/* Section names of linked files take a few hundred bytes. */
+#define UNWIND_MAX_SHSTRTAB (64u << 10)
 /* Stack machine depth of a CFI expression: PLT rules use four. */
 #define EXPR_STACK 16
 /* x86_64 DWARF register numbers. */
@@ -50,6 +52,7 @@ struct cfi_file {
 	uint64_t used; /* LRU clock */
 	Elf *elf;
 	Dwarf_CFI *cfi; /* NULL: the file has no usable CFI, remembered */
+	uint8_t *image; /* the ELF image elf reads */
 	struct load loads[UNWIND_MAX_LOADS];
 	int nloads;
 };
@@ -84,8 +87,10 @@ static void cfi_file__release(struct cfi_file *f)
 		dwarf_cfi_end(f->cfi);
 	if (f->elf)
 		elf_end(f->elf);
+	free(f->image);
 	f->cfi = NULL;
 	f->elf = NULL;
+	f->image = NULL;
 }
 
 void unwinder__free(struct unwinder *u)
@@ -97,80 +102,160 @@ void unwinder__free(struct unwinder *u)
 	free(u);
 }
 
-/* The ELF header checks libelf does not do before allocating per header. 0 or -errno. */
-static int ehdr_check(int fd)
+static int pread_exact(int fd, void *buf, size_t len, uint64_t off)
 {
-	Elf64_Ehdr eh;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -ENOEXEC;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* The ELF header, checked: 64-bit little-endian executable or shared object. 0 or -errno. */
+static int read_ehdr(int fd, Elf64_Ehdr *eh)
+{
 	struct stat st;
-	ssize_t n;
 
 	if (fstat(fd, &st))
 		return -errno;
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st.st_mode) || pread_exact(fd, eh, sizeof(*eh), 0))
 		return -ENOEXEC;
-	n = pread(fd, &eh, sizeof(eh), 0);
-	if (n != (ssize_t)sizeof(eh))
-		return -ENOEXEC;
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) ||
-	    eh.e_phnum > UNWIND_MAX_PHDRS || eh.e_shnum > UNWIND_MAX_SHDRS ||
-	    eh.e_shnum == 0 /* extended numbering */ || eh.e_phentsize != sizeof(Elf64_Phdr))
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB || (eh->e_type != ET_EXEC && eh->e_type != ET_DYN) ||
+	    eh->e_phnum > UNWIND_MAX_PHDRS || eh->e_shnum > UNWIND_MAX_SHDRS ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh->e_shstrndx >= eh->e_shnum)
 		return -ENOEXEC;
 	return 0;
 }
 
-/* .eh_frame (and its header) within limits: libdw reads them whole. */
-static bool eh_frame_size_ok(Elf *elf)
+/* The executable load segments, for file offset to address. 0 or -errno. */
+static int read_loads(int fd, const Elf64_Ehdr *eh, struct cfi_file *f)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
+	size_t bytes = (size_t)eh->e_phnum * sizeof(Elf64_Phdr);
+	Elf64_Phdr *ph = malloc(bytes ? bytes : 1);
+	int err;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh))
-			return false;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr")) &&
-		    sh.sh_size > UNWIND_MAX_EH_FRAME)
-			return false;
-	}
-	return true;
+	if (!ph)
+		return -ENOMEM;
+	err = pread_exact(fd, ph, bytes, eh->e_phoff);
+	for (size_t i = 0; !err && i < eh->e_phnum && f->nloads < UNWIND_MAX_LOADS; i++)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
+			f->loads[f->nloads++] = (struct load){ .off = ph[i].p_offset,
+							       .vaddr = ph[i].p_vaddr,
+							       .filesz = ph[i].p_filesz };
+	free(ph);
+	return err ? err : f->nloads ? 0 : -ENOEXEC;
 }
 
-/* Reads the CFI and load segments of the file in fd into f (fd stays the caller's). */
+/* The headers of .eh_frame and .eh_frame_hdr (sh_type 0: absent). 0 or -errno. */
+static int find_eh_frame(int fd, const Elf64_Ehdr *eh, Elf64_Shdr *ret_frame, Elf64_Shdr *ret_hdr)
+{
+	size_t bytes = (size_t)eh->e_shnum * sizeof(Elf64_Shdr);
+	Elf64_Shdr *sh = malloc(bytes ? bytes : 1), str;
+	char *names = NULL;
+	int err;
+
+	memset(ret_frame, 0, sizeof(*ret_frame));
+	memset(ret_hdr, 0, sizeof(*ret_hdr));
+	if (!sh)
+		return -ENOMEM;
+	err = pread_exact(fd, sh, bytes, eh->e_shoff);
+	if (err)
+		goto out;
+	str = sh[eh->e_shstrndx];
+	err = -ENOEXEC;
+	if (str.sh_type != SHT_STRTAB || !str.sh_size || str.sh_size > UNWIND_MAX_SHSTRTAB)
+		goto out;
+	names = malloc(str.sh_size + 1);
+	err = names ? pread_exact(fd, names, str.sh_size, str.sh_offset) : -ENOMEM;
+	if (err)
+		goto out;
+	names[str.sh_size] = '\0';
+	for (size_t i = 0; i < eh->e_shnum; i++) {
+		const char *name = sh[i].sh_name < str.sh_size ? names + sh[i].sh_name : "";
+
+		if (sh[i].sh_type == SHT_NOBITS || !sh[i].sh_size)
+			continue;
+		if (!strcmp(name, ".eh_frame") && !ret_frame->sh_type)
+			*ret_frame = sh[i];
+		else if (!strcmp(name, ".eh_frame_hdr") && !ret_hdr->sh_type)
+			*ret_hdr = sh[i];
+	}
+	err = ret_frame->sh_type && ret_frame->sh_size <= UNWIND_MAX_EH_FRAME &&
+			      ret_hdr->sh_size <= UNWIND_MAX_EH_FRAME
+		      ? 0
+		      : -ENOEXEC;
+out:
+	free(sh);
+	free(names);
+	return err;
+}
+
+/*
+ * Reads the CFI of the file in fd (not taken) into f. libelf and libdw never see the file:
+ * they get an ELF image made here, holding the file's .eh_frame_hdr and .eh_frame at their
+ * addresses (their pointers are relative to those) and headers written here. libelf trusts
+ * the headers of what it reads, and leaks or over-allocates on malformed ones (fuzz_unwind
+ * found such files); libdw then parses only the CFI bytes, which is what it is built for.
+ */
 static void cfi_file__read(struct cfi_file *f, int fd)
 {
-	size_t nph;
+	static const char shstr[] = "\0.eh_frame_hdr\0.eh_frame\0.shstrtab";
+	Elf64_Shdr frame, hdr, out[4] = {};
+	Elf64_Ehdr eh, img_eh;
+	size_t off, len;
+	uint8_t *img;
 
-	if (ehdr_check(fd))
+	if (read_ehdr(fd, &eh) || read_loads(fd, &eh, f) || find_eh_frame(fd, &eh, &frame, &hdr))
 		return;
-	f->elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!f->elf)
+	len = sizeof(eh) + ((hdr.sh_size + 7) & ~7ul) + ((frame.sh_size + 7) & ~7ul) +
+	      ((sizeof(shstr) + 7) & ~7ul) + sizeof(out);
+	img = calloc(1, len);
+	if (!img)
 		return;
-	if (elf_getphdrnum(f->elf, &nph))
-		goto fail;
-	for (size_t i = 0; i < nph && f->nloads < UNWIND_MAX_LOADS; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(f->elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		f->loads[f->nloads++] =
-			(struct load){ .off = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz };
+	off = sizeof(eh);
+	if (hdr.sh_type) {
+		out[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
+				       .sh_addr = hdr.sh_addr, .sh_offset = off,
+				       .sh_size = hdr.sh_size, .sh_addralign = 4 };
+		if (pread_exact(fd, img + off, hdr.sh_size, hdr.sh_offset))
+			goto fail;
+		off += (hdr.sh_size + 7) & ~7ul;
 	}
-	if (!f->nloads || !eh_frame_size_ok(f->elf))
+	out[2] = (Elf64_Shdr){ .sh_name = 15, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
+			       .sh_addr = frame.sh_addr, .sh_offset = off, .sh_size = frame.sh_size,
+			       .sh_addralign = 8 };
+	if (pread_exact(fd, img + off, frame.sh_size, frame.sh_offset))
 		goto fail;
-	/* Reads .eh_frame and .eh_frame_hdr into memory now, so the descriptor can go. */
-	f->cfi = dwarf_getcfi_elf(f->elf);
+	off += (frame.sh_size + 7) & ~7ul;
+	out[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = off,
+			       .sh_size = sizeof(shstr), .sh_addralign = 1 };
+	memcpy(img + off, shstr, sizeof(shstr));
+	off += (sizeof(shstr) + 7) & ~7ul;
+	memcpy(img + off, out, sizeof(out));
+	img_eh = (Elf64_Ehdr){ .e_type = eh.e_type, .e_machine = eh.e_machine,
+			       .e_version = EV_CURRENT, .e_shoff = off, .e_ehsize = sizeof(eh),
+			       .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 4, .e_shstrndx = 3 };
+	memcpy(img_eh.e_ident, eh.e_ident, EI_NIDENT);
+	img_eh.e_ident[EI_VERSION] = EV_CURRENT;
+	memcpy(img, &img_eh, sizeof(img_eh));
+	f->image = img;
+	f->elf = elf_memory((char *)img, len);
+	if (f->elf)
+		f->cfi = dwarf_getcfi_elf(f->elf);
 	if (!f->cfi)
-		goto fail;
-	elf_cntl(f->elf, ELF_C_FDDONE);
+		cfi_file__release(f);
 	return;
 fail:
-	cfi_file__release(f);
+	free(img);
 }
 
 /* The cached CFI of mapping m of pid, read on a miss. NULL: none. */
