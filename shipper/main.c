@@ -204,7 +204,10 @@ static int on_worker(struct shipper *s, struct peer *p)
 			queue_batches(s, *slot);
 		return err;
 	case MSG_SHIP_SNAPSHOTS:
-		return ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
+		err = ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
+		if (!err && (*slot)->backend)
+			queue_batches(s, *slot);
+		return err;
 	case MSG_SHIP_END: {
 		const struct ship_end *e = m->buf;
 
@@ -212,7 +215,7 @@ static int on_worker(struct shipper *s, struct peer *p)
 			return -EPROTO;
 		(*slot)->ended = 1;
 		(*slot)->end_reason = e->reason;
-		if ((*slot)->out_fd >= 0)
+		if ((*slot)->out_fd >= 0 || (*slot)->backend)
 			finish_task(s, slot, 0);
 		return 0;
 	}

@@ -788,7 +788,7 @@ static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_f
 		err = -errno;
 		goto cleanup;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		err = -errno;
 		goto cleanup;
 	}

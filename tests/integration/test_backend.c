@@ -184,8 +184,9 @@ static const char *config_fmt =
 static pid_t start_rover(int port, const char *spool)
 {
 	char cfg[4096];
-	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"),
-			 "--socket-dir", tmp_path("sock"), NULL };
+	/* The socket directory is the agent's own (/tmp/rover.XXXXXX): the rover user must reach
+	 * it, and the test's directory is closed to it. */
+	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"), NULL };
 
 	snprintf(cfg, sizeof(cfg), config_fmt, port, spool ? spool : "");
 	write_file(tmp_path("rover.yaml"), cfg);
@@ -429,12 +430,15 @@ Test(backend, backend_restart_mid_task_loses_nothing)
 	struct upload_sum s;
 	struct json_object *h;
 	int port = 0, port2 = 0;
+	char spool[128];
 	long samples;
 
 	cr_assert_gt(work, 0);
 	write_file(tmp_path("tasks.json"), "[]\n");
 	oap = start_oap(0, &port);
-	rover = start_rover(port, tmp_path("spool"));
+	/* The shipper (rover user) must reach the spool: not under the test's closed directory. */
+	snprintf(spool, sizeof(spool), "/tmp/rover-it-spool.%d", (int)getpid());
+	rover = start_rover(port, spool);
 	h = wait_reported(work, 20000);
 	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
 	json_object_put(h);
@@ -461,6 +465,7 @@ Test(backend, backend_restart_mid_task_loses_nothing)
 		sleep_ms(250);
 	}
 	cr_log_info("samples %ld uploaded %ld", samples, s.dump_count);
+	rm_rf(spool);
 	cr_expect_eq(s.dump_count, samples, "uploaded %ld for %ld samples; rover log:\n%s",
 		     s.dump_count, samples, slurp(tmp_path("rover.log"), NULL));
 	stop(rover, SIGTERM);
