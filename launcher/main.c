@@ -451,9 +451,21 @@ static void teardown(struct launcher *l)
 	for (int i = 0; i < 2; i++)
 		if (l->role_pid[i] > 0)
 			kill(l->role_pid[i], SIGTERM);
-	for (int i = 0; i < 2; i++)
-		if (l->role_pid[i] > 0)
-			waitpid(l->role_pid[i], NULL, 0);
+	/* 5 s to end in order (the shipper sends what waits); then they are killed. */
+	for (int i = 0; i < 2; i++) {
+		for (int waited = 0; l->role_pid[i] > 0; waited += 50) {
+			if (waitpid(l->role_pid[i], NULL, WNOHANG) == l->role_pid[i])
+				break;
+			if (waited == 5000) {
+				log_warn("%s %d did not stop in 5 s; killing it",
+					 i ? "shipper" : "supervisor", (int)l->role_pid[i]);
+				kill(l->role_pid[i], SIGKILL);
+				waitpid(l->role_pid[i], NULL, 0);
+				break;
+			}
+			usleep(50000);
+		}
+	}
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	spawner__free(l->sp);

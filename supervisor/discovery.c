@@ -49,6 +49,7 @@ struct discovery {
 	struct disc_slot *ents;
 	size_t nents;
 	char last_err[256]; /* the last render error logged: each distinct one is logged once */
+	pcre2_match_context *mctx;
 };
 
 int host_facts__gather(struct host_facts *ret)
@@ -152,6 +153,14 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 		errno = ENOMEM;
 		return NULL;
 	}
+	d->mctx = pcre2_match_context_create(NULL);
+	if (!d->mctx) {
+		discovery__free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pcre2_set_match_limit(d->mctx, 100000);
+	pcre2_set_depth_limit(d->mctx, 10000);
 	pthread_mutex_init(&d->lock, NULL);
 	return d;
 }
@@ -160,6 +169,7 @@ void discovery__free(struct discovery *d)
 {
 	if (!d)
 		return;
+	pcre2_match_context_free(d->mctx);
 	free(d->procs);
 	free(d->ents);
 	free(d);
@@ -374,7 +384,9 @@ static const struct config_finder *match(struct discovery *d, const char *cmdlin
 		md = pcre2_match_data_create_from_pattern(f->re, NULL);
 		if (!md)
 			return NULL;
-		rc = pcre2_match(f->re, (PCRE2_SPTR)cmdline, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
+		/* Command lines are written by any user: a bounded match, whatever the regex. */
+		rc = pcre2_match(f->re, (PCRE2_SPTR)cmdline, PCRE2_ZERO_TERMINATED, 0, 0, md,
+				 d->mctx);
 		if (rc < 0) {
 			pcre2_match_data_free(md);
 			continue;
