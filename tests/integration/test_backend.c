@@ -13,12 +13,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
 
-TestSuite(backend, .init = tmp_setup, .fini = tmp_teardown, .timeout = 150);
+/* What a test started, stopped in the fini even when an assertion ended the test early: a
+ * leftover agent or workload would be found by the next test's discovery. */
+static pid_t started[8];
+static int nstarted;
+
+static pid_t track(pid_t pid)
+{
+	if (pid > 0 && nstarted < 8)
+		started[nstarted++] = pid;
+	return pid;
+}
+
+static void stop(pid_t pid, int sig);
+
+static void backend_fini(void)
+{
+	for (int i = nstarted - 1; i >= 0; i--)
+		if (waitpid(started[i], NULL, WNOHANG) == 0)
+			stop(started[i], SIGTERM); /* still ours and running */
+	nstarted = 0;
+	tmp_teardown();
+}
+
+TestSuite(backend, .init = tmp_setup, .fini = backend_fini, .timeout = 150);
 
 static char *src_path(const char *rel)
 {
@@ -50,18 +74,21 @@ static void write_file(const char *path, const char *text)
 	fclose(f);
 }
 
-/* Starts the fake OAP; port 0 picks one. Returns its pid, the port in *ret_port. */
-static pid_t start_oap(int port, int *ret_port)
+/* Starts the fake OAP; port 0 picks one. Returns its pid, the port in *ret_port. With tls,
+ * it serves TLS with tmp/server.pem (make_certs). */
+static pid_t start_oap_tls(int port, int *ret_port, int tls)
 {
 	char portarg[16];
 	char *argv[] = { "/usr/bin/python3", src_path("tests/oap/fake_oap.py"), "--port", portarg,
 			 "--bind", "127.0.0.1", "--port-file", tmp_path("oap.port"), "--record",
-			 tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"), NULL };
+			 tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"),
+			 tls ? "--tls-cert" : NULL, tmp_path("server.pem"), "--tls-key",
+			 tmp_path("server.key"), NULL };
 	pid_t pid;
 
 	snprintf(portarg, sizeof(portarg), "%d", port);
 	unlink(tmp_path("oap.port"));
-	pid = spawn_cmd(argv, tmp_path("oap.log"));
+	pid = track(spawn_cmd(argv, tmp_path("oap.log")));
 	cr_assert_gt(pid, 0);
 	for (int i = 0; i < 300; i++) {
 		char *s = slurp(tmp_path("oap.port"), NULL);
@@ -78,12 +105,20 @@ static pid_t start_oap(int port, int *ret_port)
 	return -1;
 }
 
+static pid_t start_oap(int port, int *ret_port)
+{
+	return start_oap_tls(port, ret_port, 0);
+}
+
 static void stop(pid_t pid, int sig)
 {
 	if (pid <= 0)
 		return;
 	kill(pid, sig);
-	wait_cmd(pid, 10000);
+	if (wait_cmd(pid, 10000) < 0 || waitpid(pid, NULL, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 }
 
 /* Every recorded message, in order. */
@@ -181,16 +216,68 @@ static const char *config_fmt =
 	"    on_cpu:\n"
 	"      dump_period: 5ms\n";
 
-static pid_t start_rover(int port, const char *spool)
+static pid_t start_rover_extra(int port, const char *spool, const char *extra)
 {
-	char cfg[4096];
+	char cfg[8192];
 	/* The socket directory is the agent's own (/tmp/rover.XXXXXX): the rover user must reach
 	 * it, and the test's directory is closed to it. */
 	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"), NULL };
 
 	snprintf(cfg, sizeof(cfg), config_fmt, port, spool ? spool : "");
+	/* Later keys of a mapping are refused as duplicates: extra replaces whole lines. */
+	if (extra) {
+		char *p = strstr(cfg, "    authentication:");
+
+		cr_assert_not_null(p);
+		memmove(p + strlen(extra), p, strlen(p) + 1);
+		memcpy(p, extra, strlen(extra));
+	}
 	write_file(tmp_path("rover.yaml"), cfg);
-	return spawn_cmd(argv, tmp_path("rover.log"));
+	return track(spawn_cmd(argv, tmp_path("rover.log")));
+}
+
+static pid_t start_rover(int port, const char *spool)
+{
+	return start_rover_extra(port, spool, NULL);
+}
+
+/* Every thread of pid: no capability, NoNewPrivs, seccomp filter, not root. */
+static void expect_unprivileged(pid_t pid, const char *who)
+{
+	char path[128], buf[256];
+	struct dirent *de;
+	DIR *dir;
+	int threads = 0;
+
+	cr_assert_eq(proc_status(pid, "Uid", buf, sizeof(buf)), 0);
+	cr_expect(strncmp(buf, "0", 1) != 0, "%s runs as root: %s", who, buf);
+	cr_assert_eq(proc_status(pid, "CapEff", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "0000000000000000", "%s CapEff", who);
+	cr_assert_eq(proc_status(pid, "CapPrm", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "0000000000000000", "%s CapPrm", who);
+	cr_assert_eq(proc_status(pid, "NoNewPrivs", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "1", "%s NoNewPrivs", who);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	cr_assert_not_null(dir);
+	while ((de = readdir(dir))) {
+		char status[300], *text;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(status, sizeof(status), "/proc/%d/task/%s/status", (int)pid, de->d_name);
+		text = slurp(status, NULL);
+		if (!text)
+			continue; /* the thread ended */
+		threads++;
+		/* gRPC's threads and ours: the filter covers every one (TSYNC). */
+		cr_expect(strstr(text, "\nSeccomp:\t2\n"), "%s thread %s has no seccomp filter",
+			  who, de->d_name);
+		free(text);
+	}
+	closedir(dir);
+	cr_log_info("%s: %d threads, all filtered", who, threads);
+	cr_expect_gt(threads, 2, "%s: the backend threads are missing", who);
 }
 
 /* The reportProcesses entry of pid, waiting up to timeout_ms for it. A new reference. */
@@ -330,7 +417,7 @@ static void sum_uploads(const char *id, struct upload_sum *s)
 
 Test(backend, workload_reported_profiled_and_uploaded)
 {
-	pid_t work = start_program(bin("tests/programs/demo_burn"), NULL), oap, rover;
+	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
 	struct json_object *h, *labels, *props;
 	struct upload_sum s;
 	int port = 0;
@@ -383,6 +470,8 @@ Test(backend, workload_reported_profiled_and_uploaded)
 			     json_object_to_json_string(props));
 	}
 	json_object_put(h);
+	expect_unprivileged(wait_child(rover, "rover-superviso", 5000), "supervisor");
+	expect_unprivileged(wait_child(rover, "rover-shipper", 5000), "shipper");
 
 	add_task("it-task-1", "ON_CPU", 4);
 	samples = wait_task_done("it-task-1", 30000);
@@ -426,7 +515,7 @@ Test(backend, workload_reported_profiled_and_uploaded)
 
 Test(backend, backend_restart_mid_task_loses_nothing)
 {
-	pid_t work = start_program(bin("tests/programs/demo_burn"), NULL), oap, rover;
+	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
 	struct upload_sum s;
 	struct json_object *h;
 	int port = 0, port2 = 0;
@@ -513,4 +602,39 @@ Test(backend, bad_config_is_refused_before_start)
 	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
 	cr_expect(err && strstr(err, "match_cmd_regex"), "error does not name the key: %s", err);
 	free(err);
+}
+
+Test(backend, tls_with_the_configured_ca)
+{
+	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
+	struct json_object *h;
+	char cmd[2048], extra[1024];
+	int port = 0;
+
+	cr_assert_gt(work, 0);
+	/* A CA and a server certificate it signs for 127.0.0.1; the CA file is root's alone: the
+	 * launcher reads it, the supervisor and the shipper get its bytes. */
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; exec 2>openssl.log;"
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout ca.key -out ca.pem -days 2 -subj /CN=rover-it-ca >/dev/null;"
+		 "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > san.cnf;"
+		 "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+		 "-keyout server.key -out server.csr -subj /CN=server >/dev/null;"
+		 "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+		 "-out server.pem -days 2 -extfile san.cnf >/dev/null; chmod 600 ca.pem",
+		 tmp);
+	cr_assert_eq(system(cmd), 0, "openssl: %s", slurp(tmp_path("openssl.log"), NULL));
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap_tls(0, &port, 1);
+	snprintf(extra, sizeof(extra), "    enable_TLS: true\n    ca_pem_path: \"%s\"\n",
+		 tmp_path("ca.pem"));
+	rover = start_rover_extra(port, NULL, extra);
+	h = wait_reported(work, 20000);
+	cr_expect_not_null(h, "not reported over TLS; rover log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
 }
