@@ -30,6 +30,7 @@
 #define MAX_RUNNING 64
 /* At most this many processes per reportProcesses call; more go in the next call. */
 #define REPORT_BATCH 256
+#define MAX_BAD_LOGGED 32
 
 struct bk_running {
 	struct sw_task t;
@@ -58,7 +59,9 @@ struct backend {
 	int nseen, seen_next;
 	struct bk_running running[MAX_RUNNING];
 	int nrunning;
-	char bad_logged[SW_ID_LEN * 2]; /* last malformed command logged */
+	/* Reasons of bad commands already logged: the backend answers them on every poll. */
+	char bad_logged[MAX_BAD_LOGGED][320];
+	int nbad, bad_next;
 };
 
 static void link_state(struct backend *b, int ok, const struct oap_status *st)
@@ -428,11 +431,18 @@ static int query(struct backend *b)
 				 ans->commands[i]->command ? ans->commands[i]->command : "");
 		}
 		if (err) {
+			int seen = 0;
+
 			/* Logged once: the backend answers the same command on every poll. */
 			snprintf(line, sizeof(line), "%s", why);
-			if (strncmp(line, b->bad_logged, sizeof(b->bad_logged))) {
+			for (int k = 0; k < b->nbad && !seen; k++)
+				seen = !strcmp(b->bad_logged[k], line);
+			if (!seen) {
 				log_warn("backend command skipped: %s", why);
-				ipc_strlcpy(b->bad_logged, line, sizeof(b->bad_logged));
+				ipc_strlcpy(b->bad_logged[b->bad_next], line, sizeof(b->bad_logged[0]));
+				b->bad_next = (b->bad_next + 1) % MAX_BAD_LOGGED;
+				if (b->nbad < MAX_BAD_LOGGED)
+					b->nbad++;
 			}
 			continue;
 		}

@@ -33,6 +33,24 @@ static pid_t track(pid_t pid)
 
 static void stop(pid_t pid, int sig);
 
+/*
+ * The workload under a name of this test's own (demo_burn_PID): discovery matches it by that
+ * name and nothing else, so another demo_burn on the host (a test running alongside) is
+ * another entity.
+ */
+static char workload_name[64];
+
+static pid_t start_workload(void)
+{
+	char path[4096], cmd[8192];
+
+	snprintf(workload_name, sizeof(workload_name), "demo_burn_%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/%s", tmp, workload_name);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", bin("tests/programs/demo_burn"), path);
+	cr_assert_eq(system(cmd), 0);
+	return track(start_program(path, NULL));
+}
+
 static void backend_fini(void)
 {
 	for (int i = nstarted - 1; i >= 0; i--)
@@ -202,7 +220,7 @@ static const char *config_fmt =
 	"    active: true\n"
 	"    period: 500ms\n"
 	"    finders:\n"
-	"      - match_cmd_regex: \"tests/programs/(demo_burn)\"\n"
+	"      - match_cmd_regex: \"/(demo_burn_[0-9]+)$\"\n"
 	"        layer: OS_LINUX\n"
 	"        service_name: \"rover-it\"\n"
 	"        instance_name: \"{{.Rover.HostName}}\"\n"
@@ -321,10 +339,10 @@ static void add_task(const char *id, const char *target, int seconds)
 
 	snprintf(text, sizeof(text),
 		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"%s\", "
-		 "\"ProcessId\": \"@process:demo_burn\", \"TaskUpdateTime\": \"@now\", "
+		 "\"ProcessId\": \"@process:%s\", \"TaskUpdateTime\": \"@now\", "
 		 "\"TriggerType\": \"FIXED_TIME\", \"TargetType\": \"%s\", \"TaskStartTime\": "
 		 "\"@now\", \"FixedTriggerDuration\": \"%d\", \"ExtensionConfigJSON\": \"\"}}]\n",
-		 id, target, seconds);
+		 id, workload_name, target, seconds);
 	write_file(tmp_path("tasks.json.new"), text);
 	rename(tmp_path("tasks.json.new"), tmp_path("tasks.json"));
 }
@@ -417,7 +435,7 @@ static void sum_uploads(const char *id, struct upload_sum *s)
 
 Test(backend, workload_reported_profiled_and_uploaded)
 {
-	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
+	pid_t work = start_workload(), oap, rover;
 	struct json_object *h, *labels, *props;
 	struct upload_sum s;
 	int port = 0;
@@ -439,12 +457,12 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	cr_expect_str_eq(str_at(h, "entity.serviceName"), "rover-it");
 	cr_expect_str_eq(str_at(h, "entity.instanceName"), host);
 	/* ExeName of a root process: only the launcher could read its exe for us. */
-	cr_expect_str_eq(str_at(h, "entity.processName"), "demo_burn");
+	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name);
 	labels = at(h, "entity.labels");
 	cr_assert_not_null(labels);
 	cr_expect_eq(json_object_array_length(labels), 2);
 	cr_expect_str_eq(str_at(h, "entity.labels.0"), "team-a");
-	cr_expect_str_eq(str_at(h, "entity.labels.1"), "demo_burn");
+	cr_expect_str_eq(str_at(h, "entity.labels.1"), workload_name);
 	cr_expect_str_eq(str_at(h, "_metadata.authentication"), "secret-token");
 	props = at(h, "properties");
 	cr_assert_not_null(props);
@@ -515,7 +533,7 @@ Test(backend, workload_reported_profiled_and_uploaded)
 
 Test(backend, backend_restart_mid_task_loses_nothing)
 {
-	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
+	pid_t work = start_workload(), oap, rover;
 	struct upload_sum s;
 	struct json_object *h;
 	int port = 0, port2 = 0;
@@ -606,7 +624,7 @@ Test(backend, bad_config_is_refused_before_start)
 
 Test(backend, tls_with_the_configured_ca)
 {
-	pid_t work = track(start_program(bin("tests/programs/demo_burn"), NULL)), oap, rover;
+	pid_t work = start_workload(), oap, rover;
 	struct json_object *h;
 	char cmd[2048], extra[1024];
 	int port = 0;
@@ -634,6 +652,118 @@ Test(backend, tls_with_the_configured_ca)
 	cr_expect_not_null(h, "not reported over TLS; rover log:\n%s",
 			   slurp(tmp_path("rover.log"), NULL));
 	json_object_put(h);
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+/* Waits for a log line containing text; 1 when it came. */
+static int wait_log(const char *text, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 200) {
+		char *log = slurp(tmp_path("rover.log"), NULL);
+		int found = log && strstr(log, text);
+
+		free(log);
+		if (found)
+			return 1;
+		sleep_ms(200);
+	}
+	return 0;
+}
+
+static int count_in_log(const char *text)
+{
+	char *log = slurp(tmp_path("rover.log"), NULL);
+	int n = 0;
+
+	for (char *p = log; p && (p = strstr(p, text)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* Serves json as the task list from now on, @WL@ standing for the workload's name. */
+static void set_tasks(const char *json)
+{
+	char out[8192];
+	size_t o = 0;
+
+	for (const char *p = json; *p && o < sizeof(out) - 64;) {
+		if (!strncmp(p, "@WL@", 4)) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", workload_name);
+			p += 4;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = 0;
+	write_file(tmp_path("tasks.new"), out);
+	rename(tmp_path("tasks.new"), tmp_path("tasks.json"));
+}
+
+#define TASK_ARGS(id, target, start, secs)                                                   \
+	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "       \
+	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": " \
+	"\"FIXED_TIME\", \"TargetType\": \"" target "\", \"TaskStartTime\": \"" start "\", "      \
+	"\"FixedTriggerDuration\": \"" secs "\", \"ExtensionConfigJSON\": \"\"}}"
+
+Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
+{
+	pid_t work = start_workload(), oap, rover;
+	struct json_object *h;
+	int port = 0;
+
+	cr_assert_gt(work, 0);
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap(0, &port);
+	rover = start_rover(port, NULL);
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+	set_tasks("[{\"command\": \"SomethingNew\", \"args\": {\"x\": \"1\"}},\n"
+		   " {\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"no-rest\"}},\n"
+		   " " TASK_ARGS("bad-trigger", "ON_CPU", "@now", "zero") ",\n"
+		   " " TASK_ARGS("net-1", "NETWORK", "@now", "5") ",\n"
+		  " " TASK_ARGS("later-1", "ON_CPU", "@now+3000", "2") "]\n");
+	/* The future task starts 3 s later, runs 2 s: by then every bad one was seen often. */
+	cr_assert_gt(wait_task_done("later-1", 30000), 0, "scheduled task did not run:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_log("scheduled to start in", 1000), "not scheduled");
+	cr_expect_eq(count_in_log("unknown command 'SomethingNew'"), 1, "%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("NETWORK profiling is not supported yet"), 1);
+	cr_expect_eq(count_in_log("backend command skipped"), 3, "three bad commands, once each:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(waitpid(rover, NULL, WNOHANG), 0, "the agent stopped");
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+Test(backend, same_identity_replaces_the_running_task)
+{
+	pid_t work = start_workload(), oap, rover;
+	struct json_object *h;
+	int port = 0;
+
+	cr_assert_gt(work, 0);
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap(0, &port);
+	rover = start_rover(port, NULL);
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now", "60") "]\n");
+	cr_assert(wait_log("task long-1: ON_CPU", 10000), "first task did not start");
+	sleep_ms(1500);
+	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now", "60") ",\n" TASK_ARGS(
+		"short-2", "ON_CPU", "@now", "2") "]\n");
+	cr_assert(wait_log("task short-2 replaces task long-1", 10000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	/* The first one ends long before its 60 s, with its data. */
+	cr_expect_gt(wait_task_done("long-1", 10000), 0, "%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_gt(wait_task_done("short-2", 15000), 0);
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);
