@@ -306,7 +306,7 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 
 /* The named stack of this content for tgid: from the cache, else made and named. */
 static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret)
+		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
 	struct stored_stack **slot, *st;
@@ -316,6 +316,8 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 		h = (h ^ ips[i]) * 1099511628211ULL;
 	slot = &t->unwound[(h >> 7) % (UNWOUND_SLOTS / 2) + (kind ? UNWOUND_SLOTS / 2 : 0)];
 	st = *slot;
+	/* Upload stack ids of these stacks: above those of the worker's stack map. */
+	*ret_id = SHIP_MAX_STACK_ID + (int32_t)(slot - t->unwound);
 	if (st && st->named_for == tgid && st->nr == nr && !memcmp(st->ips, ips, nr * sizeof(*ips))) {
 		*ret = st;
 		return 0;
@@ -342,6 +344,9 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 {
 	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
 	uint64_t uips[ROVER_MAX_STACK_DEPTH], kips[ROVER_MAX_STACK_DEPTH];
+	/* As ship_task__counts: until the output is known to be a file, it may be uploaded. */
+	int upload = t->backend || t->out_fd < 0;
+	struct spool_batch batch = { .task_id = t->task_id };
 	struct snapshot_iter it;
 	struct snapshot_view v;
 	int rc;
@@ -357,19 +362,22 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
 		const char *comm = comm_of(t, v.s.tgid);
 		struct stored_stack *us, *ks = NULL;
+		int32_t uid, kid = -1;
 		uint32_t nu, nf = 0;
 		uint64_t value;
 
-		if (!comm)
-			return -EPROTO;
+		if (!comm) {
+			rc = -EPROTO;
+			break;
+		}
 		nu = (uint32_t)unwinder__unwind(unw, v.s.tgid, &regs, v.stack, v.s.stack_len, uips,
 						ROVER_MAX_STACK_DEPTH);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
-		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us);
+		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us, &uid);
 		if (!rc && v.s.nkips)
-			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks);
+			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks, &kid);
 		if (rc)
-			return rc;
+			break;
 		for (uint32_t k = 0; k < us->nr; k++)
 			frames[nf++] = us->names[k];
 		t->frames_unnamed += us->unnamed * v.s.value;
@@ -381,11 +389,25 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		if (value) {
 			rc = profile__add(t->profile, comm, frames, nf, value);
 			if (rc)
-				return rc;
+				break;
 		}
 		t->samples += value;
 		t->switches += v.s.value2;
+		if (upload && (v.s.value || v.s.value2)) {
+			struct upload_stack uk, uu;
+
+			upload_stack_of(&uk, ks, kid);
+			upload_stack_of(&uu, us, uid);
+			rc = upload__add(&batch, t->spec.type, &uk, &uu, v.s.value, v.s.value2);
+			if (rc)
+				break;
+		}
 	}
+	if (!rc && upload && batch.nmsgs) {
+		t->up_taken += batch.samples;
+		keep_pending(t, &batch);
+	}
+	free(batch.data);
 	return rc;
 }
 
