@@ -102,6 +102,7 @@ static void flush(struct worker *w)
 	if (err) {
 		for (size_t i = 0; i < w->batch.ncounts; i++)
 			w->send_lost += w->batch.counts[i].value;
+		w->send_lost += w->batch.snaps_value;
 		if (w->shipper >= 0) {
 			log_warn("task %llu: flush to shipper: %s; its samples are counted lost",
 				 (unsigned long long)w->spec.task_id, strerror(-err));
@@ -123,6 +124,12 @@ static void read_snapshots(struct worker *w)
 			 (unsigned long long)w->spec.task_id, strerror(-err));
 		close(w->shipper);
 		w->shipper = -1;
+	}
+	if (w->shipper < 0) {
+		/* Nowhere to go: counted lost as the flushes' counts are. */
+		w->send_lost += w->batch.snaps_value;
+		w->batch.snaps_len = 0;
+		w->batch.snaps_value = 0;
 	}
 }
 

@@ -72,12 +72,14 @@ int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 	memcpy(p + sizeof(*s) + kb, stack, s->stack_len);
 	memset(p + sizeof(*s) + kb + s->stack_len, 0, need - sizeof(*s) - kb - s->stack_len);
 	b->snaps_len += need;
+	b->snaps_value += s->value;
 	return 0;
 }
 
 void ship_batch_reset(struct ship_batch *b)
 {
 	b->snaps_len = 0;
+	b->snaps_value = 0;
 	b->nstacks = 0;
 	b->ncounts = 0;
 	memset(b->losses, 0, sizeof(b->losses));
@@ -164,6 +166,8 @@ int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b)
 	}
 	free(frame);
 	b->snaps_len = 0;
+	if (!err)
+		b->snaps_value = 0;
 	return err;
 }
 

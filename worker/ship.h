@@ -18,6 +18,7 @@ struct ship_batch {
 	/* stack snapshots (unwind mode dwarf): packed records as MSG_SHIP_SNAPSHOTS carries them */
 	uint8_t *snaps;
 	size_t snaps_len, snaps_cap;
+	uint64_t snaps_value; /* sum of their values, counted lost if they are not sent */
 };
 
 /* Snapshot bytes a batch holds before the worker sends them without waiting for the flush. */
