@@ -42,6 +42,7 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "sched_getaffinity", SC_ALLOW, "CPU count (sizing the executor) when /sys is not read" },
 	{ "sched_getparam", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
 	{ "sched_getscheduler", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
+	{ "sched_yield", SC_ALLOW, "gRPC event engine threads back off while another holds a lock" },
 	/* The event engine (epoll1 poller) and its wakeups. */
 	{ "epoll_create1", SC_ALLOW, "poller" },
 	{ "epoll_ctl", SC_ALLOW, "poller" },
