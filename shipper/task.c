@@ -306,7 +306,8 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 
 /* The named stack of this content for tgid: from the cache, else made and named. */
 static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id)
+		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id,
+		       struct stored_stack **ret_old)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
 	struct stored_stack **slot, *st;
@@ -333,10 +334,71 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 		stored_free(st);
 		return err;
 	}
-	stored_free(*slot);
+	/* The stack it replaces may still be named by this flush's upload: the caller frees it. */
+	*ret_old = *slot;
 	*slot = st;
 	*ret = st;
 	return 0;
+}
+
+/*
+ * One flush's snapshots that unwound to the same (kernel stack, user stack) become one upload
+ * message with the values added up, as counts from the kernel's map do: the OAP gets one
+ * message per distinct stack pair, not one per sample.
+ */
+#define AGG_SLOTS 1024
+
+struct agg_entry {
+	int32_t kid, uid; /* uid 0 with kid 0: free (ids of unwound stacks are > 0) */
+	struct stored_stack *ks, *us;
+	uint64_t value, value2;
+};
+
+/* Adds every entry to batch and empties the table. 0 or -errno. */
+static int agg_flush(struct ship_task *t, struct agg_entry *agg, struct spool_batch *batch)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < AGG_SLOTS; i++) {
+		struct upload_stack uk, uu;
+
+		if (!agg[i].uid && !agg[i].kid)
+			continue;
+		upload_stack_of(&uk, agg[i].ks, agg[i].kid);
+		upload_stack_of(&uu, agg[i].us, agg[i].uid);
+		if (!err)
+			err = upload__add(batch, t->spec.type, &uk, &uu, agg[i].value, agg[i].value2);
+		memset(&agg[i], 0, sizeof(agg[i]));
+	}
+	return err;
+}
+
+/* Adds values to the entry of (kid, uid); a full table is flushed first. 0 or -errno. */
+static int agg_add(struct ship_task *t, struct agg_entry *agg, struct spool_batch *batch,
+		   struct stored_stack *ks, int32_t kid, struct stored_stack *us, int32_t uid,
+		   uint64_t value, uint64_t value2)
+{
+	size_t h = ((size_t)(uint32_t)kid * 2654435761u) ^ (size_t)(uint32_t)uid;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < AGG_SLOTS; k++) {
+			struct agg_entry *e = &agg[(h + k) % AGG_SLOTS];
+
+			if (!e->uid && !e->kid) {
+				*e = (struct agg_entry){ .kid = kid, .uid = uid, .ks = ks, .us = us };
+			} else if (e->kid != kid || e->uid != uid) {
+				continue;
+			}
+			e->value += value;
+			e->value2 += value2;
+			return 0;
+		}
+		int err = agg_flush(t, agg, batch);
+
+		if (err)
+			return err;
+	}
+	return -ENOSPC;
 }
 
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
@@ -347,12 +409,15 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	/* As ship_task__counts: until the output is known to be a file, it may be uploaded. */
 	int upload = t->backend || t->out_fd < 0;
 	struct spool_batch batch = { .task_id = t->task_id };
+	struct agg_entry *agg = NULL;
 	struct snapshot_iter it;
 	struct snapshot_view v;
 	int rc;
 
 	if (!t->have_spec || snapshots__begin(&it, buf, len) || it.task_id != t->task_id)
 		return -EPROTO;
+	if (upload && !(agg = calloc(AGG_SLOTS, sizeof(*agg))))
+		return -ENOMEM;
 	if (!t->unwound) {
 		t->unwound = calloc(UNWOUND_SLOTS, sizeof(*t->unwound));
 		if (!t->unwound)
@@ -365,6 +430,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		int32_t uid, kid = -1;
 		uint32_t nu, nf = 0;
 		uint64_t value;
+		struct stored_stack *old[2] = { NULL, NULL };
 
 		if (!comm) {
 			rc = -EPROTO;
@@ -373,9 +439,14 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		nu = (uint32_t)unwinder__unwind(unw, v.s.tgid, &regs, v.stack, v.s.stack_len, uips,
 						ROVER_MAX_STACK_DEPTH);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
-		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us, &uid);
+		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us, &uid, &old[0]);
 		if (!rc && v.s.nkips)
-			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks, &kid);
+			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks, &kid, &old[1]);
+		/* A stack that took the slot of another: entries naming the old one go out first. */
+		if (!rc && (old[0] || old[1]) && agg)
+			rc = agg_flush(t, agg, &batch);
+		stored_free(old[0]);
+		stored_free(old[1]);
 		if (rc)
 			break;
 		for (uint32_t k = 0; k < us->nr; k++)
@@ -394,15 +465,14 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		t->samples += value;
 		t->switches += v.s.value2;
 		if (upload && (v.s.value || v.s.value2)) {
-			struct upload_stack uk, uu;
-
-			upload_stack_of(&uk, ks, kid);
-			upload_stack_of(&uu, us, uid);
-			rc = upload__add(&batch, t->spec.type, &uk, &uu, v.s.value, v.s.value2);
+			rc = agg_add(t, agg, &batch, ks, kid, us, uid, v.s.value, v.s.value2);
 			if (rc)
 				break;
 		}
 	}
+	if (!rc && agg)
+		rc = agg_flush(t, agg, &batch);
+	free(agg);
 	if (!rc && upload && batch.nmsgs) {
 		t->up_taken += batch.samples;
 		keep_pending(t, &batch);
