@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/config/config.h"
+#include "common/config/passed.h"
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
@@ -429,23 +430,6 @@ static void spool_dropped(void *ctx, const struct spool_drop *d)
 			 (unsigned long long)d->task_id, (unsigned long long)d->samples);
 }
 
-/* Reads a descriptor the launcher passed (config or PEM bytes) and closes it; NULL if none. */
-static char *read_passed_fd(int fd, const char *what, int *failed)
-{
-	size_t len;
-	char *buf;
-
-	if (fd < 0)
-		return NULL;
-	buf = config__read_fd(fd, &len);
-	if (!buf) {
-		log_err("reading the %s the launcher passed: %s", what, strerror(errno));
-		*failed = 1;
-	}
-	close(fd);
-	return buf;
-}
-
 static void config_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -457,27 +441,21 @@ static void config_warn(void *ctx, const char *msg)
  * sandbox: the descriptors are read and the spool directory is opened here; the seccomp
  * filter, installed after, covers the upload thread and gRPC's own (TSYNC). 0 or -errno.
  */
-static int backend_setup(struct shipper *s, int cfg_fd, int ca_fd, int cert_fd, int key_fd)
+static int backend_setup(struct shipper *s, struct config_passed *passed)
 {
-	int failed = 0;
-	char *text = read_passed_fd(cfg_fd, "config", &failed);
-	char *ca = read_passed_fd(ca_fd, "CA certificate", &failed);
-	char *cert = read_passed_fd(cert_fd, "client certificate", &failed);
-	char *key = read_passed_fd(key_fd, "client key", &failed);
 	struct uploader_opts uo = { 0 };
 	struct spool_opts so = { 0 };
 	char errbuf[512];
 	int err;
 
 	s->cfg = calloc(1, sizeof(*s->cfg));
-	if (!s->cfg || failed || !text) {
-		err = s->cfg ? -EIO : -ENOMEM;
+	if (!s->cfg) {
+		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = config__load(text, strlen(text), s->cfg, errbuf, sizeof(errbuf), config_warn, NULL,
-			   NULL);
+	err = config__passed_load(passed, s->cfg, errbuf, sizeof(errbuf), config_warn, NULL);
 	if (err) {
-		log_err("config: %s", errbuf);
+		log_err("%s", errbuf);
 		free(s->cfg);
 		s->cfg = NULL;
 		goto cleanup;
@@ -510,9 +488,9 @@ static int backend_setup(struct shipper *s, int cfg_fd, int ca_fd, int cert_fd, 
 	uo.spool = s->spool;
 	uo.oap = (struct oap_opts){ .addr = s->cfg->backend.addr,
 				    .tls = s->cfg->backend.enable_tls,
-				    .ca_pem = ca,
-				    .cert_pem = cert,
-				    .key_pem = key,
+				    .ca_pem = passed->bytes[PASSED_CA],
+				    .cert_pem = passed->bytes[PASSED_CERT],
+				    .key_pem = passed->bytes[PASSED_KEY],
 				    .insecure_skip_verify = s->cfg->backend.insecure_skip_verify,
 				    .authentication = s->cfg->backend.authentication,
 				    .deadline_ms = (uint32_t)s->cfg->backend.call_timeout_ms };
@@ -528,14 +506,8 @@ static int backend_setup(struct shipper *s, int cfg_fd, int ca_fd, int cert_fd, 
 		 (unsigned long long)so.mem_bytes,
 		 (unsigned long long)(so.dir && so.dir[0] ? so.disk_bytes : 0));
 cleanup:
-	free(text);
 	/* PEM bytes: gRPC copied them into its credentials. */
-	free(ca);
-	free(cert);
-	if (key) {
-		explicit_bzero(key, strlen(key));
-		free(key);
-	}
+	config__passed_free(passed);
 	return err;
 }
 
@@ -574,13 +546,11 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
 					      { "user", required_argument, NULL, 'u' },
-					      { "config-fd", required_argument, NULL, 'c' },
-					      { "ca-fd", required_argument, NULL, 'A' },
-					      { "cert-fd", required_argument, NULL, 'C' },
-					      { "key-fd", required_argument, NULL, 'K' },
+					      CONFIG_PASSED_OPTIONS,
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
-	int cfg_fd = -1, ca_fd = -1, cert_fd = -1, key_fd = -1;
+	struct config_passed passed;
+	char why[512];
 	struct shipper s = { .supervisor = -1, .opener = -1, .msg = { .fd = -1 } };
 	struct fd_opener opener = fd_opener_launcher_ops;
 	struct msg_hello hello = { .role = ROLE_SHIPPER, .proto_version = IPC_VERSION };
@@ -590,11 +560,16 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-shipper");
+	config__passed_init(&passed);
 	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
-		int *fdp = c == 'c' ? &cfg_fd : c == 'A' ? &ca_fd : c == 'C' ? &cert_fd : &key_fd;
-		char *end;
-		long v;
+		int r = config__passed_option(&passed, c, optarg, why, sizeof(why));
 
+		if (r < 0) {
+			fprintf(stderr, "rover-shipper: %s\n", why);
+			return 2;
+		}
+		if (r)
+			continue;
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -602,26 +577,16 @@ int main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
-		case 'c':
-		case 'A':
-		case 'C':
-		case 'K':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 0 || v > INT32_MAX) {
-				fprintf(stderr, "rover-shipper: bad descriptor '%s'\n", optarg);
-				return 2;
-			}
-			*fdp = (int)v;
-			break;
 		default:
 			fprintf(stderr, "usage: rover-shipper --socket-dir DIR [--user USER] "
-					"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]]\n");
+					CONFIG_PASSED_USAGE "\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (cfg_fd < 0 && (ca_fd >= 0 || cert_fd >= 0 || key_fd >= 0)) {
-		fprintf(stderr, "rover-shipper: --ca-fd, --cert-fd and --key-fd need --config-fd\n");
+	if (!config__passed_given(&passed) &&
+	    (passed.fd[PASSED_CA] >= 0 || passed.fd[PASSED_CERT] >= 0 ||
+	     passed.fd[PASSED_KEY] >= 0)) {
+		fprintf(stderr, "rover-shipper: TLS files need a config\n");
 		return 2;
 	}
 	if (!dir) {
@@ -639,7 +604,7 @@ int main(int argc, char **argv)
 	}
 	if (geteuid() != s.uid)
 		s.uid = geteuid(); /* started unprivileged: peers run as we do */
-	if (cfg_fd >= 0 && backend_setup(&s, cfg_fd, ca_fd, cert_fd, key_fd))
+	if (config__passed_given(&passed) && backend_setup(&s, &passed))
 		return 1;
 	s.lsock = ipc_listen(dir, "shipper.sock.new");
 	if (s.lsock < 0) {

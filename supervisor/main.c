@@ -27,6 +27,7 @@
 #include "common/privdrop.h"
 #include "common/util.h"
 #include "common/config/config.h"
+#include "common/config/passed.h"
 #include "supervisor/backend.h"
 #include "supervisor/discovery.h"
 
@@ -720,21 +721,6 @@ static int proc_info(void *arg, int pid, struct msg_proc_info *ret)
 	return 0;
 }
 
-/* Reads a descriptor the launcher passed (config or PEM bytes) and closes it. */
-static char *read_passed_fd(int fd, const char *what)
-{
-	size_t len;
-	char *buf;
-
-	if (fd < 0)
-		return NULL;
-	buf = config__read_fd(fd, &len);
-	if (!buf)
-		log_err("reading the %s the launcher passed: %s", what, strerror(errno));
-	close(fd);
-	return buf;
-}
-
 static void config_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -742,12 +728,8 @@ static void config_warn(void *ctx, const char *msg)
 }
 
 /* Config, host facts, discovery and the backend threads (not started yet). 0 or -errno. */
-static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_fd, int key_fd)
+static int backend_setup(struct supervisor *s, struct config_passed *passed)
 {
-	char *text = read_passed_fd(cfg_fd, "config");
-	char *ca = read_passed_fd(ca_fd, "CA certificate");
-	char *cert = read_passed_fd(cert_fd, "client certificate");
-	char *key = read_passed_fd(key_fd, "client key");
 	struct msg_hello hello = { .role = ROLE_DISCOVERY, .proto_version = IPC_VERSION,
 				   .pid = (int32_t)getpid() };
 	const char *proc_root = getenv("ROVER_HOST_PROC_MAPPING");
@@ -756,14 +738,13 @@ static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_f
 	int sv[2], err;
 
 	s->cfg = calloc(1, sizeof(*s->cfg));
-	if (!text || !s->cfg) {
-		err = -EIO;
+	if (!s->cfg) {
+		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = config__load(text, strlen(text), s->cfg, errbuf, sizeof(errbuf), config_warn, NULL,
-			   NULL);
+	err = config__passed_load(passed, s->cfg, errbuf, sizeof(errbuf), config_warn, NULL);
 	if (err) {
-		log_err("config: %s", errbuf);
+		log_err("%s", errbuf);
 		goto cleanup;
 	}
 	if (!strcasecmp(s->cfg->logger_level, "debug"))
@@ -795,9 +776,9 @@ static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_f
 	s->bk_fd = sv[0];
 	opts.addr = s->cfg->backend.addr;
 	opts.tls = s->cfg->backend.enable_tls;
-	opts.ca_pem = ca;
-	opts.cert_pem = cert;
-	opts.key_pem = key;
+	opts.ca_pem = passed->bytes[PASSED_CA];
+	opts.cert_pem = passed->bytes[PASSED_CERT];
+	opts.key_pem = passed->bytes[PASSED_KEY];
 	opts.insecure_skip_verify = s->cfg->backend.insecure_skip_verify;
 	opts.authentication = s->cfg->backend.authentication;
 	opts.deadline_ms = (uint32_t)s->cfg->backend.call_timeout_ms;
@@ -812,14 +793,8 @@ static int backend_setup(struct supervisor *s, int cfg_fd, int ca_fd, int cert_f
 		 s->cfg->discovery.present && s->cfg->discovery.vm_active ? "on" : "off",
 		 s->cfg->profiling.active ? "on" : "off");
 cleanup:
-	free(text);
 	/* PEM bytes: gRPC copied them into its credentials. */
-	free(ca);
-	free(cert);
-	if (key) {
-		explicit_bzero(key, strlen(key));
-		free(key);
-	}
+	config__passed_free(passed);
 	return err;
 }
 
@@ -827,15 +802,13 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
 					      { "user", required_argument, NULL, 'u' },
-					      { "config-fd", required_argument, NULL, 'c' },
-					      { "ca-fd", required_argument, NULL, 'A' },
-					      { "cert-fd", required_argument, NULL, 'C' },
-					      { "key-fd", required_argument, NULL, 'K' },
+					      CONFIG_PASSED_OPTIONS,
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
 	struct supervisor s = { .lsock = -1, .spawner = -1, .shipper = -1, .msg = { .fd = -1 },
 				.bk_fd = -1, .disc_fd = -1 };
-	int cfg_fd = -1, ca_fd = -1, cert_fd = -1, key_fd = -1;
+	struct config_passed passed;
+	char why[512];
 	struct msg_hello hello = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION };
 	struct sigaction sa = { .sa_handler = on_term };
 	const char *user = NULL;
@@ -844,7 +817,16 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-supervisor");
+	config__passed_init(&passed);
 	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+		int r = config__passed_option(&passed, c, optarg, why, sizeof(why));
+
+		if (r < 0) {
+			fprintf(stderr, "rover-supervisor: %s\n", why);
+			return 2;
+		}
+		if (r)
+			continue;
 		switch (c) {
 		case 'd':
 			s.dir = optarg;
@@ -852,23 +834,9 @@ int main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
-		case 'c':
-		case 'A':
-		case 'C':
-		case 'K': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || v < 3 || v > 1024) {
-				fprintf(stderr, "rover-supervisor: bad descriptor '%s'\n", optarg);
-				return 2;
-			}
-			*(c == 'c' ? &cfg_fd : c == 'A' ? &ca_fd : c == 'C' ? &cert_fd : &key_fd) = (int)v;
-			break;
-		}
 		default:
 			fprintf(stderr, "usage: rover-supervisor --socket-dir DIR [--user USER] "
-					"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]]\n");
+					CONFIG_PASSED_USAGE "\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -901,7 +869,7 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if (cfg_fd >= 0 && backend_setup(&s, cfg_fd, ca_fd, cert_fd, key_fd)) {
+	if (config__passed_given(&passed) && backend_setup(&s, &passed)) {
 		log_err("backend setup failed");
 		return 78; /* EX_CONFIG: the launcher does not restart us for this */
 	}
