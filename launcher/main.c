@@ -734,53 +734,6 @@ static int cmd_profile(int argc, char **argv)
 	return status;
 }
 
-static int cmd_serve(int argc, char **argv, int spawner_only)
-{
-	static const struct option opts[] = {
-		{ "socket-dir", required_argument, NULL, 's' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct launcher l = { .sigfd = -1, .manage_roles = !spawner_only };
-	const char *dir = NULL;
-	int c, err, status;
-
-	while ((c = getopt_long(argc, argv, "s:u:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			dir = optarg;
-			break;
-		case 'u':
-			l.user = optarg;
-			break;
-		case 'h':
-			fputs(usage_serve, stdout);
-			return 0;
-		default:
-			return die_usage("%s", "bad arguments to serve");
-		}
-	}
-	if (optind < argc)
-		return die_usage("unexpected argument '%s'", argv[optind]);
-	if (spawner_only && !dir)
-		return die_usage("%s", "spawner needs --socket-dir DIR");
-	if (!spawner_only && !has_privileges()) {
-		fprintf(stderr, "rover: serve needs root (or the capabilities in 'rover --help')\n");
-		return 1;
-	}
-	log_init("rover");
-	err = setup(&l, dir);
-	if (err) {
-		fprintf(stderr, "rover: starting: %s\n", strerror(-err));
-		return 1;
-	}
-	log_info("serving in %s", l.sockdir);
-	status = run(&l, -1, NULL, 0);
-	teardown(&l);
-	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
-}
-
 static void config_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -845,53 +798,29 @@ static int make_spool_dir(const char *dir, uid_t uid, gid_t gid)
 	return 0;
 }
 
-static int cmd_run(int argc, char **argv)
+/*
+ * `rover run`: the config file, checked before anything starts, and the TLS files it names,
+ * read as root into l's blobs; the spool directory made for the rover user. 0, or the exit
+ * status (2: a bad config).
+ */
+static int load_run_config(struct launcher *l, const char *path)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "socket-dir", required_argument, NULL, 's' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct launcher l = { .sigfd = -1, .manage_roles = 1 };
 	struct rover_config cfg;
-	const char *dir = NULL, *path = NULL;
 	char err_text[512];
-	int c, err, status;
+	int err;
 
-	while ((c = getopt_long(argc, argv, "c:s:u:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			path = optarg;
-			break;
-		case 's':
-			dir = optarg;
-			break;
-		case 'u':
-			l.user = optarg;
-			break;
-		case 'h':
-			fputs(usage_run, stdout);
-			return 0;
-		default:
-			return die_usage("%s", "bad arguments to run");
-		}
-	}
-	if (optind < argc)
-		return die_usage("unexpected argument '%s'", argv[optind]);
 	if (path) {
-		l.blob[BLOB_CONFIG] = slurp(path, CONFIG_MAX_BYTES, &l.blob_len[BLOB_CONFIG]);
-		if (!l.blob[BLOB_CONFIG]) {
+		l->blob[BLOB_CONFIG] = slurp(path, CONFIG_MAX_BYTES, &l->blob_len[BLOB_CONFIG]);
+		if (!l->blob[BLOB_CONFIG]) {
 			fprintf(stderr, "rover: config %s: %s\n", path, strerror(errno));
 			return 2;
 		}
 	} else {
-		l.blob[BLOB_CONFIG] = strdup("");
+		l->blob[BLOB_CONFIG] = strdup("");
 	}
-	if (!l.blob[BLOB_CONFIG])
+	if (!l->blob[BLOB_CONFIG])
 		return 1;
-	err = config__load(l.blob[BLOB_CONFIG], l.blob_len[BLOB_CONFIG], &cfg, err_text,
+	err = config__load(l->blob[BLOB_CONFIG], l->blob_len[BLOB_CONFIG], &cfg, err_text,
 			   sizeof(err_text), config_warn, NULL, NULL);
 	if (err) {
 		fprintf(stderr, "rover: config %s: %s\n", path ? path : "(defaults)", err_text);
@@ -903,59 +832,108 @@ static int cmd_run(int argc, char **argv)
 		const char *paths[3] = { cfg.backend.ca_pem_path, cfg.backend.client_pem_path,
 					 cfg.backend.client_key_path };
 
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 3 && !err; i++) {
 			if (!paths[i] || !paths[i][0])
 				continue;
-			l.blob[BLOB_CA + i] = slurp(paths[i], 1 << 20, &l.blob_len[BLOB_CA + i]);
-			if (!l.blob[BLOB_CA + i]) {
+			l->blob[BLOB_CA + i] = slurp(paths[i], 1 << 20, &l->blob_len[BLOB_CA + i]);
+			if (!l->blob[BLOB_CA + i]) {
 				fprintf(stderr, "rover: config %s: %s '%s': %s\n",
 					path ? path : "(defaults)", keys[i], paths[i], strerror(errno));
-				config__free(&cfg);
-				return 2;
+				err = 2;
 			}
 		}
-		if (!l.blob[BLOB_CERT] != !l.blob[BLOB_KEY]) {
+		if (!err && !l->blob[BLOB_CERT] != !l->blob[BLOB_KEY]) {
 			fprintf(stderr, "rover: config: client_pem_path and client_key_path go "
 					"together\n");
-			config__free(&cfg);
-			return 2;
+			err = 2;
 		}
 	}
-	if (!has_privileges()) {
-		fprintf(stderr, "rover: run needs root (or the capabilities in 'rover --help')\n");
-		config__free(&cfg);
-		return 1;
-	}
-	log_init("rover");
-	if (cfg.backend.spool_dir && cfg.backend.spool_dir[0]) {
+	if (!err && cfg.backend.spool_dir && cfg.backend.spool_dir[0] && geteuid() == 0) {
 		uid_t uid;
 		gid_t gid;
 
-		err = privdrop_lookup_user(l.user, &uid, &gid);
+		err = privdrop_lookup_user(l->user, &uid, &gid);
 		if (!err)
 			err = make_spool_dir(cfg.backend.spool_dir, uid, gid);
 		if (err) {
 			fprintf(stderr, "rover: spool directory %s: %s\n", cfg.backend.spool_dir,
 				strerror(-err));
-			config__free(&cfg);
-			return 1;
+			err = 1;
 		}
 	}
 	config__free(&cfg);
+	return err;
+}
+
+enum serve_mode { MODE_SERVE, MODE_SPAWNER, MODE_RUN };
+
+static int cmd_serve(int argc, char **argv, enum serve_mode mode)
+{
+	static const struct option opts[] = {
+		{ "socket-dir", required_argument, NULL, 's' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct launcher l = { .sigfd = -1, .manage_roles = mode != MODE_SPAWNER };
+	const char *dir = NULL, *path = NULL;
+	int spawner_only = mode == MODE_SPAWNER;
+	int c, err, status;
+
+	while ((c = getopt_long(argc, argv, mode == MODE_RUN ? "c:s:u:h" : "s:u:h", opts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'c':
+			if (mode != MODE_RUN)
+				return die_usage("%s", "--config is for rover run");
+			path = optarg;
+			break;
+		case 's':
+			dir = optarg;
+			break;
+		case 'u':
+			l.user = optarg;
+			break;
+		case 'h':
+			fputs(mode == MODE_RUN ? usage_run : usage_serve, stdout);
+			return 0;
+		default:
+			return die_usage("bad arguments to %s", mode == MODE_RUN ? "run" : "serve");
+		}
+	}
+	if (optind < argc)
+		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (spawner_only && !dir)
+		return die_usage("%s", "spawner needs --socket-dir DIR");
+	/* A bad config is refused before anything, privileges included, is looked at. */
+	if (mode == MODE_RUN && (status = load_run_config(&l, path)))
+		goto out;
+	status = 1;
+	if (!spawner_only && !has_privileges()) {
+		fprintf(stderr, "rover: %s needs root (or the capabilities in 'rover --help')\n",
+			mode == MODE_RUN ? "run" : "serve");
+		goto out;
+	}
+	log_init("rover");
 	err = setup(&l, dir);
 	if (err) {
 		fprintf(stderr, "rover: starting: %s\n", strerror(-err));
-		return 1;
+		goto out;
 	}
-	log_info("running in %s%s%s", l.sockdir, path ? " with " : "", path ? path : "");
+	log_info("%s in %s%s%s", mode == MODE_RUN ? "running" : "serving", l.sockdir,
+		 path ? " with " : "", path ? path : "");
 	status = run(&l, -1, NULL, 0);
 	teardown(&l);
+	if (status == 128 + SIGTERM || status == 128 + SIGINT)
+		status = 0;
+out:
 	for (int i = 0; i < NBLOBS; i++) {
 		if (l.blob[i])
 			explicit_bzero(l.blob[i], l.blob_len[i]);
 		free(l.blob[i]);
 	}
-	return status == 128 + SIGTERM || status == 128 + SIGINT ? 0 : status;
+	return status;
 }
 
 int main(int argc, char **argv)
@@ -968,11 +946,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "profile"))
 		return cmd_profile(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "run"))
-		return cmd_run(argc - 1, argv + 1);
+		return cmd_serve(argc - 1, argv + 1, MODE_RUN);
 	if (!strcmp(argv[1], "serve"))
-		return cmd_serve(argc - 1, argv + 1, 0);
+		return cmd_serve(argc - 1, argv + 1, MODE_SERVE);
 	if (!strcmp(argv[1], "spawner"))
-		return cmd_serve(argc - 1, argv + 1, 1);
+		return cmd_serve(argc - 1, argv + 1, MODE_SPAWNER);
 	fprintf(stderr, "rover: unknown command '%s'\nrover: try 'rover --help'\n", argv[1]);
 	return 2;
 }
