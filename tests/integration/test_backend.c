@@ -705,6 +705,22 @@ static void set_tasks(const char *json)
 	rename(tmp_path("tasks.new"), tmp_path("tasks.json"));
 }
 
+/* The workload, the fake OAP with no task, the agent; returns once the workload is reported. */
+static void start_all(pid_t *ret_work, pid_t *ret_oap, pid_t *ret_rover)
+{
+	struct json_object *h;
+	int port = 0;
+
+	*ret_work = start_workload();
+	cr_assert_gt(*ret_work, 0);
+	write_file(tmp_path("tasks.json"), "[]\n");
+	*ret_oap = start_oap(0, &port);
+	*ret_rover = start_rover(port, NULL);
+	h = wait_reported(*ret_work, 20000);
+	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+}
+
 #define TASK_ARGS(id, target, start, secs)                                                   \
 	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "       \
 	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": " \
@@ -713,17 +729,9 @@ static void set_tasks(const char *json)
 
 Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 {
-	pid_t work = start_workload(), oap, rover;
-	struct json_object *h;
-	int port = 0;
+	pid_t work, oap, rover;
 
-	cr_assert_gt(work, 0);
-	write_file(tmp_path("tasks.json"), "[]\n");
-	oap = start_oap(0, &port);
-	rover = start_rover(port, NULL);
-	h = wait_reported(work, 20000);
-	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
-	json_object_put(h);
+	start_all(&work, &oap, &rover);
 	set_tasks("[{\"command\": \"SomethingNew\", \"args\": {\"x\": \"1\"}},\n"
 		   " {\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"no-rest\"}},\n"
 		   " " TASK_ARGS("bad-trigger", "ON_CPU", "@now", "zero") ",\n"
@@ -746,17 +754,9 @@ Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 
 Test(backend, same_identity_replaces_the_running_task)
 {
-	pid_t work = start_workload(), oap, rover;
-	struct json_object *h;
-	int port = 0;
+	pid_t work, oap, rover;
 
-	cr_assert_gt(work, 0);
-	write_file(tmp_path("tasks.json"), "[]\n");
-	oap = start_oap(0, &port);
-	rover = start_rover(port, NULL);
-	h = wait_reported(work, 20000);
-	cr_assert_not_null(h, "not reported; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
-	json_object_put(h);
+	start_all(&work, &oap, &rover);
 	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now", "60") "]\n");
 	cr_assert(wait_log("task long-1: ON_CPU", 10000), "first task did not start");
 	sleep_ms(1500);
