@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -770,4 +771,64 @@ Test(backend, same_identity_replaces_the_running_task)
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);
+}
+
+/*
+ * One container per role, as deploy/kubernetes/rover-daemonset.yaml runs them: the spawner
+ * alone, the supervisor and the shipper as nobody reading the config file themselves
+ * (--config PATH), all sharing a socket directory.
+ */
+Test(backend, roles_started_alone_read_their_config)
+{
+	char dir[128], cfgpath[192], cfg[4096];
+	char *spawner[] = { (char *)bin("rover"), "spawner", "--socket-dir", dir, NULL };
+	char *shipper[] = { "/usr/sbin/runuser", "-u", "nobody", "--", (char *)bin("rover-shipper"),
+			    "--socket-dir", dir, "--config", cfgpath, NULL };
+	char *supervisor[] = { "/usr/sbin/runuser", "-u", "nobody", "--",
+			       (char *)bin("rover-supervisor"), "--socket-dir", dir, "--config",
+			       cfgpath, NULL };
+	pid_t work, oap, sp, sh, sv;
+	struct upload_sum s;
+	struct json_object *h;
+	int port = 0;
+	long samples;
+
+	snprintf(dir, sizeof(dir), "/tmp/rover-it-alone.%d", (int)getpid());
+	snprintf(cfgpath, sizeof(cfgpath), "%s/rover.yaml", dir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	work = start_workload();
+	write_file(tmp_path("tasks.json"), "[]\n");
+	oap = start_oap(0, &port);
+	snprintf(cfg, sizeof(cfg), config_fmt, port, "");
+	write_file(cfgpath, cfg);
+	chmod(cfgpath, 0644);
+	sp = track(spawn_cmd(spawner, tmp_path("spawner.log")));
+	sleep_ms(300);
+	sh = track(spawn_cmd(shipper, tmp_path("shipper.log")));
+	sleep_ms(300);
+	/* The supervisor's log is the one the helpers read. */
+	sv = track(spawn_cmd(supervisor, tmp_path("rover.log")));
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "not reported; supervisor log:\n%s\nshipper log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL), slurp(tmp_path("shipper.log"), NULL));
+	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name,
+			 "ExeName through the spawner");
+	json_object_put(h);
+	add_task("alone-1", "ON_CPU", 3);
+	samples = wait_task_done("alone-1", 30000);
+	cr_assert_gt(samples, 0, "task did not finish:\n%s\nshipper:\n%s",
+		     slurp(tmp_path("rover.log"), NULL), slurp(tmp_path("shipper.log"), NULL));
+	for (int i = 0; i < 40; i++) {
+		sum_uploads("alone-1", &s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	cr_expect_eq(s.dump_count, samples);
+	stop(sv, SIGTERM);
+	stop(sh, SIGTERM);
+	stop(sp, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+	rm_rf(dir);
 }
