@@ -173,6 +173,7 @@ integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
 test: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
+	$(MAKE) fuzz-short
 	$(MAKE) integration
 
 .PHONY: deps-check
@@ -255,12 +256,17 @@ define fuzz_run
 	done
 endef
 
-.PHONY: fuzz-smoke fuzz-replay fuzz-corpus
+.PHONY: fuzz-smoke fuzz-short fuzz-replay fuzz-corpus
 fuzz: $(FUZZ_BINS)
 	$(call fuzz_run,$(FUZZ_SECONDS))
 
 fuzz-smoke: $(FUZZ_BINS)
 	$(call fuzz_run,10)
+
+# What `make test` runs after the replay: 5 s of search per target (inputs found are kept in
+# build/fuzz/corpus, so each run goes on from the last).
+fuzz-short: $(FUZZ_BINS)
+	$(call fuzz_run,5)
 
 # What `make test` runs: every fuzz target over its seed corpus, no random search, so the gate
 # is deterministic; `make fuzz` explores.
