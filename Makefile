@@ -108,8 +108,15 @@ $(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
 # sees build/proto on its include path, after the tree's own common/.
 CFLAGS += -idirafter $(OUT)/proto
 
+# The shipped config, compiled into the launcher: `rover run` without --config runs on it.
+$(OUT)/configs/rover_configs.h: configs/rover_configs.yaml
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D) && { printf 'static const char rover_default_config[] = {'; \
+		od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; printf '0 };\n'; } > $@
+
 # Generated headers come before any object that may include them.
-GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS)
+GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS) \
+             $(OUT)/configs/rover_configs.h
 
 $(OUT)/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)

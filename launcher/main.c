@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/config/config.h"
+#include "configs/rover_configs.h" /* generated: rover_default_config */
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
@@ -105,7 +106,7 @@ static const char usage_run[] =
 	"\n"
 	"Runs the agent against a SkyWalking OAP: discovers processes, reports them, polls\n"
 	"profiling tasks, runs them, uploads their data. FILE is the upstream rover YAML format\n"
-	"(see configs/rover_configs.yaml); without it the defaults apply. ${NAME:default} in any\n"
+	"(see configs/rover_configs.yaml); without it, that file as built in. ${NAME:default} in any\n"
 	"value is taken from the environment. A bad config is refused before anything starts.\n"
 	"Tasks from `rover profile --connect DIR` are taken too.\n"
 	"\n"
@@ -816,14 +817,16 @@ static int load_run_config(struct launcher *l, const char *path)
 			return 2;
 		}
 	} else {
-		l->blob[BLOB_CONFIG] = strdup("");
+		/* configs/rover_configs.yaml as built in: the same agent as with that file. */
+		l->blob[BLOB_CONFIG] = strdup(rover_default_config);
+		l->blob_len[BLOB_CONFIG] = sizeof(rover_default_config) - 1;
 	}
 	if (!l->blob[BLOB_CONFIG])
 		return 1;
 	err = config__load(l->blob[BLOB_CONFIG], l->blob_len[BLOB_CONFIG], &cfg, err_text,
 			   sizeof(err_text), config_warn, NULL, NULL);
 	if (err) {
-		fprintf(stderr, "rover: config %s: %s\n", path ? path : "(defaults)", err_text);
+		fprintf(stderr, "rover: config %s: %s\n", path ? path : "(built in)", err_text);
 		return 2;
 	}
 	if (cfg.backend.enable_tls) {
