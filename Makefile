@@ -192,7 +192,8 @@ demo: deps
 	scripts/demo.sh
 
 bench: deps
-	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload
+	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload \
+		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 
@@ -201,6 +202,13 @@ $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shippe
 		$(OUT)/shipper/spool.o $(GRPC_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_GRPC) -lz $(LIBS_COMMON)
+# Symbolization rate and memory, 50 processes mapping libLLVM; scripts/bench.sh runs it.
+SYMBOLIZE_OBJS := $(addprefix $(OUT)/shipper/,symbolize.o elfsym.o demangle.o gopclntab.o \
+		  kallsyms.o lines.o opener.o)
+$(OUT)/tests/bench/bench_symbolize: $(OUT)/tests/bench/bench_symbolize.o $(SYMBOLIZE_OBJS) \
+		$(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lelf -lz -liberty -llzma $(LIBS_COMMON)
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)

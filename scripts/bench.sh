@@ -180,3 +180,9 @@ lat.sort()
 print("sample to backend (flush_interval 1 s): at most 1 s of flush window + shipper to OAP "
       "p50 %d ms, max %d ms over %d uploads" % (lat[len(lat) // 2], lat[-1], len(lat)))
 PY
+
+# 6. Symbolization: 50 processes mapping libLLVM-15 and -14, addresses per second cold and warm,
+#    cache bytes and peak RSS under the default and a small budget, against llvm-symbolizer.
+if [ -x "$B/tests/bench/bench_symbolize" ]; then
+	"$B/tests/bench/bench_symbolize" || echo "bench: symbolization benchmark failed"
+fi
