@@ -65,7 +65,7 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 			struct sc_done d = { .kind = SC_REC_DONE, .pid = next_pid, .ts = start->ts,
 					     .value = now - start->ts, .value2 = 1 };
 
-			if (bpf_ringbuf_output(&snaps, &d, sizeof(d), BPF_RB_NO_WAKEUP))
+			if (bpf_ringbuf_output(&snaps, &d, sizeof(d), snap_wake_flag()))
 				stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
 		} else {
 			count_stack(&start->key, now - start->ts, 1);

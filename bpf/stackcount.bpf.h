@@ -18,6 +18,12 @@ volatile __u32 active_counts;
 
 /* Set by the worker before load: take stack snapshots (unwind mode "dwarf"). */
 const volatile __u32 unwind_dwarf;
+/*
+ * Set by the worker before load: ring buffer bytes waiting to be read above which a record
+ * wakes the worker. Below it nobody is woken and the worker reads at its flush; a wakeup per
+ * record would cost the worker more than the records themselves.
+ */
+const volatile __u64 snap_wake_bytes = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -61,6 +67,12 @@ static __always_inline void stat_inc(__u32 which)
 
 	if (v)
 		*v += 1;
+}
+
+static __always_inline __u64 snap_wake_flag(void)
+{
+	return bpf_ringbuf_query(&snaps, BPF_RB_AVAIL_DATA) >= snap_wake_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline int is_target(__u32 tgid)
@@ -129,8 +141,7 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
  * kernel stack (kskip as in take_stacks) and the top of the user stack. 0, or -1 when none was
  * taken (counted): the caller then takes frame-pointer stacks instead, so the event still
- * counts. No wakeup: the worker reads the ring buffer on a timer, which costs less than a
- * wakeup per event.
+ * counts. The worker is woken only once snap_wake_bytes wait in the ring buffer.
  */
 static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u32 kskip,
 					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
@@ -174,7 +185,7 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	s->stack_len = len;
 	s->pad = 0;
 	s->kbytes = bpf_get_stack(ctx, s->kips, sizeof(s->kips), kskip & BPF_F_SKIP_FIELD_MASK);
-	bpf_ringbuf_submit(s, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(s, snap_wake_flag());
 	return 0;
 }
 

@@ -49,8 +49,13 @@ enum sc_stat {
 #define SC_SNAP_PAGE 4096
 #define SC_SNAP_PAGES 4
 #define SC_SNAP_STACK (SC_SNAP_PAGE * SC_SNAP_PAGES)
-/* Ring buffer bytes in dwarf mode: about 900 snapshots between two reads of the worker. */
-#define SC_SNAP_RINGBUF (16u << 20)
+/*
+ * Ring buffer bytes in dwarf mode, sized by the worker for the event rate between these
+ * bounds: a record takes sizeof(struct sc_snap) whatever the stack holds, about 17 KiB. The
+ * ring is mapped into the worker, so its size is the worker's memory.
+ */
+#define SC_SNAP_RINGBUF_MIN (2u << 20)
+#define SC_SNAP_RINGBUF_MAX (8u << 20)
 
 enum sc_rec_kind {
 	SC_REC_SNAP = 1, /* struct sc_snap */

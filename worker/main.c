@@ -27,11 +27,6 @@
 
 #define SUPERVISOR_FD 3
 #define SHIPPER_CONNECT_TRIES 50
-/*
- * How often stack snapshots are read from the ring buffer (the programs do not wake us): its
- * 16 MiB hold about 900 snapshots, 90000 a second at this period.
- */
-#define SNAP_READ_MS 10
 
 static const struct ipc_rule from_supervisor[] = {
 	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
@@ -150,18 +145,15 @@ static uint32_t run(struct worker *w)
 	uint64_t start = now_mono_ms(), next_flush = start + w->spec.flush_ms;
 	uint64_t end = start + w->spec.duration_ms;
 	struct ipc_msg msg = { .fd = -1 };
-	struct pollfd pfd[1 + ROVER_MAX_PIDS];
-	int alive = w->npidfds;
+	struct pollfd pfd[2 + ROVER_MAX_PIDS];
+	int alive = w->npidfds, snap_fd = profiler__snapshots_fd(w->prof);
 
 	for (;;) {
 		uint64_t now = now_mono_ms(), wake = next_flush < end ? next_flush : end;
 		int n = 0, rc;
 
-		if (profiler__snapshots(w->prof)) {
+		if (snap_fd >= 0)
 			read_snapshots(w);
-			if (wake > now + SNAP_READ_MS)
-				wake = now + SNAP_READ_MS;
-		}
 
 		if (now >= end)
 			return END_DURATION;
@@ -173,6 +165,9 @@ static uint32_t run(struct worker *w)
 		pfd[n++] = (struct pollfd){ .fd = w->sv, .events = POLLIN };
 		for (int i = 0; i < w->npidfds; i++)
 			pfd[n++] = (struct pollfd){ .fd = w->pidfds[i], .events = POLLIN };
+		/* The programs wake it once a part of the ring buffer is full. */
+		if (snap_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = snap_fd, .events = POLLIN };
 		rc = poll(pfd, (nfds_t)n, wake > now ? (int)(wake - now) : 0);
 		if (rc < 0 && errno != EINTR)
 			return END_STOPPED;
@@ -184,7 +179,7 @@ static uint32_t run(struct worker *w)
 			ipc_msg_release(&msg);
 			return END_STOPPED;
 		}
-		for (int i = 1; i < n; i++) {
+		for (int i = 1; i <= w->npidfds; i++) {
 			if (pfd[i].revents && w->pidfds[i - 1] >= 0) {
 				close(w->pidfds[i - 1]);
 				w->pidfds[i - 1] = -1;

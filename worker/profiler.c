@@ -125,14 +125,31 @@ void profiler__free(struct profiler *p)
 	free(p);
 }
 
+/*
+ * Ring buffer bytes for rate snapshots a second: SNAP_RING_MS of them, a power of two within
+ * the bounds of common/stackcount.h. The programs wake the worker once a quarter of it waits
+ * (snap_wake_bytes), so a reader late by a few milliseconds still finds room.
+ */
+#define SNAP_RING_MS 200
+
+static uint32_t snap_ring_bytes(uint64_t rate)
+{
+	uint64_t want = rate * SNAP_RING_MS / 1000 * sizeof(struct sc_snap);
+	uint32_t bytes = SC_SNAP_RINGBUF_MIN;
+
+	while (bytes < SC_SNAP_RINGBUF_MAX && bytes < want)
+		bytes <<= 1;
+	return bytes;
+}
+
 static void size_maps(struct bpf_map *stacks, struct bpf_map *c0, struct bpf_map *c1,
-		      struct bpf_map *snaps, int dwarf)
+		      struct bpf_map *snaps, uint32_t snap_bytes)
 {
 	bpf_map__set_max_entries(stacks, STACK_MAP_ENTRIES);
 	bpf_map__set_max_entries(c0, COUNTS_ENTRIES);
 	bpf_map__set_max_entries(c1, COUNTS_ENTRIES);
-	if (dwarf)
-		bpf_map__set_max_entries(snaps, SC_SNAP_RINGBUF);
+	if (snap_bytes)
+		bpf_map__set_max_entries(snaps, snap_bytes);
 }
 
 static int dwarf_mode(const struct task_spec *spec)
@@ -144,14 +161,17 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 			struct msg_task_started *ret)
 {
 	uint64_t freq = 1000000 / spec->period_us;
+	uint32_t ring;
 	int err;
 
 	p->on = oncpu_bpf__open();
 	if (!p->on)
 		return -errno;
+	ring = dwarf_mode(spec) ? snap_ring_bytes(freq * (uint64_t)p->ncpus) : 0;
 	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1,
-		  p->on->maps.snaps, dwarf_mode(spec));
+		  p->on->maps.snaps, ring);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
+	p->on->rodata->snap_wake_bytes = ring / 4;
 	err = oncpu_bpf__load(p->on);
 	if (err)
 		return err;
@@ -196,9 +216,11 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf)
 		return -errno;
 	bpf_program__set_autoload(p->off->progs.off_cpu_btf, use_btf);
 	bpf_program__set_autoload(p->off->progs.off_cpu_raw, !use_btf);
+	/* Switches have no rate known in advance: the largest ring. */
 	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1,
-		  p->off->maps.snaps, dwarf);
+		  p->off->maps.snaps, dwarf ? SC_SNAP_RINGBUF_MAX : 0);
 	p->off->rodata->unwind_dwarf = dwarf;
+	p->off->rodata->snap_wake_bytes = SC_SNAP_RINGBUF_MAX / 4;
 	bpf_map__set_max_entries(p->off->maps.starts, STARTS_ENTRIES);
 	err = offcpu_bpf__load(p->off);
 	if (err) {
@@ -359,9 +381,12 @@ int profiler__read_snapshots(struct profiler *p, struct ship_batch *b)
 	return n < 0 ? n : 0;
 }
 
-int profiler__snapshots(const struct profiler *p)
+int profiler__snapshots_fd(const struct profiler *p)
 {
-	return p->rb != NULL;
+	/* The ring buffer map polls readable while it holds records; wakeups are the programs'. */
+	if (!p->rb)
+		return -1;
+	return bpf_map__fd(p->on ? p->on->maps.snaps : p->off->maps.snaps);
 }
 
 struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started)

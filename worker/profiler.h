@@ -29,8 +29,11 @@ int profiler__drain(struct profiler *p, struct ship_batch *batch);
  */
 int profiler__read_snapshots(struct profiler *p, struct ship_batch *batch);
 
-/* Whether the programs take stack snapshots, to be read often (every few milliseconds). */
-int profiler__snapshots(const struct profiler *p);
+/*
+ * When the programs take stack snapshots: a descriptor that polls readable once enough of them
+ * wait to be read (profiler__read_snapshots). Else -1.
+ */
+int profiler__snapshots_fd(const struct profiler *p);
 
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);

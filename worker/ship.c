@@ -58,14 +58,17 @@ int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 			    const void *kips, const uint8_t *stack)
 {
 	size_t need = snapshot_bytes(s), kb = s->nkips * sizeof(uint64_t);
+	/* Room for the first frame's header: wk_send_snapshots sends the records in place. */
+	size_t at = b->snaps_len ? b->snaps_len : sizeof(struct ship_snapshots_hdr);
 	uint8_t *p;
 	int err;
 
 	if (s->nkips > ROVER_MAX_STACK_DEPTH || s->stack_len > SHIP_SNAPSHOT_MAX_STACK)
 		return -EINVAL;
-	err = grow((void **)&b->snaps, &b->snaps_cap, b->snaps_len + need, 1);
+	err = grow((void **)&b->snaps, &b->snaps_cap, at + need, 1);
 	if (err)
 		return err;
+	b->snaps_len = at;
 	p = b->snaps + b->snaps_len;
 	memcpy(p, s, sizeof(*s));
 	memcpy(p + sizeof(*s), kips, kb);
@@ -136,35 +139,33 @@ int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b)
 	return err;
 }
 
+/*
+ * Frames of whole records up to SNAPS_FRAME_MAX bytes, at least one record each, sent from the
+ * batch in place: a frame's header goes into the bytes just before its first record, which
+ * are the reserved start of the buffer or the tail of a record already sent.
+ */
+#define SNAPS_FRAME_MAX (1u << 20)
+
 int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b)
 {
-	size_t off = 0, end, frame_max = 1u << 20;
-	uint8_t *frame = NULL;
+	size_t off = sizeof(struct ship_snapshots_hdr), end;
 	int err = 0;
 
 	while (!err && off < b->snaps_len) {
 		struct ship_snapshots_hdr hdr = { .task_id = task_id };
 
-		/* Whole records up to frame_max bytes, at least one (a record is under 100 KiB). */
 		end = off;
 		while (end < b->snaps_len &&
-		       (end == off ||
-			end - off + snapshot_bytes((const void *)(b->snaps + end)) <= frame_max)) {
+		       (end == off || end - off + snapshot_bytes((const void *)(b->snaps + end)) <=
+					      SNAPS_FRAME_MAX)) {
 			end += snapshot_bytes((const void *)(b->snaps + end));
 			hdr.count++;
 		}
-		if (!frame) {
-			frame = malloc(sizeof(hdr) + frame_max + sizeof(struct ship_snapshot) +
-				       ROVER_MAX_STACK_DEPTH * 8 + SHIP_SNAPSHOT_MAX_STACK);
-			if (!frame)
-				return -ENOMEM;
-		}
-		memcpy(frame, &hdr, sizeof(hdr));
-		memcpy(frame + sizeof(hdr), b->snaps + off, end - off);
-		err = ipc_send(sock, MSG_SHIP_SNAPSHOTS, frame, (uint32_t)(sizeof(hdr) + end - off), -1);
+		memcpy(b->snaps + off - sizeof(hdr), &hdr, sizeof(hdr));
+		err = ipc_send(sock, MSG_SHIP_SNAPSHOTS, b->snaps + off - sizeof(hdr),
+			       (uint32_t)(sizeof(hdr) + end - off), -1);
 		off = end;
 	}
-	free(frame);
 	b->snaps_len = 0;
 	if (!err)
 		b->snaps_value = 0;
