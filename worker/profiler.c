@@ -22,6 +22,12 @@
  */
 #define STACK_MAP_ENTRIES 16384
 #define COUNTS_ENTRIES 16384
+/*
+ * With snapshots the two maps hold only the events whose snapshot failed (ring buffer full,
+ * no stack byte readable). The kernel preallocates both maps whole, the stack map at about
+ * 1 KiB an entry: at full size they cost more to create than the task's snapshots to read.
+ */
+#define FALLBACK_ENTRIES 1024
 /* OFF_CPU: threads of the targets off the CPU at once. */
 #define STARTS_ENTRIES 16384
 /*
@@ -145,9 +151,9 @@ static uint32_t snap_ring_bytes(uint64_t rate)
 static void size_maps(struct bpf_map *stacks, struct bpf_map *c0, struct bpf_map *c1,
 		      struct bpf_map *snaps, uint32_t snap_bytes)
 {
-	bpf_map__set_max_entries(stacks, STACK_MAP_ENTRIES);
-	bpf_map__set_max_entries(c0, COUNTS_ENTRIES);
-	bpf_map__set_max_entries(c1, COUNTS_ENTRIES);
+	bpf_map__set_max_entries(stacks, snap_bytes ? FALLBACK_ENTRIES : STACK_MAP_ENTRIES);
+	bpf_map__set_max_entries(c0, snap_bytes ? FALLBACK_ENTRIES : COUNTS_ENTRIES);
+	bpf_map__set_max_entries(c1, snap_bytes ? FALLBACK_ENTRIES : COUNTS_ENTRIES);
 	if (snap_bytes)
 		bpf_map__set_max_entries(snaps, snap_bytes);
 }
