@@ -1143,25 +1143,31 @@ int symbolizer__open_mapping(struct symbolizer *sym, int pid, const struct sym_m
 	return sym->opener.open_mapped_file(sym->opener.ctx, pid, m->start, m->end);
 }
 
+void symbolizer__load_kernel(struct symbolizer *sym)
+{
+	int fd;
+
+	if (!sym || sym->ks_tried)
+		return;
+	/* Once: without privilege kallsyms reads as zeros, and will not change. */
+	sym->ks_tried = true;
+	fd = sym->opener.open_kallsyms(sym->opener.ctx);
+	if (fd >= 0) {
+		sym->ks = kallsyms__load(fd);
+		close(fd);
+	}
+}
+
 int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t len)
 {
 	const char *name;
-	int fd;
 
 	if (!sym || (!buf && len)) {
 		write_name(buf, len, unknown);
 		return -EINVAL;
 	}
 	sym->stats.lookups++;
-	if (!sym->ks_tried) {
-		/* Once: without privilege kallsyms reads as zeros, and will not change. */
-		sym->ks_tried = true;
-		fd = sym->opener.open_kallsyms(sym->opener.ctx);
-		if (fd >= 0) {
-			sym->ks = kallsyms__load(fd);
-			close(fd);
-		}
-	}
+	symbolizer__load_kernel(sym);
 	name = kallsyms__lookup(sym->ks, addr);
 	if (!name) {
 		sym->stats.unnamed++;

@@ -50,6 +50,14 @@ int symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, char *buf, 
 /* Same for kernel addresses, from /proc/kallsyms, modules included ("[unknown]" fallback). */
 int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t len);
 
+/*
+ * Reads /proc/kallsyms now if it was never read (symbolizer__kernel does it at the first
+ * kernel address otherwise). Generating it costs the kernel tens of milliseconds: the shipper
+ * pays that once, at its first task, rather than in whichever later task first meets a kernel
+ * frame.
+ */
+void symbolizer__load_kernel(struct symbolizer *sym);
+
 /* Takes a snapshot of pid's mappings now (call early: the process may exit). 0 or -errno. */
 int symbolizer__load_pid(struct symbolizer *sym, int pid);
 

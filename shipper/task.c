@@ -109,6 +109,7 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 			     : profile__new("samples", "count", (uint64_t)spec->period_us * 1000);
 	if (!t->profile)
 		return -ENOMEM;
+	symbolizer__load_kernel(sym);
 	for (uint32_t i = 0; i < spec->npids; i++) {
 		read_comm(spec->pids[i], t->comms[i]);
 		/* Mappings now, while the process surely exists; failures show up as [unknown]. */
