@@ -7,8 +7,11 @@
 #include "bpf/stackcount.bpf.h"
 
 SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx)
+int on_cpu_sample(void *ctx)
 {
+	/* The context starts with the sampled registers (struct bpf_perf_event_data). */
+	struct rover_pt_regs *regs = ctx;
+
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sc_key key = {};
 
@@ -16,9 +19,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	stat_inc(SC_STAT_EVENTS);
 	if (unwind_dwarf) {
-		/* The context gives pt_regs fields only as whole 8-byte words; cs is 2 bytes of one. */
-		__u64 cs = *(__u64 *)((void *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-		__u64 ip = ctx->regs.ip, sp = ctx->regs.sp, bp = ctx->regs.bp;
+		/* The context gives pt_regs fields only as whole 8-byte words: cs is read whole. */
+		__u64 cs = regs->cs;
+		__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
 
 		/* Loads from the context stay here: merged with the pt_regs ones below, they fail. */
 		asm volatile("" : "+r"(ip), "+r"(sp), "+r"(bp), "+r"(cs));
