@@ -290,6 +290,13 @@ static void start_roles(struct launcher *l, int which)
 			continue;
 		l->role_pid[i] = start_role(l, bins[i]);
 		l->role_started_at[i] = now_mono_ms();
+		if (l->role_pid[i] < 0) {
+			/* No process to reap: try again after the usual restart delay. */
+			log_warn("starting %s: %s", bins[i], strerror(errno));
+			l->role_pid[i] = 0;
+			l->role_restart_at[i] = now_mono_ms() + ROLE_RESTART_MAX_MS;
+			continue;
+		}
 		spawner__set_role_pid(l->sp, roles[i], l->role_pid[i]);
 	}
 }
@@ -779,6 +786,7 @@ static int make_spool_dir(const char *dir, uid_t uid, gid_t gid)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	int fd, err = 0;
 
 	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
@@ -792,11 +800,17 @@ static int make_spool_dir(const char *dir, uid_t uid, gid_t gid)
 	}
 	if (mkdir(path, 0700) && errno != EEXIST)
 		return -errno;
-	if (lstat(path, &st) || !S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (geteuid() == 0 && (chown(path, uid, gid) || chmod(path, 0700)))
-		return -errno;
-	return 0;
+	/* By descriptor, never following a link: a path swapped for a symbolic link between
+	 * the mkdir and here must not get another file chowned to the rover user. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -ENOTDIR : -errno;
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode))
+		err = -ENOTDIR;
+	else if (geteuid() == 0 && (fchown(fd, uid, gid) || fchmod(fd, 0700)))
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 /*

@@ -31,6 +31,9 @@
 /* At most this many processes per reportProcesses call; more go in the next call. */
 #define REPORT_BATCH 256
 #define MAX_BAD_LOGGED 32
+/* An entity the backend answered without an id is reported again after this long, not at
+ * every round: a backend that never names some entity must not get four reports a second. */
+#define REPORT_RETRY_MS 10000
 
 struct bk_running {
 	struct sw_task t;
@@ -46,6 +49,7 @@ struct backend {
 	pthread_t report_thr, task_thr;
 	int report_started, task_started;
 	volatile int stopping;
+	volatile int reported_once; /* discovery ran and its entities were reported */
 	int wake[2]; /* written to on stop: threads sleep in poll on it */
 
 	pthread_mutex_t state_lock;
@@ -234,11 +238,16 @@ static int report_entities(struct backend *b, struct disc_entity *ents, size_t n
 
 	if (!batch)
 		return -ENOMEM;
+	uint64_t now = now_mono_ms();
+
 	for (size_t i = 0; i <= n && !err; i++) {
-		if (i < n && (all || !ents[i].process_id[0]))
+		if (i < n && (all || (!ents[i].process_id[0] &&
+				      (!ents[i].tried_ms || now - ents[i].tried_ms >= REPORT_RETRY_MS))))
 			batch[nb++] = ents[i];
 		if (nb && (nb == REPORT_BATCH || i == n)) {
 			err = report(b, batch, nb, rb);
+			if (!err)
+				discovery__mark_tried(b->disc, batch, nb, now);
 			nb = 0;
 		}
 	}
@@ -266,7 +275,14 @@ static void *report_main(void *arg)
 		size_t n = 0;
 		uint64_t now = now_mono_ms();
 
-		if (oap_backoff__ready(&bo, now) && !discovery__entities(b->disc, &ents, &n)) {
+		/* Discovery ran and nothing waits for an id: tasks may be looked up. */
+		if (!b->reported_once && discovery__scans(b->disc) &&
+		    !discovery__unreported(b->disc, now, 0))
+			b->reported_once = 1;
+		/* Copies of the entities only when there is something to send. */
+		if (oap_backoff__ready(&bo, now) && discovery__scans(b->disc) &&
+		    (now >= next_hb || discovery__unreported(b->disc, now, REPORT_RETRY_MS)) &&
+		    !discovery__entities(b->disc, &ents, &n)) {
 			int err = 0;
 
 			if (now >= next_hb) {
@@ -280,10 +296,13 @@ static void *report_main(void *arg)
 			}
 			if (!err)
 				err = report_entities(b, ents, n, 0, rb);
-			if (err)
+			if (err) {
 				oap_backoff__failed(&bo, now_mono_ms());
-			else
+			} else {
 				oap_backoff__success(&bo);
+				/* Tasks name processes by the ids these answers gave. */
+				b->reported_once = 1;
+			}
 			free(ents);
 		}
 		nap(b, 250);
@@ -319,15 +338,25 @@ static void send_stop(struct backend *b, const char *sw_task_id)
 		log_warn("task %s: stopping: main loop unreachable", sw_task_id);
 }
 
-/* Starts t now for run_ms: one rover task per process id found on this host. */
-static void start_task(struct backend *b, const struct sw_task *t, uint64_t run_ms)
+/*
+ * Starts t now for run_ms: one rover task per process id found on this host. Returns how many
+ * started, or -ENOENT when none of its processes is known here (yet).
+ */
+static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_ms)
 {
-	int started = 0;
+	int started = 0, known = 0;
 
 	if (t->target_type == TASK_NETWORK) {
 		log_warn("task %s: NETWORK profiling is not supported yet, skipping", t->task_id);
-		return;
+		return 0;
 	}
+	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
+		int32_t pids[ROVER_MAX_PIDS];
+
+		known += discovery__pids_of(b->disc, t->process_ids[i], pids, ROVER_MAX_PIDS) > 0;
+	}
+	if (!known)
+		return -ENOENT;
 	/* A new task of the same identity replaces the one running. */
 	for (int i = 0; i < b->nrunning; i++) {
 		if (!sw_task__same_identity(&b->running[i].t, t) ||
@@ -374,6 +403,18 @@ static void start_task(struct backend *b, const struct sw_task *t, uint64_t run_
 		log_info("task %s: %s for %llu ms on %d process(es)", t->task_id,
 			 t->target_type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
 			 (unsigned long long)run_ms, started);
+	return started;
+}
+
+/* Keeps t to try again at each tick until it starts or its time is over. */
+static void keep_pending(struct backend *b, const struct sw_task *t, const char *why)
+{
+	if (b->npending == MAX_PENDING) {
+		log_warn("task %s: %d tasks already wait, skipping", t->task_id, MAX_PENDING);
+		return;
+	}
+	b->pending[b->npending++] = *t;
+	log_info("task %s %s", t->task_id, why);
 }
 
 static void handle_task(struct backend *b, const struct sw_task *t)
@@ -385,18 +426,18 @@ static void handle_task(struct backend *b, const struct sw_task *t)
 	remember_task(b, t->task_id);
 	switch (sw_task__when(t, now_unix_ms(), &run_ms)) {
 	case SW_TASK_NOW:
-		start_task(b, t, run_ms);
+		/* Its processes may not be discovered or reported yet (just after a restart). */
+		if (start_task(b, t, run_ms) == -ENOENT)
+			keep_pending(b, t, "waits for its processes to be discovered here");
 		break;
-	case SW_TASK_LATER:
-		if (b->npending == MAX_PENDING) {
-			log_warn("task %s: %d tasks already wait for their start, skipping",
-				 t->task_id, MAX_PENDING);
-			break;
-		}
-		b->pending[b->npending++] = *t;
-		log_info("task %s scheduled to start in %lld ms", t->task_id,
+	case SW_TASK_LATER: {
+		char why[64];
+
+		snprintf(why, sizeof(why), "scheduled to start in %lld ms",
 			 (long long)(t->start_time_ms - now_unix_ms()));
+		keep_pending(b, t, why);
 		break;
+	}
 	case SW_TASK_EXPIRED:
 		log_info("task %s ended before it reached this agent, skipping", t->task_id);
 		break;
@@ -487,7 +528,7 @@ static void *task_main(void *arg)
 	struct backend *b = arg;
 	uint64_t every = b->cfg->profiling.check_interval_ms ? b->cfg->profiling.check_interval_ms
 							   : 10000;
-	uint64_t next = 0;
+	uint64_t next = 0, started_ms = now_mono_ms();
 	struct oap_backoff bo;
 
 	oap_backoff__init(&bo, 1000, 30000);
@@ -495,6 +536,12 @@ static void *task_main(void *arg)
 		uint64_t now = now_mono_ms(), unow = now_unix_ms();
 
 		drain_main(b);
+		/* The first query waits (15 s at most) until the processes are reported: its tasks
+		 * name processes by the ids those answers give. */
+		if (!b->reported_once && now - started_ms < 15000) {
+			nap(b, 200);
+			continue;
+		}
 		if (now >= next && oap_backoff__ready(&bo, now)) {
 			if (query(b))
 				oap_backoff__failed(&bo, now_mono_ms());
@@ -505,10 +552,15 @@ static void *task_main(void *arg)
 		for (int i = 0; i < b->npending; i++) {
 			uint64_t run_ms;
 
-			if (sw_task__when(&b->pending[i], unow, &run_ms) == SW_TASK_LATER)
+			enum sw_task_when w = sw_task__when(&b->pending[i], unow, &run_ms);
+
+			if (w == SW_TASK_LATER)
 				continue;
-			if (sw_task__when(&b->pending[i], unow, &run_ms) == SW_TASK_NOW)
-				start_task(b, &b->pending[i], run_ms);
+			if (w == SW_TASK_NOW && start_task(b, &b->pending[i], run_ms) == -ENOENT)
+				continue; /* not here yet: again at the next tick, until it expires */
+			if (w == SW_TASK_EXPIRED)
+				log_info("task %s ended before its processes were found here",
+					 b->pending[i].task_id);
 			b->pending[i--] = b->pending[--b->npending];
 		}
 		for (int i = 0; i < b->nrunning; i++)

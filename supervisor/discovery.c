@@ -25,14 +25,21 @@
 struct disc_proc {
 	int pid;
 	uint64_t starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
+	uint64_t cmd_hash;  /* of its command line: an exec or an argv rewrite changes it */
 	uint64_t seen;      /* scan number */
 	int entity;         /* index into entities, -1: matched no finder */
 };
+
+/* Open-addressing index of procs by pid, rebuilt at each scan: lookups stay O(1) with many
+ * processes (a linear search per pid made a scan quadratic). */
+#define DISC_INDEX_SLOTS (2 * DISC_MAX_PROCS)
 
 struct disc_slot {
 	struct disc_entity e;
 	uint64_t seen;
 	int used;
+	int oldest_pid; /* during a scan's end */
+	uint64_t oldest_start;
 };
 
 struct discovery {
@@ -46,6 +53,8 @@ struct discovery {
 	uint64_t generation;
 	struct disc_proc *procs;
 	size_t nprocs;
+	int32_t *index; /* DISC_INDEX_SLOTS entries: proc index + 1, 0 empty */
+	size_t free_hint; /* procs below it are all in use (this scan) */
 	struct disc_slot *ents;
 	size_t nents;
 	char last_err[256]; /* the last render error logged: each distinct one is logged once */
@@ -148,7 +157,8 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	snprintf(d->proc_root, sizeof(d->proc_root), "%s", proc_root ? proc_root : "/proc");
 	d->procs = calloc(DISC_MAX_PROCS, sizeof(*d->procs));
 	d->ents = calloc(DISC_MAX_ENTITIES, sizeof(*d->ents));
-	if (!d->procs || !d->ents) {
+	d->index = calloc(DISC_INDEX_SLOTS, sizeof(*d->index));
+	if (!d->procs || !d->ents || !d->index) {
 		discovery__free(d);
 		errno = ENOMEM;
 		return NULL;
@@ -170,6 +180,7 @@ void discovery__free(struct discovery *d)
 	if (!d)
 		return;
 	pcre2_match_context_free(d->mctx);
+	free(d->index);
 	free(d->procs);
 	free(d->ents);
 	free(d);
@@ -236,12 +247,47 @@ static int read_cmdline(const char *root, int pid, char *buf, size_t len, char *
 	return 0;
 }
 
+static size_t pid_slot(int pid)
+{
+	return ((size_t)(uint32_t)pid * 2654435761u) % DISC_INDEX_SLOTS;
+}
+
+static void index_add(struct discovery *d, size_t i)
+{
+	size_t h = pid_slot(d->procs[i].pid);
+
+	while (d->index[h])
+		h = (h + 1) % DISC_INDEX_SLOTS;
+	d->index[h] = (int32_t)i + 1;
+}
+
+/* The index of the live procs, from scratch (slots of exited ones are dropped with it). */
+static void index_rebuild(struct discovery *d)
+{
+	memset(d->index, 0, DISC_INDEX_SLOTS * sizeof(*d->index));
+	for (size_t i = 0; i < d->nprocs; i++)
+		if (d->procs[i].pid)
+			index_add(d, i);
+}
+
 static struct disc_proc *proc_find(struct discovery *d, int pid)
 {
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (d->procs[i].pid == pid)
-			return &d->procs[i];
+	for (size_t h = pid_slot(pid); d->index[h]; h = (h + 1) % DISC_INDEX_SLOTS) {
+		struct disc_proc *p = &d->procs[d->index[h] - 1];
+
+		if (p->pid == pid)
+			return p;
+	}
 	return NULL;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
 }
 
 static void log_render_error(struct discovery *d, const char *what, const char *err)
@@ -427,6 +473,8 @@ int discovery__scan(struct discovery *d)
 		return -errno;
 	pthread_mutex_lock(&d->lock);
 	d->scan++;
+	index_rebuild(d);
+	d->free_hint = 0;
 	while ((de = readdir(dir))) {
 		const struct config_finder *f;
 		struct disc_entity e;
@@ -441,15 +489,14 @@ int discovery__scan(struct discovery *d)
 		if (read_starttime(d->proc_root, (int)pid, &st))
 			continue;
 		p = proc_find(d, (int)pid);
-		if (p && p->starttime == st) {
-			p->seen = d->scan;
-			continue; /* known: matched or not, its command line is what it was */
-		}
-		if (p)
-			p->pid = 0; /* the pid was reused */
+		/* Read every time: an exec keeps pid and start time but not the command line. */
 		if (read_cmdline(d->proc_root, (int)pid, cmdline, sizeof(cmdline), argv0,
 				 sizeof(argv0)))
 			continue;
+		if (p && p->starttime == st && p->cmd_hash == hash_str(cmdline)) {
+			p->seen = d->scan;
+			continue; /* known: matched or not, as it was */
+		}
 		f = match(d, cmdline, groups, &ngroups, store, sizeof(store));
 		idx = -1;
 		if (f) {
@@ -468,45 +515,55 @@ int discovery__scan(struct discovery *d)
 			}
 		}
 		if (!p) {
-			for (size_t i = 0; i < d->nprocs && !p; i++)
-				if (!d->procs[i].pid)
-					p = &d->procs[i];
-			if (!p && d->nprocs < DISC_MAX_PROCS)
+			/* A free slot: reused ones first (their index entries went at the rebuild). */
+			while (d->free_hint < d->nprocs && d->procs[d->free_hint].pid)
+				d->free_hint++;
+			if (d->free_hint < d->nprocs)
+				p = &d->procs[d->free_hint];
+			else if (d->nprocs < DISC_MAX_PROCS)
 				p = &d->procs[d->nprocs++];
 			if (!p)
 				continue;
+			*p = (struct disc_proc){ .pid = (int)pid };
+			index_add(d, (size_t)(p - d->procs));
 		}
-		*p = (struct disc_proc){ .pid = (int)pid, .starttime = st, .seen = d->scan,
-					 .entity = idx };
+		*p = (struct disc_proc){ .pid = (int)pid, .starttime = st, .cmd_hash = hash_str(cmdline),
+					 .seen = d->scan, .entity = idx };
 	}
 	closedir(dir);
 	/* Exited processes are forgotten; an entity lives while one of its processes does. */
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (d->procs[i].pid && d->procs[i].seen != d->scan)
-			d->procs[i].pid = 0;
+	for (size_t i = 0; i < d->nents; i++) {
+		d->ents[i].oldest_pid = 0;
+		d->ents[i].oldest_start = UINT64_MAX;
+	}
+	for (size_t k = 0; k < d->nprocs; k++) {
+		struct disc_proc *p = &d->procs[k];
+		struct disc_slot *e;
+
+		if (p->pid && p->seen != d->scan)
+			p->pid = 0;
+		if (!p->pid || p->entity < 0 || (size_t)p->entity >= d->nents)
+			continue;
+		e = &d->ents[p->entity];
+		if (p->starttime < e->oldest_start) {
+			e->oldest_start = p->starttime;
+			e->oldest_pid = p->pid;
+		}
+	}
 	for (size_t i = 0; i < d->nents; i++) {
 		struct disc_slot *s = &d->ents[i];
-		uint64_t oldest_start = UINT64_MAX;
-		int oldest = 0;
 
 		if (!s->used)
 			continue;
-		for (size_t k = 0; k < d->nprocs; k++) {
-			if (!d->procs[k].pid || d->procs[k].entity != (int)i)
-				continue;
-			if (d->procs[k].starttime < oldest_start) {
-				oldest_start = d->procs[k].starttime;
-				oldest = d->procs[k].pid;
-			}
-		}
-		if (!oldest) {
+		if (!s->oldest_pid) {
 			s->used = 0;
 			continue;
 		}
 		/* The oldest process stands for the entity; the backend hears of a change. */
-		if (s->e.pid != oldest) {
-			s->e.pid = oldest;
+		if (s->e.pid != s->oldest_pid) {
+			s->e.pid = s->oldest_pid;
 			s->e.process_id[0] = 0;
+			s->e.tried_ms = 0;
 			s->e.generation = ++d->generation;
 		}
 		n++;
@@ -570,6 +627,49 @@ int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pid
 			if (d->procs[k].pid && d->procs[k].entity == (int)i)
 				pids[n++] = d->procs[k].pid;
 	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+void discovery__mark_tried(struct discovery *d, const struct disc_entity *ents, size_t n,
+			   uint64_t now_ms)
+{
+	pthread_mutex_lock(&d->lock);
+	for (size_t k = 0; k < n; k++) {
+		for (size_t i = 0; i < d->nents; i++) {
+			struct disc_entity *e = &d->ents[i].e;
+
+			if (d->ents[i].used && e->pid == ents[k].pid && same_entity(e, &ents[k])) {
+				e->tried_ms = now_ms;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+size_t discovery__unreported(struct discovery *d, uint64_t now_ms, uint64_t retry_ms)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nents; i++) {
+		const struct disc_entity *e = &d->ents[i].e;
+
+		if (d->ents[i].used && !e->process_id[0] &&
+		    (!e->tried_ms || now_ms - e->tried_ms >= retry_ms))
+			n++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+uint64_t discovery__scans(struct discovery *d)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&d->lock);
+	n = d->scan;
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }

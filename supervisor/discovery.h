@@ -49,6 +49,7 @@ struct disc_entity {
 	char cmdline[DISC_CMDLINE_LEN];
 	char process_id[ROVER_SW_ID_LEN]; /* the backend's id; "" until it answered */
 	uint64_t generation;              /* bumped when first seen or when its pid changed */
+	uint64_t tried_ms; /* last report without an id in the answer (monotonic ms), 0: none */
 };
 
 /* The launcher's answer about a pid; 0 or -errno. */
@@ -72,6 +73,17 @@ int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *r
 int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
 			      const char *service, const char *instance, const char *process,
 			      const char *process_id);
+
+/* Reports of these entities were sent (now_ms, monotonic): those still without an id are
+ * not sent again before a retry delay. */
+void discovery__mark_tried(struct discovery *d, const struct disc_entity *ents, size_t n,
+			   uint64_t now_ms);
+
+/* How many entities have no id and were not tried in the last retry_ms. */
+size_t discovery__unreported(struct discovery *d, uint64_t now_ms, uint64_t retry_ms);
+
+/* Scans done so far. */
+uint64_t discovery__scans(struct discovery *d);
 
 /* The live pids of the entity with that backend process id, at most max. Returns how many. */
 int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pids, int max);

@@ -75,6 +75,7 @@ struct supervisor {
 	struct backend *bk;
 	int bk_fd;   /* main loop's end of the socketpair to the backend threads */
 	int disc_fd; /* discovery connection to the launcher */
+	int config_refused;
 	uint64_t next_scan_ms;
 };
 
@@ -249,6 +250,8 @@ static int connect_shipper(struct supervisor *s, unsigned wait_ms)
 	return err;
 }
 
+static void shipper_lost(struct supervisor *s, int err);
+
 /*
  * Takes slot t for spec: the output goes to the shipper (out_fd for a client's file, bk for
  * the backend), then a worker is asked for. 0, or -errno once the task has failed.
@@ -279,7 +282,8 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 		err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), out_fd);
 	}
 	if (err) {
-		close_fd(&s->shipper);
+		/* The others it held are lost with it: they fail now, not wait forever. */
+		shipper_lost(s, err);
 		task_fail(s, t, -err, "handing the output to the shipper: %s", strerror(-err));
 		return err;
 	}
@@ -321,9 +325,14 @@ static int on_backend(struct supervisor *s)
 			return -EPROTO;
 		for (int i = 0; i < MAX_TASKS; i++) {
 			t = &s->tasks[i];
-			if (t->state != T_FREE && t->backend && t->worker >= 0 &&
-			    !strcmp(t->bk.sw_task_id, st->sw_task_id))
+			if (t->state == T_FREE || !t->backend || t->failed ||
+			    strcmp(t->bk.sw_task_id, st->sw_task_id))
+				continue;
+			if (t->worker >= 0)
 				ipc_send(t->worker, MSG_TASK_STOP, NULL, 0, -1);
+			else if (t->state == T_SPAWNING)
+				/* Its worker, when it comes, is stale and sent away. */
+				task_fail(s, t, ECANCELED, "replaced before it started");
 		}
 		return 0;
 	}
@@ -336,7 +345,9 @@ static int on_backend(struct supervisor *s)
 		    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)))
 			return -EPROTO;
 		err = check_client_spec(&spec, why, sizeof(why));
-		if (!err && s->shipper < 0 && connect_shipper(s, 3000)) {
+		/* One try: the main loop never waits for a restarting shipper on the backend's
+		 * behalf (a task over many processes would hold it that many times). */
+		if (!err && s->shipper < 0 && connect_shipper_once(s)) {
 			err = -EAGAIN;
 			snprintf(why, sizeof(why), "the shipper is not available");
 		}
@@ -453,7 +464,9 @@ static int on_spawner(struct supervisor *s)
 		return 0;
 	}
 	case MSG_WORKER_EXITED: {
-		const struct msg_worker_exit *x = s->msg.buf;
+		/* A copy: reading the worker's last words below reuses s->msg. */
+		const struct msg_worker_exit xc = *(const struct msg_worker_exit *)s->msg.buf;
+		const struct msg_worker_exit *x = &xc;
 
 		t = task_by_id(s, x->task_id);
 		/* Its last words may still wait in its socket: read them before judging. */
@@ -745,6 +758,7 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	err = config__passed_load(passed, s->cfg, errbuf, sizeof(errbuf), config_warn, NULL);
 	if (err) {
 		log_err("%s", errbuf);
+		s->config_refused = 1;
 		goto cleanup;
 	}
 	if (!strcasecmp(s->cfg->logger_level, "debug"))
@@ -774,6 +788,14 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 		goto cleanup;
 	}
 	s->bk_fd = sv[0];
+	/* Neither side may block the other for good: a send that cannot go in 5 s fails. */
+	err = ipc_set_timeouts(sv[0]);
+	if (!err)
+		err = ipc_set_timeouts(sv[1]);
+	if (err) {
+		close(sv[1]);
+		goto cleanup;
+	}
 	opts.addr = s->cfg->backend.addr;
 	opts.tls = s->cfg->backend.enable_tls;
 	opts.ca_pem = passed->bytes[PASSED_CA];
@@ -871,7 +893,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	if (config__passed_given(&passed) && backend_setup(&s, &passed)) {
 		log_err("backend setup failed");
-		return 78; /* EX_CONFIG: the launcher does not restart us for this */
+		/* EX_CONFIG stops the agent (a restart would refuse it again); anything else is
+		 * worth a restart. */
+		return s.config_refused ? 78 : 1;
 	}
 	/* Clients come once the pipeline is whole; a shipper started later is picked up too. */
 	if (connect_shipper(&s, 10000))

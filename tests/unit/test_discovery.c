@@ -263,3 +263,44 @@ Test(discovery, cluster_name_prefixes_services)
 	free(e);
 	discovery__free(d);
 }
+
+Test(discovery, exec_keeps_pid_and_start_time_but_is_matched_again)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+
+	load(finders);
+	/* A shell wrapper that later execs the real program: same pid, same start time. */
+	add_proc(600, 5, "/bin/sh", "-c exec worker");
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "'-c exec worker' matches the worker finder");
+	del_proc(600);
+	add_proc(600, 5, "/usr/bin/unrelated", NULL);
+	cr_assert_eq(discovery__scan(d), 0, "after the exec it matches nothing: forgotten");
+	del_proc(600);
+	add_proc(600, 5, "/usr/bin/worker", NULL);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_str_eq(e[0].process, "worker");
+	free(e);
+	discovery__free(d);
+}
+
+Test(discovery, many_processes_scan)
+{
+	struct discovery *d;
+	int32_t pids[ROVER_MAX_PIDS];
+
+	load(finders);
+	for (int pid = 1000; pid < 3000; pid++)
+		add_proc(pid, (unsigned long long)pid, pid % 2 ? "/usr/bin/worker" : "/usr/bin/other",
+			 NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "1000 workers are one entity");
+	cr_assert_eq(discovery__scan(d), 1, "and stay one on a second scan");
+	cr_assert_eq(discovery__set_process_id(d, 1001, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1, "the oldest (pid 1001) stands for it");
+	cr_expect_eq(discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS), ROVER_MAX_PIDS);
+	discovery__free(d);
+}
