@@ -256,7 +256,8 @@ static int parse_name(const char *name, uint64_t *ret_seq)
 			return -EINVAL;
 	errno = 0;
 	seq = strtoull(name, &end, 16);
-	if (errno || end != name + 16)
+	/* Far below the wrap: a crafted name must not make new batches reuse loaded ones' seqs. */
+	if (errno || end != name + 16 || seq >= (1ull << 62))
 		return -EINVAL;
 	*ret_seq = seq;
 	return 0;
@@ -622,13 +623,16 @@ int spool__take(struct spool *sp, int timeout_ms, struct spool_batch *ret)
 			pthread_mutex_unlock(&sp->lock);
 			err = read_back(sp->dirfd, e, &data, &detail);
 			pthread_mutex_lock(&sp->lock);
-			if (err == -EBADMSG) {
+			/* Any failure to read it back (not only a bad header or CRC: EIO, a FIFO
+			 * put in its place) drops it: retrying the head forever would hold every
+			 * batch behind it, and spin. */
+			if (err && err != -ENOMEM) {
 				char name[NAME_LEN];
 				struct entry *prev = NULL;
 
 				name_of(name, e->seq);
 				find(sp, e->seq, &prev);
-				report_corrupt(sp, name, detail);
+				report_corrupt(sp, name, err == -EBADMSG ? detail : strerror(-err));
 				unlink_entry(sp, e, prev);
 				err = 0;
 				continue;

@@ -264,8 +264,11 @@ static void *upload_main(void *arg)
 		err = spool__take(u->sp, -1, &b);
 		if (err == -EINTR)
 			break;
-		if (err)
+		if (err) {
+			/* Out of memory reading a batch back: wait as after a failed send. */
+			oap_backoff__failed(&u->backoff, now_mono_ms());
 			continue;
+		}
 		err = send_batch(u, &b, &st);
 		pthread_mutex_lock(&u->lock);
 		if (err) {
