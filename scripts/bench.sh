@@ -9,32 +9,10 @@ B=${OUT:-build}
 DUR=${BENCH_SECONDS:-10}
 PERIOD_MS=${BENCH_PERIOD_MS:-9}
 FREQ=$((1000 / PERIOD_MS))
-work=$(mktemp -d /tmp/rover-bench.XXXXXX)
-chmod 755 "$work"
-
-CG=""
-for c in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	if [ -f "$c/cgroup.procs" ] && mkdir -p "$c/rover-bench.$$" 2>/dev/null; then
-		CG="$c/rover-bench.$$"
-		break
-	fi
-done
-[ -n "$CG" ] || { echo "bench: needs a writable cgroup v2 hierarchy (run as root)"; exit 1; }
-W="" S=""
-cleanup() {
-	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
-	[ -n "$W" ] && kill "$W" 2>/dev/null
-	rm -rf "$work"
-	sleep 0.2
-	find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null || true
-}
-trap cleanup EXIT
+. scripts/bench_lib.sh
+bench_setup rover-bench
 
 cg_new() { mkdir -p "$CG/$1" && echo "$CG/$1"; }
-cg_usec() { awk '/^usage_usec/ { print $2 }' "$1/cpu.stat"; }
-# run_in CGROUP CMD...: the command and everything it starts are counted in CGROUP.
-run_in() { echo "$BASHPID" > "$1/cgroup.procs"; shift; exec "$@"; }
-sec() { awk -v u="$1" 'BEGIN { printf "%.4f", u / 1e6 }'; }
 
 # Highest VmHWM (kB) of each process named rover* in cgroup $1 while file $2 is absent.
 watch_rss() {

@@ -11,28 +11,8 @@ B=${OUT:-build}
 DUR=${BENCH_UNWIND_SECONDS:-10}
 PERIOD_MS=2
 PY=/usr/bin/python3
-work=$(mktemp -d /tmp/rover-bench-unwind.XXXXXX)
-chmod 755 "$work"
-
-CG=""
-for c in /sys/fs/cgroup /sys/fs/cgroup/unified; do
-	if [ -f "$c/cgroup.procs" ] && mkdir -p "$c/rover-bench-unwind.$$" 2>/dev/null; then
-		CG="$c/rover-bench-unwind.$$"
-		break
-	fi
-done
-[ -n "$CG" ] || { echo "bench: needs a writable cgroup v2 hierarchy (run as root)"; exit 1; }
-W="" S=""
-cleanup() {
-	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
-	[ -n "$W" ] && kill "$W" 2>/dev/null
-	rm -rf "$work"
-	sleep 0.2
-	find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null || true
-}
-trap cleanup EXIT
-cg_usec() { awk '/^usage_usec/ { print $2 }' "$1/cpu.stat"; }
-run_in() { echo "$BASHPID" > "$1/cgroup.procs"; shift; exec "$@"; }
+. scripts/bench_lib.sh
+bench_setup rover-bench-unwind
 # Nanoseconds on the CPU of every thread of pid $1.
 sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 

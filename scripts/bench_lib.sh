@@ -1,0 +1,31 @@
+#!/bin/bash
+# What the bench scripts share: a work directory, a cgroup v2 to count CPU in, and a cleanup
+# that stops the workload ($W) and the agent ($S) and removes both. Source it, then call
+# bench_setup NAME.
+cg_usec() { awk '/^usage_usec/ { print $2 }' "$1/cpu.stat"; }
+# run_in CGROUP CMD...: the command and everything it starts are counted in CGROUP.
+run_in() { echo "$BASHPID" > "$1/cgroup.procs"; shift; exec "$@"; }
+sec() { awk -v u="$1" 'BEGIN { printf "%.4f", u / 1e6 }'; }
+
+bench_cleanup() {
+	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
+	[ -n "$W" ] && kill "$W" 2>/dev/null
+	rm -rf "$work"
+	sleep 0.2
+	find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
+
+bench_setup() {
+	work=$(mktemp -d "/tmp/$1.XXXXXX")
+	chmod 755 "$work"
+	CG=""
+	for c in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		if [ -f "$c/cgroup.procs" ] && mkdir -p "$c/$1.$$" 2>/dev/null; then
+			CG="$c/$1.$$"
+			break
+		fi
+	done
+	[ -n "$CG" ] || { echo "bench: needs a writable cgroup v2 hierarchy (run as root)"; exit 1; }
+	W="" S=""
+	trap bench_cleanup EXIT
+}
