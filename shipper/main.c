@@ -637,7 +637,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	opener.ctx = &s.opener;
-	s.sym = symbolizer__new(&opener, 0);
+	s.sym = symbolizer__new(&opener, s.cfg ? (size_t)s.cfg->profiling.symbol_cache_bytes : 0);
 	if (s.sym)
 		s.unw = unwinder__new(s.sym);
 	if (!s.sym || !s.unw) {

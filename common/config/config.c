@@ -223,6 +223,9 @@ static const struct key profiling_keys[] = {
 	{ "active", K_BOOL, CF(profiling.active) },
 	{ "check_interval", K_DUR_MS, CF(profiling.check_interval_ms), NULL, 1, DAY_MS },
 	{ "flush_interval", K_DUR_MS, CF(profiling.flush_interval_ms), NULL, 1, DAY_MS },
+	/* Ours: the shipper's symbol tables, shared by build-id, evicted beyond this. */
+	{ "symbol_cache_bytes", K_BYTES, CF(profiling.symbol_cache_bytes), NULL, 1 << 20,
+	  16ULL << 30 },
 	{ "task", K_MAP, NO_FIELD, task_keys },
 	{ "continuous", K_MAP, NO_FIELD, continuous_keys },
 	{ NULL },
@@ -340,6 +343,7 @@ int config__defaults(struct rover_config *ret_cfg)
 	c.profiling.active = 1;
 	c.profiling.check_interval_ms = 10000;
 	c.profiling.flush_interval_ms = 5000;
+	c.profiling.symbol_cache_bytes = 64ULL << 20;
 	c.profiling.dump_period_us = 9000;
 	c.profiling.network_report_interval_ms = 2000;
 	c.profiling.network_meter_prefix = strdup("rover_net_p");
