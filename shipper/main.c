@@ -140,6 +140,7 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 	int err;
 
 	if (t->backend) {
+		ship_task__end_uploads(t);
 		queue_batches(s, t);
 		ship_task__summarize(t, &w);
 		log_info("task %llu: to the backend: %llu samples taken, %llu queued, %llu dropped "

@@ -67,6 +67,7 @@ void ship_task__free(struct ship_task *t)
 	for (size_t i = 0; t->unwound && i < UNWOUND_SLOTS; i++)
 		stored_free(t->unwound[i]);
 	free(t->unwound);
+	free(t->agg);
 	for (uint32_t i = 0; i < t->npending; i++)
 		free(t->pending[i].b.data);
 	profile__free(t->profile);
@@ -282,70 +283,11 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 	return 0;
 }
 
-int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
-		      const struct ship_count *c, size_t n, struct symbolizer *sym)
-{
-	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
-	/* Until the output is known to be a file, the flush may have to be uploaded. */
-	int upload = t->backend || t->out_fd < 0;
-	struct spool_batch batch = { .task_id = t->task_id };
-	int err = 0;
-
-	if (!t->have_spec || hdr->task_id != t->task_id)
-		return -EPROTO;
-	for (int k = 0; k < LOSS_MAX; k++)
-		t->losses[k] += hdr->losses[k];
-	for (size_t i = 0; i < n && !err; i++)
-		err = count_one(t, &c[i], sym, frames, upload ? &batch : NULL);
-	if (!err && upload && batch.nmsgs) {
-		t->up_taken += batch.samples;
-		keep_pending(t, &batch);
-	}
-	free(batch.data);
-	return err;
-}
-
-/* The named stack of this content for tgid: from the cache, else made and named. */
-static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id,
-		       struct stored_stack **ret_old)
-{
-	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
-	struct stored_stack **slot, *st;
-	int err;
-
-	for (uint32_t i = 0; i < nr; i++)
-		h = (h ^ ips[i]) * 1099511628211ULL;
-	slot = &t->unwound[(h >> 7) % (UNWOUND_SLOTS / 2) + (kind ? UNWOUND_SLOTS / 2 : 0)];
-	st = *slot;
-	/* Upload stack ids of these stacks: above those of the worker's stack map. */
-	*ret_id = SHIP_MAX_STACK_ID + (int32_t)(slot - t->unwound);
-	if (st && st->named_for == tgid && st->nr == nr && !memcmp(st->ips, ips, nr * sizeof(*ips))) {
-		*ret = st;
-		return 0;
-	}
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	st->kind = kind;
-	st->nr = nr;
-	memcpy(st->ips, ips, nr * sizeof(*ips));
-	err = name_stack(st, tgid, sym);
-	if (err) {
-		stored_free(st);
-		return err;
-	}
-	/* The stack it replaces may still be named by this flush's upload: the caller frees it. */
-	*ret_old = *slot;
-	*slot = st;
-	*ret = st;
-	return 0;
-}
-
 /*
  * One flush's snapshots that unwound to the same (kernel stack, user stack) become one upload
  * message with the values added up, as counts from the kernel's map do: the OAP gets one
- * message per distinct stack pair, not one per sample.
+ * message per distinct stack pair, not one per sample. They are held across the flush's
+ * snapshot frames and sent in the batch of its counts, which the worker sends last.
  */
 #define AGG_SLOTS 1024
 
@@ -402,6 +344,84 @@ static int agg_add(struct ship_task *t, struct agg_entry *agg, struct spool_batc
 	return -ENOSPC;
 }
 
+int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
+		      const struct ship_count *c, size_t n, struct symbolizer *sym)
+{
+	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
+	/* Until the output is known to be a file, the flush may have to be uploaded. */
+	int upload = t->backend || t->out_fd < 0;
+	struct spool_batch batch = { .task_id = t->task_id };
+	int err = 0;
+
+	if (!t->have_spec || hdr->task_id != t->task_id)
+		return -EPROTO;
+	for (int k = 0; k < LOSS_MAX; k++)
+		t->losses[k] += hdr->losses[k];
+	for (size_t i = 0; i < n && !err; i++)
+		err = count_one(t, &c[i], sym, frames, upload ? &batch : NULL);
+	/* The flush's counts come after its snapshots: one stream carries both. */
+	if (!err && upload && t->agg)
+		err = agg_flush(t, t->agg, &batch);
+	if (!err && upload && batch.nmsgs) {
+		t->up_taken += batch.samples;
+		keep_pending(t, &batch);
+	}
+	free(batch.data);
+	return err;
+}
+
+/* The named stack of this content for tgid: from the cache, else made and named. */
+static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
+		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id,
+		       struct stored_stack **ret_old)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
+	struct stored_stack **slot, *st;
+	int err;
+
+	for (uint32_t i = 0; i < nr; i++)
+		h = (h ^ ips[i]) * 1099511628211ULL;
+	slot = &t->unwound[(h >> 7) % (UNWOUND_SLOTS / 2) + (kind ? UNWOUND_SLOTS / 2 : 0)];
+	st = *slot;
+	/* Upload stack ids of these stacks: above those of the worker's stack map. */
+	*ret_id = SHIP_MAX_STACK_ID + (int32_t)(slot - t->unwound);
+	if (st && st->named_for == tgid && st->nr == nr && !memcmp(st->ips, ips, nr * sizeof(*ips))) {
+		*ret = st;
+		return 0;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->kind = kind;
+	st->nr = nr;
+	memcpy(st->ips, ips, nr * sizeof(*ips));
+	err = name_stack(st, tgid, sym);
+	if (err) {
+		stored_free(st);
+		return err;
+	}
+	/* The stack it replaces may still be named by this flush's upload: the caller frees it. */
+	*ret_old = *slot;
+	*slot = st;
+	*ret = st;
+	return 0;
+}
+
+int ship_task__end_uploads(struct ship_task *t)
+{
+	struct spool_batch batch = { .task_id = t->task_id };
+	int err = 0;
+
+	if (t->agg)
+		err = agg_flush(t, t->agg, &batch);
+	if (!err && batch.nmsgs) {
+		t->up_taken += batch.samples;
+		keep_pending(t, &batch);
+	}
+	free(batch.data);
+	return err;
+}
+
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
 			 struct unwinder *unw)
 {
@@ -417,8 +437,9 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 
 	if (!t->have_spec || snapshots__begin(&it, buf, len) || it.task_id != t->task_id)
 		return -EPROTO;
-	if (upload && !(agg = calloc(AGG_SLOTS, sizeof(*agg))))
+	if (upload && !t->agg && !(t->agg = calloc(AGG_SLOTS, sizeof(*t->agg))))
 		return -ENOMEM;
+	agg = upload ? t->agg : NULL;
 	if (!t->unwound) {
 		t->unwound = calloc(UNWOUND_SLOTS, sizeof(*t->unwound));
 		if (!t->unwound)
@@ -471,9 +492,8 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 				break;
 		}
 	}
-	if (!rc && agg)
-		rc = agg_flush(t, agg, &batch);
-	free(agg);
+	/* What agg holds goes with the flush's counts (ship_task__counts); batch has only what
+	 * a replaced cache slot forced out. */
 	if (!rc && upload && batch.nmsgs) {
 		t->up_taken += batch.samples;
 		keep_pending(t, &batch);

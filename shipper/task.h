@@ -22,6 +22,7 @@
 #define SHIP_MAX_PENDING 16
 
 struct stored_stack;
+struct agg_entry;
 
 struct ship_task {
 	uint64_t task_id;
@@ -34,6 +35,8 @@ struct ship_task {
 	struct profile *profile;
 	struct stored_stack **stacks; /* by id */
 	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
+	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
+	struct agg_entry *agg;
 	char comms[ROVER_MAX_PIDS][16];
 	uint64_t samples;  /* ON_CPU: samples; OFF_CPU: microseconds off the CPU */
 	uint64_t switches; /* OFF_CPU: times switched back in */
@@ -64,6 +67,10 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym);
+
+/* Uploads what the task holds back (snapshots of a flush whose counts never came, the
+ * worker having ended). 0 or -errno. */
+int ship_task__end_uploads(struct ship_task *t);
 
 /* A MSG_SHIP_SNAPSHOTS payload: each snapshot unwound, named and counted. */
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,

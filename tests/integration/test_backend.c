@@ -506,6 +506,8 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	cr_log_info("samples %ld uploaded %ld in %zu messages, %zu streams; burn_a %ld burn_b %ld",
 		    samples, s.dump_count, s.messages, s.streams, s.burn_a, s.burn_b);
 	cr_expect(s.metadata_ok, "task metadata missing or misplaced");
+	/* One stream per flush (4 s, flush_interval 1 s, and the last partial one). */
+	cr_expect_leq(s.streams, 6, "%zu streams for a 4 s task flushed every second", s.streams);
 	/* One message per distinct stack pair of a flush, not one per sample. */
 	cr_expect_lt(s.messages, (size_t)samples / 2, "%zu messages for %ld samples", s.messages,
 		     samples);
