@@ -50,7 +50,7 @@ obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 COMMON_OBJS     := $(call obj,$(COMMON_SRCS))
 CONFIG_OBJS     := $(call obj,$(CONFIG_SRCS))
 GRPC_OBJS       := $(call obj,$(GRPC_SRCS)) $(OUT)/policy/grpc.o
-LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS))
+LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS)) $(OUT)/policy/launcher.o
 SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
                    $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)
 WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o
@@ -163,6 +163,7 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
+		$(OUT)/policy/launcher.o \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c

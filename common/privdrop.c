@@ -119,9 +119,9 @@ int sandbox_apply(const struct role_policy *pol)
 
 	if (sigaction(SIGSYS, &sa, NULL))
 		return -errno;
-	ctx = seccomp_init(SCMP_ACT_TRAP);
+	ctx = seccomp_init(pol->default_allow ? SCMP_ACT_ALLOW : SCMP_ACT_TRAP);
 #else
-	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	ctx = seccomp_init(pol->default_allow ? SCMP_ACT_ALLOW : SCMP_ACT_KILL_PROCESS);
 #endif
 	if (!ctx)
 		return -ENOMEM;

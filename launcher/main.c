@@ -444,6 +444,8 @@ static int setup(struct launcher *l, const char *sockdir)
 	if (!l->sp)
 		return -errno;
 	err = shed_privileges();
+	if (!err)
+		err = sandbox_apply(&launcher_policy);
 	if (err)
 		return err;
 	if (l->manage_roles)

@@ -28,6 +28,8 @@ struct role_policy {
 	/* A table shared by roles that link the same library (policy/grpc.c), or NULL. */
 	const struct seccomp_entry *shared;
 	const size_t *nshared;
+	/* A denylist (the launcher's, inherited by all it starts): calls not listed run. */
+	int default_allow;
 };
 
 /* What the gRPC C core of an OAP client calls (supervisor, shipper). */
@@ -37,5 +39,6 @@ extern const size_t ngrpc_client_calls;
 extern const struct role_policy supervisor_policy;
 extern const struct role_policy worker_policy;
 extern const struct role_policy shipper_policy;
+extern const struct role_policy launcher_policy;
 
 #endif

@@ -137,6 +137,12 @@ Test(roles, each_role_holds_only_its_privileges_while_a_task_runs)
 	expect_status(launcher, "CapPrm", "000000c4002801e6");
 	expect_status(launcher, "CapBnd", "000000c4002801e6");
 	expect_status(launcher, "NoNewPrivs", "1");
+	/* And a denylist filter that every process it starts inherits (policy/launcher.c): one
+	 * filter in the launcher, its own on top in each role. */
+	expect_status(launcher, "Seccomp", "2");
+	expect_status(launcher, "Seccomp_filters", "1");
+	expect_status(find_child(launcher, SUPERVISOR_COMM), "Seccomp_filters", "2");
+	expect_status(worker, "Seccomp_filters", "2");
 	cr_assert_eq(wait_cmd(c, 30000), 0, "task failed: %s", slurp(errpath, NULL));
 }
 
@@ -325,3 +331,4 @@ Test(roles, refused_tasks_leak_no_descriptors)
 	cr_assert_eq(after, before, "supervisor descriptors %d -> %d over 50 refused tasks", before,
 		     after);
 }
+
