@@ -13,15 +13,24 @@ static enum log_level threshold = LOG_INFO;
 
 void log_init(const char *role)
 {
-	const char *lvl = getenv("ROVER_LOG_LEVEL");
-
 	snprintf(prefix, sizeof(prefix), "%s[%d]", role, (int)getpid());
-	if (lvl && !strcasecmp(lvl, "debug"))
-		threshold = LOG_DEBUG;
-	else if (lvl && !strcasecmp(lvl, "warn"))
-		threshold = LOG_WARN;
-	else if (lvl && !strcasecmp(lvl, "error"))
-		threshold = LOG_ERROR;
+	log_set_level_name(getenv("ROVER_LOG_LEVEL"));
+}
+
+void log_set_level_name(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum log_level level;
+	} names[] = {
+		{ "trace", LOG_DEBUG }, { "debug", LOG_DEBUG }, { "info", LOG_INFO },
+		{ "warn", LOG_WARN },	{ "warning", LOG_WARN }, { "error", LOG_ERROR },
+		{ "fatal", LOG_ERROR }, { "panic", LOG_ERROR },
+	};
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(name, names[i].name))
+			threshold = names[i].level;
 }
 
 void log_set_level(enum log_level level)

@@ -750,36 +750,21 @@ static void config_warn(void *ctx, const char *msg)
 	fprintf(stderr, "rover: config: %s\n", msg);
 }
 
-/* Reads a whole file as root into a buffer (at most max bytes). NULL with errno set. */
-static char *slurp(const char *path, size_t max, size_t *ret_len)
+/* Reads a whole regular file as root (at most CONFIG_MAX_BYTES). NULL with errno set. */
+static char *slurp(const char *path, size_t *ret_len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
-	char *buf;
-	size_t off = 0;
+	char *buf = NULL;
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		int e = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-
-		close(fd);
-		errno = e;
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	while (buf && off < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + off, (size_t)st.st_size - off);
-
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	/* Never a FIFO or a device a config could name: read() on those need not end. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		errno = EINVAL;
+	else
+		buf = config__read_fd(fd, ret_len);
 	close(fd);
-	if (!buf)
-		return NULL;
-	buf[off] = 0;
-	*ret_len = off;
 	return buf;
 }
 
@@ -827,7 +812,7 @@ static int load_run_config(struct launcher *l, const char *path)
 	int err;
 
 	if (path) {
-		l->blob[BLOB_CONFIG] = slurp(path, CONFIG_MAX_BYTES, &l->blob_len[BLOB_CONFIG]);
+		l->blob[BLOB_CONFIG] = slurp(path, &l->blob_len[BLOB_CONFIG]);
 		if (!l->blob[BLOB_CONFIG]) {
 			fprintf(stderr, "rover: config %s: %s\n", path, strerror(errno));
 			return 2;
@@ -854,7 +839,7 @@ static int load_run_config(struct launcher *l, const char *path)
 		for (int i = 0; i < 3 && !err; i++) {
 			if (!paths[i] || !paths[i][0])
 				continue;
-			l->blob[BLOB_CA + i] = slurp(paths[i], 1 << 20, &l->blob_len[BLOB_CA + i]);
+			l->blob[BLOB_CA + i] = slurp(paths[i], &l->blob_len[BLOB_CA + i]);
 			if (!l->blob[BLOB_CA + i]) {
 				fprintf(stderr, "rover: config %s: %s '%s': %s\n",
 					path ? path : "(defaults)", keys[i], paths[i], strerror(errno));

@@ -461,6 +461,9 @@ static int backend_setup(struct shipper *s, struct config_passed *passed)
 		s->cfg = NULL;
 		goto cleanup;
 	}
+	/* ROVER_LOG_LEVEL, for troubleshooting, wins over the config. */
+	if (!getenv("ROVER_LOG_LEVEL"))
+		log_set_level_name(s->cfg->logger_level);
 	so.dir = s->cfg->backend.spool_dir;
 	so.mem_bytes = s->cfg->backend.spool_memory_bytes;
 	so.disk_bytes = s->cfg->backend.spool_disk_bytes;

@@ -761,13 +761,9 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 		s->config_refused = 1;
 		goto cleanup;
 	}
-	if (!strcasecmp(s->cfg->logger_level, "debug"))
-		log_set_level(LOG_DEBUG);
-	else if (!strcasecmp(s->cfg->logger_level, "warn") ||
-		 !strcasecmp(s->cfg->logger_level, "warning"))
-		log_set_level(LOG_WARN);
-	else if (!strcasecmp(s->cfg->logger_level, "error"))
-		log_set_level(LOG_ERROR);
+	/* ROVER_LOG_LEVEL, for troubleshooting, wins over the config. */
+	if (!getenv("ROVER_LOG_LEVEL"))
+		log_set_level_name(s->cfg->logger_level);
 	err = host_facts__gather(&s->host);
 	if (err)
 		goto cleanup;
