@@ -638,7 +638,18 @@ static int loop(struct supervisor *s)
 			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
 				ADD(s->tasks[i].worker, K_WORKER, i);
 #undef ADD
-		if (poll(pfd, (nfds_t)n, s->shipper < 0 || s->disc ? 200 : 1000) < 0) {
+		int timeout = s->shipper < 0 ? 200 : 1000;
+
+		/* Woken for the next discovery scan, not more often. */
+		if (s->disc) {
+			uint64_t now = now_mono_ms();
+
+			if (s->next_scan_ms <= now)
+				timeout = 0;
+			else if (s->next_scan_ms - now < (uint64_t)timeout)
+				timeout = (int)(s->next_scan_ms - now);
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
