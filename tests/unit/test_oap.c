@@ -24,6 +24,7 @@
 
 #include "common/Command.pb-c.h"
 #include "common/grpc/oap.h"
+#include "tests/unit/listening.h"
 #include "common/privdrop.h"
 #include "ebpf/profiling/Continuous.pb-c.h"
 #include "ebpf/profiling/Process.pb-c.h"
@@ -70,41 +71,10 @@ static void teardown(void)
 TestSuite(oap, .init = setup, .fini = teardown, .timeout = 60);
 
 /* Starts a helper that prints "listening on PORT" once ready; returns PORT. */
-static int spawn_listening(const char *const *argv)
+static int spawn_tracked(const char *const *argv)
 {
-	int fds[2], port = 0;
-	char buf[256] = "";
-	size_t len = 0;
-	pid_t pid;
-
 	cr_assert_lt(noaps, MAX_OAPS);
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	oaps[noaps++] = pid;
-	/* protoc and the grpc import take about a second; 30 s covers a loaded machine. */
-	for (uint64_t end = mono_ms() + 30000; mono_ms() < end && !strchr(buf, '\n');) {
-		struct pollfd p = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, 500) <= 0)
-			continue;
-		n = read(fds[0], buf + len, sizeof(buf) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
-	}
-	close(fds[0]);
-	cr_assert(sscanf(buf, "listening on %d", &port) == 1, "%s did not start: '%s'", argv[1],
-		  buf);
-	return port;
+	return spawn_listening(argv, &oaps[noaps++]);
 }
 
 /* Starts the fake OAP with extra arguments (NULL-terminated); returns its port. */
@@ -116,7 +86,7 @@ static int oap_start(const char *const *extra)
 	for (int i = 0; extra && extra[i]; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;
-	return spawn_listening(argv);
+	return spawn_tracked(argv);
 }
 
 static char *slurp(const char *path)
@@ -1165,7 +1135,7 @@ static void run_sandboxed(const struct role_policy *role, int filter_first)
 
 	port = oap_start(NULL);
 	tls_port = tls_start();
-	dns_port = spawn_listening(dns_argv);
+	dns_port = spawn_tracked(dns_argv);
 	ca = read_pem("ca.pem");
 	pid = fork();
 	cr_assert_geq(pid, 0);

@@ -28,6 +28,7 @@
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
 #include "shipper/upload.h"
+#include "tests/unit/listening.h"
 
 #define PYTHON "/usr/bin/python3"
 #ifndef FAKE_OAP
@@ -369,37 +370,10 @@ static int oap_start(int port, int fail_first)
 	char port_arg[16], fail_arg[16];
 	const char *argv[] = { PYTHON,	 FAKE_OAP, "--port",	   port_arg, "--record",
 			       rec_path, "--fail-first", fail_arg, NULL };
-	char buf[256] = "";
-	size_t len = 0;
-	int fds[2], got = 0;
 
 	snprintf(port_arg, sizeof(port_arg), "%d", port);
 	snprintf(fail_arg, sizeof(fail_arg), "%d", fail_first);
-	cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-	oap_pid = fork();
-	cr_assert_geq(oap_pid, 0);
-	if (oap_pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		execv(PYTHON, (char *const *)argv);
-		_exit(127);
-	}
-	close(fds[1]);
-	/* protoc and the grpc import take about a second; 30 s covers a loaded machine. */
-	for (uint64_t end = now_mono_ms() + 30000; now_mono_ms() < end && !strchr(buf, '\n');) {
-		struct pollfd p = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&p, 1, 500) <= 0)
-			continue;
-		n = read(fds[0], buf + len, sizeof(buf) - 1 - len);
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
-	}
-	close(fds[0]);
-	cr_assert(sscanf(buf, "listening on %d", &got) == 1, "fake OAP did not start: '%s'", buf);
-	return got;
+	return spawn_listening(argv, &oap_pid);
 }
 
 /* Batch number k of task "t-k": k messages, the i-th with dumpCount i + 1 (a user stack). */
