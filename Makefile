@@ -72,8 +72,9 @@ TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard t
               $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
+SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
-.PHONY: all deps test unit integration demo bench clean format fuzz
+.PHONY: all deps test unit integration security demo bench clean format fuzz install
 all: $(BINS)
 
 deps:
@@ -172,17 +173,39 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
+# tests/security: each finding of the privilege review, written as the attack (policy/README.md).
+$(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
+
 unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2
 
 integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
 	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
 
+security: deps-check all $(OUT)/tests/security/runner $(TEST_PROGS)
+	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/security/runner --jobs 1 --verbose=0
+
 test: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) fuzz-short
 	$(MAKE) integration
+	$(MAKE) security
+
+# Installs the binaries, the rover user (deploy/sysusers.d) and the systemd unit.
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/lib/sysusers.d \
+		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 deploy/sysusers.d/rover.conf $(DESTDIR)/usr/lib/sysusers.d/rover.conf
+	install -m 0644 deploy/systemd/rover.service $(DESTDIR)/etc/systemd/system/rover.service
+	[ -e $(DESTDIR)/etc/rover/rover_configs.yaml ] || \
+		install -m 0644 configs/rover_configs.yaml $(DESTDIR)/etc/rover/rover_configs.yaml
+	[ -n "$(DESTDIR)" ] || { command -v systemd-sysusers >/dev/null && \
+		systemd-sysusers /usr/lib/sysusers.d/rover.conf || scripts/add-rover-user.sh; }
 
 .PHONY: deps-check
 deps-check:

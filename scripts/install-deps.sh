@@ -16,3 +16,9 @@ if [ -n "$missing" ]; then
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+# The roles run as a dedicated user, never nobody (policy/README.md).
+if [ "$(id -u)" -eq 0 ]; then
+	"$(dirname "$0")/add-rover-user.sh"
+else
+	sudo "$(dirname "$0")/add-rover-user.sh"
+fi
