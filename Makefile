@@ -174,7 +174,8 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
 # tests/security: each finding of the privilege review, written as the attack (policy/README.md).
-$(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS)
+$(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS) \
+		$(call obj,$(wildcard policy/*.c))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
