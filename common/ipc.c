@@ -249,6 +249,40 @@ int ipc_listen(const char *dir, const char *name)
 	return fd;
 }
 
+int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode)
+{
+	char dir[64];
+	mode_t old;
+	int fd, err;
+
+	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", dirfd);
+	/* Root's alone from bind() until its group and mode are set: no connection from
+	 * anyone else can slip in before. */
+	old = umask(0177);
+	fd = ipc_listen(dir, name);
+	umask(old);
+	if (fd < 0)
+		return fd;
+	if (fchownat(dirfd, name, 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
+	    fchmodat(dirfd, name, (mode_t)mode, 0)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int ipc_pair(int ret_fds[2])
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	ret_fds[0] = sv[0];
+	ret_fds[1] = sv[1];
+	return 0;
+}
+
 int ipc_connect(const char *dir, const char *name)
 {
 	struct sockaddr_un sa;

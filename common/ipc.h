@@ -64,6 +64,14 @@ int ipc_set_timeouts(int sock);
 /* Unix stream sockets in a socket directory. */
 int ipc_listen(const char *dir, const char *name);
 int ipc_connect(const char *dir, const char *name);
+/*
+ * Binds name in the directory open as dirfd (never through the directory's path, which
+ * could be swapped), owned by root and group gid with mode, set before the socket takes
+ * connections. The caller must be root with CAP_CHOWN. Listening fd or -errno.
+ */
+int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode);
+/* A connected pair for two peers, both ends O_CLOEXEC. 0 or -errno. */
+int ipc_pair(int ret_fds[2]);
 /* Accepts one connection; returns fd or -errno, and the peer's uid and pid. */
 int ipc_accept(int lsock, uint32_t *ret_uid, int32_t *ret_pid);
 

@@ -3,10 +3,16 @@
  * The messages rover processes exchange. Fixed-width types and fixed arrays only: this header
  * is an ABI between processes that trust each other less than they trust the kernel.
  *
- *   client (rover profile) --ctl.sock-->  supervisor  --spawner.sock--> launcher (spawner)
- *   supervisor <--socketpair from spawner--> worker
- *   worker --shipper.sock--> shipper         shipper --spawner.sock--> launcher (file opener)
- *   supervisor --shipper.sock--> shipper
+ *   client (rover profile) --ctl.sock-->  supervisor  <--socketpairs--> launcher (spawner)
+ *   supervisor <--socketpair from the launcher--> worker
+ *   worker <--socketpair from the launcher--> shipper
+ *   shipper <--socketpairs--> launcher (file opener; new peers handed over)
+ *   supervisor <--socketpair from the launcher--> shipper
+ *
+ * No role finds another by a path: the launcher creates every connection between roles and
+ * hands each end to the process it started for it (inherited descriptors, or MSG_PEER_CONN).
+ * The only paths are ctl.sock, bound by the launcher in its root-owned socket directory, and
+ * spawner.sock when the roles run in containers of their own (policy/README.md).
  */
 #ifndef ROVER_COMMON_MSG_H
 #define ROVER_COMMON_MSG_H
@@ -69,6 +75,9 @@ enum msg_type {
 	/* worker -> shipper: user stack snapshots (unwind mode dwarf) */
 	MSG_SHIP_SNAPSHOTS, /* struct ship_snapshots_hdr + records, see struct ship_snapshot */
 
+	/* launcher -> supervisor or shipper: a connection it made for them */
+	MSG_PEER_CONN, /* struct msg_peer_conn + fd */
+
 	MSG_TYPE_MAX,
 };
 
@@ -79,6 +88,24 @@ enum rover_role {
 	ROLE_SHIPPER,
 	ROLE_LAUNCHER,
 	ROLE_DISCOVERY, /* the supervisor's second connection to the launcher: process facts */
+	ROLE_SHIPPER_PEERS, /* the shipper's second connection: peers the launcher hands over */
+};
+
+/* Descriptors a role finds open at start when the launcher started it (no --socket-dir). */
+enum {
+	ROLE_FD_LAUNCHER = 3, /* supervisor: spawns; shipper: opens; worker: its supervisor */
+	ROLE_FD_SECOND = 4,   /* supervisor: discovery; shipper: new peers; worker: its shipper */
+};
+
+/*
+ * A connection made by the launcher. To the supervisor: role ROLE_SHIPPER (its link to the
+ * shipper) or ROLE_CLIENT (the listening ctl.sock). To the shipper: ROLE_SUPERVISOR or
+ * ROLE_WORKER (pid and task_id say which), whose first frame is still a MSG_HELLO of that role.
+ */
+struct msg_peer_conn {
+	uint32_t role;
+	int32_t pid;
+	uint64_t task_id;
 };
 
 struct msg_hello {
@@ -127,11 +154,23 @@ enum attach_pref {
 	ATTACH_RAW_TP = 2, /* only raw_tp */
 };
 
+#define ROVER_MAX_GROUPS 64
+
+/*
+ * check_access: the task came from a ctl.sock client other than root, whose credentials
+ * follow (SO_PEERCRED, SO_PEERGROUPS); the launcher spawns only if that user could ptrace
+ * every pid itself.
+ */
 struct msg_spawn {
 	uint64_t task_id;
 	uint32_t npids;
-	uint32_t pad;
+	uint32_t check_access;
 	int32_t pids[ROVER_MAX_PIDS];
+	uint32_t req_uid;
+	uint32_t req_gid;
+	uint32_t ngroups;
+	uint32_t pad;
+	uint32_t groups[ROVER_MAX_GROUPS];
 };
 
 struct msg_worker {

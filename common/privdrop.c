@@ -18,17 +18,13 @@ int privdrop_lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid)
 	struct passwd *pw;
 
 	errno = 0;
-	if (name && *name) {
-		pw = getpwnam(name);
-	} else {
-		pw = getpwnam("rover");
-		if (!pw)
-			pw = getpwnam("nobody");
-	}
+	pw = getpwnam(name && *name ? name : "rover");
 	if (!pw)
 		return errno ? -errno : -ENOENT;
-	if (pw->pw_uid == 0)
-		return -EPERM; /* roles never run as root */
+	/* Never root; never nobody, which other daemons (and, in Kubernetes, other pods'
+	 * processes) share: the roles' uid must be theirs alone. */
+	if (pw->pw_uid == 0 || pw->pw_uid == 65534 || !strcmp(pw->pw_name, "nobody"))
+		return -EPERM;
 	*ret_uid = pw->pw_uid;
 	*ret_gid = pw->pw_gid;
 	return 0;
@@ -71,7 +67,10 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
 		if (rc)
 			return -EPERM;
 	} else {
-		/* Started unprivileged (one container per role): can only shed what it has. */
+		/* Started unprivileged (one container per role): can only shed what it has. Not
+		 * as nobody, for the reason privdrop_lookup_user gives. */
+		if (geteuid() == 65534)
+			return -EPERM;
 		if (capng_apply(CAPNG_SELECT_ALL) && capng_apply(CAPNG_SELECT_BOTH))
 			return -EPERM;
 	}

@@ -8,7 +8,7 @@
 
 #include "policy/policy.h"
 
-/* The user roles run as: `name` when given, else "rover" when it exists, else "nobody". */
+/* The user roles run as: `name` when given, else "rover"; -EPERM for root or nobody. */
 int privdrop_lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid);
 
 /*

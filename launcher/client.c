@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -15,12 +17,47 @@ static const struct ipc_rule replies[] = {
 	{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 };
 
+/*
+ * Whether the agent behind dir can be trusted with our output file and terminal: dir and its
+ * ctl.sock belong to root or to us, and nobody else may write in dir (else another user could
+ * have put its own listener there). 0 or -EPERM.
+ */
+static int trusted_sockdir(const char *dir)
+{
+	struct stat st;
+	char path[4096];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		err = -errno;
+	else if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
+		fprintf(stderr,
+			"rover: %s belongs to uid %u with mode %o: another user could have put "
+			"its own ctl.sock there; refusing it\n",
+			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		err = -EPERM;
+	} else if (!fstatat(fd, "ctl.sock", &st, AT_SYMLINK_NOFOLLOW) &&
+		   (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
+		snprintf(path, sizeof(path), "%s/ctl.sock", dir);
+		fprintf(stderr, "rover: %s is not a socket of root's; refusing it\n", path);
+		err = -EPERM;
+	}
+	close(fd);
+	return err;
+}
+
 int client_connect(const char *sockdir, unsigned wait_ms)
 {
 	struct timespec pause = { .tv_nsec = 50000000 };
 	uint64_t until = now_mono_ms() + wait_ms;
 	int fd;
 
+	fd = trusted_sockdir(sockdir);
+	if (fd < 0)
+		return fd;
 	for (;;) {
 		fd = ipc_connect(sockdir, "ctl.sock");
 		if (fd >= 0 || now_mono_ms() >= until)

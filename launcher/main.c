@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "common/config/config.h"
 #include "configs/rover_configs.h" /* generated: rover_default_config */
@@ -57,8 +58,9 @@ static const char usage_main[] =
 	"  spawner   run only the launcher's spawner role (one container per role)\n"
 	"\n"
 	"`rover COMMAND --help` describes each command. Run as root (or with CAP_SETUID,\n"
-	"CAP_SETGID, CAP_SETPCAP, CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_KILL,\n"
-	"CAP_CHOWN, CAP_DAC_OVERRIDE); every other process drops to the rover user (or nobody).\n";
+	"CAP_SETGID, CAP_SETPCAP, CAP_BPF, CAP_PERFMON, CAP_KILL, CAP_CHOWN, CAP_SYS_PTRACE,\n"
+	"CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH, and CAP_SYSLOG for kernel symbols); every\n"
+	"other process drops to the rover system user, which must be theirs alone.\n";
 
 static const char usage_profile[] =
 	"usage: rover profile --pid PID[,PID...] --output FILE [OPTIONS]\n"
@@ -74,7 +76,8 @@ static const char usage_profile[] =
 	"  -d, --duration DUR         how long to profile (default 10s; e.g. 500ms, 30s, 2m)\n"
 	"      --dump-period DUR      sampling period (default 9ms = 111 Hz; minimum 1ms)\n"
 	"      --flush-interval DUR   how often the worker ships counts (default 5s)\n"
-	"  -u, --user USER            user the other processes run as (default rover, else nobody)\n"
+	"  -u, --user USER            user the other processes run as (default $ROVER_USER, else\n"
+	"                             rover)\n"
 	"  -c, --connect DIR          submit to an agent started with `rover serve --socket-dir DIR`\n"
 	"                             instead of starting one\n"
 	"      --attach HOOK          off_cpu hook: auto (default: tp_btf, else raw_tp), tp_btf,\n"
@@ -99,7 +102,7 @@ static const char usage_serve[] =
 	"shipper run in their own containers and share DIR.\n"
 	"\n"
 	"  -s, --socket-dir DIR   directory for the Unix sockets (default: a new /tmp/rover.XXXXXX)\n"
-	"  -u, --user USER        user the other processes run as (default rover, else nobody)\n";
+	"  -u, --user USER        user the other processes run as (default $ROVER_USER, else rover)\n";
 
 static const char usage_run[] =
 	"usage: rover run [--config FILE] [--socket-dir DIR] [--user USER]\n"
@@ -112,7 +115,7 @@ static const char usage_run[] =
 	"\n"
 	"  -c, --config FILE      the config file\n"
 	"  -s, --socket-dir DIR   directory for the Unix sockets (default: a new /tmp/rover.XXXXXX)\n"
-	"  -u, --user USER        user the other processes run as (default rover, else nobody)\n";
+	"  -u, --user USER        user the other processes run as (default $ROVER_USER, else rover)\n";
 
 /* Bytes handed to the supervisor and the shipper as memfds: config, CA, client cert, key. */
 enum { BLOB_CONFIG, BLOB_CA, BLOB_CERT, BLOB_KEY, NBLOBS };
@@ -123,6 +126,7 @@ struct launcher {
 	int fatal; /* a role refused its configuration: stop */
 	char sockdir[PATH_MAX];
 	int own_sockdir;
+	int dirfd; /* the socket directory, -1 until set up */
 	char bindir[PATH_MAX];
 	const char *user;
 	uid_t uid;
@@ -205,8 +209,10 @@ static int duration_ms_arg(const char *opt, const char *arg, uint64_t min_us, ui
 
 static int has_privileges(void)
 {
-	static const int need[] = { CAP_SETUID,	 CAP_SETGID,   CAP_SETPCAP, CAP_BPF,
-				    CAP_PERFMON, CAP_SYS_ADMIN, CAP_KILL,    CAP_CHOWN };
+	static const int need[] = { CAP_SETUID,	     CAP_SETGID,     CAP_SETPCAP,
+				    CAP_BPF,	     CAP_PERFMON,    CAP_KILL,
+				    CAP_CHOWN,	     CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE,
+				    CAP_DAC_READ_SEARCH };
 
 	capng_get_caps_process();
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
@@ -237,22 +243,33 @@ static int blob_fd(const char *name, const char *buf, size_t len)
 	return fd;
 }
 
-static pid_t start_role(struct launcher *l, const char *bin)
+static pid_t start_role(struct launcher *l, const char *bin, int role)
 {
 	char exe[PATH_MAX + 32];
+	int child_fds[2], err;
 	pid_t pid;
 
 	snprintf(exe, sizeof(exe), "%s/%s", l->bindir, bin);
+	/* Its connections to us (and, through us, to the other roles) are made here. */
+	err = spawner__role_fds(l->sp, role, child_fds);
+	if (err) {
+		errno = -err;
+		return -1;
+	}
 	pid = fork();
 	if (pid == 0) {
 		static const char *const opt[NBLOBS] = { "--config-fd", "--ca-fd", "--cert-fd",
 							 "--key-fd" };
 		char fdnum[NBLOBS][16];
-		char *argv[6 + 2 * NBLOBS] = { (char *)bin, "--socket-dir", l->sockdir, "--user",
+		char *argv[4 + 2 * NBLOBS] = { (char *)bin, "--user",
 					       (char *)(l->user ? l->user : "") };
-		int argc = 5;
-		sigset_t none;
+		int argc = 3;
 
+		/* Our ends first, so the memfds below land above them. */
+		if (spawner__child_prepare(child_fds, 2)) {
+			fprintf(stderr, "rover: preparing %s: %s\n", bin, strerror(errno));
+			_exit(127);
+		}
 		for (int i = 0; i < NBLOBS; i++) {
 			int fd;
 
@@ -268,15 +285,14 @@ static pid_t start_role(struct launcher *l, const char *bin)
 			argv[argc++] = fdnum[i];
 		}
 		argv[argc] = NULL;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Its own group: a Ctrl-C reaches the launcher, which ends tasks in order. */
-		setpgid(0, 0);
 		execv(exe, argv);
 		fprintf(stderr, "rover: exec %s: %s\n", exe, strerror(errno));
 		_exit(127);
 	}
+	err = errno;
+	close(child_fds[0]);
+	close(child_fds[1]);
+	errno = err;
 	return pid;
 }
 
@@ -288,13 +304,14 @@ static void start_roles(struct launcher *l, int which)
 	for (int i = 0; i < 2; i++) {
 		if (which >= 0 && which != i)
 			continue;
-		l->role_pid[i] = start_role(l, bins[i]);
+		l->role_pid[i] = start_role(l, bins[i], roles[i]);
 		l->role_started_at[i] = now_mono_ms();
 		if (l->role_pid[i] < 0) {
 			/* No process to reap: try again after the usual restart delay. */
 			log_warn("starting %s: %s", bins[i], strerror(errno));
 			l->role_pid[i] = 0;
 			l->role_restart_at[i] = now_mono_ms() + ROLE_RESTART_MAX_MS;
+			spawner__set_role_pid(l->sp, roles[i], 0);
 			continue;
 		}
 		spawner__set_role_pid(l->sp, roles[i], l->role_pid[i]);
@@ -339,16 +356,14 @@ static void reap(struct launcher *l)
 	}
 }
 
-/* Whether uid/gid may create sockets in dir, judged by the kernel with those ids. */
+/* Whether uid/gid may reach sockets in dir, judged by the kernel with those ids. */
 static int user_can_enter(const char *dir, uid_t uid, gid_t gid)
 {
 	int ok;
 
-	if (geteuid() != 0)
-		return access(dir, W_OK | X_OK) == 0;
 	setfsgid(gid);
 	setfsuid(uid);
-	ok = faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+	ok = faccessat(AT_FDCWD, dir, X_OK, AT_EACCESS) == 0;
 	setfsuid(0);
 	setfsgid(0);
 	return ok;
@@ -356,18 +371,18 @@ static int user_can_enter(const char *dir, uid_t uid, gid_t gid)
 
 /*
  * What the launcher keeps once set up, in its effective, permitted and bounding sets (the
- * bounding set is also all that a role it starts as root can ever hold).
+ * bounding set is also all that a role it starts as root can ever hold). CAP_CHOWN (the
+ * sockets' group) and CAP_SYSLOG (kallsyms, opened once) serve the set-up only.
  */
 static const int launcher_caps[] = {
-	CAP_SETUID, CAP_SETGID, /* roles drop to the rover user */
-	CAP_SETPCAP,		/* roles cut their bounding sets */
-	CAP_BPF, CAP_PERFMON,	/* what workers keep */
-	CAP_KILL,		/* stopping workers that run as another uid */
-	CAP_SYS_PTRACE,		/* /proc/PID/maps of profiled processes of any user */
-	CAP_SYS_ADMIN,		/* /proc/PID/map_files of profiled processes */
-	CAP_SYSLOG,		/* /proc/kallsyms with real addresses */
-	CAP_DAC_OVERRIDE,	/* the socket directory belongs to the rover user, mode 0700 */
-	CAP_DAC_READ_SEARCH,	/* files profiled processes map, whoever owns them */
+	CAP_SETUID, CAP_SETGID,	  /* roles drop to the rover user; the trace check takes a
+				   * client's ids */
+	CAP_SETPCAP,		  /* roles cut their bounding sets */
+	CAP_BPF, CAP_PERFMON,	  /* what workers keep */
+	CAP_KILL,		  /* stopping workers that run as another uid */
+	CAP_SYS_PTRACE,		  /* /proc/PID/maps of profiled processes of any user */
+	CAP_CHECKPOINT_RESTORE,	  /* /proc/PID/map_files of profiled processes (with SYS_PTRACE) */
+	CAP_DAC_READ_SEARCH,	  /* files profiled processes map, whoever owns them */
 };
 
 /* Sheds every capability the launcher does not need any more, and sets NoNewPrivs. */
@@ -392,18 +407,157 @@ static int shed_privileges(void)
 	return 0;
 }
 
+/*
+ * The first process, other than ours, whose real, effective, saved or file-system uid is uid;
+ * 0 when none. Processes on their way out (a previous agent's roles) get 3 s to go.
+ */
+static pid_t uid_taken(uid_t uid, char comm[32])
+{
+	uint64_t until = now_mono_ms() + 3000;
+
+	for (;;) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		pid_t found = 0;
+
+		if (!d)
+			return 0;
+		while (!found && (de = readdir(d))) {
+			char path[64], line[256];
+			unsigned u[4];
+			FILE *f;
+			int pid = atoi(de->d_name);
+
+			if (pid <= 0 || pid == getpid())
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/status", pid);
+			f = fopen(path, "re");
+			if (!f)
+				continue;
+			comm[0] = 0;
+			while (fgets(line, sizeof(line), f)) {
+				if (!strncmp(line, "Name:\t", 6))
+					snprintf(comm, 32, "%.*s", (int)strcspn(line + 6, "\n"),
+						 line + 6);
+				else if (!strncmp(line, "State:\tZ", 8))
+					break; /* a zombie holds nothing */
+				else if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) ==
+					 4) {
+					for (int k = 0; k < 4; k++)
+						if (u[k] == uid)
+							found = pid;
+					break;
+				}
+			}
+			fclose(f);
+		}
+		closedir(d);
+		if (!found || now_mono_ms() >= until)
+			return found;
+		usleep(100000);
+	}
+}
+
+/*
+ * Opens path as a directory that only root can change: every component reached without
+ * following a symbolic link, each owned by root and writable by nobody else (or sticky, as
+ * /tmp: others cannot rename what is ours in it). The last one is created when missing.
+ * A descriptor or -errno (EPERM: a component another user controls, named in ret_bad).
+ */
+static int trusted_dir(const char *path, char *ret_bad, size_t badlen)
+{
+	char buf[PATH_MAX], *save = NULL, *tok, *next;
+	int fd, err;
+
+	if (path[0] != '/' || snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -EINVAL;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (tok = strtok_r(buf, "/", &save); tok; tok = next) {
+		struct stat st;
+		int last, nfd;
+
+		next = strtok_r(NULL, "/", &save);
+		last = !next;
+		if (fstat(fd, &st)) {
+			err = -errno;
+			goto fail;
+		}
+		if (st.st_uid != 0 || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			snprintf(ret_bad, badlen, "a parent directory (uid %u, mode %o)",
+				 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			err = -EPERM;
+			goto fail;
+		}
+		if (last && mkdirat(fd, tok, 0700) && errno != EEXIST) {
+			err = -errno;
+			goto fail;
+		}
+		nfd = openat(fd, tok, (last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW |
+					      O_CLOEXEC);
+		if (nfd < 0) {
+			err = errno == ELOOP ? -ENOTDIR : -errno;
+			goto fail;
+		}
+		close(fd);
+		fd = nfd;
+	}
+	{
+		struct stat st;
+
+		if (fstat(fd, &st)) {
+			err = -errno;
+			goto fail;
+		}
+		if (st.st_uid != 0) {
+			snprintf(ret_bad, badlen, "it (uid %u, mode %o)", (unsigned)st.st_uid,
+				 (unsigned)(st.st_mode & 07777));
+			err = -EPERM;
+			goto fail;
+		}
+	}
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
 static int setup(struct launcher *l, const char *sockdir)
 {
 	struct spawner_config cfg;
+	char comm[32], bad[96] = "";
 	sigset_t mask;
+	pid_t other;
 	ssize_t n;
 	int err;
 
 	err = privdrop_lookup_user(l->user, &l->uid, &l->gid);
 	if (err) {
-		fprintf(stderr, "rover: user %s: %s\n", l->user ? l->user : "rover/nobody",
-			err == -EPERM ? "roles never run as root" : "not found");
+		if (err == -EPERM)
+			fprintf(stderr, "rover: user %s: roles never run as root or nobody\n",
+				l->user ? l->user : "rover");
+		else
+			fprintf(stderr,
+				"rover: user %s not found: create it with 'make install', "
+				"systemd-sysusers (deploy/sysusers.d/rover.conf) or "
+				"scripts/add-rover-user.sh\n",
+				l->user ? l->user : "rover");
 		return err;
+	}
+	/*
+	 * The roles' uid is their only wall against each other's neighbours: a process of that
+	 * uid which rover did not start could signal them, and would share whatever the uid is
+	 * granted. So the uid must be rover's alone.
+	 */
+	other = uid_taken(l->uid, comm);
+	if (other) {
+		fprintf(stderr,
+			"rover: uid %u (the roles' user) already runs process %d (%s), which this "
+			"agent did not start: the roles' user must be theirs alone (another rover "
+			"agent? give this one its own --user)\n",
+			(unsigned)l->uid, (int)other, comm);
+		return -EBUSY;
 	}
 	n = readlink("/proc/self/exe", l->bindir, sizeof(l->bindir) - 1);
 	if (n <= 0)
@@ -413,17 +567,25 @@ static int setup(struct launcher *l, const char *sockdir)
 	if (sockdir) {
 		if (snprintf(l->sockdir, sizeof(l->sockdir), "%s", sockdir) >= (int)sizeof(l->sockdir))
 			return -ENAMETOOLONG;
-		if (mkdir(l->sockdir, 0700) && errno != EEXIST)
-			return -errno;
 	} else {
 		strcpy(l->sockdir, "/tmp/rover.XXXXXX");
 		if (!mkdtemp(l->sockdir))
 			return -errno;
 		l->own_sockdir = 1;
 	}
-	if (geteuid() == 0 && (chown(l->sockdir, l->uid, l->gid) || chmod(l->sockdir, 0700)))
+	/* Root's, and nobody else may write in it: no socket in it can be renamed or replaced,
+	 * no link planted for root to follow. Its group (the rover group) may reach ctl.sock. */
+	l->dirfd = trusted_dir(l->sockdir, bad, sizeof(bad));
+	if (l->dirfd == -EPERM) {
+		fprintf(stderr, "rover: socket directory %s: %s is not root's alone; refusing it\n",
+			l->sockdir, bad);
+		return -EPERM;
+	}
+	if (l->dirfd < 0)
+		return l->dirfd;
+	if (fchown(l->dirfd, 0, l->gid) || fchmod(l->dirfd, 0750))
 		return -errno;
-	if (!user_can_enter(l->sockdir, l->uid, l->gid)) {
+	if (!l->manage_roles && !user_can_enter(l->sockdir, l->uid, l->gid)) {
 		fprintf(stderr,
 			"rover: user %u cannot reach %s: a parent directory is closed to it\n",
 			(unsigned)l->uid, l->sockdir);
@@ -438,8 +600,8 @@ static int setup(struct launcher *l, const char *sockdir)
 	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (l->sigfd < 0)
 		return -errno;
-	cfg = (struct spawner_config){ .sockdir = l->sockdir, .bindir = l->bindir,
-				       .user = l->user, .uid = l->uid };
+	cfg = (struct spawner_config){ .dirfd = l->dirfd, .bindir = l->bindir, .user = l->user,
+				       .uid = l->uid, .gid = l->gid, .listen = !l->manage_roles };
 	l->sp = spawner__new(&cfg);
 	if (!l->sp)
 		return -errno;
@@ -455,8 +617,6 @@ static int setup(struct launcher *l, const char *sockdir)
 
 static void teardown(struct launcher *l)
 {
-	char path[PATH_MAX + 32];
-
 	spawner__stop_workers(l->sp);
 	for (int i = 0; i < 2; i++)
 		if (l->role_pid[i] > 0)
@@ -479,16 +639,13 @@ static void teardown(struct launcher *l)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	spawner__free(l->sp);
-	if (l->own_sockdir) {
-		static const char *const names[] = { "spawner.sock", "shipper.sock", "ctl.sock",
-						     "shipper.sock.new", "ctl.sock.new" };
-
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-			snprintf(path, sizeof(path), "%s/%s", l->sockdir, names[i]);
-			unlink(path);
-		}
-		rmdir(l->sockdir);
+	if (l->dirfd >= 0) {
+		unlinkat(l->dirfd, "ctl.sock", 0);
+		unlinkat(l->dirfd, "spawner.sock", 0);
+		close(l->dirfd);
 	}
+	if (l->own_sockdir)
+		rmdir(l->sockdir);
 }
 
 /*
@@ -579,7 +736,7 @@ static int cmd_profile(int argc, char **argv)
 	};
 	struct task_spec spec = { .type = TASK_ON_CPU, .duration_ms = 10000, .period_us = 9000,
 				  .flush_ms = 5000 };
-	struct launcher l = { .sigfd = -1, .manage_roles = 1 };
+	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = 1 };
 	const char *output = NULL, *format = NULL, *connect_dir = NULL;
 	uint32_t period_ms = 9;
 	int c, err, out_fd, client, status;
@@ -656,6 +813,8 @@ static int cmd_profile(int argc, char **argv)
 	}
 	if (optind < argc)
 		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (!l.user)
+		l.user = getenv("ROVER_USER");
 	if (!spec.npids)
 		return die_usage("%s", "profile needs --pid PID[,PID...]");
 	if (!output)
@@ -880,7 +1039,7 @@ static int cmd_serve(int argc, char **argv, enum serve_mode mode)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct launcher l = { .sigfd = -1, .manage_roles = mode != MODE_SPAWNER };
+	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = mode != MODE_SPAWNER };
 	const char *dir = NULL, *path = NULL;
 	int spawner_only = mode == MODE_SPAWNER;
 	int c, err, status;
@@ -908,6 +1067,8 @@ static int cmd_serve(int argc, char **argv, enum serve_mode mode)
 	}
 	if (optind < argc)
 		return die_usage("unexpected argument '%s'", argv[optind]);
+	if (!l.user)
+		l.user = getenv("ROVER_USER");
 	if (spawner_only && !dir)
 		return die_usage("%s", "spawner needs --socket-dir DIR");
 	/* A bad config is refused before anything, privileges included, is looked at. */

@@ -2,12 +2,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,14 +24,16 @@
 #define MAX_WORKERS 32
 /* The shipper names a task's stacks after its worker ended: it may open files that long after. */
 #define OPEN_GRACE_MS (5 * 60 * 1000)
+/* /proc/PID/maps read to find one mapping: a process with more is refused, not read forever. */
+#define MAPS_MAX_BYTES (16u << 20)
 #define SIZED(t, s) t, sizeof(s), sizeof(s)
 
-enum peer_kind { PEER_NEW, PEER_SUPERVISOR, PEER_SHIPPER, PEER_DISCOVERY };
+enum peer_kind { PEER_NEW, PEER_SUPERVISOR, PEER_SHIPPER, PEER_DISCOVERY, PEER_SHIPPER_PEERS };
 
 struct sp_peer {
 	int fd;
 	enum peer_kind kind;
-	pid_t pid;
+	pid_t pid; /* 0 until the process started for it is known */
 };
 
 struct sp_worker {
@@ -37,12 +41,17 @@ struct sp_worker {
 	uint64_t task_id;
 	uint32_t npids;
 	int32_t pids[ROVER_MAX_PIDS];
+	/* Taken before the worker starts: a pid is allowed only while it is the same process. */
+	int pidfds[ROVER_MAX_PIDS];
 	uint64_t open_until_ms; /* 0 while it runs */
 };
 
 struct spawner {
 	struct spawner_config cfg;
-	int lsock;
+	int lsock;	/* spawner.sock, roles in containers; -1 when the launcher starts them */
+	int ctl_lsock;	/* ctl.sock, handed to each supervisor */
+	int kallsyms;	/* opened with CAP_SYSLOG, which the launcher then drops */
+	int linked;	/* the current supervisor and shipper hold a link made by us */
 	struct sp_peer peers[MAX_PEERS];
 	struct sp_worker workers[MAX_WORKERS];
 	struct ipc_msg msg;
@@ -61,6 +70,14 @@ static const struct ipc_rule discovery_rules[] = {
 	{ SIZED(MSG_PROC_QUERY, struct msg_proc_query), 0, 0 },
 };
 
+static void worker_release(struct sp_worker *w)
+{
+	for (uint32_t i = 0; i < w->npids; i++)
+		if (w->pidfds[i] >= 0)
+			close(w->pidfds[i]);
+	*w = (struct sp_worker){ 0 };
+}
+
 struct spawner *spawner__new(const struct spawner_config *cfg)
 {
 	struct spawner *sp = calloc(1, sizeof(*sp));
@@ -70,23 +87,29 @@ struct spawner *spawner__new(const struct spawner_config *cfg)
 		return NULL;
 	sp->cfg = *cfg;
 	sp->msg.fd = -1;
+	sp->lsock = sp->ctl_lsock = sp->kallsyms = -1;
 	for (int i = 0; i < MAX_PEERS; i++)
 		sp->peers[i].fd = -1;
-	sp->lsock = ipc_listen(cfg->sockdir, "spawner.sock");
-	if (sp->lsock < 0) {
-		err = sp->lsock;
+	/* root and the rover group: clients in that group may ask for processes they could
+	 * trace themselves (checked per task), root for any. */
+	sp->ctl_lsock = ipc_listen_at(cfg->dirfd, "ctl.sock", cfg->gid, 0660);
+	if (sp->ctl_lsock < 0) {
+		err = sp->ctl_lsock;
 		goto cleanup;
 	}
-	{
-		char path[4096];
-
-		/* Only the rover user (and root) may connect: the directory is 0700 and theirs. */
-		snprintf(path, sizeof(path), "%s/spawner.sock", cfg->sockdir);
-		if (geteuid() == 0 && chown(path, cfg->uid, (gid_t)-1)) {
-			err = -errno;
+	if (cfg->listen) {
+		sp->lsock = ipc_listen_at(cfg->dirfd, "spawner.sock", cfg->gid, 0660);
+		if (sp->lsock < 0) {
+			err = sp->lsock;
 			goto cleanup;
 		}
 	}
+	/* The kernel shows real addresses to readers of a descriptor whose opener held
+	 * CAP_SYSLOG (file->f_cred): opened once now, the capability is dropped after. */
+	sp->kallsyms = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	if (sp->kallsyms < 0)
+		log_warn("opening /proc/kallsyms: %s; kernel frames will not be named",
+			 strerror(errno));
 	return sp;
 cleanup:
 	spawner__free(sp);
@@ -100,26 +123,24 @@ void spawner__free(struct spawner *sp)
 		return;
 	if (sp->lsock >= 0)
 		close(sp->lsock);
+	if (sp->ctl_lsock >= 0)
+		close(sp->ctl_lsock);
+	if (sp->kallsyms >= 0)
+		close(sp->kallsyms);
 	for (int i = 0; i < MAX_PEERS; i++)
 		if (sp->peers[i].fd >= 0)
 			close(sp->peers[i].fd);
+	for (int i = 0; i < MAX_WORKERS; i++)
+		worker_release(&sp->workers[i]);
 	ipc_msg_release(&sp->msg);
 	free(sp);
-}
-
-void spawner__set_role_pid(struct spawner *sp, int role, pid_t pid)
-{
-	if (role == ROLE_SUPERVISOR)
-		sp->cfg.supervisor_pid = pid;
-	else if (role == ROLE_SHIPPER)
-		sp->cfg.shipper_pid = pid;
 }
 
 int spawner__fds(struct spawner *sp, int *fds, int max)
 {
 	int n = 0;
 
-	if (n < max)
+	if (n < max && sp->lsock >= 0)
 		fds[n++] = sp->lsock;
 	for (int i = 0; i < MAX_PEERS && n < max; i++)
 		if (sp->peers[i].fd >= 0)
@@ -135,12 +156,154 @@ static struct sp_peer *peer_of_kind(struct spawner *sp, enum peer_kind kind)
 	return NULL;
 }
 
-static void drop_peer(struct sp_peer *p, const char *why)
+static void drop_peer(struct spawner *sp, struct sp_peer *p, const char *why)
 {
 	if (why)
 		log_warn("peer pid %d: %s, disconnecting", p->pid, why);
+	if (p->kind == PEER_SUPERVISOR || p->kind == PEER_SHIPPER_PEERS)
+		sp->linked = 0;
 	close(p->fd);
 	p->fd = -1;
+}
+
+static struct sp_peer *add_peer(struct spawner *sp, int fd, enum peer_kind kind, pid_t pid)
+{
+	for (int i = 0; i < MAX_PEERS; i++) {
+		if (sp->peers[i].fd < 0) {
+			sp->peers[i] = (struct sp_peer){ .fd = fd, .kind = kind, .pid = pid };
+			return &sp->peers[i];
+		}
+	}
+	return NULL;
+}
+
+/* Hands the peer a connection (or listening socket) of the given role; drops it on failure. */
+static int hand_over(struct spawner *sp, struct sp_peer *p, uint32_t role, pid_t pid,
+		     uint64_t task_id, int fd)
+{
+	struct msg_peer_conn c = { .role = role, .pid = pid, .task_id = task_id };
+	int err = ipc_send(p->fd, MSG_PEER_CONN, &c, sizeof(c), fd);
+
+	if (err)
+		drop_peer(sp, p, "handing over a connection failed");
+	return err;
+}
+
+/* The supervisor gets ctl.sock once, and a link to the shipper whenever both are new. */
+static void link_roles(struct spawner *sp)
+{
+	struct sp_peer *sv = peer_of_kind(sp, PEER_SUPERVISOR);
+	struct sp_peer *sh = peer_of_kind(sp, PEER_SHIPPER_PEERS);
+	int pair[2];
+
+	if (sp->linked || !sv || !sh || ipc_pair(pair))
+		return;
+	if (!hand_over(sp, sv, ROLE_SHIPPER, sh->pid, 0, pair[0]) &&
+	    !hand_over(sp, sh, ROLE_SUPERVISOR, sv->pid, 0, pair[1]))
+		sp->linked = 1;
+	close(pair[0]);
+	close(pair[1]);
+}
+
+static void supervisor_arrived(struct spawner *sp, struct sp_peer *p)
+{
+	if (!hand_over(sp, p, ROLE_CLIENT, 0, 0, sp->ctl_lsock))
+		link_roles(sp);
+}
+
+int spawner__role_fds(struct spawner *sp, int role, int ret_child_fds[2])
+{
+	static const enum peer_kind sup[2] = { PEER_SUPERVISOR, PEER_DISCOVERY };
+	static const enum peer_kind shp[2] = { PEER_SHIPPER, PEER_SHIPPER_PEERS };
+	const enum peer_kind *kinds = role == ROLE_SUPERVISOR ? sup : shp;
+	int pairs[2][2] = { { -1, -1 }, { -1, -1 } };
+	int err = 0;
+
+	if (role != ROLE_SUPERVISOR && role != ROLE_SHIPPER)
+		return -EINVAL;
+	for (int i = 0; i < 2; i++) {
+		struct sp_peer *old = peer_of_kind(sp, kinds[i]);
+
+		if (old)
+			drop_peer(sp, old, NULL);
+	}
+	for (int i = 0; i < 2 && !err; i++)
+		err = ipc_pair(pairs[i]);
+	for (int i = 0; i < 2 && !err; i++) {
+		if (!add_peer(sp, pairs[i][0], kinds[i], 0)) {
+			err = -EMFILE;
+			break;
+		}
+		pairs[i][0] = -1;
+	}
+	if (err) {
+		for (int i = 0; i < 2; i++) {
+			struct sp_peer *p = peer_of_kind(sp, kinds[i]);
+
+			if (p)
+				drop_peer(sp, p, NULL);
+			for (int k = 0; k < 2; k++)
+				if (pairs[i][k] >= 0)
+					close(pairs[i][k]);
+		}
+		return err;
+	}
+	ret_child_fds[0] = pairs[0][1];
+	ret_child_fds[1] = pairs[1][1];
+	return 0;
+}
+
+void spawner__set_role_pid(struct spawner *sp, int role, pid_t pid)
+{
+	enum peer_kind a = role == ROLE_SUPERVISOR ? PEER_SUPERVISOR : PEER_SHIPPER;
+	enum peer_kind b = role == ROLE_SUPERVISOR ? PEER_DISCOVERY : PEER_SHIPPER_PEERS;
+
+	for (int i = 0; i < MAX_PEERS; i++) {
+		struct sp_peer *p = &sp->peers[i];
+
+		if (p->fd < 0 || (p->kind != a && p->kind != b))
+			continue;
+		if (pid <= 0)
+			drop_peer(sp, p, NULL);
+		else
+			p->pid = pid;
+	}
+	if (pid <= 0)
+		return;
+	if (role == ROLE_SUPERVISOR) {
+		struct sp_peer *sv = peer_of_kind(sp, PEER_SUPERVISOR);
+
+		if (sv)
+			supervisor_arrived(sp, sv);
+	} else {
+		link_roles(sp);
+	}
+}
+
+int spawner__child_prepare(const int *fds, int n)
+{
+	int high[4], null;
+	sigset_t none;
+
+	if (n > 4)
+		return -EINVAL;
+	/* Out of the way first, so that moving one never closes another. */
+	for (int i = 0; i < n; i++) {
+		high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+		if (high[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < n; i++)
+		if (dup2(high[i], ROLE_FD_LAUNCHER + i) < 0)
+			return -errno;
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0)
+		return -errno;
+	if (setsid() < 0)
+		return -errno;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	return 0;
 }
 
 static void send_spawn_failed(int fd, uint64_t task_id, int err, const char *what)
@@ -151,17 +314,84 @@ static void send_spawn_failed(int fd, uint64_t task_id, int err, const char *wha
 	ipc_send(fd, MSG_SPAWN_FAILED, &e, sizeof(e), -1);
 }
 
-/* lc_answer_spawn: a new worker for the supervisor's task, connected to it by a socketpair. */
-static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct msg_spawn *req)
+static int pidfd_alive(int pidfd)
 {
-	struct sp_worker *w = NULL;
-	struct msg_worker rep;
-	char exe[4096];
-	int sv[2];
+	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+}
+
+/*
+ * Whether the requester could ptrace every pid itself: a child takes its exact credentials
+ * (uid, gid, groups; no capability survives the uid change) and opens /proc/PID/mem, which
+ * the kernel allows only under the ptrace attach rules (uids, dumpable, Yama), and reads
+ * /proc/PID/exe, which a kernel thread has not. 0, or -EPERM naming the first refused pid.
+ */
+static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused)
+{
+	int status, pfd[2];
+	int32_t refused = 0;
 	pid_t pid;
 
-	if (!req->task_id || !req->npids || req->npids > ROVER_MAX_PIDS) {
-		drop_peer(p, "malformed spawn request");
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		gid_t groups[ROVER_MAX_GROUPS];
+		int32_t bad = -1;
+
+		close(pfd[0]);
+		for (uint32_t i = 0; i < req->ngroups; i++)
+			groups[i] = (gid_t)req->groups[i];
+		if (setgroups(req->ngroups, groups) || setresgid(req->req_gid, req->req_gid,
+								 req->req_gid) ||
+		    setresuid(req->req_uid, req->req_uid, req->req_uid))
+			_exit(2);
+		for (uint32_t i = 0; i < req->npids && bad < 0; i++) {
+			char path[64], link[16];
+			int fd;
+
+			snprintf(path, sizeof(path), "/proc/%d/mem", req->pids[i]);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			snprintf(path, sizeof(path), "/proc/%d/exe", req->pids[i]);
+			if (fd < 0 || readlink(path, link, sizeof(link)) < 0)
+				bad = req->pids[i];
+			if (fd >= 0)
+				close(fd);
+		}
+		(void)!write(pfd[1], &bad, sizeof(bad));
+		_exit(bad < 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &refused, sizeof(refused)) != sizeof(refused))
+		refused = 0;
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	*ret_refused = refused;
+	return -EPERM;
+}
+
+/* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
+static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct msg_spawn *req)
+{
+	struct sp_peer *ship = peer_of_kind(sp, PEER_SHIPPER_PEERS);
+	int sv[2] = { -1, -1 }, sh[2] = { -1, -1 };
+	struct sp_worker *w = NULL, nw = { 0 };
+	struct msg_worker rep;
+	char exe[4096], why[96];
+	int32_t refused = 0;
+	pid_t pid;
+	int err;
+
+	if (!req->task_id || !req->npids || req->npids > ROVER_MAX_PIDS ||
+	    req->ngroups > ROVER_MAX_GROUPS) {
+		drop_peer(sp, p, "malformed spawn request");
 		return;
 	}
 	for (int i = 0; i < MAX_WORKERS && !w; i++)
@@ -172,43 +402,86 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		send_spawn_failed(p->fd, req->task_id, EBUSY, "too many workers");
 		return;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-		send_spawn_failed(p->fd, req->task_id, errno, "socketpair");
+	if (!ship) {
+		send_spawn_failed(p->fd, req->task_id, EAGAIN, "no shipper is running");
 		return;
+	}
+	/* Each pid pinned to its process now: checked, opened for and profiled as that one. */
+	nw.npids = req->npids;
+	for (uint32_t i = 0; i < req->npids; i++) {
+		nw.pids[i] = req->pids[i];
+		nw.pidfds[i] = req->pids[i] > 0 ? (int)syscall(SYS_pidfd_open, req->pids[i], 0) : -1;
+		if (nw.pidfds[i] < 0) {
+			nw.pidfds[i] = -1;
+			worker_release(&nw);
+			snprintf(why, sizeof(why), "process %d", req->pids[i]);
+			send_spawn_failed(p->fd, req->task_id, ESRCH, why);
+			return;
+		}
+	}
+	if (req->check_access) {
+		err = requester_may_trace(req, &refused);
+		for (uint32_t i = 0; !err && i < nw.npids; i++)
+			if (!pidfd_alive(nw.pidfds[i]))
+				err = -ESRCH, refused = nw.pids[i];
+		if (err) {
+			log_warn("task %llu: uid %u may not trace process %d: refused",
+				 (unsigned long long)req->task_id, req->req_uid, refused);
+			worker_release(&nw);
+			snprintf(why, sizeof(why), "uid %u may not trace process %d", req->req_uid,
+				 refused);
+			send_spawn_failed(p->fd, req->task_id, -err, why);
+			return;
+		}
+	}
+	err = ipc_pair(sv);
+	if (!err)
+		err = ipc_pair(sh);
+	if (err) {
+		worker_release(&nw);
+		send_spawn_failed(p->fd, req->task_id, -err, "socketpair");
+		goto out;
 	}
 	snprintf(exe, sizeof(exe), "%s/rover-worker", sp->cfg.bindir);
 	pid = fork();
 	if (pid < 0) {
+		worker_release(&nw);
 		send_spawn_failed(p->fd, req->task_id, errno, "fork");
-		close(sv[0]);
-		close(sv[1]);
-		return;
+		goto out;
 	}
 	if (pid == 0) {
-		char *argv[] = { "rover-worker", "--socket-dir", (char *)sp->cfg.sockdir, "--user",
-				 (char *)(sp->cfg.user ? sp->cfg.user : ""), NULL };
-		sigset_t all;
+		char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
+				 NULL };
+		int fds[2] = { sv[1], sh[1] };
 
-		/* fd 3 is the supervisor's socket; dup2 leaves it open across exec. */
-		if (dup2(sv[1], 3) < 0)
+		if (spawner__child_prepare(fds, 2))
 			_exit(127);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		setpgid(0, 0);
 		execv(exe, argv);
 		_exit(127);
 	}
-	close(sv[1]);
-	*w = (struct sp_worker){ .pid = pid, .task_id = req->task_id, .npids = req->npids };
-	memcpy(w->pids, req->pids, sizeof(w->pids));
+	if (w->pid)
+		worker_release(w);
+	*w = nw;
+	w->pid = pid;
+	w->task_id = req->task_id;
+	/* The shipper learns of the worker from us, with the connection: never by a path. */
+	if (hand_over(sp, ship, ROLE_WORKER, pid, req->task_id, sh[0]))
+		kill(pid, SIGKILL);
 	rep = (struct msg_worker){ .task_id = req->task_id, .pid = pid };
 	if (ipc_send(p->fd, MSG_WORKER_SPAWNED, &rep, sizeof(rep), sv[0]))
 		kill(pid, SIGKILL);
-	close(sv[0]);
 	log_info("task %llu: worker %d started", (unsigned long long)req->task_id, (int)pid);
+out:
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] >= 0)
+			close(sv[i]);
+		if (sh[i] >= 0)
+			close(sh[i]);
+	}
 }
 
-static int pid_allowed(struct spawner *sp, int32_t pid)
+/* The index of pid in a worker's task, while it may be opened; -1 when not allowed. */
+static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd)
 {
 	uint64_t now = now_mono_ms();
 
@@ -217,11 +490,75 @@ static int pid_allowed(struct spawner *sp, int32_t pid)
 
 		if (!w->pid || (w->open_until_ms && w->open_until_ms < now))
 			continue;
-		for (uint32_t k = 0; k < w->npids; k++)
-			if (w->pids[k] == pid)
-				return 1;
+		for (uint32_t k = 0; k < w->npids; k++) {
+			if (w->pids[k] != pid || w->pidfds[k] < 0)
+				continue;
+			*ret_pidfd = w->pidfds[k];
+			return 0;
+		}
 	}
-	return 0;
+	return -EPERM;
+}
+
+/*
+ * Whether [start, end) is a private, executable mapping of a file in pid's maps: code, the
+ * only thing the shipper names. Not shared memory, memfds or data files, whose bytes may be
+ * the target's secrets. 0 or -EPERM.
+ */
+static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
+{
+	char path[64], *buf = NULL, *line;
+	size_t len = 0, cap = 0;
+	int fd, err = -EPERM;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *nb;
+
+			if (cap >= MAPS_MAX_BYTES)
+				goto out;
+			nb = realloc(buf, cap ? cap * 2 : 65536);
+			if (!nb) {
+				err = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = 0;
+	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned long long s, e, off;
+		char perms[5], dev[16];
+		unsigned long ino;
+		int pathpos = 0;
+
+		if (sscanf(line, "%llx-%llx %4s %llx %15s %lu %n", &s, &e, perms, &off, dev, &ino,
+			   &pathpos) < 6 || s != start || e != end)
+			continue;
+		if (perms[2] == 'x' && perms[3] == 'p' && ino && pathpos && line[pathpos] == '/' &&
+		    strncmp(line + pathpos, "/memfd:", 7) && strncmp(line + pathpos, "/dev/", 5))
+			err = 0;
+		break;
+	}
+out:
+	free(buf);
+	close(fd);
+	return err;
 }
 
 /* lc_answer_open: opens one of the four kinds of file the shipper may ask for, nothing else. */
@@ -229,50 +566,64 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 {
 	struct msg_open_reply rep = { .what = req->what };
 	char path[128];
-	int fd = -1;
+	int fd = -1, pidfd = -1;
 
 	switch (req->what) {
 	case OPEN_MAPS:
 	case OPEN_MAPPED_FILE:
+	case OPEN_PERF_MAP:
 		/* Only processes that a task profiles, while it runs and a while after. */
-		if (req->pid <= 0 || !pid_allowed(sp, req->pid)) {
+		if (req->pid <= 0 || pid_allowed(sp, req->pid, &pidfd)) {
 			rep.err = EPERM;
 			break;
 		}
-		if (req->what == OPEN_MAPS)
+		if (req->what == OPEN_MAPS) {
 			snprintf(path, sizeof(path), "/proc/%d/maps", req->pid);
-		else if (req->start < req->end)
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			rep.err = fd < 0 ? errno : 0;
+		} else if (req->what == OPEN_MAPPED_FILE) {
+			if (req->start >= req->end) {
+				rep.err = EINVAL;
+				break;
+			}
+			rep.err = -is_code_mapping(req->pid, req->start, req->end);
+			if (rep.err)
+				break;
 			snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", req->pid,
 				 (unsigned long long)req->start, (unsigned long long)req->end);
-		else {
-			rep.err = EINVAL;
-			break;
+			fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			rep.err = fd < 0 ? errno : 0;
+		} else {
+			/*
+			 * A path inside the target's own file system, chosen by the target: only
+			 * a regular file of the target's user, reached without symbolic links
+			 * (common/safeopen.c).
+			 */
+			fd = safeopen_perf_map(req->pid);
+			if (fd < 0) {
+				rep.err = -fd;
+				fd = -1;
+			}
 		}
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		rep.err = fd < 0 ? errno : 0;
-		break;
-	case OPEN_PERF_MAP:
-		/*
-		 * A path inside the target's own file system, chosen by the target: only a regular
-		 * file of the target's user, reached without symbolic links (common/safeopen.c).
-		 */
-		if (req->pid <= 0 || !pid_allowed(sp, req->pid)) {
-			rep.err = EPERM;
-			break;
-		}
-		fd = safeopen_perf_map(req->pid);
-		if (fd < 0) {
-			rep.err = -fd;
+		/* Opened by number: still the process the task pinned, or the answer is void. */
+		if (fd >= 0 && !pidfd_alive(pidfd)) {
+			close(fd);
 			fd = -1;
+			rep.err = ESRCH;
 		}
 		break;
 	case OPEN_KALLSYMS:
-		/* kallsyms shows real addresses to readers whose opener could see them. */
-		fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+		if (sp->kallsyms < 0) {
+			rep.err = ENOENT;
+			break;
+		}
+		/* The one description, shared: each reader starts from the top. */
+		lseek(sp->kallsyms, 0, SEEK_SET);
+		fd = fcntl(sp->kallsyms, F_DUPFD_CLOEXEC, 0);
 		rep.err = fd < 0 ? errno : 0;
 		break;
 	default:
-		drop_peer(p, "unknown open request");
+		drop_peer(sp, p, "unknown open request");
 		return;
 	}
 	if (fd >= 0) {
@@ -286,7 +637,7 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 		}
 	}
 	if (ipc_send(p->fd, MSG_OPEN_REPLY, &rep, sizeof(rep), fd))
-		drop_peer(p, "reply failed");
+		drop_peer(sp, p, "reply failed");
 	if (fd >= 0)
 		close(fd);
 }
@@ -296,7 +647,7 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
  * ({{.Process.ExeName}}, {{.Process.WorkDir}}). Paths only, never a descriptor: the rover user
  * learns what `ps` would nearly show it anyway, and opens nothing through this.
  */
-static void lc_answer_proc(struct sp_peer *p, const struct msg_proc_query *req)
+static void lc_answer_proc(struct spawner *sp, struct sp_peer *p, const struct msg_proc_query *req)
 {
 	struct msg_proc_info rep = { .pid = req->pid };
 	const char *what[2] = { "exe", "cwd" };
@@ -325,41 +676,46 @@ static void lc_answer_proc(struct sp_peer *p, const struct msg_proc_query *req)
 	if (req->pid <= 0)
 		rep.err = EINVAL;
 	if (ipc_send(p->fd, MSG_PROC_INFO, &rep, sizeof(rep), -1))
-		drop_peer(p, "reply failed");
+		drop_peer(sp, p, "reply failed");
 }
 
+/* spawner.sock (roles in containers): who a peer is comes from its hello and its uid. */
 static void on_hello(struct spawner *sp, struct sp_peer *p)
 {
 	const struct msg_hello *h;
 	enum peer_kind kind;
-	pid_t want;
 
 	if (ipc_recv_expect(p->fd, hello_rules, 1, MSG_HELLO, &sp->msg)) {
-		drop_peer(p, "bad hello");
+		drop_peer(sp, p, "bad hello");
 		return;
 	}
 	h = sp->msg.buf;
-	if (h->role == ROLE_SUPERVISOR || h->role == ROLE_DISCOVERY)
-		want = sp->cfg.supervisor_pid;
-	else if (h->role == ROLE_SHIPPER)
-		want = sp->cfg.shipper_pid;
-	else {
-		drop_peer(p, "unexpected role");
+	switch (h->role) {
+	case ROLE_SUPERVISOR:
+		kind = PEER_SUPERVISOR;
+		break;
+	case ROLE_DISCOVERY:
+		kind = PEER_DISCOVERY;
+		break;
+	case ROLE_SHIPPER:
+		kind = PEER_SHIPPER;
+		break;
+	case ROLE_SHIPPER_PEERS:
+		kind = PEER_SHIPPER_PEERS;
+		break;
+	default:
+		drop_peer(sp, p, "unexpected role");
 		return;
 	}
-	/* The kernel's word on who connected, not the hello's. */
-	if (want && p->pid != want) {
-		drop_peer(p, "not the process started for that role");
-		return;
-	}
-	kind = h->role == ROLE_SUPERVISOR ? PEER_SUPERVISOR
-	       : h->role == ROLE_SHIPPER  ? PEER_SHIPPER
-					  : PEER_DISCOVERY;
 	if (peer_of_kind(sp, kind)) {
-		drop_peer(p, "role already connected");
+		drop_peer(sp, p, "role already connected");
 		return;
 	}
 	p->kind = kind;
+	if (kind == PEER_SUPERVISOR)
+		supervisor_arrived(sp, p);
+	else if (kind == PEER_SHIPPER_PEERS)
+		link_roles(sp);
 }
 
 void spawner__handle(struct spawner *sp, int fd)
@@ -376,13 +732,8 @@ void spawner__handle(struct spawner *sp, int fd)
 			close(c);
 			return;
 		}
-		for (int i = 0; i < MAX_PEERS; i++) {
-			if (sp->peers[i].fd < 0) {
-				sp->peers[i] = (struct sp_peer){ .fd = c, .kind = PEER_NEW, .pid = pid };
-				return;
-			}
-		}
-		close(c);
+		if (!add_peer(sp, c, PEER_NEW, pid))
+			close(c);
 		return;
 	}
 	for (int i = 0; i < MAX_PEERS; i++) {
@@ -391,25 +742,34 @@ void spawner__handle(struct spawner *sp, int fd)
 
 		if (p->fd != fd)
 			continue;
-		if (p->kind == PEER_NEW) {
+		switch (p->kind) {
+		case PEER_NEW:
 			on_hello(sp, p);
 			return;
-		}
-		if (p->kind == PEER_SUPERVISOR) {
+		case PEER_SUPERVISOR:
 			err = ipc_recv(fd, supervisor_rules, 1, &sp->msg);
 			if (!err)
 				lc_answer_spawn(sp, p, sp->msg.buf);
-		} else if (p->kind == PEER_DISCOVERY) {
+			break;
+		case PEER_DISCOVERY:
 			err = ipc_recv(fd, discovery_rules, 1, &sp->msg);
 			if (!err)
-				lc_answer_proc(p, sp->msg.buf);
-		} else {
+				lc_answer_proc(sp, p, sp->msg.buf);
+			break;
+		case PEER_SHIPPER:
 			err = ipc_recv(fd, shipper_rules, 1, &sp->msg);
 			if (!err)
 				lc_answer_open(sp, p, sp->msg.buf);
+			break;
+		default:
+			/* The shipper's peers channel carries nothing our way: only its end. */
+			err = ipc_recv(fd, NULL, 0, &sp->msg);
+			if (!err)
+				err = -EPROTO;
+			break;
 		}
-		if (err)
-			drop_peer(p, err == -EPIPE ? NULL : strerror(-err));
+		if (err && p->fd >= 0)
+			drop_peer(sp, p, err == -EPIPE ? NULL : strerror(-err));
 		return;
 	}
 }
@@ -435,7 +795,7 @@ int spawner__child_exited(struct spawner *sp, pid_t pid, int status)
 		w->open_until_ms = now_mono_ms() + OPEN_GRACE_MS;
 		sv = peer_of_kind(sp, PEER_SUPERVISOR);
 		if (sv && ipc_send(sv->fd, MSG_WORKER_EXITED, &x, sizeof(x), -1))
-			drop_peer(sv, "send failed");
+			drop_peer(sp, sv, "send failed");
 		return 1;
 	}
 	return 0;

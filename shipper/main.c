@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "common/config/config.h"
@@ -38,13 +40,14 @@ enum peer_kind { PEER_NEW, PEER_WORKER, PEER_SUPERVISOR };
 struct peer {
 	int fd;
 	enum peer_kind kind;
+	uint32_t expect; /* the role the launcher said this connection is (ROLE_*) */
 	int32_t pid;
 	uint64_t task_id; /* a worker's task, once it began */
 };
 
 struct shipper {
-	int lsock;
-	int opener; /* connection to the launcher */
+	int peers_fd; /* from the launcher: new connections (workers, the supervisor) */
+	int opener;   /* to the launcher: files opened for us */
 	uid_t uid;
 	struct symbolizer *sym;
 	struct unwinder *unw;
@@ -56,6 +59,10 @@ struct shipper {
 	struct rover_config *cfg;
 	struct spool *spool;
 	struct uploader *up;
+};
+
+static const struct ipc_rule launcher_rules[] = {
+	{ MSG_PEER_CONN, sizeof(struct msg_peer_conn), sizeof(struct msg_peer_conn), 0, 1 },
 };
 
 static const struct ipc_rule hello_rules[] = {
@@ -315,38 +322,60 @@ static void on_hello(struct shipper *s, int i)
 		return;
 	}
 	h = s->msg.buf;
-	if (h->role == ROLE_WORKER) {
+	/* The launcher made the connection and said whose it is: the hello must agree. */
+	if (h->role != p->expect) {
+		drop_peer(s, i, "hello of another role than the launcher said");
+	} else if (h->role == ROLE_WORKER) {
 		p->kind = PEER_WORKER;
-	} else if (h->role == ROLE_SUPERVISOR && s->supervisor < 0) {
+	} else {
+		if (s->supervisor >= 0)
+			drop_peer(s, s->supervisor, "replaced by a new supervisor");
 		p->kind = PEER_SUPERVISOR;
 		s->supervisor = i;
-	} else {
-		drop_peer(s, i, "unexpected role");
 	}
 }
 
-static void accept_peer(struct shipper *s)
+/*
+ * A connection the launcher made for us: a worker it started, or the supervisor. No role
+ * reaches us by a path, so nothing else can pose as one. 0, or -errno when the launcher's
+ * channel broke (the launcher restarts us).
+ */
+static int take_peer(struct shipper *s)
 {
-	uint32_t uid;
-	int32_t pid;
-	int fd = ipc_accept(s->lsock, &uid, &pid);
+	const struct msg_peer_conn *c;
+	int err = ipc_recv(s->peers_fd, launcher_rules, NRULES(launcher_rules), &s->msg);
+	int fd;
 
-	if (fd < 0)
-		return;
-	/* Only our own user (workers, supervisor) or root may talk to us. */
-	if (uid != s->uid && uid != 0) {
-		log_warn("connection from uid %u refused", uid);
+	if (err)
+		return err;
+	c = s->msg.buf;
+	fd = s->msg.fd;
+	s->msg.fd = -1;
+	if (c->role != ROLE_WORKER && c->role != ROLE_SUPERVISOR) {
 		close(fd);
-		return;
+		return -EPROTO;
+	}
+	if (ipc_set_timeouts(fd)) {
+		close(fd);
+		return 0;
 	}
 	for (int i = 0; i < MAX_PEERS; i++) {
 		if (s->peers[i].fd < 0) {
-			s->peers[i] = (struct peer){ .fd = fd, .kind = PEER_NEW, .pid = pid };
-			return;
+			s->peers[i] = (struct peer){ .fd = fd, .kind = PEER_NEW, .pid = c->pid,
+						     .expect = c->role };
+			return 0;
 		}
 	}
-	log_warn("too many peers, refusing pid %d", pid);
+	log_warn("too many peers, refusing pid %d", c->pid);
 	close(fd);
+	return 0;
+}
+
+static int is_socket(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
 }
 
 static volatile sig_atomic_t stopping;
@@ -365,7 +394,7 @@ static int loop(struct shipper *s)
 	while (!stopping) {
 		int n = 0;
 
-		pfd[n] = (struct pollfd){ .fd = s->lsock, .events = POLLIN };
+		pfd[n] = (struct pollfd){ .fd = s->peers_fd, .events = POLLIN };
 		idx[n++] = -1;
 		for (int i = 0; i < MAX_PEERS; i++) {
 			if (s->peers[i].fd < 0)
@@ -378,8 +407,14 @@ static int loop(struct shipper *s)
 				continue;
 			return -errno;
 		}
-		if (pfd[0].revents & POLLIN)
-			accept_peer(s);
+		if (pfd[0].revents) {
+			int err = take_peer(s);
+
+			if (err) {
+				log_err("launcher connection: %s", strerror(-err));
+				return err;
+			}
+		}
 		for (int k = 1; k < n; k++) {
 			struct peer *p = &s->peers[idx[k]];
 			int err;
@@ -555,7 +590,7 @@ int main(int argc, char **argv)
 					      { 0 } };
 	struct config_passed passed;
 	char why[512];
-	struct shipper s = { .supervisor = -1, .opener = -1, .msg = { .fd = -1 } };
+	struct shipper s = { .supervisor = -1, .opener = -1, .peers_fd = -1, .msg = { .fd = -1 } };
 	struct fd_opener opener = fd_opener_launcher_ops;
 	struct msg_hello hello = { .role = ROLE_SHIPPER, .proto_version = IPC_VERSION };
 	const char *dir = NULL, *user = NULL;
@@ -582,7 +617,7 @@ int main(int argc, char **argv)
 			user = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: rover-shipper --socket-dir DIR [--user USER] "
+			fprintf(stderr, "usage: rover-shipper [--socket-dir DIR] [--user USER] "
 					CONFIG_PASSED_USAGE "\n");
 			return c == 'h' ? 0 : 2;
 		}
@@ -593,48 +628,53 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rover-shipper: TLS files need a config\n");
 		return 2;
 	}
-	if (!dir) {
-		fprintf(stderr, "rover-shipper: --socket-dir is required\n");
-		return 2;
-	}
 	for (int i = 0; i < MAX_PEERS; i++)
 		s.peers[i].fd = -1;
-	err = privdrop_lookup_user(user, &s.uid, &gid);
+	/* Started unprivileged (a container of its own), it stays who it is. */
+	s.uid = geteuid();
+	gid = getegid();
+	err = geteuid() == 0 ? privdrop_lookup_user(user, &s.uid, &gid) : 0;
 	if (!err)
 		err = privdrop_apply(&shipper_policy, s.uid, gid);
 	if (err) {
 		log_err("dropping privileges: %s", strerror(-err));
 		return 1;
 	}
-	if (geteuid() != s.uid)
-		s.uid = geteuid(); /* started unprivileged: peers run as we do */
 	if (config__passed_given(&passed) && backend_setup(&s, &passed))
 		return 1;
-	s.lsock = ipc_listen(dir, "shipper.sock.new");
-	if (s.lsock < 0) {
-		log_err("listening in %s: %s", dir, strerror(-s.lsock));
-		return 1;
-	}
-	s.opener = ipc_connect(dir, "spawner.sock");
-	hello.pid = (int32_t)getpid();
-	if (s.opener < 0 || ipc_send(s.opener, MSG_HELLO, &hello, sizeof(hello), -1)) {
-		log_err("connecting to the launcher's opener in %s: %s", dir,
-			s.opener < 0 ? strerror(-s.opener) : "hello failed");
-		return 1;
+	if (dir) {
+		/* A container of its own: two connections to the launcher's spawner.sock. */
+		struct msg_hello peers_hello = { .role = ROLE_SHIPPER_PEERS,
+						 .proto_version = IPC_VERSION };
+
+		hello.pid = peers_hello.pid = (int32_t)getpid();
+		s.opener = ipc_connect(dir, "spawner.sock");
+		if (s.opener >= 0 && !ipc_send(s.opener, MSG_HELLO, &hello, sizeof(hello), -1))
+			s.peers_fd = ipc_connect(dir, "spawner.sock");
+		if (s.peers_fd < 0 ||
+		    ipc_send(s.peers_fd, MSG_HELLO, &peers_hello, sizeof(peers_hello), -1)) {
+			log_err("connecting to the launcher in %s: %s", dir,
+				s.opener < 0 ? strerror(-s.opener) : "hello failed");
+			return 1;
+		}
+		/* Peers come when the launcher has one for us: no timeout on waiting for them. */
+		setsockopt(s.peers_fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 },
+			   sizeof(struct timeval));
+	} else if (is_socket(ROLE_FD_LAUNCHER) && is_socket(ROLE_FD_SECOND)) {
+		s.opener = ROLE_FD_LAUNCHER;
+		s.peers_fd = ROLE_FD_SECOND;
+		/* An open the launcher does not answer in time fails; the task goes on. */
+		if (ipc_set_timeouts(s.opener)) {
+			log_err("launcher connection: %s", strerror(errno));
+			return 1;
+		}
+	} else {
+		log_err("started without --socket-dir and without the launcher's connections: run "
+			"it through rover (rover run, rover serve)");
+		return 2;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	/* Publish the socket only once ready, so a connecting worker never finds a half-started shipper. */
-	{
-		char from[4096], to[4096];
-
-		snprintf(from, sizeof(from), "%s/shipper.sock.new", dir);
-		snprintf(to, sizeof(to), "%s/shipper.sock", dir);
-		if (rename(from, to)) {
-			log_err("publishing %s: %s", to, strerror(errno));
-			return 1;
-		}
-	}
 	err = sandbox_apply(&shipper_policy);
 	if (err) {
 		log_err("seccomp: %s", strerror(-err));

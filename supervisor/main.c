@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,14 +60,20 @@ struct sv_task {
 	char why[ROVER_ERRMSG_LEN];
 };
 
+/* Who a ctl.sock client is, from the kernel (SO_PEERCRED, SO_PEERGROUPS). */
+struct client_cred {
+	uint32_t uid, gid, ngroups;
+	uint32_t groups[ROVER_MAX_GROUPS];
+};
+
 struct supervisor {
-	const char *dir;
+	const char *dir; /* containers: the socket directory shared with the launcher; else NULL */
 	uid_t uid;
-	int lsock, spawner, shipper;
+	int lsock, spawner, shipper; /* ctl.sock and the shipper link come from the launcher */
 	int clients[MAX_CLIENTS];
+	struct client_cred creds[MAX_CLIENTS];
 	struct sv_task tasks[MAX_TASKS];
 	uint64_t next_id;
-	uint64_t shipper_retry_ms;
 	struct ipc_msg msg;
 	/* With a config: discovery and the backend threads. */
 	struct rover_config *cfg;
@@ -84,6 +91,7 @@ static const struct ipc_rule from_client[] = {
 	{ SIZED(MSG_CTL_STOP, struct msg_ctl_accepted), 0, 0 },
 };
 static const struct ipc_rule from_spawner[] = {
+	{ SIZED(MSG_PEER_CONN, struct msg_peer_conn), 0, 1 },
 	{ SIZED(MSG_WORKER_SPAWNED, struct msg_worker), 0, 1 },
 	{ SIZED(MSG_SPAWN_FAILED, struct msg_error), 0, 0 },
 	{ SIZED(MSG_WORKER_EXITED, struct msg_worker_exit), 0, 0 },
@@ -221,33 +229,31 @@ static void reject_client(int fd, int err, const char *why)
 	ipc_send(fd, MSG_CTL_DONE, &d, sizeof(d), -1);
 }
 
-static int connect_shipper_once(struct supervisor *s)
-{
-	struct msg_hello h = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION,
-			       .pid = (int32_t)getpid() };
-	int fd = ipc_connect(s->dir, "shipper.sock");
+static int on_spawner(struct supervisor *s);
 
-	if (fd < 0)
-		return fd;
-	if (ipc_send(fd, MSG_HELLO, &h, sizeof(h), -1)) {
-		close(fd);
-		return -EPIPE;
-	}
-	s->shipper = fd;
-	log_info("connected to shipper");
-	return 0;
-}
-
-/* The shipper may be (re)starting: wait for it up to wait_ms. */
-static int connect_shipper(struct supervisor *s, unsigned wait_ms)
+/*
+ * The shipper link comes from the launcher (at start, and again when either of us was
+ * restarted): wait for it up to wait_ms, handling whatever else the launcher says meanwhile.
+ * 0, -EAGAIN when it did not come, or the launcher connection's error.
+ */
+static int wait_shipper(struct supervisor *s, unsigned wait_ms)
 {
-	struct timespec pause = { .tv_nsec = 50000000 };
 	uint64_t until = now_mono_ms() + wait_ms;
-	int err;
 
-	while ((err = connect_shipper_once(s)) && now_mono_ms() < until)
-		nanosleep(&pause, NULL);
-	return err;
+	while (s->shipper < 0) {
+		struct pollfd p = { .fd = s->spawner, .events = POLLIN };
+		uint64_t now = now_mono_ms();
+		int err;
+
+		if (now >= until)
+			return -EAGAIN;
+		if (poll(&p, 1, (int)(until - now)) <= 0)
+			continue;
+		err = on_spawner(s);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static void shipper_lost(struct supervisor *s, int err);
@@ -257,7 +263,8 @@ static void shipper_lost(struct supervisor *s, int err);
  * the backend), then a worker is asked for. 0, or -errno once the task has failed.
  */
 static int task_begin(struct supervisor *s, struct sv_task *t, const struct task_spec *spec,
-		      int client, const struct msg_output_backend *bk, int out_fd)
+		      int client, const struct client_cred *cred,
+		      const struct msg_output_backend *bk, int out_fd)
 {
 	struct msg_spawn sp = { 0 };
 	int err;
@@ -291,6 +298,15 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	sp.task_id = t->spec.task_id;
 	sp.npids = spec->npids;
 	memcpy(sp.pids, spec->pids, sizeof(sp.pids));
+	/* A client other than root may profile only what it could trace itself: the launcher
+	 * checks with its credentials. Backend tasks name processes discovery reported. */
+	if (cred && cred->uid != 0) {
+		sp.check_access = 1;
+		sp.req_uid = cred->uid;
+		sp.req_gid = cred->gid;
+		sp.ngroups = cred->ngroups;
+		memcpy(sp.groups, cred->groups, sizeof(sp.groups));
+	}
 	err = ipc_send(s->spawner, MSG_SPAWN_WORKER, &sp, sizeof(sp), -1);
 	if (err) {
 		task_fail(s, t, -err, "asking for a worker: %s", strerror(-err));
@@ -347,7 +363,7 @@ static int on_backend(struct supervisor *s)
 		err = check_client_spec(&spec, why, sizeof(why));
 		/* One try: the main loop never waits for a restarting shipper on the backend's
 		 * behalf (a task over many processes would hold it that many times). */
-		if (!err && s->shipper < 0 && connect_shipper_once(s)) {
+		if (!err && s->shipper < 0) {
 			err = -EAGAIN;
 			snprintf(why, sizeof(why), "the shipper is not available");
 		}
@@ -364,15 +380,16 @@ static int on_backend(struct supervisor *s)
 			ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
 			return 0;
 		}
-		task_begin(s, t, &spec, -1, &m->out, -1);
+		task_begin(s, t, &spec, -1, NULL, &m->out, -1);
 		log_info("task %llu is backend task %s for process %s",
 			 (unsigned long long)t->spec.task_id, m->out.sw_task_id, m->out.process_id);
 	}
 	return 0;
 }
 
-static void on_client(struct supervisor *s, int *cfd)
+static void on_client(struct supervisor *s, int idx)
 {
+	int *cfd = &s->clients[idx];
 	struct task_spec spec;
 	struct sv_task *t = NULL;
 	char why[ROVER_ERRMSG_LEN];
@@ -402,7 +419,7 @@ static void on_client(struct supervisor *s, int *cfd)
 	}
 	memcpy(&spec, s->msg.buf, sizeof(spec));
 	err = check_client_spec(&spec, why, sizeof(why));
-	if (!err && s->shipper < 0 && connect_shipper(s, 3000)) {
+	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");
 	}
@@ -417,7 +434,7 @@ static void on_client(struct supervisor *s, int *cfd)
 		close_fd(&s->msg.fd); /* the output it sent along */
 		return;
 	}
-	err = task_begin(s, t, &spec, *cfd, NULL, s->msg.fd);
+	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, s->msg.fd);
 	close_fd(&s->msg.fd);
 	if (!err) {
 		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };
@@ -436,6 +453,38 @@ static int on_spawner(struct supervisor *s)
 	if (err)
 		return err;
 	switch (s->msg.type) {
+	case MSG_PEER_CONN: {
+		const struct msg_peer_conn *c = s->msg.buf;
+		int fd = s->msg.fd;
+
+		s->msg.fd = -1;
+		if (c->role == ROLE_CLIENT) {
+			close_fd(&s->lsock);
+			s->lsock = fd;
+			return 0;
+		}
+		if (c->role != ROLE_SHIPPER) {
+			close(fd);
+			return -EPROTO;
+		}
+		if (s->shipper >= 0)
+			shipper_lost(s, -ECONNRESET);
+		err = ipc_set_timeouts(fd);
+		if (!err)
+			err = ipc_send(fd, MSG_HELLO,
+				       &(struct msg_hello){ .role = ROLE_SUPERVISOR,
+							    .proto_version = IPC_VERSION,
+							    .pid = (int32_t)getpid() },
+				       sizeof(struct msg_hello), -1);
+		if (err) {
+			close(fd);
+			log_warn("shipper link from the launcher: %s", strerror(-err));
+			return 0;
+		}
+		s->shipper = fd;
+		log_info("linked to shipper %d", c->pid);
+		return 0;
+	}
 	case MSG_WORKER_SPAWNED: {
 		const struct msg_worker *w = s->msg.buf;
 
@@ -560,7 +609,8 @@ static int on_shipper(struct supervisor *s)
 
 static void shipper_lost(struct supervisor *s, int err)
 {
-	log_warn("shipper connection lost (%s); tasks it held fail, reconnecting",
+	log_warn("shipper connection lost (%s); tasks it held fail until the launcher links a "
+		 "new one",
 		 strerror(-err));
 	close_fd(&s->shipper);
 	for (int i = 0; i < MAX_TASKS; i++) {
@@ -579,6 +629,13 @@ static void shipper_lost(struct supervisor *s, int err)
 	}
 }
 
+static int is_socket(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
+}
+
 static volatile sig_atomic_t stopping;
 
 static void on_term(int sig)
@@ -587,22 +644,40 @@ static void on_term(int sig)
 	stopping = 1;
 }
 
+/*
+ * ctl.sock is root's and the rover group's (mode 0660): whoever reaches it may ask, for the
+ * processes it could trace itself (the launcher checks each task with these credentials).
+ */
 static void accept_client(struct supervisor *s)
 {
+	struct client_cred cred = { 0 };
+	gid_t groups[ROVER_MAX_GROUPS];
+	socklen_t glen = sizeof(groups);
+	struct ucred uc;
+	socklen_t clen = sizeof(uc);
 	uint32_t uid;
 	int32_t pid;
 	int fd = ipc_accept(s->lsock, &uid, &pid);
 
 	if (fd < 0)
 		return;
-	if (uid != 0 && uid != s->uid) {
-		log_warn("client uid %u refused", uid);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &clen) ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen)) {
+		log_warn("client pid %d uid %u: its credentials: %s, refused", pid, uid,
+			 strerror(errno));
+		reject_client(fd, -EPERM, "more supplementary groups than rover can check");
 		close(fd);
 		return;
 	}
+	cred.uid = uc.uid;
+	cred.gid = uc.gid;
+	cred.ngroups = glen / sizeof(gid_t);
+	for (uint32_t i = 0; i < cred.ngroups; i++)
+		cred.groups[i] = groups[i];
 	for (int i = 0; i < MAX_CLIENTS; i++) {
 		if (s->clients[i] < 0) {
 			s->clients[i] = fd;
+			s->creds[i] = cred;
 			return;
 		}
 	}
@@ -625,7 +700,8 @@ static int loop(struct supervisor *s)
 		kind[n] = (k_);                                               \
 		ref[n++] = (r_);                                              \
 	} while (0)
-		ADD(s->lsock, K_LISTEN, 0);
+		if (s->lsock >= 0)
+			ADD(s->lsock, K_LISTEN, 0);
 		ADD(s->spawner, K_SPAWNER, 0);
 		if (s->shipper >= 0)
 			ADD(s->shipper, K_SHIPPER, 0);
@@ -638,7 +714,7 @@ static int loop(struct supervisor *s)
 			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
 				ADD(s->tasks[i].worker, K_WORKER, i);
 #undef ADD
-		int timeout = s->shipper < 0 ? 200 : 1000;
+		int timeout = 1000;
 
 		/* Woken for the next discovery scan, not more often. */
 		if (s->disc) {
@@ -669,10 +745,6 @@ static int loop(struct supervisor *s)
 				log_warn("discovery: reading /proc: %s, ignoring", strerror(-n));
 			s->next_scan_ms = now_mono_ms() + s->cfg->discovery.scan_period_ms;
 		}
-		if (s->shipper < 0 && now_mono_ms() >= s->shipper_retry_ms) {
-			if (connect_shipper_once(s))
-				s->shipper_retry_ms = now_mono_ms() + 200;
-		}
 		for (int k = 0; k < n; k++) {
 			if (!pfd[k].revents)
 				continue;
@@ -697,7 +769,7 @@ static int loop(struct supervisor *s)
 				break;
 			case K_CLIENT:
 				if (s->clients[ref[k]] == pfd[k].fd)
-					on_client(s, &s->clients[ref[k]]);
+					on_client(s, ref[k]);
 				break;
 			case K_WORKER:
 				if (s->tasks[ref[k]].worker == pfd[k].fd)
@@ -778,12 +850,14 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	err = host_facts__gather(&s->host);
 	if (err)
 		goto cleanup;
-	s->disc_fd = ipc_connect(s->dir, "spawner.sock");
-	if (s->disc_fd < 0 || ipc_send(s->disc_fd, MSG_HELLO, &hello, sizeof(hello), -1)) {
+	if (s->dir) {
+		s->disc_fd = ipc_connect(s->dir, "spawner.sock");
+		if (s->disc_fd >= 0 && ipc_send(s->disc_fd, MSG_HELLO, &hello, sizeof(hello), -1))
+			close_fd(&s->disc_fd);
+	}
+	if (s->disc_fd < 0)
 		log_warn("no discovery connection to the launcher; names fall back to the command "
 			 "line");
-		close_fd(&s->disc_fd);
-	}
 	s->disc = discovery__new(s->cfg, &s->host, proc_root && proc_root[0] ? proc_root : "/proc",
 				 proc_info, s);
 	if (!s->disc) {
@@ -841,7 +915,6 @@ int main(int argc, char **argv)
 	struct msg_hello hello = { .role = ROLE_SUPERVISOR, .proto_version = IPC_VERSION };
 	struct sigaction sa = { .sa_handler = on_term };
 	const char *user = NULL;
-	char from[4096], to[4096];
 	gid_t gid;
 	int c, err;
 
@@ -864,18 +937,17 @@ int main(int argc, char **argv)
 			user = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: rover-supervisor --socket-dir DIR [--user USER] "
+			fprintf(stderr, "usage: rover-supervisor [--socket-dir DIR] [--user USER] "
 					CONFIG_PASSED_USAGE "\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (!s.dir) {
-		fprintf(stderr, "rover-supervisor: --socket-dir is required\n");
-		return 2;
-	}
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		s.clients[i] = -1;
-	err = privdrop_lookup_user(user, &s.uid, &gid);
+	/* Started unprivileged (a container of its own), it stays who it is. */
+	s.uid = geteuid();
+	gid = getegid();
+	err = geteuid() == 0 ? privdrop_lookup_user(user, &s.uid, &gid) : 0;
 	if (!err)
 		err = privdrop_apply(&supervisor_policy, s.uid, gid);
 	if (err) {
@@ -883,19 +955,25 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.uid = geteuid();
-	s.spawner = ipc_connect(s.dir, "spawner.sock");
-	hello.pid = (int32_t)getpid();
-	if (s.spawner < 0 || ipc_send(s.spawner, MSG_HELLO, &hello, sizeof(hello), -1)) {
-		log_err("connecting to the launcher in %s: %s", s.dir,
-			s.spawner < 0 ? strerror(-s.spawner) : "hello failed");
-		return 1;
+	if (s.dir) {
+		/* A container of its own: the launcher's spawner.sock, root's and the rover
+		 * group's, in the directory the containers share. */
+		s.spawner = ipc_connect(s.dir, "spawner.sock");
+		hello.pid = (int32_t)getpid();
+		if (s.spawner < 0 || ipc_send(s.spawner, MSG_HELLO, &hello, sizeof(hello), -1)) {
+			log_err("connecting to the launcher in %s: %s", s.dir,
+				s.spawner < 0 ? strerror(-s.spawner) : "hello failed");
+			return 1;
+		}
+	} else if (is_socket(ROLE_FD_LAUNCHER) && is_socket(ROLE_FD_SECOND)) {
+		s.spawner = ROLE_FD_LAUNCHER;
+		s.disc_fd = ROLE_FD_SECOND;
+	} else {
+		log_err("started without --socket-dir and without the launcher's connections: run "
+			"it through rover (rover run, rover serve)");
+		return 2;
 	}
 	/* Spawner replies may take a while to come; no timeout on that connection's reads. */
-	s.lsock = ipc_listen(s.dir, "ctl.sock.new");
-	if (s.lsock < 0) {
-		log_err("listening in %s: %s", s.dir, strerror(-s.lsock));
-		return 1;
-	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (config__passed_given(&passed) && backend_setup(&s, &passed)) {
@@ -904,13 +982,12 @@ int main(int argc, char **argv)
 		 * worth a restart. */
 		return s.config_refused ? 78 : 1;
 	}
-	/* Clients come once the pipeline is whole; a shipper started later is picked up too. */
-	if (connect_shipper(&s, 10000))
-		log_warn("no shipper yet in %s; retrying in the background", s.dir);
-	snprintf(from, sizeof(from), "%s/ctl.sock.new", s.dir);
-	snprintf(to, sizeof(to), "%s/ctl.sock", s.dir);
-	if (rename(from, to)) {
-		log_err("publishing %s: %s", to, strerror(errno));
+	/* Clients are taken once the pipeline is whole; a shipper linked later is taken too. */
+	err = wait_shipper(&s, 10000);
+	if (err == -EAGAIN)
+		log_warn("no shipper linked yet; tasks wait for it");
+	else if (err) {
+		log_err("launcher connection: %s", strerror(-err));
 		return 1;
 	}
 	err = sandbox_apply(&supervisor_policy);

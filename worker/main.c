@@ -25,8 +25,8 @@
 #include "worker/profiler.h"
 #include "worker/ship.h"
 
-#define SUPERVISOR_FD 3
-#define SHIPPER_CONNECT_TRIES 50
+#define SUPERVISOR_FD ROLE_FD_LAUNCHER
+#define SHIPPER_FD ROLE_FD_SECOND
 
 static const struct ipc_rule from_supervisor[] = {
 	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
@@ -36,7 +36,6 @@ static const struct ipc_rule from_supervisor[] = {
 struct worker {
 	int sv;      /* supervisor */
 	int shipper; /* -1 once lost */
-	const char *sockdir;
 	struct task_spec spec;
 	int pidfds[ROVER_MAX_PIDS];
 	int npidfds;
@@ -67,21 +66,6 @@ static int check_spec(const struct task_spec *s)
 	    s->attach > ATTACH_RAW_TP || s->unwind > UNWIND_DWARF)
 		return -EINVAL;
 	return 0;
-}
-
-static int connect_shipper(const char *dir)
-{
-	struct timespec pause = { .tv_nsec = 100000000 };
-	int fd = -ENOENT;
-
-	/* The shipper may be restarting: give it a few seconds. */
-	for (int i = 0; i < SHIPPER_CONNECT_TRIES; i++) {
-		fd = ipc_connect(dir, "shipper.sock");
-		if (fd >= 0)
-			return fd;
-		nanosleep(&pause, NULL);
-	}
-	return fd;
 }
 
 static void flush(struct worker *w)
@@ -194,14 +178,14 @@ static uint32_t run(struct worker *w)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rover-worker --socket-dir DIR [--user USER]\n"
-			"  started by the rover launcher with its supervisor socket on fd 3\n");
+	fprintf(stderr, "usage: rover-worker [--user USER]\n"
+			"  started by the rover launcher with its supervisor on fd 3 and its shipper "
+			"on fd 4\n");
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
-					      { "user", required_argument, NULL, 'u' },
+	static const struct option opts[] = { { "user", required_argument, NULL, 'u' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
 	struct worker w = { .sv = SUPERVISOR_FD, .shipper = -1 };
@@ -214,11 +198,8 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-worker");
-	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "u:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd':
-			w.sockdir = optarg;
-			break;
 		case 'u':
 			user = optarg;
 			break;
@@ -226,10 +207,6 @@ int main(int argc, char **argv)
 			usage();
 			return c == 'h' ? 0 : 2;
 		}
-	}
-	if (!w.sockdir) {
-		usage();
-		return 2;
 	}
 	err = privdrop_lookup_user(user, &uid, &gid);
 	if (!err)
@@ -267,10 +244,13 @@ int main(int argc, char **argv)
 							 : "loading the OFF_CPU tracer");
 		return 1;
 	}
-	w.shipper = connect_shipper(w.sockdir);
-	if (w.shipper < 0 || (err = wk_send_begin(w.shipper, &w.spec))) {
-		wk_send_error(w.sv, w.spec.task_id, w.shipper < 0 ? -w.shipper : -err,
-			      "connecting to shipper");
+	/* The launcher connected us to the shipper before we started: no path to trust. */
+	w.shipper = SHIPPER_FD;
+	err = ipc_set_timeouts(w.shipper);
+	if (!err)
+		err = wk_send_begin(w.shipper, &w.spec);
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, "reaching the shipper");
 		return 1;
 	}
 	ipc_send(w.sv, MSG_TASK_STARTED, &started, sizeof(started), -1);
