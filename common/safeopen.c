@@ -112,10 +112,10 @@ static int perf_map_acceptable(const struct stat *st, uid_t uid)
 int safeopen_perf_map(pid_t pid)
 {
 	char path[32], name[32];
-	struct stat st;
+	struct stat st, reopened;
 	pid_t nspid;
 	uid_t uid;
-	int procfd, tmpfd = -1, fd = -1, err;
+	int procfd, tmpfd = -1, pathfd = -1, fd = -1, err;
 
 	if (pid <= 0)
 		return -EINVAL;
@@ -138,8 +138,8 @@ int safeopen_perf_map(pid_t pid)
 	 * component, "tmp": with O_PATH|O_DIRECTORY a symbolic link there fails with ENOTDIR.
 	 * openat2(RESOLVE_NO_SYMLINKS) would say the same for both components at once; this
 	 * works on every kernel and the path has only these two. Whatever is mounted on that
-	 * /tmp is the target's choice all the same: the checks on the file itself, after it is
-	 * open, are what bound what it can make us read.
+	 * /tmp is the target's choice all the same: the checks on the file itself, made before
+	 * it is opened and again after, are what bound what it can make us open and read.
 	 */
 	tmpfd = openat(procfd, "root/tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (tmpfd < 0) {
@@ -148,30 +148,46 @@ int safeopen_perf_map(pid_t pid)
 	}
 	snprintf(name, sizeof(name), "perf-%d.map", (int)nspid);
 	/*
-	 * Looked at before it is opened: opening a device node can have effects of its own. The
-	 * file can change in between; the fstat of the open descriptor below is what decides.
+	 * The target can swap what sits at that name at any moment (rename, a bind mount on
+	 * it), so the name is resolved once, into pathfd, and everything after acts on that
+	 * descriptor. An O_PATH open calls no driver's or filesystem's open and, with
+	 * O_NOFOLLOW, gives the symbolic link itself: nothing has been opened yet when its
+	 * fstat says what it is. Opening the name again after that check would look it up
+	 * again; reopening /proc/self/fd/N reaches the very file the check was made on.
 	 */
-	if (fstatat(tmpfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+	pathfd = openat(tmpfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pathfd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (fstat(pathfd, &st)) {
 		err = -errno;
 		goto cleanup;
 	}
 	err = perf_map_acceptable(&st, uid);
 	if (err)
 		goto cleanup;
-	/* O_NONBLOCK: a FIFO swapped in after the fstatat opens without waiting for a writer. */
-	fd = openat(tmpfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pathfd);
+	/* O_NONBLOCK, O_NOCTTY: no effect on a regular file, kept as a second line should the
+	 * check above ever let through something else. */
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		err = errno == ELOOP ? -EPERM : -errno;
-		goto cleanup;
-	}
-	if (fstat(fd, &st)) {
 		err = -errno;
 		goto cleanup;
 	}
-	err = perf_map_acceptable(&st, uid);
+	if (fstat(fd, &reopened)) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* Size and links can change after the first look: the file is the target's to write. */
+	err = perf_map_acceptable(&reopened, uid);
+	if (!err && (reopened.st_dev != st.st_dev || reopened.st_ino != st.st_ino))
+		err = -EPERM;
 cleanup:
 	if (err && fd >= 0)
 		close(fd);
+	if (pathfd >= 0)
+		close(pathfd);
 	if (tmpfd >= 0)
 		close(tmpfd);
 	close(procfd);

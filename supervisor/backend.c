@@ -34,6 +34,11 @@
 /* An entity the backend answered without an id is reported again after this long, not at
  * every round: a backend that never names some entity must not get four reports a second. */
 #define REPORT_RETRY_MS 10000
+/*
+ * A run is forgotten this long after its planned end even if the main loop never says it
+ * ended: after its worker stops, its last flush still goes through the shipper.
+ */
+#define RUN_GRACE_MS 60000
 
 struct bk_running {
 	struct sw_task t;
@@ -63,6 +68,7 @@ struct backend {
 	int nseen, seen_next;
 	struct bk_running running[MAX_RUNNING];
 	int nrunning;
+	struct sw_runs runs; /* the workers the backend holds: bounded (commands.h) */
 	/* Reasons of bad commands already logged: the backend answers them on every poll. */
 	char bad_logged[MAX_BAD_LOGGED][320];
 	int nbad, bad_next;
@@ -344,7 +350,7 @@ static void send_stop(struct backend *b, const char *sw_task_id)
  */
 static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_ms)
 {
-	int started = 0, known = 0;
+	int started = 0, known = 0, process_busy = 0, full = 0;
 
 	if (t->target_type == TASK_NETWORK) {
 		log_warn("task %s: NETWORK profiling is not supported yet, skipping", t->task_id);
@@ -364,6 +370,7 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 			continue;
 		log_info("task %s replaces task %s", t->task_id, b->running[i].t.task_id);
 		send_stop(b, b->running[i].t.task_id);
+		sw_runs__stopping(&b->runs, b->running[i].t.task_id);
 		b->running[i] = b->running[--b->nrunning];
 		i--;
 	}
@@ -374,6 +381,15 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 		if (n <= 0) {
 			log_info("task %s: process %s is not one of this host's, skipping it",
 				 t->task_id, t->process_ids[i]);
+			continue;
+		}
+		switch (sw_runs__add(&b->runs, t->task_id, t->process_ids[i],
+				     now_unix_ms() + run_ms + RUN_GRACE_MS)) {
+		case -EBUSY:
+			process_busy++;
+			continue;
+		case -ENOSPC:
+			full++;
 			continue;
 		}
 		m.spec.type = t->target_type;
@@ -391,10 +407,17 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 		ipc_strlcpy(m.out.process_id, t->process_ids[i], sizeof(m.out.process_id));
 		if (ipc_send(b->main_fd, MSG_BK_START, &m, sizeof(m), -1)) {
 			log_warn("task %s: main loop unreachable", t->task_id);
+			sw_runs__ended(&b->runs, t->task_id, t->process_ids[i]);
 			continue;
 		}
 		started++;
 	}
+	/* Not kept to retry: a backend that asks for more than the bounds is not waited for. */
+	if (process_busy || full)
+		log_warn("task %s: %d of its processes skipped: %d already in %d tasks, %d over "
+			 "the %d backend workers at once",
+			 t->task_id, process_busy + full, process_busy, SW_MAX_TASKS_PER_PROCESS,
+			 full, SW_MAX_RUNS);
 	if (started && b->nrunning < MAX_RUNNING) {
 		b->running[b->nrunning].t = *t;
 		b->running[b->nrunning++].end_ms = now_unix_ms() + run_ms;
@@ -417,13 +440,17 @@ static void keep_pending(struct backend *b, const struct sw_task *t, const char 
 	log_info("task %s %s", t->task_id, why);
 }
 
-static void handle_task(struct backend *b, const struct sw_task *t)
+static void handle_task(struct backend *b, struct sw_task *t)
 {
+	uint32_t asked = t->duration_s;
 	uint64_t run_ms = 0;
 
 	if (seen_task(b, t->task_id))
 		return;
 	remember_task(b, t->task_id);
+	if (sw_task__cap_duration(t, (uint32_t)(b->cfg->profiling.max_task_duration_ms / 1000)))
+		log_warn("task %s: %u s asked, runs %u s at most (profiling.max_task_duration)",
+			 t->task_id, asked, t->duration_s);
 	switch (sw_task__when(t, now_unix_ms(), &run_ms)) {
 	case SW_TASK_NOW:
 		/* Its processes may not be discovered or reported yet (just after a restart). */
@@ -513,6 +540,7 @@ static void drain_main(struct backend *b)
 		if (ipc_check_str(e->sw_task_id, sizeof(e->sw_task_id)) ||
 		    ipc_check_str(e->process_id, sizeof(e->process_id)))
 			break;
+		sw_runs__ended(&b->runs, e->sw_task_id, e->process_id);
 		if (e->err)
 			log_warn("task %s on process %s failed (%s)", e->sw_task_id, e->process_id,
 				 strerror(e->err));
@@ -566,6 +594,7 @@ static void *task_main(void *arg)
 		for (int i = 0; i < b->nrunning; i++)
 			if (b->running[i].end_ms <= unow)
 				b->running[i--] = b->running[--b->nrunning];
+		sw_runs__expire(&b->runs, unow);
 		nap(b, 200);
 	}
 	return NULL;

@@ -289,3 +289,55 @@ int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b)
 	}
 	return 1;
 }
+
+int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)
+{
+	if (!max_s || t->duration_s <= max_s)
+		return 0;
+	t->duration_s = max_s;
+	return 1;
+}
+
+int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
+		 uint64_t gone_ms)
+{
+	struct sw_run *run;
+	int on_process = 0;
+
+	if (r->n >= SW_MAX_RUNS)
+		return -ENOSPC;
+	for (int i = 0; i < r->n; i++)
+		on_process += !r->run[i].stopping && !strcmp(r->run[i].process_id, process_id);
+	if (on_process >= SW_MAX_TASKS_PER_PROCESS)
+		return -EBUSY;
+	run = &r->run[r->n++];
+	memset(run, 0, sizeof(*run));
+	snprintf(run->task_id, sizeof(run->task_id), "%s", task_id);
+	snprintf(run->process_id, sizeof(run->process_id), "%s", process_id);
+	run->gone_ms = gone_ms;
+	return 0;
+}
+
+void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (strcmp(r->run[i].task_id, task_id) || strcmp(r->run[i].process_id, process_id))
+			continue;
+		r->run[i] = r->run[--r->n];
+		return;
+	}
+}
+
+void sw_runs__stopping(struct sw_runs *r, const char *task_id)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->run[i].task_id, task_id))
+			r->run[i].stopping = 1;
+}
+
+void sw_runs__expire(struct sw_runs *r, uint64_t now_ms)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->run[i].gone_ms <= now_ms)
+			r->run[i--] = r->run[--r->n];
+}

@@ -50,4 +50,48 @@ enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64
 /* The identity upstream replaces running tasks by: process ids + target type + trigger type. */
 int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b);
 
+/*
+ * Cuts t's duration to max_s seconds (profiling.max_task_duration). Returns 1 when it was cut,
+ * 0 when it fit. Cut, not refused: whoever asked for a long task still gets its first max_s
+ * seconds of data, counted from the task's start time.
+ */
+int sw_task__cap_duration(struct sw_task *t, uint32_t max_s);
+
+/*
+ * What one backend can make this host run at once. A task runs one worker per process id
+ * (up to SW_MAX_PROCESSES of them); the supervisor and the launcher hold 32 tasks and workers
+ * in all (MAX_TASKS, MAX_WORKERS). The backend gets half: the rest is for local
+ * `rover profile` tasks and for replaced workers that are still finishing.
+ */
+#define SW_MAX_RUNS 16
+/* ON_CPU and OFF_CPU of one process may overlap; a third task on it is one too many. */
+#define SW_MAX_TASKS_PER_PROCESS 2
+
+/* One (task, process id) the backend started: one worker. */
+struct sw_run {
+	char task_id[SW_ID_LEN];
+	char process_id[SW_ID_LEN];
+	uint64_t gone_ms; /* unix ms: forgotten by then even if its end is never reported */
+	int stopping;     /* replaced: still a worker, no longer a task on its process */
+};
+
+struct sw_runs {
+	struct sw_run run[SW_MAX_RUNS];
+	int n;
+};
+
+/*
+ * Records a run of task_id on process_id, or says why not: -ENOSPC with SW_MAX_RUNS runs
+ * already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS tasks (runs that are
+ * stopping do not count there).
+ */
+int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
+		 uint64_t gone_ms);
+/* The worker of (task_id, process_id) ended, or never started. */
+void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id);
+/* task_id was replaced: its workers were told to stop. */
+void sw_runs__stopping(struct sw_runs *r, const char *task_id);
+/* Forgets runs whose gone_ms is past. */
+void sw_runs__expire(struct sw_runs *r, uint64_t now_ms);
+
 #endif

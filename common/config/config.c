@@ -223,6 +223,8 @@ static const struct key profiling_keys[] = {
 	{ "active", K_BOOL, CF(profiling.active) },
 	{ "check_interval", K_DUR_MS, CF(profiling.check_interval_ms), NULL, 1, DAY_MS },
 	{ "flush_interval", K_DUR_MS, CF(profiling.flush_interval_ms), NULL, 1, DAY_MS },
+	/* Ours: a backend task longer than this runs this long. A worker runs 24 h at most. */
+	{ "max_task_duration", K_DUR_MS, CF(profiling.max_task_duration_ms), NULL, 1000, DAY_MS },
 	/* Ours: the shipper's symbol tables, shared by build-id, evicted beyond this. */
 	{ "symbol_cache_bytes", K_BYTES, CF(profiling.symbol_cache_bytes), NULL, 1 << 20,
 	  16ULL << 30 },
@@ -343,6 +345,7 @@ int config__defaults(struct rover_config *ret_cfg)
 	c.profiling.active = 1;
 	c.profiling.check_interval_ms = 10000;
 	c.profiling.flush_interval_ms = 5000;
+	c.profiling.max_task_duration_ms = 3600 * 1000;
 	c.profiling.symbol_cache_bytes = 64ULL << 20;
 	c.profiling.dump_period_us = 9000;
 	c.profiling.network_report_interval_ms = 2000;

@@ -58,6 +58,7 @@ struct rover_config {
 		int active;                 /* 1 */
 		uint64_t check_interval_ms; /* 10 s */
 		uint64_t flush_interval_ms; /* 5 s */
+		uint64_t max_task_duration_ms; /* 1 h: longer backend tasks are cut (ours) */
 		uint64_t symbol_cache_bytes; /* 64 MiB: the shipper's symbol tables (ours) */
 		uint64_t dump_period_us;    /* 9 ms */
 		uint64_t network_report_interval_ms; /* 2 s */

@@ -341,3 +341,103 @@ Test(commands, identity)
 	b = parse_ok(&m);
 	cr_assert(!sw_task__same_identity(&a, &b));
 }
+
+/* A hostile OAP asks for a day: the task runs profiling.max_task_duration (1 h by default). */
+Test(commands, a_24h_task_is_cut_to_the_maximum)
+{
+	struct cmd m;
+	struct sw_task t;
+	uint64_t run;
+
+	make(&m, "FixedTriggerDuration", "86400");
+	t = parse_ok(&m);
+	cr_assert_eq(t.duration_s, 86400);
+	cr_assert_eq(sw_task__cap_duration(&t, 3600), 1);
+	cr_assert_eq(t.duration_s, 3600);
+	/* Counted from its start: 10 s in, 3590 s are left, not 86390. */
+	cr_assert_eq(sw_task__when(&t, t.start_time_ms + 10000, &run), SW_TASK_NOW);
+	cr_assert_eq(run, 3590 * 1000);
+	/* One that started over an hour ago is over. */
+	cr_assert_eq(sw_task__when(&t, t.start_time_ms + 3600 * 1000, &run), SW_TASK_EXPIRED);
+
+	/* Within the bound, or at it: left alone. */
+	make(&m, "FixedTriggerDuration", "3600");
+	t = parse_ok(&m);
+	cr_assert_eq(sw_task__cap_duration(&t, 3600), 0);
+	cr_assert_eq(t.duration_s, 3600);
+	make(&m, "FixedTriggerDuration", "300");
+	t = parse_ok(&m);
+	cr_assert_eq(sw_task__cap_duration(&t, 3600), 0);
+	cr_assert_eq(t.duration_s, 300);
+}
+
+/* 32 tasks all naming one process: SW_MAX_TASKS_PER_PROCESS run, the rest are refused. */
+Test(commands, one_process_fanned_across_32_tasks)
+{
+	struct sw_runs r = { 0 };
+	char id[32];
+	int ran = 0, busy = 0;
+
+	for (int i = 0; i < 32; i++) {
+		int err;
+
+		snprintf(id, sizeof(id), "task-%d", i);
+		err = sw_runs__add(&r, id, "p1", 1000);
+		cr_assert(err == 0 || err == -EBUSY, "task %d: %d", i, err);
+		ran += !err;
+		busy += err == -EBUSY;
+	}
+	cr_assert_eq(ran, SW_MAX_TASKS_PER_PROCESS);
+	cr_assert_eq(busy, 32 - SW_MAX_TASKS_PER_PROCESS);
+	cr_assert_eq(r.n, SW_MAX_TASKS_PER_PROCESS);
+	/* Other processes are not held up by p1's. */
+	cr_assert_eq(sw_runs__add(&r, "task-x", "p2", 1000), 0);
+
+	/* One of p1's ends: one more may start. */
+	sw_runs__ended(&r, "task-0", "p1");
+	cr_assert_eq(sw_runs__add(&r, "task-y", "p1", 1000), 0);
+	cr_assert_eq(sw_runs__add(&r, "task-z", "p1", 1000), -EBUSY);
+
+	/* A replaced task no longer holds its process, its worker still counts until it ends. */
+	sw_runs__stopping(&r, "task-1");
+	cr_assert_eq(sw_runs__add(&r, "task-1b", "p1", 1000), 0);
+	cr_assert_eq(r.n, 4);
+	sw_runs__ended(&r, "task-1", "p1");
+	cr_assert_eq(r.n, 3);
+
+	/* An end the main loop never reported: forgotten at gone_ms. */
+	sw_runs__expire(&r, 999);
+	cr_assert_eq(r.n, 3);
+	sw_runs__expire(&r, 1000);
+	cr_assert_eq(r.n, 0);
+}
+
+/* Many tasks over many processes: at most SW_MAX_RUNS workers for the backend. */
+Test(commands, backend_workers_are_bounded)
+{
+	struct sw_runs r = { 0 };
+	char task[32], proc[32];
+	int ran = 0, full = 0;
+
+	for (int i = 0; i < 32; i++) {
+		for (int j = 0; j < SW_MAX_PROCESSES; j++) {
+			int err;
+
+			snprintf(task, sizeof(task), "task-%d", i);
+			snprintf(proc, sizeof(proc), "p%d", i * SW_MAX_PROCESSES + j);
+			err = sw_runs__add(&r, task, proc, 1000);
+			cr_assert(err == 0 || err == -ENOSPC, "%s on %s: %d", task, proc, err);
+			ran += !err;
+			full += err == -ENOSPC;
+		}
+	}
+	cr_assert_eq(ran, SW_MAX_RUNS);
+	cr_assert_eq(full, 32 * SW_MAX_PROCESSES - SW_MAX_RUNS);
+	/* Within MAX_WORKERS (32, launcher/spawner.c), with room for local tasks. */
+	cr_assert_leq(SW_MAX_RUNS, 16);
+	/* Stopping runs still hold a worker: no room is made by replacing. */
+	sw_runs__stopping(&r, "task-0");
+	cr_assert_eq(sw_runs__add(&r, "task-new", "p-new", 1000), -ENOSPC);
+	sw_runs__ended(&r, "task-0", "p0");
+	cr_assert_eq(sw_runs__add(&r, "task-new", "p-new", 1000), 0);
+}

@@ -106,6 +106,7 @@ static void check_defaults(const struct rover_config *c)
 	cr_assert_eq(c->profiling.active, 1);
 	cr_assert_eq(c->profiling.check_interval_ms, 10000);
 	cr_assert_eq(c->profiling.flush_interval_ms, 5000);
+	cr_assert_eq(c->profiling.max_task_duration_ms, 3600000);
 	cr_assert_eq(c->profiling.dump_period_us, 9000);
 	cr_assert_eq(c->profiling.network_report_interval_ms, 2000);
 	cr_assert_str_eq(c->profiling.network_meter_prefix, "rover_net_p");
@@ -156,6 +157,7 @@ Test(config, values_of_every_type)
 		"    spool_disk_bytes: 2048\n    call_timeout: 1m30s\n"
 		"process_discovery:\n  heartbeat_period: 1m\n  properties_report_period: 3\n"
 		"profiling:\n  active: false\n  check_interval: 2s\n  flush_interval: 250ms\n"
+		"  max_task_duration: 15m\n"
 		"  task:\n    on_cpu:\n      dump_period: 1ms\n"
 		"    network:\n      report_interval: 3s\n      meter_prefix: np\n"
 		"  continuous:\n    meter_prefix: cp\n    fetch_interval: 2s\n    check_interval: 4s\n"
@@ -182,6 +184,7 @@ Test(config, values_of_every_type)
 	cr_assert_eq(c.profiling.active, 0);
 	cr_assert_eq(c.profiling.check_interval_ms, 2000);
 	cr_assert_eq(c.profiling.flush_interval_ms, 250);
+	cr_assert_eq(c.profiling.max_task_duration_ms, 900000);
 	cr_assert_eq(c.profiling.dump_period_us, 1000);
 	cr_assert_eq(c.profiling.network_report_interval_ms, 3000);
 	cr_assert_str_eq(c.profiling.network_meter_prefix, "np");
@@ -252,6 +255,11 @@ Test(config, bad_values_name_key_and_value)
 	load_fails("profiling:\n  task:\n    on_cpu:\n      dump_period: 500us\n",
 		   "profiling.task.on_cpu.dump_period", "'500us'", NULL);
 	load_fails("profiling:\n  flush_interval: 0s\n", "profiling.flush_interval", "'0s'", NULL);
+	/* A worker runs 24 h at most; under a second is no task. */
+	load_fails("profiling:\n  max_task_duration: 25h\n", "profiling.max_task_duration",
+		   "'25h'", NULL);
+	load_fails("profiling:\n  max_task_duration: 500ms\n", "profiling.max_task_duration",
+		   "'500ms'", NULL);
 	load_fails("profiling:\n  flush_interval: -5s\n", "profiling.flush_interval", "'-5s'", NULL);
 	load_fails("core:\n  backend:\n    enable_TLS: yes\n", "core.backend.enable_TLS",
 		   "bad boolean", "'yes'", NULL);
