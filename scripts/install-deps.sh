@@ -4,7 +4,7 @@ set -eu
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcap-ng-dev libseccomp-dev \
 libprotobuf-c-dev protobuf-c-compiler libiberty-dev libcriterion-dev linux-perf gdb make gcc g++ \
 binutils libclang-rt-dev liblzma-dev xz-utils golang-go \
-libgrpc-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15"
+libgrpc-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

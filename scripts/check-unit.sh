@@ -1,0 +1,240 @@
+#!/bin/sh
+# Checks deploy/systemd/rover.service where systemd is not PID 1 (so the unit cannot be
+# started): systemd-analyze verify and security, whether its system call filter holds every
+# call the roles' own filters allow, and then a short `rover profile` of a busy program that
+# runs from /home, under what the unit gives the launcher, each read from the unit itself:
+#   CapabilityBoundingSet=, NoNewPrivileges=      setpriv --bounding-set --no-new-privs
+#   SystemCallFilter=, SystemCallErrorNumber=,
+#   RestrictAddressFamilies=, MemoryDenyWriteExecute=   scripts/check-unit-seccomp.c
+#   ProtectSystem=strict, ProtectKernelTunables=,
+#   ProtectControlGroups=                          every mount read-only but /proc and /dev
+#   ProtectHome=yes, PrivateTmp=, PrivateDevices=  empty 000 /home /root /run/user, a new
+#                                                  /tmp and /var/tmp, a /dev of 6 nodes
+#   RuntimeDirectory=, StateDirectory=, UMask=     the only writable places, umask
+#   ProtectHostname=                               unshare --uts
+# Not reproduced: RestrictNamespaces=, LockPersonality=, RestrictRealtime=, RestrictSUIDSGID=
+# (more seccomp rules; rover makes none of those calls and its launcher denies namespaces
+# itself), DevicePolicy=, ProtectClock=, ProtectKernelModules= beyond the filter.
+#
+# usage: scripts/check-unit.sh [--extra-caps CAP_A,CAP_B] [UNIT]
+#   --extra-caps  also keep these in the bounding set (a launcher that still wants them)
+# Needs root, util-linux (unshare, setpriv), gcc and libseccomp, the rover user, and
+# build/rover (make -j1 all). Exit status: 0 when every check passed.
+set -eu
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${ROVER_BUILD:-$SRC/build}
+EXTRA=""
+if [ "${1:-}" = "--extra-caps" ]; then
+	EXTRA=$2
+	shift 2
+fi
+UNIT=${1:-$SRC/deploy/systemd/rover.service}
+PY=/usr/bin/python3
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# unit_get KEY: every value of KEY in [Service], continuation lines joined, one per line.
+unit_get() {
+	"$PY" - "$UNIT" "$1" <<'EOF'
+import sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
+section = None
+for line in text.splitlines():
+    line = line.strip()
+    if line.startswith("["):
+        section = line
+    elif section == "[Service]" and "=" in line and not line.startswith("#"):
+        key, value = line.split("=", 1)
+        if key.strip() == sys.argv[2]:
+            print(" ".join(value.split()))
+EOF
+}
+
+WORK=$(mktemp -d /run/rover-check.XXXXXX)
+HOMEDIR=""
+SPIN=""
+cleanup() {
+	[ -z "$SPIN" ] || kill "$SPIN" 2>/dev/null || true
+	[ -z "$HOMEDIR" ] || rm -rf "$HOMEDIR"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "== systemd-analyze verify (ExecStart pointed at $BUILD)"
+sed "s|/usr/local/bin/|$BUILD/|g" "$UNIT" >"$WORK/rover.service"
+if systemd-analyze verify "$WORK/rover.service"; then echo "ok"; else fail "verify"; fi
+
+echo "== systemd-analyze security --offline=true"
+systemd-analyze security --offline=true "$UNIT" 2>&1 | grep -E '^(✗|→)' || true
+
+echo "== SystemCallFilter= against the roles' own allowlists (policy/*.c)"
+systemd-analyze syscall-filter >"$WORK/groups" 2>/dev/null
+unit_get SystemCallFilter >"$WORK/filter"
+if ! "$PY" - "$WORK/groups" "$WORK/filter" "$WORK/syscalls" "$SRC"/policy/*.c <<'EOF'
+import re, sys
+groups, cur = {}, None
+for line in open(sys.argv[1]):
+    s = line.strip()
+    if not s or s.startswith("#"):
+        continue
+    if not line[0].isspace() and s.startswith("@"):
+        cur = groups.setdefault(s, [])
+    elif cur is not None:
+        cur.append(s)
+def expand(name):
+    if not name.startswith("@"):
+        return {name}
+    out = set()
+    for m in groups.get(name, []):
+        out |= expand(m)
+    return out
+# systemd: a first list without ~ is an allowlist; later lines add, or with ~ take away.
+allowed = None
+for value in open(sys.argv[2]).read().splitlines():
+    deny = value.startswith("~")
+    names = set().union(*[expand(n) for n in value.lstrip("~").split()])
+    if allowed is None:
+        allowed = set() if not deny else None
+        if allowed is None:
+            sys.exit("a denylist filter: nothing to check")
+    allowed = allowed - names if deny else allowed | names
+open(sys.argv[3], "w").write("\n".join(sorted(allowed)) + "\n")
+need = set()
+for path in sys.argv[4:]:
+    need |= set(re.findall(r'\{ "([a-z0-9_]+)", SC_ALLOW', open(path).read()))
+# The launcher's own calls (its filter is a denylist, so they are listed here).
+need |= {"bpf", "perf_event_open", "setuid", "setgid", "setresuid", "setresgid", "setgroups",
+         "capset", "capget", "prctl", "seccomp", "pidfd_open", "pidfd_send_signal", "execve",
+         "clone", "clone3", "wait4", "kill", "memfd_create", "signalfd4", "chown", "fchown",
+         "fchmod", "chmod", "mkdir", "setfsuid", "setfsgid", "faccessat", "socketpair",
+         "unlink", "rmdir", "readlink"}
+missing = sorted(need - allowed)
+print("%d calls allowed; %d needed" % (len(allowed), len(need)))
+if missing:
+    print("FAIL: not allowed by the unit: " + " ".join(missing))
+    sys.exit(1)
+print("ok")
+EOF
+then
+	failed=1
+fi
+
+echo "== rover profile under the unit's sandbox"
+if [ "$(id -u)" -ne 0 ] || [ ! -x "$BUILD/rover" ] || ! id rover >/dev/null 2>&1; then
+	echo "SKIP: needs root, $BUILD/rover (make -j1 all) and the rover user"
+	exit "$failed"
+fi
+gcc -O2 -Wall -o "$WORK/seccomp-exec" "$SRC/scripts/check-unit-seccomp.c" -lseccomp
+
+# Capabilities: CAP_FOO -> +foo for setpriv.
+caps=$(unit_get CapabilityBoundingSet | tr ' ' '\n' | grep -v '^$' || true)
+[ -z "$EXTRA" ] || caps=$(printf '%s\n%s\n' "$caps" "$(echo "$EXTRA" | tr ',' '\n')")
+bset="-all"
+for c in $caps; do
+	bset="$bset,+$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"
+done
+echo "bounding set: $bset"
+nnp=""
+[ "$(unit_get NoNewPrivileges)" != "yes" ] || nnp="--no-new-privs"
+fams="-"
+if [ -n "$(unit_get RestrictAddressFamilies)" ]; then
+	fams=$("$PY" -c 'import socket,sys; print(",".join(str(int(getattr(socket, f))) for f in sys.argv[1:]))' \
+		$(unit_get RestrictAddressFamilies))
+fi
+mdwe=0
+[ "$(unit_get MemoryDenyWriteExecute)" != "yes" ] || mdwe=1
+umask_=$(unit_get UMask)
+rundir=/run/$(unit_get RuntimeDirectory)
+statedir=/var/lib/$(unit_get StateDirectory)
+for k in ProtectSystem ProtectHome PrivateTmp PrivateDevices; do
+	echo "$k=$(unit_get $k)"
+done
+[ "$(unit_get ProtectSystem)" = "strict" ] || fail "ProtectSystem is not strict: not reproduced"
+
+# A busy program in /home, where ProtectHome=yes hides it from the launcher's mount view.
+HOMEDIR=$(mktemp -d /home/rover-check.XXXXXX)
+chmod 0755 "$HOMEDIR"
+cat >"$HOMEDIR/spin.c" <<'EOF'
+#include <stdio.h>
+__attribute__((noinline)) static void check_unit_spin(volatile unsigned long *n)
+{
+	for (;;)
+		(*n)++;
+}
+int main(void)
+{
+	volatile unsigned long n = 0;
+	printf("ready\n");
+	fflush(stdout);
+	check_unit_spin(&n);
+}
+EOF
+gcc -O1 -g -fno-omit-frame-pointer -o "$HOMEDIR/spin" "$HOMEDIR/spin.c"
+"$HOMEDIR/spin" >/dev/null &
+SPIN=$!
+made_run=0
+made_state=0
+[ -d "$rundir" ] || { mkdir -m "$(unit_get RuntimeDirectoryMode)" "$rundir" && made_run=1; }
+[ -d "$statedir" ] || { mkdir -m "$(unit_get StateDirectoryMode)" "$statedir" && made_state=1; }
+
+# The inner shell builds the unit's view of the file system, then runs the ExecStart binary
+# with `profile` instead of `run` (a task of its own, no OAP needed) and hands the profile out
+# on fd 3.
+set +e
+unshare --mount --uts --propagation private sh -eu -c '
+	rundir=$1 statedir=$2 umask_=$3 work=$4 fams=$5 mdwe=$6 bset=$7 nnp=$8 rover=$9 pid=${10}
+	# ProtectSystem=strict (+ ProtectKernelTunables, ProtectControlGroups): every mount
+	# read-only but /proc itself and /dev.
+	awk "{print \$5}" /proc/self/mountinfo | sort -u | while read -r mp; do
+		case "$mp" in /proc|/proc/*|/dev|/dev/*) continue ;; esac
+		mount -n -o remount,bind,ro "$mp" 2>/dev/null || true
+	done
+	mount -n --bind /proc/sys /proc/sys && mount -n -o remount,bind,ro /proc/sys
+	# PrivateTmp=yes
+	mount -n -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+	mount -n -t tmpfs -o mode=1777,nosuid,nodev tmpfs /var/tmp
+	# ProtectHome=yes: empty and closed.
+	for d in /home /root /run/user; do
+		if [ -d "$d" ]; then mount -n -t tmpfs -o mode=000,ro tmpfs "$d"; fi
+	done
+	# PrivateDevices=yes
+	mkdir -p /tmp/.dev && mount -n -t tmpfs -o mode=755,nosuid tmpfs /tmp/.dev
+	for n in null zero full random urandom tty; do
+		touch /tmp/.dev/$n && mount -n --bind /dev/$n /tmp/.dev/$n
+	done
+	mkdir /tmp/.dev/shm && ln -s /proc/self/fd /tmp/.dev/fd
+	mount -n --move /tmp/.dev /dev
+	# RuntimeDirectory=, StateDirectory=: the only writable places.
+	mount -n --bind "$rundir" "$rundir"
+	mount -n --bind "$statedir" "$statedir"
+	hostname rover-check
+	umask "$umask_"
+	set +e
+	"$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
+		setpriv --bounding-set="$bset" --inh-caps=-all $nnp -- \
+		"$rover" profile --pid "$pid" --duration 2s --output /tmp/check.folded
+	rc=$?
+	[ -f /tmp/check.folded ] && cat /tmp/check.folded >&3
+	exit $rc
+' check "$rundir" "$statedir" "$umask_" "$WORK" "$fams" "$mdwe" "$bset" "$nnp" \
+	"$BUILD/rover" "$SPIN" 3>"$WORK/check.folded" 2>"$WORK/stderr"
+rc=$?
+set -e
+[ $made_run -eq 0 ] || rmdir "$rundir" 2>/dev/null || rm -rf "$rundir"
+[ $made_state -eq 0 ] || rm -rf "$statedir"
+sed 's/^/  rover: /' "$WORK/stderr"
+echo "exit status: $rc"
+samples=$(awk '{s += $NF} END {print s + 0}' "$WORK/check.folded")
+spin=$(awk '/check_unit_spin/ {s += $NF} END {print s + 0}' "$WORK/check.folded")
+echo "samples: $samples, in check_unit_spin (a binary under /home): $spin"
+if [ $rc -ne 0 ] || [ "$samples" -eq 0 ] || [ "$spin" -eq 0 ]; then
+	fail "rover profile under the unit's sandbox"
+else
+	echo "ok"
+fi
+exit "$failed"
