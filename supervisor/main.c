@@ -389,7 +389,7 @@ static int on_backend(struct supervisor *s)
 
 static void on_client(struct supervisor *s, int idx)
 {
-	int *cfd = &s->clients[idx];
+	int *cfd = &s->clients[idx], out_fd;
 	struct task_spec spec;
 	struct sv_task *t = NULL;
 	char why[ROVER_ERRMSG_LEN];
@@ -418,6 +418,9 @@ static void on_client(struct supervisor *s, int idx)
 		return;
 	}
 	memcpy(&spec, s->msg.buf, sizeof(spec));
+	/* Ours now: waiting for the shipper below reuses s->msg. */
+	out_fd = s->msg.fd;
+	s->msg.fd = -1;
 	err = check_client_spec(&spec, why, sizeof(why));
 	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
@@ -431,11 +434,11 @@ static void on_client(struct supervisor *s, int idx)
 	}
 	if (err) {
 		reject_client(*cfd, err, why);
-		close_fd(&s->msg.fd); /* the output it sent along */
+		close_fd(&out_fd); /* the output it sent along */
 		return;
 	}
-	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, s->msg.fd);
-	close_fd(&s->msg.fd);
+	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, out_fd);
+	close_fd(&out_fd);
 	if (!err) {
 		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };
 

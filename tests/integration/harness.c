@@ -27,6 +27,13 @@ const char *bin(const char *name)
 	return p;
 }
 
+const char *role_user(void)
+{
+	const char *u = getenv("ROVER_USER");
+
+	return u && *u ? u : "rover";
+}
+
 void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };

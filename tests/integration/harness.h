@@ -9,6 +9,8 @@
 
 /* build/ path of a binary: rover, rover-worker, tests/programs/demo_burn ... */
 const char *bin(const char *name);
+/* The user the roles run as: $ROVER_USER (as the launcher takes it), else rover. */
+const char *role_user(void);
 
 /* Starts a test program and waits for its "ready" line. Returns its pid. */
 pid_t start_program(const char *path, const char *arg);
