@@ -38,9 +38,23 @@
 #define ELFSYM_MAX_NOTE (64u << 10)
 /* One symbol or string table, read whole into memory by libelf. */
 #define ELFSYM_MAX_SECTION (256u << 20)
+/*
+ * What reading one file may allocate, checked before each allocation, since anyone can make
+ * the shipper read a file whose sparse tables claim any size: the section data libelf reads
+ * (notes, symbol and string tables, .gopclntab, a Go file's .data.rel.ro, the same of the
+ * debug file), the symbols and names gathered and the decompressed MiniDebugInfo. The final
+ * tables are a copy of at most what was gathered, so a read peaks at twice this. The largest
+ * files seen need far less: node's .symtab and .strtab take 10 MiB, the largest .gopclntab
+ * (a 170 MiB Go binary) 36 MiB. A file over it keeps what was read within it, is reported
+ * once, and its other addresses are named module+offset.
+ */
+#define ELFSYM_FILE_BUDGET (64u << 20)
 #define ELFSYM_MAX_SYMS (8u << 20)
-/* Below 2^30: a name offset is 30 bits of struct esym. */
-#define ELFSYM_MAX_STRINGS (512u << 20)
+/*
+ * Names as in the file, and demangled names (made later, at lookups) each: below 2^30, as a
+ * name offset is 30 bits of struct esym, and within the symbol cache's default budget.
+ */
+#define ELFSYM_MAX_STRINGS (64u << 20)
 /* Longer names are kept truncated; DEMANGLE_MAX_INPUT bounds what demangling would accept. */
 #define ELFSYM_MAX_NAME DEMANGLE_MAX_INPUT
 #define ELFSYM_MAX_DEBUGLINK 4096
@@ -121,7 +135,34 @@ struct elfsym {
 	 * front would cost seconds and memory for names no sample ever hits.
 	 */
 	struct strbuf dstrs;
+	size_t left;	   /* of ELFSYM_FILE_BUDGET, while the file is read */
+	uint64_t refused;  /* bytes the read would have needed, 0: within the budget */
 };
+
+/* Counts bytes against the file's budget: false (and the refusal kept) when they exceed it. */
+static bool elfsym__charge(struct elfsym *es, uint64_t bytes)
+{
+	if (bytes <= es->left) {
+		es->left -= bytes;
+		return true;
+	}
+	if (!es->refused)
+		es->refused = ELFSYM_FILE_BUDGET - es->left + bytes;
+	return false;
+}
+
+/* The charge for libelf's copy of section sh of elf, before elf_getdata() makes it. */
+static bool elfsym__charge_section(struct elfsym *es, Elf *elf, const GElf_Shdr *sh)
+{
+	const char *ident = elf_getident(elf, NULL);
+	uint64_t bytes = sh->sh_size;
+	bool native = ident && ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+							  ? ELFDATA2LSB
+							  : ELFDATA2MSB);
+
+	/* libelf converts the data of a file of the other byte order into a second buffer. */
+	return elfsym__charge(es, native ? bytes : 2 * bytes);
+}
 
 static uint64_t rd(const unsigned char *p, size_t n, bool big)
 {
@@ -186,7 +227,7 @@ static size_t notes_build_id(Elf_Data *d, uint8_t *ret_id)
 }
 
 /* From the note sections, else (no section headers) from the PT_NOTE segments. */
-static size_t elf_build_id(Elf *elf, uint8_t *ret_id)
+static size_t elf_build_id(struct elfsym *es, Elf *elf, uint8_t *ret_id)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
@@ -197,6 +238,9 @@ static size_t elf_build_id(Elf *elf, uint8_t *ret_id)
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE ||
 		    sh.sh_size > ELFSYM_MAX_NOTE || (sh.sh_flags & SHF_COMPRESSED))
 			continue;
+		/* Each note section is read and kept until elf_end(): 32768 of them add up. */
+		if (!elfsym__charge_section(es, elf, &sh))
+			return 0;
 		len = notes_build_id(elf_getdata(scn, NULL), ret_id);
 		if (len)
 			return len;
@@ -208,6 +252,8 @@ static size_t elf_build_id(Elf *elf, uint8_t *ret_id)
 			break;
 		if (ph.p_type != PT_NOTE || ph.p_filesz == 0 || ph.p_filesz > ELFSYM_MAX_NOTE)
 			continue;
+		if (!elfsym__charge_section(es, elf, &(GElf_Shdr){ .sh_size = ph.p_filesz }))
+			return 0;
 		len = notes_build_id(
 			elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
 					     ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
@@ -243,7 +289,7 @@ static int elfsym__init(struct elfsym *es)
 			.filesz = ph.p_filesz,
 		};
 	}
-	es->build_id_len = elf_build_id(es->elf, es->build_id);
+	es->build_id_len = elf_build_id(es, es->elf, es->build_id);
 	return 0;
 }
 
@@ -312,6 +358,7 @@ static struct elfsym *elfsym__open_elf(Elf *elf)
 		return NULL;
 	}
 	es->elf = elf;
+	es->left = ELFSYM_FILE_BUDGET;
 	err = elfsym__init(es);
 	if (err) {
 		elfsym__free(es);
@@ -362,7 +409,9 @@ size_t elfsym__build_id(const struct elfsym *es, const uint8_t **ret_id)
 	return es->build_id_len;
 }
 
-static int strbuf__add(struct strbuf *sb, const char *s, size_t n, uint32_t *ret_off)
+/* Appends a name; growth is charged to budget (NULL: none). -EFBIG past the limits. */
+static int strbuf__add(struct strbuf *sb, const char *s, size_t n, uint32_t *ret_off,
+		       struct elfsym *budget)
 {
 	size_t need = sb->len + n + 1, ncap;
 	char *p;
@@ -375,6 +424,8 @@ static int strbuf__add(struct strbuf *sb, const char *s, size_t n, uint32_t *ret
 			ncap *= 2;
 		if (ncap > ELFSYM_MAX_STRINGS)
 			ncap = ELFSYM_MAX_STRINGS;
+		if (budget && !elfsym__charge(budget, ncap - sb->cap))
+			return -EFBIG;
 		p = realloc(sb->p, ncap);
 		if (!p)
 			return -ENOMEM;
@@ -400,8 +451,11 @@ static bool section_readable(const GElf_Shdr *sh)
 	       !(sh->sh_flags & SHF_COMPRESSED);
 }
 
-/* Room for one more candidate in c: 0, -ENOSPC at ELFSYM_MAX_SYMS, or -ENOMEM. */
-static int cands__reserve(struct cands *c)
+/*
+ * Room for one more candidate in c: 0, -ENOSPC at ELFSYM_MAX_SYMS or past the budget of es,
+ * or -ENOMEM.
+ */
+static int cands__reserve(struct cands *c, struct elfsym *es)
 {
 	struct cand *v;
 	size_t ncap;
@@ -413,6 +467,8 @@ static int cands__reserve(struct cands *c)
 	ncap = c->cap ? c->cap * 2 : 1024;
 	if (ncap > ELFSYM_MAX_SYMS)
 		ncap = ELFSYM_MAX_SYMS;
+	if (!elfsym__charge(es, (ncap - c->cap) * sizeof(*v)))
+		return -ENOSPC;
 	v = realloc(c->v, ncap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -445,6 +501,9 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || str_sh.sh_type != SHT_STRTAB ||
 	    !section_readable(&str_sh))
 		return 0;
+	/* Tables sharing a string table are charged it each time: libelf reads it once. */
+	if (!elfsym__charge_section(es, elf, sh) || !elfsym__charge_section(es, elf, &str_sh))
+		return 0;
 	d = elf_getdata(scn, NULL);
 	sd = elf_getdata(str_scn, NULL);
 	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
@@ -473,13 +532,13 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 			len = (size_t)(at - name);
 		if (len > ELFSYM_MAX_NAME)
 			len = ELFSYM_MAX_NAME;
-		err = cands__reserve(c);
+		err = cands__reserve(c, es);
 		if (err == -ENOSPC)
 			break;
 		if (err)
 			return err;
 		v = &c->v[c->n];
-		err = strbuf__add(&es->strs, name, len, &v->name);
+		err = strbuf__add(&es->strs, name, len, &v->name, es);
 		if (err == -EFBIG)
 			break;
 		if (err)
@@ -555,7 +614,7 @@ static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bo
 		return 0;
 	if (elf_kind(elf) != ELF_K_ELF)
 		goto cleanup;
-	if (by_build_id && (elf_build_id(elf, id) != es->build_id_len ||
+	if (by_build_id && (elf_build_id(es, elf, id) != es->build_id_len ||
 			    memcmp(id, es->build_id, es->build_id_len)))
 		goto cleanup;
 	err = elfsym__scan(es, c, elf, false, &symtab, es->machine);
@@ -614,22 +673,27 @@ static Elf_Scn *elf_named_scn(Elf *elf, const char *name, uint32_t type, GElf_Sh
 	return NULL;
 }
 
-/* The data of the first SHT_PROGBITS section called name, of at most max bytes. NULL: none. */
-static Elf_Data *elf_progbits(Elf *elf, const char *name, size_t max)
+/*
+ * The data of the first SHT_PROGBITS section called name, of at most max bytes, charged to
+ * es. NULL: none.
+ */
+static Elf_Data *elf_progbits(struct elfsym *es, Elf *elf, const char *name, size_t max)
 {
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 	Elf_Data *d;
 
 	scn = elf_named_scn(elf, name, SHT_PROGBITS, &sh);
-	if (!scn || sh.sh_size > max || !section_readable(&sh))
+	if (!scn || sh.sh_size > max || !section_readable(&sh) ||
+	    !elfsym__charge_section(es, elf, &sh))
 		return NULL;
 	d = elf_getdata(scn, NULL);
 	return d && d->d_buf && d->d_size ? d : NULL;
 }
 
 /* The .gnu_debuglink of elf: file name (no directory) and CRC32. 0, or -ENOENT. */
-static int elf_debuglink(Elf *elf, char *ret_name, size_t name_len, uint32_t *ret_crc)
+static int elf_debuglink(struct elfsym *es, Elf *elf, char *ret_name, size_t name_len,
+			 uint32_t *ret_crc)
 {
 	GElf_Ehdr eh;
 	const char *p;
@@ -638,7 +702,7 @@ static int elf_debuglink(Elf *elf, char *ret_name, size_t name_len, uint32_t *re
 
 	if (!gelf_getehdr(elf, &eh))
 		return -ENOENT;
-	d = elf_progbits(elf, ".gnu_debuglink", ELFSYM_MAX_DEBUGLINK);
+	d = elf_progbits(es, elf, ".gnu_debuglink", ELFSYM_MAX_DEBUGLINK);
 	if (!d)
 		return -ENOENT;
 	p = d->d_buf;
@@ -700,7 +764,7 @@ static int elfsym__debug_by_link(struct elfsym *es, struct cands *c, const char 
 	uint32_t want_crc, crc = 0;
 	int fd, i, n, err;
 
-	if (!path || path[0] != '/' || elf_debuglink(es->elf, name, sizeof(name), &want_crc))
+	if (!path || path[0] != '/' || elf_debuglink(es, es->elf, name, sizeof(name), &want_crc))
 		return 0;
 	if (strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
 		return 0;
@@ -738,11 +802,13 @@ static int elfsym__debug_by_link(struct elfsym *es, struct cands *c, const char 
 }
 
 /*
- * in (len bytes, one xz stream) decompressed into a malloc'd buffer of at most
- * ELFSYM_MAX_MINIDEBUG bytes, grown as the output comes: a bomb costs that much and no more.
- * 0, or -errno: EFBIG past the limit, EBADMSG for data that is not a whole, intact stream.
+ * in (len bytes, one xz stream) decompressed into a malloc'd buffer of at most max bytes,
+ * grown as the output comes: a bomb costs that much and no more. The buffer's size goes to
+ * *ret_cap. 0, or -errno: EFBIG past the limit, EBADMSG for data that is not a whole, intact
+ * stream.
  */
-static int xz_decompress(const void *in, size_t len, void **ret_buf, size_t *ret_len)
+static int xz_decompress(const void *in, size_t len, size_t max, void **ret_buf,
+			 size_t *ret_len, size_t *ret_cap)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
 	size_t cap = 0, ncap;
@@ -756,13 +822,13 @@ static int xz_decompress(const void *in, size_t len, void **ret_buf, size_t *ret
 	strm.avail_in = len;
 	for (;;) {
 		if (strm.avail_out == 0) {
-			if (cap >= ELFSYM_MAX_MINIDEBUG) {
+			if (cap >= max) {
 				err = -EFBIG;
 				goto cleanup;
 			}
 			ncap = cap ? cap * 2 : (len < (16u << 10) ? 64u << 10 : len * 4);
-			if (ncap > ELFSYM_MAX_MINIDEBUG)
-				ncap = ELFSYM_MAX_MINIDEBUG;
+			if (ncap > max)
+				ncap = max;
 			nb = realloc(buf, ncap);
 			if (!nb) {
 				err = -ENOMEM;
@@ -783,6 +849,7 @@ static int xz_decompress(const void *in, size_t len, void **ret_buf, size_t *ret
 	}
 	*ret_buf = buf;
 	*ret_len = strm.total_out;
+	*ret_cap = cap;
 	lzma_end(&strm);
 	return 0;
 cleanup:
@@ -798,16 +865,23 @@ cleanup:
  */
 static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 {
+	size_t len, cap, max = ELFSYM_MAX_MINIDEBUG < es->left ? ELFSYM_MAX_MINIDEBUG : es->left;
 	bool symtab = false;
 	Elf_Data *d;
 	void *buf;
-	size_t len;
 	Elf *mini;
 	int err = 0;
 
-	d = elf_progbits(es->elf, ".gnu_debugdata", ELFSYM_MAX_DEBUGDATA);
-	if (!d || xz_decompress(d->d_buf, d->d_size, &buf, &len))
+	d = elf_progbits(es, es->elf, ".gnu_debugdata", ELFSYM_MAX_DEBUGDATA);
+	if (!d)
 		return 0;
+	err = xz_decompress(d->d_buf, d->d_size, max, &buf, &len, &cap);
+	/* Cut by the budget rather than by ELFSYM_MAX_MINIDEBUG: reported. */
+	if (err == -EFBIG && max < ELFSYM_MAX_MINIDEBUG)
+		(void)elfsym__charge(es, (uint64_t)max + 1);
+	if (err)
+		return 0;
+	(void)elfsym__charge(es, cap);
 	if (ehdr_check(buf, len))
 		goto cleanup;
 	mini = elf_memory(buf, len);
@@ -836,7 +910,7 @@ static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, si
 	struct cand *v;
 	int err;
 
-	err = cands__reserve(g->c);
+	err = cands__reserve(g->c, g->es);
 	if (err == -ENOSPC)
 		return 1;
 	if (err)
@@ -844,7 +918,7 @@ static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, si
 	if (len > ELFSYM_MAX_NAME)
 		len = ELFSYM_MAX_NAME;
 	v = &g->c->v[g->c->n];
-	err = strbuf__add(&g->es->strs, name, len, &v->name);
+	err = strbuf__add(&g->es->strs, name, len, &v->name, g->es);
 	if (err == -EFBIG)
 		return 1;
 	if (err)
@@ -883,10 +957,10 @@ static int elfsym__find_gopclntab(struct elfsym *es, const unsigned char **ret_p
 	Elf_Data *d;
 	size_t off, i, tries = 0;
 
-	d = elf_progbits(es->elf, ".gopclntab", ELFSYM_MAX_SECTION);
+	d = elf_progbits(es, es->elf, ".gopclntab", ELFSYM_MAX_SECTION);
 	/* The Go linker's own name for it in a file with a RELRO segment (PIE, shared). */
 	if (!d)
-		d = elf_progbits(es->elf, ".data.rel.ro.gopclntab", ELFSYM_MAX_SECTION);
+		d = elf_progbits(es, es->elf, ".data.rel.ro.gopclntab", ELFSYM_MAX_SECTION);
 	if (d) {
 		*ret_p = d->d_buf;
 		*ret_len = d->d_size;
@@ -895,7 +969,7 @@ static int elfsym__find_gopclntab(struct elfsym *es, const unsigned char **ret_p
 	/* Only in Go files: every file's .data.rel.ro is not worth a scan. */
 	if (!elf_named_scn(es->elf, ".note.go.buildid", SHT_NOTE, &sh))
 		return -ENOENT;
-	d = elf_progbits(es->elf, ".data.rel.ro", ELFSYM_MAX_SECTION);
+	d = elf_progbits(es, es->elf, ".data.rel.ro", ELFSYM_MAX_SECTION);
 	if (!d)
 		return -ENOENT;
 	p = d->d_buf;
@@ -1109,7 +1183,7 @@ int elfsym__name(struct elfsym *es, uint64_t vaddr, char *buf, size_t len)
 	s = &es->syms[i];
 	if (!s->final) {
 		if (demangle__name(es->strs.p + s->name, demangled, sizeof(demangled))) {
-			if (strbuf__add(&es->dstrs, demangled, strlen(demangled), &off)) {
+			if (strbuf__add(&es->dstrs, demangled, strlen(demangled), &off, NULL)) {
 				/* Not kept (at the limit): shown all the same. */
 				if (len)
 					snprintf(buf, len, "%s", demangled);
@@ -1130,6 +1204,15 @@ size_t elfsym__bytes(const struct elfsym *es)
 	if (!es)
 		return 0;
 	return sizeof(*es) + es->nsyms * sizeof(*es->syms) + es->strs.cap + es->dstrs.cap;
+}
+
+bool elfsym__refused(const struct elfsym *es, uint64_t *ret_bytes, uint64_t *ret_limit)
+{
+	if (!es || !es->refused)
+		return false;
+	*ret_bytes = es->refused;
+	*ret_limit = ELFSYM_FILE_BUDGET;
+	return true;
 }
 
 size_t elfsym__count(const struct elfsym *es)

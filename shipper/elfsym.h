@@ -6,6 +6,7 @@
 #ifndef ROVER_SHIPPER_ELFSYM_H
 #define ROVER_SHIPPER_ELFSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,12 @@ uint64_t elfsym__vaddr(const struct elfsym *es, uint64_t addr, uint64_t start, u
  * function covers vaddr. Demangled names are kept, so elfsym__bytes() may grow.
  */
 int elfsym__name(struct elfsym *es, uint64_t vaddr, char *buf, size_t len);
+
+/*
+ * Whether reading es went past its budget (ELFSYM_FILE_BUDGET in elfsym.c): true with the
+ * bytes the read would have needed and the budget. The tables read within it are kept.
+ */
+bool elfsym__refused(const struct elfsym *es, uint64_t *ret_bytes, uint64_t *ret_limit);
 
 /* Heap bytes held by es, and its number of function symbols. */
 size_t elfsym__bytes(const struct elfsym *es);

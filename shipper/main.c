@@ -88,6 +88,16 @@ static const struct ipc_rule supervisor_rules[] = {
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
 
+/* One line per file a memory budget refused (shipper/unwind.c, shipper/elfsym.c). */
+static void log_refusal(void *ctx, const struct budget_refusal *r)
+{
+	(void)ctx;
+	log_warn("%s: %s would take %llu KiB, over the budget of %llu KiB per file: "
+		 "frames there unwound with frame pointers or named module+offset, ignoring",
+		 r->path, r->what, (unsigned long long)(r->bytes >> 10),
+		 (unsigned long long)(r->limit >> 10));
+}
+
 static struct ship_task **task_slot(struct shipper *s, uint64_t id, int create)
 {
 	struct ship_task **free_slot = NULL;
@@ -682,8 +692,10 @@ int main(int argc, char **argv)
 	}
 	opener.ctx = &s.opener;
 	s.sym = symbolizer__new(&opener, s.cfg ? (size_t)s.cfg->profiling.symbol_cache_bytes : 0);
-	if (s.sym)
+	if (s.sym) {
+		symbolizer__on_refusal(s.sym, log_refusal, NULL);
 		s.unw = unwinder__new(s.sym);
+	}
 	if (!s.sym || !s.unw) {
 		log_err("symbolizer: %s", strerror(errno));
 		return 1;

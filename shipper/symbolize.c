@@ -264,6 +264,8 @@ struct symbolizer {
 	size_t perf_bytes;
 	struct kallsyms *ks;
 	bool ks_tried;
+	budget_refusal_fn on_refusal;
+	void *refusal_ctx;
 	struct symbolizer_stats stats;
 };
 
@@ -918,6 +920,7 @@ static struct elf_entry *symbolizer__elf(struct symbolizer *sym, struct pid_maps
 	struct elf_entry *e;
 	struct elfsym *es;
 	const uint8_t *id;
+	uint64_t refused, limit;
 	size_t len;
 	int fd;
 
@@ -941,6 +944,15 @@ static struct elf_entry *symbolizer__elf(struct symbolizer *sym, struct pid_maps
 		/* A failed read leaves es with the symbols it got (maybe none): cached as is. */
 		if (es && elfsym__load_symbols(es, pm->paths + m->path) == 0)
 			sym->stats.elf_loaded++;
+		if (es && elfsym__refused(es, &refused, &limit)) {
+			sym->stats.elf_over_budget++;
+			if (sym->on_refusal)
+				sym->on_refusal(sym->refusal_ctx,
+						&(struct budget_refusal){ .what = "symbols",
+									  .path = pm->paths + m->path,
+									  .bytes = refused,
+									  .limit = limit });
+		}
 		e = symbolizer__new_entry(sym, es);
 	}
 	close(fd);
@@ -1141,6 +1153,30 @@ int symbolizer__open_mapping(struct symbolizer *sym, int pid, const struct sym_m
 	if (!sym || pid <= 0)
 		return -EINVAL;
 	return sym->opener.open_mapped_file(sym->opener.ctx, pid, m->start, m->end);
+}
+
+void symbolizer__on_refusal(struct symbolizer *sym, budget_refusal_fn fn, void *ctx)
+{
+	if (!sym)
+		return;
+	sym->on_refusal = fn;
+	sym->refusal_ctx = ctx;
+}
+
+void symbolizer__refused(struct symbolizer *sym, int pid, const struct sym_mapping *m,
+			 const char *what, uint64_t bytes, uint64_t limit)
+{
+	struct budget_refusal r = { .what = what, .path = "?", .bytes = bytes, .limit = limit };
+	struct pid_maps *pm;
+	struct mapping *mp;
+
+	if (!sym || !sym->on_refusal)
+		return;
+	pm = pid_maps__find(sym, pid);
+	mp = pm ? pid_maps__lookup(pm, m->start) : NULL;
+	if (mp && mp->dev == m->dev && mp->ino == m->ino)
+		r.path = pm->paths + mp->path;
+	sym->on_refusal(sym->refusal_ctx, &r);
 }
 
 void symbolizer__load_kernel(struct symbolizer *sym)

@@ -83,6 +83,26 @@ size_t symbolizer__mappings(struct symbolizer *sym, int pid, struct sym_mapping 
 /* Opens the file of mapping m of pid through the opener: a descriptor, or -errno. */
 int symbolizer__open_mapping(struct symbolizer *sym, int pid, const struct sym_mapping *m);
 
+/*
+ * A file a memory budget refused for one purpose (what: "symbols", "CFI (.eh_frame)"): its
+ * name in the process, what reading it would have taken, and the cap. Reported once per file
+ * read (a refused file is remembered), for the caller to log.
+ */
+struct budget_refusal {
+	const char *what;
+	const char *path;
+	uint64_t bytes;
+	uint64_t limit;
+};
+typedef void (*budget_refusal_fn)(void *ctx, const struct budget_refusal *r);
+
+/* Sets the hook that refusals are reported to (NULL: none). */
+void symbolizer__on_refusal(struct symbolizer *sym, budget_refusal_fn fn, void *ctx);
+
+/* Reports a refusal for the file of mapping m of pid (shipper/unwind.c). */
+void symbolizer__refused(struct symbolizer *sym, int pid, const struct sym_mapping *m,
+			 const char *what, uint64_t bytes, uint64_t limit);
+
 struct symbolizer_stats {
 	uint64_t cache_bytes;
 	uint64_t elf_loaded;
@@ -91,6 +111,7 @@ struct symbolizer_stats {
 	uint64_t unnamed;
 	uint64_t perf_map_reads; /* perf maps opened and parsed (each re-read counts) */
 	uint64_t perf_map_bytes; /* memory held by cached perf maps */
+	uint64_t elf_over_budget; /* files whose symbols were cut at ELFSYM_FILE_BUDGET */
 };
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ret_stats);
 

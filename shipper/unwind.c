@@ -16,6 +16,14 @@
  *
  * Mapped files are untrusted: read with ELF_C_READ (pread, no mmap a truncation could turn
  * into SIGBUS, see shipper/elfsym.c), header counts and .eh_frame size checked first.
+ *
+ * Memory: anyone can start a process that a finder matches, and map files whose sparse
+ * .eh_frame claims any size. Each file is charged, before anything is read, its image (the
+ * .eh_frame and .eh_frame_hdr bytes) and what libdw may build from it: libdw caches every FDE
+ * and CIE it parses, found through the .eh_frame_hdr search table one lookup at a time, and
+ * without one by a scan from the start of .eh_frame up to the address. A file is read when
+ * its charge fits the per-file cap, after the least recently used files were evicted until it
+ * fits the total; one over the cap is remembered as without CFI and reported once.
  */
 #define _GNU_SOURCE
 #include "shipper/unwind.h"
@@ -42,6 +50,23 @@
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RIP 16
+/*
+ * libdw's cache of a file's CFI is dropped and started over after this many lookups, so that
+ * it holds the FDEs of at most that many addresses.
+ */
+#define UNWIND_CFI_LOOKUPS 1024
+/*
+ * What libdw keeps per FDE it parsed, its CIE and their tree nodes included, rounded up; an
+ * FDE takes 16 bytes of .eh_frame at least. Charged per lookup with a search table, per 16
+ * bytes of .eh_frame without one.
+ */
+#define UNWIND_LIBDW_FDE_BYTES 256
+#define UNWIND_MIN_FDE 16
+/* .eh_frame_hdr as ld writes it: version 1, pcrel|sdata4, udata4 count, datarel|sdata4 table. */
+#define EH_HDR_VERSION 1
+#define EH_HDR_PTR_ENC 0x1b
+#define EH_HDR_COUNT_ENC 0x03
+#define EH_HDR_TABLE_ENC 0x3b
 
 struct load {
 	uint64_t off, vaddr, filesz;
@@ -53,6 +78,8 @@ struct cfi_file {
 	Elf *elf;
 	Dwarf_CFI *cfi; /* NULL: the file has no usable CFI, remembered */
 	uint8_t *image; /* the ELF image elf reads */
+	size_t charge;	/* bytes counted against the budgets, 0 without CFI */
+	uint32_t lookups; /* since cfi was made */
 	struct load loads[UNWIND_MAX_LOADS];
 	int nloads;
 };
@@ -62,6 +89,8 @@ struct unwinder {
 	struct cfi_file files[UNWIND_MAX_FILES];
 	int nfiles;
 	uint64_t clock;
+	size_t budget, file_budget;
+	size_t bytes; /* the charges of the cached files */
 	struct unwind_stats stats;
 };
 
@@ -77,8 +106,23 @@ struct unwinder *unwinder__new(struct symbolizer *sym)
 	if (!u)
 		return NULL;
 	u->sym = sym;
+	u->budget = UNWIND_CACHE_BYTES;
+	u->file_budget = UNWIND_MAX_FILE_BYTES;
 	elf_version(EV_CURRENT);
 	return u;
+}
+
+int unwinder__set_budget(struct unwinder *u, size_t total_bytes, size_t file_bytes)
+{
+	if (!u)
+		return -EINVAL;
+	total_bytes = total_bytes ? total_bytes : UNWIND_CACHE_BYTES;
+	file_bytes = file_bytes ? file_bytes : UNWIND_MAX_FILE_BYTES;
+	if (file_bytes > total_bytes)
+		return -EINVAL;
+	u->budget = total_bytes;
+	u->file_budget = file_bytes;
+	return 0;
 }
 
 static void cfi_file__release(struct cfi_file *f)
@@ -91,6 +135,7 @@ static void cfi_file__release(struct cfi_file *f)
 	f->cfi = NULL;
 	f->elf = NULL;
 	f->image = NULL;
+	f->charge = 0;
 }
 
 void unwinder__free(struct unwinder *u)
@@ -189,10 +234,7 @@ static int find_eh_frame(int fd, const Elf64_Ehdr *eh, Elf64_Shdr *ret_frame, El
 		else if (!strcmp(name, ".eh_frame_hdr") && !ret_hdr->sh_type)
 			*ret_hdr = sh[i];
 	}
-	err = ret_frame->sh_type && ret_frame->sh_size <= UNWIND_MAX_EH_FRAME &&
-			      ret_hdr->sh_size <= UNWIND_MAX_EH_FRAME
-		      ? 0
-		      : -ENOEXEC;
+	err = ret_frame->sh_type ? 0 : -ENOEXEC;
 out:
 	free(sh);
 	free(names);
@@ -206,18 +248,67 @@ out:
  * the headers of what it reads, and leaks or over-allocates on malformed ones (fuzz_unwind
  * found such files); libdw then parses only the CFI bytes, which is what it is built for.
  */
-static void cfi_file__read(struct cfi_file *f, int fd)
+struct cfi_plan {
+	Elf64_Ehdr eh;
+	Elf64_Shdr frame, hdr;
+	size_t len;    /* of the image */
+	size_t charge; /* image and libdw's share */
+};
+
+/* Whether hdr holds a binary search table libdw will use rather than scan .eh_frame. */
+static bool eh_hdr_table(int fd, const Elf64_Shdr *hdr)
 {
-	static const char shstr[] = "\0.eh_frame_hdr\0.eh_frame\0.shstrtab";
-	Elf64_Shdr frame, hdr, out[4] = {};
-	Elf64_Ehdr eh, img_eh;
-	size_t off, len;
+	uint8_t h[12];
+	uint32_t count;
+
+	if (!hdr->sh_type || hdr->sh_size < sizeof(h) || pread_exact(fd, h, sizeof(h), hdr->sh_offset))
+		return false;
+	if (h[0] != EH_HDR_VERSION || h[1] != EH_HDR_PTR_ENC || h[2] != EH_HDR_COUNT_ENC ||
+	    h[3] != EH_HDR_TABLE_ENC)
+		return false;
+	memcpy(&count, h + 8, sizeof(count));
+	return count > 0 && (uint64_t)count * 8 <= hdr->sh_size - sizeof(h);
+}
+
+static const char cfi_shstr[] = "\0.eh_frame_hdr\0.eh_frame\0.shstrtab";
+
+/* What reading the CFI of fd would cost, and where it is, before anything large is read. */
+static int cfi_file__plan(struct cfi_file *f, int fd, struct cfi_plan *ret)
+{
+	uint64_t len, libdw;
+	int err;
+
+	err = read_ehdr(fd, &ret->eh);
+	if (!err)
+		err = read_loads(fd, &ret->eh, f);
+	if (!err)
+		err = find_eh_frame(fd, &ret->eh, &ret->frame, &ret->hdr);
+	if (err)
+		return err;
+	/* Sizes from the file are 64-bit: saturate rather than wrap, the caps refuse them. */
+	if (ret->frame.sh_size > SIZE_MAX / 32 || ret->hdr.sh_size > SIZE_MAX / 32) {
+		ret->len = ret->charge = SIZE_MAX;
+		return 0;
+	}
+	len = sizeof(Elf64_Ehdr) + ((ret->hdr.sh_size + 7) & ~7ul) +
+	      ((ret->frame.sh_size + 7) & ~7ul) + ((sizeof(cfi_shstr) + 7) & ~7ul) +
+	      4 * sizeof(Elf64_Shdr);
+	libdw = eh_hdr_table(fd, &ret->hdr)
+			? (uint64_t)UNWIND_CFI_LOOKUPS * UNWIND_LIBDW_FDE_BYTES
+			: ret->frame.sh_size / UNWIND_MIN_FDE * UNWIND_LIBDW_FDE_BYTES;
+	ret->len = len;
+	ret->charge = len + libdw;
+	return 0;
+}
+
+static void cfi_file__read(struct cfi_file *f, int fd, const struct cfi_plan *p)
+{
+	const char *shstr = cfi_shstr;
+	Elf64_Shdr frame = p->frame, hdr = p->hdr, out[4] = {};
+	Elf64_Ehdr eh = p->eh, img_eh;
+	size_t off, len = p->len;
 	uint8_t *img;
 
-	if (read_ehdr(fd, &eh) || read_loads(fd, &eh, f) || find_eh_frame(fd, &eh, &frame, &hdr))
-		return;
-	len = sizeof(eh) + ((hdr.sh_size + 7) & ~7ul) + ((frame.sh_size + 7) & ~7ul) +
-	      ((sizeof(shstr) + 7) & ~7ul) + sizeof(out);
 	img = calloc(1, len);
 	if (!img)
 		return;
@@ -237,9 +328,9 @@ static void cfi_file__read(struct cfi_file *f, int fd)
 		goto fail;
 	off += (frame.sh_size + 7) & ~7ul;
 	out[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = off,
-			       .sh_size = sizeof(shstr), .sh_addralign = 1 };
-	memcpy(img + off, shstr, sizeof(shstr));
-	off += (sizeof(shstr) + 7) & ~7ul;
+			       .sh_size = sizeof(cfi_shstr), .sh_addralign = 1 };
+	memcpy(img + off, shstr, sizeof(cfi_shstr));
+	off += (sizeof(cfi_shstr) + 7) & ~7ul;
 	memcpy(img + off, out, sizeof(out));
 	img_eh = (Elf64_Ehdr){ .e_type = eh.e_type, .e_machine = eh.e_machine,
 			       .e_version = EV_CURRENT, .e_shoff = off, .e_ehsize = sizeof(eh),
@@ -253,15 +344,57 @@ static void cfi_file__read(struct cfi_file *f, int fd)
 		f->cfi = dwarf_getcfi_elf(f->elf);
 	if (!f->cfi)
 		cfi_file__release(f);
+	else
+		f->charge = p->charge;
 	return;
 fail:
 	free(img);
 }
 
+static void unwinder__drop(struct unwinder *u, int i)
+{
+	u->bytes -= u->files[i].charge;
+	cfi_file__release(&u->files[i]);
+	u->files[i] = u->files[--u->nfiles];
+	u->stats.files_evicted++;
+}
+
+/* Evicts the least recently used files with CFI until charge more bytes fit the total. */
+static void unwinder__make_room(struct unwinder *u, size_t charge)
+{
+	while (u->bytes > u->budget - charge) {
+		int lru = -1;
+
+		for (int i = 0; i < u->nfiles; i++)
+			if (u->files[i].charge && (lru < 0 || u->files[i].used < u->files[lru].used))
+				lru = i;
+		if (lru < 0)
+			break;
+		unwinder__drop(u, lru);
+	}
+}
+
+/* A slot for a new file: a free one, else the least recently used one, emptied. */
+static struct cfi_file *unwinder__slot(struct unwinder *u)
+{
+	int lru = 0;
+
+	if (u->nfiles < UNWIND_MAX_FILES)
+		return &u->files[u->nfiles++];
+	for (int i = 1; i < u->nfiles; i++)
+		if (u->files[i].used < u->files[lru].used)
+			lru = i;
+	u->bytes -= u->files[lru].charge;
+	cfi_file__release(&u->files[lru]);
+	u->stats.files_evicted++;
+	return &u->files[lru];
+}
+
 /* The cached CFI of mapping m of pid, read on a miss. NULL: none. */
 static struct cfi_file *unwinder__file(struct unwinder *u, int pid, const struct sym_mapping *m)
 {
-	struct cfi_file *f = NULL;
+	struct cfi_file nf = { .dev = m->dev, .ino = m->ino }, *f;
+	struct cfi_plan plan;
 	int fd;
 
 	for (int i = 0; i < u->nfiles; i++) {
@@ -271,27 +404,44 @@ static struct cfi_file *unwinder__file(struct unwinder *u, int pid, const struct
 			return f->cfi ? f : NULL;
 		}
 	}
-	if (u->nfiles < UNWIND_MAX_FILES) {
-		f = &u->files[u->nfiles++];
-	} else {
-		f = &u->files[0];
-		for (int i = 1; i < u->nfiles; i++)
-			if (u->files[i].used < f->used)
-				f = &u->files[i];
-		cfi_file__release(f);
-		u->stats.files_evicted++;
-	}
-	memset(f, 0, sizeof(*f));
-	f->dev = m->dev;
-	f->ino = m->ino;
-	f->used = ++u->clock;
+	/* Any failure is remembered as a file without CFI: no retry for every frame. */
 	fd = symbolizer__open_mapping(u->sym, pid, m);
-	if (fd < 0)
-		return NULL; /* remembered as without CFI: no retry for every frame */
-	cfi_file__read(f, fd);
-	close(fd);
+	if (fd >= 0 && !cfi_file__plan(&nf, fd, &plan)) {
+		if (plan.charge > u->file_budget) {
+			u->stats.files_over_budget++;
+			symbolizer__refused(u->sym, pid, m, "CFI (.eh_frame)", plan.charge,
+					    u->file_budget);
+		} else {
+			unwinder__make_room(u, plan.charge);
+			cfi_file__read(&nf, fd, &plan);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	f = unwinder__slot(u);
+	*f = nf;
+	f->used = ++u->clock;
+	u->bytes += f->charge;
 	u->stats.files_loaded += f->cfi != NULL;
 	return f->cfi ? f : NULL;
+}
+
+/*
+ * libdw's FDE cache of f, started over every UNWIND_CFI_LOOKUPS lookups (its charge holds
+ * that many). false: f lost its CFI.
+ */
+static bool unwinder__cfi_lookup(struct unwinder *u, struct cfi_file *f)
+{
+	if (++f->lookups <= UNWIND_CFI_LOOKUPS)
+		return true;
+	dwarf_cfi_end(f->cfi);
+	f->cfi = dwarf_getcfi_elf(f->elf);
+	f->lookups = 1;
+	if (f->cfi)
+		return true;
+	u->bytes -= f->charge;
+	cfi_file__release(f);
+	return false;
 }
 
 int unwinder__load_pid(struct unwinder *u, int pid)
@@ -486,7 +636,7 @@ static enum step cfi_step(struct unwinder *u, int pid, struct frame *fr, bool ex
 	if (symbolizer__mapping(u->sym, pid, lookup, &map) != 1)
 		return STEP_FAIL;
 	f = unwinder__file(u, pid, &map);
-	if (!f)
+	if (!f || !unwinder__cfi_lookup(u, f))
 		return STEP_FAIL;
 	foff = lookup - map.start + map.off;
 	for (int i = 0; i < f->nloads && !found; i++) {
@@ -571,6 +721,7 @@ size_t unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *r
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *ret_stats)
 {
 	*ret_stats = u->stats;
+	ret_stats->cache_bytes = u->bytes;
 }
 
 int snapshots__begin(struct snapshot_iter *it, const void *buf, size_t len)

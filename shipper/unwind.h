@@ -17,8 +17,15 @@
 
 /* Files whose CFI stays cached (a file's CFI is its .eh_frame, read whole). */
 #define UNWIND_MAX_FILES 128
-/* Larger .eh_frame sections are not read: the largest Debian binaries have a few MiB. */
-#define UNWIND_MAX_EH_FRAME (64u << 20)
+/*
+ * Bytes of CFI cached over all files, and for one file: what is charged is the file's
+ * .eh_frame and .eh_frame_hdr, read whole, and what libdw may build from them (unwind.c).
+ * The largest .eh_frame of a Debian package (libLLVM-15) has 5 MiB; a file whose charge is
+ * over the per-file cap is not read at all, and its frames are unwound with frame pointers.
+ * 64 MiB in all keeps the CFI of a few hundred ordinary libraries.
+ */
+#define UNWIND_CACHE_BYTES (64u << 20)
+#define UNWIND_MAX_FILE_BYTES (16u << 20)
 
 struct unwinder;
 
@@ -34,11 +41,19 @@ struct unwind_stats {
 	uint64_t outermost; /* stacks that ended where CFI or the frame chain says they end */
 	uint64_t files_loaded;
 	uint64_t files_evicted;
+	uint64_t files_over_budget; /* files whose CFI was not read: over UNWIND_MAX_FILE_BYTES */
+	uint64_t cache_bytes;	    /* what the cached CFI is charged, now */
 };
 
 /* Mappings and file descriptors come through sym (which must outlive it). NULL + errno. */
 struct unwinder *unwinder__new(struct symbolizer *sym);
 void unwinder__free(struct unwinder *u);
+
+/*
+ * Sets the byte budgets (0: UNWIND_CACHE_BYTES, UNWIND_MAX_FILE_BYTES); the per-file cap is
+ * at most the total. Call before the first load. 0 or -EINVAL.
+ */
+int unwinder__set_budget(struct unwinder *u, size_t total_bytes, size_t file_bytes);
 
 /*
  * Reads the CFI of the files pid maps now: they are opened through /proc/PID/map_files,
