@@ -777,16 +777,17 @@ Test(backend, same_identity_replaces_the_running_task)
 
 /*
  * One container per role, as deploy/kubernetes/rover-daemonset.yaml runs them: the spawner
- * alone, the supervisor and the shipper as nobody reading the config file themselves
+ * alone, the supervisor and the shipper as the roles' user reading the config file themselves
  * (--config PATH), all sharing a socket directory.
  */
 Test(backend, roles_started_alone_read_their_config)
 {
 	char dir[128], cfgpath[192], cfg[4096];
 	char *spawner[] = { (char *)bin("rover"), "spawner", "--socket-dir", dir, NULL };
-	char *shipper[] = { "/usr/sbin/runuser", "-u", "nobody", "--", (char *)bin("rover-shipper"),
-			    "--socket-dir", dir, "--config", cfgpath, NULL };
-	char *supervisor[] = { "/usr/sbin/runuser", "-u", "nobody", "--",
+	char *shipper[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
+			    (char *)bin("rover-shipper"), "--socket-dir", dir, "--config", cfgpath,
+			    NULL };
+	char *supervisor[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
 			       (char *)bin("rover-supervisor"), "--socket-dir", dir, "--config",
 			       cfgpath, NULL };
 	pid_t work, oap, sp, sh, sv;

@@ -4,6 +4,7 @@
  * one of another unprivileged uid against a live `rover serve`, each step failing while a
  * normal task still works (policy/README.md, "Threat model").
  */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,8 +71,10 @@ static int connect_ctl(void)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", sockdir);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", sockdir) >=
+	    (int)sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) || ipc_set_timeouts(fd))
 		return -errno;
 	return fd;
 }
@@ -201,7 +204,9 @@ static int plant_in_sockdir(void *arg)
 	{
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+		if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >=
+		    (int)sizeof(sa.sun_path))
+			return 4;
 		if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			return 1;
 	}
@@ -248,7 +253,9 @@ static int listen_as_agent(void *arg)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0), c;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", a->dir);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", a->dir) >=
+	    (int)sizeof(sa.sun_path))
+		return 3;
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4))
 		return 1;
 	/* Waits for root's client; anything that connects is a win for the attacker. */
