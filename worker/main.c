@@ -267,6 +267,11 @@ int main(int argc, char **argv)
 							 : "loading the OFF_CPU tracer");
 		return 1;
 	}
+	err = sandbox_apply(&worker_attached_policy); /* attached: bpf() map commands only */
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, "narrowing the sandbox");
+		return 1;
+	}
 	w.shipper = connect_shipper(w.sockdir);
 	if (w.shipper < 0 || (err = wk_send_begin(w.shipper, &w.spec))) {
 		wk_send_error(w.sv, w.spec.task_id, w.shipper < 0 ? -w.shipper : -err,
