@@ -139,12 +139,16 @@ int sandbox_apply(const struct role_policy *pol)
 
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not a call of this architecture */
-		if (e->mask)
-			err = seccomp_rule_add(ctx, action, nr, 1,
-					       SCMP_CMP(e->argno, SCMP_CMP_MASKED_EQ, e->mask,
-							e->value));
-		else
-			err = seccomp_rule_add(ctx, action, nr, 0);
+		struct scmp_arg_cmp cmp[2];
+		unsigned ncmp = 0;
+
+		if (!e->mask && e->value == SC_ELSE)
+			cmp[ncmp++] = SCMP_CMP(e->argno, SCMP_CMP_GE, 0);
+		else if (e->mask)
+			cmp[ncmp++] = SCMP_CMP(e->argno, SCMP_CMP_MASKED_EQ, e->mask, e->value);
+		if (e->mask2)
+			cmp[ncmp++] = SCMP_CMP(e->argno2, SCMP_CMP_MASKED_EQ, e->mask2, e->value2);
+		err = seccomp_rule_add_array(ctx, action, nr, ncmp, cmp);
 		if (err == -EEXIST)
 			err = 0; /* listed by the role and by a shared table */
 		if (err)

@@ -16,6 +16,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 
 #include "policy/policy.h"
@@ -31,8 +33,10 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "rt_sigaction", SC_ALLOW, "glibc installs its set-id signal handler at the first thread" },
 	{ "prctl", SC_ALLOW, "gRPC names its threads (PR_SET_NAME only)", 0, 0xffffffffu,
 	  PR_SET_NAME },
-	{ "mmap", SC_ALLOW, "thread stacks, memory" },
-	{ "mprotect", SC_ALLOW, "thread stack guard pages" },
+	{ "mmap", SC_ALLOW, "thread stacks, memory (never executable)", 2, PROT_EXEC, 0 },
+	{ "mmap", EPERM, "executable memory", 2, PROT_EXEC, PROT_EXEC },
+	{ "mprotect", SC_ALLOW, "thread stack guard pages (never executable)", 2, PROT_EXEC, 0 },
+	{ "mprotect", EPERM, "executable memory", 2, PROT_EXEC, PROT_EXEC },
 	{ "munmap", SC_ALLOW, "thread stacks, memory" },
 	{ "madvise", SC_ALLOW, "glibc returns an exited thread's stack" },
 	{ "brk", SC_ALLOW, "memory" },
@@ -56,7 +60,15 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "clock_nanosleep", SC_ALLOW, "timer manager" },
 	{ "nanosleep", SC_ALLOW, "timer manager" },
 	/* The connection to the OAP. */
-	{ "socket", SC_ALLOW, "TCP to the OAP; UDP for DNS and for the address sort (RFC 6724)" },
+	/* IPv4 and IPv6, TCP and UDP only: no netlink, packet or raw socket. */
+	{ "socket", SC_ALLOW, "TCP to the OAP (IPv4)", 0, SC_INT, AF_INET, 1, SC_SOCK_TYPE,
+	  SOCK_STREAM },
+	{ "socket", SC_ALLOW, "TCP to the OAP (IPv6)", 0, SC_INT, AF_INET6, 1, SC_SOCK_TYPE,
+	  SOCK_STREAM },
+	{ "socket", SC_ALLOW, "UDP: c-ares DNS, the address sort (RFC 6724)", 0, SC_INT, AF_INET,
+	  1, SC_SOCK_TYPE, SOCK_DGRAM },
+	{ "socket", SC_ALLOW, "UDP: c-ares DNS, the address sort (RFC 6724)", 0, SC_INT, AF_INET6,
+	  1, SC_SOCK_TYPE, SOCK_DGRAM },
 	{ "connect", SC_ALLOW, "TCP to the OAP; UDP for DNS and for the address sort (RFC 6724)" },
 	{ "bind", SC_ALLOW, "gRPC probes once whether [::1] is usable (binds [::1]:0)" },
 	{ "getsockname", SC_ALLOW, "local address of a connection; the address sort" },

@@ -10,6 +10,24 @@
 
 #define SC_ALLOW 0
 
+/*
+ * With mask 0: the entry applies to every value of arg[argno] that no other entry of the same
+ * call matches (ioctl: the requests not listed get an errno, not a kill). It is built as
+ * "arg >= 0", which libseccomp tests after the masked comparisons of that argument
+ * (tests/security/test_seccomp.c proves the order).
+ */
+#define SC_ELSE 0xffffffffffffffffULL
+/* An int or unsigned int argument: the kernel ignores the upper half of its register. */
+#define SC_INT 0xffffffffULL
+/* The type bits of socket()'s second argument, without SOCK_CLOEXEC and SOCK_NONBLOCK. */
+#define SC_SOCK_TYPE 0xfULL
+/*
+ * The shipper's spool directory, moved to this descriptor number before the filter
+ * (shipper/spool.c, spool_opts.fixed_dirfd): its policy allows writing opens, renames and
+ * unlinks relative to this descriptor only.
+ */
+#define SPOOL_DIR_FD 100
+
 struct seccomp_entry {
 	const char *name; /* syscall name, resolved for the running architecture */
 	int action;       /* SC_ALLOW, or a positive errno returned instead of running it */
@@ -17,6 +35,9 @@ struct seccomp_entry {
 	/* Optional condition: only when (arg[argno] & mask) == value; mask 0 means always. */
 	unsigned argno;
 	unsigned long long mask, value;
+	/* Optional second condition, and-ed with the first: (arg[argno2] & mask2) == value2. */
+	unsigned argno2;
+	unsigned long long mask2, value2;
 };
 
 struct role_policy {
@@ -38,7 +59,15 @@ extern const size_t ngrpc_client_calls;
 
 extern const struct role_policy supervisor_policy;
 extern const struct role_policy worker_policy;
+/*
+ * The worker once its programs are loaded and attached (worker/main.c): stacked on
+ * worker_policy, it leaves bpf() the map commands of the drain loop only, and no
+ * perf_event_open or open.
+ */
+extern const struct role_policy worker_attached_policy;
+/* The shipper with a spool directory at SPOOL_DIR_FD, and without one (no writing open). */
 extern const struct role_policy shipper_policy;
+extern const struct role_policy shipper_nospool_policy;
 extern const struct role_policy launcher_policy;
 
 #endif

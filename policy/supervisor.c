@@ -8,6 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "policy/policy.h"
 
@@ -16,20 +19,24 @@ static const struct seccomp_entry calls[] = {
 	{ "write", SC_ALLOW, "log lines to stderr" },
 	{ "sendmsg", SC_ALLOW, "framed messages, descriptor passing" },
 	{ "recvmsg", SC_ALLOW, "framed messages, descriptor passing" },
-	{ "socket", SC_ALLOW, "Unix sockets to the launcher and the shipper" },
-	{ "connect", SC_ALLOW, "reconnect to a restarted shipper" },
+	/* No Unix socket of its own: ctl.sock and the shipper link are handed over by the
+	 * launcher (a connection in a container is made before the filter). */
 	{ "accept4", SC_ALLOW, "client connections on ctl.sock" },
-	{ "getsockopt", SC_ALLOW, "SO_PEERCRED of clients" },
+	{ "getsockopt", SC_ALLOW, "SO_PEERCRED and SO_PEERGROUPS of clients" },
 	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
 	{ "close", SC_ALLOW, "its descriptors" },
 	{ "poll", SC_ALLOW, "event loop" },
 	{ "ppoll", SC_ALLOW, "event loop" },
 	{ "clock_gettime", SC_ALLOW, "timers" },
-	{ "clock_nanosleep", SC_ALLOW, "reconnect backoff" },
-	{ "nanosleep", SC_ALLOW, "reconnect backoff" },
-	{ "mmap", SC_ALLOW, "memory" },
+	{ "clock_nanosleep", SC_ALLOW, "waits (libc)" },
+	{ "nanosleep", SC_ALLOW, "waits (libc)" },
+	/* No executable memory (the same entries as in policy/grpc.c): nothing is loaded once the
+	 * filter is on; PCRE2 is not asked to JIT. */
+	{ "mmap", SC_ALLOW, "memory", 2, PROT_EXEC, 0 },
+	{ "mmap", EPERM, "executable memory", 2, PROT_EXEC, PROT_EXEC },
 	{ "munmap", SC_ALLOW, "memory" },
-	{ "mprotect", SC_ALLOW, "memory (malloc arenas)" },
+	{ "mprotect", SC_ALLOW, "memory (malloc arenas)", 2, PROT_EXEC, 0 },
+	{ "mprotect", EPERM, "executable memory", 2, PROT_EXEC, PROT_EXEC },
 	{ "mremap", SC_ALLOW, "memory (realloc)" },
 	{ "madvise", SC_ALLOW, "memory (free)" },
 	{ "brk", SC_ALLOW, "memory" },
@@ -58,6 +65,8 @@ static const struct seccomp_entry calls[] = {
 	{ "uname", SC_ALLOW, "host name" },
 	{ "newfstatat", SC_ALLOW, "libc stdio on stderr" },
 	{ "fstat", SC_ALLOW, "libc stdio on stderr" },
+	{ "ioctl", SC_ALLOW, "TCGETS: glibc's isatty on stdio", 1, SC_INT, TCGETS },
+	{ "ioctl", ENOTTY, "any request but these and grpc.c's (TIOCSTI...)", 1, 0, SC_ELSE },
 };
 
 const struct role_policy supervisor_policy = {

@@ -510,6 +510,7 @@ static int backend_setup(struct shipper *s, struct config_passed *passed)
 	if (!getenv("ROVER_LOG_LEVEL"))
 		log_set_level_name(s->cfg->logger_level);
 	so.dir = s->cfg->backend.spool_dir;
+	so.fixed_dirfd = SPOOL_DIR_FD; /* where the seccomp policy lets it write */
 	so.mem_bytes = s->cfg->backend.spool_memory_bytes;
 	so.disk_bytes = s->cfg->backend.spool_disk_bytes;
 	so.on_drop = spool_dropped;
@@ -685,7 +686,10 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	err = sandbox_apply(&shipper_policy);
+	/* Writing opens only with a spool directory, relative to it. */
+	err = sandbox_apply(s.spool && spool__dirfd(s.spool) == SPOOL_DIR_FD
+				    ? &shipper_policy
+				    : &shipper_nospool_policy);
 	if (err) {
 		log_err("seccomp: %s", strerror(-err));
 		return 1;

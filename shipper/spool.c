@@ -360,6 +360,27 @@ static int load_dir(struct spool *sp)
 	return 0;
 }
 
+/*
+ * Moves *fd to the number want, which must be free: the shipper's seccomp policy names it
+ * (SPOOL_DIR_FD), so taking over a descriptor already there would hand its rights to another
+ * file.
+ */
+static int move_fd(int *fd, int want)
+{
+	if (fcntl(want, F_GETFD) >= 0)
+		return -EBUSY;
+	if (dup3(*fd, want, O_CLOEXEC) < 0)
+		return -errno;
+	close(*fd);
+	*fd = want;
+	return 0;
+}
+
+int spool__dirfd(struct spool *sp)
+{
+	return sp->dirfd;
+}
+
 struct spool *spool__new(const struct spool_opts *opts)
 {
 	struct spool *sp;
@@ -392,7 +413,9 @@ struct spool *spool__new(const struct spool_opts *opts)
 			errno = err;
 			return NULL;
 		}
-		err = load_dir(sp);
+		err = opts->fixed_dirfd > 0 ? move_fd(&sp->dirfd, opts->fixed_dirfd) : 0;
+		if (!err)
+			err = load_dir(sp);
 		if (err) {
 			spool__free(sp);
 			errno = -err;

@@ -66,6 +66,11 @@ struct spool_drop {
 
 struct spool_opts {
 	const char *dir; /* NULL or "": memory only */
+	/*
+	 * > 0: the directory's descriptor is moved to this number, which must be free (EBUSY);
+	 * the shipper's seccomp policy allows writing only relative to it (SPOOL_DIR_FD).
+	 */
+	int fixed_dirfd;
 	uint64_t mem_bytes;
 	uint64_t disk_bytes;
 	/*
@@ -132,6 +137,8 @@ void spool__interrupt(struct spool *sp);
 int spool__persist(struct spool *sp);
 
 void spool__stats(struct spool *sp, struct spool_stats *ret);
+/* The directory's descriptor, -1 for a spool in memory only. */
+int spool__dirfd(struct spool *sp);
 
 /* Iterates a batch's messages: 1 and the next message, 0 at the end, -EBADMSG if malformed. */
 int spool_batch__next(const struct spool_batch *b, size_t *off, const uint8_t **ret_msg,

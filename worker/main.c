@@ -244,6 +244,11 @@ int main(int argc, char **argv)
 							 : "loading the OFF_CPU tracer");
 		return 1;
 	}
+	err = sandbox_apply(&worker_attached_policy); /* attached: bpf() map commands only */
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, "narrowing the sandbox");
+		return 1;
+	}
 	/* The launcher connected us to the shipper before we started: no path to trust. */
 	w.shipper = SHIPPER_FD;
 	err = ipc_set_timeouts(w.shipper);

@@ -138,11 +138,12 @@ Test(roles, each_role_holds_only_its_privileges_while_a_task_runs)
 	expect_status(launcher, "CapBnd", "000001c0000801e4");
 	expect_status(launcher, "NoNewPrivs", "1");
 	/* And a denylist filter that every process it starts inherits (policy/launcher.c): one
-	 * filter in the launcher, its own on top in each role. */
+	 * filter in the launcher, its own on top in each role; a worker whose programs are
+	 * attached adds worker_attached_policy. */
 	expect_status(launcher, "Seccomp", "2");
 	expect_status(launcher, "Seccomp_filters", "1");
 	expect_status(find_child(launcher, SUPERVISOR_COMM), "Seccomp_filters", "2");
-	expect_status(worker, "Seccomp_filters", "2");
+	expect_status(worker, "Seccomp_filters", "3");
 	cr_assert_eq(wait_cmd(c, 30000), 0, "task failed: %s", slurp(errpath, NULL));
 }
 

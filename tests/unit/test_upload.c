@@ -535,7 +535,8 @@ Test(upload, oap_restart_on_the_same_port_loses_nothing, .init = net_setup,
 static int sandboxed_upload(int port)
 {
 	struct spool_batch b[6];
-	struct spool_opts so = { .dir = spool_dir, .disk_bytes = 1 << 20 };
+	struct spool_opts so = { .dir = spool_dir, .disk_bytes = 1 << 20,
+				 .fixed_dirfd = SPOOL_DIR_FD };
 	struct spool *sp;
 	struct uploader_opts uo = { .backoff_min_ms = 100, .backoff_max_ms = 400 };
 	struct uploader *u;

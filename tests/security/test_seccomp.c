@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The seccomp findings of the privilege review, written as the attack. Each attack runs in a
+ * forked child that stacks the filters as a live process does: the launcher's denylist, then
+ * its role's allowlist (and, for an attached worker, worker_attached_policy). The child is
+ * root with every capability, so only the filter stands between it and the attack.
+ *
+ * A call a table does not list kills the child with SIGSYS; a call a table denies with an
+ * errno exits the child with that errno. When two stacked filters both return an errno, the
+ * kernel takes the later filter's (the role's): TIOCSTI under a role fails with ENOTTY.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/io_uring.h>
+#include <linux/perf_event.h>
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/privdrop.h"
+#include "tests/integration/harness.h"
+
+extern char **environ;
+
+static const struct role_policy *const launcher_only[] = { &launcher_policy, NULL };
+static const struct role_policy *const supervisor_chain[] = { &launcher_policy,
+							       &supervisor_policy, NULL };
+static const struct role_policy *const worker_chain[] = { &launcher_policy, &worker_policy,
+							   NULL };
+static const struct role_policy *const attached_chain[] = { &launcher_policy, &worker_policy,
+							     &worker_attached_policy, NULL };
+static const struct role_policy *const shipper_chain[] = { &launcher_policy, &shipper_policy,
+							    NULL };
+static const struct role_policy *const nospool_chain[] = { &launcher_policy,
+							    &shipper_nospool_policy, NULL };
+
+static const struct role_policy *const *const every_role[] = {
+	supervisor_chain, worker_chain, attached_chain, shipper_chain, nospool_chain,
+};
+static const char *const role_name[] = { "supervisor", "worker", "attached worker", "shipper",
+					 "shipper without spool" };
+#define NROLES (sizeof(every_role) / sizeof(every_role[0]))
+
+/* An attack: 0 when the call worked, else the errno it failed with. */
+typedef int (*attack_fn)(void *arg);
+
+/* The wait status of a child that stacked chain's filters and then ran fn. */
+static int under(const struct role_policy *const *chain, attack_fn fn, void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		for (size_t i = 0; chain[i]; i++)
+			if (sandbox_apply(chain[i]))
+				_exit(250);
+		_exit(fn(arg));
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+#define expect_killed(st, what)                                                              \
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,                                 \
+		  "%s: expected a SIGSYS kill, got %s %d", what,                              \
+		  WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
+#define expect_exit(st, code, what)                                                          \
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == (code), "%s: expected exit %d, got %s %d", \
+		  what, (int)(code), WIFSIGNALED(st) ? "signal" : "exit",                      \
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
+
+static int result(long rc)
+{
+	return rc >= 0 ? 0 : errno;
+}
+
+/* ---- the terminal of whoever started rover ---- */
+
+static int pty_master = -1, pty_slave = -1;
+
+static void open_pty(void)
+{
+	pty_master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(pty_master, 0);
+	cr_assert_eq(grantpt(pty_master), 0);
+	cr_assert_eq(unlockpt(pty_master), 0);
+	pty_slave = open(ptsname(pty_master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(pty_slave, 0);
+}
+
+static int tiocsti(void *arg)
+{
+	char c = 'x';
+
+	(void)arg;
+	return result(ioctl(pty_slave, TIOCSTI, &c));
+}
+
+static int tioclinux(void *arg)
+{
+	char sub = 6; /* TIOCL_GETFGCONSOLE-like subcode: never reached */
+
+	(void)arg;
+	return result(ioctl(pty_slave, TIOCLINUX, &sub));
+}
+
+static int tcgets(void *arg)
+{
+	(void)arg;
+	return isatty(pty_slave) ? 0 : errno;
+}
+
+Test(seccomp, tiocsti_into_the_terminal_fails_in_every_role)
+{
+	open_pty();
+	/* The attack works without a filter: root pushes a byte into the terminal's input. */
+	cr_assert_eq(tiocsti(NULL), 0);
+	expect_exit(under(launcher_only, tiocsti, NULL), EPERM, "launcher TIOCSTI");
+	expect_exit(under(launcher_only, tioclinux, NULL), EPERM, "launcher TIOCLINUX");
+	for (size_t r = 0; r < NROLES; r++) {
+		expect_exit(under(every_role[r], tiocsti, NULL), ENOTTY, role_name[r]);
+		expect_exit(under(every_role[r], tioclinux, NULL), ENOTTY, role_name[r]);
+		/* glibc's isatty (TCGETS) still answers: listed before the catch-all. */
+		expect_exit(under(every_role[r], tcgets, NULL), 0, role_name[r]);
+	}
+}
+
+/* ---- sockets ---- */
+
+static int sock(void *arg)
+{
+	const int *dt = arg;
+	int fd = socket(dt[0], dt[1] | SOCK_CLOEXEC, dt[2]);
+
+	return fd >= 0 ? 0 : errno;
+}
+
+Test(seccomp, sockets_by_family_and_type)
+{
+	static const int netlink[] = { AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */ };
+	static const int packet[] = { AF_PACKET, SOCK_RAW, 0 };
+	static const int tcp[] = { AF_INET, SOCK_STREAM, 0 };
+	static const int udp6[] = { AF_INET6, SOCK_DGRAM, 0 };
+	static const int raw[] = { AF_INET, SOCK_RAW, 1 /* ICMP */ };
+	static const int unix_stream[] = { AF_UNIX, SOCK_STREAM, 0 };
+	static const int unix_dgram[] = { AF_UNIX, SOCK_DGRAM, 0 };
+
+	for (size_t r = 0; r < NROLES; r++) {
+		expect_killed(under(every_role[r], sock, (void *)netlink), role_name[r]);
+		expect_killed(under(every_role[r], sock, (void *)packet), role_name[r]);
+		expect_killed(under(every_role[r], sock, (void *)raw), role_name[r]);
+		expect_killed(under(every_role[r], sock, (void *)unix_dgram), role_name[r]);
+		expect_exit(under(every_role[r], sock, (void *)unix_stream), 0, role_name[r]);
+	}
+	/* The worker reaches no network; the gRPC roles reach the OAP and DNS. */
+	expect_killed(under(worker_chain, sock, (void *)tcp), "worker TCP");
+	expect_killed(under(attached_chain, sock, (void *)tcp), "attached worker TCP");
+	expect_killed(under(worker_chain, sock, (void *)udp6), "worker UDP");
+	expect_exit(under(supervisor_chain, sock, (void *)tcp), 0, "supervisor TCP");
+	expect_exit(under(supervisor_chain, sock, (void *)udp6), 0, "supervisor UDP");
+	expect_exit(under(shipper_chain, sock, (void *)tcp), 0, "shipper TCP");
+	expect_exit(under(nospool_chain, sock, (void *)udp6), 0, "shipper UDP");
+}
+
+/* ---- executable memory ---- */
+
+static int map_exec(void *arg)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	return p == MAP_FAILED ? errno : 0;
+}
+
+static int protect_exec(void *arg)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	if (p == MAP_FAILED)
+		return 200; /* plain memory must work */
+	return result(mprotect(p, 4096, PROT_READ | PROT_EXEC));
+}
+
+static int pkey_exec(void *arg)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	if (p == MAP_FAILED)
+		return 200;
+	return result(syscall(SYS_pkey_mprotect, p, 4096, PROT_READ | PROT_EXEC, -1));
+}
+
+Test(seccomp, no_executable_memory_in_any_role)
+{
+	for (size_t r = 0; r < NROLES; r++) {
+		expect_exit(under(every_role[r], map_exec, NULL), EPERM, role_name[r]);
+		expect_exit(under(every_role[r], protect_exec, NULL), EPERM, role_name[r]);
+		expect_killed(under(every_role[r], pkey_exec, NULL), role_name[r]);
+	}
+}
+
+/* ---- the launcher's denylist, inherited by everything it starts ---- */
+
+static char secret[] = "a sibling's secret";
+static pid_t sibling;
+
+static void start_sibling(void)
+{
+	sibling = fork();
+	cr_assert_geq(sibling, 0);
+	if (sibling == 0) {
+		for (;;)
+			pause();
+	}
+}
+
+static void stop_sibling(void)
+{
+	kill(sibling, SIGKILL);
+	waitpid(sibling, NULL, 0);
+}
+
+static int vm_read(void *arg)
+{
+	char buf[sizeof(secret)] = "";
+	struct iovec local = { buf, sizeof(buf) }, remote = { secret, sizeof(secret) };
+	ssize_t n;
+
+	(void)arg;
+	n = process_vm_readv(sibling, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return errno;
+	return strcmp(buf, secret) ? 201 : 0;
+}
+
+static int vm_write(void *arg)
+{
+	char buf[] = "x";
+	struct iovec local = { buf, 1 }, remote = { secret, 1 };
+
+	(void)arg;
+	return result(process_vm_writev(sibling, &local, 1, &remote, 1, 0));
+}
+
+static int getfd(void *arg)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, sibling, 0);
+
+	(void)arg;
+	if (pidfd < 0)
+		return 202;
+	return result(syscall(SYS_pidfd_getfd, pidfd, 0, 0));
+}
+
+static int mem_open(void *arg)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)sibling);
+	return result(syscall(SYS_open, path, *(int *)arg | O_CLOEXEC, 0));
+}
+
+static int mem_openat(void *arg)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)sibling);
+	return result(syscall(SYS_openat, AT_FDCWD, path, *(int *)arg | O_CLOEXEC, 0));
+}
+
+static int uring(void *arg)
+{
+	struct io_uring_params p = { 0 };
+
+	(void)arg;
+	return result(syscall(SYS_io_uring_setup, 4, &p));
+}
+
+static int clone_ns(void *arg)
+{
+	long pid = syscall(SYS_clone, *(long *)arg | SIGCHLD, 0, 0, 0, 0);
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0) {
+		waitpid((pid_t)pid, NULL, 0);
+		return 0;
+	}
+	return errno;
+}
+
+static int unshare_ns(void *arg)
+{
+	return result(unshare((int)*(long *)arg));
+}
+
+static int clone3_ns(void *arg)
+{
+	struct clone_args ca = { .flags = (uint64_t)*(long *)arg, .exit_signal = SIGCHLD };
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0) {
+		waitpid((pid_t)pid, NULL, 0);
+		return 0;
+	}
+	return errno;
+}
+
+static int openat2_call(void *arg)
+{
+	struct { uint64_t flags, mode, resolve; } how = { O_RDWR, 0, 0 };
+
+	(void)arg;
+	return result(syscall(SYS_openat2, AT_FDCWD, "/dev/null", &how, sizeof(how)));
+}
+
+Test(seccomp, launcher_denylist_refuses_escapes)
+{
+	static const long ns[] = { CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
+				   CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP };
+	int rdwr = O_RDWR, rdonly = O_RDONLY;
+
+	start_sibling();
+	/* Each attack works without the filter: the child is root. */
+	cr_expect_eq(vm_read(NULL), 0);
+	cr_expect_eq(getfd(NULL), 0);
+	expect_exit(under(launcher_only, vm_read, NULL), EPERM, "process_vm_readv");
+	expect_exit(under(launcher_only, vm_write, NULL), EPERM, "process_vm_writev");
+	expect_exit(under(launcher_only, getfd, NULL), EPERM, "pidfd_getfd");
+	expect_exit(under(launcher_only, mem_open, &rdwr), EACCES, "open /proc/PID/mem O_RDWR");
+	expect_exit(under(launcher_only, mem_openat, &rdwr), EACCES, "openat /proc/PID/mem O_RDWR");
+	expect_exit(under(launcher_only, mem_openat, &rdonly), 0, "read-only opens still work");
+	expect_exit(under(launcher_only, uring, NULL), EPERM, "io_uring_setup");
+	expect_exit(under(launcher_only, openat2_call, NULL), ENOSYS, "openat2");
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		expect_exit(under(launcher_only, clone_ns, (void *)&ns[i]), EPERM, "clone(CLONE_NEW*)");
+		expect_exit(under(launcher_only, unshare_ns, (void *)&ns[i]), EPERM, "unshare");
+		expect_exit(under(launcher_only, clone3_ns, (void *)&ns[i]), ENOSYS, "clone3");
+	}
+	/* Under a role too: the role's table kills, or the launcher's errno shows. */
+	for (size_t r = 0; r < NROLES; r++) {
+		int st = under(every_role[r], vm_read, NULL);
+
+		cr_expect(WIFSIGNALED(st) || WEXITSTATUS(st) == EPERM, "%s: process_vm_readv",
+			  role_name[r]);
+		st = under(every_role[r], uring, NULL);
+		cr_expect(WIFSIGNALED(st) || WEXITSTATUS(st) == EPERM, "%s: io_uring_setup",
+			  role_name[r]);
+		st = under(every_role[r], clone_ns, (void *)&ns[0]);
+		cr_expect(WIFSIGNALED(st) || WEXITSTATUS(st) == EPERM, "%s: clone(CLONE_NEWUSER)",
+			  role_name[r]);
+	}
+	stop_sibling();
+}
+
+/* What the launcher and the roles do with processes and threads still works. */
+
+static void *thread_main(void *arg)
+{
+	return arg;
+}
+
+static int processes_and_threads(void *arg)
+{
+	char *const argv[] = { "true", NULL };
+	pthread_t t;
+	void *ret = NULL;
+	int status;
+	pid_t pid;
+
+	(void)arg;
+	if (pthread_create(&t, NULL, thread_main, (void *)1) || pthread_join(t, &ret) || !ret)
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		execve("/bin/true", argv, environ);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return 2;
+	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) ||
+	    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 3;
+	return 0;
+}
+
+static int threads_only(void *arg)
+{
+	pthread_t t;
+	void *ret = NULL;
+
+	(void)arg;
+	if (pthread_create(&t, NULL, thread_main, (void *)1) || pthread_join(t, &ret) || !ret)
+		return 1;
+	return 0;
+}
+
+Test(seccomp, fork_exec_and_threads_run_under_the_denylist)
+{
+	expect_exit(under(launcher_only, processes_and_threads, NULL), 0, "launcher");
+	/* clone3 gets ENOSYS and glibc falls back to clone with CLONE_THREAD. */
+	expect_exit(under(supervisor_chain, threads_only, NULL), 0, "supervisor threads");
+	expect_exit(under(shipper_chain, threads_only, NULL), 0, "shipper threads");
+}
+
+/* ---- the worker once attached ---- */
+
+static int map_fd = -1;
+
+static long sys_bpf(int cmd, union bpf_attr *attr)
+{
+	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+static int map_lookup(void *arg)
+{
+	uint32_t key = 0;
+	uint64_t value = 0;
+	union bpf_attr a = { .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+			     .value = (uintptr_t)&value };
+
+	(void)arg;
+	if (sys_bpf(BPF_MAP_LOOKUP_ELEM, &a))
+		return errno;
+	return value == 42 ? 0 : 203;
+}
+
+static int prog_load(void *arg)
+{
+	static const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr a = { .prog_type = BPF_PROG_TYPE_SOCKET_FILTER, .insns = (uintptr_t)insns,
+			     .insn_cnt = 2, .license = (uintptr_t) "GPL" };
+
+	(void)arg;
+	return result(sys_bpf(BPF_PROG_LOAD, &a));
+}
+
+static int map_create(void *arg)
+{
+	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
+			     .max_entries = 1 };
+
+	(void)arg;
+	return result(sys_bpf(BPF_MAP_CREATE, &a));
+}
+
+static int perf_open(void *arg)
+{
+	struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(attr),
+					.config = PERF_COUNT_SW_CPU_CLOCK, .sample_period = 1000000 };
+
+	(void)arg;
+	return result(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+static int open_ro(void *arg)
+{
+	(void)arg;
+	return result(openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC));
+}
+
+Test(seccomp, attached_worker_keeps_map_commands_only)
+{
+	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
+			     .max_entries = 1 };
+	uint32_t key = 0;
+	uint64_t value = 42;
+
+	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
+	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
+	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+			      .value = (uintptr_t)&value };
+	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+
+	/* Loading: the first filter lets every bpf command and perf_event_open reach the kernel. */
+	expect_exit(under(worker_chain, prog_load, NULL), 0, "worker loads a program");
+	expect_exit(under(worker_chain, perf_open, NULL), 0, "worker opens a perf event");
+	expect_exit(under(worker_chain, open_ro, NULL), 0, "worker opens BTF and sysfs files");
+
+	/* Attached: the drain loop's map commands, and nothing that loads, opens or attaches. */
+	expect_exit(under(attached_chain, map_lookup, NULL), 0, "lookup on a real map");
+	expect_killed(under(attached_chain, prog_load, NULL), "BPF_PROG_LOAD once attached");
+	expect_killed(under(attached_chain, map_create, NULL), "BPF_MAP_CREATE once attached");
+	expect_killed(under(attached_chain, perf_open, NULL), "perf_event_open once attached");
+	expect_exit(under(attached_chain, open_ro, NULL), EACCES, "openat once attached");
+	close(map_fd);
+}
+
+/* ---- the shipper's spool ---- */
+
+static char *spool;
+
+static void spool_at_its_number(void)
+{
+	int fd;
+
+	spool = make_tmpdir();
+	fd = open(spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(dup3(fd, SPOOL_DIR_FD, O_CLOEXEC), SPOOL_DIR_FD);
+	close(fd);
+}
+
+/* What shipper/spool.c does with a batch: write it under a temporary name, rename, remove. */
+static int spool_cycle(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	fd = openat(SPOOL_DIR_FD, "1.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
+	if (fd < 0)
+		return errno;
+	if (write(fd, "batch", 5) != 5 || fsync(fd) || close(fd))
+		return 204;
+	if (renameat(SPOOL_DIR_FD, "1.tmp", SPOOL_DIR_FD, "1.batch"))
+		return 205;
+	fd = openat(SPOOL_DIR_FD, "1.batch", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 206;
+	close(fd);
+	if (unlinkat(SPOOL_DIR_FD, "1.batch", 0) || fsync(SPOOL_DIR_FD))
+		return 207;
+	return 0;
+}
+
+static int create_at_cwd(void *arg)
+{
+	char path[4096];
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/escaped", spool);
+	return result(openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+}
+
+static int rename_out(void *arg)
+{
+	char path[4096];
+	int fd = openat(SPOOL_DIR_FD, "2.batch", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	(void)arg;
+	if (fd < 0)
+		return 208;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/../moved-out", spool);
+	return result(renameat(SPOOL_DIR_FD, "2.batch", AT_FDCWD, path));
+}
+
+static int remove_dir(void *arg)
+{
+	(void)arg;
+	if (mkdirat(SPOOL_DIR_FD, "d", 0700))
+		return 209; /* not even mkdirat is listed: this child dies here */
+	return result(unlinkat(SPOOL_DIR_FD, "d", AT_REMOVEDIR));
+}
+
+static int read_comm(void *arg)
+{
+	(void)arg;
+	return result(openat(AT_FDCWD, "/proc/self/comm", O_RDONLY | O_CLOEXEC));
+}
+
+Test(seccomp, shipper_writes_only_in_its_spool)
+{
+	spool_at_its_number();
+	expect_exit(under(shipper_chain, spool_cycle, NULL), 0, "spool file cycle at SPOOL_DIR_FD");
+	expect_killed(under(shipper_chain, create_at_cwd, NULL), "O_WRONLY|O_CREAT at AT_FDCWD");
+	expect_killed(under(shipper_chain, rename_out, NULL), "renameat out of the spool");
+	expect_killed(under(shipper_chain, remove_dir, NULL), "mkdirat/unlinkat(AT_REMOVEDIR)");
+	expect_exit(under(shipper_chain, read_comm, NULL), 0, "read-only opens anywhere");
+	/* No spool directory: no writing open at all, not even at SPOOL_DIR_FD. */
+	expect_killed(under(nospool_chain, spool_cycle, NULL), "no spool: write at SPOOL_DIR_FD");
+	expect_exit(under(nospool_chain, read_comm, NULL), 0, "no spool: read-only opens");
+	close(SPOOL_DIR_FD);
+	rm_rf(spool);
+	free(spool);
+}
