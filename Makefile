@@ -175,7 +175,7 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 
 # tests/security: each finding of the privilege review, written as the attack (policy/README.md).
 $(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS) \
-		$(call obj,$(wildcard policy/*.c))
+		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 

@@ -523,7 +523,7 @@ fail:
 	return err;
 }
 
-static int setup(struct launcher *l, const char *sockdir)
+static int setup_steps(struct launcher *l, const char *sockdir)
 {
 	struct spawner_config cfg;
 	char comm[32], bad[96] = "";
@@ -544,20 +544,6 @@ static int setup(struct launcher *l, const char *sockdir)
 				"scripts/add-rover-user.sh\n",
 				l->user ? l->user : "rover");
 		return err;
-	}
-	/*
-	 * The roles' uid is their only wall against each other's neighbours: a process of that
-	 * uid which rover did not start could signal them, and would share whatever the uid is
-	 * granted. So the uid must be rover's alone.
-	 */
-	other = uid_taken(l->uid, comm);
-	if (other) {
-		fprintf(stderr,
-			"rover: uid %u (the roles' user) already runs process %d (%s), which this "
-			"agent did not start: the roles' user must be theirs alone (another rover "
-			"agent? give this one its own --user)\n",
-			(unsigned)l->uid, (int)other, comm);
-		return -EBUSY;
 	}
 	n = readlink("/proc/self/exe", l->bindir, sizeof(l->bindir) - 1);
 	if (n <= 0)
@@ -583,6 +569,20 @@ static int setup(struct launcher *l, const char *sockdir)
 	}
 	if (l->dirfd < 0)
 		return l->dirfd;
+	/*
+	 * The roles' uid is their only wall against each other's neighbours: a process of that
+	 * uid which rover did not start could signal them, and would share whatever the uid is
+	 * granted. So the uid must be rover's alone.
+	 */
+	other = uid_taken(l->uid, comm);
+	if (other) {
+		fprintf(stderr,
+			"rover: uid %u (the roles' user) already runs process %d (%s), which this "
+			"agent did not start: the roles' user must be theirs alone (another rover "
+			"agent? give this one its own --user)\n",
+			(unsigned)l->uid, (int)other, comm);
+		return -EBUSY;
+	}
 	if (fchown(l->dirfd, 0, l->gid) || fchmod(l->dirfd, 0750))
 		return -errno;
 	if (!l->manage_roles && !user_can_enter(l->sockdir, l->uid, l->gid)) {
@@ -613,6 +613,21 @@ static int setup(struct launcher *l, const char *sockdir)
 	if (l->manage_roles)
 		start_roles(l, -1);
 	return 0;
+}
+
+/* Sets the launcher up; on failure, leaves nothing behind (its own socket directory). */
+static int setup(struct launcher *l, const char *sockdir)
+{
+	int err = setup_steps(l, sockdir);
+
+	if (err && !l->sp) {
+		if (l->dirfd >= 0)
+			close(l->dirfd);
+		l->dirfd = -1;
+		if (l->own_sockdir)
+			rmdir(l->sockdir);
+	}
+	return err;
 }
 
 static void teardown(struct launcher *l)

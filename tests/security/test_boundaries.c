@@ -259,12 +259,12 @@ static int listen_as_agent(void *arg)
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4))
 		return 1;
 	/* Waits for root's client; anything that connects is a win for the attacker. */
+	fcntl(fd, F_SETFL, O_NONBLOCK);
 	for (int i = 0; i < 40; i++) {
 		c = accept4(fd, NULL, NULL, SOCK_NONBLOCK);
 		if (c >= 0)
 			return 2;
 		sleep_ms(100);
-		fcntl(fd, F_SETFL, O_NONBLOCK);
 	}
 	return 0;
 }
