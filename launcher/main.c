@@ -579,7 +579,8 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 		fprintf(stderr,
 			"rover: uid %u (the roles' user) already runs process %d (%s), which this "
 			"agent did not start: the roles' user must be theirs alone (another rover "
-			"agent? give this one its own --user)\n",
+			"agent? hand it the task with 'rover profile --connect DIR', or give this one "
+			"its own --user)\n",
 			(unsigned)l->uid, (int)other, comm);
 		return -EBUSY;
 	}
