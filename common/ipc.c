@@ -272,6 +272,13 @@ int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode)
 	return fd;
 }
 
+int ipc_is_socket(int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
+}
+
 int ipc_pair(int ret_fds[2])
 {
 	int sv[2];

@@ -70,6 +70,8 @@ int ipc_connect(const char *dir, const char *name);
  * connections. The caller must be root with CAP_CHOWN. Listening fd or -errno.
  */
 int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode);
+/* Whether fd is an open socket (a role checks the connections it inherits). */
+int ipc_is_socket(int fd);
 /* A connected pair for two peers, both ends O_CLOEXEC. 0 or -errno. */
 int ipc_pair(int ret_fds[2]);
 /* Accepts one connection; returns fd or -errno, and the peer's uid and pid. */

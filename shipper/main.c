@@ -381,13 +381,6 @@ static int take_peer(struct shipper *s)
 	return 0;
 }
 
-static int is_socket(int fd)
-{
-	struct stat st;
-
-	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
-}
-
 static volatile sig_atomic_t stopping;
 
 static void on_term(int sig)
@@ -671,7 +664,7 @@ int main(int argc, char **argv)
 		/* Peers come when the launcher has one for us: no timeout on waiting for them. */
 		setsockopt(s.peers_fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 0 },
 			   sizeof(struct timeval));
-	} else if (is_socket(ROLE_FD_LAUNCHER) && is_socket(ROLE_FD_SECOND)) {
+	} else if (ipc_is_socket(ROLE_FD_LAUNCHER) && ipc_is_socket(ROLE_FD_SECOND)) {
 		s.opener = ROLE_FD_LAUNCHER;
 		s.peers_fd = ROLE_FD_SECOND;
 		/* An open the launcher does not answer in time fails; the task goes on. */

@@ -632,13 +632,6 @@ static void shipper_lost(struct supervisor *s, int err)
 	}
 }
 
-static int is_socket(int fd)
-{
-	struct stat st;
-
-	return !fstat(fd, &st) && S_ISSOCK(st.st_mode);
-}
-
 static volatile sig_atomic_t stopping;
 
 static void on_term(int sig)
@@ -968,7 +961,7 @@ int main(int argc, char **argv)
 				s.spawner < 0 ? strerror(-s.spawner) : "hello failed");
 			return 1;
 		}
-	} else if (is_socket(ROLE_FD_LAUNCHER) && is_socket(ROLE_FD_SECOND)) {
+	} else if (ipc_is_socket(ROLE_FD_LAUNCHER) && ipc_is_socket(ROLE_FD_SECOND)) {
 		s.spawner = ROLE_FD_LAUNCHER;
 		s.disc_fd = ROLE_FD_SECOND;
 	} else {

@@ -34,6 +34,24 @@ const char *role_user(void)
 	return u && *u ? u : "rover";
 }
 
+pid_t serve_start(const char *sockdir, const char *log)
+{
+	char *argv[] = { (char *)bin("rover"), "serve", "--socket-dir", (char *)sockdir, NULL };
+	char ctl[4200];
+	pid_t pid;
+
+	snprintf(ctl, sizeof(ctl), "%s/ctl.sock", sockdir);
+	pid = spawn_cmd(argv, log);
+	for (int i = 0; i < 200 && access(ctl, F_OK); i++)
+		sleep_ms(50);
+	if (access(ctl, F_OK)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
 void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };

@@ -18,6 +18,8 @@ void stop_program(pid_t pid);
 
 /* Runs argv to completion; returns its exit status (128+sig when killed); its stderr in *ret_err (malloc'd). */
 int run_cmd(char *const argv[], char **ret_err);
+/* `rover serve --socket-dir sockdir`, stderr to log, once its ctl.sock is there; -1 if not. */
+pid_t serve_start(const char *sockdir, const char *log);
 /* Starts argv in the background with stderr to a file; returns its pid. */
 pid_t spawn_cmd(char *const argv[], const char *stderr_path);
 int wait_cmd(pid_t pid, int timeout_ms);

@@ -29,18 +29,12 @@ static pid_t launcher, target;
 
 static void serve_up(void)
 {
-	char *argv[] = { (char *)bin("rover"), "serve", "--socket-dir", sockdir, NULL };
-	char ctl[4200];
-
 	tmp = make_tmpdir();
 	cr_assert(tmp);
 	snprintf(sockdir, sizeof(sockdir), "%s/sock", tmp);
 	snprintf(serve_log, sizeof(serve_log), "%s/serve.log", tmp);
-	snprintf(ctl, sizeof(ctl), "%s/ctl.sock", sockdir);
-	launcher = spawn_cmd(argv, serve_log);
-	for (int i = 0; i < 200 && access(ctl, F_OK); i++)
-		sleep_ms(50);
-	cr_assert_eq(access(ctl, F_OK), 0, "rover serve did not come up");
+	launcher = serve_start(sockdir, serve_log);
+	cr_assert_gt(launcher, 0, "rover serve did not come up");
 	target = start_program(bin("tests/programs/demo_burn"), NULL);
 	cr_assert_gt(target, 0);
 }
