@@ -139,6 +139,17 @@ struct task_spec {
 	uint64_t start_unix_ms;
 	uint32_t attach; /* enum attach_pref: OFF_CPU hook choice, auto unless troubleshooting */
 	uint32_t unwind; /* enum unwind_mode */
+	uint32_t flags;	 /* enum task_flags, set by the supervisor */
+	uint32_t pad;
+};
+
+enum task_flags {
+	/*
+	 * Asked by a client that is not root: its own processes' user frames only, as
+	 * perf_event_paranoid >= 2 gives unprivileged users; the kernel's frames stay in the
+	 * worker.
+	 */
+	TASK_USER_ONLY = 1,
 };
 
 /* How user stacks are unwound (README "Whole stacks"). */

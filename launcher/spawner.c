@@ -282,14 +282,14 @@ void spawner__set_role_pid(struct spawner *sp, int role, pid_t pid)
 
 int spawner__child_prepare(const int *fds, int n)
 {
-	int high[4], null;
+	int high[SPAWNER_CHILD_MAX_FDS], null;
 	sigset_t none;
 
-	if (n > 4)
+	if (n > SPAWNER_CHILD_MAX_FDS)
 		return -EINVAL;
 	/* Out of the way first, so that moving one never closes another. */
 	for (int i = 0; i < n; i++) {
-		high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+		high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, ROLE_FD_LAUNCHER + SPAWNER_CHILD_MAX_FDS);
 		if (high[i] < 0)
 			return -errno;
 	}
@@ -450,11 +450,16 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		goto out;
 	}
 	if (pid == 0) {
+		char npin[16];
 		char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
-				 NULL };
-		int fds[2] = { sv[1], sh[1] };
+				 "--pidfds", npin, NULL };
+		int fds[2 + ROVER_MAX_PIDS] = { sv[1], sh[1] };
 
-		if (spawner__child_prepare(fds, 2))
+		/* The processes checked are the ones it profiles: it gets our pidfds. */
+		for (uint32_t i = 0; i < nw.npids; i++)
+			fds[2 + i] = nw.pidfds[i];
+		snprintf(npin, sizeof(npin), "%u", nw.npids);
+		if (spawner__child_prepare(fds, 2 + (int)nw.npids))
 			_exit(127);
 		execv(exe, argv);
 		_exit(127);

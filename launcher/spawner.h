@@ -44,6 +44,8 @@ int spawner__child_exited(struct spawner *sp, pid_t pid, int status);
 /* Stops every worker (SIGTERM) */
 void spawner__stop_workers(struct spawner *sp);
 
+#define SPAWNER_CHILD_MAX_FDS (2 + 64) /* a worker's two connections and its targets' pidfds */
+
 /*
  * In a child about to exec a role: fds[0..n) moved to ROLE_FD_LAUNCHER onwards (kept across
  * exec), stdin on /dev/null, a session of its own (no controlling terminal: nothing it does

@@ -301,6 +301,7 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	/* A client other than root may profile only what it could trace itself: the launcher
 	 * checks with its credentials. Backend tasks name processes discovery reported. */
 	if (cred && cred->uid != 0) {
+		t->spec.flags |= TASK_USER_ONLY;
 		sp.check_access = 1;
 		sp.req_uid = cred->uid;
 		sp.req_gid = cred->gid;

@@ -8,6 +8,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdio.h>
@@ -38,7 +39,9 @@ struct worker {
 	int shipper; /* -1 once lost */
 	struct task_spec spec;
 	int pidfds[ROVER_MAX_PIDS];
+	int32_t pidfd_pid[ROVER_MAX_PIDS]; /* the target each pidfd is of */
 	int npidfds;
+	int inherited; /* pidfds the launcher pinned, at ROLE_FD_SECOND + 1 onwards */
 	struct profiler *prof;
 	struct ship_batch batch;
 	uint64_t send_lost;
@@ -112,14 +115,54 @@ static void read_snapshots(struct worker *w)
 	}
 }
 
+/* The pid a pidfd is of (its fdinfo), 0 when gone or not a pidfd. */
+static int32_t pidfd_pid(int fd)
+{
+	char path[64], buf[512], *p;
+	int32_t pid = 0;
+	ssize_t n;
+	int info;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	info = open(path, O_RDONLY | O_CLOEXEC);
+	if (info < 0)
+		return 0;
+	n = read(info, buf, sizeof(buf) - 1);
+	close(info);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "\nPid:\t");
+	if (p && sscanf(p + 6, "%d", &pid) != 1)
+		pid = 0;
+	return pid > 0 ? pid : 0;
+}
+
+/*
+ * The targets, pinned: the pidfds the launcher took before it checked the task (so the
+ * processes profiled are the ones checked, whoever gets their numbers later), else pidfds
+ * opened here by number (a launcher that passed none).
+ */
 static int open_targets(struct worker *w)
 {
 	for (uint32_t i = 0; i < w->spec.npids; i++) {
-		long fd = syscall(SYS_pidfd_open, w->spec.pids[i], 0);
+		long fd = -1;
 
-		if (fd >= 0)
+		for (int k = 0; k < w->inherited && fd < 0; k++) {
+			int cand = ROLE_FD_SECOND + 1 + k;
+
+			if (pidfd_pid(cand) == w->spec.pids[i])
+				fd = fcntl(cand, F_DUPFD_CLOEXEC, 0);
+		}
+		if (fd < 0 && !w->inherited)
+			fd = syscall(SYS_pidfd_open, w->spec.pids[i], 0);
+		if (fd >= 0) {
+			w->pidfd_pid[w->npidfds] = w->spec.pids[i];
 			w->pidfds[w->npidfds++] = (int)fd;
+		}
 	}
+	for (int k = 0; k < w->inherited; k++)
+		close(ROLE_FD_SECOND + 1 + k);
 	return w->npidfds ? 0 : -ESRCH;
 }
 
@@ -168,6 +211,11 @@ static uint32_t run(struct worker *w)
 				close(w->pidfds[i - 1]);
 				w->pidfds[i - 1] = -1;
 				alive--;
+				/* Its number may go to another process: not counted from here. */
+				if (profiler__forget(w->prof, w->pidfd_pid[i - 1]))
+					log_warn("task %llu: forgetting exited target %d: %s",
+						 (unsigned long long)w->spec.task_id,
+						 w->pidfd_pid[i - 1], strerror(errno));
 			}
 		}
 		if (!alive)
@@ -178,14 +226,15 @@ static uint32_t run(struct worker *w)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: rover-worker [--user USER]\n"
-			"  started by the rover launcher with its supervisor on fd 3 and its shipper "
-			"on fd 4\n");
+	fprintf(stderr, "usage: rover-worker [--user USER] [--pidfds N]\n"
+			"  started by the rover launcher with its supervisor on fd 3, its shipper "
+			"on fd 4 and N pidfds of its targets from fd 5\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "user", required_argument, NULL, 'u' },
+					      { "pidfds", required_argument, NULL, 'p' },
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
 	struct worker w = { .sv = SUPERVISOR_FD, .shipper = -1 };
@@ -198,8 +247,13 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-worker");
-	while ((c = getopt_long(argc, argv, "u:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "u:p:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'p':
+			w.inherited = atoi(optarg);
+			if (w.inherited < 0 || w.inherited > ROVER_MAX_PIDS)
+				w.inherited = 0;
+			break;
 		case 'u':
 			user = optarg;
 			break;
@@ -243,6 +297,15 @@ int main(int argc, char **argv)
 			      w.spec.type == TASK_ON_CPU ? "loading the ON_CPU sampler"
 							 : "loading the OFF_CPU tracer");
 		return 1;
+	}
+	/* A target already gone has no pidfd: its number is not counted either. */
+	for (uint32_t i = 0; i < w.spec.npids; i++) {
+		int pinned = 0;
+
+		for (int k = 0; k < w.npidfds; k++)
+			pinned |= w.pidfd_pid[k] == w.spec.pids[i];
+		if (!pinned)
+			profiler__forget(w.prof, w.spec.pids[i]);
 	}
 	err = sandbox_apply(&worker_attached_policy); /* attached: bpf() map commands only */
 	if (err) {

@@ -48,6 +48,7 @@ struct pending {
 
 struct profiler {
 	uint32_t type;
+	int user_only; /* TASK_USER_ONLY: no kernel frame leaves the worker */
 	struct oncpu_bpf *on;
 	struct offcpu_bpf *off;
 	struct bpf_link **links;
@@ -324,6 +325,8 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		if (snap_convert(r, &s, &stack))
 			return 0;
+		if (p->user_only)
+			s.nkips = 0;
 		if (!r->ts) {
 			p->rb_err = ship_batch_add_snapshot(b, &s, r->kips, stack);
 			return p->rb_err;
@@ -405,6 +408,7 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 	if (!p)
 		return NULL;
 	p->type = spec->type;
+	p->user_only = !!(spec->flags & TASK_USER_ONLY);
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0) {
 		err = p->ncpus ? p->ncpus : -ENODEV;
@@ -455,6 +459,15 @@ cleanup:
 	profiler__free(p);
 	errno = -err;
 	return NULL;
+}
+
+int profiler__forget(struct profiler *p, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+
+	if (bpf_map_delete_elem(p->targets_fd, &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
 }
 
 static uint64_t hash_ips(const uint64_t *ips, uint32_t nr)
@@ -585,7 +598,9 @@ int profiler__drain(struct profiler *p, struct ship_batch *b)
 					.value2 = p->vals[i].value2 };
 
 		err = take_stack(p, p->keys[i].ustack, 1, b, &c.ustack);
-		if (!err)
+		if (!err && p->user_only)
+			c.kstack = -1;
+		else if (!err)
 			err = take_stack(p, p->keys[i].kstack, 0, b, &c.kstack);
 		if (!err)
 			err = ship_batch_add_count(b, &c);

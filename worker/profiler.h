@@ -37,6 +37,8 @@ int profiler__snapshots_fd(const struct profiler *p);
 
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
+/* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */
+int profiler__forget(struct profiler *p, int32_t pid);
 
 /* Events counted in the kernel (samples, or switches back in) and losses, since the start. */
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,

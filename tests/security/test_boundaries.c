@@ -187,6 +187,68 @@ Test(boundary, a_client_profiles_what_it_could_trace_itself_and_nothing_else)
 	folded_free(&f);
 }
 
+/* Samples with a kernel frame (suffix _[k]) in a folded profile. */
+static uint64_t kernel_samples(const char *path)
+{
+	struct folded f;
+	uint64_t n = 0;
+
+	cr_assert_eq(folded_read(path, &f), 0, "%s", path);
+	for (size_t i = 0; i < f.n; i++)
+		if (strstr(f.stacks[i], "_[k]"))
+			n += f.counts[i];
+	folded_free(&f);
+	return n;
+}
+
+static int profile_own(void *arg)
+{
+	struct own_task *t = arg;
+
+	return submit_raw(t->own, t->out);
+}
+
+/*
+ * A client that is not root gets its processes' user frames only, as perf_event_paranoid
+ * gives unprivileged users: the kernel's frames, which root sees in the same process, are
+ * not shown to it.
+ */
+Test(boundary, a_client_that_is_not_root_sees_no_kernel_frame)
+{
+	struct who me = stranger;
+	struct own_task t;
+	char root_out[4200];
+	uint64_t k;
+
+	me.extra = role_who().gid;
+	t.own = fork();
+	if (t.own == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		if (become(me))
+			_exit(126);
+		/* Most of its time is the kernel's: reading zeros, writing them nowhere. */
+		execl("/bin/dd", "dd", "if=/dev/zero", "of=/dev/null", "bs=1M", (char *)NULL);
+		_exit(127);
+	}
+	sleep_ms(200);
+	snprintf(root_out, sizeof(root_out), "%s/dd-root.folded", tmp);
+	cr_assert_eq(submit_raw(t.own, root_out), 0);
+	snprintf(t.out, sizeof(t.out), "%s/dd-own.folded", tmp);
+	close(open(t.out, O_WRONLY | O_CREAT | O_TRUNC, 0666));
+	chmod(t.out, 0666);
+	cr_assert_eq(as_user(me, profile_own, &t), 0);
+	stop_program(t.own);
+	k = kernel_samples(root_out);
+	cr_assert_gt(k, 10, "the workload shows too few kernel frames to tell (%llu)",
+		     (unsigned long long)k);
+	k = kernel_samples(t.out);
+	cr_assert_eq(k, 0, "%llu samples with kernel frames went to uid %u",
+		     (unsigned long long)k, me.uid);
+}
+
 static int plant_in_sockdir(void *arg)
 {
 	char path[4200], to[4200];
@@ -392,4 +454,61 @@ Test(uid, an_agent_refuses_a_uid_that_another_process_holds, .timeout = 60)
 	unlink(out);
 	cr_assert_eq(rc, 0, "%s", err);
 	free(err);
+}
+
+/* The next fork's pid (as root): /proc/sys/kernel/ns_last_pid. */
+static int set_last_pid(pid_t pid)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%d", (int)pid) > 0;
+	return fclose(f) || !ok ? -1 : 0;
+}
+
+/*
+ * A process that takes the number of a profiled process that exited mid-task is not
+ * profiled: the task pinned its targets with pidfds and forgets a number when its process ends.
+ */
+Test(pids, a_process_that_takes_a_profiled_pid_is_not_profiled, .timeout = 90)
+{
+	char out[] = "/tmp/rover-pid-reuse.folded", pids[64], *err;
+	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "5s",
+			 "--output", out, NULL };
+	pid_t a = start_program(bin("tests/programs/demo_burn"), NULL);
+	pid_t b = start_program(bin("tests/programs/demo_burn"), NULL);
+	pid_t rover, impostor = -1;
+	struct folded f;
+
+	cr_assert(a > 0 && b > 0);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)a, (int)b);
+	rover = spawn_cmd(argv, "/tmp/rover-pid-reuse.err");
+	sleep_ms(1500);
+	stop_program(a);
+	for (int i = 0; i < 50 && impostor != a; i++) {
+		stop_program(impostor);
+		cr_assert_eq(set_last_pid(a - 1), 0);
+		impostor = start_program(bin("tests/programs/cxx_burn"), NULL);
+	}
+	if (impostor != a) {
+		stop_program(impostor);
+		stop_program(b);
+		wait_cmd(rover, 30000);
+		cr_skip_test("pid %d was taken by another process first, 50 times", (int)a);
+	}
+	cr_assert_eq(wait_cmd(rover, 30000), 0, "%s", slurp("/tmp/rover-pid-reuse.err", NULL));
+	stop_program(impostor);
+	stop_program(b);
+	cr_assert_eq(folded_read(out, &f), 0);
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 0, "the targets were not profiled");
+	cr_assert_eq(folded_with_frame(&f, "cxx_burn"), 0,
+		     "%llu samples of the process that took pid %d after its target exited",
+		     (unsigned long long)folded_with_frame(&f, "cxx_burn"), (int)a);
+	folded_free(&f);
+	unlink(out);
+	err = slurp("/tmp/rover-pid-reuse.err", NULL);
+	free(err);
+	unlink("/tmp/rover-pid-reuse.err");
 }

@@ -1,0 +1,2 @@
+build2/common/log.o: common/log.c common/log.h
+common/log.h:

@@ -1,0 +1,2 @@
+build2/policy/launcher.o: policy/launcher.c policy/policy.h
+policy/policy.h:

@@ -1,0 +1,2 @@
+build2/policy/worker.o: policy/worker.c policy/policy.h
+policy/policy.h:

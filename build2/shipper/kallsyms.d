@@ -1,0 +1,4 @@
+build2/shipper/kallsyms.o: shipper/kallsyms.c shipper/kallsyms.h \
+ shipper/lines.h
+shipper/kallsyms.h:
+shipper/lines.h:

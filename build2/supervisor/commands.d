@@ -1,0 +1,4 @@
+build2/supervisor/commands.o: supervisor/commands.c common/msg.h \
+ supervisor/commands.h
+common/msg.h:
+supervisor/commands.h:

@@ -1,0 +1,3 @@
+build2/tests/security/test_perfmap.o: tests/security/test_perfmap.c \
+ common/safeopen.h
+common/safeopen.h:
