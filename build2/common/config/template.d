@@ -1,3 +1,0 @@
-build2/common/config/template.o: common/config/template.c \
- common/config/template.h
-common/config/template.h:

@@ -1,2 +1,0 @@
-build2/common/safeopen.o: common/safeopen.c common/safeopen.h
-common/safeopen.h:

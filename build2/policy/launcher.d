@@ -1,2 +1,0 @@
-build2/policy/launcher.o: policy/launcher.c policy/policy.h
-policy/policy.h:

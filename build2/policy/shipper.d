@@ -1,2 +1,0 @@
-build2/policy/shipper.o: policy/shipper.c policy/policy.h
-policy/policy.h:

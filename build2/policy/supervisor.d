@@ -1,2 +1,0 @@
-build2/policy/supervisor.o: policy/supervisor.c policy/policy.h
-policy/policy.h:

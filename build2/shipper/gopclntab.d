@@ -1,2 +1,0 @@
-build2/shipper/gopclntab.o: shipper/gopclntab.c shipper/gopclntab.h
-shipper/gopclntab.h:

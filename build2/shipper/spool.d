@@ -1,2 +1,0 @@
-build2/shipper/spool.o: shipper/spool.c shipper/spool.h
-shipper/spool.h:
