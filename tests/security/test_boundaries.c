@@ -503,9 +503,16 @@ Test(pids, a_process_that_takes_a_profiled_pid_is_not_profiled, .timeout = 90)
 	stop_program(b);
 	cr_assert_eq(folded_read(out, &f), 0);
 	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 0, "the targets were not profiled");
-	cr_assert_eq(folded_with_frame(&f, "cxx_burn"), 0,
-		     "%llu samples of the process that took pid %d after its target exited",
-		     (unsigned long long)folded_with_frame(&f, "cxx_burn"), (int)a);
+	/*
+	 * The impostor's samples, if any were taken, would be named with the exited target's
+	 * mappings ([unknown] frames under its name) or its own: every sample must be the
+	 * targets' code, bar a few kernel-only ones.
+	 */
+	cr_assert_geq(folded_with_frame(&f, "work_loop") * 100, f.total * 97,
+		      "%llu of %llu samples are not the targets' (pid %d was taken by cxx_burn "
+		      "after its target exited)",
+		      (unsigned long long)(f.total - folded_with_frame(&f, "work_loop")),
+		      (unsigned long long)f.total, (int)a);
 	folded_free(&f);
 	unlink(out);
 	err = slurp("/tmp/rover-pid-reuse.err", NULL);
