@@ -227,8 +227,13 @@ int spawner__role_fds(struct spawner *sp, int role, int ret_child_fds[2])
 		if (old)
 			drop_peer(sp, old, NULL);
 	}
-	for (int i = 0; i < 2 && !err; i++)
+	/* A role that stops reading, or sends half a frame, must not hold the launcher: our
+	 * ends time out as accepted connections do. */
+	for (int i = 0; i < 2 && !err; i++) {
 		err = ipc_pair(pairs[i]);
+		if (!err)
+			err = ipc_set_timeouts(pairs[i][0]);
+	}
 	for (int i = 0; i < 2 && !err; i++) {
 		if (!add_peer(sp, pairs[i][0], kinds[i], 0)) {
 			err = -EMFILE;
