@@ -572,9 +572,11 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 	/*
 	 * The roles' uid is their only wall against each other's neighbours: a process of that
 	 * uid which rover did not start could signal them, and would share whatever the uid is
-	 * granted. So the uid must be rover's alone.
+	 * granted. So the uid must be rover's alone. (`rover spawner` starts no role but
+	 * workers: the supervisor and the shipper of its pod run as that uid by design, and
+	 * keeping the uid the pod's alone is the deployment's part, policy/README.md.)
 	 */
-	other = uid_taken(l->uid, comm);
+	other = l->manage_roles ? uid_taken(l->uid, comm) : 0;
 	if (other) {
 		fprintf(stderr,
 			"rover: uid %u (the roles' user) already runs process %d (%s), which this "
