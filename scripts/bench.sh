@@ -69,6 +69,10 @@ touch "$work/agent.done"
 wait "$RW"
 agent_cpu=$(sec $((u1 - u0)))
 read -r bpf_ns bpf_cnt < "$work/bpf"
+# The roles' user is one agent's at a time: this one goes before `rover run` below starts.
+pkill -TERM -f -- "serve --socket-dir $work/sock" 2> /dev/null || true
+for _ in $(seq 100); do pgrep -f -- "serve --socket-dir $work/sock" > /dev/null || break; sleep 0.1; done
+S=""
 
 # 3. perf record -g at the same frequency, then perf script to get stacks out of it.
 PF=$(cg_new perf)
