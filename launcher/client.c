@@ -11,6 +11,7 @@
 #include "common/ipc.h"
 #include "common/util.h"
 #include "launcher/client.h"
+#include "launcher/trust.h"
 
 static const struct ipc_rule replies[] = {
 	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0, 0 },
@@ -18,52 +19,42 @@ static const struct ipc_rule replies[] = {
 };
 
 /*
- * Whether the agent behind dir can be trusted with our output file and terminal: dir and its
- * ctl.sock belong to root or to us, and nobody else may write in dir (else another user could
- * have put its own listener there). 0 or -EPERM.
+ * The agent behind sockdir is trusted with our output descriptor and terminal only when no
+ * other user could have put a listener there: sockdir and every directory above it are root's
+ * (or ours) and closed to others (trust_dir), and ctl.sock is reached through that descriptor.
  */
-static int trusted_sockdir(const char *dir)
-{
-	struct stat st;
-	char path[4096];
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int err = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st))
-		err = -errno;
-	else if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022)) {
-		fprintf(stderr,
-			"rover: %s belongs to uid %u with mode %o: another user could have put "
-			"its own ctl.sock there; refusing it\n",
-			dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		err = -EPERM;
-	} else if (!fstatat(fd, "ctl.sock", &st, AT_SYMLINK_NOFOLLOW) &&
-		   (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
-		snprintf(path, sizeof(path), "%s/ctl.sock", dir);
-		fprintf(stderr, "rover: %s is not a socket of root's; refusing it\n", path);
-		err = -EPERM;
-	}
-	close(fd);
-	return err;
-}
-
 int client_connect(const char *sockdir, unsigned wait_ms)
 {
 	struct timespec pause = { .tv_nsec = 50000000 };
 	uint64_t until = now_mono_ms() + wait_ms;
-	int fd;
+	char bad[96] = "", at[64];
+	int dirfd, fd;
 
-	fd = trusted_sockdir(sockdir);
-	if (fd < 0)
-		return fd;
+	dirfd = trust_dir(sockdir, geteuid(), 0, bad, sizeof(bad));
+	if (dirfd == -EPERM)
+		fprintf(stderr, "rover: %s: %s could be changed by another user, who could have put "
+				"its own ctl.sock there; refusing it\n", sockdir, bad);
+	if (dirfd < 0)
+		return dirfd;
+	snprintf(at, sizeof(at), "/proc/self/fd/%d", dirfd);
 	for (;;) {
-		fd = ipc_connect(sockdir, "ctl.sock");
+		struct stat st;
+
+		fd = -EPERM;
+		/* A socket of root's (or ours), never a link. */
+		if (!fstatat(dirfd, "ctl.sock", &st, AT_SYMLINK_NOFOLLOW) &&
+		    (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
+			fprintf(stderr, "rover: %s/ctl.sock is not a socket of root's; refusing it\n",
+				sockdir);
+			break;
+		}
+		fd = ipc_connect(at, "ctl.sock");
 		if (fd >= 0 || now_mono_ms() >= until)
-			return fd;
+			break;
 		nanosleep(&pause, NULL);
 	}
+	close(dirfd);
+	return fd;
 }
 
 int client_submit(int sock, const struct task_spec *spec, int out_fd)

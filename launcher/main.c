@@ -37,6 +37,7 @@
 #include "common/util.h"
 #include "launcher/client.h"
 #include "launcher/spawner.h"
+#include "launcher/trust.h"
 
 /* A role that keeps dying is restarted after 200 ms, then twice as late each time, up to 10 s. */
 #define ROLE_RESTART_MIN_MS 200
@@ -458,71 +459,6 @@ static pid_t uid_taken(uid_t uid, char comm[32])
 	}
 }
 
-/*
- * Opens path as a directory that only root can change: every component reached without
- * following a symbolic link, each owned by root and writable by nobody else (or sticky, as
- * /tmp: others cannot rename what is ours in it). The last one is created when missing.
- * A descriptor or -errno (EPERM: a component another user controls, named in ret_bad).
- */
-static int trusted_dir(const char *path, char *ret_bad, size_t badlen)
-{
-	char buf[PATH_MAX], *save = NULL, *tok, *next;
-	int fd, err;
-
-	if (path[0] != '/' || snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -EINVAL;
-	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (tok = strtok_r(buf, "/", &save); tok; tok = next) {
-		struct stat st;
-		int last, nfd;
-
-		next = strtok_r(NULL, "/", &save);
-		last = !next;
-		if (fstat(fd, &st)) {
-			err = -errno;
-			goto fail;
-		}
-		if (st.st_uid != 0 || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-			snprintf(ret_bad, badlen, "a parent directory (uid %u, mode %o)",
-				 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-			err = -EPERM;
-			goto fail;
-		}
-		if (last && mkdirat(fd, tok, 0700) && errno != EEXIST) {
-			err = -errno;
-			goto fail;
-		}
-		nfd = openat(fd, tok, (last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW |
-					      O_CLOEXEC);
-		if (nfd < 0) {
-			err = errno == ELOOP ? -ENOTDIR : -errno;
-			goto fail;
-		}
-		close(fd);
-		fd = nfd;
-	}
-	{
-		struct stat st;
-
-		if (fstat(fd, &st)) {
-			err = -errno;
-			goto fail;
-		}
-		if (st.st_uid != 0) {
-			snprintf(ret_bad, badlen, "it (uid %u, mode %o)", (unsigned)st.st_uid,
-				 (unsigned)(st.st_mode & 07777));
-			err = -EPERM;
-			goto fail;
-		}
-	}
-	return fd;
-fail:
-	close(fd);
-	return err;
-}
-
 static int setup_steps(struct launcher *l, const char *sockdir)
 {
 	struct spawner_config cfg;
@@ -561,7 +497,7 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 	}
 	/* Root's, and nobody else may write in it: no socket in it can be renamed or replaced,
 	 * no link planted for root to follow. Its group (the rover group) may reach ctl.sock. */
-	l->dirfd = trusted_dir(l->sockdir, bad, sizeof(bad));
+	l->dirfd = trust_dir(l->sockdir, 0, 1, bad, sizeof(bad));
 	if (l->dirfd == -EPERM) {
 		fprintf(stderr, "rover: socket directory %s: %s is not root's alone; refusing it\n",
 			l->sockdir, bad);

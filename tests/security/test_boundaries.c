@@ -352,6 +352,16 @@ Test(boundary, root_refuses_an_agent_directory_another_user_controls)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		  "the fake agent got a connection from root's client (status %d)", status);
 	free(err);
+
+	/* Root's own directory, 0750, but under one the other user controls: it could be
+	 * renamed away and replaced, so it is refused too. */
+	snprintf(a.dir, sizeof(a.dir), "%s/fake/roots", tmp);
+	cr_assert_eq(mkdir(a.dir, 0750), 0);
+	rc = run_cmd(argv, &err);
+	cr_assert_neq(rc, 0, "root's client used a directory under one of uid %u", rw.uid);
+	cr_assert(err && strstr(err, "a parent directory") && strstr(err, "refusing it"), "%s",
+		  err);
+	free(err);
 }
 
 /* Finding 2: a socket directory another user controls, or a link to root's files. */
