@@ -362,13 +362,15 @@ static void begin_candidate(struct dir *d)
 	d->st = S_START;
 }
 
-/* Bytes that belong to the message in progress if there is one. */
-static void attribute(struct http1_conn *c, struct dir *d, uint64_t n)
+/* Bytes, seen at ts, that belong to the message in progress if there is one. */
+static void attribute(struct http1_conn *c, struct dir *d, uint64_t n, uint64_t ts)
 {
-	if (d->in_msg)
+	if (d->in_msg) {
 		d->msg_bytes += n;
-	else
+		d->last_ts = ts;
+	} else {
 		c->st.bytes_unattributed += n;
+	}
 }
 
 static void framing_lost(struct http1_conn *c, struct dir *d)
@@ -673,17 +675,20 @@ static bool start_line(struct http1_conn *c, int di, size_t len, bool partial, u
 	return true;
 }
 
-static void cand_fail(struct http1_conn *c, int di)
+/* at_lf: the candidate's line feed was taken, what follows is the next candidate. */
+static void cand_fail(struct http1_conn *c, int di, uint64_t ts, bool at_lf)
 {
 	struct dir *d = &c->d[di];
 
 	c->st.bad_starts++;
-	attribute(c, d, d->line_total);
+	attribute(c, d, d->line_total, ts);
 	d->line_total = 0;
 	line_reset(d);
 	if (!d->ever_valid && ++d->bad >= HTTP1_MAX_BAD_STARTS) {
 		d->st = S_DEAD;
 		c->st.dirs_abandoned++;
+	} else if (at_lf) {
+		begin_candidate(d);
 	} else {
 		d->st = S_SKIP;
 	}
@@ -702,7 +707,7 @@ static void line_done(struct http1_conn *c, int di, uint64_t ts)
 	switch (d->st) {
 	case S_START:
 		if (!start_line(c, di, len, d->line_over, ts))
-			cand_fail(c, di);
+			cand_fail(c, di, ts, true);
 		return;
 	case S_HEADER:
 		if (d->line_over)
@@ -816,9 +821,7 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 			const uint8_t *nl = memchr(q, '\n', left);
 
 			k = nl ? (size_t)(nl - q) + 1 : left;
-			attribute(c, d, k);
-			if (d->in_msg)
-				d->last_ts = ts;
+			attribute(c, d, k, ts);
 			off += k;
 			if (nl)
 				begin_candidate(d);
@@ -827,6 +830,12 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 		case S_START: {
 			size_t before = d->line_len;
 
+			/* Empty lines before a start line are no candidates (RFC 9112 2.2). */
+			if (!d->line_len && (*q == '\r' || *q == '\n')) {
+				attribute(c, d, 1, ts);
+				off++;
+				break;
+			}
 			if (!d->line_total)
 				d->line_start_ns = ts;
 			k = take_line(d, q, left, &done);
@@ -835,7 +844,7 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 			if (done)
 				line_done(c, di, ts);
 			else if (before < DETECT_PEEK && start_hopeless(c, di))
-				cand_fail(c, di);
+				cand_fail(c, di, ts, false);
 			break;
 		}
 		default:
@@ -876,10 +885,13 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 			return;
 		}
 		if (d->line_total)
-			cand_fail(c, di);
+			cand_fail(c, di, ts, false);
 		else
 			d->st = S_SKIP;
-		attribute(c, d, n);
+		if (d->st == S_DEAD)
+			c->st.bytes_unattributed += n;
+		else
+			attribute(c, d, n, ts);
 		return;
 	case S_HEADER:
 		d->msg_bytes += n;
@@ -927,7 +939,7 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 		d->mflags |= M_TRUNC;
 		return;
 	case S_SKIP:
-		attribute(c, d, n);
+		attribute(c, d, n, ts);
 		return;
 	}
 }
@@ -940,7 +952,7 @@ static void abort_msg(struct http1_conn *c, int di, uint64_t ts)
 	if (d->st == S_DEAD)
 		return;
 	if (d->st == S_START) {
-		attribute(c, d, d->line_total);
+		attribute(c, d, d->line_total, d->last_ts);
 		d->line_total = 0;
 	}
 	if (!d->in_msg)
