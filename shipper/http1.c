@@ -52,6 +52,7 @@ struct entry {
 	struct http1_exchange x;
 	uint64_t id;  /* unique in the connection, never 0 */
 	uint64_t seq; /* request number; 0 for a response without request */
+	uint64_t event; /* feed or loss that completed the request's header block */
 	bool done;
 };
 
@@ -69,6 +70,8 @@ struct dir {
 	size_t line_len;
 	uint64_t line_total; /* bytes of the candidate start line, CR LF and overflow included */
 	uint64_t line_start_ns;
+	uint64_t line_start_event;
+	uint64_t start_event;
 	uint64_t msg_bytes; /* of the message in progress, not yet given to its exchange */
 	uint64_t start_ns;
 	uint64_t last_ts; /* segment that last gave bytes to the message */
@@ -85,6 +88,7 @@ struct http1_conn {
 	uint64_t req_seq;  /* requests numbered so far, dropped ones included */
 	uint64_t resp_seq; /* requests a final response was paired with (or dropped for) */
 	uint64_t next_id;
+	uint64_t events; /* feeds and losses so far: orders the two directions */
 	struct entry *ring;
 	unsigned cap, head, count;
 	struct http1_stats st;
@@ -442,7 +446,7 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 {
 	struct dir *d = &c->d[di];
 	struct entry *e = NULL;
-	bool no_body;
+	bool no_body, answerable = true;
 
 	line_reset(d);
 	if (truncated)
@@ -459,6 +463,7 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 			e->x.req_dir = (uint8_t)di;
 			e->x.start_ns = d->start_ns;
 			e->seq = seq;
+			e->event = c->events;
 		}
 		d->entry_id = e ? e->id : 0;
 		if (truncated)
@@ -479,13 +484,23 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 
 	d->interim = d->x.status < 200 && d->x.status != 101;
 	d->tunnel = false;
+	/*
+	 * A response that began before its request's header block was complete answers
+	 * something not seen (its header block may be complete only now, after a gap).
+	 */
+	if (c->resp_seq < c->req_seq) {
+		e = find_seq(c, c->resp_seq + 1);
+		if (e && e->event > d->start_event)
+			answerable = false;
+	}
+	e = NULL;
 	if (d->interim) {
 		c->st.interim++;
-		if (c->resp_seq < c->req_seq)
+		if (answerable && c->resp_seq < c->req_seq)
 			e = find_seq(c, c->resp_seq + 1);
 	} else {
 		c->st.responses++;
-		if (c->resp_seq < c->req_seq) {
+		if (answerable && c->resp_seq < c->req_seq) {
 			e = find_seq(c, ++c->resp_seq);
 			if (!e)
 				c->st.responses_dropped++;
@@ -501,7 +516,7 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 			}
 		}
 	}
-	if (e) {
+	if (e && !d->interim) {
 		e->x.status = d->x.status;
 		e->x.resp_version = d->x.resp_version;
 		memcpy(e->x.resp_content_type, d->x.resp_content_type,
@@ -646,6 +661,7 @@ static bool start_line(struct http1_conn *c, int di, size_t len, bool partial, u
 	d->msg_bytes = d->line_total;
 	d->line_total = 0;
 	d->start_ns = d->line_start_ns;
+	d->start_event = d->line_start_event;
 	d->last_ts = ts;
 	d->entry_id = 0;
 	d->has_cl = d->cl_bad = d->chunked = d->te_other = false;
@@ -836,8 +852,10 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 				off++;
 				break;
 			}
-			if (!d->line_total)
+			if (!d->line_total) {
 				d->line_start_ns = ts;
+				d->line_start_event = c->events;
+			}
 			k = take_line(d, q, left, &done);
 			d->line_total += k;
 			off += k;
@@ -1000,6 +1018,7 @@ int http1__feed(struct http1_conn *c, enum http1_dir dir, uint64_t ts_ns, const 
 		return -EINVAL;
 	if (c->closed)
 		return -EPIPE;
+	c->events++;
 	c->st.segments++;
 	c->st.bytes_seen += actual;
 	if (captured)
@@ -1017,6 +1036,7 @@ int http1__lost(struct http1_conn *c, enum http1_dir dir, uint64_t nbytes)
 		return -EINVAL;
 	if (c->closed)
 		return -EPIPE;
+	c->events++;
 	c->st.lost_segments++;
 	c->st.lost_bytes += nbytes;
 	c->st.bytes_seen += nbytes;
