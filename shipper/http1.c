@@ -75,6 +75,7 @@ struct dir {
 	uint64_t msg_bytes; /* of the message in progress, not yet given to its exchange */
 	uint64_t start_ns;
 	uint64_t last_ts; /* segment that last gave bytes to the message */
+	uint64_t seg_ts;  /* last segment of this direction: the time of a loss */
 	uint64_t remaining;
 	uint64_t content_length;
 	uint64_t entry_id; /* exchange the message goes to, 0 for none */
@@ -375,6 +376,12 @@ static void attribute(struct http1_conn *c, struct dir *d, uint64_t n, uint64_t 
 	} else {
 		c->st.bytes_unattributed += n;
 	}
+}
+
+static void msg_add(struct dir *d, uint64_t n, uint64_t ts)
+{
+	d->msg_bytes += n;
+	d->last_ts = ts;
 }
 
 static void framing_lost(struct http1_conn *c, struct dir *d)
@@ -897,7 +904,7 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 		if (len && d->line[len - 1] == '\r')
 			len--;
 		if (d->line_total && start_line(c, di, len, true, ts)) {
-			d->msg_bytes += n;
+			msg_add(d, n, ts);
 			headers_done(c, di, ts, true);
 			c->st.resyncs++;
 			return;
@@ -912,14 +919,14 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 			attribute(c, d, n, ts);
 		return;
 	case S_HEADER:
-		d->msg_bytes += n;
+		msg_add(d, n, ts);
 		headers_done(c, di, ts, true);
 		c->st.resyncs++;
 		return;
 	case S_BODY:
 	case S_CHUNK_DATA:
 		if (known && n <= d->remaining) {
-			d->msg_bytes += n;
+			msg_add(d, n, ts);
 			d->remaining -= n;
 			d->mflags |= M_TRUNC;
 			if (!d->remaining) {
@@ -931,7 +938,7 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 			return;
 		}
 		if (known && d->st == S_BODY) {
-			d->msg_bytes += d->remaining;
+			msg_add(d, d->remaining, ts);
 			n -= d->remaining;
 			d->remaining = 0;
 			d->mflags |= M_TRUNC;
@@ -943,17 +950,17 @@ static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint6
 			}
 			return;
 		}
-		d->msg_bytes += n;
+		msg_add(d, n, ts);
 		framing_lost(c, d);
 		return;
 	case S_CHUNK_SIZE:
 	case S_CHUNK_END:
 	case S_TRAILER:
-		d->msg_bytes += n;
+		msg_add(d, n, ts);
 		framing_lost(c, d);
 		return;
 	case S_UNTIL_CLOSE:
-		d->msg_bytes += n;
+		msg_add(d, n, ts);
 		d->mflags |= M_TRUNC;
 		return;
 	case S_SKIP:
@@ -1019,6 +1026,7 @@ int http1__feed(struct http1_conn *c, enum http1_dir dir, uint64_t ts_ns, const 
 	if (c->closed)
 		return -EPIPE;
 	c->events++;
+	c->d[dir].seg_ts = ts_ns;
 	c->st.segments++;
 	c->st.bytes_seen += actual;
 	if (captured)
@@ -1040,7 +1048,7 @@ int http1__lost(struct http1_conn *c, enum http1_dir dir, uint64_t nbytes)
 	c->st.lost_segments++;
 	c->st.lost_bytes += nbytes;
 	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].last_ts);
+	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
 	return 0;
 }
 
@@ -1050,6 +1058,8 @@ void http1__close(struct http1_conn *c, uint64_t ts_ns)
 
 	if (!c || c->closed)
 		return;
+	/* What close completes comes after every segment. */
+	c->events++;
 	/* The request side first, so that requests have all their bytes when answered. */
 	kill_dir(c, first, ts_ns);
 	kill_dir(c, !first, ts_ns);

@@ -128,7 +128,7 @@ static int play(const uint8_t *data, size_t size, int bytewise, struct out *o)
 				len = size - i;
 			if (gap)
 				clean = 0;
-			if (bytewise && !gap) {
+			if (bytewise && !gap && len) {
 				for (size_t k = 0; k < len && !r; k++)
 					r = http1__feed(c, dir, ts, data + i + k, 1, 1);
 			} else {
