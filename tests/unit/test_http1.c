@@ -731,3 +731,56 @@ Test(http1, bad_arguments)
 	http1__free(c);
 	http1__free(NULL);
 }
+
+Test(http1, response_begun_before_request_headers_is_orphan)
+{
+	struct run *r = run_new();
+	struct http1_stats st;
+
+	/* The request's header block is cut by a gap only after the response has begun. */
+	feed(r, EG, 1, "GET /slow HTTP/1.1\r\nHost: a\r\n");
+	feed(r, IN, 2, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n");
+	seg(r, EG, 3, "X-Late: 1\r\n", 11, 500);
+	feed(r, IN, 4, "\r\nok");
+	cr_assert_eq(r->n, 0);
+	st = finish(r, 5);
+	cr_assert_eq(r->n, 2);
+	cr_assert_str_eq(r->x[0].uri, "/slow");
+	cr_assert_eq(r->x[0].flags, HTTP1_F_NO_RESPONSE | HTTP1_F_REQ_TRUNCATED |
+					    HTTP1_F_REQ_HDR_TRUNCATED);
+	cr_assert_eq(r->x[0].req_bytes, strlen("GET /slow HTTP/1.1\r\nHost: a\r\n") + 500);
+	cr_assert_eq(r->x[1].flags, HTTP1_F_NO_REQUEST, "flags %#x", r->x[1].flags);
+	cr_assert_eq(r->x[1].resp_bytes, 36 + 4);
+	cr_assert_eq(r->x[1].start_ns, 2);
+	cr_assert_eq(r->x[1].end_ns, 4);
+	cr_assert_eq(st.orphan_responses, 1);
+	cr_assert_eq(st.unanswered, 1);
+	run_free(r);
+}
+
+Test(http1, bad_framing_resyncs)
+{
+	struct run *r = run_new();
+	struct http1_stats st;
+	const char *bad_chunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n";
+	const char *bad_cl = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd";
+
+	feed(r, EG, 1, REQ1 REQ3 "GET /z HTTP/1.1\r\n\r\n");
+	feed(r, IN, 2, bad_chunk);
+	feed(r, IN, 3, bad_cl);
+	feed(r, IN, 4, RESP1);
+	cr_assert_eq(r->n, 3);
+	cr_assert_eq(r->x[0].resp_bytes, strlen(bad_chunk));
+	cr_assert_eq(r->x[0].flags, HTTP1_F_RESP_TRUNCATED);
+	cr_assert_eq(r->x[0].end_ns, 2);
+	cr_assert_eq(r->x[1].resp_bytes, strlen(bad_cl));
+	cr_assert_eq(r->x[1].flags, HTTP1_F_RESP_TRUNCATED);
+	cr_assert_eq(r->x[2].flags, 0);
+	cr_assert_eq(r->x[2].resp_bytes, strlen(RESP1));
+	st = finish(r, 5);
+	cr_assert_eq(st.framing_errors, 2);
+	cr_assert_eq(st.resyncs, 2);
+	cr_assert_eq(st.bad_starts, 0); /* "xx" and "abcd" are skipped as part of their lines */
+	cr_assert_eq(st.bytes_unattributed, 0);
+	run_free(r);
+}
