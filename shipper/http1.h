@@ -17,6 +17,11 @@
  * the final response. 101, and 2xx to CONNECT, end HTTP on the connection (a tunnel): both
  * directions stop being parsed. Pipelining: responses pair FIFO with requests.
  *
+ * Pairing: a response pairs with the oldest request not yet answered, unless it began before
+ * that request's header block was complete (then it answers something not seen and is a
+ * NO_REQUEST exchange). A server that answers before reading a whole header block (431, 400)
+ * therefore leaves that request to pair with the next response.
+ *
  * Role: the first direction to carry a valid request line makes the process the client
  * (requests egress) or the server (requests ingress); a status line first decides the other
  * way. From then on a direction accepts only its kind of start line.
@@ -30,8 +35,8 @@
  *
  * Limits, per connection: the state, one line buffer of HTTP1_LINE_MAX per direction (a longer
  * line keeps its prefix and flags the header block truncated; the message is still framed),
- * and up to HTTP1_MAX_PENDING exchanges, waiting for a response or to be popped (allocated
- * as needed). A request beyond that is counted as dropped and its response is counted as
+ * about 21 KiB in all, and up to HTTP1_MAX_PENDING exchanges of about 2 KiB each, waiting for a
+ * response or to be popped (allocated as needed, by doubling from 4). A request beyond that is counted as dropped and its response is counted as
  * dropped when it comes, so pairing stays in order. Memory never depends on body sizes.
  * Header values kept (Host, Content-Type, sw8, b3, X-B3-*) are bounded copies. A direction
  * whose first HTTP1_MAX_BAD_STARTS candidate starts all fail, before any valid message, is
@@ -101,7 +106,10 @@ enum http1_flags {
  */
 struct http1_exchange {
 	uint64_t start_ns; /* segment of the request's first byte (response's, if NO_REQUEST) */
-	/* segment that completed the response; http1__close()'s ts if NO_RESPONSE */
+	/*
+	 * Segment that completed the response; for a body until close or one whose framing
+	 * was lost, the last segment that carried its bytes; http1__close()'s ts if NO_RESPONSE.
+	 */
 	uint64_t end_ns;
 	uint64_t req_bytes; /* start line to end of body, gaps included; 0 if NO_REQUEST */
 	uint64_t resp_bytes; /* interim responses included; 0 if NO_RESPONSE */
