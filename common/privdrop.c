@@ -2,15 +2,20 @@
 #define _GNU_SOURCE
 #include <cap-ng.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <grp.h>
 #include <pwd.h>
+#include <linux/landlock.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/privdrop.h"
 
 int privdrop_lookup_user(const char *name, uid_t *ret_uid, gid_t *ret_gid)
@@ -87,6 +92,81 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
 	    setgid(0) == 0 || setgroups(0, NULL) == 0)
 		return -EPERM;
 	return holds_only(pol);
+}
+
+/*
+ * The kernel's Landlock ABI as of ABI 6 (Linux 6.12): Debian 12's headers stop at ABI 2, so
+ * the later fields and flags are spelled here; the kernel takes the shorter struct from an
+ * older ABI (the size tells it which).
+ */
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net; /* ABI 4 */
+	uint64_t scoped;	     /* ABI 6 */
+};
+#define LL_ACCESS_FS_TRUNCATE (1ULL << 14)	     /* ABI 3 */
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ULL << 1)		     /* ABI 6 */
+
+int sandbox_landlock(int writable_dirfd)
+{
+	struct ll_ruleset_attr attr = { 0 };
+	size_t attr_size = sizeof(attr);
+	uint64_t write_rights;
+	int abi, rfd, err = 0;
+
+	abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 1)
+		return -EOPNOTSUPP;
+	write_rights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		       LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+		       LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+		       LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+		       LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+	if (abi >= 2)
+		write_rights |= LANDLOCK_ACCESS_FS_REFER;
+	if (abi >= 3)
+		write_rights |= LL_ACCESS_FS_TRUNCATE;
+	/* Reads are not handled: what a role may read is its seccomp table's and its uid's. */
+	attr.handled_access_fs = write_rights;
+	/* A role signals nothing outside itself (not the launcher, not another role), and
+	 * reaches no abstract Unix socket. The fields exist from ABI 6. */
+	if (abi >= 6)
+		attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+	else
+		attr_size = offsetof(struct ll_ruleset_attr, handled_access_net);
+	rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
+	if (rfd < 0)
+		return -errno;
+	if (writable_dirfd >= 0) {
+		struct landlock_path_beneath_attr pb = {
+			.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE |
+					  LANDLOCK_ACCESS_FS_MAKE_REG |
+					  LANDLOCK_ACCESS_FS_REMOVE_FILE |
+					  (write_rights & (LANDLOCK_ACCESS_FS_REFER |
+							   LL_ACCESS_FS_TRUNCATE)),
+			.parent_fd = writable_dirfd,
+		};
+
+		if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0))
+			err = -errno;
+	}
+	if (!err && syscall(SYS_landlock_restrict_self, rfd, 0))
+		err = -errno;
+	close(rfd);
+	return err;
+}
+
+int role_landlock(int writable_dirfd)
+{
+	int err = sandbox_landlock(writable_dirfd);
+
+	if (err == -EOPNOTSUPP) {
+		log_info("Landlock is not in this kernel: writes and signals are bounded by seccomp "
+			 "and the uid only");
+		return 0;
+	}
+	return err;
 }
 
 #if ROVER_DEBUG

@@ -22,4 +22,16 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid);
 /* Installs the policy's seccomp filter. 0 or -errno. */
 int sandbox_apply(const struct role_policy *pol);
 
+/*
+ * Landlock, under the seccomp filter and before it (its calls are not in the roles' tables),
+ * and before the role starts a thread (it binds the calling thread and the threads it starts
+ * later): no file may be written, made, removed or renamed anywhere but under writable_dirfd
+ * (-1: nowhere), whatever the path; no signal to a process outside the role, no abstract Unix
+ * socket. 0, -EOPNOTSUPP on a kernel without Landlock (the caller logs it and goes on), or
+ * -errno.
+ */
+int sandbox_landlock(int writable_dirfd);
+/* sandbox_landlock for a role: a kernel without Landlock is logged once and tolerated. */
+int role_landlock(int writable_dirfd);
+
 #endif

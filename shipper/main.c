@@ -59,6 +59,7 @@ struct shipper {
 	struct rover_config *cfg;
 	struct spool *spool;
 	struct uploader *up;
+	int landlocked;
 };
 
 static const struct ipc_rule launcher_rules[] = {
@@ -528,6 +529,11 @@ static int backend_setup(struct shipper *s, struct config_passed *passed)
 			log_info("spool: %llu batches (%llu samples) from before the restart wait",
 				 (unsigned long long)st.batches, (unsigned long long)st.samples);
 	}
+	/* Before the upload thread and gRPC's: they are bound by Landlock too. */
+	err = role_landlock(spool__dirfd(s->spool));
+	if (err)
+		goto cleanup;
+	s->landlocked = 1;
 	uo.spool = s->spool;
 	uo.oap = (struct oap_opts){ .addr = s->cfg->backend.addr,
 				    .tls = s->cfg->backend.enable_tls,
@@ -679,6 +685,10 @@ int main(int argc, char **argv)
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	if (!s.landlocked && (err = role_landlock(-1))) {
+		log_err("landlock: %s", strerror(-err));
+		return 1;
+	}
 	/* Writing opens only with a spool directory, relative to it. */
 	err = sandbox_apply(s.spool && spool__dirfd(s.spool) == SPOOL_DIR_FD
 				    ? &shipper_policy

@@ -947,6 +947,9 @@ int main(int argc, char **argv)
 	err = geteuid() == 0 ? privdrop_lookup_user(user, &s.uid, &gid) : 0;
 	if (!err)
 		err = privdrop_apply(&supervisor_policy, s.uid, gid);
+	/* Before any thread (gRPC's start in backend_setup): Landlock binds those to come. */
+	if (!err)
+		err = role_landlock(-1);
 	if (err) {
 		log_err("dropping privileges: %s", strerror(-err));
 		return 1;

@@ -266,6 +266,8 @@ int main(int argc, char **argv)
 	if (!err)
 		err = privdrop_apply(&worker_policy, uid, gid);
 	if (!err)
+		err = role_landlock(-1);
+	if (!err)
 		err = sandbox_apply(&worker_policy);
 	if (err) {
 		log_err("dropping privileges: %s", strerror(-err));
