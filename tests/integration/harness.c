@@ -260,6 +260,28 @@ uint64_t folded_with_leaf(const struct folded *f, const char *name)
 
 char *tmp;
 
+char *tmp_path(const char *name)
+{
+	static char buf[8][4096];
+	static int k;
+
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmp, name);
+	return buf[k];
+}
+
+int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int err;
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	err = fclose(f) ? -errno : 0;
+	return err;
+}
+
 void tmp_setup(void)
 {
 	tmp = make_tmpdir();

@@ -45,6 +45,10 @@ void rm_rf(const char *path);
 /* Suite fixtures: `tmp` is a fresh directory for each test, removed after it. */
 extern char *tmp;
 void tmp_setup(void);
+/* tmp/name, in one of 8 rotating buffers. */
+char *tmp_path(const char *name);
+/* Writes text to path (created or truncated). 0 or -errno. */
+int write_file(const char *path, const char *text);
 void tmp_teardown(void);
 
 /* First process whose parent is ppid and whose comm is comm (0: none). */

@@ -74,25 +74,6 @@ static char *src_path(const char *rel)
 	return buf[k];
 }
 
-static char *tmp_path(const char *name)
-{
-	static char buf[8][4096];
-	static int k;
-
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmp, name);
-	return buf[k];
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* Starts the fake OAP; port 0 picks one. Returns its pid, the port in *ret_port. With tls,
  * it serves TLS with tmp/server.pem (make_certs). */
 static pid_t start_oap_tls(int port, int *ret_port, int tls)
@@ -251,7 +232,7 @@ static pid_t start_rover_extra(int port, const char *spool, const char *extra)
 		memmove(p + strlen(extra), p, strlen(p) + 1);
 		memcpy(p, extra, strlen(extra));
 	}
-	write_file(tmp_path("rover.yaml"), cfg);
+	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
 	return track(spawn_cmd(argv, tmp_path("rover.log")));
 }
 
@@ -344,7 +325,7 @@ static void add_task(const char *id, const char *target, int seconds)
 		 "\"TriggerType\": \"FIXED_TIME\", \"TargetType\": \"%s\", \"TaskStartTime\": "
 		 "\"@now\", \"FixedTriggerDuration\": \"%d\", \"ExtensionConfigJSON\": \"\"}}]\n",
 		 id, workload_name, target, seconds);
-	write_file(tmp_path("tasks.json.new"), text);
+	cr_assert_eq(write_file(tmp_path("tasks.json.new"), text), 0);
 	rename(tmp_path("tasks.json.new"), tmp_path("tasks.json"));
 }
 
@@ -446,7 +427,7 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	char host[256];
 
 	cr_assert_gt(work, 0);
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(0, &port);
 	rover = start_rover(port, NULL);
 
@@ -547,7 +528,7 @@ Test(backend, backend_restart_mid_task_loses_nothing)
 	long samples;
 
 	cr_assert_gt(work, 0);
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(0, &port);
 	/* The shipper (rover user) must reach the spool: not under the test's closed directory. */
 	snprintf(spool, sizeof(spool), "/tmp/rover-it-spool.%d", (int)getpid());
@@ -612,16 +593,17 @@ Test(backend, bad_config_is_refused_before_start)
 	char *err = NULL;
 	int rc;
 
-	write_file(tmp_path("bad.yaml"), "profiling:\n  check_interval: ten\n");
+	cr_assert_eq(write_file(tmp_path("bad.yaml"), "profiling:\n  check_interval: ten\n"), 0);
 	rc = run_cmd(argv, &err);
 	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
 	cr_expect(err && strstr(err, "profiling.check_interval") && strstr(err, "ten"),
 		  "error names neither key nor value: %s", err);
 	free(err);
 
-	write_file(tmp_path("bad.yaml"), "process_discovery:\n  vm:\n    finders:\n"
-					 "      - match_cmd_regex: \"(unclosed\"\n"
-					 "        service_name: x\n");
+	cr_assert_eq(write_file(tmp_path("bad.yaml"), "process_discovery:\n  vm:\n    finders:\n"
+						    "      - match_cmd_regex: \"(unclosed\"\n"
+						    "        service_name: x\n"),
+		     0);
 	rc = run_cmd(argv, &err);
 	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
 	cr_expect(err && strstr(err, "match_cmd_regex"), "error does not name the key: %s", err);
@@ -649,7 +631,7 @@ Test(backend, tls_with_the_configured_ca)
 		 "-out server.pem -days 2 -extfile san.cnf >/dev/null; chmod 600 ca.pem",
 		 tmp);
 	cr_assert_eq(system(cmd), 0, "openssl: %s", slurp(tmp_path("openssl.log"), NULL));
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap_tls(0, &port, 1);
 	snprintf(extra, sizeof(extra), "    enable_TLS: true\n    ca_pem_path: \"%s\"\n",
 		 tmp_path("ca.pem"));
@@ -704,7 +686,7 @@ static void set_tasks(const char *json)
 		}
 	}
 	out[o] = 0;
-	write_file(tmp_path("tasks.new"), out);
+	cr_assert_eq(write_file(tmp_path("tasks.new"), out), 0);
 	rename(tmp_path("tasks.new"), tmp_path("tasks.json"));
 }
 
@@ -716,7 +698,7 @@ static void start_all(pid_t *ret_work, pid_t *ret_oap, pid_t *ret_rover)
 
 	*ret_work = start_workload();
 	cr_assert_gt(*ret_work, 0);
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	*ret_oap = start_oap(0, &port);
 	*ret_rover = start_rover(port, NULL);
 	h = wait_reported(*ret_work, 20000);
@@ -800,10 +782,10 @@ Test(backend, roles_started_alone_read_their_config)
 	snprintf(cfgpath, sizeof(cfgpath), "%s/rover.yaml", dir);
 	cr_assert_eq(mkdir(dir, 0755), 0);
 	work = start_workload();
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(0, &port);
 	snprintf(cfg, sizeof(cfg), config_fmt, port, "");
-	write_file(cfgpath, cfg);
+	cr_assert_eq(write_file(cfgpath, cfg), 0);
 	chmod(cfgpath, 0644);
 	sp = track(spawn_cmd(spawner, tmp_path("spawner.log")));
 	sleep_ms(300);

@@ -55,25 +55,6 @@ static void bounds_fini(void)
 
 TestSuite(backend_bounds, .init = tmp_setup, .fini = bounds_fini, .timeout = 120);
 
-static char *tmp_path(const char *name)
-{
-	static char buf[8][4096];
-	static int k;
-
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", tmp, name);
-	return buf[k];
-}
-
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 static int count_in_log(const char *text)
 {
 	char *log = slurp(tmp_path("rover.log"), NULL);
@@ -137,7 +118,7 @@ static pid_t start_rover(int port, const char *workload)
 		 "profiling:\n  active: true\n  check_interval: 1s\n  flush_interval: 1s\n"
 		 "  max_task_duration: %ds\n",
 		 port, workload, MAX_TASK_SECONDS);
-	write_file(tmp_path("rover.yaml"), cfg);
+	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
 	return track(spawn_cmd(argv, tmp_path("rover.log")));
 }
 
@@ -159,7 +140,7 @@ static void serve_hostile_tasks(const char *workload)
 			"\"FixedTriggerDuration\": \"86400\", \"ExtensionConfigJSON\": \"\"}}\n",
 			i ? "," : "", i, workload, i, i % 2 ? "OFF_CPU" : "ON_CPU");
 	sprintf(json + o, "]\n");
-	write_file(tmp_path("tasks.new"), json);
+	cr_assert_eq(write_file(tmp_path("tasks.new"), json), 0);
 	cr_assert_eq(rename(tmp_path("tasks.new"), tmp_path("tasks.json")), 0);
 	free(json);
 }
@@ -180,7 +161,7 @@ Test(backend_bounds, a_hostile_oap_gets_two_tasks_on_a_process_for_the_maximum_t
 	work = track(start_program(path, NULL));
 	cr_assert_gt(work, 0);
 
-	write_file(tmp_path("tasks.json"), "[]\n");
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(&port);
 	rover = start_rover(port, workload);
 	serve_hostile_tasks(workload);
