@@ -116,8 +116,9 @@ int sandbox_landlock(int writable_dirfd)
 	int abi, rfd, err = 0;
 
 	abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	/* EPERM: a filter above rover (a service manager's, a container runtime's) refuses it. */
 	if (abi < 1)
-		return -EOPNOTSUPP;
+		return abi < 0 && errno == EPERM ? -EPERM : -EOPNOTSUPP;
 	write_rights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
 		       LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
 		       LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
@@ -161,9 +162,11 @@ int role_landlock(int writable_dirfd)
 {
 	int err = sandbox_landlock(writable_dirfd);
 
-	if (err == -EOPNOTSUPP) {
-		log_info("Landlock is not in this kernel: writes and signals are bounded by seccomp "
-			 "and the uid only");
+	if (err == -EOPNOTSUPP || err == -EPERM) {
+		log_info("Landlock %s: writes and signals are bounded by seccomp and the uid only",
+			 err == -EPERM ? "refused by a seccomp filter rover runs under (allow "
+					 "landlock_* there)"
+				       : "is not in this kernel");
 		return 0;
 	}
 	return err;

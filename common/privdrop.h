@@ -27,8 +27,8 @@ int sandbox_apply(const struct role_policy *pol);
  * and before the role starts a thread (it binds the calling thread and the threads it starts
  * later): no file may be written, made, removed or renamed anywhere but under writable_dirfd
  * (-1: nowhere), whatever the path; no signal to a process outside the role, no abstract Unix
- * socket. 0, -EOPNOTSUPP on a kernel without Landlock (the caller logs it and goes on), or
- * -errno.
+ * socket. 0, -EOPNOTSUPP on a kernel without Landlock, -EPERM when a filter rover runs under
+ * refuses its calls (the caller logs either and goes on), or -errno.
  */
 int sandbox_landlock(int writable_dirfd);
 /* sandbox_landlock for a role: a kernel without Landlock is logged once and tolerated. */
