@@ -65,6 +65,29 @@ Test(deploy, unit_exposure)
 	free(unit);
 }
 
+/* The roles' Landlock calls pass the unit's filter (@system-service leaves @sandbox out). */
+Test(deploy, unit_lets_the_roles_take_landlock)
+{
+	char *unit = src_path("deploy/systemd/rover.service"), *text;
+
+	text = slurp(unit, NULL);
+	cr_assert(text, "reading %s", unit);
+	for (char *q = text; (q = strstr(q, "\\\n"));)
+		q[0] = q[1] = ' ';
+	{
+		char *f = strstr(text, "\nSystemCallFilter=@system-service");
+		char *end = f ? strchr(f + 1, '\n') : NULL;
+
+		cr_assert(f && end, "no SystemCallFilter=@system-service line");
+		*end = 0;
+		cr_assert(strstr(f, "landlock_create_ruleset") && strstr(f, "landlock_add_rule") &&
+				  strstr(f, "landlock_restrict_self"),
+			  "the unit's filter refuses Landlock: %s", f + 1);
+	}
+	free(text);
+	free(unit);
+}
+
 Test(deploy, unit_capabilities)
 {
 	char *unit = src_path("deploy/systemd/rover.service"), *text, *line, *save, *tok;
@@ -185,6 +208,8 @@ Test(deploy, spawner_seccomp_profile)
 	cr_assert(strstr(text, "\"bpf\""), "the spawner's profile lacks bpf");
 	cr_assert(strstr(text, "\"perf_event_open\""), "the spawner's profile lacks perf_event_open");
 	cr_assert(strstr(text, "\"seccomp\""), "the spawner's profile lacks seccomp");
+	/* Without them the roles run without their Landlock domains. */
+	cr_assert(strstr(text, "\"landlock_restrict_self\""), "the spawner's profile lacks Landlock");
 	cr_assert(strstr(text, "\"defaultAction\": \"SCMP_ACT_ERRNO\""),
 		  "the spawner's profile is not an allowlist");
 	cr_assert_null(strstr(text, "\"mount\""), "the spawner's profile allows mount");
