@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,6 @@
 #define MAX_WORKERS 32
 /* The shipper names a task's stacks after its worker ended: it may open files that long after. */
 #define OPEN_GRACE_MS (5 * 60 * 1000)
-/* /proc/PID/maps read to find one mapping: a process with more is refused, not read forever. */
-#define MAPS_MAX_BYTES (16u << 20)
 #define SIZED(t, s) t, sizeof(s), sizeof(s)
 
 enum peer_kind { PEER_NEW, PEER_SUPERVISOR, PEER_SHIPPER, PEER_DISCOVERY, PEER_SHIPPER_PEERS };
@@ -411,18 +410,18 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		send_spawn_failed(p->fd, req->task_id, EAGAIN, "no shipper is running");
 		return;
 	}
-	/* Each pid pinned to its process now: checked, opened for and profiled as that one. */
-	nw.npids = req->npids;
+	/* Each pid pinned to its process now: checked, opened for and profiled as that one.
+	 * npids counts the pidfds taken so far, which worker_release closes. */
 	for (uint32_t i = 0; i < req->npids; i++) {
 		nw.pids[i] = req->pids[i];
 		nw.pidfds[i] = req->pids[i] > 0 ? (int)syscall(SYS_pidfd_open, req->pids[i], 0) : -1;
 		if (nw.pidfds[i] < 0) {
-			nw.pidfds[i] = -1;
 			worker_release(&nw);
 			snprintf(why, sizeof(why), "process %d", req->pids[i]);
 			send_spawn_failed(p->fd, req->task_id, ESRCH, why);
 			return;
 		}
+		nw.npids = i + 1;
 	}
 	if (req->check_access) {
 		err = requester_may_trace(req, &refused);
@@ -490,7 +489,7 @@ out:
 	}
 }
 
-/* The index of pid in a worker's task, while it may be opened; -1 when not allowed. */
+/* The pidfd pinning pid in a task that may still be opened for: 0, or -EPERM when none. */
 static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd)
 {
 	uint64_t now = now_mono_ms();
@@ -513,50 +512,28 @@ static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd)
 /*
  * Whether [start, end) is a private, executable mapping of a file in pid's maps: code, the
  * only thing the shipper names. Not shared memory, memfds or data files, whose bytes may be
- * the target's secrets. 0 or -EPERM.
+ * the target's secrets. Read a line at a time (a line holds at most a path, PATH_MAX): the
+ * launcher's memory does not grow with the target's mappings. 0 or -EPERM.
  */
 static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
 {
-	char path[64], *buf = NULL, *line;
-	size_t len = 0, cap = 0;
-	int fd, err = -EPERM;
+	char path[64], line[PATH_MAX + 256];
+	int err = -EPERM, partial = 0;
+	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	f = fopen(path, "re");
+	if (!f)
 		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			char *nb;
-
-			if (cap >= MAPS_MAX_BYTES)
-				goto out;
-			nb = realloc(buf, cap ? cap * 2 : 65536);
-			if (!nb) {
-				err = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-			cap = cap ? cap * 2 : 65536;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = 0;
-	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+	while (fgets(line, sizeof(line), f)) {
 		unsigned long long s, e, off;
 		char perms[5], dev[16];
 		unsigned long ino;
-		int pathpos = 0;
+		int pathpos = 0, cont = partial;
 
+		partial = !strchr(line, '\n');
+		if (cont)
+			continue; /* the rest of a line too long to be a mapping we name */
 		if (sscanf(line, "%llx-%llx %4s %llx %15s %lu %n", &s, &e, perms, &off, dev, &ino,
 			   &pathpos) < 6 || s != start || e != end)
 			continue;
@@ -565,9 +542,7 @@ static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
 			err = 0;
 		break;
 	}
-out:
-	free(buf);
-	close(fd);
+	fclose(f);
 	return err;
 }
 

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/ipc.h"
@@ -139,9 +138,9 @@ static int32_t pidfd_pid(int fd)
 }
 
 /*
- * The targets, pinned: the pidfds the launcher took before it checked the task (so the
- * processes profiled are the ones checked, whoever gets their numbers later), else pidfds
- * opened here by number (a launcher that passed none).
+ * The targets, pinned: the pidfds the launcher took before it checked the task, so the
+ * processes profiled are the ones checked, whoever gets their numbers later. A pid with no
+ * pidfd (its process already gone) is not watched, and is forgotten once the task starts.
  */
 static int open_targets(struct worker *w)
 {
@@ -154,8 +153,6 @@ static int open_targets(struct worker *w)
 			if (pidfd_pid(cand) == w->spec.pids[i])
 				fd = fcntl(cand, F_DUPFD_CLOEXEC, 0);
 		}
-		if (fd < 0 && !w->inherited)
-			fd = syscall(SYS_pidfd_open, w->spec.pids[i], 0);
 		if (fd >= 0) {
 			w->pidfd_pid[w->npidfds] = w->spec.pids[i];
 			w->pidfds[w->npidfds++] = (int)fd;
