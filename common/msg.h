@@ -78,6 +78,13 @@ enum msg_type {
 	/* launcher -> supervisor or shipper: a connection it made for them */
 	MSG_PEER_CONN, /* struct msg_peer_conn + fd */
 
+	/* worker -> shipper: NETWORK tasks (records of common/netrec.h) */
+	MSG_SHIP_NET_DATA,  /* struct ship_net_hdr + net_rec_* records as the program wrote them */
+	MSG_SHIP_NET_CONNS, /* struct ship_net_hdr + struct net_conn[]: open connections now */
+
+	/* supervisor -> shipper: a backend NETWORK task's processes and sampling rules */
+	MSG_OUTPUT_NETWORK, /* struct msg_output_network; again with the same task_id: update */
+
 	MSG_TYPE_MAX,
 };
 
@@ -125,6 +132,8 @@ enum output_format {
 	FORMAT_FOLDED = 1,
 	FORMAT_PPROF = 2,
 	FORMAT_SVG = 3,
+	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (README "Network report") */
+	FORMAT_NET_JSON = 5, /* NETWORK: the same, for programs */
 };
 
 struct task_spec {
@@ -140,7 +149,7 @@ struct task_spec {
 	uint32_t attach; /* enum attach_pref: OFF_CPU hook choice, auto unless troubleshooting */
 	uint32_t unwind; /* enum unwind_mode */
 	uint32_t flags;	 /* enum task_flags, set by the supervisor */
-	uint32_t pad;
+	uint32_t capture_bytes; /* NETWORK: payload bytes copied per syscall; 0: the default */
 };
 
 enum task_flags {
@@ -310,6 +319,19 @@ struct ship_count {
 	uint64_t value2; /* reserved for OFF_CPU switch counts */
 };
 
+/*
+ * NETWORK frames. MSG_SHIP_NET_DATA: `count` records of common/netrec.h follow, each
+ * net_rec_hdr.len long. MSG_SHIP_NET_CONNS: `count` struct net_conn follow, every open
+ * connection whose counters moved since the previous such frame, then the program's loss
+ * counters since then (enum net_stat) in stats; one per flush, after that flush's data.
+ */
+struct ship_net_hdr {
+	uint64_t task_id;
+	uint32_t count;
+	uint32_t pad;
+	uint64_t stats[8]; /* MSG_SHIP_NET_CONNS: enum net_stat deltas; 0 in data frames */
+};
+
 struct ship_end {
 	uint64_t task_id;
 	uint32_t reason;
@@ -336,6 +358,41 @@ struct msg_output_backend {
 	uint64_t start_unix_ms; /* profilingStartTime */
 	char sw_task_id[ROVER_SW_ID_LEN];
 	char process_id[ROVER_SW_ID_LEN];
+};
+
+#define ROVER_NET_MAX_RULES 16
+
+/* A NETWORK task's target as the backend knows it: its meters' and logs' labels. */
+struct msg_net_process {
+	int32_t pid;
+	uint32_t pad;
+	char process_id[ROVER_SW_ID_LEN];
+	char service[256];
+	char instance[256];
+	char name[256];
+	char layer[64];
+};
+
+/* One sampling rule of ExtensionConfigJSON.NetworkSamplings (reference network-profiling §1). */
+struct msg_net_rule {
+	char uri_regex[256]; /* "": the default rule */
+	int32_t min_duration_ms; /* -1: none */
+	uint8_t when_4xx, when_5xx;
+	uint8_t require_complete_request, require_complete_response;
+	uint32_t max_request_size, max_response_size; /* 0: unlimited */
+};
+
+/*
+ * The backend half of a NETWORK task: sent before the task starts, and again when keep-alive
+ * re-sends of the same SkyWalking task bring rules (they are appended, as upstream does).
+ */
+struct msg_output_network {
+	uint64_t task_id;
+	uint32_t nprocs, nrules;
+	int64_t start_unix_ms;
+	char sw_task_id[ROVER_SW_ID_LEN];
+	struct msg_net_process procs[ROVER_MAX_PIDS];
+	struct msg_net_rule rules[ROVER_NET_MAX_RULES];
 };
 
 /*

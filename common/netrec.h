@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NETWORK tasks: the records of the capture program (bpf/net.bpf.c), which the worker passes
+ * to the shipper as they are (MSG_SHIP_NET frames, common/msg.h). An ABI between the kernel
+ * side, the worker (CAP_BPF + CAP_PERFMON) and the shipper (no capability), which takes every
+ * field as hostile: fixed-width types only, every length checked on arrival.
+ *
+ * A connection is one TCP socket of a target as one of its descriptors saw it. Its id is
+ * unique within the task (a counter in the program), so a descriptor number used again for
+ * another socket is another connection. Counters are cumulative since the connection was
+ * first seen: the shipper takes deltas.
+ */
+#ifndef ROVER_COMMON_NETREC_H
+#define ROVER_COMMON_NETREC_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* L4 duration buckets: lower bounds in ns, as upstream's (reference network-profiling §3.4). */
+#define NET_L4_BUCKETS 34
+/* Bytes of one syscall's payload the program may copy, at most (net_opts.capture_bytes). */
+#define NET_CAPTURE_MAX 4096
+
+enum net_role {
+	NET_ROLE_UNKNOWN = 0,
+	NET_ROLE_CLIENT = 1, /* connect() */
+	NET_ROLE_SERVER = 2, /* accept() */
+};
+
+/* Application protocol, detected by the program on the first bytes of the connection. */
+enum net_proto {
+	NET_PROTO_UNKNOWN = 0, /* not decided yet */
+	NET_PROTO_NONE = 1,    /* decided: none we parse; no payload is captured */
+	NET_PROTO_HTTP1 = 2,
+	NET_PROTO_MAX,
+};
+
+enum net_conn_flags {
+	NET_CONN_CLOSED = 1u << 0,    /* closed by close(), or its process ended */
+	NET_CONN_MIDSTREAM = 1u << 1, /* first seen on a read or write, not connect/accept */
+	NET_CONN_EXITED = 1u << 2,    /* closed because its process ended (worker) */
+};
+
+enum net_dir {
+	NET_DIR_EGRESS = 0,  /* written by the target */
+	NET_DIR_INGRESS = 1, /* read by the target */
+};
+
+/* Which syscall moved the bytes (SpanAttachedEvent "Syscall <Fn>" names). */
+enum net_fn {
+	NET_FN_READ = 1,
+	NET_FN_WRITE,
+	NET_FN_READV,
+	NET_FN_WRITEV,
+	NET_FN_SEND,
+	NET_FN_RECV,
+	NET_FN_SENDTO,
+	NET_FN_RECVFROM,
+	NET_FN_SENDMSG,
+	NET_FN_RECVMSG,
+	NET_FN_SENDMMSG,
+	NET_FN_RECVMMSG,
+	NET_FN_SENDFILE,
+	NET_FN_MAX,
+};
+
+struct net_l4_dir {
+	__u64 count; /* syscalls that moved bytes */
+	__u64 bytes;
+	__u64 exe_ns; /* sum of their durations */
+	__u32 hist[NET_L4_BUCKETS]; /* durations */
+};
+
+/* A connection's identity and cumulative counters. */
+struct net_conn {
+	__u64 id;
+	__u32 tgid;
+	__s32 fd;
+	__u8 role;     /* enum net_role */
+	__u8 family;   /* AF_INET or AF_INET6 */
+	__u8 proto;    /* enum net_proto */
+	__u8 flags;    /* enum net_conn_flags */
+	__u16 lport;   /* host order */
+	__u16 rport;   /* host order */
+	__u8 laddr[16]; /* AF_INET: the first 4 bytes */
+	__u8 raddr[16];
+	__u64 open_ns;	/* CLOCK_MONOTONIC: connect/accept returned, or first seen */
+	__u64 close_ns; /* 0 while open */
+	__u64 connect_exe_ns; /* connect or accept call duration; 0 when mid-stream */
+	__u64 close_exe_ns;
+	struct net_l4_dir dir[2]; /* enum net_dir */
+	__u64 rtt_count;	  /* writes that sampled the smoothed RTT */
+	__u64 rtt_us;		  /* sum of those samples */
+	__u32 rtt_hist[NET_L4_BUCKETS]; /* samples in ns, as upstream buckets them */
+	__u32 retrans;		  /* tcp_sock.total_retrans, last seen */
+	__u32 drops;		  /* skbs of the socket freed with a drop reason */
+	__u64 data_seq[2];	  /* payload segments the program meant to send, per dir */
+};
+
+enum net_rec_kind {
+	NET_REC_DATA = 1,  /* struct net_rec_data, then `captured` bytes, padded to 8 */
+	NET_REC_CLOSE = 2, /* struct net_rec_close: the connection's final counters */
+};
+
+struct net_rec_hdr {
+	__u32 kind;
+	__u32 len; /* of the whole record, padding included; a multiple of 8 */
+};
+
+struct net_rec_data {
+	struct net_rec_hdr hdr;
+	__u64 conn_id;
+	__u64 start_ns; /* syscall entry, CLOCK_MONOTONIC */
+	__u64 end_ns;	/* syscall exit */
+	__u64 seq;	/* data_seq[dir] of this segment, from 1: a hole means segments lost */
+	__u32 tgid;
+	__u32 actual;	/* bytes the syscall moved */
+	__u16 captured; /* bytes that follow, <= actual, <= NET_CAPTURE_MAX */
+	__u8 dir;	/* enum net_dir */
+	__u8 fn;	/* enum net_fn */
+	__u8 proto;	/* enum net_proto when sent */
+	__u8 pad[3];
+};
+
+struct net_rec_close {
+	struct net_rec_hdr hdr;
+	struct net_conn conn;
+};
+
+/* Per-CPU counters of the program; the worker reports them as losses. */
+enum net_stat {
+	NET_STAT_SYSCALLS,	  /* traced syscalls of the targets on TCP sockets */
+	NET_STAT_CONNS_FULL,	  /* a connection not tracked: the map was full */
+	NET_STAT_INFLIGHT_FULL,	  /* a syscall not traced: no room for its arguments */
+	NET_STAT_DATA_RINGBUF,	  /* payload segment lost: ring buffer full */
+	NET_STAT_DATA_BUDGET,	  /* payload segment not sent: the flush's byte budget spent */
+	NET_STAT_DATA_BYTES_LOST, /* bytes of the segments of the two lines above */
+	NET_STAT_CLOSE_RINGBUF,	  /* a close record lost: the connection's last counters */
+	NET_STAT_READ_FAULT,	  /* payload bytes that could not be read */
+	NET_STAT_MAX,
+};
+
+/* Configuration the worker writes into the program before loading. */
+struct net_opts {
+	__u32 capture_bytes; /* per syscall, <= NET_CAPTURE_MAX */
+	__u32 detect_tries;  /* data syscalls without a known protocol before it gives up */
+};
+
+#endif

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side (no capability): a NETWORK task's analysis. It takes the worker's frames
+ * (MSG_SHIP_NET_DATA, MSG_SHIP_NET_CONNS: records of common/netrec.h, hostile bytes), keeps
+ * per-connection state (L4 counters, an HTTP/1 parser for connections the program detected
+ * as HTTP/1), and at every report interval turns what moved into traffic: one entry per
+ * (local process, role, remote peer, protocol, ssl), the unit upstream's meters are labelled
+ * by (reference network-profiling.md §3.6, §4.2).
+ *
+ * Two outputs from the same traffic:
+ *  - a report a person reads (net_task__write_report, .txt or .json, formats in README.md);
+ *  - the OAP's meters (net_task__meters): MeterDataCollection messages with upstream's names,
+ *    labels and buckets (§4.3), and sampled HTTP traces (LogData, §4.4).
+ *
+ * Adding a protocol is one parser file fed from net_task's per-connection dispatch; adding a
+ * TLS library is one more source of plaintext records for the same connections.
+ *
+ * Bounded: connections held (net_opts.max_conns) and bytes buffered per connection (the
+ * HTTP/1 parser's own bounds); anything refused is counted in net_stats and reported.
+ * Not thread-safe: the shipper's main loop only.
+ */
+#ifndef ROVER_SHIPPER_NETWORK_H
+#define ROVER_SHIPPER_NETWORK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/msg.h"
+#include "common/netrec.h"
+#include "shipper/spool.h"
+
+/* Upstream's bucket lists (reference §3.4, §4.3), lower bounds. */
+extern const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS];  /* also RTT, as µs/1000 */
+#define NET_SIZE_BUCKETS 25
+extern const uint64_t net_size_buckets[NET_SIZE_BUCKETS]; /* bytes, 1048 typo included */
+#define NET_DUR_BUCKETS 45
+extern const uint64_t net_dur_buckets_ms[NET_DUR_BUCKETS];
+
+struct net_task_opts {
+	uint64_t task_id;
+	uint32_t report_interval_ms;
+	uint32_t max_conns; /* 0: 16384 */
+	const char *meter_prefix; /* NULL: "rover_net_p" */
+};
+
+struct net_task;
+
+struct net_task *net_task__new(const struct net_task_opts *o);
+void net_task__free(struct net_task *t);
+
+/*
+ * The processes (labels, common/msg.h); replaces what was set. Without them (local mode), a
+ * process is its pid and command name. 0 or -errno.
+ */
+int net_task__set_processes(struct net_task *t, const struct msg_net_process *p, size_t n);
+/* The sampling rules, appended (upstream merges them per task). 0, -EINVAL (bad regex). */
+int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t n);
+
+/* A MSG_SHIP_NET_DATA or MSG_SHIP_NET_CONNS frame's payload. 0, or -EBADMSG (counted). */
+int net_task__frame(struct net_task *t, uint32_t type, const void *buf, size_t len);
+
+/*
+ * The end of a report interval at now_ns (CLOCK_MONOTONIC): what moved since the previous one
+ * becomes that interval's traffic, kept for the report and for net_task__meters. 0 or -errno.
+ */
+int net_task__interval(struct net_task *t, uint64_t now_ns);
+
+/*
+ * The last interval's meters, for the backend: MeterDataCollection messages appended to b
+ * (one per service instance), and sampled traces as LogData messages appended to logs. now_ms:
+ * wall clock for timestamps. 0 or -errno.
+ */
+int net_task__meters(struct net_task *t, int64_t now_ms, struct spool_batch *b,
+		     struct spool_batch *logs);
+
+enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
+
+/*
+ * The whole task so far, for a person: per connection pair and per HTTP endpoint, requests,
+ * status codes, bytes, latency p50/p90/p99, and every loss. Written to fd; summary gets the top
+ * lines (NUL-terminated, at most summary_len). 0 or -errno.
+ */
+int net_task__write_report(struct net_task *t, int fd, enum net_report_format f, char *summary,
+			   size_t summary_len);
+
+/* What the task counted: conns, exchanges, and every drop by kind. */
+struct net_stats {
+	uint64_t conns_seen, conns_closed, conns_refused; /* refused: over max_conns */
+	uint64_t http_exchanges;
+	uint64_t bad_frames, bad_records;
+	uint64_t kernel[NET_STAT_MAX];	     /* the program's losses (frames' stats) */
+	uint64_t segments_lost;		     /* data_seq holes */
+};
+void net_task__stats(const struct net_task *t, struct net_stats *ret);
+
+#endif
