@@ -85,6 +85,9 @@ enum msg_type {
 	/* supervisor -> shipper: a backend NETWORK task's processes and sampling rules */
 	MSG_OUTPUT_NETWORK, /* struct msg_output_network; again with the same task_id: update */
 
+	/* supervisor -> worker: a keep-alive moved the task's end */
+	MSG_TASK_EXTEND, /* struct msg_task_extend */
+
 	MSG_TYPE_MAX,
 };
 
@@ -231,6 +234,12 @@ struct msg_open {
 struct msg_open_reply {
 	uint32_t what;
 	int32_t err; /* 0 with a descriptor, else a positive errno */
+};
+
+struct msg_task_extend {
+	uint64_t task_id;
+	uint32_t duration_ms; /* the new whole duration, counted from the task's start */
+	uint32_t pad;
 };
 
 struct msg_task_started {
