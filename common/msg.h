@@ -262,6 +262,11 @@ enum loss_kind {
 	LOSS_SNAP_RINGBUF_FULL, /* stack snapshot not taken (ring buffer full): frame pointers used */
 	LOSS_SNAP_FAULT,	/* no user stack byte could be copied: frame pointers used */
 	LOSS_SNAP_UNMATCHED,	/* OFF_CPU snapshot whose time never arrived, or not kept */
+	LOSS_NET_CONNS_FULL,	/* NETWORK: a connection not tracked (connection map full) */
+	LOSS_NET_SYSCALLS,	/* NETWORK: syscalls not traced (no room for their arguments) */
+	LOSS_NET_SEGMENTS,	/* NETWORK: payload segments not delivered (ring buffer, budget) */
+	LOSS_NET_CLOSES,	/* NETWORK: connections whose last counters were lost */
+	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
 	LOSS_MAX,
 };
 

@@ -98,6 +98,12 @@ struct net_conn {
 	__u64 data_seq[2];	  /* payload segments the program meant to send, per dir */
 };
 
+/* The program's map value: the connection, and the socket it was seen on (kernel side only). */
+struct net_conn_state {
+	struct net_conn conn;
+	__u64 sk;
+};
+
 enum net_rec_kind {
 	NET_REC_DATA = 1,  /* struct net_rec_data, then `captured` bytes, padded to 8 */
 	NET_REC_CLOSE = 2, /* struct net_rec_close: the connection's final counters */

@@ -20,8 +20,10 @@
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/netrec.h"
 #include "common/privdrop.h"
 #include "common/util.h"
+#include "worker/netcap.h"
 #include "worker/profiler.h"
 #include "worker/ship.h"
 
@@ -31,6 +33,7 @@
 static const struct ipc_rule from_supervisor[] = {
 	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
 	{ MSG_TASK_STOP, 0, 0, 0, 0 },
+	{ MSG_TASK_EXTEND, sizeof(struct msg_task_extend), sizeof(struct msg_task_extend), 0, 0 },
 };
 
 struct worker {
@@ -41,7 +44,8 @@ struct worker {
 	int32_t pidfd_pid[ROVER_MAX_PIDS]; /* the target each pidfd is of */
 	int npidfds;
 	int inherited; /* pidfds the launcher pinned, at ROLE_FD_SECOND + 1 onwards */
-	struct profiler *prof;
+	struct profiler *prof; /* ON_CPU, OFF_CPU */
+	struct netcap *net;    /* NETWORK */
 	struct ship_batch batch;
 	uint64_t send_lost;
 };
@@ -57,22 +61,45 @@ static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
 
 static int check_spec(const struct task_spec *s)
 {
-	if (s->type != TASK_ON_CPU && s->type != TASK_OFF_CPU)
+	if (s->type != TASK_ON_CPU && s->type != TASK_OFF_CPU && s->type != TASK_NETWORK)
 		return -EOPNOTSUPP;
 	if (!s->npids || s->npids > ROVER_MAX_PIDS)
 		return -EINVAL;
 	for (uint32_t i = 0; i < s->npids; i++)
 		if (s->pids[i] <= 0)
 			return -EINVAL;
+	if (s->type == TASK_NETWORK)
+		return s->flush_ms < 100 || !s->duration_ms || s->attach > ATTACH_RAW_TP ||
+			       s->capture_bytes > NET_CAPTURE_MAX
+			       ? -EINVAL
+			       : 0;
 	if (s->period_us < 1000 || s->period_us > 1000000 || s->flush_ms < 100 || !s->duration_ms ||
 	    s->attach > ATTACH_RAW_TP || s->unwind > UNWIND_DWARF)
 		return -EINVAL;
 	return 0;
 }
 
+static void net_lost(struct worker *w, int err, const char *what)
+{
+	if (w->shipper < 0)
+		return;
+	log_warn("task %llu: %s to shipper: %s; its records are counted lost",
+		 (unsigned long long)w->spec.task_id, what, strerror(-err));
+	close(w->shipper);
+	w->shipper = -1;
+}
+
 static void flush(struct worker *w)
 {
-	int err = profiler__drain(w->prof, &w->batch);
+	int err;
+
+	if (w->net) {
+		err = netcap__flush(w->net, w->shipper);
+		if (err)
+			net_lost(w, err, "flush");
+		return;
+	}
+	err = profiler__drain(w->prof, &w->batch);
 
 	if (!err && w->shipper >= 0)
 		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
@@ -96,7 +123,15 @@ static void flush(struct worker *w)
 
 static void read_snapshots(struct worker *w)
 {
-	int err = profiler__read_snapshots(w->prof, &w->batch);
+	int err;
+
+	if (w->net) {
+		err = netcap__read(w->net, w->shipper);
+		if (err)
+			net_lost(w, err, "records");
+		return;
+	}
+	err = profiler__read_snapshots(w->prof, &w->batch);
 
 	if (!err && w->batch.snaps_len >= SHIP_SNAPS_SEND_AT && w->shipper >= 0)
 		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
@@ -170,12 +205,16 @@ static uint32_t run(struct worker *w)
 	uint64_t end = start + w->spec.duration_ms;
 	struct ipc_msg msg = { .fd = -1 };
 	struct pollfd pfd[2 + ROVER_MAX_PIDS];
-	int alive = w->npidfds, snap_fd = profiler__snapshots_fd(w->prof);
+	int alive = w->npidfds;
+	int snap_fd = w->net ? netcap__events_fd(w->net) : profiler__snapshots_fd(w->prof);
 
 	for (;;) {
 		uint64_t now = now_mono_ms(), wake = next_flush < end ? next_flush : end;
 		int n = 0, rc;
 
+		/* NETWORK records are read at least every 100 ms: the program wakes us late. */
+		if (w->net && wake > now + 100)
+			wake = now + 100;
 		if (snap_fd >= 0)
 			read_snapshots(w);
 
@@ -199,7 +238,20 @@ static uint32_t run(struct worker *w)
 			continue;
 		if (pfd[0].revents) {
 			/* A stop, or the supervisor gone: either way the task ends now. */
-			ipc_recv(w->sv, from_supervisor, 2, &msg);
+			int err = ipc_recv(w->sv, from_supervisor, 3, &msg);
+
+			if (!err && msg.type == MSG_TASK_EXTEND) {
+				struct msg_task_extend x;
+
+				memcpy(&x, msg.buf, sizeof(x));
+				ipc_msg_release(&msg);
+				if (x.task_id == w->spec.task_id && x.duration_ms) {
+					end = start + x.duration_ms;
+					log_info("task %llu: extended to %u ms",
+						 (unsigned long long)w->spec.task_id, x.duration_ms);
+				}
+				continue;
+			}
 			ipc_msg_release(&msg);
 			return END_STOPPED;
 		}
@@ -209,7 +261,8 @@ static uint32_t run(struct worker *w)
 				w->pidfds[i - 1] = -1;
 				alive--;
 				/* Its number may go to another process: not counted from here. */
-				if (profiler__forget(w->prof, w->pidfd_pid[i - 1]))
+				if (w->net ? netcap__forget(w->net, w->pidfd_pid[i - 1])
+					   : profiler__forget(w->prof, w->pidfd_pid[i - 1]))
 					log_warn("task %llu: forgetting exited target %d: %s",
 						 (unsigned long long)w->spec.task_id,
 						 w->pidfd_pid[i - 1], strerror(errno));
@@ -290,11 +343,15 @@ int main(int argc, char **argv)
 		wk_send_error(w.sv, w.spec.task_id, -err, "target processes");
 		return 1;
 	}
-	w.prof = profiler__start(&w.spec, &started);
-	if (!w.prof) {
+	if (w.spec.type == TASK_NETWORK)
+		w.net = netcap__start(&w.spec, &started);
+	else
+		w.prof = profiler__start(&w.spec, &started);
+	if (!w.prof && !w.net) {
 		wk_send_error(w.sv, w.spec.task_id, errno,
-			      w.spec.type == TASK_ON_CPU ? "loading the ON_CPU sampler"
-							 : "loading the OFF_CPU tracer");
+			      w.spec.type == TASK_ON_CPU    ? "loading the ON_CPU sampler"
+			      : w.spec.type == TASK_OFF_CPU ? "loading the OFF_CPU tracer"
+							    : "loading the NETWORK capture");
 		return 1;
 	}
 	/* A target already gone has no pidfd: its number is not counted either. */
@@ -303,7 +360,11 @@ int main(int argc, char **argv)
 
 		for (int k = 0; k < w.npidfds; k++)
 			pinned |= w.pidfd_pid[k] == w.spec.pids[i];
-		if (!pinned)
+		if (pinned)
+			continue;
+		if (w.net)
+			netcap__forget(w.net, w.spec.pids[i]);
+		else
 			profiler__forget(w.prof, w.spec.pids[i]);
 	}
 	err = sandbox_apply(&worker_attached_policy); /* attached: bpf() map commands only */
@@ -322,18 +383,28 @@ int main(int argc, char **argv)
 	}
 	ipc_send(w.sv, MSG_TASK_STARTED, &started, sizeof(started), -1);
 	log_info("task %llu: %s of %u process(es) on %u CPUs, attached with %s",
-		 (unsigned long long)w.spec.task_id, w.spec.type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
+		 (unsigned long long)w.spec.task_id,
+		 w.spec.type == TASK_ON_CPU    ? "ON_CPU"
+		 : w.spec.type == TASK_OFF_CPU ? "OFF_CPU"
+					       : "NETWORK",
 		 w.spec.npids, started.ncpus, started.attach);
 
 	done.reason = run(&w);
-	profiler__stop(w.prof);
+	if (w.net)
+		netcap__stop(w.net);
+	else
+		profiler__stop(w.prof);
 	flush(&w);
 	if (w.shipper >= 0 && wk_send_end(w.shipper, w.spec.task_id, done.reason))
 		log_warn("task %llu: end to shipper failed", (unsigned long long)w.spec.task_id);
 	done.task_id = w.spec.task_id;
-	profiler__totals(w.prof, &done.samples, done.losses);
+	if (w.net)
+		netcap__totals(w.net, &done.samples, done.losses);
+	else
+		profiler__totals(w.prof, &done.samples, done.losses);
 	done.losses[LOSS_SEND_FAILED] += w.send_lost;
 	ipc_send(w.sv, MSG_TASK_DONE, &done, sizeof(done), -1);
+	netcap__free(w.net);
 	profiler__free(w.prof);
 	ship_batch_free(&w.batch);
 	return 0;

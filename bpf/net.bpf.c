@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * NETWORK: every TCP connection of the targets, from syscall tracepoints only (no kprobe, no
+ * fentry: this program runs where neither exists). sys_enter keeps a target thread's
+ * arguments of the socket syscalls; sys_exit finds the socket behind the descriptor through
+ * the task's file table (a descriptor that is not a TCP socket is left alone), counts the call
+ * on its connection and, for connections whose first bytes looked like a protocol the shipper
+ * parses, sends a bounded prefix of the payload to the worker through a ring buffer.
+ *
+ * Connections are keyed by (tgid, fd), and carry the socket they were seen on: a descriptor
+ * that now names another socket (close, dup2) is another connection, with a new id. close()
+ * sends the connection's final counters as a record, so a close is never missed because the
+ * connection had been reported before. Retransmits and drops come from tcp_retransmit_skb and
+ * kfree_skb, which run in any context: they find the connection by its socket.
+ *
+ * Two attach variants over one body, chosen by the worker at run time: tp_btf and raw_tp.
+ * Non-target processes cost one switch on the syscall number and, for the traced syscalls,
+ * one hash lookup.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "common/netrec.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define IPPROTO_TCP 6
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define EINPROGRESS 115
+#define MAX_IOV 4
+
+/* What the worker sets before loading. */
+const volatile struct net_opts opts = { .capture_bytes = 1024, .detect_tries = 4 };
+
+/* Payload bytes the program may still send in this flush; the worker refills it. */
+__s64 budget = 0;
+/* Connection ids: unique within the task. */
+__u64 next_conn_id = 0;
+
+enum kind {
+	K_NONE,
+	K_READ,
+	K_WRITE,
+	K_READV,
+	K_WRITEV,
+	K_SENDTO,
+	K_RECVFROM,
+	K_SENDMSG,
+	K_RECVMSG,
+	K_SENDMMSG,
+	K_RECVMMSG,
+	K_SENDFILE,
+	K_CONNECT,
+	K_ACCEPT,
+	K_CLOSE,
+};
+
+struct args {
+	__u64 ts;
+	__u64 a0, a1, a2;
+	__u32 kind;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u8);
+	__uint(max_entries, 64);
+} targets SEC(".maps");
+
+/* Target threads inside a traced syscall, by thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct args);
+	__uint(max_entries, 8192);
+} inflight SEC(".maps");
+
+/* Connections by (tgid << 32 | fd); max_entries set by the worker. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, struct net_conn_state);
+	__uint(max_entries, 16384);
+} conns SEC(".maps");
+
+/* Socket -> connection key, for the hooks that see only the socket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct scratch {
+	struct net_rec_data rec;
+	__u8 buf[2 * NET_CAPTURE_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} scratch_map SEC(".maps");
+
+/* A new connection is built here: too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct net_conn_state);
+	__uint(max_entries, 1);
+} init_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, NET_STAT_MAX);
+} stats SEC(".maps");
+
+/* L4 duration buckets, lower bounds in ns (reference network-profiling §3.4). */
+static const __u64 l4_bounds[NET_L4_BUCKETS] = {
+	0,	   10000,     50000,	 100000,    500000,    1000000,	  1200000,
+	1500000,   1700000,   2000000,	 2500000,   3000000,   5000000,	  7000000,
+	10000000,  13000000,  16000000,	 20000000,  25000000,  30000000,  35000000,
+	40000000,  45000000,  50000000,	 70000000,  100000000, 150000000, 200000000,
+	300000000, 500000000, 1000000000, 2000000000, 3000000000, 5000000000,
+};
+
+/*
+ * The worker reads the ring buffer at least every 100 ms; a wakeup per record would cost more
+ * than the record. It is woken early only once 2 MiB wait.
+ */
+static __always_inline __u64 wake_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (2 << 20) ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void stat_add(__u32 which, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += n;
+}
+
+static __always_inline __u32 bucket_of(__u64 v)
+{
+	__u32 b = 0;
+
+	for (__u32 i = 1; i < NET_L4_BUCKETS; i++)
+		if (v >= l4_bounds[i])
+			b = i;
+	return b;
+}
+
+static __always_inline void hist_add(__u32 *hist, __u64 v)
+{
+	__u32 b = bucket_of(v);
+
+	if (b < NET_L4_BUCKETS)
+		__sync_fetch_and_add(&hist[b], 1);
+}
+
+static __always_inline __u32 kind_of(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	switch (id) {
+	case 0: return K_READ;
+	case 1: return K_WRITE;
+	case 3: return K_CLOSE;
+	case 19: return K_READV;
+	case 20: return K_WRITEV;
+	case 40: return K_SENDFILE;
+	case 42: return K_CONNECT;
+	case 43: return K_ACCEPT;
+	case 44: return K_SENDTO;
+	case 45: return K_RECVFROM;
+	case 46: return K_SENDMSG;
+	case 47: return K_RECVMSG;
+	case 288: return K_ACCEPT;
+	case 299: return K_RECVMMSG;
+	case 307: return K_SENDMMSG;
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	switch (id) {
+	case 63: return K_READ;
+	case 64: return K_WRITE;
+	case 57: return K_CLOSE;
+	case 65: return K_READV;
+	case 66: return K_WRITEV;
+	case 71: return K_SENDFILE;
+	case 203: return K_CONNECT;
+	case 202: return K_ACCEPT;
+	case 206: return K_SENDTO;
+	case 207: return K_RECVFROM;
+	case 211: return K_SENDMSG;
+	case 212: return K_RECVMSG;
+	case 242: return K_ACCEPT;
+	case 243: return K_RECVMMSG;
+	case 269: return K_SENDMMSG;
+	}
+#endif
+	return K_NONE;
+}
+
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
+#else
+	return -1;
+#endif
+}
+
+/* The TCP socket behind fd in the current process, or NULL. */
+static __always_inline struct sock *tcp_sock_of(__s32 fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *file = NULL;
+	struct socket *sock;
+	struct sock *sk;
+	__u16 mode;
+
+	if (!fdt || fd < 0 || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) || !file)
+		return NULL;
+	mode = BPF_CORE_READ(file, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	sock = BPF_CORE_READ(file, private_data);
+	if (!sock)
+		return NULL;
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk)
+		return NULL;
+	if (BPF_CORE_READ(sk, sk_type) != SOCK_STREAM || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return NULL;
+	return sk;
+}
+
+static __always_inline void read_addrs(struct net_conn *c, struct sock *sk)
+{
+	struct sock_common *skc = &sk->__sk_common;
+
+	c->family = BPF_CORE_READ(skc, skc_family);
+	c->lport = BPF_CORE_READ(skc, skc_num);
+	c->rport = __builtin_bswap16(BPF_CORE_READ(skc, skc_dport));
+	if (c->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&c->laddr, skc, skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&c->raddr, skc, skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		BPF_CORE_READ_INTO((__u32 *)c->laddr, skc, skc_rcv_saddr);
+		BPF_CORE_READ_INTO((__u32 *)c->raddr, skc, skc_daddr);
+	}
+}
+
+/* Sends the connection's last counters and forgets it. */
+static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64 now, __u64 exe)
+{
+	struct net_rec_close *r;
+	__u64 sk = st->sk;
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (r) {
+		r->hdr.kind = NET_REC_CLOSE;
+		r->hdr.len = sizeof(*r);
+		__builtin_memcpy(&r->conn, &st->conn, sizeof(r->conn));
+		r->conn.flags |= NET_CONN_CLOSED;
+		r->conn.close_ns = now;
+		r->conn.close_exe_ns = exe;
+		bpf_ringbuf_submit(r, wake_flag());
+	} else {
+		stat_add(NET_STAT_CLOSE_RINGBUF, 1);
+	}
+	bpf_map_delete_elem(&socks, &sk);
+	bpf_map_delete_elem(&conns, &key);
+}
+
+/* The connection of (tgid, fd) on socket sk: found, replaced (another socket), or new. */
+static __always_inline struct net_conn_state *conn_get(__u32 tgid, __s32 fd, struct sock *sk,
+						      __u8 role, __u64 open_ns, __u64 exe, __u64 now)
+{
+	__u64 key = (__u64)tgid << 32 | (__u32)fd, skv = (__u64)sk;
+	struct net_conn_state *st = bpf_map_lookup_elem(&conns, &key), *init;
+	__u32 zero = 0;
+
+	if (st && st->sk == skv)
+		return st;
+	if (st)
+		conn_end(key, st, now, 0);
+	init = bpf_map_lookup_elem(&init_map, &zero);
+	if (!init)
+		return NULL;
+	__builtin_memset(init, 0, sizeof(*init));
+	init->conn.id = __sync_fetch_and_add(&next_conn_id, 1) + 1;
+	init->conn.tgid = tgid;
+	init->conn.fd = fd;
+	init->conn.role = role;
+	init->conn.flags = role ? 0 : NET_CONN_MIDSTREAM;
+	init->conn.open_ns = open_ns;
+	init->conn.connect_exe_ns = exe;
+	init->sk = skv;
+	read_addrs(&init->conn, sk);
+	if (init->conn.family != AF_INET && init->conn.family != AF_INET6)
+		return NULL;
+	if (bpf_map_update_elem(&conns, &key, init, BPF_ANY)) {
+		stat_add(NET_STAT_CONNS_FULL, 1);
+		return NULL;
+	}
+	bpf_map_update_elem(&socks, &skv, &key, BPF_ANY);
+	return bpf_map_lookup_elem(&conns, &key);
+}
+
+/* The first user buffer of a call and how many iovecs follow it. */
+struct bufs {
+	__u64 base; /* a plain buffer, or NULL */
+	__u64 iov;  /* struct iovec array */
+	__u32 iovcnt;
+};
+
+static __always_inline int bufs_of(const struct args *a, struct bufs *b)
+{
+	struct user_msghdr msg;
+	struct mmsghdr mm;
+
+	b->base = 0;
+	b->iov = 0;
+	b->iovcnt = 0;
+	switch (a->kind) {
+	case K_READ:
+	case K_WRITE:
+	case K_SENDTO:
+	case K_RECVFROM:
+		b->base = a->a1;
+		return 0;
+	case K_READV:
+	case K_WRITEV:
+		b->iov = a->a1;
+		b->iovcnt = a->a2;
+		return 0;
+	case K_SENDMSG:
+	case K_RECVMSG:
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)a->a1))
+			return -1;
+		b->iov = (__u64)msg.msg_iov;
+		b->iovcnt = msg.msg_iovlen;
+		return 0;
+	case K_SENDMMSG:
+	case K_RECVMMSG:
+		if (bpf_probe_read_user(&mm, sizeof(mm), (void *)a->a1))
+			return -1;
+		b->iov = (__u64)mm.msg_hdr.msg_iov;
+		b->iovcnt = mm.msg_hdr.msg_iovlen;
+		return 0;
+	}
+	return -1;
+}
+
+/* Bytes moved by a sendmmsg/recvmmsg that handled n messages (the first MAX_IOV counted). */
+static __always_inline __u64 mmsg_bytes(__u64 vec, long n)
+{
+	__u64 total = 0;
+
+	for (int i = 0; i < MAX_IOV; i++) {
+		struct mmsghdr mm;
+
+		if (i >= n)
+			break;
+		if (bpf_probe_read_user(&mm, sizeof(mm), (void *)(vec + i * sizeof(mm))))
+			break;
+		total += mm.msg_len;
+	}
+	return total;
+}
+
+/* Copies up to want bytes of the call's payload into s->buf; returns the bytes copied. */
+static __always_inline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 want)
+{
+	__u32 off = 0;
+
+	if (want > NET_CAPTURE_MAX)
+		want = NET_CAPTURE_MAX;
+	if (b->base) {
+		if (bpf_probe_read_user(s->buf, want & (2 * NET_CAPTURE_MAX - 1), (void *)b->base))
+			return 0;
+		return want;
+	}
+	for (int i = 0; i < MAX_IOV; i++) {
+		struct iovec iov;
+		__u32 len;
+
+		if (i >= b->iovcnt || off >= want)
+			break;
+		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(b->iov + i * sizeof(iov))))
+			break;
+		len = iov.iov_len < want - off ? iov.iov_len : want - off;
+		off &= NET_CAPTURE_MAX - 1;
+		len &= NET_CAPTURE_MAX - 1;
+		if (len && bpf_probe_read_user(s->buf + off, len, iov.iov_base))
+			break;
+		off += len;
+	}
+	return off;
+}
+
+/* HTTP/1.x by its first bytes: a request method and a space, or "HTTP/". */
+static __always_inline __u8 detect(const __u8 *p, __u32 n)
+{
+	if (n < 5)
+		return NET_PROTO_UNKNOWN;
+	if (p[0] == 'H' && p[1] == 'T' && p[2] == 'T' && p[3] == 'P' && p[4] == '/')
+		return NET_PROTO_HTTP1;
+	if ((p[0] == 'G' && p[1] == 'E' && p[2] == 'T' && p[3] == ' ') ||
+	    (p[0] == 'P' && p[1] == 'U' && p[2] == 'T' && p[3] == ' ') ||
+	    (p[0] == 'P' && p[1] == 'O' && p[2] == 'S' && p[3] == 'T' && p[4] == ' ') ||
+	    (p[0] == 'H' && p[1] == 'E' && p[2] == 'A' && p[3] == 'D' && p[4] == ' ') ||
+	    (p[0] == 'D' && p[1] == 'E' && p[2] == 'L' && p[3] == 'E' && p[4] == 'T') ||
+	    (p[0] == 'P' && p[1] == 'A' && p[2] == 'T' && p[3] == 'C' && p[4] == 'H') ||
+	    (p[0] == 'O' && p[1] == 'P' && p[2] == 'T' && p[3] == 'I' && p[4] == 'O') ||
+	    (p[0] == 'C' && p[1] == 'O' && p[2] == 'N' && p[3] == 'N' && p[4] == 'E') ||
+	    (p[0] == 'T' && p[1] == 'R' && p[2] == 'A' && p[3] == 'C' && p[4] == 'E'))
+		return NET_PROTO_HTTP1;
+	return NET_PROTO_NONE;
+}
+
+static __always_inline __u8 fn_of(__u32 kind)
+{
+	switch (kind) {
+	case K_READ: return NET_FN_READ;
+	case K_WRITE: return NET_FN_WRITE;
+	case K_READV: return NET_FN_READV;
+	case K_WRITEV: return NET_FN_WRITEV;
+	case K_SENDTO: return NET_FN_SENDTO;
+	case K_RECVFROM: return NET_FN_RECVFROM;
+	case K_SENDMSG: return NET_FN_SENDMSG;
+	case K_RECVMSG: return NET_FN_RECVMSG;
+	case K_SENDMMSG: return NET_FN_SENDMMSG;
+	case K_RECVMMSG: return NET_FN_RECVMMSG;
+	case K_SENDFILE: return NET_FN_SENDFILE;
+	}
+	return 0;
+}
+
+static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, __u64 now)
+{
+	__u32 dir = (a->kind == K_WRITE || a->kind == K_WRITEV || a->kind == K_SENDTO ||
+		     a->kind == K_SENDMSG || a->kind == K_SENDMMSG || a->kind == K_SENDFILE)
+			    ? NET_DIR_EGRESS
+			    : NET_DIR_INGRESS;
+	__s32 fd = a->a0;
+	struct net_conn_state *st;
+	struct net_l4_dir *d;
+	struct sock *sk;
+	struct scratch *s;
+	struct bufs b;
+	__u32 zero = 0, captured = 0, len;
+	__u64 bytes = ret, exe = now - a->ts, seq;
+
+	if (ret <= 0)
+		return;
+	sk = tcp_sock_of(fd);
+	if (!sk)
+		return;
+	st = conn_get(tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts, 0, now);
+	if (!st)
+		return;
+	stat_add(NET_STAT_SYSCALLS, 1);
+	if (a->kind == K_SENDMMSG || a->kind == K_RECVMMSG)
+		bytes = mmsg_bytes(a->a1, ret);
+	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
+	__sync_fetch_and_add(&d->count, 1);
+	__sync_fetch_and_add(&d->bytes, bytes);
+	__sync_fetch_and_add(&d->exe_ns, exe);
+	hist_add(d->hist, exe);
+	if (dir == NET_DIR_EGRESS) {
+		__u32 srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+
+		if (srtt) {
+			__sync_fetch_and_add(&st->conn.rtt_count, 1);
+			__sync_fetch_and_add(&st->conn.rtt_us, srtt);
+			hist_add(st->conn.rtt_hist, (__u64)srtt * 1000);
+		}
+	}
+
+	if (st->conn.proto == NET_PROTO_NONE)
+		return;
+	s = bpf_map_lookup_elem(&scratch_map, &zero);
+	if (!s)
+		return;
+	if (a->kind != K_SENDFILE) {
+		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16 : opts.capture_bytes;
+
+		if (bytes < want)
+			want = bytes;
+		if (bufs_of(a, &b) == 0)
+			captured = copy_payload(s, &b, want);
+		if (captured < want)
+			stat_add(NET_STAT_READ_FAULT, want - captured);
+	}
+	if (st->conn.proto == NET_PROTO_UNKNOWN) {
+		__u8 p = detect(s->buf, captured);
+
+		if (p == NET_PROTO_UNKNOWN && a->kind != K_SENDFILE &&
+		    st->conn.dir[0].count + st->conn.dir[1].count < opts.detect_tries)
+			return;
+		if (p == NET_PROTO_UNKNOWN)
+			p = NET_PROTO_NONE;
+		st->conn.proto = p;
+		if (p == NET_PROTO_NONE)
+			return;
+		/* Detected: this call's payload is the first segment. */
+		if (bytes > captured && opts.capture_bytes > captured) {
+			__u32 want = opts.capture_bytes < bytes ? opts.capture_bytes : bytes;
+
+			captured = copy_payload(s, &b, want);
+		}
+	}
+
+	seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
+	if (__sync_fetch_and_add(&budget, -(__s64)captured) < (__s64)captured) {
+		stat_add(NET_STAT_DATA_BUDGET, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
+		return;
+	}
+	captured &= 2 * NET_CAPTURE_MAX - 1;
+	if (captured > NET_CAPTURE_MAX)
+		captured = NET_CAPTURE_MAX;
+	s->rec.hdr.kind = NET_REC_DATA;
+	s->rec.hdr.len = (sizeof(s->rec) + captured + 7) & ~7u;
+	s->rec.conn_id = st->conn.id;
+	s->rec.start_ns = a->ts;
+	s->rec.end_ns = now;
+	s->rec.seq = seq;
+	s->rec.tgid = tgid;
+	s->rec.actual = bytes > 0xffffffffu ? 0xffffffffu : bytes;
+	s->rec.captured = captured;
+	s->rec.dir = dir;
+	s->rec.fn = fn_of(a->kind);
+	s->rec.proto = st->conn.proto;
+	len = s->rec.hdr.len;
+	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
+	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
+	if (bpf_ringbuf_output(&events, s, len, wake_flag())) {
+		stat_add(NET_STAT_DATA_RINGBUF, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
+	}
+}
+
+static __always_inline int on_enter(struct pt_regs *regs, long id)
+{
+	__u32 kind = kind_of(id);
+	__u64 pid_tgid;
+	__u32 tgid;
+	struct args a;
+
+	if (kind == K_NONE)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	tgid = pid_tgid >> 32;
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	a.ts = bpf_ktime_get_ns();
+	a.kind = kind;
+	a.pad = 0;
+	a.a0 = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	if (bpf_map_update_elem(&inflight, &pid_tgid, &a, BPF_ANY))
+		stat_add(NET_STAT_INFLIGHT_FULL, 1);
+	return 0;
+}
+
+static __always_inline int on_exit(struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid, now, key;
+	struct net_conn_state *st;
+	struct args *ap, a;
+	struct sock *sk;
+	__u32 tgid;
+	__s32 fd;
+
+	if (kind_of(syscall_nr(regs)) == K_NONE)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	ap = bpf_map_lookup_elem(&inflight, &pid_tgid);
+	if (!ap)
+		return 0;
+	a = *ap;
+	bpf_map_delete_elem(&inflight, &pid_tgid);
+	tgid = pid_tgid >> 32;
+	now = bpf_ktime_get_ns();
+	switch (a.kind) {
+	case K_CONNECT:
+		if (ret != 0 && ret != -EINPROGRESS)
+			return 0;
+		fd = a.a0;
+		sk = tcp_sock_of(fd);
+		if (sk)
+			conn_get(tgid, fd, sk, NET_ROLE_CLIENT, now, now - a.ts, now);
+		return 0;
+	case K_ACCEPT:
+		if (ret < 0)
+			return 0;
+		fd = ret;
+		sk = tcp_sock_of(fd);
+		if (sk)
+			conn_get(tgid, fd, sk, NET_ROLE_SERVER, now, now - a.ts, now);
+		return 0;
+	case K_CLOSE:
+		if (ret != 0)
+			return 0;
+		key = (__u64)tgid << 32 | (__u32)a.a0;
+		st = bpf_map_lookup_elem(&conns, &key);
+		if (st)
+			conn_end(key, st, now, now - a.ts);
+		return 0;
+	}
+	on_data(&a, tgid, ret, now);
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(net_enter_btf, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(net_exit_btf, struct pt_regs *regs, long ret)
+{
+	return on_exit(regs, ret);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(net_enter_raw, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
+{
+	return on_exit(regs, ret);
+}
+
+static __always_inline void count_on_sock(const struct sock *sk, int drop)
+{
+	__u64 skv = (__u64)sk, *key = bpf_map_lookup_elem(&socks, &skv);
+	struct net_conn_state *st;
+
+	if (!key)
+		return;
+	st = bpf_map_lookup_elem(&conns, key);
+	if (!st || st->sk != skv)
+		return;
+	if (drop)
+		__sync_fetch_and_add(&st->conn.drops, 1);
+	else
+		__sync_fetch_and_add(&st->conn.retrans, 1);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(net_retrans_btf, const struct sock *sk)
+{
+	count_on_sock(sk, 0);
+	return 0;
+}
+
+SEC("raw_tp/tcp_retransmit_skb")
+int BPF_PROG(net_retrans_raw, const struct sock *sk)
+{
+	count_on_sock(sk, 0);
+	return 0;
+}
+
+static __always_inline void on_free(struct sk_buff *skb, enum skb_drop_reason reason,
+				    struct sock *rx_sk)
+{
+	struct sock *sk = rx_sk;
+
+	if (reason < SKB_DROP_REASON_NOT_SPECIFIED)
+		return;
+	if (!sk)
+		sk = BPF_CORE_READ(skb, sk);
+	if (sk)
+		count_on_sock(sk, 1);
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(net_drop_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
+	     struct sock *rx_sk)
+{
+	on_free(skb, reason, rx_sk);
+	return 0;
+}
+
+SEC("raw_tp/kfree_skb")
+int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
+	     struct sock *rx_sk)
+{
+	on_free(skb, reason, rx_sk);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

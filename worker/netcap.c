@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "common/ipc.h"
+#include "common/log.h"
+#include "common/netrec.h"
+#include "net.skel.h"
+#include "worker/netcap.h"
+
+/* Open connections per frame: a frame stays well under IPC_MAX_PAYLOAD. */
+#define CONNS_PER_FRAME 4096
+
+struct netcap {
+	struct net_bpf *obj;
+	struct bpf_link *links[6];
+	int nlinks;
+	struct ring_buffer *rb;
+	int conns_fd, targets_fd, stats_fd, ncpus;
+	uint64_t task_id;
+	int64_t budget; /* per flush */
+	/* the data frame being gathered: struct ship_net_hdr, then records */
+	uint8_t *frame;
+	size_t frame_len;
+	uint32_t frame_count;
+	int shipper; /* during a read: where full frames go */
+	int send_err;
+	uint64_t stat_prev[NET_STAT_MAX];
+	uint64_t records_lost;
+	struct net_conn_state *vals;
+	uint64_t *keys;
+};
+
+static int attach_all(struct netcap *n, int btf)
+{
+	struct bpf_program *progs[] = {
+		btf ? n->obj->progs.net_enter_btf : n->obj->progs.net_enter_raw,
+		btf ? n->obj->progs.net_exit_btf : n->obj->progs.net_exit_raw,
+		btf ? n->obj->progs.net_retrans_btf : n->obj->progs.net_retrans_raw,
+		btf ? n->obj->progs.net_drop_btf : n->obj->progs.net_drop_raw,
+	};
+	const char *tps[] = { "sys_enter", "sys_exit", "tcp_retransmit_skb", "kfree_skb" };
+
+	for (int i = 0; i < 4; i++) {
+		struct bpf_link *l = btf ? bpf_program__attach(progs[i])
+					 : bpf_program__attach_raw_tracepoint(progs[i], tps[i]);
+
+		if (!l) {
+			int err = -errno;
+
+			/* Retransmits and drops add figures; the syscalls are the task. */
+			if (i >= 2) {
+				log_warn("NETWORK: %s not attached (%s): its counts stay 0", tps[i],
+					 strerror(-err));
+				continue;
+			}
+			return err;
+		}
+		n->links[n->nlinks++] = l;
+	}
+	return 0;
+}
+
+static int load(struct netcap *n, const struct task_spec *spec, int btf)
+{
+	struct bpf_program *btf_progs[] = { n->obj->progs.net_enter_btf, n->obj->progs.net_exit_btf,
+					    n->obj->progs.net_retrans_btf, n->obj->progs.net_drop_btf };
+	struct bpf_program *raw_progs[] = { n->obj->progs.net_enter_raw, n->obj->progs.net_exit_raw,
+					    n->obj->progs.net_retrans_raw, n->obj->progs.net_drop_raw };
+
+	for (int i = 0; i < 4; i++) {
+		bpf_program__set_autoload(btf_progs[i], btf);
+		bpf_program__set_autoload(raw_progs[i], !btf);
+	}
+	n->obj->rodata->opts.capture_bytes =
+		spec->capture_bytes ? spec->capture_bytes : NETCAP_DEFAULT_CAPTURE;
+	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
+		n->obj->rodata->opts.capture_bytes = NET_CAPTURE_MAX;
+	n->obj->rodata->opts.detect_tries = 4;
+	return net_bpf__load(n->obj) ? -errno : 0;
+}
+
+static int on_record(void *ctx, void *data, size_t len)
+{
+	struct netcap *n = ctx;
+
+	if (n->send_err)
+		return 0;
+	if (len < sizeof(struct net_rec_hdr) || len > sizeof(struct net_rec_close) + NET_CAPTURE_MAX)
+		return 0;
+	if (n->frame_len + len > sizeof(struct ship_net_hdr) + NETCAP_FRAME_BYTES) {
+		struct ship_net_hdr *h = (struct ship_net_hdr *)n->frame;
+
+		h->count = n->frame_count;
+		if (n->shipper < 0)
+			n->records_lost += n->frame_count;
+		else if ((n->send_err = ipc_send(n->shipper, MSG_SHIP_NET_DATA, n->frame,
+						 n->frame_len, -1)))
+			n->records_lost += n->frame_count;
+		n->frame_len = sizeof(struct ship_net_hdr);
+		n->frame_count = 0;
+	}
+	memcpy(n->frame + n->frame_len, data, len);
+	/* The record's own length field is what the shipper walks by: make it the true size. */
+	((struct net_rec_hdr *)(n->frame + n->frame_len))->len = (uint32_t)len;
+	n->frame_len += len;
+	n->frame_count++;
+	return 0;
+}
+
+static int send_frame(struct netcap *n, int shipper)
+{
+	struct ship_net_hdr *h = (struct ship_net_hdr *)n->frame;
+	int err = 0;
+
+	if (!n->frame_count)
+		return 0;
+	h->count = n->frame_count;
+	if (shipper < 0)
+		err = -EPIPE;
+	else
+		err = ipc_send(shipper, MSG_SHIP_NET_DATA, n->frame, n->frame_len, -1);
+	if (err)
+		n->records_lost += n->frame_count;
+	n->frame_len = sizeof(*h);
+	n->frame_count = 0;
+	return err;
+}
+
+int netcap__read(struct netcap *n, int shipper)
+{
+	int rc;
+
+	n->shipper = shipper;
+	n->send_err = 0;
+	rc = ring_buffer__consume(n->rb);
+	if (n->send_err)
+		return n->send_err;
+	return rc < 0 ? rc : 0;
+}
+
+int netcap__events_fd(const struct netcap *n)
+{
+	return bpf_map__fd(n->obj->maps.events);
+}
+
+static void read_stats(struct netcap *n, uint64_t ret[NET_STAT_MAX])
+{
+	uint64_t *vals = calloc((size_t)n->ncpus, sizeof(uint64_t));
+
+	memset(ret, 0, NET_STAT_MAX * sizeof(uint64_t));
+	if (!vals)
+		return;
+	for (uint32_t k = 0; k < NET_STAT_MAX; k++) {
+		if (bpf_map_lookup_elem(n->stats_fd, &k, vals))
+			continue;
+		for (int c = 0; c < n->ncpus; c++)
+			ret[k] += vals[c];
+	}
+	free(vals);
+}
+
+/* Every open connection, into n->keys/vals; the count. */
+static size_t walk_conns(struct netcap *n)
+{
+	size_t cnt = 0, max = bpf_map__max_entries(n->obj->maps.conns);
+	uint64_t key, next;
+	int first = 1;
+
+	while (cnt < max) {
+		if (bpf_map_get_next_key(n->conns_fd, first ? NULL : &key, &next))
+			break;
+		first = 0;
+		key = next;
+		if (bpf_map_lookup_elem(n->conns_fd, &key, &n->vals[cnt]))
+			continue; /* closed meanwhile: its close record carries it */
+		n->keys[cnt++] = key;
+	}
+	return cnt;
+}
+
+int netcap__flush(struct netcap *n, int shipper)
+{
+	uint64_t now_stats[NET_STAT_MAX];
+	size_t nconns, off = 0;
+	uint8_t *buf;
+	int err;
+
+	err = netcap__read(n, shipper);
+	if (!err)
+		err = send_frame(n, shipper);
+	read_stats(n, now_stats);
+	nconns = walk_conns(n);
+	buf = malloc(sizeof(struct ship_net_hdr) + CONNS_PER_FRAME * sizeof(struct net_conn));
+	if (!buf)
+		return -ENOMEM;
+	do {
+		struct ship_net_hdr *h = (struct ship_net_hdr *)buf;
+		size_t cnt = nconns - off < CONNS_PER_FRAME ? nconns - off : CONNS_PER_FRAME;
+		struct net_conn *out = (struct net_conn *)(h + 1);
+
+		memset(h, 0, sizeof(*h));
+		h->task_id = n->task_id;
+		h->count = (uint32_t)cnt;
+		if (!off)
+			for (int k = 0; k < NET_STAT_MAX && k < 8; k++)
+				h->stats[k] = now_stats[k] - n->stat_prev[k];
+		for (size_t i = 0; i < cnt; i++)
+			out[i] = n->vals[off + i].conn;
+		if (!err && shipper >= 0)
+			err = ipc_send(shipper, MSG_SHIP_NET_CONNS, buf,
+				       sizeof(*h) + cnt * sizeof(struct net_conn), -1);
+		off += cnt;
+	} while (off < nconns);
+	free(buf);
+	memcpy(n->stat_prev, now_stats, sizeof(now_stats));
+	n->obj->bss->budget = n->budget;
+	return err ? err : shipper < 0 ? -EPIPE : 0;
+}
+
+int netcap__forget(struct netcap *n, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	size_t nconns;
+	uint64_t now;
+	struct timespec ts;
+
+	if (bpf_map_delete_elem(n->targets_fd, &tgid) && errno != ENOENT)
+		return -errno;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	nconns = walk_conns(n);
+	for (size_t i = 0; i < nconns; i++) {
+		struct net_rec_close r = { .hdr = { NET_REC_CLOSE, sizeof(r) } };
+
+		if (n->vals[i].conn.tgid != tgid)
+			continue;
+		r.conn = n->vals[i].conn;
+		r.conn.flags |= NET_CONN_CLOSED | NET_CONN_EXITED;
+		r.conn.close_ns = now;
+		bpf_map_delete_elem(n->conns_fd, &n->keys[i]);
+		on_record(n, &r, sizeof(r));
+	}
+	return 0;
+}
+
+struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_started *ret_started)
+{
+	uint32_t attach = spec->attach, max_conns;
+	struct netcap *n = calloc(1, sizeof(*n));
+	uint8_t one = 1;
+	int btf = attach != ATTACH_RAW_TP, err;
+
+	if (!n)
+		return NULL;
+	n->task_id = spec->task_id;
+	n->ncpus = libbpf_num_possible_cpus();
+	n->frame = malloc(sizeof(struct ship_net_hdr) + NETCAP_FRAME_BYTES);
+	if (!n->frame || n->ncpus <= 0) {
+		err = n->ncpus <= 0 ? -ENODEV : -ENOMEM;
+		goto cleanup;
+	}
+	memset(n->frame, 0, sizeof(struct ship_net_hdr));
+	((struct ship_net_hdr *)n->frame)->task_id = spec->task_id;
+	n->frame_len = sizeof(struct ship_net_hdr);
+	n->obj = net_bpf__open();
+	if (!n->obj) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = load(n, spec, btf);
+	if (err && attach == ATTACH_AUTO) {
+		log_info("NETWORK: tp_btf refused (%s), trying raw_tp", strerror(-err));
+		net_bpf__destroy(n->obj);
+		n->obj = net_bpf__open();
+		if (!n->obj) {
+			err = -errno;
+			goto cleanup;
+		}
+		btf = 0;
+		err = load(n, spec, btf);
+	}
+	if (err)
+		goto cleanup;
+	err = attach_all(n, btf);
+	if (err)
+		goto cleanup;
+	max_conns = bpf_map__max_entries(n->obj->maps.conns);
+	n->vals = malloc(max_conns * sizeof(*n->vals));
+	n->keys = malloc(max_conns * sizeof(*n->keys));
+	if (!n->vals || !n->keys) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	n->conns_fd = bpf_map__fd(n->obj->maps.conns);
+	n->targets_fd = bpf_map__fd(n->obj->maps.targets);
+	n->stats_fd = bpf_map__fd(n->obj->maps.stats);
+	n->rb = ring_buffer__new(bpf_map__fd(n->obj->maps.events), on_record, n, NULL);
+	if (!n->rb) {
+		err = -errno;
+		goto cleanup;
+	}
+	n->budget = (int64_t)NETCAP_BUDGET_PER_S * spec->flush_ms / 1000;
+	n->obj->bss->budget = n->budget;
+	for (uint32_t i = 0; i < spec->npids; i++) {
+		uint32_t tgid = (uint32_t)spec->pids[i];
+
+		if (bpf_map_update_elem(n->targets_fd, &tgid, &one, BPF_ANY)) {
+			err = -errno;
+			goto cleanup;
+		}
+	}
+	memset(ret_started, 0, sizeof(*ret_started));
+	ret_started->task_id = spec->task_id;
+	ret_started->ncpus = (uint32_t)n->ncpus;
+	snprintf(ret_started->attach, sizeof(ret_started->attach),
+		 "%s sys_enter/sys_exit, %d hooks", btf ? "tp_btf" : "raw_tp", n->nlinks);
+	return n;
+cleanup:
+	netcap__free(n);
+	errno = -err;
+	return NULL;
+}
+
+void netcap__stop(struct netcap *n)
+{
+	for (int i = 0; i < n->nlinks; i++)
+		bpf_link__destroy(n->links[i]);
+	n->nlinks = 0;
+}
+
+void netcap__totals(const struct netcap *n, uint64_t *ret_events, uint64_t ret_losses[LOSS_MAX])
+{
+	memset(ret_losses, 0, LOSS_MAX * sizeof(uint64_t));
+	*ret_events = n->stat_prev[NET_STAT_SYSCALLS];
+	ret_losses[LOSS_NET_CONNS_FULL] = n->stat_prev[NET_STAT_CONNS_FULL];
+	ret_losses[LOSS_NET_SYSCALLS] = n->stat_prev[NET_STAT_INFLIGHT_FULL];
+	ret_losses[LOSS_NET_SEGMENTS] =
+		n->stat_prev[NET_STAT_DATA_RINGBUF] + n->stat_prev[NET_STAT_DATA_BUDGET];
+	ret_losses[LOSS_NET_CLOSES] = n->stat_prev[NET_STAT_CLOSE_RINGBUF];
+	ret_losses[LOSS_NET_RECORDS] = n->records_lost;
+}
+
+void netcap__free(struct netcap *n)
+{
+	if (!n)
+		return;
+	if (n->obj)
+		netcap__stop(n);
+	ring_buffer__free(n->rb);
+	net_bpf__destroy(n->obj);
+	free(n->frame);
+	free(n->vals);
+	free(n->keys);
+	free(n);
+}
