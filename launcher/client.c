@@ -99,7 +99,10 @@ void client_report(const struct msg_ctl_done *d, const char *output, uint32_t ty
 			d->text);
 	if (!d->task_id)
 		return;
-	if (type == TASK_OFF_CPU)
+	if (type == TASK_NETWORK)
+		fprintf(stderr, "rover: %s: %llu HTTP exchanges, %llu socket calls traced\n", output,
+			(unsigned long long)d->out.samples, (unsigned long long)d->kernel_samples);
+	else if (type == TASK_OFF_CPU)
 		fprintf(stderr, "rover: %s: %.3f s off the CPU in %llu stacks (%llu switches back in)\n",
 			output, (double)d->out.samples / 1e6, (unsigned long long)d->out.stacks,
 			(unsigned long long)d->kernel_samples);
@@ -115,10 +118,11 @@ void client_report(const struct msg_ctl_done *d, const char *output, uint32_t ty
 			loss_name((unsigned)k));
 	}
 	if (!lost)
-		fprintf(stderr, "rover: no samples lost\n");
+		fprintf(stderr, "rover: no %s lost\n", type == TASK_NETWORK ? "records" : "samples");
 	if (d->out.frames_unnamed)
 		fprintf(stderr, "rover: %llu frame samples shown as module+offset or [unknown]\n",
 			(unsigned long long)d->out.frames_unnamed);
 	if (d->out.summary[0])
-		fprintf(stderr, "rover: top functions (self):\n%s", d->out.summary);
+		fprintf(stderr, "rover: %s:\n%s",
+			type == TASK_NETWORK ? "top endpoints" : "top functions (self)", d->out.summary);
 }

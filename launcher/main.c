@@ -33,6 +33,7 @@
 #include "configs/rover_configs.h" /* generated: rover_default_config */
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/netrec.h"
 #include "common/privdrop.h"
 #include "common/util.h"
 #include "launcher/client.h"
@@ -70,13 +71,18 @@ static const char usage_profile[] =
 	"\n"
 	"  -p, --pid PID[,PID...]     processes to profile (1 to 64; by host pid)\n"
 	"  -o, --output FILE          where the profile goes\n"
-	"  -f, --format FMT           folded | pprof | svg; default from FILE's extension\n"
-	"                             (.folded, .pb.gz, .svg), else folded\n"
+	"  -f, --format FMT           folded | pprof | svg (on_cpu, off_cpu); txt | json\n"
+	"                             (network); default from FILE's extension (.folded,\n"
+	"                             .pb.gz, .svg, .txt, .json), else folded or txt\n"
 	"  -t, --type TYPE            on_cpu (default): where the CPU time goes, in samples;\n"
-	"                             off_cpu: where threads wait, in microseconds off the CPU\n"
+	"                             off_cpu: where threads wait, in microseconds off the CPU;\n"
+	"                             network: every TCP connection of the processes, L4 figures\n"
+	"                             and HTTP/1.x exchanges, per peer and per endpoint\n"
 	"  -d, --duration DUR         how long to profile (default 10s; e.g. 500ms, 30s, 2m)\n"
 	"      --dump-period DUR      sampling period (default 9ms = 111 Hz; minimum 1ms)\n"
-	"      --flush-interval DUR   how often the worker ships counts (default 5s)\n"
+	"      --flush-interval DUR   how often the worker ships counts (default 5s; network: 2s)\n"
+	"      --capture-bytes N      network: payload bytes copied per call (default 1024,\n"
+	"                             at most 4096)\n"
 	"  -u, --user USER            user the other processes run as (default $ROVER_USER, else\n"
 	"                             rover)\n"
 	"  -c, --connect DIR          submit to an agent started with `rover serve --socket-dir DIR`\n"
@@ -171,10 +177,20 @@ static int parse_pids(const char *arg, struct task_spec *spec)
 	return spec->npids ? 0 : -EINVAL;
 }
 
-static int format_of(const char *name, const char *output, uint32_t *ret)
+static int format_of(const char *name, const char *output, uint32_t type, uint32_t *ret)
 {
 	size_t n = strlen(output);
 
+	if (type == TASK_NETWORK) {
+		if (name)
+			*ret = !strcmp(name, "txt")    ? FORMAT_NET_TXT
+			       : !strcmp(name, "json") ? FORMAT_NET_JSON
+						       : 0;
+		else
+			*ret = n > 5 && !strcmp(output + n - 5, ".json") ? FORMAT_NET_JSON
+									 : FORMAT_NET_TXT;
+		return *ret ? 0 : -EINVAL;
+	}
 	if (name) {
 		if (!strcmp(name, "folded"))
 			*ret = FORMAT_FOLDED;
@@ -685,6 +701,7 @@ static int cmd_profile(int argc, char **argv)
 		{ "connect", required_argument, NULL, 'c' },
 		{ "attach", required_argument, NULL, 'A' },
 		{ "unwind", required_argument, NULL, 'U' },
+		{ "capture-bytes", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -693,7 +710,7 @@ static int cmd_profile(int argc, char **argv)
 	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = 1 };
 	const char *output = NULL, *format = NULL, *connect_dir = NULL;
 	uint32_t period_ms = 9;
-	int c, err, out_fd, client, status;
+	int c, err, out_fd, client, status, flush_set = 0;
 
 	while ((c = getopt_long(argc, argv, "p:o:f:t:d:u:c:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -714,9 +731,10 @@ static int cmd_profile(int argc, char **argv)
 			else if (!strcmp(optarg, "off_cpu"))
 				spec.type = TASK_OFF_CPU;
 			else if (!strcmp(optarg, "network"))
-				return die_usage("--type %s is not supported yet", optarg);
+				spec.type = TASK_NETWORK;
 			else
-				return die_usage("bad --type '%s': on_cpu or off_cpu expected", optarg);
+				return die_usage("bad --type '%s': on_cpu, off_cpu or network expected",
+						 optarg);
 			break;
 		case 'd':
 			if (duration_ms_arg("--duration", optarg, 100000, &spec.duration_ms))
@@ -732,7 +750,17 @@ static int cmd_profile(int argc, char **argv)
 		case 'F':
 			if (duration_ms_arg("--flush-interval", optarg, 100000, &spec.flush_ms))
 				return 2;
+			flush_set = 1;
 			break;
+		case 'B': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !v || v > NET_CAPTURE_MAX)
+				return die_usage("bad --capture-bytes '%s': 1 to 4096", optarg);
+			spec.capture_bytes = (uint32_t)v;
+			break;
+		}
 		case 'u':
 			l.user = optarg;
 			break;
@@ -773,8 +801,12 @@ static int cmd_profile(int argc, char **argv)
 		return die_usage("%s", "profile needs --pid PID[,PID...]");
 	if (!output)
 		return die_usage("%s", "profile needs --output FILE");
-	if (format_of(format, output, &spec.format))
-		return die_usage("bad --format '%s': folded, pprof or svg expected", format);
+	if (spec.type == TASK_NETWORK && !flush_set)
+		spec.flush_ms = 2000;
+	if (format_of(format, output, spec.type, &spec.format))
+		return die_usage(spec.type == TASK_NETWORK ? "bad --format '%s': txt or json expected"
+							   : "bad --format '%s': folded, pprof or svg expected",
+				 format);
 	for (uint32_t i = 0; i < spec.npids; i++) {
 		char path[64];
 

@@ -78,12 +78,16 @@ static const struct ipc_rule worker_rules[] = {
 	  0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
 	{ MSG_SHIP_SNAPSHOTS, sizeof(struct ship_snapshots_hdr), IPC_MAX_PAYLOAD, 0, 0 },
+	{ MSG_SHIP_NET_DATA, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
+	{ MSG_SHIP_NET_CONNS, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 static const struct ipc_rule supervisor_rules[] = {
 	{ MSG_OUTPUT_OPEN, sizeof(struct msg_output), sizeof(struct msg_output), 0, 1 },
 	{ MSG_OUTPUT_ABORT, sizeof(struct msg_output_abort), sizeof(struct msg_output_abort), 0, 0 },
 	{ MSG_OUTPUT_BACKEND, sizeof(struct msg_output_backend), sizeof(struct msg_output_backend),
+	  0, 0 },
+	{ MSG_OUTPUT_NETWORK, sizeof(struct msg_output_network), sizeof(struct msg_output_network),
 	  0, 0 },
 };
 
@@ -180,6 +184,31 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 	*slot = NULL;
 }
 
+/*
+ * A NETWORK frame. Bad records are counted by the analysis and do not end the worker's
+ * connection; only a frame of another task does.
+ */
+static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *m)
+{
+	struct spool_batch meters = { .task_id = t->task_id }, logs = { .task_id = t->task_id };
+	const struct ship_net_hdr *h = m->buf;
+	int err;
+
+	if (h->task_id != t->task_id)
+		return -EPROTO;
+	err = ship_task__net_frame(t, m->type, m->buf, m->len, &meters, &logs);
+	if (err && err != -EBADMSG)
+		log_warn("task %llu: network frame: %s", (unsigned long long)t->task_id,
+			 strerror(-err));
+	if (meters.nmsgs && s->spool)
+		spool__put(s->spool, &meters);
+	if (logs.nmsgs && s->spool)
+		spool__put(s->spool, &logs);
+	free(meters.data);
+	free(logs.data);
+	return 0;
+}
+
 static int on_worker(struct shipper *s, struct peer *p)
 {
 	struct ipc_msg *m = &s->msg;
@@ -213,7 +242,13 @@ static int on_worker(struct shipper *s, struct peer *p)
 	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
 	if (!slot)
 		return p->task_id ? 0 : -EPROTO; /* task written or aborted: the rest is moot */
+	if ((m->type == MSG_SHIP_NET_DATA || m->type == MSG_SHIP_NET_CONNS) != !!(*slot)->net &&
+	    m->type != MSG_SHIP_END)
+		return -EPROTO; /* a frame of another task type */
 	switch (m->type) {
+	case MSG_SHIP_NET_DATA:
+	case MSG_SHIP_NET_CONNS:
+		return on_net_frame(s, *slot, m);
 	case MSG_SHIP_STACKS:
 		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
 	case MSG_SHIP_COUNTS:
@@ -277,6 +312,41 @@ static int on_output_backend(struct shipper *s, const struct msg_output_backend 
 	return 0;
 }
 
+/*
+ * The backend half of a NETWORK task: its meters and sampled traces go to the backend every
+ * report interval; again for the same task: rules added (keep-alive).
+ */
+static int on_output_network(struct shipper *s, const struct msg_output_network *o)
+{
+	struct ship_task **slot;
+
+	if (!o->task_id)
+		return -EPROTO;
+	if (!s->spool) {
+		log_warn("task %llu: no backend configured, its meters are dropped",
+			 (unsigned long long)o->task_id);
+		return 0;
+	}
+	slot = task_slot(s, o->task_id, 0);
+	if (!slot) {
+		/* The worker's begin comes after the supervisor's word: keep it for then. */
+		slot = task_slot(s, o->task_id, 1);
+		if (!slot)
+			return -ENOSPC;
+	}
+	if (!(*slot)->net) {
+		struct ship_task *t = *slot;
+
+		free(t->net_pending);
+		t->net_pending = malloc(sizeof(*o));
+		if (!t->net_pending)
+			return -ENOMEM;
+		memcpy(t->net_pending, o, sizeof(*o));
+		return 0;
+	}
+	return ship_task__set_network(*slot, o);
+}
+
 static int on_supervisor(struct shipper *s, struct peer *p)
 {
 	struct ipc_msg *m = &s->msg;
@@ -291,7 +361,7 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 
 		/* The descriptor is ours from here: kept by the task, or closed. */
 		m->fd = -1;
-		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_SVG) {
+		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_NET_JSON) {
 			close(fd);
 			return -EPROTO;
 		}
@@ -308,6 +378,8 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 	}
 	if (m->type == MSG_OUTPUT_BACKEND)
 		return on_output_backend(s, m->buf);
+	if (m->type == MSG_OUTPUT_NETWORK)
+		return on_output_network(s, m->buf);
 	/* MSG_OUTPUT_ABORT: write what was collected, the supervisor reports the failure. */
 	{
 		const struct msg_output_abort *a = m->buf;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "shipper/network.h"
 #include "shipper/task.h"
 #include "shipper/upload.h"
 
@@ -61,6 +62,8 @@ void ship_task__free(struct ship_task *t)
 {
 	if (!t)
 		return;
+	net_task__free(t->net);
+	free(t->net_pending);
 	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
 		stored_free(t->stacks[i]);
 	free(t->stacks);
@@ -97,11 +100,37 @@ static void read_comm(int pid, char comm[16])
 	comm[strcspn(comm, "\n")] = '\0';
 }
 
+static int begin_network(struct ship_task *t, const struct task_spec *spec)
+{
+	struct net_task_opts o = { .task_id = spec->task_id, .report_interval_ms = spec->flush_ms };
+
+	if (spec->flush_ms < 100)
+		return -EPROTO;
+	t->net = net_task__new(&o);
+	if (!t->net)
+		return -errno;
+	t->spec = *spec;
+	t->have_spec = 1;
+	for (uint32_t i = 0; i < spec->npids; i++)
+		read_comm(spec->pids[i], t->comms[i]);
+	if (t->net_pending) {
+		int err = ship_task__set_network(t, t->net_pending);
+
+		free(t->net_pending);
+		t->net_pending = NULL;
+		return err;
+	}
+	return 0;
+}
+
 int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym)
 {
 	if (t->have_spec || spec->task_id != t->task_id || !spec->npids ||
-	    spec->npids > ROVER_MAX_PIDS || (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU))
+	    spec->npids > ROVER_MAX_PIDS ||
+	    (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU && spec->type != TASK_NETWORK))
 		return -EPROTO;
+	if (spec->type == TASK_NETWORK)
+		return begin_network(t, spec);
 	t->spec = *spec;
 	t->have_spec = 1;
 	/* OFF_CPU values are nanoseconds off the CPU; profiles show microseconds. */
@@ -502,6 +531,38 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	return rc;
 }
 
+static void net_summarize(struct ship_task *t, struct msg_output_written *ret)
+{
+	struct net_stats st;
+
+	net_task__stats(t->net, &st);
+	ret->samples = st.http_exchanges;
+	ret->stacks = st.conns_seen;
+	memcpy(ret->losses, t->losses, sizeof(ret->losses));
+	ret->losses[LOSS_NET_CONNS_FULL] += st.kernel[NET_STAT_CONNS_FULL] + st.conns_refused;
+	ret->losses[LOSS_NET_SYSCALLS] += st.kernel[NET_STAT_INFLIGHT_FULL];
+	ret->losses[LOSS_NET_SEGMENTS] += st.kernel[NET_STAT_DATA_RINGBUF] +
+					  st.kernel[NET_STAT_DATA_BUDGET];
+	ret->losses[LOSS_NET_CLOSES] += st.kernel[NET_STAT_CLOSE_RINGBUF];
+	ret->losses[LOSS_NET_RECORDS] += st.bad_frames + st.bad_records;
+}
+
+static int net_write(struct ship_task *t, struct msg_output_written *ret)
+{
+	int err;
+
+	if (t->out_fd < 0)
+		return -EBADF;
+	/* The last interval: what moved since the last conns frame. */
+	net_task__interval(t->net, now_mono_ms() * 1000000ull);
+	err = net_task__write_report(t->net, t->out_fd,
+				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON : NET_REPORT_TXT,
+				     ret->summary, sizeof(ret->summary));
+	net_summarize(t, ret);
+	ret->err = -err;
+	return err;
+}
+
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 {
 	char title[128];
@@ -510,6 +571,8 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = t->task_id;
+	if (t->net)
+		return net_write(t, ret);
 	/* A file output: flushes kept in case the data went to the backend are moot. */
 	for (; t->npending; t->npending--)
 		free(t->pending[t->npending - 1].b.data);
@@ -612,10 +675,58 @@ int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret)
 	return err ? err : 1;
 }
 
+int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, size_t len,
+			 struct spool_batch *meters, struct spool_batch *logs)
+{
+	int err;
+
+	if (!t->net)
+		return -EPROTO;
+	err = net_task__frame(t->net, type, buf, len);
+	if (err || type != MSG_SHIP_NET_CONNS)
+		return err;
+	t->net_frames++;
+	err = net_task__interval(t->net, now_mono_ms() * 1000000ull);
+	if (err || !t->backend)
+		return err;
+	return net_task__meters(t->net, now_unix_ms(), meters, logs);
+}
+
+int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o)
+{
+	int err;
+
+	if (!t->net || o->task_id != t->task_id || o->nprocs > ROVER_MAX_PIDS ||
+	    o->nrules > ROVER_NET_MAX_RULES || !memchr(o->sw_task_id, '\0', sizeof(o->sw_task_id)))
+		return -EPROTO;
+	if (o->nprocs) {
+		err = net_task__set_processes(t->net, o->procs, o->nprocs);
+		if (err)
+			return err;
+	}
+	if (o->nrules) {
+		err = net_task__add_rules(t->net, o->rules, o->nrules);
+		if (err)
+			return err;
+	}
+	t->backend = 1;
+	return 0;
+}
+
 void ship_task__summarize(struct ship_task *t, struct msg_output_written *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = t->task_id;
+	if (t->net) {
+		struct net_stats st;
+
+		net_summarize(t, ret);
+		net_task__stats(t->net, &st);
+		snprintf(ret->summary, sizeof(ret->summary),
+			 "%llu connections, %llu HTTP exchanges\n",
+			 (unsigned long long)st.conns_seen, (unsigned long long)st.http_exchanges);
+		return;
+	}
 	ret->samples = t->samples;
 	ret->frames_unnamed = t->frames_unnamed;
 	memcpy(ret->losses, t->losses, sizeof(ret->losses));

@@ -57,6 +57,12 @@ struct ship_task {
 	uint32_t npending;
 	/* Samples (ON_CPU dumpCount, OFF_CPU switchCount) in flushes, handed to the spool, dropped. */
 	uint64_t up_taken, up_queued, up_dropped;
+
+	/* NETWORK: the analysis (shipper/network.h) in place of a profile. */
+	struct net_task *net;
+	uint64_t net_frames;
+	/* MSG_OUTPUT_NETWORK that came before the worker's begin, applied then */
+	struct msg_output_network *net_pending;
 };
 
 struct ship_task *ship_task__new(uint64_t task_id);
@@ -81,6 +87,16 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
 
 /* The data goes to the backend with be's identity. 0, or -EPROTO (bad strings, output known). */
 int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend *be);
+
+/*
+ * NETWORK: a worker frame (MSG_SHIP_NET_DATA, MSG_SHIP_NET_CONNS). A conns frame ends a report
+ * interval; for a backend task its meters and sampled traces are then appended to meters and
+ * logs (kinds set, nothing added when the interval had nothing). 0 or -errno.
+ */
+int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, size_t len,
+			 struct spool_batch *meters, struct spool_batch *logs);
+/* NETWORK: the backend half of the task (labels, sampling rules); again to add rules. */
+int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o);
 /*
  * The oldest flush ready for the spool, its first message carrying the task metadata: 1 and
  * *ret (the caller owns ret->data), 0 when none is ready, -errno when that flush could not be
