@@ -97,6 +97,24 @@ struct {
 	__uint(max_entries, 16384);
 } socks SEC(".maps");
 
+/*
+ * Addresses -> connection key, for drops of packets that never reached a socket (a firewall
+ * dropping on input): the packet's headers name the connection.
+ */
+struct tuple {
+	__u8 laddr[16];
+	__u8 raddr[16];
+	__u16 lport, rport;
+	__u32 family;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct tuple);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+} tuples SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
@@ -272,11 +290,21 @@ static __always_inline void read_addrs(struct net_conn *c, struct sock *sk)
 	}
 }
 
+static __always_inline void tuple_of(const struct net_conn *c, struct tuple *t)
+{
+	__builtin_memcpy(t->laddr, c->laddr, 16);
+	__builtin_memcpy(t->raddr, c->raddr, 16);
+	t->lport = c->lport;
+	t->rport = c->rport;
+	t->family = c->family;
+}
+
 /* Sends the connection's last counters and forgets it. */
 static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64 now, __u64 exe)
 {
 	struct net_rec_close *r;
 	__u64 sk = st->sk;
+	struct tuple t;
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (r) {
@@ -290,6 +318,8 @@ static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64
 	} else {
 		stat_add(NET_STAT_CLOSE_RINGBUF, 1);
 	}
+	tuple_of(&st->conn, &t);
+	bpf_map_delete_elem(&tuples, &t);
 	bpf_map_delete_elem(&socks, &sk);
 	bpf_map_delete_elem(&conns, &key);
 }
@@ -326,6 +356,12 @@ static __always_inline struct net_conn_state *conn_get(__u32 tgid, __s32 fd, str
 		return NULL;
 	}
 	bpf_map_update_elem(&socks, &skv, &key, BPF_ANY);
+	{
+		struct tuple t;
+
+		tuple_of(&init->conn, &t);
+		bpf_map_update_elem(&tuples, &t, &key, BPF_ANY);
+	}
 	return bpf_map_lookup_elem(&conns, &key);
 }
 
@@ -661,20 +697,59 @@ int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
 	return on_exit(regs, ret);
 }
 
-static __always_inline void count_on_sock(const struct sock *sk, int drop)
+static __always_inline void count_on(__u64 *key, __u64 skv, int drop)
 {
-	__u64 skv = (__u64)sk, *key = bpf_map_lookup_elem(&socks, &skv);
-	struct net_conn_state *st;
+	struct net_conn_state *st = bpf_map_lookup_elem(&conns, key);
 
-	if (!key)
-		return;
-	st = bpf_map_lookup_elem(&conns, key);
-	if (!st || st->sk != skv)
+	if (!st || (skv && st->sk != skv))
 		return;
 	if (drop)
 		__sync_fetch_and_add(&st->conn.drops, 1);
 	else
 		__sync_fetch_and_add(&st->conn.retrans, 1);
+}
+
+static __always_inline void count_on_sock(const struct sock *sk, int drop)
+{
+	__u64 skv = (__u64)sk, *key = bpf_map_lookup_elem(&socks, &skv);
+
+	if (key)
+		count_on(key, skv, drop);
+}
+
+/* A dropped IPv4 TCP packet with no socket: its connection by its headers, either way. */
+static __always_inline void count_by_headers(struct sk_buff *skb)
+{
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	struct tuple in = {}, out = {};
+	struct iphdr ip;
+	__u16 ports[2];
+	__u64 *key;
+
+	if (BPF_CORE_READ(skb, protocol) != __builtin_bswap16(0x0800))
+		return;
+	if (bpf_probe_read_kernel(&ip, sizeof(ip), head + nh) || ip.protocol != IPPROTO_TCP)
+		return;
+	if (bpf_probe_read_kernel(ports, sizeof(ports), head + nh + ip.ihl * 4))
+		return;
+	/* Coming in: local is the destination. */
+	__builtin_memcpy(in.laddr, &ip.daddr, 4);
+	__builtin_memcpy(in.raddr, &ip.saddr, 4);
+	in.lport = __builtin_bswap16(ports[1]);
+	in.rport = __builtin_bswap16(ports[0]);
+	in.family = AF_INET;
+	key = bpf_map_lookup_elem(&tuples, &in);
+	if (!key) {
+		__builtin_memcpy(out.laddr, &ip.saddr, 4);
+		__builtin_memcpy(out.raddr, &ip.daddr, 4);
+		out.lport = in.rport;
+		out.rport = in.lport;
+		out.family = AF_INET;
+		key = bpf_map_lookup_elem(&tuples, &out);
+	}
+	if (key)
+		count_on(key, 0, 1);
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
@@ -702,6 +777,8 @@ static __always_inline void on_free(struct sk_buff *skb, enum skb_drop_reason re
 		sk = BPF_CORE_READ(skb, sk);
 	if (sk)
 		count_on_sock(sk, 1);
+	else
+		count_by_headers(skb);
 }
 
 SEC("tp_btf/kfree_skb")
