@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,7 @@ static struct addrinfo *target;
 
 static int conn_open(struct conn *c)
 {
+	struct timeval io_timeout = { .tv_sec = 65 };
 	int one = 1;
 
 	c->start = c->end = 0;
@@ -48,6 +50,10 @@ static int conn_open(struct conn *c)
 	if (c->fd < 0)
 		return -1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* A server that stops answering fails the run instead of hanging it (/delay/MS of the
+	 * test server stops at 60 s). */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &io_timeout, sizeof(io_timeout));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &io_timeout, sizeof(io_timeout));
 	if (connect(c->fd, target->ai_addr, target->ai_addrlen)) {
 		close(c->fd);
 		c->fd = -1;
