@@ -218,9 +218,11 @@ demo: deps
 
 bench: deps
 	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload \
-		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map
+		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
+		$(OUT)/tests/programs/sock_writes
 	scripts/bench.sh
 	scripts/bench_unwind.sh
+	scripts/bench_network.sh
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
 $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \

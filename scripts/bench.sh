@@ -14,21 +14,6 @@ bench_setup rover-bench
 
 cg_new() { mkdir -p "$CG/$1" && echo "$CG/$1"; }
 
-# Highest VmHWM (kB) of each process named rover* in cgroup $1 while file $2 is absent.
-watch_rss() {
-	declare -A peak
-	while [ ! -e "$2" ] && kill -0 $$ 2>/dev/null; do
-		for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
-			n=$(cat /proc/$p/comm 2>/dev/null) || continue
-			case "$n" in rover*) ;; *) continue ;; esac
-			r=$(awk '/VmHWM/ { print $2 }' /proc/$p/status 2>/dev/null) || continue
-			[ -n "$r" ] && [ "${peak[$n]:-0}" -lt "$r" ] && peak[$n]=$r
-		done
-		sleep 0.2
-	done
-	for n in "${!peak[@]}"; do echo "$n ${peak[$n]}"; done
-}
-
 "$B/tests/programs/bench_two_threads" > /dev/null &
 W=$!
 sleep 0.5

@@ -7,6 +7,21 @@ cg_usec() { awk '/^usage_usec/ { print $2 }' "$1/cpu.stat"; }
 run_in() { echo "$BASHPID" > "$1/cgroup.procs"; shift; exec "$@"; }
 sec() { awk -v u="$1" 'BEGIN { printf "%.4f", u / 1e6 }'; }
 
+# Highest VmHWM (kB) of each process named rover* in cgroup $1 while file $2 is absent.
+watch_rss() {
+	declare -A peak
+	while [ ! -e "$2" ] && kill -0 $$ 2>/dev/null; do
+		for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+			n=$(cat /proc/$p/comm 2>/dev/null) || continue
+			case "$n" in rover*) ;; *) continue ;; esac
+			r=$(awk '/VmHWM/ { print $2 }' /proc/$p/status 2>/dev/null) || continue
+			[ -n "$r" ] && [ "${peak[$n]:-0}" -lt "$r" ] && peak[$n]=$r
+		done
+		sleep 0.2
+	done
+	for n in "${!peak[@]}"; do echo "$n ${peak[$n]}"; done
+}
+
 bench_cleanup() {
 	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
 	[ -n "$W" ] && kill "$W" 2>/dev/null

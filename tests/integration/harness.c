@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -391,5 +395,614 @@ int proc_status(pid_t pid, const char *key, char *buf, size_t len)
 		}
 	}
 	free(text);
+	return err;
+}
+
+/* Network peers. */
+
+int free_port(int lo, int hi)
+{
+	int span = hi - lo + 1;
+
+	for (int i = 0; i < span; i++) {
+		int port = lo + (int)((getpid() + i) % span), fd, err;
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+		if (!err)
+			return port;
+	}
+	return -1;
+}
+
+static void exec_sbin(char *const argv[])
+{
+	static const char *const dirs[] = { "/usr/sbin/", "/sbin/", "/usr/bin/" };
+	char path[256];
+
+	execvp(argv[0], argv);
+	if (strchr(argv[0], '/'))
+		return;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", dirs[i], argv[0]);
+		execv(path, argv);
+	}
+}
+
+/* Starts argv, in netns if not NULL, stdout and stderr to out_path (appended to); its pid. */
+static pid_t spawn_in(const char *netns, char *const argv[], const char *out_path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (netns) {
+			char path[256];
+
+			snprintf(path, sizeof(path), "/run/netns/%s", netns);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+				perror(path);
+				_exit(126);
+			}
+			close(fd);
+		}
+		fd = open(out_path ? out_path : "/dev/null",
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			dup2(fd, 0);
+		exec_sbin(argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int temp_file(char path[64], const char *name)
+{
+	int fd;
+
+	snprintf(path, 64, "/tmp/rover-%s.XXXXXX", name);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+int run_capture(const char *netns, char *const argv[], int timeout_ms, char **ret_out)
+{
+	char path[64];
+	int rc = temp_file(path, "capture");
+	pid_t pid;
+
+	if (rc)
+		return rc;
+	pid = spawn_in(netns, argv, path);
+	rc = pid < 0 ? -errno : wait_cmd(pid, timeout_ms);
+	if (ret_out)
+		*ret_out = slurp(path, NULL);
+	unlink(path);
+	return rc;
+}
+
+/* Waits up to timeout_ms for path to hold a line starting with word; 0, or -1 if pid (when
+ * > 0) has exited first or time ran out. */
+static int wait_line(const char *path, const char *word, pid_t pid, int timeout_ms)
+{
+	size_t wl = strlen(word);
+
+	for (int waited = 0; waited <= timeout_ms; waited += 20) {
+		char *text = slurp(path, NULL);
+		int found = 0;
+
+		for (char *l = text; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+			found = !strncmp(l, word, wl);
+		free(text);
+		if (found)
+			return 0;
+		if (pid > 0 && waitpid(pid, NULL, WNOHANG) == pid)
+			return -1;
+		sleep_ms(20);
+	}
+	return -1;
+}
+
+/* "WORD N key value ... status:200=x,404=y" on a line of text, as http_server and http_client
+ * print it. 0 or -EIO. */
+static int parse_totals(const char *text, const char *word, struct http_totals *ret)
+{
+	struct http_totals t = { 0 };
+	size_t wl = strlen(word);
+	const char *l;
+	char *end;
+
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, word, wl) && l[wl] == ' ')
+			break;
+	if (!l || !*l)
+		return -EIO;
+	l += wl + 1;
+	t.requests = strtoull(l, &end, 10);
+	if (end == l)
+		return -EIO;
+	l = end;
+	while (*l && *l != '\n') {
+		while (*l == ' ')
+			l++;
+		if (!strncmp(l, "bytes_sent ", 11)) {
+			t.bytes_sent = strtoull(l + 11, &end, 10);
+		} else if (!strncmp(l, "bytes_received ", 15)) {
+			t.bytes_received = strtoull(l + 15, &end, 10);
+		} else if (!strncmp(l, "status:", 7)) {
+			end = (char *)l + 7;
+			while (*end >= '0' && *end <= '9') {
+				unsigned long code = strtoul(end, &end, 10);
+
+				if (*end != '=' || code >= 600)
+					return -EIO;
+				t.status[code] = strtoull(end + 1, &end, 10);
+				if (*end == ',')
+					end++;
+			}
+		} else {
+			end = strchr(l, ' ');
+			if (!end)
+				break;
+		}
+		if (end == l)
+			return -EIO;
+		l = end;
+	}
+	*ret = t;
+	return 0;
+}
+
+int http_server_start(const char *netns, int port, struct http_server *ret)
+{
+	struct http_server h = { .port = port };
+	char ports[16];
+	char *argv[] = { (char *)bin("tests/programs/http_server"), ports, NULL };
+	int err;
+
+	snprintf(ports, sizeof(ports), "%d", port);
+	err = temp_file(h.out, "http-server");
+	if (err)
+		return err;
+	h.pid = spawn_in(netns, argv, h.out);
+	if (h.pid < 0) {
+		err = -errno;
+		unlink(h.out);
+		return err;
+	}
+	if (wait_line(h.out, "ready", h.pid, 5000)) {
+		kill(h.pid, SIGKILL);
+		waitpid(h.pid, NULL, 0);
+		unlink(h.out);
+		return -EADDRINUSE;
+	}
+	*ret = h;
+	return 0;
+}
+
+int http_server_stop(struct http_server *h, struct http_totals *ret)
+{
+	char *text;
+	int err;
+
+	if (h->pid <= 0)
+		return -ESRCH;
+	kill(h->pid, SIGTERM);
+	wait_cmd(h->pid, 5000);
+	h->pid = 0;
+	text = slurp(h->out, NULL);
+	unlink(h->out);
+	err = text ? 0 : -EIO;
+	if (!err && ret)
+		err = parse_totals(text, "totals", ret);
+	free(text);
+	return err;
+}
+
+static void client_argv(char *argv[9], char strs[5][16], const char *host, int port,
+			const char *path, int n, int conns, int delay, int gap)
+{
+	snprintf(strs[0], 16, "%d", port);
+	snprintf(strs[1], 16, "%d", n);
+	snprintf(strs[2], 16, "%d", conns);
+	snprintf(strs[3], 16, "%d", delay);
+	snprintf(strs[4], 16, "%d", gap);
+	argv[0] = (char *)bin("tests/programs/http_client");
+	argv[1] = (char *)host;
+	argv[2] = strs[0];
+	argv[3] = (char *)path;
+	argv[4] = strs[1];
+	argv[5] = strs[2];
+	argv[6] = strs[3];
+	argv[7] = strs[4];
+	argv[8] = NULL;
+}
+
+int http_client_run(const char *netns, const char *host, int port, const char *path, int n,
+		    int conns, struct http_totals *ret)
+{
+	char *argv[9], strs[5][16], *out = NULL;
+	int rc;
+
+	client_argv(argv, strs, host, port, path, n, conns, 0, 0);
+	rc = run_capture(netns, argv, 60000, &out);
+	if (rc >= 0 && (!out || parse_totals(out, "done", ret)))
+		rc = rc ? rc : -EIO;
+	free(out);
+	return rc;
+}
+
+pid_t http_client_spawn(const char *netns, const char *host, int port, const char *path, int n,
+			int conns, int start_delay_ms, int gap_ms, const char *out_path)
+{
+	char *argv[9], strs[5][16];
+	pid_t pid;
+	int fd;
+
+	/* "ready" only comes with a delay: ask for one of at least 1 ms. */
+	client_argv(argv, strs, host, port, path, n, conns, start_delay_ms > 0 ? start_delay_ms : 1,
+		    gap_ms);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	pid = spawn_in(netns, argv, out_path);
+	if (pid > 0 && wait_line(out_path, "ready", pid, 5000)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+int http_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret)
+{
+	int rc = wait_cmd(pid, timeout_ms);
+	char *out = slurp(out_path, NULL);
+
+	if (rc >= 0 && (!out || parse_totals(out, "done", ret)))
+		rc = rc ? rc : -EIO;
+	free(out);
+	return rc;
+}
+
+/* dir/name, in a static buffer. */
+static const char *tmp_path_in(const char *dir, const char *name)
+{
+	static char buf[4200];
+
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	return buf;
+}
+
+/* Waits up to timeout_ms for 127.0.0.1:port to accept a connection. 0 or -ETIMEDOUT. */
+static int wait_port(int port, int timeout_ms)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	for (int waited = 0; waited <= timeout_ms; waited += 20) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err;
+
+		if (fd < 0)
+			return -errno;
+		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
+		if (!err)
+			return 0;
+		sleep_ms(20);
+	}
+	return -ETIMEDOUT;
+}
+
+int nginx_start(int port, struct nginx *ret)
+{
+	struct nginx h = { .port = port };
+	char conf[8192], cpath[4200], epath[4200];
+	char *argv[] = { "nginx", "-e", epath, "-p", NULL, "-c", cpath, NULL };
+	int err;
+
+	h.dir = make_tmpdir();
+	if (!h.dir)
+		return -errno;
+	/* The worker runs as nobody: it must reach the temp paths under the prefix. */
+	chmod(h.dir, 0755);
+	snprintf(cpath, sizeof(cpath), "%s/nginx.conf", h.dir);
+	snprintf(epath, sizeof(epath), "%s/error.log", h.dir);
+	argv[4] = h.dir;
+	/* master_process on, as nginx is deployed: the worker, which serves, is a process of
+	 * its own that a test profiles by pid. Temp paths are all under the prefix so that
+	 * nothing outside h.dir is written. */
+	snprintf(conf, sizeof(conf),
+		 "daemon off;\n"
+		 "master_process on;\n"
+		 "worker_processes 1;\n"
+		 "pid %1$s/nginx.pid;\n"
+		 "error_log %1$s/error.log warn;\n"
+		 "events { worker_connections 512; }\n"
+		 "http {\n"
+		 "  log_format truth '$status $bytes_sent $request_length';\n"
+		 "  access_log %1$s/access.log truth;\n"
+		 "  client_body_temp_path %1$s/body;\n"
+		 "  proxy_temp_path %1$s/proxy;\n"
+		 "  fastcgi_temp_path %1$s/fastcgi;\n"
+		 "  uwsgi_temp_path %1$s/uwsgi;\n"
+		 "  scgi_temp_path %1$s/scgi;\n"
+		 "  server {\n"
+		 "    listen 127.0.0.1:%2$d;\n"
+		 "    location = /ok { return 200 \"ok\\n\"; }\n"
+		 "    location = /missing { return 404; }\n"
+		 "    location = /fail { return 500; }\n"
+		 "    location / { return 404; }\n"
+		 "  }\n"
+		 "}\n",
+		 h.dir, port);
+	err = write_file(cpath, conf);
+	if (err)
+		goto cleanup;
+	h.master = spawn_in(NULL, argv, tmp_path_in(h.dir, "stderr"));
+	if (h.master < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	h.worker = wait_child(h.master, "nginx", 5000);
+	err = h.worker ? wait_port(port, 5000) : -ESRCH;
+	if (err)
+		goto cleanup;
+	*ret = h;
+	return 0;
+cleanup:
+	if (h.master > 0) {
+		char *log = slurp(epath, NULL);
+
+		fprintf(stderr, "nginx on port %d did not start: %s\n", port, log ? log : "?");
+		free(log);
+	}
+	nginx_free(&h);
+	return err;
+}
+
+void nginx_stop(struct nginx *h)
+{
+	if (h->master > 0) {
+		kill(h->master, SIGTERM);
+		/* wait_cmd kills the master after 5 s; a worker it leaves goes the same way. */
+		if (wait_cmd(h->master, 5000) == -ETIMEDOUT && h->worker > 0)
+			kill(h->worker, SIGKILL);
+	}
+	h->master = 0;
+	h->worker = 0;
+}
+
+void nginx_free(struct nginx *h)
+{
+	nginx_stop(h);
+	rm_rf(h->dir);
+	free(h->dir);
+	h->dir = NULL;
+}
+
+int nginx_access_log_counts(const struct nginx *h, struct http_totals *ret)
+{
+	struct http_totals t = { 0 };
+	char *text = slurp(tmp_path_in(h->dir, "access.log"), NULL), *line, *save = NULL;
+
+	if (!text)
+		return -errno;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned status;
+		unsigned long long sent, len;
+
+		if (sscanf(line, "%u %llu %llu", &status, &sent, &len) != 3 || status >= 600)
+			continue;
+		t.requests++;
+		t.status[status]++;
+		t.bytes_sent += sent;
+		t.bytes_received += len;
+	}
+	free(text);
+	*ret = t;
+	return 0;
+}
+
+int curl_run(const char *url, int n, struct http_totals *ret)
+{
+	struct http_totals t = { 0 };
+	char **argv, *out = NULL, *line, *save = NULL;
+	int rc, k = 0;
+
+	if (n < 1 || n > 1000)
+		return -EINVAL;
+	argv = calloc((size_t)n * 3 + 8, sizeof(char *));
+	if (!argv)
+		return -ENOMEM;
+	argv[k++] = "curl";
+	argv[k++] = "-s";
+	argv[k++] = "--max-time";
+	argv[k++] = "30";
+	argv[k++] = "-w";
+	argv[k++] = "%{http_code} %{size_request} %{size_header} %{size_download}\n";
+	for (int i = 0; i < n; i++) {
+		argv[k++] = "-o";
+		argv[k++] = "/dev/null";
+		argv[k++] = (char *)url;
+	}
+	rc = run_capture(NULL, argv, 60000, &out);
+	free(argv);
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned status;
+		unsigned long long req, hdr, body;
+
+		if (sscanf(line, "%u %llu %llu %llu", &status, &req, &hdr, &body) != 4 || status < 100 ||
+		    status >= 600)
+			continue;
+		t.requests++;
+		t.status[status]++;
+		t.bytes_sent += req;
+		t.bytes_received += hdr + body;
+	}
+	free(out);
+	*ret = t;
+	return rc == 0 && t.requests == (uint64_t)n ? 0 : -EIO;
+}
+
+/* "99%  363.00us" and the like, in ms. */
+static double wrk_ms(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (!strncmp(end, "us", 2))
+		return v / 1000;
+	if (!strncmp(end, "ms", 2))
+		return v;
+	if (*end == 's')
+		return v * 1000;
+	if (*end == 'm')
+		return v * 60000;
+	return v;
+}
+
+int wrk_run(const char *url, int seconds, int conns, struct wrk_result *ret)
+{
+	struct wrk_result r = { 0 };
+	char c[16], d[16], *out = NULL, *line, *save = NULL;
+	char *argv[] = { "wrk", "-t1", "-c", c, "-d", d, "--latency", (char *)url, NULL };
+	int rc, got = 0;
+
+	snprintf(c, sizeof(c), "%d", conns);
+	snprintf(d, sizeof(d), "%ds", seconds);
+	rc = run_capture(NULL, argv, seconds * 1000 + 15000, &out);
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long a, b, e, f;
+
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (sscanf(line, "%llu requests in", &a) == 1 && strstr(line, "requests in")) {
+			r.requests = a;
+			got = 1;
+		} else if (!strncmp(line, "Requests/sec:", 13)) {
+			r.rps = strtod(line + 13, NULL);
+		} else if (!strncmp(line, "50%", 3)) {
+			r.p50_ms = wrk_ms(line + 3 + strspn(line + 3, " \t"));
+		} else if (!strncmp(line, "99%", 3)) {
+			r.p99_ms = wrk_ms(line + 3 + strspn(line + 3, " \t"));
+		} else if (sscanf(line, "Non-2xx or 3xx responses: %llu", &a) == 1) {
+			r.non_2xx_3xx = a;
+		} else if (sscanf(line, "Socket errors: connect %llu, read %llu, write %llu, timeout %llu",
+				  &a, &b, &e, &f) == 4) {
+			r.socket_errors = a + b + e + f;
+		}
+	}
+	free(out);
+	if (rc < 0)
+		return rc;
+	if (rc || !got)
+		return -EIO;
+	*ret = r;
+	return 0;
+}
+
+int netns_create(const char *name)
+{
+	char *add[] = { "ip", "netns", "add", (char *)name, NULL };
+	char *up[] = { "ip", "-n", (char *)name, "link", "set", "lo", "up", NULL };
+	char path[256];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	if (!access(path, F_OK))
+		netns_delete(name);
+	if (run_capture(NULL, add, 10000, NULL))
+		return -EIO;
+	if (run_capture(NULL, up, 10000, NULL)) {
+		netns_delete(name);
+		return -EIO;
+	}
+	return 0;
+}
+
+int netns_delete(const char *name)
+{
+	char *argv[] = { "ip", "netns", "delete", (char *)name, NULL };
+
+	return run_capture(NULL, argv, 10000, NULL) ? -EIO : 0;
+}
+
+int netns_drop_input(const char *name, int port, int percent)
+{
+	char rule[256], *out = NULL;
+	char *table[] = { "nft", "add", "table", "inet", "rover_drop", NULL };
+	char *chain[] = { "nft", "add", "chain", "inet", "rover_drop", "inp",
+			  "{ type filter hook input priority 0; policy accept; }", NULL };
+	char *add[] = { "nft", "add", "rule", "inet", "rover_drop", "inp", rule, NULL };
+	char *const *steps[] = { table, chain, add };
+	int rc = 0;
+
+	if (percent < 0 || percent > 100)
+		return -EINVAL;
+	/* On the input hook the packet is gone before TCP sees it, so the sender retransmits;
+	 * on output it would show up as a local drop instead (network-peers.md 2.4). */
+	snprintf(rule, sizeof(rule), "tcp sport %d numgen random mod 100 < %d counter drop", port,
+		 percent);
+	for (size_t i = 0; i < 3 && !rc; i++) {
+		rc = run_capture(name, steps[i], 10000, &out);
+		if (rc)
+			fprintf(stderr, "nft in %s: %s", name, out ? out : "?\n");
+		free(out);
+		out = NULL;
+	}
+	return rc ? -EIO : 0;
+}
+
+int netns_drop_count(const char *name, uint64_t *ret_packets)
+{
+	char *argv[] = { "nft", "list", "chain", "inet", "rover_drop", "inp", NULL };
+	char *out = NULL, *p;
+	int err = -EIO;
+
+	if (!run_capture(name, argv, 10000, &out) && out && (p = strstr(out, "counter packets "))) {
+		*ret_packets = strtoull(p + 16, NULL, 10);
+		err = 0;
+	}
+	free(out);
+	return err;
+}
+
+int nstat_read(const char *netns, const char *counter, uint64_t *ret_value)
+{
+	/* -a absolute values, -s no history update, -z zeros too. */
+	char *argv[] = { "nstat", "-asz", (char *)counter, NULL };
+	char *out = NULL, *line, *save = NULL;
+	size_t cl = strlen(counter);
+	int err = -ENOENT;
+
+	if (run_capture(netns, argv, 10000, &out)) {
+		free(out);
+		return -EIO;
+	}
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, counter, cl) && (line[cl] == ' ' || line[cl] == '\t')) {
+			*ret_value = strtoull(line + cl, NULL, 10);
+			err = 0;
+			break;
+		}
+	}
+	free(out);
 	return err;
 }

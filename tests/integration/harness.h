@@ -64,4 +64,102 @@ char *slurp(const char *path, size_t *ret_len);
 
 void sleep_ms(unsigned ms);
 
+/*
+ * Network peers for the NETWORK tests and bench: nginx, wrk, curl, tests/programs/http_server
+ * and http_client, and network namespaces that drop packets. tests/integration/test_fixtures.c
+ * shows each at work. Everything binds 127.0.0.1; every wait is bounded.
+ */
+
+/* HTTP requests by status, with the bytes each way (headers included) as the program that
+ * counted them saw them: "sent" is what it wrote, "received" what it read. */
+struct http_totals {
+	uint64_t requests;
+	uint64_t status[600];
+	uint64_t bytes_sent;
+	uint64_t bytes_received;
+};
+
+/* A TCP port in [lo, hi] that nothing listens on at 127.0.0.1 now (a racy hint: the caller
+ * binds it a moment later); -1 if none. Starts from an offset taken from the pid, so that
+ * tests running side by side pick different ports. */
+int free_port(int lo, int hi);
+
+/* Runs argv, in network namespace netns when it is not NULL, for at most timeout_ms; its
+ * stdout and stderr together in *ret_out (malloc'd). argv[0] without a '/' is looked up in
+ * PATH, then in /usr/sbin and /sbin. Returns as wait_cmd does. */
+int run_capture(const char *netns, char *const argv[], int timeout_ms, char **ret_out);
+
+/* nginx 127.0.0.1:port, master and one worker, config, pid file and logs in h->dir:
+ *   location = /ok -> 200 "ok\n", = /missing -> 404, = /fail -> 500, others -> 404;
+ * access_log h->dir/access.log with "$status $bytes_sent $request_length". */
+struct nginx {
+	pid_t master;
+	pid_t worker;
+	int port;
+	char *dir;
+};
+/* Returns once the worker runs and the port answers; 0 or -errno (nothing left running). */
+int nginx_start(int port, struct nginx *ret);
+/* Stops master and worker by pid (TERM, then KILL after 5 s) and waits; keeps h->dir. */
+void nginx_stop(struct nginx *h);
+/* nginx_stop if needed, then removes h->dir. Accepts a zeroed struct. */
+void nginx_free(struct nginx *h);
+/* The access log read back: bytes_sent is $bytes_sent, bytes_received $request_length. Read
+ * it after nginx_stop: nginx writes a line after the response is on its way. 0 or -errno. */
+int nginx_access_log_counts(const struct nginx *h, struct http_totals *ret);
+
+/* `curl` fetching url n times over one kept-alive connection (n <= 1000); per-status counts
+ * and curl's size_request / size_header + size_download. 0 when every transfer got an
+ * HTTP response, else -EIO (what did come back is still counted). */
+int curl_run(const char *url, int n, struct http_totals *ret);
+
+/* `wrk -t1 -cCONNS -dSECONDSs --latency url`. */
+struct wrk_result {
+	uint64_t requests;	/* completed, as wrk counts them */
+	double rps;
+	double p50_ms, p99_ms;
+	uint64_t non_2xx_3xx;
+	uint64_t socket_errors; /* connect + read + write + timeout */
+};
+/* 0 or -errno (-EIO: wrk failed or printed no request count). */
+int wrk_run(const char *url, int seconds, int conns, struct wrk_result *ret);
+
+/* tests/programs/http_server on 127.0.0.1:port, in netns when not NULL. */
+struct http_server {
+	pid_t pid;
+	int port;
+	char out[64]; /* its stdout */
+};
+/* Returns once it printed "ready"; 0 or -errno. */
+int http_server_start(const char *netns, int port, struct http_server *ret);
+/* SIGTERM, waits for its totals line (5 s at most, then SIGKILL), removes h->out. ret may be
+ * NULL. 0, or -EIO when no totals came (ret then untouched). */
+int http_server_stop(struct http_server *h, struct http_totals *ret);
+
+/* tests/programs/http_client HOST PORT PATH N CONNS, to completion (60 s at most). Returns its
+ * exit status (0: every request got a response) or -errno; ret filled from its "done" line. */
+int http_client_run(const char *netns, const char *host, int port, const char *path, int n,
+		    int conns, struct http_totals *ret);
+/* The same in the background, with START_DELAY_MS and GAP_MS, stdout to out_path: returns its
+ * pid once it printed "ready" (after which it waits start_delay_ms > 0), or -1. */
+pid_t http_client_spawn(const char *netns, const char *host, int port, const char *path, int n,
+			int conns, int start_delay_ms, int gap_ms, const char *out_path);
+/* Waits for a spawned client (timeout_ms, then SIGKILL) and reads its "done" line. Returns
+ * as http_client_run. */
+int http_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret);
+
+/* A network namespace /run/netns/name with lo up (one left from an earlier run is replaced).
+ * 0 or -errno. */
+int netns_create(const char *name);
+int netns_delete(const char *name);
+/* In netns name: nftables table "rover_drop", input hook, dropping percent% of the TCP packets
+ * from source port `port` (network-peers.md 2.4 item 5: the sender then retransmits for
+ * real). 0 or -errno. */
+int netns_drop_input(const char *name, int port, int percent);
+/* The drop rule's packet counter. 0 or -errno. */
+int netns_drop_count(const char *name, uint64_t *ret_packets);
+/* An nstat counter (TcpRetransSegs, TCPTimeouts ...) of netns (NULL: this one), absolute,
+ * without touching nstat's history file. 0 or -errno (-ENOENT: no such counter). */
+int nstat_read(const char *netns, const char *counter, uint64_t *ret_value);
+
 #endif
