@@ -536,72 +536,52 @@ static void keep_pending(struct backend *b, const struct sw_task *t, const char 
 	log_info("task %s %s", t->task_id, why);
 }
 
-/* Appends the rules of from to those of to, as many as fit. */
-static void add_rules(struct sw_task *to, const struct sw_task *from)
-{
-	for (uint32_t i = 0; i < from->nrules && to->nrules < ROVER_NET_MAX_RULES; i++)
-		to->rules[to->nrules++] = from->rules[i];
-}
-
 /*
  * A NETWORK command whose TaskId was seen: a keep-alive (reference network-profiling.md §1:
  * the OAP re-sends the task with a longer FixedTriggerDuration, a newer TaskUpdateTime and,
- * usually, "null" for its config). The running task ends later and gets the rules the command
- * brings, appended as upstream does; nothing is started again. A command that is not newer
- * than the one applied is the same answer again and changes nothing.
+ * usually, "null" for its config). A running task ends later and gets the rules the command
+ * brings; nothing is started again. A task still waiting to start takes it all before it does.
  */
 static void renew_task(struct backend *b, struct sw_task *t)
 {
 	uint32_t cap_s = (uint32_t)(b->cfg->profiling.max_task_duration_ms / 1000);
 	struct msg_bk_net_extend *m;
 	struct bk_running *r = NULL;
-	uint64_t end;
+	uint32_t had_rules;
 
 	for (int i = 0; i < b->npending; i++) {
 		struct sw_task *p = &b->pending[i];
+		/* Counted from its start like a running one: the same rule gives the same end. */
+		uint64_t end = p->start_time_ms + (uint64_t)p->duration_s * 1000;
 
-		if (strcmp(p->task_id, t->task_id) || t->update_time_ms <= p->update_time_ms)
-			continue;
-		/* Not started yet: it will start with the whole of what is known by then. */
-		p->update_time_ms = t->update_time_ms;
-		if (t->duration_s > p->duration_s)
-			p->duration_s = t->duration_s;
-		sw_task__cap_duration(p, cap_s);
-		add_rules(p, t);
-		return;
+		if (!strcmp(p->task_id, t->task_id)) {
+			sw_task__renew(p, &end, t, cap_s);
+			return;
+		}
 	}
 	for (int i = 0; i < b->nrunning && !r; i++)
 		if (!strcmp(b->running[i].t.task_id, t->task_id))
 			r = &b->running[i];
-	if (!r || t->target_type != TASK_NETWORK || r->t.target_type != TASK_NETWORK ||
-	    t->update_time_ms <= r->t.update_time_ms)
+	had_rules = r ? r->t.nrules : 0;
+	if (!r || !sw_task__renew(&r->t, &r->end_ms, t, cap_s))
 		return;
-	r->t.update_time_ms = t->update_time_ms;
-	if (sw_task__cap_duration(t, cap_s))
-		log_warn("task %s: kept alive beyond profiling.max_task_duration: ends %u s after "
-			 "its start",
+	if (cap_s && t->duration_s > cap_s)
+		log_warn("task %s: kept alive up to profiling.max_task_duration, %u s after its start",
 			 t->task_id, cap_s);
-	end = t->start_time_ms + (uint64_t)t->duration_s * 1000;
-	if (end <= r->end_ms && !t->nrules)
-		return;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		log_warn("task %s: keep-alive: %s, ignoring", t->task_id, strerror(ENOMEM));
 		return;
 	}
 	ipc_strlcpy(m->sw_task_id, t->task_id, sizeof(m->sw_task_id));
-	m->end_unix_ms = end > r->end_ms ? end : r->end_ms;
-	m->nrules = t->nrules;
-	memcpy(m->rules, t->rules, sizeof(m->rules));
+	m->end_unix_ms = r->end_ms;
+	m->nrules = r->t.nrules - had_rules;
+	memcpy(m->rules, r->t.rules + had_rules, m->nrules * sizeof(m->rules[0]));
 	if (ipc_send(b->main_fd, MSG_BK_NET_EXTEND, m, sizeof(*m), -1)) {
 		log_warn("task %s: keep-alive: main loop unreachable", t->task_id);
 	} else {
-		log_info("task %s: kept alive, now ends in %lld ms%s", t->task_id,
-			 (long long)(m->end_unix_ms - now_unix_ms()),
-			 t->nrules ? ", sampling rules added" : "");
-		r->end_ms = m->end_unix_ms;
-		r->t.duration_s = t->duration_s > r->t.duration_s ? t->duration_s : r->t.duration_s;
-		add_rules(&r->t, t);
+		log_info("task %s: kept alive, now ends in %lld ms, %u sampling rule(s) added",
+			 t->task_id, (long long)(r->end_ms - now_unix_ms()), m->nrules);
 		sw_runs__extend(&b->runs, t->task_id, r->end_ms + RUN_GRACE_MS);
 	}
 	free(m);

@@ -145,7 +145,8 @@ static int parse_json(const char *v, size_t len, struct json_object **ret_obj, c
 
 	if (!tok)
 		return -ENOMEM;
-	obj = json_tokener_parse_ex(tok, v, (int)len);
+	/* With the NUL: a top-level literal (null) ends there instead of waiting for more. */
+	obj = json_tokener_parse_ex(tok, v, v[len] ? (int)len : (int)len + 1);
 	jerr = json_tokener_get_error(tok);
 	if (jerr != json_tokener_success) {
 		r = why_set(why, whylen, "ExtensionConfigJSON: %s at %zu",
@@ -436,6 +437,30 @@ int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b)
 			return 0;
 	}
 	return 1;
+}
+
+int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd,
+		   uint32_t max_s)
+{
+	uint32_t dur_s = cmd->duration_s, nrules = run->nrules;
+	uint64_t end;
+	int moved = 0;
+
+	if (run->target_type != TASK_NETWORK || cmd->target_type != TASK_NETWORK ||
+	    strcmp(run->task_id, cmd->task_id) || cmd->update_time_ms <= run->update_time_ms)
+		return 0;
+	run->update_time_ms = cmd->update_time_ms;
+	if (max_s && dur_s > max_s)
+		dur_s = max_s;
+	end = run->start_time_ms + (uint64_t)dur_s * 1000;
+	if (end > *end_ms) {
+		*end_ms = end;
+		run->duration_s = dur_s;
+		moved = 1;
+	}
+	for (uint32_t i = 0; i < cmd->nrules && run->nrules < ROVER_NET_MAX_RULES; i++)
+		run->rules[run->nrules++] = cmd->rules[i];
+	return moved || run->nrules > nrules;
 }
 
 int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)

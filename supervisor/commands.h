@@ -68,6 +68,18 @@ enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64
 int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b);
 
 /*
+ * A keep-alive (reference network-profiling.md §1): cmd has the TaskId of run, a NETWORK task
+ * that started and ends at *end_ms (unix ms). When cmd is newer (TaskUpdateTime) than what run
+ * holds, run takes its update time, its duration when longer (cut to max_s seconds, 0: no cut;
+ * the end stays counted from the task's start time) and its rules, appended as far as
+ * ROVER_NET_MAX_RULES allows; *end_ms moves to the new end. Returns 1 when the end moved or
+ * rules were added (the rules added are run->rules from the count before the call on), 0 when
+ * nothing changed: an older or repeated command, or one that would end the task sooner.
+ */
+int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd,
+		   uint32_t max_s);
+
+/*
  * Cuts t's duration to max_s seconds (profiling.max_task_duration). Returns 1 when it was cut,
  * 0 when it fit. Cut, not refused: whoever asked for a long task still gets its first max_s
  * seconds of data, counted from the task's start time.
