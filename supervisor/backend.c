@@ -391,7 +391,7 @@ static int start_network(struct backend *b, const struct sw_task *t, uint64_t ru
 				 t->task_id, id);
 			continue;
 		}
-		if (sw_runs__busy(&b->runs, id)) {
+		if (sw_runs__busy(&b->runs, id, TASK_NETWORK)) {
 			busy++;
 			memset(m->net.procs + m->net.nprocs, 0, (size_t)n * sizeof(m->net.procs[0]));
 			continue;
@@ -403,15 +403,16 @@ static int start_network(struct backend *b, const struct sw_task *t, uint64_t ru
 		log_warn("task %s: %u of its processes left out: over %d pids in one task",
 			 t->task_id, cut, ROVER_MAX_PIDS);
 	if (!nids) {
-		log_warn("task %s: all of its processes here are already in %d tasks, skipping",
-			 t->task_id, SW_MAX_TASKS_PER_PROCESS);
+		log_warn("task %s: all of its processes here are already in %d NETWORK task(s), "
+			 "skipping",
+			 t->task_id, SW_MAX_NET_TASKS_PER_PROCESS);
 		goto cleanup;
 	}
 	if (busy)
-		log_warn("task %s: %u of its processes left out: already in %d tasks", t->task_id,
-			 busy, SW_MAX_TASKS_PER_PROCESS);
-	err = sw_runs__add_set(&b->runs, t->task_id, (const char(*)[SW_ID_LEN])ids, nids,
-			       now_unix_ms() + run_ms + RUN_GRACE_MS);
+		log_warn("task %s: %u of its processes left out: already in %d NETWORK task(s)",
+			 t->task_id, busy, SW_MAX_NET_TASKS_PER_PROCESS);
+	err = sw_runs__add_set(&b->runs, t->task_id, TASK_NETWORK, (const char(*)[SW_ID_LEN])ids,
+			       nids, now_unix_ms() + run_ms + RUN_GRACE_MS);
 	if (err) {
 		log_warn("task %s: over the %d backend workers at once, skipping", t->task_id,
 			 SW_MAX_RUNS);

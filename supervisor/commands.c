@@ -471,21 +471,21 @@ int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)
 	return 1;
 }
 
-int sw_runs__busy(const struct sw_runs *r, const char *process_id)
+int sw_runs__busy(const struct sw_runs *r, const char *process_id, uint32_t type)
 {
-	int on_process = 0;
+	int net = type == TASK_NETWORK, on_process = 0;
 
 	for (int i = 0; i < r->n; i++) {
-		if (r->run[i].stopping)
+		if (r->run[i].stopping || (r->run[i].type == TASK_NETWORK) != net)
 			continue;
 		for (uint32_t k = 0; k < r->run[i].nprocess_ids; k++)
 			on_process += !strcmp(r->run[i].process_ids[k], process_id);
 	}
-	return on_process >= SW_MAX_TASKS_PER_PROCESS;
+	return on_process >= (net ? SW_MAX_NET_TASKS_PER_PROCESS : SW_MAX_TASKS_PER_PROCESS);
 }
 
-int sw_runs__add_set(struct sw_runs *r, const char *task_id, const char (*ids)[SW_ID_LEN],
-		     uint32_t n, uint64_t gone_ms)
+int sw_runs__add_set(struct sw_runs *r, const char *task_id, uint32_t type,
+		     const char (*ids)[SW_ID_LEN], uint32_t n, uint64_t gone_ms)
 {
 	struct sw_run *run;
 
@@ -494,7 +494,7 @@ int sw_runs__add_set(struct sw_runs *r, const char *task_id, const char (*ids)[S
 	if (r->n >= SW_MAX_RUNS)
 		return -ENOSPC;
 	for (uint32_t k = 0; k < n; k++)
-		if (sw_runs__busy(r, ids[k]))
+		if (sw_runs__busy(r, ids[k], type))
 			return -EBUSY;
 	run = &r->run[r->n++];
 	memset(run, 0, sizeof(*run));
@@ -502,6 +502,7 @@ int sw_runs__add_set(struct sw_runs *r, const char *task_id, const char (*ids)[S
 	for (uint32_t k = 0; k < n; k++)
 		snprintf(run->process_ids[k], sizeof(run->process_ids[k]), "%s", ids[k]);
 	run->nprocess_ids = n;
+	run->type = type;
 	run->gone_ms = gone_ms;
 	return 0;
 }
@@ -512,7 +513,7 @@ int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
 	char id[1][SW_ID_LEN];
 
 	snprintf(id[0], sizeof(id[0]), "%s", process_id);
-	return sw_runs__add_set(r, task_id, (const char(*)[SW_ID_LEN])id, 1, gone_ms);
+	return sw_runs__add_set(r, task_id, TASK_ON_CPU, (const char(*)[SW_ID_LEN])id, 1, gone_ms);
 }
 
 void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id)

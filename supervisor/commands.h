@@ -94,14 +94,17 @@ int sw_task__cap_duration(struct sw_task *t, uint32_t max_s);
  * are still finishing.
  */
 #define SW_MAX_RUNS 16
-/* ON_CPU, OFF_CPU and NETWORK of one process may overlap; a fourth task on it is one too many. */
-#define SW_MAX_TASKS_PER_PROCESS 3
+/* ON_CPU and OFF_CPU of one process may overlap; a third task on it is one too many. */
+#define SW_MAX_TASKS_PER_PROCESS 2
+/* NETWORK tasks are counted apart: one of them on a process, besides its profiling tasks. */
+#define SW_MAX_NET_TASKS_PER_PROCESS 1
 
 /* One worker the backend started: a task on one process id, or (NETWORK) on several. */
 struct sw_run {
 	char task_id[SW_ID_LEN];
 	char process_ids[SW_MAX_PROCESSES][SW_ID_LEN]; /* [0] names the run */
 	uint32_t nprocess_ids;
+	uint32_t type;	  /* enum task_type */
 	uint64_t gone_ms; /* unix ms: forgotten by then even if its end is never reported */
 	int stopping;     /* replaced: still a worker, no longer a task on its processes */
 };
@@ -112,20 +115,24 @@ struct sw_runs {
 };
 
 /*
- * Records a run of task_id on process_id, or says why not: -ENOSPC with SW_MAX_RUNS runs
- * already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS tasks (runs that are
- * stopping do not count there).
+ * Records a run of an ON_CPU or OFF_CPU task_id on process_id, or says why not: -ENOSPC with
+ * SW_MAX_RUNS runs already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS such
+ * tasks (runs that are stopping do not count there).
  */
 int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
 		 uint64_t gone_ms);
 /*
- * One worker for task_id on ids[0..n) (n <= SW_MAX_PROCESSES): -ENOSPC as above, -EBUSY when
- * any of them is busy (sw_runs__busy). Nothing is recorded on failure.
+ * One worker for task_id of type (enum task_type) on ids[0..n) (n <= SW_MAX_PROCESSES):
+ * -ENOSPC as above, -EBUSY when any of them is busy for that type (sw_runs__busy). Nothing is
+ * recorded on failure.
  */
-int sw_runs__add_set(struct sw_runs *r, const char *task_id, const char (*ids)[SW_ID_LEN],
-		     uint32_t n, uint64_t gone_ms);
-/* Whether process_id is in SW_MAX_TASKS_PER_PROCESS tasks that are not stopping. */
-int sw_runs__busy(const struct sw_runs *r, const char *process_id);
+int sw_runs__add_set(struct sw_runs *r, const char *task_id, uint32_t type,
+		     const char (*ids)[SW_ID_LEN], uint32_t n, uint64_t gone_ms);
+/*
+ * Whether process_id may take no more tasks of type: it is in SW_MAX_NET_TASKS_PER_PROCESS
+ * NETWORK tasks, or SW_MAX_TASKS_PER_PROCESS others, that are not stopping.
+ */
+int sw_runs__busy(const struct sw_runs *r, const char *process_id, uint32_t type);
 /* The worker of (task_id, process_id) ended, or never started; process_id is its run's first. */
 void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id);
 /* task_id's runs now end at gone_ms (a keep-alive). */

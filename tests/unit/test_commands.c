@@ -401,13 +401,13 @@ Test(commands, one_process_fanned_across_32_tasks)
 	/* A replaced task no longer holds its process, its worker still counts until it ends. */
 	sw_runs__stopping(&r, "task-1");
 	cr_assert_eq(sw_runs__add(&r, "task-1b", "p1", 1000), 0);
-	cr_assert_eq(r.n, SW_MAX_TASKS_PER_PROCESS + 2);
+	cr_assert_eq(r.n, 4);
 	sw_runs__ended(&r, "task-1", "p1");
-	cr_assert_eq(r.n, SW_MAX_TASKS_PER_PROCESS + 1);
+	cr_assert_eq(r.n, 3);
 
 	/* An end the main loop never reported: forgotten at gone_ms. */
 	sw_runs__expire(&r, 999);
-	cr_assert_eq(r.n, SW_MAX_TASKS_PER_PROCESS + 1);
+	cr_assert_eq(r.n, 3);
 	sw_runs__expire(&r, 1000);
 	cr_assert_eq(r.n, 0);
 }
@@ -667,32 +667,42 @@ Test(commands, network_keep_alive_extends_the_running_task)
 	cr_assert_eq(end, run.start_time_ms + 3600 * 1000);
 }
 
-/* One NETWORK worker over several processes: one run, counted on each of its processes. */
+/*
+ * One NETWORK worker over several processes: one run, counted on each of its processes, apart
+ * from their profiling tasks.
+ */
 Test(commands, network_run_holds_all_its_processes)
 {
 	struct sw_runs r = { 0 };
 	const char ids[2][SW_ID_LEN] = { "p1", "p2" };
 
-	cr_assert_eq(sw_runs__add_set(&r, "net-1", ids, 2, 1000), 0);
+	cr_assert_eq(sw_runs__add_set(&r, "net-1", TASK_NETWORK, ids, 2, 1000), 0);
 	cr_assert_eq(r.n, 1, "one worker");
-	for (int i = 1; i < SW_MAX_TASKS_PER_PROCESS; i++) {
+	/* Its processes' ON_CPU and OFF_CPU tasks still run beside it. */
+	for (int i = 0; i < SW_MAX_TASKS_PER_PROCESS; i++) {
 		char task[16];
 
 		snprintf(task, sizeof(task), "cpu-%d", i);
 		cr_assert_eq(sw_runs__add(&r, task, "p2", 1000), 0);
 	}
-	cr_assert(sw_runs__busy(&r, "p2"));
-	cr_assert(!sw_runs__busy(&r, "p1"));
 	cr_assert_eq(sw_runs__add(&r, "cpu-x", "p2", 1000), -EBUSY);
-	cr_assert_eq(sw_runs__add_set(&r, "net-2", ids, 2, 1000), -EBUSY, "p2 is busy");
-	cr_assert_eq(sw_runs__add_set(&r, "net-2", ids, 1, 1000), 0);
+	cr_assert(sw_runs__busy(&r, "p2", TASK_ON_CPU));
+	cr_assert(!sw_runs__busy(&r, "p1", TASK_OFF_CPU));
+	/* A second NETWORK task on any of its processes: one too many. */
+	cr_assert(sw_runs__busy(&r, "p1", TASK_NETWORK));
+	cr_assert(!sw_runs__busy(&r, "p3", TASK_NETWORK));
+	cr_assert_eq(sw_runs__add_set(&r, "net-2", TASK_NETWORK, ids + 1, 1, 1000), -EBUSY);
+	/* Replaced: no longer a task on them. */
+	sw_runs__stopping(&r, "net-1");
+	cr_assert_eq(sw_runs__add_set(&r, "net-2", TASK_NETWORK, ids, 2, 1000), 0);
+	cr_assert_eq(r.n, 2 + SW_MAX_TASKS_PER_PROCESS);
 
 	/* A keep-alive moves its end; the end is reported by its first process. */
-	sw_runs__extend(&r, "net-1", 5000);
+	sw_runs__extend(&r, "net-2", 5000);
 	sw_runs__expire(&r, 1000);
 	cr_assert_eq(r.n, 1);
-	sw_runs__ended(&r, "net-1", "p2");
+	sw_runs__ended(&r, "net-2", "p2");
 	cr_assert_eq(r.n, 1);
-	sw_runs__ended(&r, "net-1", "p1");
+	sw_runs__ended(&r, "net-2", "p1");
 	cr_assert_eq(r.n, 0);
 }
