@@ -88,6 +88,10 @@ enum msg_type {
 	/* supervisor -> worker: a keep-alive moved the task's end */
 	MSG_TASK_EXTEND, /* struct msg_task_extend */
 
+	/* inside the supervisor: a backend NETWORK task, one rover task for all its processes */
+	MSG_BK_NET_START,  /* struct msg_bk_net_start */
+	MSG_BK_NET_EXTEND, /* struct msg_bk_net_extend: a keep-alive of a running one */
+
 	MSG_TYPE_MAX,
 };
 
@@ -398,7 +402,8 @@ struct msg_net_rule {
 
 /*
  * The backend half of a NETWORK task: sent before the task starts, and again when keep-alive
- * re-sends of the same SkyWalking task bring rules (they are appended, as upstream does).
+ * re-sends of the same SkyWalking task bring rules (they are appended, as upstream does). Such
+ * an update carries the same processes again and only the rules it adds.
  */
 struct msg_output_network {
 	uint64_t task_id;
@@ -431,6 +436,25 @@ struct msg_proc_info {
 struct msg_bk_start {
 	struct task_spec spec;
 	struct msg_output_backend out;
+};
+
+/*
+ * A backend NETWORK task, from the supervisor's task thread to its main loop: out names the
+ * task for MSG_BK_ENDED (process_id: the first of its processes), net goes to the shipper.
+ */
+struct msg_bk_net_start {
+	struct task_spec spec;
+	struct msg_output_backend out;
+	struct msg_output_network net;
+};
+
+/* A keep-alive: the task now ends at end_unix_ms; rules, when any, are appended. */
+struct msg_bk_net_extend {
+	char sw_task_id[ROVER_SW_ID_LEN];
+	uint64_t end_unix_ms;
+	uint32_t nrules;
+	uint32_t pad;
+	struct msg_net_rule rules[ROVER_NET_MAX_RULES];
 };
 
 struct msg_bk_stop {

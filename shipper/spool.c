@@ -22,7 +22,7 @@
 struct entry {
 	struct entry *next;
 	uint64_t seq, task_id, samples;
-	uint32_t nmsgs, len;
+	uint32_t nmsgs, len, kind;
 	uint8_t *data; /* memory batch, or a taken disk batch read back */
 	int on_disk;   /* a file holds it (memory batches persisted at shutdown may have both) */
 	int taken;
@@ -150,7 +150,7 @@ static int write_file(struct spool *sp, const struct entry *e)
 {
 	struct spool_file_hdr h = { .magic = SPOOL_MAGIC, .version = SPOOL_VERSION, .seq = e->seq,
 				    .task_id = e->task_id, .samples = e->samples,
-				    .nmsgs = e->nmsgs, .len = e->len };
+				    .nmsgs = e->nmsgs, .len = e->len, .kind = e->kind };
 	char tmp[NAME_LEN], name[NAME_LEN];
 	int fd, err;
 
@@ -282,8 +282,14 @@ static int read_header(int fd, uint64_t seq, struct spool_file_hdr *h, const cha
 		*detail = "bad magic";
 		return -EBADMSG;
 	}
-	if (h->version != SPOOL_VERSION) {
+	if (h->version != SPOOL_VERSION && h->version != 1) {
 		*detail = "unknown version";
+		return -EBADMSG;
+	}
+	if (h->version == 1) {
+		h->kind = SPOOL_PROFILE; /* its padding: 0, and covered as such by its CRC */
+	} else if (h->kind >= SPOOL_KIND_MAX) {
+		*detail = "unknown kind";
 		return -EBADMSG;
 	}
 	if (h->seq != seq || h->len > SPOOL_MAX_BATCH) {
@@ -326,7 +332,7 @@ static void load_one(struct spool *sp, const char *name)
 	if (!e)
 		return; /* stays on disk for the next start */
 	*e = (struct entry){ .seq = seq, .task_id = h.task_id, .samples = h.samples,
-			     .nmsgs = h.nmsgs, .len = h.len, .on_disk = 1 };
+			     .nmsgs = h.nmsgs, .len = h.len, .kind = h.kind, .on_disk = 1 };
 	insert_sorted(sp, e);
 	sp->disk_used += file_size(h.len);
 	sp->st.disk_batches++;
@@ -462,7 +468,7 @@ int spool__put(struct spool *sp, struct spool_batch *b)
 	struct entry *e;
 	int err = 0;
 
-	if (!b->data || !b->len || check_batch(b)) {
+	if (!b->data || !b->len || b->kind >= SPOOL_KIND_MAX || check_batch(b)) {
 		free(b->data);
 		b->data = NULL;
 		return -EINVAL;
@@ -474,7 +480,7 @@ int spool__put(struct spool *sp, struct spool_batch *b)
 		return -ENOMEM;
 	}
 	*e = (struct entry){ .task_id = b->task_id, .samples = b->samples, .nmsgs = b->nmsgs,
-			     .len = b->len, .data = b->data };
+			     .len = b->len, .kind = b->kind, .data = b->data };
 	b->data = NULL;
 
 	pthread_mutex_lock(&sp->lock);
@@ -566,7 +572,7 @@ static int read_back(int dirfd, const struct entry *e, uint8_t **ret_data, const
 	err = read_header(fd, e->seq, &h, detail);
 	if (err)
 		goto cleanup;
-	if (h.len != e->len || h.nmsgs != e->nmsgs) {
+	if (h.len != e->len || h.nmsgs != e->nmsgs || h.kind != e->kind) {
 		*detail = "changed since it was found";
 		err = -EBADMSG;
 		goto cleanup;
@@ -668,7 +674,7 @@ int spool__take(struct spool *sp, int timeout_ms, struct spool_batch *ret)
 		}
 		*ret = (struct spool_batch){ .seq = e->seq, .task_id = e->task_id,
 					     .samples = e->samples, .nmsgs = e->nmsgs,
-					     .len = e->len, .data = e->data };
+					     .len = e->len, .kind = e->kind, .data = e->data };
 		break;
 	}
 	pthread_mutex_unlock(&sp->lock);

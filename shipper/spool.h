@@ -12,7 +12,8 @@
  * A file is <seq, 16 hex digits>.batch: a struct spool_file_hdr, then the payload. It is
  * written under a temporary name, synced and renamed, so a crash leaves the old or the new
  * state, never half a batch under the final name. A file that does not check out (magic,
- * version, length against the file size, CRC-32 of header and payload) is dropped and counted.
+ * version, kind, length against the file size, CRC-32 of header and payload) is dropped and
+ * counted. Files of version 1, from before batches had a kind, load as SPOOL_PROFILE.
  */
 #ifndef ROVER_SHIPPER_SPOOL_H
 #define ROVER_SHIPPER_SPOOL_H
@@ -21,11 +22,20 @@
 #include <stdint.h>
 
 #define SPOOL_MAGIC 0x50535652u /* "RVSP" */
-#define SPOOL_VERSION 1u
+#define SPOOL_VERSION 2u
 /* A batch larger than this is refused by put (one flush of one task never gets near it). */
 #define SPOOL_MAX_BATCH (256u << 20)
 
-/* One batch: the packed messages of one collectProfilingData stream. */
+/* Which client stream of the OAP a batch is for: its messages' type and the rpc they go to. */
+enum spool_kind {
+	SPOOL_PROFILE = 0, /* EBPFProfilingData, EBPFProfilingService/collectProfilingData */
+	SPOOL_METERS,	   /* MeterDataCollection, MeterReportService/collectBatch */
+	SPOOL_LOGS,	   /* LogData, LogReportService/collect */
+	SPOOL_EVENTS,	   /* SpanAttachedEvent, SpanAttachedEventReportService/collect */
+	SPOOL_KIND_MAX,
+};
+
+/* One batch: the packed messages of one client stream. */
 struct spool_batch {
 	uint64_t seq;     /* set by the spool */
 	uint64_t task_id; /* the rover task it came from, for accounting */
@@ -33,6 +43,7 @@ struct spool_batch {
 	uint32_t nmsgs;
 	uint32_t len;  /* bytes of data */
 	uint32_t cap;  /* bytes allocated at data, while it is built */
+	uint32_t kind; /* enum spool_kind */
 	uint8_t *data; /* nmsgs times { uint32_t length, little-endian; that many bytes } */
 };
 
@@ -46,7 +57,7 @@ struct spool_file_hdr {
 	uint32_t nmsgs;
 	uint32_t len; /* payload bytes after the header */
 	uint32_t crc; /* zlib crc32 of this header with crc = 0, then of the payload */
-	uint32_t pad;
+	uint32_t kind; /* enum spool_kind; version 1: padding, always 0 */
 };
 
 enum spool_drop_why {
@@ -109,7 +120,7 @@ void spool__free(struct spool *sp);
 /*
  * Queues b, oldest batches dropped first when there is no room. Takes b->data in every case
  * (b->data is NULL after). 0 when queued; -E2BIG when b itself was dropped (larger than the
- * spool, or nothing older left to drop), -EINVAL for a malformed batch.
+ * spool, or nothing older left to drop), -EINVAL for a malformed batch or an unknown kind.
  */
 int spool__put(struct spool *sp, struct spool_batch *b);
 

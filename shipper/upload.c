@@ -192,14 +192,34 @@ struct uploader {
 	enum link_state state;
 };
 
+const char *upload__method(uint32_t kind)
+{
+	static const char *const methods[SPOOL_KIND_MAX] = {
+		[SPOOL_PROFILE] = UPLOAD_METHOD,
+		[SPOOL_METERS] = UPLOAD_METHOD_METERS,
+		[SPOOL_LOGS] = UPLOAD_METHOD_LOGS,
+		[SPOOL_EVENTS] = UPLOAD_METHOD_EVENTS,
+	};
+
+	return kind < SPOOL_KIND_MAX ? methods[kind] : NULL;
+}
+
 /* One batch, one stream. 0 when the OAP answered OK; -EIO with st filled otherwise. */
 static int send_batch(struct uploader *u, const struct spool_batch *b, struct oap_status *st)
 {
+	const char *method = upload__method(b->kind);
 	struct oap_stream *s;
 	ProtobufCMessage *answer = NULL;
 	const uint8_t *msg;
 	size_t off = 0, len;
 	int err = 0, r;
+
+	if (!method) {
+		/* The spool takes no batch of an unknown kind: this is a bug, not the network. */
+		st->code = OAP_E_DECODE;
+		snprintf(st->text, sizeof(st->text), "batch of unknown kind %u", b->kind);
+		return -EIO;
+	}
 
 	if (!u->conn) {
 		u->conn = oap_conn__new(&u->opts);
@@ -209,7 +229,7 @@ static int send_batch(struct uploader *u, const struct spool_batch *b, struct oa
 			return -EIO;
 		}
 	}
-	s = oap_stream__open(u->conn, UPLOAD_METHOD);
+	s = oap_stream__open(u->conn, method);
 	if (!s) {
 		st->code = 14;
 		snprintf(st->text, sizeof(st->text), "opening a stream: %s", strerror(errno));

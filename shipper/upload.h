@@ -3,8 +3,9 @@
  * Shipper side: a backend task's data to the SkyWalking OAP. Each flush of a task becomes one
  * batch, the packed EBPFProfilingData messages of one collectProfilingData stream: one message
  * per (user stack, kernel stack) count of the flush, the first one also carrying the task's
- * EBPFProfilingTaskMetadata. Batches wait in the spool (shipper/spool.h); an upload thread
- * sends them oldest first and never holds the main loop.
+ * EBPFProfilingTaskMetadata. A NETWORK task's flush makes batches of other kinds (meters, logs,
+ * events: enum spool_kind), each sent as one stream of its own rpc. Batches wait in the spool
+ * (shipper/spool.h); an upload thread sends them oldest first and never holds the main loop.
  */
 #ifndef ROVER_SHIPPER_UPLOAD_H
 #define ROVER_SHIPPER_UPLOAD_H
@@ -15,6 +16,15 @@
 #include "shipper/spool.h"
 
 #define UPLOAD_METHOD "/skywalking.v3.EBPFProfilingService/collectProfilingData"
+#define UPLOAD_METHOD_METERS "/skywalking.v3.MeterReportService/collectBatch"
+#define UPLOAD_METHOD_LOGS "/skywalking.v3.LogReportService/collect"
+#define UPLOAD_METHOD_EVENTS "/skywalking.v3.SpanAttachedEventReportService/collect"
+
+/*
+ * The client-streaming rpc a batch of that kind (enum spool_kind) goes to, NULL for none.
+ * Every one of them answers skywalking.v3.Commands.
+ */
+const char *upload__method(uint32_t kind);
 
 /* One stack of a count, as task.c keeps it. */
 struct upload_stack {

@@ -344,6 +344,110 @@ static void send_stop(struct backend *b, const char *sw_task_id)
 		log_warn("task %s: stopping: main loop unreachable", sw_task_id);
 }
 
+static void keep_running(struct backend *b, const struct sw_task *t, uint64_t run_ms)
+{
+	if (b->nrunning == MAX_RUNNING)
+		return;
+	b->running[b->nrunning].t = *t;
+	b->running[b->nrunning++].end_ms = now_unix_ms() + run_ms;
+}
+
+/* A worker's duration: what is left of the task, within what a worker accepts. */
+static uint32_t worker_ms(uint64_t run_ms)
+{
+	if (run_ms > 24ull * 3600 * 1000)
+		return 24u * 3600 * 1000;
+	return run_ms < 100 ? 100 : (uint32_t)run_ms;
+}
+
+/*
+ * A NETWORK task: one rover task over every pid of its processes found here (upstream runs
+ * one analysis for all of them). Processes already in SW_MAX_TASKS_PER_PROCESS tasks are left
+ * out. Returns 1 when it started, 0 when it could not.
+ */
+static int start_network(struct backend *b, const struct sw_task *t, uint64_t run_ms)
+{
+	struct msg_bk_net_start *m = calloc(1, sizeof(*m));
+	char (*ids)[SW_ID_LEN] = calloc(SW_MAX_PROCESSES, SW_ID_LEN);
+	uint32_t nids = 0, busy = 0, cut = 0;
+	int err, started = 0;
+
+	if (!m || !ids) {
+		log_warn("task %s: %s, skipping", t->task_id, strerror(ENOMEM));
+		goto cleanup;
+	}
+	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
+		const char *id = t->process_ids[i];
+		int n;
+
+		if (m->net.nprocs == ROVER_MAX_PIDS) {
+			cut++;
+			continue;
+		}
+		n = discovery__net_procs_of(b->disc, id, m->net.procs + m->net.nprocs,
+					    ROVER_MAX_PIDS - (int)m->net.nprocs);
+		if (n <= 0) {
+			log_info("task %s: process %s is not one of this host's, skipping it",
+				 t->task_id, id);
+			continue;
+		}
+		if (sw_runs__busy(&b->runs, id, TASK_NETWORK)) {
+			busy++;
+			memset(m->net.procs + m->net.nprocs, 0, (size_t)n * sizeof(m->net.procs[0]));
+			continue;
+		}
+		memcpy(ids[nids++], id, SW_ID_LEN);
+		m->net.nprocs += (uint32_t)n;
+	}
+	if (cut)
+		log_warn("task %s: %u of its processes left out: over %d pids in one task",
+			 t->task_id, cut, ROVER_MAX_PIDS);
+	if (!nids) {
+		log_warn("task %s: all of its processes here are already in %d NETWORK task(s), "
+			 "skipping",
+			 t->task_id, SW_MAX_NET_TASKS_PER_PROCESS);
+		goto cleanup;
+	}
+	if (busy)
+		log_warn("task %s: %u of its processes left out: already in %d NETWORK task(s)",
+			 t->task_id, busy, SW_MAX_NET_TASKS_PER_PROCESS);
+	err = sw_runs__add_set(&b->runs, t->task_id, TASK_NETWORK, (const char(*)[SW_ID_LEN])ids,
+			       nids, now_unix_ms() + run_ms + RUN_GRACE_MS);
+	if (err) {
+		log_warn("task %s: over the %d backend workers at once, skipping", t->task_id,
+			 SW_MAX_RUNS);
+		goto cleanup;
+	}
+	m->spec.type = TASK_NETWORK;
+	m->spec.format = FORMAT_NET_JSON; /* unused: the data goes to the backend */
+	m->spec.npids = m->net.nprocs;
+	for (uint32_t i = 0; i < m->net.nprocs; i++)
+		m->spec.pids[i] = m->net.procs[i].pid;
+	m->spec.duration_ms = worker_ms(run_ms);
+	m->spec.flush_ms = (uint32_t)b->cfg->profiling.network_report_interval_ms;
+	m->out.type = TASK_NETWORK;
+	m->out.start_unix_ms = now_unix_ms();
+	ipc_strlcpy(m->out.sw_task_id, t->task_id, sizeof(m->out.sw_task_id));
+	ipc_strlcpy(m->out.process_id, ids[0], sizeof(m->out.process_id));
+	m->net.start_unix_ms = (int64_t)m->out.start_unix_ms;
+	ipc_strlcpy(m->net.sw_task_id, t->task_id, sizeof(m->net.sw_task_id));
+	m->net.nrules = t->nrules;
+	memcpy(m->net.rules, t->rules, sizeof(m->net.rules));
+	if (ipc_send(b->main_fd, MSG_BK_NET_START, m, sizeof(*m), -1)) {
+		log_warn("task %s: main loop unreachable", t->task_id);
+		sw_runs__ended(&b->runs, t->task_id, ids[0]);
+		goto cleanup;
+	}
+	keep_running(b, t, run_ms);
+	log_info("task %s: NETWORK for %llu ms on %u process(es), %u pid(s), %u sampling rule(s)",
+		 t->task_id, (unsigned long long)run_ms, nids, m->net.nprocs, t->nrules);
+	started = 1;
+cleanup:
+	free(m);
+	free(ids);
+	return started;
+}
+
 /*
  * Starts t now for run_ms: one rover task per process id found on this host. Returns how many
  * started, or -ENOENT when none of its processes is known here (yet).
@@ -352,10 +456,6 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 {
 	int started = 0, known = 0, process_busy = 0, full = 0;
 
-	if (t->target_type == TASK_NETWORK) {
-		log_warn("task %s: NETWORK profiling is not supported yet, skipping", t->task_id);
-		return 0;
-	}
 	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
 		int32_t pids[ROVER_MAX_PIDS];
 
@@ -374,6 +474,8 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 		b->running[i] = b->running[--b->nrunning];
 		i--;
 	}
+	if (t->target_type == TASK_NETWORK)
+		return start_network(b, t, run_ms);
 	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
 		struct msg_bk_start m = { 0 };
 		int n = discovery__pids_of(b->disc, t->process_ids[i], m.spec.pids, ROVER_MAX_PIDS);
@@ -395,10 +497,7 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 		m.spec.type = t->target_type;
 		m.spec.format = FORMAT_FOLDED;
 		m.spec.npids = (uint32_t)n;
-		m.spec.duration_ms = (uint32_t)(run_ms > 24ull * 3600 * 1000 ? 24ull * 3600 * 1000
-									 : run_ms);
-		if (m.spec.duration_ms < 100)
-			m.spec.duration_ms = 100;
+		m.spec.duration_ms = worker_ms(run_ms);
 		m.spec.period_us = (uint32_t)b->cfg->profiling.dump_period_us;
 		m.spec.flush_ms = (uint32_t)b->cfg->profiling.flush_interval_ms;
 		m.out.type = t->target_type;
@@ -418,10 +517,8 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 			 "the %d backend workers at once",
 			 t->task_id, process_busy + full, process_busy, SW_MAX_TASKS_PER_PROCESS,
 			 full, SW_MAX_RUNS);
-	if (started && b->nrunning < MAX_RUNNING) {
-		b->running[b->nrunning].t = *t;
-		b->running[b->nrunning++].end_ms = now_unix_ms() + run_ms;
-	}
+	if (started)
+		keep_running(b, t, run_ms);
 	if (started)
 		log_info("task %s: %s for %llu ms on %d process(es)", t->task_id,
 			 t->target_type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
@@ -440,14 +537,71 @@ static void keep_pending(struct backend *b, const struct sw_task *t, const char 
 	log_info("task %s %s", t->task_id, why);
 }
 
+/*
+ * A NETWORK command whose TaskId was seen: a keep-alive (reference network-profiling.md §1:
+ * the OAP re-sends the task with a longer FixedTriggerDuration, a newer TaskUpdateTime and,
+ * usually, "null" for its config). A running task ends later and gets the rules the command
+ * brings; nothing is started again. A task still waiting to start takes it all before it does.
+ */
+static void renew_task(struct backend *b, struct sw_task *t)
+{
+	uint32_t cap_s = (uint32_t)(b->cfg->profiling.max_task_duration_ms / 1000);
+	struct msg_bk_net_extend *m;
+	struct bk_running *r = NULL;
+	uint32_t had_rules;
+
+	for (int i = 0; i < b->npending; i++) {
+		struct sw_task *p = &b->pending[i];
+		/* Counted from its start like a running one: the same rule gives the same end. */
+		uint64_t end = p->start_time_ms + (uint64_t)p->duration_s * 1000;
+
+		if (!strcmp(p->task_id, t->task_id)) {
+			sw_task__renew(p, &end, t, cap_s);
+			return;
+		}
+	}
+	for (int i = 0; i < b->nrunning && !r; i++)
+		if (!strcmp(b->running[i].t.task_id, t->task_id))
+			r = &b->running[i];
+	had_rules = r ? r->t.nrules : 0;
+	if (!r || !sw_task__renew(&r->t, &r->end_ms, t, cap_s))
+		return;
+	if (cap_s && t->duration_s > cap_s)
+		log_warn("task %s: kept alive up to profiling.max_task_duration, %u s after its start",
+			 t->task_id, cap_s);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		log_warn("task %s: keep-alive: %s, ignoring", t->task_id, strerror(ENOMEM));
+		return;
+	}
+	ipc_strlcpy(m->sw_task_id, t->task_id, sizeof(m->sw_task_id));
+	m->end_unix_ms = r->end_ms;
+	m->nrules = r->t.nrules - had_rules;
+	memcpy(m->rules, r->t.rules + had_rules, m->nrules * sizeof(m->rules[0]));
+	if (ipc_send(b->main_fd, MSG_BK_NET_EXTEND, m, sizeof(*m), -1)) {
+		log_warn("task %s: keep-alive: main loop unreachable", t->task_id);
+	} else {
+		log_info("task %s: kept alive, now ends in %lld ms, %u sampling rule(s) added",
+			 t->task_id, (long long)(r->end_ms - now_unix_ms()), m->nrules);
+		sw_runs__extend(&b->runs, t->task_id, r->end_ms + RUN_GRACE_MS);
+	}
+	free(m);
+}
+
 static void handle_task(struct backend *b, struct sw_task *t)
 {
 	uint32_t asked = t->duration_s;
 	uint64_t run_ms = 0;
 
-	if (seen_task(b, t->task_id))
+	if (seen_task(b, t->task_id)) {
+		if (t->target_type == TASK_NETWORK)
+			renew_task(b, t);
 		return;
+	}
 	remember_task(b, t->task_id);
+	if (t->ext_note[0])
+		log_warn("task %s: %s%s", t->task_id, t->ext_note,
+			 t->nrules ? "" : "; it runs without sampling rules");
 	if (sw_task__cap_duration(t, (uint32_t)(b->cfg->profiling.max_task_duration_ms / 1000)))
 		log_warn("task %s: %u s asked, runs %u s at most (profiling.max_task_duration)",
 			 t->task_id, asked, t->duration_s);

@@ -131,8 +131,12 @@ static int parse_ids(const char *v, struct sw_task *t, char *why, size_t whylen)
 	}
 }
 
-/* Valid JSON, one object, nothing after it but white space. */
-static int check_json(const char *v, size_t len, char *why, size_t whylen)
+/*
+ * Valid JSON, one object or null, nothing after it but white space. 0 and *ret_obj (NULL for
+ * null: Gson writes a missing config so), or -EINVAL with why.
+ */
+static int parse_json(const char *v, size_t len, struct json_object **ret_obj, char *why,
+		      size_t whylen)
 {
 	struct json_tokener *tok = json_tokener_new_ex(EXT_JSON_DEPTH);
 	struct json_object *obj;
@@ -141,23 +145,158 @@ static int check_json(const char *v, size_t len, char *why, size_t whylen)
 
 	if (!tok)
 		return -ENOMEM;
-	obj = json_tokener_parse_ex(tok, v, (int)len);
+	/* With the NUL: a top-level literal (null) ends there instead of waiting for more. */
+	obj = json_tokener_parse_ex(tok, v, v[len] ? (int)len : (int)len + 1);
 	jerr = json_tokener_get_error(tok);
-	if (!obj || jerr != json_tokener_success) {
+	if (jerr != json_tokener_success) {
 		r = why_set(why, whylen, "ExtensionConfigJSON: %s at %zu",
 			    jerr == json_tokener_continue ? "unexpected end"
 							  : json_tokener_error_desc(jerr),
 			    json_tokener_get_parse_end(tok));
-	} else if (!json_object_is_type(obj, json_type_object)) {
+	} else if (obj && !json_object_is_type(obj, json_type_object)) {
 		r = why_set(why, whylen, "ExtensionConfigJSON: not a JSON object");
 	} else {
 		for (size_t i = json_tokener_get_parse_end(tok); i < len && !r; i++)
 			if (v[i] != ' ' && v[i] != '\t' && v[i] != '\r' && v[i] != '\n')
 				r = why_set(why, whylen, "ExtensionConfigJSON: text after the object at %zu", i);
 	}
-	json_object_put(obj);
 	json_tokener_free(tok);
-	return r;
+	if (r) {
+		json_object_put(obj);
+		return r;
+	}
+	*ret_obj = obj;
+	return 0;
+}
+
+/* A field of a rule: NULL when absent or null, as Gson leaves out what is null. */
+static struct json_object *field(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static int get_bool(struct json_object *o, const char *key, uint8_t *ret)
+{
+	struct json_object *v = field(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return -EINVAL;
+	*ret = json_object_get_boolean(v) ? 1 : 0;
+	return 0;
+}
+
+/* An integer from 0 to max, as Gson writes Java's ints and longs. */
+static int get_count(struct json_object *o, const char *key, int64_t max, int64_t *ret)
+{
+	struct json_object *v = field(o, key);
+	int64_t x;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_int))
+		return -EINVAL;
+	errno = 0;
+	x = json_object_get_int64(v);
+	if (errno || x < 0 || x > max)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+/* One element of NetworkSamplings. 0, or -EINVAL with *what naming the field. */
+static int net_rule(struct json_object *o, struct msg_net_rule *ret, const char **what)
+{
+	struct msg_net_rule r = { .min_duration_ms = -1 };
+	struct json_object *v, *set;
+	int64_t x;
+
+	if (!json_object_is_type(o, json_type_object))
+		return *what = "not an object", -EINVAL;
+	v = field(o, "URIRegex");
+	if (v) {
+		const char *re = json_object_get_string(v);
+		size_t len = re ? strlen(re) : 0;
+
+		if (!json_object_is_type(v, json_type_string) || len >= sizeof(r.uri_regex) ||
+		    has_control(re, len) || (size_t)json_object_get_string_len(v) != len)
+			return *what = "URIRegex", -EINVAL;
+		memcpy(r.uri_regex, re, len + 1);
+	}
+	x = -1;
+	if (get_count(o, "MinDuration", INT32_MAX, &x))
+		return *what = "MinDuration", -EINVAL;
+	r.min_duration_ms = (int32_t)x;
+	if (get_bool(o, "When4xx", &r.when_4xx))
+		return *what = "When4xx", -EINVAL;
+	if (get_bool(o, "When5xx", &r.when_5xx))
+		return *what = "When5xx", -EINVAL;
+	set = field(o, "Settings");
+	if (set) {
+		if (!json_object_is_type(set, json_type_object))
+			return *what = "Settings", -EINVAL;
+		if (get_bool(set, "RequireCompleteRequest", &r.require_complete_request))
+			return *what = "Settings.RequireCompleteRequest", -EINVAL;
+		if (get_bool(set, "RequireCompleteResponse", &r.require_complete_response))
+			return *what = "Settings.RequireCompleteResponse", -EINVAL;
+		x = 0;
+		if (get_count(set, "MaxRequestSize", UINT32_MAX, &x))
+			return *what = "Settings.MaxRequestSize", -EINVAL;
+		r.max_request_size = (uint32_t)x;
+		x = 0;
+		if (get_count(set, "MaxResponseSize", UINT32_MAX, &x))
+			return *what = "Settings.MaxResponseSize", -EINVAL;
+		r.max_response_size = (uint32_t)x;
+	}
+	*ret = r;
+	return 0;
+}
+
+/*
+ * NETWORK: ExtensionConfigJSON (v, len bytes) into t->rules. A config that cannot be used is
+ * not a reason to skip the task: t gets no rules and ext_note says why.
+ */
+static void net_rules(const char *v, size_t len, struct sw_task *t)
+{
+	struct json_object *cfg = NULL, *list;
+	size_t n;
+
+	t->nrules = 0;
+	if (len >= sizeof(t->extension_json)) {
+		snprintf(t->ext_note, sizeof(t->ext_note),
+			 "ExtensionConfigJSON: longer than %zu bytes", sizeof(t->extension_json) - 1);
+		return;
+	}
+	if (!len || parse_json(v, len, &cfg, t->ext_note, sizeof(t->ext_note)))
+		return;
+	list = cfg ? field(cfg, "NetworkSamplings") : NULL;
+	if (list && !json_object_is_type(list, json_type_array)) {
+		snprintf(t->ext_note, sizeof(t->ext_note),
+			 "ExtensionConfigJSON: NetworkSamplings is not a list");
+		list = NULL;
+	}
+	n = list ? json_object_array_length(list) : 0;
+	for (size_t i = 0; i < n && i < ROVER_NET_MAX_RULES; i++) {
+		const char *what = "?";
+
+		if (net_rule(json_object_array_get_idx(list, i), &t->rules[i], &what)) {
+			snprintf(t->ext_note, sizeof(t->ext_note),
+				 "ExtensionConfigJSON: NetworkSamplings[%zu]: bad %s", i, what);
+			t->nrules = 0;
+			memset(t->rules, 0, sizeof(t->rules));
+			goto cleanup;
+		}
+		t->nrules++;
+	}
+	if (n > ROVER_NET_MAX_RULES)
+		snprintf(t->ext_note, sizeof(t->ext_note),
+			 "ExtensionConfigJSON: %zu sampling rules, only the first %d are used", n,
+			 ROVER_NET_MAX_RULES);
+cleanup:
+	json_object_put(cfg);
 }
 
 int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task, char *why,
@@ -238,13 +377,23 @@ int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task,
 			       shown(val[ARG_TARGET_TYPE], buf));
 
 	len = strlen(val[ARG_EXTENSION]);
+	if (t.target_type == TASK_NETWORK) {
+		net_rules(val[ARG_EXTENSION], len, &t);
+		if (len < sizeof(t.extension_json))
+			memcpy(t.extension_json, val[ARG_EXTENSION], len + 1);
+		*ret_task = t;
+		return 0;
+	}
 	if (len >= sizeof(t.extension_json))
 		return why_set(why, whylen, "ExtensionConfigJSON: longer than %zu bytes",
 			       sizeof(t.extension_json) - 1);
 	if (len) {
-		r = check_json(val[ARG_EXTENSION], len, why, whylen);
+		struct json_object *cfg = NULL;
+
+		r = parse_json(val[ARG_EXTENSION], len, &cfg, why, whylen);
 		if (r)
 			return r;
+		json_object_put(cfg);
 	}
 	memcpy(t.extension_json, val[ARG_EXTENSION], len + 1);
 
@@ -290,6 +439,30 @@ int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b)
 	return 1;
 }
 
+int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd,
+		   uint32_t max_s)
+{
+	uint32_t dur_s = cmd->duration_s, nrules = run->nrules;
+	uint64_t end;
+	int moved = 0;
+
+	if (run->target_type != TASK_NETWORK || cmd->target_type != TASK_NETWORK ||
+	    strcmp(run->task_id, cmd->task_id) || cmd->update_time_ms <= run->update_time_ms)
+		return 0;
+	run->update_time_ms = cmd->update_time_ms;
+	if (max_s && dur_s > max_s)
+		dur_s = max_s;
+	end = run->start_time_ms + (uint64_t)dur_s * 1000;
+	if (end > *end_ms) {
+		*end_ms = end;
+		run->duration_s = dur_s;
+		moved = 1;
+	}
+	for (uint32_t i = 0; i < cmd->nrules && run->nrules < ROVER_NET_MAX_RULES; i++)
+		run->rules[run->nrules++] = cmd->rules[i];
+	return moved || run->nrules > nrules;
+}
+
 int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)
 {
 	if (!max_s || t->duration_s <= max_s)
@@ -298,34 +471,66 @@ int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)
 	return 1;
 }
 
-int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
-		 uint64_t gone_ms)
+int sw_runs__busy(const struct sw_runs *r, const char *process_id, uint32_t type)
+{
+	int net = type == TASK_NETWORK, on_process = 0;
+
+	for (int i = 0; i < r->n; i++) {
+		if (r->run[i].stopping || (r->run[i].type == TASK_NETWORK) != net)
+			continue;
+		for (uint32_t k = 0; k < r->run[i].nprocess_ids; k++)
+			on_process += !strcmp(r->run[i].process_ids[k], process_id);
+	}
+	return on_process >= (net ? SW_MAX_NET_TASKS_PER_PROCESS : SW_MAX_TASKS_PER_PROCESS);
+}
+
+int sw_runs__add_set(struct sw_runs *r, const char *task_id, uint32_t type,
+		     const char (*ids)[SW_ID_LEN], uint32_t n, uint64_t gone_ms)
 {
 	struct sw_run *run;
-	int on_process = 0;
 
+	if (!n || n > SW_MAX_PROCESSES)
+		return -EINVAL;
 	if (r->n >= SW_MAX_RUNS)
 		return -ENOSPC;
-	for (int i = 0; i < r->n; i++)
-		on_process += !r->run[i].stopping && !strcmp(r->run[i].process_id, process_id);
-	if (on_process >= SW_MAX_TASKS_PER_PROCESS)
-		return -EBUSY;
+	for (uint32_t k = 0; k < n; k++)
+		if (sw_runs__busy(r, ids[k], type))
+			return -EBUSY;
 	run = &r->run[r->n++];
 	memset(run, 0, sizeof(*run));
 	snprintf(run->task_id, sizeof(run->task_id), "%s", task_id);
-	snprintf(run->process_id, sizeof(run->process_id), "%s", process_id);
+	for (uint32_t k = 0; k < n; k++)
+		snprintf(run->process_ids[k], sizeof(run->process_ids[k]), "%s", ids[k]);
+	run->nprocess_ids = n;
+	run->type = type;
 	run->gone_ms = gone_ms;
 	return 0;
+}
+
+int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
+		 uint64_t gone_ms)
+{
+	char id[1][SW_ID_LEN];
+
+	snprintf(id[0], sizeof(id[0]), "%s", process_id);
+	return sw_runs__add_set(r, task_id, TASK_ON_CPU, (const char(*)[SW_ID_LEN])id, 1, gone_ms);
 }
 
 void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id)
 {
 	for (int i = 0; i < r->n; i++) {
-		if (strcmp(r->run[i].task_id, task_id) || strcmp(r->run[i].process_id, process_id))
+		if (strcmp(r->run[i].task_id, task_id) || strcmp(r->run[i].process_ids[0], process_id))
 			continue;
 		r->run[i] = r->run[--r->n];
 		return;
 	}
+}
+
+void sw_runs__extend(struct sw_runs *r, const char *task_id, uint64_t gone_ms)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->run[i].task_id, task_id) && r->run[i].gone_ms < gone_ms)
+			r->run[i].gone_ms = gone_ms;
 }
 
 void sw_runs__stopping(struct sw_runs *r, const char *task_id)

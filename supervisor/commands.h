@@ -12,6 +12,7 @@
 
 #include "ebpf/profiling/Profile.pb-c.h"
 #include "common/Command.pb-c.h"
+#include "common/msg.h"
 
 #define SW_ID_LEN 256       /* longest TaskId / ProcessId accepted, NUL included */
 #define SW_MAX_PROCESSES 16 /* process ids per task */
@@ -26,6 +27,16 @@ struct sw_task {
 	uint64_t start_time_ms;
 	uint32_t duration_s;
 	char extension_json[4096]; /* may be empty */
+	/*
+	 * NETWORK: ExtensionConfigJSON's NetworkSamplings, in the order given. The values are
+	 * taken as sent, When4xx included: the OAP (CommandService.convertExtension) fills
+	 * When4xx from When5xx, so a real OAP always sends the two equal.
+	 */
+	struct msg_net_rule rules[ROVER_NET_MAX_RULES];
+	uint32_t nrules;
+	/* NETWORK: why the rules could not be taken (the task runs without), or that some were
+	 * left out; "" when all were taken. */
+	char ext_note[192];
 };
 
 /*
@@ -33,6 +44,12 @@ struct sw_task {
  * "EBPFProfilingTaskQuery" (not ours to run here); -EINVAL with why naming the arg and value
  * (missing TaskId, non-numeric TaskUpdateTime, TriggerType other than FIXED_TIME, unknown
  * TargetType, too many or empty process ids, an oversized value...).
+ *
+ * ExtensionConfigJSON: "", "null" or an object. Of ON_CPU and OFF_CPU tasks it must be valid
+ * (else -EINVAL) and is otherwise unused. Of NETWORK tasks it is read into rules: absent or null
+ * fields take their defaults (MinDuration -1, flags false, sizes 0), a config that is not
+ * valid JSON or not of that schema leaves the task with no rules and ext_note saying why, and
+ * the task still runs: its topology and meters need no sampling rule.
  */
 int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task, char *why,
 		   size_t whylen);
@@ -51,6 +68,18 @@ enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64
 int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b);
 
 /*
+ * A keep-alive (reference network-profiling.md §1): cmd has the TaskId of run, a NETWORK task
+ * that started and ends at *end_ms (unix ms). When cmd is newer (TaskUpdateTime) than what run
+ * holds, run takes its update time, its duration when longer (cut to max_s seconds, 0: no cut;
+ * the end stays counted from the task's start time) and its rules, appended as far as
+ * ROVER_NET_MAX_RULES allows; *end_ms moves to the new end. Returns 1 when the end moved or
+ * rules were added (the rules added are run->rules from the count before the call on), 0 when
+ * nothing changed: an older or repeated command, or one that would end the task sooner.
+ */
+int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd,
+		   uint32_t max_s);
+
+/*
  * Cuts t's duration to max_s seconds (profiling.max_task_duration). Returns 1 when it was cut,
  * 0 when it fit. Cut, not refused: whoever asked for a long task still gets its first max_s
  * seconds of data, counted from the task's start time.
@@ -58,21 +87,26 @@ int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b);
 int sw_task__cap_duration(struct sw_task *t, uint32_t max_s);
 
 /*
- * What one backend can make this host run at once. A task runs one worker per process id
- * (up to SW_MAX_PROCESSES of them); the supervisor and the launcher hold 32 tasks and workers
- * in all (MAX_TASKS, MAX_WORKERS). The backend gets half: the rest is for local
- * `rover profile` tasks and for replaced workers that are still finishing.
+ * What one backend can make this host run at once. An ON_CPU or OFF_CPU task runs one worker
+ * per process id (up to SW_MAX_PROCESSES of them), a NETWORK task one worker for all; the
+ * supervisor and the launcher hold 32 tasks and workers in all (MAX_TASKS, MAX_WORKERS). The
+ * backend gets half: the rest is for local `rover profile` tasks and for replaced workers that
+ * are still finishing.
  */
 #define SW_MAX_RUNS 16
 /* ON_CPU and OFF_CPU of one process may overlap; a third task on it is one too many. */
 #define SW_MAX_TASKS_PER_PROCESS 2
+/* NETWORK tasks are counted apart: one of them on a process, besides its profiling tasks. */
+#define SW_MAX_NET_TASKS_PER_PROCESS 1
 
-/* One (task, process id) the backend started: one worker. */
+/* One worker the backend started: a task on one process id, or (NETWORK) on several. */
 struct sw_run {
 	char task_id[SW_ID_LEN];
-	char process_id[SW_ID_LEN];
+	char process_ids[SW_MAX_PROCESSES][SW_ID_LEN]; /* [0] names the run */
+	uint32_t nprocess_ids;
+	uint32_t type;	  /* enum task_type */
 	uint64_t gone_ms; /* unix ms: forgotten by then even if its end is never reported */
-	int stopping;     /* replaced: still a worker, no longer a task on its process */
+	int stopping;     /* replaced: still a worker, no longer a task on its processes */
 };
 
 struct sw_runs {
@@ -81,14 +115,28 @@ struct sw_runs {
 };
 
 /*
- * Records a run of task_id on process_id, or says why not: -ENOSPC with SW_MAX_RUNS runs
- * already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS tasks (runs that are
- * stopping do not count there).
+ * Records a run of an ON_CPU or OFF_CPU task_id on process_id, or says why not: -ENOSPC with
+ * SW_MAX_RUNS runs already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS such
+ * tasks (runs that are stopping do not count there).
  */
 int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
 		 uint64_t gone_ms);
-/* The worker of (task_id, process_id) ended, or never started. */
+/*
+ * One worker for task_id of type (enum task_type) on ids[0..n) (n <= SW_MAX_PROCESSES):
+ * -ENOSPC as above, -EBUSY when any of them is busy for that type (sw_runs__busy). Nothing is
+ * recorded on failure.
+ */
+int sw_runs__add_set(struct sw_runs *r, const char *task_id, uint32_t type,
+		     const char (*ids)[SW_ID_LEN], uint32_t n, uint64_t gone_ms);
+/*
+ * Whether process_id may take no more tasks of type: it is in SW_MAX_NET_TASKS_PER_PROCESS
+ * NETWORK tasks, or SW_MAX_TASKS_PER_PROCESS others, that are not stopping.
+ */
+int sw_runs__busy(const struct sw_runs *r, const char *process_id, uint32_t type);
+/* The worker of (task_id, process_id) ended, or never started; process_id is its run's first. */
 void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id);
+/* task_id's runs now end at gone_ms (a keep-alive). */
+void sw_runs__extend(struct sw_runs *r, const char *task_id, uint64_t gone_ms);
 /* task_id was replaced: its workers were told to stop. */
 void sw_runs__stopping(struct sw_runs *r, const char *task_id);
 /* Forgets runs whose gone_ms is past. */

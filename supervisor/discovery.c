@@ -631,6 +631,47 @@ int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pid
 	return n;
 }
 
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+int discovery__net_procs_of(struct discovery *d, const char *process_id,
+			    struct msg_net_process *ret, int max)
+{
+	int n = 0;
+
+	if (!process_id[0])
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nents; i++) {
+		const struct disc_entity *e = &d->ents[i].e;
+
+		if (!d->ents[i].used || strcmp(e->process_id, process_id))
+			continue;
+		for (size_t k = 0; k < d->nprocs && n < max; k++) {
+			struct msg_net_process *p = &ret[n];
+
+			if (!d->procs[k].pid || d->procs[k].entity != (int)i)
+				continue;
+			memset(p, 0, sizeof(*p));
+			p->pid = d->procs[k].pid;
+			copy_str(p->process_id, sizeof(p->process_id), e->process_id);
+			copy_str(p->service, sizeof(p->service), e->service);
+			copy_str(p->instance, sizeof(p->instance), e->instance);
+			copy_str(p->name, sizeof(p->name), e->process);
+			/* Layers are short names (OS_LINUX, K8S_SERVICE): none is near 63 bytes. */
+			copy_str(p->layer, sizeof(p->layer), e->layer);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
 void discovery__mark_tried(struct discovery *d, const struct disc_entity *ents, size_t n,
 			   uint64_t now_ms)
 {

@@ -88,4 +88,8 @@ uint64_t discovery__scans(struct discovery *d);
 /* The live pids of the entity with that backend process id, at most max. Returns how many. */
 int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pids, int max);
 
+/* The same processes with their entity's names (NETWORK meters' labels), at most max. */
+int discovery__net_procs_of(struct discovery *d, const char *process_id,
+			    struct msg_net_process *ret, int max);
+
 #endif

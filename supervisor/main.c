@@ -55,6 +55,8 @@ struct sv_task {
 	int worker_done, written, failed, at_shipper;
 	int backend; /* from the backend: bk says where its data goes */
 	struct msg_output_backend bk;
+	/* A backend NETWORK task: its processes' labels, sent again with new rules. */
+	struct msg_output_network *net;
 	struct msg_task_done done;
 	struct msg_output_written out;
 	char why[ROVER_ERRMSG_LEN];
@@ -110,6 +112,8 @@ static const struct ipc_rule from_shipper[] = {
 static const struct ipc_rule from_backend[] = {
 	{ SIZED(MSG_BK_START, struct msg_bk_start), 0, 0 },
 	{ SIZED(MSG_BK_STOP, struct msg_bk_stop), 0, 0 },
+	{ SIZED(MSG_BK_NET_START, struct msg_bk_net_start), 0, 0 },
+	{ SIZED(MSG_BK_NET_EXTEND, struct msg_bk_net_extend), 0, 0 },
 };
 static const struct ipc_rule from_launcher_proc[] = {
 	{ SIZED(MSG_PROC_INFO, struct msg_proc_info), 0, 0 },
@@ -159,6 +163,8 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 		ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
 	}
 	close_fd(&t->worker);
+	free(t->net);
+	t->net = NULL;
 	t->state = T_FREE;
 }
 
@@ -195,29 +201,43 @@ static void maybe_complete(struct supervisor *s, struct sv_task *t)
 		task_complete(s, t);
 }
 
-static int check_client_spec(const struct task_spec *spec, char *why, size_t len)
+/* profiling.task.network.report_interval, also without a config (`rover serve`). */
+static uint32_t report_interval_ms(const struct supervisor *s)
 {
-	if (spec->type == TASK_NETWORK) {
-		snprintf(why, len, "task type NETWORK is not supported yet");
-		return -EOPNOTSUPP;
-	}
-	if (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU)
+	return s->cfg ? (uint32_t)s->cfg->profiling.network_report_interval_ms : 2000;
+}
+
+/*
+ * A task as a client (or the backend threads) asked for it. NETWORK samples nothing, so it has
+ * no period; its flush interval is the report interval unless one is given.
+ */
+static int check_client_spec(const struct supervisor *s, struct task_spec *spec, char *why,
+			     size_t len)
+{
+	int net = spec->type == TASK_NETWORK;
+
+	if (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU && !net)
 		return snprintf(why, len, "unknown task type %u", spec->type), -EINVAL;
 	if (!spec->npids || spec->npids > ROVER_MAX_PIDS)
 		return snprintf(why, len, "1 to %d pids expected", ROVER_MAX_PIDS), -EINVAL;
 	for (uint32_t i = 0; i < spec->npids; i++)
 		if (spec->pids[i] <= 0)
 			return snprintf(why, len, "bad pid %d", spec->pids[i]), -EINVAL;
-	if (spec->period_us < 1000 || spec->period_us > 1000000)
+	if (!net && (spec->period_us < 1000 || spec->period_us > 1000000))
 		return snprintf(why, len, "dump period must be 1ms..1s"), -EINVAL;
 	if (spec->duration_ms < 100 || spec->duration_ms > 24u * 3600 * 1000)
 		return snprintf(why, len, "duration must be 100ms..24h"), -EINVAL;
+	if (net && !spec->flush_ms)
+		spec->flush_ms = report_interval_ms(s);
 	if (spec->flush_ms < 100 || spec->flush_ms > 600000)
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
 	if (spec->attach > ATTACH_RAW_TP)
 		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
-	if (spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
-		return snprintf(why, len, "unknown output format %u", spec->format), -EINVAL;
+	if (net ? spec->format != FORMAT_NET_TXT && spec->format != FORMAT_NET_JSON
+		: spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
+		return snprintf(why, len, "output format %u is not one of a%s task", spec->format,
+				net ? " NETWORK" : " profiling"),
+		       -EINVAL;
 	return 0;
 }
 
@@ -264,7 +284,8 @@ static void shipper_lost(struct supervisor *s, int err);
  */
 static int task_begin(struct supervisor *s, struct sv_task *t, const struct task_spec *spec,
 		      int client, const struct client_cred *cred,
-		      const struct msg_output_backend *bk, int out_fd)
+		      const struct msg_output_backend *bk, const struct msg_output_network *net,
+		      int out_fd)
 {
 	struct msg_spawn sp = { 0 };
 	int err;
@@ -277,7 +298,21 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	t->worker = -1;
 	t->state = T_SPAWNING;
 	t->accepted_ms = now_mono_ms();
-	if (bk) {
+	if (bk && net) {
+		/* The shipper turns a NETWORK task's traffic into meters and logs, not profiles. */
+		t->backend = 1;
+		t->bk = *bk;
+		t->bk.task_id = t->spec.task_id;
+		t->net = malloc(sizeof(*t->net));
+		if (!t->net) {
+			task_fail(s, t, ENOMEM, "%s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		*t->net = *net;
+		t->net->task_id = t->spec.task_id;
+		t->net->start_unix_ms = (int64_t)t->spec.start_unix_ms;
+		err = ipc_send(s->shipper, MSG_OUTPUT_NETWORK, t->net, sizeof(*t->net), -1);
+	} else if (bk) {
 		t->backend = 1;
 		t->bk = *bk;
 		t->bk.task_id = t->spec.task_id;
@@ -325,17 +360,146 @@ static struct sv_task *free_task(struct supervisor *s)
 	return NULL;
 }
 
+/* A backend task that cannot run here: its thread hears that it ended. */
+static void backend_refuse(struct supervisor *s, const struct msg_output_backend *out, int err,
+			   const char *why)
+{
+	struct msg_bk_ended e = { .err = -err };
+
+	log_warn("backend task %s: %s", out->sw_task_id, why);
+	ipc_strlcpy(e.sw_task_id, out->sw_task_id, sizeof(e.sw_task_id));
+	ipc_strlcpy(e.process_id, out->process_id, sizeof(e.process_id));
+	ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
+}
+
+static int backend_start(struct supervisor *s, struct task_spec *spec,
+			 const struct msg_output_backend *out, const struct msg_output_network *net)
+{
+	char why[ROVER_ERRMSG_LEN];
+	struct sv_task *t;
+	int err = check_client_spec(s, spec, why, sizeof(why));
+
+	/* One try: the main loop never waits for a restarting shipper on the backend's
+	 * behalf (a task over many processes would hold it that many times). */
+	if (!err && s->shipper < 0) {
+		err = -EAGAIN;
+		snprintf(why, sizeof(why), "the shipper is not available");
+	}
+	t = err ? NULL : free_task(s);
+	if (!err && !t) {
+		err = -EBUSY;
+		snprintf(why, sizeof(why), "too many tasks");
+	}
+	if (err) {
+		backend_refuse(s, out, err, why);
+		return 0;
+	}
+	task_begin(s, t, spec, -1, NULL, out, net, -1);
+	log_info("task %llu is backend task %s for process %s%s",
+		 (unsigned long long)t->spec.task_id, out->sw_task_id, out->process_id,
+		 net ? " and the others of its instance" : "");
+	return 0;
+}
+
+/* Our own threads' NETWORK task, checked as a peer's would be. */
+static int check_net_start(const struct msg_bk_net_start *m)
+{
+	const struct msg_output_network *n = &m->net;
+
+	if (ipc_check_str(m->out.sw_task_id, sizeof(m->out.sw_task_id)) ||
+	    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)) ||
+	    ipc_check_str(n->sw_task_id, sizeof(n->sw_task_id)) ||
+	    m->spec.type != TASK_NETWORK || n->nprocs > ROVER_MAX_PIDS ||
+	    n->nprocs != m->spec.npids || n->nrules > ROVER_NET_MAX_RULES)
+		return -EPROTO;
+	for (uint32_t i = 0; i < n->nprocs; i++) {
+		const struct msg_net_process *p = &n->procs[i];
+
+		if (p->pid != m->spec.pids[i] || ipc_check_str(p->process_id, sizeof(p->process_id)) ||
+		    ipc_check_str(p->service, sizeof(p->service)) ||
+		    ipc_check_str(p->instance, sizeof(p->instance)) ||
+		    ipc_check_str(p->name, sizeof(p->name)) ||
+		    ipc_check_str(p->layer, sizeof(p->layer)))
+			return -EPROTO;
+	}
+	for (uint32_t i = 0; i < n->nrules; i++)
+		if (ipc_check_str(n->rules[i].uri_regex, sizeof(n->rules[i].uri_regex)))
+			return -EPROTO;
+	return 0;
+}
+
+/*
+ * A keep-alive of a running backend NETWORK task: its worker runs until end_unix_ms (a whole
+ * duration counted from the task's start, never shorter than before, 24 h at most) and the
+ * shipper gets the new rules, which it appends to the task's.
+ */
+static int backend_extend(struct supervisor *s, const struct msg_bk_net_extend *x)
+{
+	const uint64_t max_ms = 24ull * 3600 * 1000;
+	struct sv_task *t = NULL;
+	uint64_t dur;
+
+	if (ipc_check_str(x->sw_task_id, sizeof(x->sw_task_id)) ||
+	    x->nrules > ROVER_NET_MAX_RULES)
+		return -EPROTO;
+	for (uint32_t i = 0; i < x->nrules; i++)
+		if (ipc_check_str(x->rules[i].uri_regex, sizeof(x->rules[i].uri_regex)))
+			return -EPROTO;
+	for (int i = 0; i < MAX_TASKS && !t; i++)
+		if (s->tasks[i].state != T_FREE && s->tasks[i].backend && s->tasks[i].net &&
+		    !s->tasks[i].failed && !s->tasks[i].worker_done &&
+		    !strcmp(s->tasks[i].bk.sw_task_id, x->sw_task_id))
+			t = &s->tasks[i];
+	if (!t) {
+		log_info("backend task %s: keep-alive for a task that is over, ignoring",
+			 x->sw_task_id);
+		return 0;
+	}
+	dur = x->end_unix_ms > t->spec.start_unix_ms ? x->end_unix_ms - t->spec.start_unix_ms : 0;
+	if (dur > max_ms)
+		dur = max_ms;
+	if (dur > t->spec.duration_ms) {
+		struct msg_task_extend e = { .task_id = t->spec.task_id,
+					     .duration_ms = (uint32_t)dur };
+
+		/* Before MSG_TASK_START the spec still goes out whole, with the new duration. */
+		t->spec.duration_ms = (uint32_t)dur;
+		if (t->worker >= 0 && ipc_send(t->worker, MSG_TASK_EXTEND, &e, sizeof(e), -1))
+			log_warn("task %llu: extending: worker unreachable",
+				 (unsigned long long)t->spec.task_id);
+		else
+			log_info("task %llu: runs %u ms in all", (unsigned long long)t->spec.task_id,
+				 e.duration_ms);
+	}
+	if (x->nrules && s->shipper >= 0) {
+		struct msg_output_network *n = malloc(sizeof(*n));
+		int err;
+
+		if (!n)
+			return -ENOMEM;
+		*n = *t->net;
+		n->nrules = x->nrules;
+		memset(n->rules, 0, sizeof(n->rules));
+		memcpy(n->rules, x->rules, x->nrules * sizeof(x->rules[0]));
+		err = ipc_send(s->shipper, MSG_OUTPUT_NETWORK, n, sizeof(*n), -1);
+		free(n);
+		if (err)
+			shipper_lost(s, err);
+	}
+	return 0;
+}
+
 /* A task from the backend threads. Their messages come from our own threads, but are held to
  * the same rules as any peer's. */
 static int on_backend(struct supervisor *s)
 {
-	char why[ROVER_ERRMSG_LEN];
 	struct sv_task *t;
 	int err = ipc_recv(s->bk_fd, from_backend, NRULES(from_backend), &s->msg);
 
 	if (err)
 		return err;
-	if (s->msg.type == MSG_BK_STOP) {
+	switch (s->msg.type) {
+	case MSG_BK_STOP: {
 		const struct msg_bk_stop *st = s->msg.buf;
 
 		if (ipc_check_str(st->sw_task_id, sizeof(st->sw_task_id)))
@@ -353,39 +517,28 @@ static int on_backend(struct supervisor *s)
 		}
 		return 0;
 	}
-	{
+	case MSG_BK_START: {
 		const struct msg_bk_start *m = s->msg.buf;
 		struct task_spec spec = m->spec;
-		struct msg_bk_ended e = { .err = 0 };
 
 		if (ipc_check_str(m->out.sw_task_id, sizeof(m->out.sw_task_id)) ||
-		    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)))
+		    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)) ||
+		    spec.type == TASK_NETWORK)
 			return -EPROTO;
-		err = check_client_spec(&spec, why, sizeof(why));
-		/* One try: the main loop never waits for a restarting shipper on the backend's
-		 * behalf (a task over many processes would hold it that many times). */
-		if (!err && s->shipper < 0) {
-			err = -EAGAIN;
-			snprintf(why, sizeof(why), "the shipper is not available");
-		}
-		t = err ? NULL : free_task(s);
-		if (!err && !t) {
-			err = -EBUSY;
-			snprintf(why, sizeof(why), "too many tasks");
-		}
-		if (err) {
-			log_warn("backend task %s: %s", m->out.sw_task_id, why);
-			ipc_strlcpy(e.sw_task_id, m->out.sw_task_id, sizeof(e.sw_task_id));
-			ipc_strlcpy(e.process_id, m->out.process_id, sizeof(e.process_id));
-			e.err = -err;
-			ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
-			return 0;
-		}
-		task_begin(s, t, &spec, -1, NULL, &m->out, -1);
-		log_info("task %llu is backend task %s for process %s",
-			 (unsigned long long)t->spec.task_id, m->out.sw_task_id, m->out.process_id);
+		return backend_start(s, &spec, &m->out, NULL);
 	}
-	return 0;
+	case MSG_BK_NET_START: {
+		const struct msg_bk_net_start *m = s->msg.buf;
+		struct task_spec spec = m->spec;
+
+		if (check_net_start(m))
+			return -EPROTO;
+		return backend_start(s, &spec, &m->out, &m->net);
+	}
+	case MSG_BK_NET_EXTEND:
+		return backend_extend(s, s->msg.buf);
+	}
+	return -EPROTO;
 }
 
 static void on_client(struct supervisor *s, int idx)
@@ -422,7 +575,7 @@ static void on_client(struct supervisor *s, int idx)
 	/* Ours now: waiting for the shipper below reuses s->msg. */
 	out_fd = s->msg.fd;
 	s->msg.fd = -1;
-	err = check_client_spec(&spec, why, sizeof(why));
+	err = check_client_spec(s, &spec, why, sizeof(why));
 	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");
@@ -438,7 +591,7 @@ static void on_client(struct supervisor *s, int idx)
 		close_fd(&out_fd); /* the output it sent along */
 		return;
 	}
-	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, out_fd);
+	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, NULL, out_fd);
 	close_fd(&out_fd);
 	if (!err) {
 		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };

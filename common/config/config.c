@@ -189,7 +189,9 @@ static const struct key protocol_analyze_keys[] = {
 };
 
 static const struct key network_keys[] = {
-	{ "report_interval", K_DUR_MS, CF(profiling.network_report_interval_ms), NULL, 1, DAY_MS },
+	/* A NETWORK task's flush interval: 100 ms to 10 min, what a worker accepts. */
+	{ "report_interval", K_DUR_MS, CF(profiling.network_report_interval_ms), NULL, 100,
+	  600000 },
 	{ "meter_prefix", K_STR, CF(profiling.network_meter_prefix) },
 	{ "protocol_analyze", K_MAP, NO_FIELD, protocol_analyze_keys },
 	{ NULL },

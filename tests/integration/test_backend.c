@@ -720,7 +720,6 @@ Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 	set_tasks("[{\"command\": \"SomethingNew\", \"args\": {\"x\": \"1\"}},\n"
 		   " {\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"no-rest\"}},\n"
 		   " " TASK_ARGS("bad-trigger", "ON_CPU", "@now", "zero") ",\n"
-		   " " TASK_ARGS("net-1", "NETWORK", "@now", "5") ",\n"
 		  " " TASK_ARGS("later-1", "ON_CPU", "@now+3000", "2") "]\n");
 	/* The future task starts 3 s later, runs 2 s: by then every bad one was seen often. */
 	cr_assert_gt(wait_task_done("later-1", 30000), 0, "scheduled task did not run:\n%s",
@@ -728,10 +727,57 @@ Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 	cr_assert(wait_log("scheduled to start in", 1000), "not scheduled");
 	cr_expect_eq(count_in_log("unknown command 'SomethingNew'"), 1, "%s",
 		     slurp(tmp_path("rover.log"), NULL));
-	cr_expect_eq(count_in_log("NETWORK profiling is not supported yet"), 1);
 	cr_expect_eq(count_in_log("backend command skipped"), 3, "three bad commands, once each:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(waitpid(rover, NULL, WNOHANG), 0, "the agent stopped");
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+#define NET_TASK(id, update, start, secs, json)                                              \
+	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "       \
+	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"" update "\", \"TriggerType\": " \
+	"\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"" start "\", "         \
+	"\"FixedTriggerDuration\": \"" secs "\", \"ExtensionConfigJSON\": \"" json "\"}}"
+
+/*
+ * A NETWORK task as the OAP sends it: one rover task for the instance's processes, with the
+ * sampling rules of its config; then the OAP's keep-alive (the same TaskId, newer, longer,
+ * config "null") moves its end instead of starting it again. Asserted on the supervisor's
+ * side only: what the worker and the shipper make of it is tested with them.
+ */
+Test(backend, network_task_runs_once_and_keep_alive_extends_it)
+{
+	pid_t work, oap, rover;
+
+	start_all(&work, &oap, &rover);
+	set_tasks("[" NET_TASK("net-1", "@now", "@now", "60",
+			       "{\\\"NetworkSamplings\\\":[{\\\"URIRegex\\\":\\\"/api/.*\\\","
+			       "\\\"When4xx\\\":true,\\\"When5xx\\\":true}]}") "]\n");
+	cr_assert(wait_log("task net-1: NETWORK for", 15000), "not started:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_log("on 1 process(es)", 100));
+	cr_expect(wait_log("1 sampling rule(s)", 100));
+	cr_expect(wait_log("and the others of its instance", 5000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+
+	/* The keep-alive, as the OAP stores it: a copy with 60 s more, its first start time. */
+	set_tasks("[" NET_TASK("net-1", "@now", "@first", "120", "null") "]\n");
+	cr_assert(wait_log("task net-1: kept alive", 20000), "no keep-alive:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	sleep_ms(2500);
+	cr_expect_eq(count_in_log("task net-1: NETWORK for"), 1, "started again:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("task net-1: kept alive"), 1);
+	cr_expect_eq(count_in_log("backend command skipped"), 0);
+
+	/* A config that is not JSON costs the rules, not the task. */
+	set_tasks("[" NET_TASK("net-2", "@now", "@now", "5", "{oops") "]\n");
+	cr_assert(wait_log("task net-2: NETWORK for", 20000), "not started:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_log("it runs without sampling rules", 100));
+	cr_expect(wait_log("task net-2 replaces task net-1", 100), "same processes, same type");
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);

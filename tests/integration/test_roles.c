@@ -306,6 +306,7 @@ static int count_fds(pid_t pid)
 /* A client's refused tasks cost the supervisor nothing: the outputs it sent are closed. */
 Test(roles, refused_tasks_leak_no_descriptors)
 {
+	/* A NETWORK task cannot be written as a profile. */
 	struct task_spec bad = { .type = TASK_NETWORK, .format = FORMAT_FOLDED, .npids = 1,
 				 .duration_ms = 1000, .period_us = 9000, .flush_ms = 5000 };
 	static const struct ipc_rule replies[] = {
@@ -326,7 +327,7 @@ Test(roles, refused_tasks_leak_no_descriptors)
 		cr_assert_eq(ipc_send(sock, MSG_CTL_PROFILE, &bad, sizeof(bad), out), 0);
 		close(out);
 		cr_assert_eq(ipc_recv_expect(sock, replies, 1, MSG_CTL_DONE, &m), 0);
-		cr_assert_eq(((struct msg_ctl_done *)m.buf)->err, EOPNOTSUPP);
+		cr_assert_eq(((struct msg_ctl_done *)m.buf)->err, EINVAL);
 	}
 	after = count_fds(supervisor);
 	ipc_msg_release(&m);

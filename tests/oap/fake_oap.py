@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""A fake SkyWalking OAP for rover's tests: serves the 8 rpcs of the v3 protocol the agent
-uses, records every request message as a JSON line and serves scripted tasks. See README.md
-next to this file; the command line is a contract with the C tests that start it."""
+"""A fake SkyWalking OAP for rover's tests: serves the rpcs of the v3 protocol the agent uses,
+records every request message as a JSON line and serves scripted tasks. See README.md next to
+this file; the command line is a contract with the C tests that start it."""
 
 import argparse
 import glob
@@ -26,24 +26,36 @@ from google.protobuf.json_format import MessageToDict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
-PROTO_DIRS = ("common", "ebpf/profiling", "language-agent")
+# A directory that does not exist (yet) adds nothing: logging/ comes with Logging.proto.
+PROTO_DIRS = ("common", "ebpf/profiling", "language-agent", "logging")
 
-# (service, rpc, request, answer, client streaming)
+# (service, rpc, request, answer, client streaming, name in the record and for --stall).
+# The last two are served only when proto/ has their messages (logging/Logging.proto,
+# language-agent/Tracing.proto); their rpc name is "collect" like the meters', so the record
+# names them with their service.
 RPCS = (
     ("EBPFProcessService", "reportProcesses", "EBPFProcessReportList",
-     "EBPFReportProcessDownstream", False),
-    ("EBPFProcessService", "keepAlive", "EBPFProcessPingPkgList", "Commands", False),
-    ("EBPFProfilingService", "queryTasks", "EBPFProfilingTaskQuery", "Commands", False),
-    ("EBPFProfilingService", "collectProfilingData", "EBPFProfilingData", "Commands", True),
+     "EBPFReportProcessDownstream", False, "reportProcesses"),
+    ("EBPFProcessService", "keepAlive", "EBPFProcessPingPkgList", "Commands", False,
+     "keepAlive"),
+    ("EBPFProfilingService", "queryTasks", "EBPFProfilingTaskQuery", "Commands", False,
+     "queryTasks"),
+    ("EBPFProfilingService", "collectProfilingData", "EBPFProfilingData", "Commands", True,
+     "collectProfilingData"),
     ("ContinuousProfilingService", "queryPolicies", "ContinuousProfilingPolicyQuery",
-     "Commands", False),
+     "Commands", False, "queryPolicies"),
     ("ContinuousProfilingService", "reportProfilingTask", "ContinuousProfilingReport",
-     "Commands", False),
-    ("MeterReportService", "collect", "MeterData", "Commands", True),
-    ("MeterReportService", "collectBatch", "MeterDataCollection", "Commands", True),
+     "Commands", False, "reportProfilingTask"),
+    ("MeterReportService", "collect", "MeterData", "Commands", True, "collect"),
+    ("MeterReportService", "collectBatch", "MeterDataCollection", "Commands", True,
+     "collectBatch"),
+    ("LogReportService", "collect", "LogData", "Commands", True, "LogReportService/collect"),
+    ("SpanAttachedEventReportService", "collect", "SpanAttachedEvent", "Commands", True,
+     "SpanAttachedEventReportService/collect"),
 )
 
 NOW_RE = re.compile(r"^@now([+-]\d+)?$")
+FIRST = "@first"
 
 
 def now_ms():
@@ -94,6 +106,7 @@ class FakeOap:
             self.stall[method] = float(secs)
         self.process_ids = {}  # processName -> processId, from reportProcesses
         self.resolved_now = {}  # (index, command json, arg) -> value of @now
+        self.first_served = {}  # (TaskId, arg) -> the value first served, for @first
 
     # --- helpers -------------------------------------------------------------------------
     def log(self, method, msg, metadata, stream=None, index=None):
@@ -167,11 +180,16 @@ class FakeOap:
         return data if isinstance(data, list) else []
 
     def resolve(self, index, cmd):
-        """Returns the command's args with @process and @now replaced, or None to hold it."""
+        """Returns the command's args with @process, @now and @first replaced, or None to
+        hold it."""
         ident = json.dumps(cmd, sort_keys=True)
         args = {}
+        firsts = []
         for key, value in (cmd.get("args") or {}).items():
             value = str(value)
+            if value == FIRST:
+                firsts.append(key)
+                continue
             parts = []
             for part in value.split(","):
                 if part.startswith("@process:"):
@@ -190,6 +208,14 @@ class FakeOap:
                         part = self.resolved_now[k]
                 parts.append(part)
             args[key] = ",".join(parts)
+        # A re-send of a task served before (the OAP's keep-alive copy): its start time as
+        # first served; held back until that first one was.
+        for key in firsts:
+            with self.lock:
+                value = self.first_served.get((args.get("TaskId"), key))
+            if value is None:
+                return None
+            args[key] = value
         return args
 
     def answer_query_tasks(self, req):
@@ -212,6 +238,8 @@ class FakeOap:
                 kv = c.args.add()
                 kv.key = k
                 kv.value = v
+                with self.lock:
+                    self.first_served.setdefault((args.get("TaskId"), k), v)
         return out
 
     def answer_report_task(self, req):
@@ -252,8 +280,9 @@ class FakeOap:
 
     def handlers(self):
         by_service = {}
-        for service, rpc, req, ans, streaming in RPCS:
-            method = rpc
+        for service, rpc, req, ans, streaming, method in RPCS:
+            if req not in self.m:
+                continue  # its .proto is not in proto/ yet
             des = self.m[req].FromString
             ser = self.m[ans].SerializeToString
             if streaming:
@@ -294,8 +323,9 @@ def main():
             float(secs)
         except ValueError:
             method = ""
-        if method not in [r[1] for r in RPCS]:
-            ap.error("--stall %s: want METHOD:SECONDS with one of the 8 rpc names" % s)
+        if method not in [r[5] for r in RPCS]:
+            ap.error("--stall %s: want METHOD:SECONDS with one of the rpc names of README.md"
+                     % s)
 
     oap = FakeOap(args, load_messages(args.proto_root))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32),

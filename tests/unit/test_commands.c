@@ -441,3 +441,268 @@ Test(commands, backend_workers_are_bounded)
 	sw_runs__ended(&r, "task-0", "p0");
 	cr_assert_eq(sw_runs__add(&r, "task-new", "p-new", 1000), 0);
 }
+
+/* ---- NETWORK (reference network-profiling.md §1) ---- */
+
+/* The good command as a NETWORK task with ExtensionConfigJSON json. */
+static struct sw_task parse_net(const char *json)
+{
+	struct cmd m;
+
+	make(&m, "ExtensionConfigJSON", json);
+	m.kv[4].value = (char *)"NETWORK";
+	cr_assert_str_eq(m.kv[4].key, "TargetType");
+	return parse_ok(&m);
+}
+
+Test(commands, network_rules_are_read_exactly)
+{
+	struct sw_task t = parse_net(
+		"{\"NetworkSamplings\":[{\"URIRegex\":\"/api/.*\",\"MinDuration\":100,"
+		"\"When4xx\":false,\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true,"
+		"\"MaxRequestSize\":2048,\"RequireCompleteResponse\":true,\"MaxResponseSize\":4096}},"
+		"{\"When5xx\":false,\"Settings\":{\"RequireCompleteResponse\":true},\"Newer\":[1]},"
+		"{\"URIRegex\":null,\"MinDuration\":0,\"Settings\":null}]}");
+
+	cr_assert_eq(t.target_type, TASK_NETWORK);
+	cr_assert_str_eq(t.ext_note, "");
+	cr_assert_eq(t.nrules, 3);
+	cr_assert_str_eq(t.rules[0].uri_regex, "/api/.*");
+	cr_assert_eq(t.rules[0].min_duration_ms, 100);
+	cr_assert_eq(t.rules[0].when_4xx, 0);
+	cr_assert_eq(t.rules[0].when_5xx, 1);
+	cr_assert_eq(t.rules[0].require_complete_request, 1);
+	cr_assert_eq(t.rules[0].require_complete_response, 1);
+	cr_assert_eq(t.rules[0].max_request_size, 2048);
+	cr_assert_eq(t.rules[0].max_response_size, 4096);
+	/* Absent fields (Gson leaves out nulls): the default rule, no minimum, no limits;
+	 * unknown fields are ignored. */
+	cr_assert_str_eq(t.rules[1].uri_regex, "");
+	cr_assert_eq(t.rules[1].min_duration_ms, -1);
+	cr_assert_eq(t.rules[1].when_4xx, 0);
+	cr_assert_eq(t.rules[1].when_5xx, 0);
+	cr_assert_eq(t.rules[1].require_complete_request, 0);
+	cr_assert_eq(t.rules[1].require_complete_response, 1);
+	cr_assert_eq(t.rules[1].max_request_size, 0);
+	cr_assert_eq(t.rules[1].max_response_size, 0);
+	cr_assert_str_eq(t.rules[2].uri_regex, "");
+	cr_assert_eq(t.rules[2].min_duration_ms, 0);
+	cr_assert_eq(t.rules[2].require_complete_response, 0);
+}
+
+/* A real OAP fills When4xx from When5xx (CommandService.convertExtension): taken as sent. */
+Test(commands, network_when4xx_is_taken_as_the_oap_sends_it)
+{
+	/* Asked in the UI: 5xx only. Sent by the OAP: both. */
+	struct sw_task t = parse_net("{\"NetworkSamplings\":[{\"URIRegex\":\"/a\",\"When4xx\":true,"
+				     "\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true}}]}");
+
+	cr_assert_eq(t.nrules, 1);
+	cr_assert_eq(t.rules[0].when_4xx, 1);
+	cr_assert_eq(t.rules[0].when_5xx, 1);
+	/* An OAP without the bug: still exactly what it says. */
+	t = parse_net("{\"NetworkSamplings\":[{\"When4xx\":true,\"When5xx\":false}]}");
+	cr_assert_eq(t.rules[0].when_4xx, 1);
+	cr_assert_eq(t.rules[0].when_5xx, 0);
+}
+
+Test(commands, network_without_a_config_has_no_rules)
+{
+	static const char *const none[] = { "", "null", " null\n", "{}", "{\"NetworkSamplings\":null}",
+					    "{\"NetworkSamplings\":[]}" };
+	struct cmd m;
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		struct sw_task t = parse_net(none[i]);
+
+		cr_assert_eq(t.nrules, 0, "'%s'", none[i]);
+		cr_assert_str_eq(t.ext_note, "", "'%s': %s", none[i], t.ext_note);
+	}
+	/* "null" is what the OAP sends for a task without a config, of any type. */
+	make(&m, "ExtensionConfigJSON", "null");
+	cr_assert_eq(parse_ok(&m).target_type, TASK_ON_CPU);
+}
+
+/* A config that cannot be used costs the rules, not the task. */
+Test(commands, network_bad_config_runs_without_rules)
+{
+	static const struct {
+		const char *json, *says;
+	} bad[] = {
+		{ "{", "unexpected end" },
+		{ "not json", "ExtensionConfigJSON" },
+		{ "[1,2]", "not a JSON object" },
+		{ "{} x", "text after" },
+		{ "{\"NetworkSamplings\":{}}", "not a list" },
+		{ "{\"NetworkSamplings\":[1]}", "[0]: bad not an object" },
+		{ "{\"NetworkSamplings\":[{},{\"MinDuration\":\"100\"}]}", "[1]: bad MinDuration" },
+		{ "{\"NetworkSamplings\":[{\"MinDuration\":-1}]}", "MinDuration" },
+		{ "{\"NetworkSamplings\":[{\"MinDuration\":2147483648}]}", "MinDuration" },
+		{ "{\"NetworkSamplings\":[{\"MinDuration\":1.5}]}", "MinDuration" },
+		{ "{\"NetworkSamplings\":[{\"When4xx\":1}]}", "When4xx" },
+		{ "{\"NetworkSamplings\":[{\"When5xx\":\"true\"}]}", "When5xx" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":5}]}", "URIRegex" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"a\\nb\"}]}", "URIRegex" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"a\\u0000b\"}]}", "URIRegex" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":[]}]}", "Settings" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":{\"MaxRequestSize\":-5}}]}",
+		  "Settings.MaxRequestSize" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":{\"MaxResponseSize\":4294967296}}]}",
+		  "Settings.MaxResponseSize" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":{\"RequireCompleteRequest\":\"yes\"}}]}",
+		  "Settings.RequireCompleteRequest" },
+	};
+	char big[5000], re[300];
+	struct sw_task t;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		t = parse_net(bad[i].json);
+		cr_assert_eq(t.target_type, TASK_NETWORK);
+		cr_assert_eq(t.nrules, 0, "'%s'", bad[i].json);
+		cr_assert(strstr(t.ext_note, bad[i].says), "'%s': '%s' does not say '%s'",
+			  bad[i].json, t.ext_note, bad[i].says);
+	}
+	/* A good rule before a bad one is not kept either: the config is one. */
+	t = parse_net("{\"NetworkSamplings\":[{\"URIRegex\":\"/a\"},{\"When4xx\":0}]}");
+	cr_assert_eq(t.nrules, 0);
+	cr_assert_eq(t.rules[0].uri_regex[0], '\0');
+
+	memset(re, 'a', sizeof(re) - 1);
+	re[sizeof(re) - 1] = '\0';
+	snprintf(big, sizeof(big), "{\"NetworkSamplings\":[{\"URIRegex\":\"%s\"}]}", re);
+	t = parse_net(big);
+	cr_assert_eq(t.nrules, 0);
+	cr_assert(strstr(t.ext_note, "URIRegex"));
+
+	memset(big, ' ', sizeof(big) - 1);
+	big[0] = '{';
+	big[sizeof(big) - 2] = '}';
+	big[sizeof(big) - 1] = '\0';
+	t = parse_net(big);
+	cr_assert_eq(t.nrules, 0);
+	cr_assert(strstr(t.ext_note, "longer than"), "%s", t.ext_note);
+}
+
+Test(commands, network_rules_beyond_the_bound_are_left_out)
+{
+	char json[4096] = "{\"NetworkSamplings\":[";
+	struct sw_task t;
+
+	for (int i = 0; i < ROVER_NET_MAX_RULES + 4; i++)
+		sprintf(json + strlen(json), "%s{\"URIRegex\":\"/r%d\"}", i ? "," : "", i);
+	strcat(json, "]}");
+	t = parse_net(json);
+	cr_assert_eq(t.nrules, ROVER_NET_MAX_RULES);
+	cr_assert_str_eq(t.rules[0].uri_regex, "/r0");
+	cr_assert_str_eq(t.rules[ROVER_NET_MAX_RULES - 1].uri_regex, "/r15");
+	cr_assert(strstr(t.ext_note, "only the first 16"), "%s", t.ext_note);
+}
+
+/* The OAP's keep-alive: the same TaskId, newer, 600 s longer, config "null". */
+Test(commands, network_keep_alive_extends_the_running_task)
+{
+	struct cmd m;
+	struct sw_task run, ka;
+	uint64_t end;
+
+	make(&m, "TargetType", "NETWORK");
+	m.kv[6].value = (char *)"600";
+	cr_assert_str_eq(m.kv[6].key, "FixedTriggerDuration");
+	run = parse_ok(&m);
+	end = run.start_time_ms + 600 * 1000;
+
+	m.kv[2].value = (char *)"1700000500000"; /* TaskUpdateTime */
+	m.kv[6].value = (char *)"1200";
+	m.kv[7].value = (char *)"null";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 1);
+	cr_assert_eq(end, run.start_time_ms + 1200 * 1000, "counted from the task's start");
+	cr_assert_eq(run.duration_s, 1200);
+	cr_assert_eq(run.update_time_ms, 1700000500000ULL);
+	cr_assert_eq(run.nrules, 0);
+
+	/* The same answer again (a poll that was not filtered): nothing. */
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 0);
+	cr_assert_eq(end, run.start_time_ms + 1200 * 1000);
+
+	/* Newer but shorter: the task is not cut. */
+	m.kv[2].value = (char *)"1700000600000";
+	m.kv[6].value = (char *)"300";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 0);
+	cr_assert_eq(end, run.start_time_ms + 1200 * 1000);
+
+	/* One with rules: appended, the end unchanged. */
+	m.kv[2].value = (char *)"1700000700000";
+	m.kv[6].value = (char *)"1200";
+	m.kv[7].value = (char *)"{\"NetworkSamplings\":[{\"URIRegex\":\"/x\"}]}";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 1);
+	cr_assert_eq(run.nrules, 1);
+	cr_assert_str_eq(run.rules[0].uri_regex, "/x");
+	cr_assert_eq(end, run.start_time_ms + 1200 * 1000);
+
+	/* Kept alive past profiling.max_task_duration: it ends at the bound. */
+	m.kv[2].value = (char *)"1700000800000";
+	m.kv[6].value = (char *)"86400";
+	m.kv[7].value = (char *)"null";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 1);
+	cr_assert_eq(end, run.start_time_ms + 3600 * 1000);
+	m.kv[2].value = (char *)"1700000900000";
+	m.kv[6].value = (char *)"90000";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 3600), 0);
+
+	/* Another task, or not a NETWORK one: not a keep-alive. */
+	m.kv[2].value = (char *)"1700001000000";
+	m.kv[0].value = (char *)"task-2";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 0), 0);
+	make(&m, NULL, NULL);
+	m.kv[2].value = (char *)"1700001000000";
+	m.kv[6].value = (char *)"99999";
+	ka = parse_ok(&m);
+	cr_assert_eq(sw_task__renew(&run, &end, &ka, 0), 0);
+	cr_assert_eq(end, run.start_time_ms + 3600 * 1000);
+}
+
+/*
+ * One NETWORK worker over several processes: one run, counted on each of its processes, apart
+ * from their profiling tasks.
+ */
+Test(commands, network_run_holds_all_its_processes)
+{
+	struct sw_runs r = { 0 };
+	const char ids[2][SW_ID_LEN] = { "p1", "p2" };
+
+	cr_assert_eq(sw_runs__add_set(&r, "net-1", TASK_NETWORK, ids, 2, 1000), 0);
+	cr_assert_eq(r.n, 1, "one worker");
+	/* Its processes' ON_CPU and OFF_CPU tasks still run beside it. */
+	for (int i = 0; i < SW_MAX_TASKS_PER_PROCESS; i++) {
+		char task[16];
+
+		snprintf(task, sizeof(task), "cpu-%d", i);
+		cr_assert_eq(sw_runs__add(&r, task, "p2", 1000), 0);
+	}
+	cr_assert_eq(sw_runs__add(&r, "cpu-x", "p2", 1000), -EBUSY);
+	cr_assert(sw_runs__busy(&r, "p2", TASK_ON_CPU));
+	cr_assert(!sw_runs__busy(&r, "p1", TASK_OFF_CPU));
+	/* A second NETWORK task on any of its processes: one too many. */
+	cr_assert(sw_runs__busy(&r, "p1", TASK_NETWORK));
+	cr_assert(!sw_runs__busy(&r, "p3", TASK_NETWORK));
+	cr_assert_eq(sw_runs__add_set(&r, "net-2", TASK_NETWORK, ids + 1, 1, 1000), -EBUSY);
+	/* Replaced: no longer a task on them. */
+	sw_runs__stopping(&r, "net-1");
+	cr_assert_eq(sw_runs__add_set(&r, "net-2", TASK_NETWORK, ids, 2, 1000), 0);
+	cr_assert_eq(r.n, 2 + SW_MAX_TASKS_PER_PROCESS);
+
+	/* A keep-alive moves its end; the end is reported by its first process. */
+	sw_runs__extend(&r, "net-2", 5000);
+	sw_runs__expire(&r, 1000);
+	cr_assert_eq(r.n, 1);
+	sw_runs__ended(&r, "net-2", "p2");
+	cr_assert_eq(r.n, 1);
+	sw_runs__ended(&r, "net-2", "p1");
+	cr_assert_eq(r.n, 0);
+}

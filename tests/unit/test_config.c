@@ -31,6 +31,7 @@ static const char *fake_env(const char *name)
 		{ "T_EMPTY", "" },
 		{ "T_TEN", "10ms" },
 		{ "T_TRUE", "true" },
+		{ "ROVER_PROFILING_TASK_NETWORK_TOPOLOGY_REPORT_INTERVAL", "7s" },
 	};
 	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
 		if (!strcmp(name, env[i].name))
@@ -261,6 +262,11 @@ Test(config, bad_values_name_key_and_value)
 	load_fails("profiling:\n  max_task_duration: 500ms\n", "profiling.max_task_duration",
 		   "'500ms'", NULL);
 	load_fails("profiling:\n  flush_interval: -5s\n", "profiling.flush_interval", "'-5s'", NULL);
+	/* A NETWORK task flushes every report interval: what a worker accepts, 100 ms to 10 min. */
+	load_fails("profiling:\n  task:\n    network:\n      report_interval: 50ms\n",
+		   "profiling.task.network.report_interval", "'50ms'", NULL);
+	load_fails("profiling:\n  task:\n    network:\n      report_interval: 11m\n",
+		   "profiling.task.network.report_interval", "'11m'", NULL);
 	load_fails("core:\n  backend:\n    enable_TLS: yes\n", "core.backend.enable_TLS",
 		   "bad boolean", "'yes'", NULL);
 	load_fails("process_discovery:\n  properties_report_period: 10x\n",
@@ -477,8 +483,13 @@ Test(config, shipped_file_loads_clean)
 	cr_assert_eq(config__load(text, len, &c, err, sizeof(err), collect, &warns, fake_env), 0,
 		     "%s", err);
 	cr_assert_eq(warns.n, 0, "%s", warns.all);
+	c.profiling.network_report_interval_ms = 2000; /* from fake_env: checked below */
 	check_defaults(&c);
 	cr_assert_eq(c.discovery.present, 1);
+	config__free(&c);
+	/* Upstream's environment name for the NETWORK report interval (its "topology"). */
+	cr_assert_eq(config__load(text, len, &c, err, sizeof(err), collect, &warns, fake_env), 0);
+	cr_assert_eq(c.profiling.network_report_interval_ms, 7000);
 	config__free(&c);
 
 	/* The commented example finder, uncommented, loads too. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "shipper/spool.h"
 
@@ -357,6 +358,114 @@ Test(spool, corrupt_files_dropped_counted_never_crash)
 	cr_assert_str_eq(x.last_detail, "CRC mismatch");
 	cr_assert_eq(count_files(".batch"), 0);
 	spool__free(sp);
+}
+
+/* A batch file as a shipper of header version `version` writes it, one message of len bytes. */
+static void write_batch_file(uint64_t seq, uint32_t version, uint32_t kind, uint64_t task_id,
+			     size_t len)
+{
+	struct spool_file_hdr h = { .magic = SPOOL_MAGIC, .version = version, .seq = seq,
+				    .task_id = task_id, .samples = task_id * 10, .nmsgs = 1,
+				    .len = (uint32_t)(4 + len), .kind = kind };
+	uint8_t payload[4 + 256];
+	char path[512];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int fd;
+
+	cr_assert_leq(len, 256);
+	payload[0] = (uint8_t)len;
+	payload[1] = payload[2] = payload[3] = 0;
+	for (size_t k = 0; k < len; k++)
+		payload[4 + k] = (uint8_t)(task_id + k);
+	crc = crc32(crc, (const Bytef *)&h, sizeof(h));
+	h.crc = (uint32_t)crc32(crc, payload, h.len);
+	snprintf(path, sizeof(path), "%s/%016llx.batch", dir, (unsigned long long)seq);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, &h, sizeof(h)), (ssize_t)sizeof(h));
+	cr_assert_eq(write(fd, payload, h.len), (ssize_t)h.len);
+	close(fd);
+}
+
+/* A batch's kind (which rpc it goes to) is kept through memory and disk, and a restart. */
+Test(spool, kinds_survive_disk_and_restart)
+{
+	struct spool_opts o = { .dir = dir, .mem_bytes = 600, .disk_bytes = 1 << 20 };
+	struct spool *sp = spool__new(&o);
+	struct spool_batch b;
+
+	cr_assert_not_null(sp);
+	/* Ids 1..8: kinds 0..3 twice; the first batch fits in memory, the others go to disk. */
+	for (uint64_t id = 1; id <= 8; id++) {
+		b = make(id, 1, 500);
+		b.kind = (uint32_t)((id - 1) % SPOOL_KIND_MAX);
+		cr_assert_eq(spool__put(sp, &b), 0);
+	}
+	b = make(9, 1, 10);
+	b.kind = SPOOL_KIND_MAX;
+	cr_assert_eq(spool__put(sp, &b), -EINVAL, "unknown kind taken");
+	cr_assert_null(b.data);
+	for (uint64_t id = 1; id <= 4; id++) {
+		cr_assert_eq(spool__take(sp, 0, &b), 0);
+		cr_assert_eq(b.task_id, id);
+		cr_assert_eq(b.kind, (uint32_t)(id - 1), "task %llu: kind %u",
+			     (unsigned long long)id, b.kind);
+		spool__done(sp, b.seq);
+	}
+	cr_assert_eq(spool__persist(sp), 0);
+	spool__free(sp);
+
+	sp = spool__new(&o);
+	cr_assert_not_null(sp);
+	for (uint64_t id = 5; id <= 8; id++) {
+		cr_assert_eq(spool__take(sp, 0, &b), 0);
+		cr_assert_eq(b.task_id, id);
+		cr_assert_eq(b.kind, (uint32_t)(id - 5));
+		/* Given back and taken again: read from its file a second time. */
+		spool__untake(sp, b.seq);
+		cr_assert_eq(spool__take(sp, 0, &b), 0);
+		cr_assert_eq(b.kind, (uint32_t)(id - 5));
+		spool__done(sp, b.seq);
+	}
+	spool__free(sp);
+}
+
+/* Files of an older shipper (version 1, no kind) are profiles; an unknown kind is corrupt. */
+Test(spool, version_1_files_load_as_profiles)
+{
+	struct drops x = { 0 };
+	struct spool_opts o = { .dir = dir, .mem_bytes = 1 << 20, .disk_bytes = 1 << 20,
+				.on_drop = on_drop, .ctx = &x };
+	struct spool_stats st;
+	struct spool_batch b;
+	struct spool *sp;
+
+	write_batch_file(0x10, 1, 0, 1, 100);
+	write_batch_file(0x11, SPOOL_VERSION, SPOOL_KIND_MAX, 2, 100);
+	write_batch_file(0x12, SPOOL_VERSION, SPOOL_LOGS, 3, 100);
+	write_batch_file(0x13, SPOOL_VERSION + 1, 0, 4, 100);
+	sp = spool__new(&o);
+	cr_assert_not_null(sp);
+	spool__stats(sp, &st);
+	cr_assert_eq(st.loaded_files, 2);
+	cr_assert_eq(st.corrupt_files, 2, "unknown kind, unknown version");
+	cr_assert_eq(x.corrupt, 2);
+	cr_assert_eq(spool__take(sp, 0, &b), 0);
+	cr_assert_eq(b.task_id, 1);
+	cr_assert_eq(b.kind, SPOOL_PROFILE);
+	cr_assert_eq(b.nmsgs, 1);
+	cr_assert_eq(b.data[4 + 99], (uint8_t)(1 + 99), "payload read back");
+	spool__done(sp, b.seq);
+	cr_assert_eq(spool__take(sp, 0, &b), 0);
+	cr_assert_eq(b.task_id, 3);
+	cr_assert_eq(b.kind, SPOOL_LOGS);
+	spool__done(sp, b.seq);
+	/* New batches come after the loaded ones and are written in the new version. */
+	b = make(5, 1, 10);
+	cr_assert_eq(spool__put(sp, &b), 0);
+	cr_assert_gt(b.seq, 0x12);
+	spool__free(sp);
+	cr_assert_eq(count_files(".batch"), 0);
 }
 
 Test(spool, interrupt_ends_waits_not_pending_batches)

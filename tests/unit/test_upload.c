@@ -23,6 +23,7 @@
 #include "common/privdrop.h"
 #include "common/util.h"
 #include "ebpf/profiling/Profile.pb-c.h"
+#include "language-agent/Meter.pb-c.h"
 #include "policy/policy.h"
 #include "shipper/spool.h"
 #include "shipper/symbolize.h"
@@ -523,6 +524,128 @@ Test(upload, oap_restart_on_the_same_port_loses_nothing, .init = net_setup,
 		     (unsigned long long)dumped, (unsigned long long)queued);
 	spool__stats(sp, &st);
 	cr_assert_eq(st.sent_samples, queued);
+	spool__free(sp);
+}
+
+Test(upload, each_kind_has_its_rpc)
+{
+	cr_assert_str_eq(upload__method(SPOOL_PROFILE),
+			 "/skywalking.v3.EBPFProfilingService/collectProfilingData");
+	cr_assert_str_eq(upload__method(SPOOL_METERS),
+			 "/skywalking.v3.MeterReportService/collectBatch");
+	cr_assert_str_eq(upload__method(SPOOL_LOGS), "/skywalking.v3.LogReportService/collect");
+	cr_assert_str_eq(upload__method(SPOOL_EVENTS),
+			 "/skywalking.v3.SpanAttachedEventReportService/collect");
+	cr_assert_null(upload__method(SPOOL_KIND_MAX));
+}
+
+/* A METERS batch of one MeterDataCollection: a single value named name, for service svc. */
+static struct spool_batch meters_batch(const char *name, double value)
+{
+	Skywalking__V3__MeterDataCollection c = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
+	Skywalking__V3__MeterData d = SKYWALKING__V3__METER_DATA__INIT, *pd = &d;
+	Skywalking__V3__MeterSingleValue v = SKYWALKING__V3__METER_SINGLE_VALUE__INIT;
+	Skywalking__V3__Label l[2] = { SKYWALKING__V3__LABEL__INIT, SKYWALKING__V3__LABEL__INIT };
+	Skywalking__V3__Label *pl[2] = { &l[0], &l[1] };
+	struct spool_batch b = { .task_id = 77, .kind = SPOOL_METERS };
+	uint8_t *p;
+
+	l[0].name = "client_process_id";
+	l[0].value = "p1";
+	l[1].name = "side";
+	l[1].value = "client";
+	v.name = (char *)name;
+	v.labels = pl;
+	v.n_labels = 2;
+	v.value = value;
+	d.metric_case = SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE;
+	d.singlevalue = &v;
+	d.service = "svc";
+	d.serviceinstance = "inst";
+	d.timestamp = 1700000000000;
+	c.meterdata = &pd;
+	c.n_meterdata = 1;
+	cr_assert_eq(spool_batch__reserve(&b, protobuf_c_message_get_packed_size(&c.base), &p), 0);
+	protobuf_c_message_pack(&c.base, p);
+	return b;
+}
+
+/* Batches of different kinds, in one spool: each goes as one stream of its own rpc, in order. */
+Test(upload, batches_go_to_the_rpc_of_their_kind, .init = net_setup, .fini = net_teardown)
+{
+	struct spool_opts so = { .dir = spool_dir, .mem_bytes = 64 << 10, .disk_bytes = 1 << 20 };
+	struct spool *sp = spool__new(&so);
+	struct uploader_opts uo = { .spool = sp, .backoff_min_ms = 100, .backoff_max_ms = 400 };
+	static const char *const want[] = { "collectProfilingData", "collectBatch",
+					    "collectProfilingData", "collectBatch" };
+	struct uploader *u;
+	struct spool_batch b;
+	char addr[64], line[65536];
+	int port, n = 0;
+	FILE *f;
+
+	cr_assert_not_null(sp);
+	/* Put while no OAP listens, and kept across a restart of the spool: from disk too. */
+	b = numbered_batch(1);
+	cr_assert_eq(spool__put(sp, &b), 0);
+	b = meters_batch("rover_net_p_write_counter", 42);
+	cr_assert_eq(spool__put(sp, &b), 0);
+	b = numbered_batch(2);
+	cr_assert_eq(spool__put(sp, &b), 0);
+	b = meters_batch("rover_net_p_read_counter", 7.5);
+	cr_assert_eq(spool__put(sp, &b), 0);
+	cr_assert_eq(spool__persist(sp), 0);
+	spool__free(sp);
+	sp = spool__new(&so);
+	cr_assert_not_null(sp);
+	uo.spool = sp;
+
+	port = oap_start(0, 0);
+	snprintf(addr, sizeof(addr), "localhost:%d", port);
+	uo.oap = (struct oap_opts){ .addr = addr, .deadline_ms = 3000 };
+	u = uploader__start(&uo);
+	cr_assert_not_null(u);
+	cr_assert_eq(wait_sent(sp, 4, 20000), 0, "4 batches not sent");
+	cr_assert_eq(uploader__stop(u, 2000), 1);
+	uploader__free(u);
+	oap_stop();
+
+	f = fopen(rec_path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		json_object *o = json_tokener_parse(line), *v, *msg, *md, *sv;
+		const char *method;
+
+		cr_assert_not_null(o);
+		cr_assert(json_object_object_get_ex(o, "method", &v));
+		method = json_object_get_string(v);
+		cr_assert(json_object_object_get_ex(o, "index", &v));
+		if (json_object_get_int(v) > 0) {
+			/* numbered_batch(2)'s second message, in the same stream as its first. */
+			cr_assert_str_eq(method, "collectProfilingData");
+			json_object_put(o);
+			continue;
+		}
+		cr_assert_lt(n, 4);
+		cr_assert_str_eq(method, want[n], "stream %d", n);
+		if (!strcmp(method, "collectBatch")) {
+			cr_assert(json_object_object_get_ex(o, "message", &msg));
+			cr_assert(json_object_object_get_ex(msg, "meterData", &md));
+			md = json_object_array_get_idx(md, 0);
+			cr_assert(json_object_object_get_ex(md, "service", &v));
+			cr_assert_str_eq(json_object_get_string(v), "svc");
+			cr_assert(json_object_object_get_ex(md, "singleValue", &sv));
+			cr_assert(json_object_object_get_ex(sv, "name", &v));
+			cr_assert_str_eq(json_object_get_string(v), n == 1 ? "rover_net_p_write_counter"
+									    : "rover_net_p_read_counter");
+			cr_assert(json_object_object_get_ex(sv, "labels", &v));
+			cr_assert_eq(json_object_array_length(v), 2);
+		}
+		n++;
+		json_object_put(o);
+	}
+	fclose(f);
+	cr_assert_eq(n, 4);
 	spool__free(sp);
 }
 
