@@ -190,7 +190,8 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
  */
 static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *m)
 {
-	struct spool_batch meters = { .task_id = t->task_id }, logs = { .task_id = t->task_id };
+	struct spool_batch meters = { .task_id = t->task_id, .kind = SPOOL_METERS };
+	struct spool_batch logs = { .task_id = t->task_id, .kind = SPOOL_LOGS };
 	const struct ship_net_hdr *h = m->buf;
 	int err;
 
