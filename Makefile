@@ -320,7 +320,7 @@ fuzz-replay: $(FUZZ_BINS)
 # Regenerates the seeds in tests/fuzz/corpus (after a change to common/msg.h, say).
 FUZZ_SEED_ELF := -Os -fno-asynchronous-unwind-tables -fno-ident -nostdlib -Wl,--build-id \
                  -Wl,-z,max-page-size=16 -Wl,-z,noseparate-code -Wl,-z,norelro
-$(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h
+$(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h common/netrec.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
 

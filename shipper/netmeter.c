@@ -652,7 +652,8 @@ int net_task__meters(struct net_task *t, int64_t now_ms, struct spool_batch *b,
 			g[ng++].i = i;
 		}
 	}
-	qsort(g, ng, sizeof(*g), grp_cmp);
+	if (ng)
+		qsort(g, ng, sizeof(*g), grp_cmp);
 	for (size_t k = 0; k < ng && !err; k++) {
 		const struct net_traffic *tr = &t->last[g[k].i];
 

@@ -1228,7 +1228,8 @@ int net_task__interval(struct net_task *t, uint64_t now_ns)
 	for (c = t->lru_head; c; c = c->lnext)
 		if (c->have_conn)
 			loc[nloc++] = c;
-	qsort(loc, nloc, sizeof(*loc), loc_sort);
+	if (nloc)
+		qsort(loc, nloc, sizeof(*loc), loc_sort);
 	for (size_t i = 0; i < nloc; i++) {
 		c = loc[i];
 		/* Upstream drops connections without a remote address. */
@@ -1238,7 +1239,8 @@ int net_task__interval(struct net_task *t, uint64_t now_ns)
 		traffic_key(c, &items[nitems].k);
 		items[nitems++].c = c;
 	}
-	qsort(items, nitems, sizeof(*items), item_sort);
+	if (nitems)
+		qsort(items, nitems, sizeof(*items), item_sort);
 	for (size_t i = 0; i < nitems; i++) {
 		if (!nout || key_cmp(&items[i].k, &out[nout - 1])) {
 			struct net_traffic *v = realloc(out, (nout + 1) * sizeof(*v));
