@@ -1003,10 +1003,10 @@ static bool addr_local(struct net_conn_st **v, size_t n, const uint8_t a[16])
 }
 
 /*
- * The peer and the role of c (network-profiling §3.3, §3.6): the connection with the reversed
- * tuple, else the last process other than ours listening... that has our remote as its local
- * address; the role from the program, the HTTP/1 parser, the peer reversed, the ports accepted
- * on, in that order; unknown is client.
+ * The peer and the role of c (network-profiling §3.3, §3.6). Peer: the connection with the
+ * reversed tuple, else the last other process with our remote address as its local one. Role:
+ * the program's, the HTTP/1 parser's, the full-tuple peer's reversed, server on a port some
+ * connection was accepted on, in that order; client otherwise.
  */
 static void resolve(struct net_task *t, struct net_conn_st *c, struct net_conn_st **v, size_t n)
 {
