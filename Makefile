@@ -31,7 +31,7 @@ PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
 # SkyWalking v3 protocol (proto/README.md), generated with -Iproto so upstream's imports work.
 # The supervisor and the shipper link it; the worker and the launcher never do.
 SW_PROTOS     := common/Common common/Command ebpf/profiling/Process ebpf/profiling/Profile \
-                 ebpf/profiling/Continuous language-agent/Meter
+                 ebpf/profiling/Continuous language-agent/Meter logging/Logging
 SW_PROTO_HDRS := $(patsubst %,$(OUT)/proto/%.pb-c.h,$(SW_PROTOS))
 SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 
@@ -322,7 +322,7 @@ fuzz-replay: $(FUZZ_BINS)
 # Regenerates the seeds in tests/fuzz/corpus (after a change to common/msg.h, say).
 FUZZ_SEED_ELF := -Os -fno-asynchronous-unwind-tables -fno-ident -nostdlib -Wl,--build-id \
                  -Wl,-z,max-page-size=16 -Wl,-z,noseparate-code -Wl,-z,norelro
-$(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h
+$(OUT)/fuzz/gen_corpus: tests/fuzz/gen_corpus.c common/ipc.h common/msg.h common/netrec.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
 

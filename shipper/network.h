@@ -27,6 +27,7 @@
 
 #include "common/msg.h"
 #include "common/netrec.h"
+#include "shipper/http1.h"
 #include "shipper/spool.h"
 
 /* Upstream's bucket lists (reference §3.4, §4.3), lower bounds. */
@@ -90,7 +91,21 @@ struct net_stats {
 	uint64_t bad_frames, bad_records;
 	uint64_t kernel[NET_STAT_MAX];	     /* the program's losses (frames' stats) */
 	uint64_t segments_lost;		     /* data_seq holes */
+	/* Added after the first version of this header, at its end. */
+	uint64_t conns_evicted;	  /* idle, dropped to make room (their close never came) */
+	uint64_t http_unpaired;	  /* exchanges without a request or a response: no meters */
+	uint64_t samples_dropped; /* sampled traces over the task's bound of held ones */
+	uint64_t traffic_refused; /* report pairs over their bound: counted in no pair */
+	uint64_t endpoints_refused; /* exchanges of endpoints over their bound */
+	uint64_t alloc_failures;
+	struct http1_stats http; /* every connection's parser, summed */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
+
+/*
+ * Local mode: the command name of pid for the report, instead of reading /proc/PID/comm
+ * (which a sandboxed shipper may not). 0 or -errno.
+ */
+int net_task__set_comm(struct net_task *t, int32_t pid, const char *comm);
 
 #endif

@@ -5,7 +5,8 @@
  * regenerated) and samples of /proc/kallsyms, /proc/PID/maps and JIT perf map text. `make fuzz-corpus`
  * runs it; the ELF seeds come from the compiler (see the Makefile).
  *
- * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/ and DIR/fuzz_maps_kallsyms/)
+ * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/, DIR/fuzz_maps_kallsyms/ and
+ * DIR/fuzz_netrec/)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +18,7 @@
 
 #include "common/ipc.h"
 #include "common/msg.h"
+#include "common/netrec.h"
 
 /* Seeds stay small: libFuzzer mutates small inputs faster, and they live in git. */
 #define SEED_MAX 4096
@@ -265,6 +267,145 @@ static void text_samples(void)
 	write_file("fuzz_maps_kallsyms", "maps.txt", maps, sizeof(maps) - 1);
 }
 
+/* fuzz_netrec: frames of a NETWORK task (op byte, u16 length, payload), see fuzz_netrec.c. */
+struct nbuf {
+	uint8_t b[SEED_MAX];
+	size_t len;
+};
+
+static void nput(struct nbuf *n, const void *p, size_t len)
+{
+	if (n->len + len > sizeof(n->b)) {
+		fprintf(stderr, "gen_corpus: netrec seed over %d bytes\n", SEED_MAX);
+		exit(1);
+	}
+	memcpy(n->b + n->len, p, len);
+	n->len += len;
+}
+
+/* Starts a frame: returns the offset of its payload, whose length net_end fills in. */
+static size_t net_begin(struct nbuf *n, uint8_t op, uint32_t count)
+{
+	struct ship_net_hdr h = { .task_id = 7, .count = count };
+	uint8_t pre[3] = { op, 0, 0 };
+	size_t at;
+
+	nput(n, pre, sizeof(pre));
+	at = n->len;
+	nput(n, &h, sizeof(h));
+	return at;
+}
+
+static void net_end(struct nbuf *n, size_t at)
+{
+	size_t len = n->len - at;
+
+	n->b[at - 2] = (uint8_t)len;
+	n->b[at - 1] = (uint8_t)(len >> 8);
+}
+
+static void net_data(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, uint64_t seq,
+		     uint64_t ts, const char *s)
+{
+	static const uint8_t zero[8];
+	size_t cap = strlen(s), len = (sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7;
+	struct net_rec_data d = {
+		.hdr = { .kind = NET_REC_DATA, .len = (uint32_t)len },
+		.conn_id = id,
+		.start_ns = ts,
+		.end_ns = ts,
+		.seq = seq,
+		.tgid = tgid,
+		.actual = (uint32_t)cap,
+		.captured = (uint16_t)cap,
+		.dir = dir,
+		.fn = dir ? NET_FN_READ : NET_FN_WRITE,
+		.proto = NET_PROTO_HTTP1,
+	};
+
+	nput(n, &d, sizeof(d));
+	nput(n, s, cap);
+	nput(n, zero, len - sizeof(d) - cap);
+}
+
+static struct net_conn net_conn(uint64_t id, uint32_t tgid, uint8_t role, uint16_t lport,
+				uint16_t rport)
+{
+	struct net_conn c = {
+		.id = id,
+		.tgid = tgid,
+		.fd = 4,
+		.role = role,
+		.family = 2, /* AF_INET */
+		.proto = NET_PROTO_HTTP1,
+		.lport = lport,
+		.rport = rport,
+		.laddr = { 127, 0, 0, 1 },
+		.raddr = { 127, 0, 0, 1 },
+		.connect_exe_ns = 30000,
+	};
+
+	c.dir[0].count = 2;
+	c.dir[0].bytes = 120;
+	c.dir[0].exe_ns = 9000;
+	c.dir[0].hist[1] = 2;
+	c.rtt_count = 1;
+	c.rtt_us = 40;
+	c.rtt_hist[1] = 1;
+	return c;
+}
+
+static void netrec_seeds(void)
+{
+	static const char req[] = "GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nsw8: 1-dA==-cw==-1-YQ==-YQ==-YQ==-YQ==\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 503 Unavailable\r\nContent-Length: 2\r\n\r\nno";
+	struct net_conn c = net_conn(1, 1, 1, 40000, 8080), s = net_conn(2, 2, 2, 8080, 40000);
+	struct net_rec_close cl = { .hdr = { .kind = NET_REC_CLOSE, .len = sizeof(cl) } };
+	struct nbuf n = { .len = 0 };
+	size_t at;
+
+	at = net_begin(&n, 0, 4);
+	net_data(&n, 1, 1, 0, 1, 1000, req);
+	net_data(&n, 2, 2, 1, 1, 2000, req);
+	net_data(&n, 2, 2, 0, 1, 90000000, resp);
+	net_data(&n, 1, 1, 1, 1, 91000000, resp);
+	net_end(&n, at);
+	at = net_begin(&n, 1 | 2 | 4, 2);
+	nput(&n, &c, sizeof(c));
+	nput(&n, &s, sizeof(s));
+	net_end(&n, at);
+	write_file("fuzz_netrec", "http_pair", n.b, n.len);
+
+	/* a close after the connection was flushed once, then a JSON report */
+	n.len = 0;
+	at = net_begin(&n, 1 | 2, 1);
+	nput(&n, &c, sizeof(c));
+	net_end(&n, at);
+	at = net_begin(&n, 2 | 4 | 8, 1);
+	cl.conn = c;
+	cl.conn.flags = 1; /* NET_CONN_CLOSED */
+	cl.conn.close_exe_ns = 5000;
+	nput(&n, &cl, sizeof(cl));
+	net_end(&n, at);
+	write_file("fuzz_netrec", "late_close", n.b, n.len);
+
+	/* a hole in the sequence, a replay, a record of an unknown kind */
+	n.len = 0;
+	at = net_begin(&n, 2 | 4, 4);
+	net_data(&n, 3, 1, 0, 1, 10, req);
+	net_data(&n, 3, 1, 0, 4, 20, req);
+	net_data(&n, 3, 1, 0, 4, 30, req);
+	{
+		struct net_rec_hdr h = { .kind = 9, .len = 16 };
+		uint8_t pad[8] = { 0 };
+
+		nput(&n, &h, sizeof(h));
+		nput(&n, pad, sizeof(pad));
+	}
+	net_end(&n, at);
+	write_file("fuzz_netrec", "lost_and_garbage", n.b, n.len);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -276,5 +417,6 @@ int main(int argc, char **argv)
 		die(outdir);
 	worker_streams();
 	text_samples();
+	netrec_seeds();
 	return 0;
 }

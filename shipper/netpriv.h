@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side: the state of a NETWORK task's analysis shared by its files: network.c (frames,
+ * connections, intervals, the report) and netmeter.c (the OAP's meters and sampled traces).
+ * Not an interface: shipper/network.h is.
+ */
+#ifndef ROVER_SHIPPER_NETPRIV_H
+#define ROVER_SHIPPER_NETPRIV_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shipper/http1.h"
+#include "shipper/network.h"
+
+#define NET_TOPN 10 /* sampled traces per category per traffic per interval (upstream TopN) */
+#define NET_TRACE_ID_MAX 128
+
+enum net_reason { NET_SLOW = 0, NET_4XX, NET_5XX, NET_REASONS }; /* upstream's emit order */
+
+struct net_sample {
+	uint64_t latency_ms;
+	uint16_t status;
+	uint8_t zipkin; /* trace_provider: 0 skywalking, 1 zipkin */
+	char uri[HTTP1_URI_MAX + 1];
+	char trace_id[NET_TRACE_ID_MAX + 1];
+};
+
+/* What HTTP/1 exchanges added, per connection until an interval moves it into its traffic. */
+struct net_http_acc {
+	uint64_t requests;
+	uint64_t req_bytes, resp_bytes, dur_ms;
+	uint64_t req_hist[NET_SIZE_BUCKETS], resp_hist[NET_SIZE_BUCKETS];
+	uint64_t dur_hist[NET_DUR_BUCKETS];
+	/* status codes 100..599 (the parser's bounds) */
+	struct net_status { uint16_t code; uint64_t n; } *status;
+	uint32_t nstatus;
+	uint32_t nsamples[NET_REASONS];
+	struct net_sample *samples[NET_REASONS][NET_TOPN];
+};
+
+struct net_l4_acc {
+	uint64_t count, bytes, exe; /* exe: ns; µs for the RTT */
+	uint64_t hist[NET_L4_BUCKETS];
+};
+
+/* One (local pid, role, remote peer, protocol, ssl) over one interval, or the whole task. */
+struct net_traffic {
+	int32_t pid;
+	uint8_t role; /* NET_ROLE_CLIENT or NET_ROLE_SERVER: unknown is reported as client */
+	uint8_t is_http;
+	uint8_t ssl;
+	int32_t rpid;	    /* -1: no monitored peer found */
+	uint8_t raddr[16];  /* canonical (v4 mapped into v6) */
+	uint16_t rport;	    /* 0 on the server side without a peer: client ports aggregated */
+	uint8_t rlocal;	    /* the remote IP is this host's */
+	uint64_t conns;
+	struct net_l4_acc wr, rd, rtt, connect, close;
+	uint64_t retrans, drops;
+	struct net_http_acc http;
+};
+
+struct net_proc {
+	int32_t pid;
+	bool known; /* from the backend */
+	struct msg_net_process p;
+};
+
+struct net_rule {
+	struct msg_net_rule r;
+	bool has_re;
+	regex_t re;
+};
+
+struct net_task {
+	struct net_task_opts o;
+	char prefix[128];
+	struct net_stats st;
+	uint64_t intervals;
+
+	struct net_proc *procs;
+	size_t nprocs;
+	struct net_comm { int32_t pid; char comm[16]; } *comms;
+	size_t ncomms;
+	struct net_rule *rules;
+	size_t nrules;
+
+	/* connections: a hash by id and a list, least recently updated first */
+	struct net_conn_st **hash;
+	size_t hash_mask;
+	struct net_conn_st *lru_head, *lru_tail;
+	size_t nconns;
+	uint8_t server_ports[65536 / 8]; /* local ports some connection was accepted on */
+	uint64_t samples_held;
+
+	/* the last interval's traffic, sorted, for the meters */
+	struct net_traffic *last;
+	size_t nlast;
+	/* the whole task's, sorted, for the report (samples never kept) */
+	struct net_traffic *total;
+	size_t ntotal;
+
+	struct net_endpoint **eps;
+	size_t neps;
+	uint64_t rng;
+};
+
+/* netmeter.c */
+const char *net__role_name(uint8_t role);
+/* "ip" or "ip:port" as upstream prints them (v6 without brackets; v4-mapped as v4). */
+void net__addr_str(const uint8_t a[16], char *buf, size_t len);
+const struct net_proc *net__proc(const struct net_task *t, int32_t pid);
+/* A sampled trace's id from the request's headers: 0 none, 1 skywalking, 2 zipkin. */
+int net__trace_ctx(const struct http1_exchange *x, char *trace_id, size_t len);
+void net__acc_free(struct net_http_acc *a);
+
+#endif

@@ -1,0 +1,1661 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * A NETWORK task's analysis (see network.h): the worker's frames into per-connection state,
+ * per-connection state into traffic at every interval, traffic into the report. The OAP's
+ * meters and sampled traces are built from the same traffic in netmeter.c.
+ *
+ * Connections are found by id in a chained hash and kept on a list, least recently updated
+ * first: at max_conns, the least recently updated one goes if it has been idle long enough
+ * (its close record was lost, NET_STAT_CLOSE_RINGBUF), else the new one is refused. A closed
+ * connection stays CLOSED_KEEP intervals after its close was counted, for peer resolution,
+ * as upstream keeps closed ones for two flushes.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "shipper/netpriv.h"
+
+#define DEFAULT_MAX_CONNS 16384u
+#define MAX_CONNS_LIMIT (1u << 20)
+#define CLOSED_KEEP 2u
+/* Intervals without a record after which a connection may make room for a new one. */
+#define IDLE_EVICT 30u
+#define MAX_PROCS 4096u
+#define MAX_RULES 64u
+#define MAX_COMMS 1024u
+/* Report bounds: connection pairs and endpoints the whole task keeps. */
+#define MAX_TOTAL 4096u
+#define MAX_ENDPOINTS 1024u
+/*
+ * Latency percentiles per endpoint come from a reservoir (Vitter's algorithm R) of up to
+ * RESERVOIR_MAX durations in µs: exact up to that many requests, a uniform sample beyond;
+ * 16 KiB per endpoint at most.
+ */
+#define RESERVOIR_MAX 4096u
+/* Sampled traces held by the task before an interval moves them into traffic. */
+#define MAX_SAMPLES_HELD 2048u
+
+const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS] = {
+	0,	   10000,     50000,	 100000,    500000,    1000000,	  1200000,
+	1500000,   1700000,   2000000,	 2500000,   3000000,   5000000,	  7000000,
+	10000000,  13000000,  16000000,	 20000000,  25000000,  30000000,  35000000,
+	40000000,  45000000,  50000000,	 70000000,  100000000, 150000000, 200000000,
+	300000000, 500000000, 1000000000, 2000000000, 3000000000, 5000000000,
+};
+
+const uint64_t net_size_buckets[NET_SIZE_BUCKETS] = {
+	256,	 512,	  1048,	   1536,     2048,     3072,	 5120,	   8192,     10240,
+	15360,	 20480,	  35840,   51200,    76800,    102400,	 204800,   512000,   819200,
+	1048576, 1572864, 2097152, 5242880, 10485760, 20971520, 52428800,
+};
+
+const uint64_t net_dur_buckets_ms[NET_DUR_BUCKETS] = {
+	1,   2,	  5,   10,  15,	 20,  25,  30,	 40,   45,   50,   60,	  65,	 70,   80,
+	90,  100, 110, 130, 150, 170, 200, 230,	 260,  290,  330,  380,	  430,	 480,  500,
+	600, 700, 800, 900, 1000, 1100, 1300, 1500, 1800, 2000, 5000, 10000, 15000, 20000, 30000,
+};
+
+struct net_conn_st {
+	struct net_conn_st *hnext, *lprev, *lnext;
+	uint64_t id;
+	bool have_conn; /* a conns or close record gave addresses and counters */
+	bool closed, connect_done, close_done, h_failed;
+	uint32_t idle;	     /* intervals without a record */
+	uint32_t closed_for; /* intervals since closed */
+	struct net_conn cur;  /* the latest cumulative counters */
+	struct net_conn base; /* at the previous interval */
+	uint8_t laddr[16], raddr[16]; /* canonical */
+	uint64_t seq_next[2];
+	uint64_t last_ts;
+	struct http1_conn *h;
+	struct net_http_acc acc;
+	/* interval scratch */
+	uint8_t role;
+	int32_t rpid;
+};
+
+struct net_endpoint {
+	int32_t pid;
+	uint8_t role;
+	char method[HTTP1_METHOD_MAX + 1];
+	char path[HTTP1_URI_MAX + 1];
+	uint64_t requests, req_bytes, resp_bytes;
+	struct net_status *status;
+	uint32_t nstatus;
+	uint32_t *res; /* durations, µs */
+	uint32_t nres, capres;
+	uint64_t seen;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t d64(uint64_t cur, uint64_t base)
+{
+	return cur >= base ? cur - base : 0;
+}
+
+static uint64_t rng_next(struct net_task *t)
+{
+	t->rng ^= t->rng >> 12;
+	t->rng ^= t->rng << 25;
+	t->rng ^= t->rng >> 27;
+	return t->rng * 0x2545F4914F6CDD1DULL;
+}
+
+/* Upstream's kernel-side search, its quirk included: >= 3 s lands in the 5 s bucket. */
+static unsigned l4_bucket(uint64_t ns)
+{
+	for (unsigned i = 1; i < NET_L4_BUCKETS - 1; i++)
+		if (net_l4_buckets_ns[i] > ns)
+			return i - 1;
+	return NET_L4_BUCKETS - 1;
+}
+
+/* Upstream's user-side histograms: the last lower bound <= v, the first for smaller ones. */
+static unsigned low_bucket(const uint64_t *b, unsigned n, uint64_t v)
+{
+	unsigned i = 0;
+
+	while (i + 1 < n && b[i + 1] <= v)
+		i++;
+	return i;
+}
+
+static void canon_addr(uint8_t family, const uint8_t in[16], uint8_t out[16])
+{
+	if (family == AF_INET) {
+		memset(out, 0, 10);
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, in, 4);
+	} else {
+		memcpy(out, in, 16);
+	}
+}
+
+static bool is_v4(const uint8_t a[16])
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(a, pfx, 12);
+}
+
+static bool addr_zero(const uint8_t a[16])
+{
+	static const uint8_t z[16];
+
+	return !memcmp(a, z, 16) || (is_v4(a) && !memcmp(a + 12, z, 4));
+}
+
+static bool addr_loopback(const uint8_t a[16])
+{
+	static const uint8_t v6lo[16] = { [15] = 1 };
+
+	if (addr_zero(a))
+		return true;
+	if (is_v4(a))
+		return a[12] == 127;
+	return !memcmp(a, v6lo, 16);
+}
+
+const char *net__role_name(uint8_t role)
+{
+	return role == NET_ROLE_SERVER ? "server" : "client";
+}
+
+void net__addr_str(const uint8_t a[16], char *buf, size_t len)
+{
+	if (len < INET6_ADDRSTRLEN ||
+	    !inet_ntop(is_v4(a) ? AF_INET : AF_INET6, is_v4(a) ? a + 12 : a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+const struct net_proc *net__proc(const struct net_task *t, int32_t pid)
+{
+	for (size_t i = 0; i < t->nprocs; i++)
+		if (t->procs[i].pid == pid)
+			return &t->procs[i];
+	return NULL;
+}
+
+static int status_add(struct net_status **v, uint32_t *n, uint16_t code, uint64_t k)
+{
+	uint32_t i = 0;
+	struct net_status *nv;
+
+	while (i < *n && (*v)[i].code < code)
+		i++;
+	if (i < *n && (*v)[i].code == code) {
+		(*v)[i].n += k;
+		return 0;
+	}
+	nv = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!nv)
+		return -ENOMEM;
+	memmove(nv + i + 1, nv + i, (*n - i) * sizeof(*nv));
+	nv[i].code = code;
+	nv[i].n = k;
+	*v = nv;
+	(*n)++;
+	return 0;
+}
+
+void net__acc_free(struct net_http_acc *a)
+{
+	free(a->status);
+	for (int r = 0; r < NET_REASONS; r++)
+		for (uint32_t i = 0; i < a->nsamples[r]; i++)
+			free(a->samples[r][i]);
+	memset(a, 0, sizeof(*a));
+}
+
+static void acc_release(struct net_task *t, struct net_http_acc *a)
+{
+	for (int r = 0; r < NET_REASONS; r++)
+		t->samples_held -= a->nsamples[r];
+	net__acc_free(a);
+}
+
+/* Takes s: kept among the NET_TOPN slowest of its reason, or freed. */
+static void topn_add(struct net_task *t, struct net_http_acc *a, int reason, struct net_sample *s)
+{
+	struct net_sample **v = a->samples[reason];
+	uint32_t n = a->nsamples[reason], m = 0;
+
+	if (n < NET_TOPN) {
+		v[a->nsamples[reason]++] = s;
+		return;
+	}
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i]->latency_ms < v[m]->latency_ms)
+			m = i;
+	t->samples_held--;
+	if (s->latency_ms > v[m]->latency_ms) {
+		free(v[m]);
+		v[m] = s;
+	} else {
+		free(s);
+	}
+}
+
+/* Adds src into dst; src's samples move to dst (src is left empty). */
+static void acc_merge(struct net_task *t, struct net_http_acc *dst, struct net_http_acc *src,
+		      bool samples)
+{
+	dst->requests += src->requests;
+	dst->req_bytes += src->req_bytes;
+	dst->resp_bytes += src->resp_bytes;
+	dst->dur_ms += src->dur_ms;
+	for (unsigned i = 0; i < NET_SIZE_BUCKETS; i++) {
+		dst->req_hist[i] += src->req_hist[i];
+		dst->resp_hist[i] += src->resp_hist[i];
+	}
+	for (unsigned i = 0; i < NET_DUR_BUCKETS; i++)
+		dst->dur_hist[i] += src->dur_hist[i];
+	for (uint32_t i = 0; i < src->nstatus; i++)
+		if (status_add(&dst->status, &dst->nstatus, src->status[i].code, src->status[i].n))
+			t->st.alloc_failures++;
+	if (!samples)
+		return;
+	for (int r = 0; r < NET_REASONS; r++) {
+		for (uint32_t i = 0; i < src->nsamples[r]; i++)
+			topn_add(t, dst, r, src->samples[r][i]);
+		src->nsamples[r] = 0;
+	}
+}
+
+/* ---- task ---- */
+
+struct net_task *net_task__new(const struct net_task_opts *o)
+{
+	struct net_task *t;
+	size_t buckets = 1;
+
+	if (!o || (o->meter_prefix && strlen(o->meter_prefix) > 100) ||
+	    o->max_conns > MAX_CONNS_LIMIT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->o = *o;
+	if (!t->o.max_conns)
+		t->o.max_conns = DEFAULT_MAX_CONNS;
+	snprintf(t->prefix, sizeof(t->prefix), "%s_", o->meter_prefix ? o->meter_prefix : "rover_net_p");
+	t->o.meter_prefix = NULL;
+	while (buckets < t->o.max_conns)
+		buckets <<= 1;
+	t->hash = calloc(buckets, sizeof(*t->hash));
+	if (!t->hash) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->hash_mask = buckets - 1;
+	t->rng = 0x9E3779B97F4A7C15ULL ^ o->task_id;
+	return t;
+}
+
+static void add_http_stats(struct http1_stats *d, const struct http1_stats *s)
+{
+	const uint64_t *sv = (const uint64_t *)s;
+	uint64_t *dv = (uint64_t *)d;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dv[i] += sv[i];
+}
+
+static void conn_unlink(struct net_task *t, struct net_conn_st *c)
+{
+	struct net_conn_st **pp = &t->hash[c->id & t->hash_mask];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = c->hnext;
+	if (c->lprev)
+		c->lprev->lnext = c->lnext;
+	else
+		t->lru_head = c->lnext;
+	if (c->lnext)
+		c->lnext->lprev = c->lprev;
+	else
+		t->lru_tail = c->lprev;
+	t->nconns--;
+}
+
+static void conn_free(struct net_task *t, struct net_conn_st *c)
+{
+	if (c->h) {
+		struct http1_stats hs;
+
+		http1__stats(c->h, &hs);
+		add_http_stats(&t->st.http, &hs);
+		http1__free(c->h);
+	}
+	acc_release(t, &c->acc);
+	free(c);
+}
+
+static void ep_free(struct net_endpoint *e)
+{
+	if (!e)
+		return;
+	free(e->status);
+	free(e->res);
+	free(e);
+}
+
+static void traffic_free(struct net_task *t, struct net_traffic *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		acc_release(t, &v[i].http);
+	free(v);
+}
+
+void net_task__free(struct net_task *t)
+{
+	if (!t)
+		return;
+	while (t->lru_head) {
+		struct net_conn_st *c = t->lru_head;
+
+		conn_unlink(t, c);
+		conn_free(t, c);
+	}
+	free(t->hash);
+	traffic_free(t, t->last, t->nlast);
+	traffic_free(t, t->total, t->ntotal);
+	for (size_t i = 0; i < t->neps; i++)
+		ep_free(t->eps[i]);
+	free(t->eps);
+	for (size_t i = 0; i < t->nrules; i++)
+		if (t->rules[i].has_re)
+			regfree(&t->rules[i].re);
+	free(t->rules);
+	free(t->procs);
+	free(t->comms);
+	free(t);
+}
+
+int net_task__set_processes(struct net_task *t, const struct msg_net_process *p, size_t n)
+{
+	struct net_proc *v = NULL;
+
+	if (!t || (n && !p))
+		return -EINVAL;
+	if (n > MAX_PROCS)
+		return -E2BIG;
+	if (n) {
+		v = calloc(n, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].pid = p[i].pid;
+		v[i].known = true;
+		v[i].p = p[i];
+		v[i].p.process_id[sizeof(v[i].p.process_id) - 1] = '\0';
+		v[i].p.service[sizeof(v[i].p.service) - 1] = '\0';
+		v[i].p.instance[sizeof(v[i].p.instance) - 1] = '\0';
+		v[i].p.name[sizeof(v[i].p.name) - 1] = '\0';
+		v[i].p.layer[sizeof(v[i].p.layer) - 1] = '\0';
+	}
+	free(t->procs);
+	t->procs = v;
+	t->nprocs = n;
+	return 0;
+}
+
+int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t n)
+{
+	struct net_rule *v;
+	bool have_default = false;
+	int err = 0;
+
+	if (!t || (n && !r))
+		return -EINVAL;
+	if (n > MAX_RULES || t->nrules + n > MAX_RULES)
+		return -E2BIG;
+	v = realloc(t->rules, (t->nrules + n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	t->rules = v;
+	for (size_t i = 0; i < t->nrules; i++)
+		have_default |= !t->rules[i].has_re;
+	for (size_t i = 0; i < n; i++) {
+		struct net_rule *nr = &t->rules[t->nrules];
+
+		nr->r = r[i];
+		nr->r.uri_regex[sizeof(nr->r.uri_regex) - 1] = '\0';
+		nr->has_re = nr->r.uri_regex[0] != '\0';
+		if (!nr->has_re) {
+			/* Upstream keeps the first default rule and ignores the others. */
+			if (have_default)
+				continue;
+			have_default = true;
+		} else if (regcomp(&nr->re, nr->r.uri_regex, REG_EXTENDED | REG_NOSUB)) {
+			err = -EINVAL;
+			continue;
+		}
+		t->nrules++;
+	}
+	return err;
+}
+
+int net_task__set_comm(struct net_task *t, int32_t pid, const char *comm)
+{
+	struct net_comm *e = NULL;
+
+	if (!t || !comm)
+		return -EINVAL;
+	for (size_t i = 0; i < t->ncomms; i++)
+		if (t->comms[i].pid == pid)
+			e = &t->comms[i];
+	if (!e) {
+		struct net_comm *v;
+
+		if (t->ncomms >= MAX_COMMS)
+			return -E2BIG;
+		v = realloc(t->comms, (t->ncomms + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		t->comms = v;
+		e = &v[t->ncomms++];
+		e->pid = pid;
+	}
+	snprintf(e->comm, sizeof(e->comm), "%s", comm);
+	for (char *s = e->comm; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	return 0;
+}
+
+/* The process name for people: the backend's, else its command name, else "?". */
+static const char *proc_name(struct net_task *t, int32_t pid)
+{
+	const struct net_proc *p = net__proc(t, pid);
+	char path[32], buf[16] = "?";
+	ssize_t n;
+	int fd;
+
+	if (p && p->p.name[0])
+		return p->p.name;
+	for (size_t i = 0; i < t->ncomms; i++)
+		if (t->comms[i].pid == pid)
+			return t->comms[i].comm;
+	if (t->ncomms >= MAX_COMMS || pid <= 0)
+		return "?";
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!buf[0])
+			snprintf(buf, sizeof(buf), "?");
+	}
+	if (net_task__set_comm(t, pid, buf))
+		return "?";
+	return t->comms[t->ncomms - 1].comm;
+}
+
+/* ---- connections ---- */
+
+static void lru_touch(struct net_task *t, struct net_conn_st *c)
+{
+	c->idle = 0;
+	if (t->lru_tail == c)
+		return;
+	if (c->lprev)
+		c->lprev->lnext = c->lnext;
+	else
+		t->lru_head = c->lnext;
+	if (c->lnext)
+		c->lnext->lprev = c->lprev;
+	c->lprev = t->lru_tail;
+	c->lnext = NULL;
+	if (t->lru_tail)
+		t->lru_tail->lnext = c;
+	else
+		t->lru_head = c;
+	t->lru_tail = c;
+}
+
+static struct net_conn_st *conn_find(struct net_task *t, uint64_t id)
+{
+	struct net_conn_st *c = t->hash[id & t->hash_mask];
+
+	while (c && c->id != id)
+		c = c->hnext;
+	return c;
+}
+
+static struct net_conn_st *conn_get(struct net_task *t, uint64_t id, uint32_t tgid)
+{
+	struct net_conn_st *c = conn_find(t, id);
+
+	if (c) {
+		lru_touch(t, c);
+		return c;
+	}
+	if (t->nconns >= t->o.max_conns) {
+		struct net_conn_st *old = t->lru_head;
+
+		if (!old || old->idle < IDLE_EVICT) {
+			t->st.conns_refused++;
+			return NULL;
+		}
+		conn_unlink(t, old);
+		conn_free(t, old);
+		t->st.conns_evicted++;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		t->st.alloc_failures++;
+		return NULL;
+	}
+	c->id = id;
+	c->cur.id = id;
+	c->cur.tgid = tgid;
+	c->hnext = t->hash[id & t->hash_mask];
+	t->hash[id & t->hash_mask] = c;
+	c->lprev = t->lru_tail;
+	if (t->lru_tail)
+		t->lru_tail->lnext = c;
+	else
+		t->lru_head = c;
+	t->lru_tail = c;
+	t->nconns++;
+	t->st.conns_seen++;
+	return c;
+}
+
+static uint8_t role_now(const struct net_conn_st *c, uint8_t req_dir)
+{
+	if (c->cur.role == NET_ROLE_CLIENT || c->cur.role == NET_ROLE_SERVER)
+		return c->cur.role;
+	if (c->h) {
+		enum http1_role r = http1__role(c->h);
+
+		if (r == HTTP1_ROLE_CLIENT)
+			return NET_ROLE_CLIENT;
+		if (r == HTTP1_ROLE_SERVER)
+			return NET_ROLE_SERVER;
+	}
+	return req_dir == HTTP1_INGRESS ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
+}
+
+static int ep_cmp(int32_t pid, uint8_t role, const char *method, const char *path,
+		  const struct net_endpoint *e)
+{
+	int r;
+
+	if (pid != e->pid)
+		return pid < e->pid ? -1 : 1;
+	if (role != e->role)
+		return role < e->role ? -1 : 1;
+	r = strcmp(method, e->method);
+	return r ? r : strcmp(path, e->path);
+}
+
+static void ep_add(struct net_task *t, int32_t pid, uint8_t role, const struct http1_exchange *x,
+		   uint64_t dur_ns)
+{
+	char path[HTTP1_URI_MAX + 1];
+	size_t lo = 0, hi = t->neps;
+	struct net_endpoint *e = NULL;
+	uint64_t us = dur_ns / 1000;
+
+	memcpy(path, x->uri, x->path_len);
+	path[x->path_len] = '\0';
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = ep_cmp(pid, role, x->method, path, t->eps[mid]);
+
+		if (!r) {
+			e = t->eps[mid];
+			break;
+		}
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (!e) {
+		struct net_endpoint **v;
+
+		if (t->neps >= MAX_ENDPOINTS) {
+			t->st.endpoints_refused++;
+			return;
+		}
+		v = realloc(t->eps, (t->neps + 1) * sizeof(*v));
+		e = calloc(1, sizeof(*e));
+		if (v)
+			t->eps = v;
+		if (!v || !e) {
+			free(e);
+			t->st.alloc_failures++;
+			return;
+		}
+		e->pid = pid;
+		e->role = role;
+		snprintf(e->method, sizeof(e->method), "%s", x->method);
+		snprintf(e->path, sizeof(e->path), "%s", path);
+		memmove(t->eps + lo + 1, t->eps + lo, (t->neps - lo) * sizeof(*t->eps));
+		t->eps[lo] = e;
+		t->neps++;
+	}
+	e->requests++;
+	e->req_bytes += x->req_bytes;
+	e->resp_bytes += x->resp_bytes;
+	if (status_add(&e->status, &e->nstatus, x->status, 1))
+		t->st.alloc_failures++;
+	if (us > UINT32_MAX)
+		us = UINT32_MAX;
+	e->seen++;
+	if (e->nres < RESERVOIR_MAX) {
+		if (e->nres == e->capres) {
+			uint32_t cap = e->capres ? e->capres * 2 : 16;
+			uint32_t *v = realloc(e->res, cap * sizeof(*v));
+
+			if (!v) {
+				t->st.alloc_failures++;
+				return;
+			}
+			e->res = v;
+			e->capres = cap;
+		}
+		e->res[e->nres++] = (uint32_t)us;
+	} else {
+		uint64_t j = rng_next(t) % e->seen;
+
+		if (j < RESERVOIR_MAX)
+			e->res[j] = (uint32_t)us;
+	}
+}
+
+static const struct net_rule *rule_for(const struct net_task *t, const char *path)
+{
+	const struct net_rule *def = NULL, *hit = NULL;
+
+	for (size_t i = 0; i < t->nrules; i++) {
+		const struct net_rule *r = &t->rules[i];
+
+		if (!r->has_re)
+			def = r;
+		else if (!regexec(&r->re, path, 0, NULL, 0))
+			hit = r; /* the last match wins, as upstream's loop */
+	}
+	return hit ? hit : def;
+}
+
+static void sample(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
+		   uint64_t ms)
+{
+	char trace_id[NET_TRACE_ID_MAX + 1];
+	const struct net_rule *r;
+	struct net_sample *s;
+	int reason, prov;
+
+	if (!t->nrules)
+		return;
+	prov = net__trace_ctx(x, trace_id, sizeof(trace_id));
+	if (!prov)
+		return;
+	{
+		char path[HTTP1_URI_MAX + 1];
+
+		memcpy(path, x->uri, x->path_len);
+		path[x->path_len] = '\0';
+		r = rule_for(t, path);
+	}
+	if (!r)
+		return;
+	if (r->r.when_5xx && x->status >= 500 && x->status < 600)
+		reason = NET_5XX;
+	else if (r->r.when_4xx && x->status >= 400 && x->status < 500)
+		reason = NET_4XX;
+	else if (r->r.min_duration_ms >= 0 && (uint64_t)r->r.min_duration_ms <= ms)
+		reason = NET_SLOW;
+	else
+		return;
+	if (t->samples_held >= MAX_SAMPLES_HELD) {
+		t->st.samples_dropped++;
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		t->st.alloc_failures++;
+		return;
+	}
+	t->samples_held++;
+	s->latency_ms = ms;
+	s->status = x->status;
+	s->zipkin = prov == 2;
+	memcpy(s->uri, x->uri, x->path_len);
+	s->uri[x->path_len] = '\0';
+	snprintf(s->trace_id, sizeof(s->trace_id), "%s", trace_id);
+	topn_add(t, &c->acc, reason, s);
+}
+
+static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x)
+{
+	struct net_http_acc *a = &c->acc;
+	uint64_t ns, ms;
+
+	t->st.http_exchanges++;
+	if ((x->flags & (HTTP1_F_NO_REQUEST | HTTP1_F_NO_RESPONSE)) || !x->status) {
+		t->st.http_unpaired++;
+		return;
+	}
+	ns = d64(x->end_ns, x->start_ns);
+	ms = ns / 1000000;
+	a->requests++;
+	a->req_bytes += x->req_bytes;
+	a->resp_bytes += x->resp_bytes;
+	a->dur_ms += ms;
+	a->req_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->req_bytes)]++;
+	a->resp_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->resp_bytes)]++;
+	a->dur_hist[low_bucket(net_dur_buckets_ms, NET_DUR_BUCKETS, ms)]++;
+	if (status_add(&a->status, &a->nstatus, x->status, 1))
+		t->st.alloc_failures++;
+	sample(t, c, x, ms);
+	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), x, ns);
+}
+
+static void pop_all(struct net_task *t, struct net_conn_st *c)
+{
+	struct http1_exchange x;
+
+	while (c->h && http1__next(c->h, &x) == 1)
+		on_exchange(t, c, &x);
+}
+
+static bool conn_valid(const struct net_conn *nc)
+{
+	return nc->id && nc->tgid && (nc->family == AF_INET || nc->family == AF_INET6) &&
+	       nc->role <= NET_ROLE_SERVER && nc->proto < NET_PROTO_MAX;
+}
+
+static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
+{
+	struct net_conn_st *c;
+
+	if (!conn_valid(nc)) {
+		t->st.bad_records++;
+		return;
+	}
+	c = conn_find(t, nc->id);
+	if (c && c->cur.tgid != nc->tgid) {
+		t->st.bad_records++;
+		return;
+	}
+	c = conn_get(t, nc->id, nc->tgid);
+	if (!c || c->closed)
+		return;
+	c->cur = *nc;
+	c->have_conn = true;
+	canon_addr(nc->family, nc->laddr, c->laddr);
+	canon_addr(nc->family, nc->raddr, c->raddr);
+	if (nc->role == NET_ROLE_SERVER)
+		t->server_ports[nc->lport / 8] |= (uint8_t)(1u << (nc->lport % 8));
+	if (!closing && !(nc->flags & NET_CONN_CLOSED))
+		return;
+	c->closed = true;
+	t->st.conns_closed++;
+	if (c->h) {
+		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
+
+		http1__close(c->h, ts);
+		pop_all(t, c);
+	}
+}
+
+static bool data_valid(const struct net_rec_data *d)
+{
+	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->fn >= NET_FN_READ &&
+	       d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX && d->captured <= d->actual &&
+	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns;
+}
+
+static void on_data(struct net_task *t, const struct net_rec_data *d, const uint8_t *bytes)
+{
+	struct net_conn_st *c;
+	bool hole = false;
+	uint64_t next;
+
+	if (!data_valid(d)) {
+		t->st.bad_records++;
+		return;
+	}
+	c = conn_find(t, d->conn_id);
+	if (c && c->cur.tgid != d->tgid) {
+		t->st.bad_records++;
+		return;
+	}
+	c = conn_get(t, d->conn_id, d->tgid);
+	if (!c)
+		return;
+	next = c->seq_next[d->dir] ? c->seq_next[d->dir] : 1;
+	if (d->seq < next) {
+		/* a segment again, or out of order: the program numbers them as it sends */
+		t->st.bad_records++;
+		return;
+	}
+	if (d->seq > next) {
+		t->st.segments_lost += d->seq - next;
+		hole = true;
+	}
+	c->seq_next[d->dir] = d->seq + 1;
+	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h)
+		return;
+	if (c->closed || c->h_failed)
+		return;
+	if (!c->h) {
+		c->h = http1__new();
+		if (!c->h) {
+			c->h_failed = true;
+			t->st.alloc_failures++;
+			return;
+		}
+	}
+	/*
+	 * The time of a segment is its syscall's exit: a blocking read's entry is when the
+	 * process began to wait, not when the bytes came.
+	 */
+	if (d->end_ns > c->last_ts)
+		c->last_ts = d->end_ns;
+	if (hole)
+		http1__lost(c->h, d->dir, 0);
+	if (d->actual)
+		http1__feed(c->h, d->dir, c->last_ts, bytes, d->captured, d->actual);
+	pop_all(t, c);
+}
+
+int net_task__frame(struct net_task *t, uint32_t type, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	struct ship_net_hdr h;
+	size_t rest, off;
+
+	if (!t || (!buf && len))
+		return -EINVAL;
+	if (len < sizeof(h))
+		goto bad;
+	memcpy(&h, p, sizeof(h));
+	p += sizeof(h);
+	rest = len - sizeof(h);
+	if (h.task_id != t->o.task_id)
+		goto bad;
+	if (type == MSG_SHIP_NET_CONNS) {
+		if (h.count > rest / sizeof(struct net_conn) ||
+		    rest != (size_t)h.count * sizeof(struct net_conn))
+			goto bad;
+		_Static_assert(NET_STAT_MAX <= sizeof(h.stats) / sizeof(h.stats[0]), "stats fit");
+		for (unsigned i = 0; i < NET_STAT_MAX; i++)
+			t->st.kernel[i] += h.stats[i];
+		for (uint32_t i = 0; i < h.count; i++) {
+			struct net_conn nc;
+
+			memcpy(&nc, p + (size_t)i * sizeof(nc), sizeof(nc));
+			on_conn(t, &nc, false);
+		}
+		return 0;
+	}
+	if (type != MSG_SHIP_NET_DATA)
+		goto bad;
+	/* The framing first: a frame is taken whole or not at all. */
+	off = 0;
+	for (uint32_t i = 0; i < h.count; i++) {
+		struct net_rec_hdr rh;
+
+		if (rest - off < sizeof(rh))
+			goto bad;
+		memcpy(&rh, p + off, sizeof(rh));
+		if (rh.len < sizeof(rh) || rh.len % 8 || rh.len > rest - off)
+			goto bad;
+		off += rh.len;
+	}
+	if (off != rest)
+		goto bad;
+	for (off = 0; off < rest;) {
+		struct net_rec_hdr rh;
+
+		memcpy(&rh, p + off, sizeof(rh));
+		if (rh.kind == NET_REC_DATA && rh.len >= sizeof(struct net_rec_data)) {
+			struct net_rec_data d;
+
+			memcpy(&d, p + off, sizeof(d));
+			if (d.captured > rh.len - sizeof(d))
+				t->st.bad_records++;
+			else
+				on_data(t, &d, p + off + sizeof(d));
+		} else if (rh.kind == NET_REC_CLOSE && rh.len >= sizeof(struct net_rec_close)) {
+			struct net_rec_close cl;
+
+			memcpy(&cl, p + off, sizeof(cl));
+			on_conn(t, &cl.conn, true);
+		} else {
+			t->st.bad_records++;
+		}
+		off += rh.len;
+	}
+	return 0;
+bad:
+	t->st.bad_frames++;
+	return -EBADMSG;
+}
+
+/* ---- intervals ---- */
+
+static int loc_cmp(const uint8_t *a1, uint16_t p1, const struct net_conn_st *c)
+{
+	int r = memcmp(a1, c->laddr, 16);
+
+	if (r)
+		return r;
+	return p1 < c->cur.lport ? -1 : p1 > c->cur.lport;
+}
+
+static int loc_sort(const void *a, const void *b)
+{
+	const struct net_conn_st *x = *(struct net_conn_st *const *)a;
+	const struct net_conn_st *y = *(struct net_conn_st *const *)b;
+	int r = loc_cmp(x->laddr, x->cur.lport, y);
+
+	if (r)
+		return r;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* First index whose local address and port are >= (a, port). */
+static size_t loc_lower(struct net_conn_st **v, size_t n, const uint8_t a[16], uint16_t port)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (loc_cmp(a, port, v[mid]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool addr_local(struct net_conn_st **v, size_t n, const uint8_t a[16])
+{
+	size_t i = loc_lower(v, n, a, 0);
+
+	return addr_loopback(a) || (i < n && !memcmp(v[i]->laddr, a, 16));
+}
+
+/*
+ * The peer and the role of c (network-profiling §3.3, §3.6). Peer: the connection with the
+ * reversed tuple, else the last other process with our remote address as its local one. Role:
+ * the program's, the HTTP/1 parser's, the full-tuple peer's reversed, server on a port some
+ * connection was accepted on, in that order; client otherwise.
+ */
+static void resolve(struct net_task *t, struct net_conn_st *c, struct net_conn_st **v, size_t n)
+{
+	size_t i = loc_lower(v, n, c->raddr, c->cur.rport);
+	struct net_conn_st *full = NULL;
+	int32_t other = -1;
+	uint8_t role = NET_ROLE_UNKNOWN;
+
+	for (; i < n && !loc_cmp(c->raddr, c->cur.rport, v[i]); i++) {
+		if (v[i] == c)
+			continue;
+		if (!full && !memcmp(v[i]->raddr, c->laddr, 16) && v[i]->cur.rport == c->cur.lport)
+			full = v[i];
+		if (v[i]->cur.tgid != c->cur.tgid)
+			other = (int32_t)v[i]->cur.tgid;
+	}
+	c->rpid = full ? (int32_t)full->cur.tgid : other;
+	if (c->cur.role == NET_ROLE_CLIENT || c->cur.role == NET_ROLE_SERVER)
+		role = c->cur.role;
+	else if (c->h && http1__role(c->h) != HTTP1_ROLE_UNKNOWN)
+		role = http1__role(c->h) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
+	else if (full && (full->cur.role == NET_ROLE_CLIENT || full->cur.role == NET_ROLE_SERVER))
+		role = full->cur.role == NET_ROLE_CLIENT ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
+	else if (t->server_ports[c->cur.lport / 8] & (1u << (c->cur.lport % 8)))
+		role = NET_ROLE_SERVER;
+	c->role = role == NET_ROLE_SERVER ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
+}
+
+static void traffic_key(const struct net_conn_st *c, struct net_traffic *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->pid = (int32_t)c->cur.tgid;
+	k->role = c->role;
+	k->is_http = c->cur.proto == NET_PROTO_HTTP1 || c->h;
+	k->ssl = 0;
+	k->rpid = c->rpid;
+	if (c->rpid < 0) {
+		memcpy(k->raddr, c->raddr, 16);
+		/* Upstream aggregates the server side's client ports of one remote IP. */
+		k->rport = c->role == NET_ROLE_CLIENT ? c->cur.rport : 0;
+	}
+}
+
+static int key_cmp(const struct net_traffic *a, const struct net_traffic *b)
+{
+	int r;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->role != b->role)
+		return a->role < b->role ? -1 : 1;
+	if (a->is_http != b->is_http)
+		return a->is_http < b->is_http ? -1 : 1;
+	if (a->ssl != b->ssl)
+		return a->ssl < b->ssl ? -1 : 1;
+	if (a->rpid != b->rpid)
+		return a->rpid < b->rpid ? -1 : 1;
+	if (a->rpid >= 0)
+		return 0;
+	r = memcmp(a->raddr, b->raddr, 16);
+	if (r)
+		return r;
+	return a->rport < b->rport ? -1 : a->rport > b->rport;
+}
+
+struct item {
+	struct net_traffic k;
+	struct net_conn_st *c;
+};
+
+static int item_sort(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	int r = key_cmp(&x->k, &y->k);
+
+	if (r)
+		return r;
+	return x->c->id < y->c->id ? -1 : x->c->id > y->c->id;
+}
+
+static void l4_add(struct net_l4_acc *a, uint64_t count, uint64_t bytes, uint64_t exe,
+		   const uint32_t *cur, const uint32_t *base)
+{
+	a->count += count;
+	a->bytes += bytes;
+	a->exe += exe;
+	for (unsigned i = 0; i < NET_L4_BUCKETS && cur; i++)
+		a->hist[i] += cur[i] >= base[i] ? cur[i] - base[i] : 0;
+}
+
+static void l4_merge(struct net_l4_acc *d, const struct net_l4_acc *s)
+{
+	d->count += s->count;
+	d->bytes += s->bytes;
+	d->exe += s->exe;
+	for (unsigned i = 0; i < NET_L4_BUCKETS; i++)
+		d->hist[i] += s->hist[i];
+}
+
+/* What c moved since the previous interval, into tr. */
+static void add_conn(struct net_task *t, struct net_traffic *tr, struct net_conn_st *c)
+{
+	const struct net_conn *n = &c->cur, *b = &c->base;
+	const struct net_l4_dir *w = &n->dir[NET_DIR_EGRESS], *bw = &b->dir[NET_DIR_EGRESS];
+	const struct net_l4_dir *r = &n->dir[NET_DIR_INGRESS], *br = &b->dir[NET_DIR_INGRESS];
+
+	tr->conns++;
+	l4_add(&tr->wr, d64(w->count, bw->count), d64(w->bytes, bw->bytes),
+	       d64(w->exe_ns, bw->exe_ns), w->hist, bw->hist);
+	l4_add(&tr->rd, d64(r->count, br->count), d64(r->bytes, br->bytes),
+	       d64(r->exe_ns, br->exe_ns), r->hist, br->hist);
+	l4_add(&tr->rtt, d64(n->rtt_count, b->rtt_count), 0, d64(n->rtt_us, b->rtt_us),
+	       n->rtt_hist, b->rtt_hist);
+	tr->retrans += d64(n->retrans, b->retrans);
+	tr->drops += d64(n->drops, b->drops);
+	if (!c->connect_done) {
+		c->connect_done = true;
+		if (n->connect_exe_ns ||
+		    (n->role != NET_ROLE_UNKNOWN && !(n->flags & NET_CONN_MIDSTREAM))) {
+			tr->connect.count++;
+			tr->connect.exe += n->connect_exe_ns;
+			tr->connect.hist[l4_bucket(n->connect_exe_ns)]++;
+		}
+	}
+	/* Counted once, in whichever interval it comes: upstream misses the flushed ones. */
+	if (c->closed && !c->close_done) {
+		c->close_done = true;
+		tr->close.count++;
+		tr->close.exe += n->close_exe_ns;
+		tr->close.hist[l4_bucket(n->close_exe_ns)]++;
+	}
+	acc_merge(t, &tr->http, &c->acc, true);
+	acc_release(t, &c->acc);
+}
+
+static void total_add(struct net_task *t, const struct net_traffic *s)
+{
+	size_t lo = 0, hi = t->ntotal;
+	struct net_traffic *d = NULL;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = key_cmp(s, &t->total[mid]);
+
+		if (!r) {
+			d = &t->total[mid];
+			break;
+		}
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (!d) {
+		struct net_traffic *v;
+
+		if (t->ntotal >= MAX_TOTAL) {
+			t->st.traffic_refused++;
+			return;
+		}
+		v = realloc(t->total, (t->ntotal + 1) * sizeof(*v));
+		if (!v) {
+			t->st.alloc_failures++;
+			return;
+		}
+		t->total = v;
+		memmove(v + lo + 1, v + lo, (t->ntotal - lo) * sizeof(*v));
+		d = &v[lo];
+		*d = *s;
+		memset(&d->http, 0, sizeof(d->http));
+		d->conns = 0;
+		memset(&d->wr, 0, sizeof(d->wr));
+		memset(&d->rd, 0, sizeof(d->rd));
+		memset(&d->rtt, 0, sizeof(d->rtt));
+		memset(&d->connect, 0, sizeof(d->connect));
+		memset(&d->close, 0, sizeof(d->close));
+		d->retrans = d->drops = 0;
+		t->ntotal++;
+	}
+	d->conns += s->conns;
+	l4_merge(&d->wr, &s->wr);
+	l4_merge(&d->rd, &s->rd);
+	l4_merge(&d->rtt, &s->rtt);
+	l4_merge(&d->connect, &s->connect);
+	l4_merge(&d->close, &s->close);
+	d->retrans += s->retrans;
+	d->drops += s->drops;
+	{
+		struct net_http_acc tmp = s->http;
+
+		/* The samples stay with the interval's traffic: merged without them. */
+		acc_merge(t, &d->http, &tmp, false);
+	}
+}
+
+int net_task__interval(struct net_task *t, uint64_t now_ns)
+{
+	struct net_conn_st **loc = NULL, *c, *next;
+	struct item *items = NULL;
+	struct net_traffic *out = NULL;
+	size_t nloc = 0, nitems = 0, nout = 0;
+	int err = 0;
+
+	(void)now_ns;
+	if (!t)
+		return -EINVAL;
+	traffic_free(t, t->last, t->nlast);
+	t->last = NULL;
+	t->nlast = 0;
+	t->intervals++;
+	if (t->nconns) {
+		loc = malloc(t->nconns * sizeof(*loc));
+		items = malloc(t->nconns * sizeof(*items));
+		if (!loc || !items) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	for (c = t->lru_head; c; c = c->lnext)
+		if (c->have_conn)
+			loc[nloc++] = c;
+	if (nloc)
+		qsort(loc, nloc, sizeof(*loc), loc_sort);
+	for (size_t i = 0; i < nloc; i++) {
+		c = loc[i];
+		/* Upstream drops connections without a remote address. */
+		if (addr_zero(c->raddr) && !c->cur.rport)
+			continue;
+		resolve(t, c, loc, nloc);
+		traffic_key(c, &items[nitems].k);
+		items[nitems++].c = c;
+	}
+	if (nitems)
+		qsort(items, nitems, sizeof(*items), item_sort);
+	for (size_t i = 0; i < nitems; i++) {
+		if (!nout || key_cmp(&items[i].k, &out[nout - 1])) {
+			struct net_traffic *v = realloc(out, (nout + 1) * sizeof(*v));
+
+			if (!v) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			out = v;
+			out[nout] = items[i].k;
+			/* The first connection's remote address names a peer the labels cannot. */
+			memcpy(out[nout].raddr, items[i].c->raddr, 16);
+			out[nout].rport = out[nout].rpid < 0 ? items[i].k.rport : items[i].c->cur.rport;
+			out[nout].rlocal = addr_local(loc, nloc, items[i].c->raddr);
+			nout++;
+		}
+		add_conn(t, &out[nout - 1], items[i].c);
+	}
+	for (size_t i = 0; i < nout; i++)
+		total_add(t, &out[i]);
+	t->last = out;
+	t->nlast = nout;
+	out = NULL;
+cleanup:
+	for (c = t->lru_head; c; c = next) {
+		next = c->lnext;
+		c->base = c->cur;
+		c->idle++;
+		if (c->closed && ++c->closed_for > CLOSED_KEEP) {
+			conn_unlink(t, c);
+			conn_free(t, c);
+		}
+	}
+	free(out);
+	free(loc);
+	free(items);
+	return err;
+}
+
+void net_task__stats(const struct net_task *t, struct net_stats *ret)
+{
+	*ret = t->st;
+	for (const struct net_conn_st *c = t->lru_head; c; c = c->lnext) {
+		if (c->h) {
+			struct http1_stats hs;
+
+			http1__stats(c->h, &hs);
+			add_http_stats(&ret->http, &hs);
+		}
+	}
+}
+
+/* ---- the report ---- */
+
+struct sb {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->err)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->err = -EINVAL;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = b->cap ? b->cap : 4096;
+			char *np;
+
+			while (cap - b->len <= (size_t)n)
+				cap *= 2;
+			np = realloc(b->p, cap);
+			if (!np) {
+				b->err = -ENOMEM;
+				return;
+			}
+			b->p = np;
+			b->cap = cap;
+		}
+	}
+}
+
+static void sb_json_str(struct sb *b, const char *s)
+{
+	sb_printf(b, "\"");
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			sb_printf(b, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			sb_printf(b, "\\u%04x", ch);
+		else
+			sb_printf(b, "%c", ch);
+	}
+	sb_printf(b, "\"");
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentiles of the reservoir, µs. */
+static void percentiles(const struct net_endpoint *e, uint32_t *tmp, uint64_t ret[3])
+{
+	static const unsigned pct[3] = { 50, 90, 99 };
+
+	memset(ret, 0, 3 * sizeof(*ret));
+	if (!e->nres)
+		return;
+	memcpy(tmp, e->res, e->nres * sizeof(*tmp));
+	qsort(tmp, e->nres, sizeof(*tmp), u32_cmp);
+	for (int i = 0; i < 3; i++) {
+		size_t rank = ((size_t)e->nres * pct[i] + 99) / 100;
+
+		ret[i] = tmp[rank ? rank - 1 : 0];
+	}
+}
+
+static void remote_str(struct net_task *t, const struct net_traffic *tr, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	if (tr->rpid >= 0) {
+		snprintf(buf, len, "%s(%d)", proc_name(t, tr->rpid), tr->rpid);
+		return;
+	}
+	net__addr_str(tr->raddr, ip, sizeof(ip));
+	if (is_v4(tr->raddr))
+		snprintf(buf, len, tr->rport ? "%s:%u" : "%s:*", ip, tr->rport);
+	else
+		snprintf(buf, len, tr->rport ? "[%s]:%u" : "[%s]:*", ip, tr->rport);
+}
+
+static int ep_by_requests(const void *a, const void *b)
+{
+	const struct net_endpoint *x = *(struct net_endpoint *const *)a;
+	const struct net_endpoint *y = *(struct net_endpoint *const *)b;
+
+	return x->requests > y->requests ? -1 : x->requests < y->requests;
+}
+
+static const char *const kernel_names[NET_STAT_MAX] = {
+	[NET_STAT_SYSCALLS] = "syscalls",
+	[NET_STAT_CONNS_FULL] = "conns_full",
+	[NET_STAT_INFLIGHT_FULL] = "inflight_full",
+	[NET_STAT_DATA_RINGBUF] = "data_ringbuf",
+	[NET_STAT_DATA_BUDGET] = "data_budget",
+	[NET_STAT_DATA_BYTES_LOST] = "data_bytes_lost",
+	[NET_STAT_CLOSE_RINGBUF] = "close_ringbuf",
+	[NET_STAT_READ_FAULT] = "read_fault",
+};
+
+static void losses(const struct net_stats *s, struct sb *b, bool json)
+{
+	const struct {
+		const char *name;
+		uint64_t v;
+	} l[] = {
+		{ "bad_frames", s->bad_frames },
+		{ "bad_records", s->bad_records },
+		{ "conns_refused", s->conns_refused },
+		{ "conns_evicted", s->conns_evicted },
+		{ "segments_lost", s->segments_lost },
+		{ "http_unpaired", s->http_unpaired },
+		{ "samples_dropped", s->samples_dropped },
+		{ "traffic_refused", s->traffic_refused },
+		{ "endpoints_refused", s->endpoints_refused },
+		{ "alloc_failures", s->alloc_failures },
+		{ "http_lost_segments", s->http.lost_segments },
+		{ "http_gap_bytes", s->http.gap_bytes },
+		{ "http_resyncs", s->http.resyncs },
+		{ "http_requests_dropped", s->http.requests_dropped },
+		{ "http_responses_dropped", s->http.responses_dropped },
+		{ "http_unanswered", s->http.unanswered },
+		{ "http_orphan_responses", s->http.orphan_responses },
+		{ "http_framing_errors", s->http.framing_errors },
+		{ "http_dirs_abandoned", s->http.dirs_abandoned },
+	};
+	bool first = true;
+
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		if (json)
+			sb_printf(b, "%s\"%s\":%llu", first ? "" : ",", l[i].name,
+				  (unsigned long long)l[i].v);
+		else
+			sb_printf(b, "  %-24s %llu\n", l[i].name, (unsigned long long)l[i].v);
+		first = false;
+	}
+	for (unsigned i = 0; i < NET_STAT_MAX; i++) {
+		if (i == NET_STAT_SYSCALLS)
+			continue;
+		if (json)
+			sb_printf(b, ",\"kernel_%s\":%llu", kernel_names[i],
+				  (unsigned long long)s->kernel[i]);
+		else
+			sb_printf(b, "  kernel %-17s %llu\n", kernel_names[i],
+				  (unsigned long long)s->kernel[i]);
+	}
+}
+
+static void report_txt(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
+{
+	sb_printf(b, "NETWORK task %llu: %llu intervals, %llu connections seen, %llu closed, "
+		     "%llu HTTP exchanges, %llu syscalls traced\n",
+		  (unsigned long long)t->o.task_id, (unsigned long long)t->intervals,
+		  (unsigned long long)s->conns_seen, (unsigned long long)s->conns_closed,
+		  (unsigned long long)s->http_exchanges,
+		  (unsigned long long)s->kernel[NET_STAT_SYSCALLS]);
+	sb_printf(b, "\nConnections (local process, role, remote):\n");
+	for (size_t i = 0; i < t->ntotal; i++) {
+		const struct net_traffic *tr = &t->total[i];
+		char remote[300];
+
+		remote_str(t, tr, remote, sizeof(remote));
+		sb_printf(b,
+			  "  %s(%d) %s %s %s%s: %llu requests, %llu B sent in %llu writes, "
+			  "%llu B received in %llu reads, %llu connects, %llu closes, "
+			  "%llu retransmits, %llu drops",
+			  proc_name(t, tr->pid), tr->pid, net__role_name(tr->role),
+			  tr->role == NET_ROLE_SERVER ? "<-" : "->", remote, tr->is_http ? " http" : "",
+			  (unsigned long long)tr->http.requests, (unsigned long long)tr->wr.bytes,
+			  (unsigned long long)tr->wr.count, (unsigned long long)tr->rd.bytes,
+			  (unsigned long long)tr->rd.count, (unsigned long long)tr->connect.count,
+			  (unsigned long long)tr->close.count, (unsigned long long)tr->retrans,
+			  (unsigned long long)tr->drops);
+		if (tr->rtt.count)
+			sb_printf(b, ", RTT avg %llu us",
+				  (unsigned long long)(tr->rtt.exe / tr->rtt.count));
+		sb_printf(b, "\n");
+	}
+	sb_printf(b, "\nHTTP endpoints (local process, role, method path):\n");
+	for (size_t i = 0; i < t->neps; i++) {
+		const struct net_endpoint *e = t->eps[i];
+		uint64_t p[3];
+
+		percentiles(e, tmp, p);
+		sb_printf(b, "  %s(%d) %s %s %s: %llu requests, status", proc_name(t, e->pid), e->pid,
+			  net__role_name(e->role), e->method, e->path,
+			  (unsigned long long)e->requests);
+		for (uint32_t k = 0; k < e->nstatus; k++)
+			sb_printf(b, " %u:%llu", e->status[k].code, (unsigned long long)e->status[k].n);
+		sb_printf(b,
+			  ", %llu B requests, %llu B responses, latency p50 %.3f ms p90 %.3f ms "
+			  "p99 %.3f ms\n",
+			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes,
+			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
+	}
+	sb_printf(b, "\nLosses:\n");
+	losses(s, b, false);
+}
+
+static void report_json(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	sb_printf(b, "{\"task_id\":%llu,\"intervals\":%llu,\"conns_seen\":%llu,\"conns_closed\":%llu,"
+		     "\"http_exchanges\":%llu,\"syscalls\":%llu,\"connections\":[",
+		  (unsigned long long)t->o.task_id, (unsigned long long)t->intervals,
+		  (unsigned long long)s->conns_seen, (unsigned long long)s->conns_closed,
+		  (unsigned long long)s->http_exchanges,
+		  (unsigned long long)s->kernel[NET_STAT_SYSCALLS]);
+	for (size_t i = 0; i < t->ntotal; i++) {
+		const struct net_traffic *tr = &t->total[i];
+
+		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", tr->pid);
+		sb_json_str(b, proc_name(t, tr->pid));
+		sb_printf(b, ",\"role\":\"%s\",\"protocol\":\"%s\",\"remote\":{",
+			  net__role_name(tr->role), tr->is_http ? "http" : "unknown");
+		if (tr->rpid >= 0) {
+			sb_printf(b, "\"pid\":%d,\"comm\":", tr->rpid);
+			sb_json_str(b, proc_name(t, tr->rpid));
+		} else {
+			net__addr_str(tr->raddr, ip, sizeof(ip));
+			sb_printf(b, "\"ip\":");
+			sb_json_str(b, ip);
+			if (tr->rport)
+				sb_printf(b, ",\"port\":%u", tr->rport);
+		}
+		sb_printf(b, ",\"local\":%s}", tr->rlocal ? "true" : "false");
+		sb_printf(b,
+			  ",\"conns\":%llu,\"requests\":%llu,\"writes\":%llu,\"bytes_sent\":%llu,"
+			  "\"reads\":%llu,\"bytes_received\":%llu,\"connects\":%llu,\"closes\":%llu,"
+			  "\"retransmits\":%llu,\"drops\":%llu,\"rtt_samples\":%llu,\"rtt_avg_us\":%llu}",
+			  (unsigned long long)tr->conns, (unsigned long long)tr->http.requests,
+			  (unsigned long long)tr->wr.count, (unsigned long long)tr->wr.bytes,
+			  (unsigned long long)tr->rd.count, (unsigned long long)tr->rd.bytes,
+			  (unsigned long long)tr->connect.count, (unsigned long long)tr->close.count,
+			  (unsigned long long)tr->retrans, (unsigned long long)tr->drops,
+			  (unsigned long long)tr->rtt.count,
+			  (unsigned long long)(tr->rtt.count ? tr->rtt.exe / tr->rtt.count : 0));
+	}
+	sb_printf(b, "],\"endpoints\":[");
+	for (size_t i = 0; i < t->neps; i++) {
+		const struct net_endpoint *e = t->eps[i];
+		uint64_t p[3];
+
+		percentiles(e, tmp, p);
+		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", e->pid);
+		sb_json_str(b, proc_name(t, e->pid));
+		sb_printf(b, ",\"role\":\"%s\",\"method\":", net__role_name(e->role));
+		sb_json_str(b, e->method);
+		sb_printf(b, ",\"path\":");
+		sb_json_str(b, e->path);
+		sb_printf(b, ",\"requests\":%llu,\"status\":{", (unsigned long long)e->requests);
+		for (uint32_t k = 0; k < e->nstatus; k++)
+			sb_printf(b, "%s\"%u\":%llu", k ? "," : "", e->status[k].code,
+				  (unsigned long long)e->status[k].n);
+		sb_printf(b,
+			  "},\"req_bytes\":%llu,\"resp_bytes\":%llu,\"latency_samples\":%u,"
+			  "\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f}}",
+			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes, e->nres,
+			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
+	}
+	sb_printf(b, "],\"losses\":{");
+	losses(s, b, true);
+	sb_printf(b, "}}\n");
+}
+
+static void summary_of(struct net_task *t, const struct net_stats *s, char *out, size_t len,
+		       uint32_t *tmp)
+{
+	struct net_endpoint **v = NULL;
+	struct sb b = { 0 };
+	size_t n = t->neps < 5 ? t->neps : 5;
+
+	sb_printf(&b, "%llu connections, %llu HTTP exchanges, %zu endpoints\n",
+		  (unsigned long long)s->conns_seen, (unsigned long long)s->http_exchanges, t->neps);
+	if (t->neps) {
+		v = malloc(t->neps * sizeof(*v));
+		if (v) {
+			memcpy(v, t->eps, t->neps * sizeof(*v));
+			qsort(v, t->neps, sizeof(*v), ep_by_requests);
+		} else {
+			n = 0;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t p[3];
+
+		percentiles(v[i], tmp, p);
+		sb_printf(&b, "%s %s (%s(%d) %s): %llu requests, p99 %.3f ms\n", v[i]->method,
+			  v[i]->path, proc_name(t, v[i]->pid), v[i]->pid, net__role_name(v[i]->role),
+			  (unsigned long long)v[i]->requests, p[2] / 1000.0);
+	}
+	free(v);
+	if (len) {
+		size_t k = b.err || !b.p ? 0 : (b.len < len ? b.len : len - 1);
+
+		if (k)
+			memcpy(out, b.p, k);
+		out[k] = '\0';
+	}
+	free(b.p);
+}
+
+int net_task__write_report(struct net_task *t, int fd, enum net_report_format f, char *summary,
+			   size_t summary_len)
+{
+	struct net_stats s;
+	struct sb b = { 0 };
+	uint32_t *tmp;
+	int err;
+
+	if (!t || (f != NET_REPORT_TXT && f != NET_REPORT_JSON) || (summary_len && !summary))
+		return -EINVAL;
+	tmp = malloc(RESERVOIR_MAX * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	net_task__stats(t, &s);
+	if (f == NET_REPORT_TXT)
+		report_txt(t, &s, &b, tmp);
+	else
+		report_json(t, &s, &b, tmp);
+	err = b.err;
+	if (!err && fd >= 0)
+		err = write_all(fd, b.p, b.len);
+	if (!err && summary_len)
+		summary_of(t, &s, summary, summary_len, tmp);
+	free(b.p);
+	free(tmp);
+	return err;
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libFuzzer target: a NETWORK task's frames as a worker (or a capture program it trusts too
+ * much) could send them to the shipper's analysis (shipper/network.c, netmeter.c).
+ *
+ * Input: a sequence of frames, each
+ *   u8   op: bit 0 the type (0: MSG_SHIP_NET_DATA, 1: MSG_SHIP_NET_CONNS), bit 1 an interval
+ *        and the meters after it, bit 2 a report (text or JSON by bit 3) after it
+ *   u16  payload length, little-endian (cut to what the input has left)
+ *   that many payload bytes, given to net_task__frame as they are
+ * The task has two backend processes (pids 1 and 2, one instance) and sampling rules, so
+ * that labels and traces are built. Contracts checked: -EBADMSG or 0 from every frame; every
+ * packed meter collection and log unpacks again; the reports are written in full; the
+ * stats add up (closed <= seen).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "language-agent/Meter.pb-c.h"
+#include "logging/Logging.pb-c.h"
+#include "shipper/network.h"
+
+static void check_batch(const struct spool_batch *b, int logs)
+{
+	const uint8_t *msg;
+	size_t off = 0, len;
+	int r;
+
+	while ((r = spool_batch__next(b, &off, &msg, &len)) == 1) {
+		if (logs) {
+			Skywalking__V3__LogData *d = skywalking__v3__log_data__unpack(NULL, len, msg);
+
+			if (!d)
+				abort();
+			skywalking__v3__log_data__free_unpacked(d, NULL);
+		} else {
+			Skywalking__V3__MeterDataCollection *c =
+				skywalking__v3__meter_data_collection__unpack(NULL, len, msg);
+
+			if (!c || !c->n_meterdata)
+				abort();
+			skywalking__v3__meter_data_collection__free_unpacked(c, NULL);
+		}
+	}
+	if (r)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct net_task_opts o = { .task_id = 7, .max_conns = 64 };
+	struct msg_net_process p[2];
+	struct msg_net_rule r[2];
+	struct net_task *t;
+	struct net_stats st;
+	uint64_t now = 0;
+	size_t i = 0;
+	int fd = -1;
+
+	memset(p, 0, sizeof(p));
+	memset(r, 0, sizeof(r));
+	for (int k = 0; k < 2; k++) {
+		p[k].pid = k + 1;
+		snprintf(p[k].process_id, sizeof(p[k].process_id), "p%d", k + 1);
+		snprintf(p[k].service, sizeof(p[k].service), "svc");
+		snprintf(p[k].instance, sizeof(p[k].instance), "inst");
+		snprintf(p[k].layer, sizeof(p[k].layer), "GENERAL");
+	}
+	r[0].min_duration_ms = 0;
+	r[0].when_4xx = r[0].when_5xx = 1;
+	snprintf(r[1].uri_regex, sizeof(r[1].uri_regex), "^/a");
+	r[1].min_duration_ms = -1;
+	r[1].when_5xx = 1;
+	t = net_task__new(&o);
+	if (!t || net_task__set_processes(t, p, 2) || net_task__add_rules(t, r, 2))
+		abort();
+	/* the report goes to /dev/null: its writing, not its bytes, is under test */
+	while (i < size) {
+		uint8_t op = data[i++];
+		size_t len = 0;
+		int err;
+
+		if (i + 2 <= size) {
+			len = (size_t)data[i] | (size_t)data[i + 1] << 8;
+			i += 2;
+		}
+		if (len > size - i)
+			len = size - i;
+		err = net_task__frame(t, op & 1 ? MSG_SHIP_NET_CONNS : MSG_SHIP_NET_DATA, data + i,
+				      len);
+		if (err && err != -EBADMSG)
+			abort();
+		i += len;
+		if (op & 2) {
+			struct spool_batch b = { 0 }, logs = { 0 };
+
+			now += 2000000000ull;
+			if (net_task__interval(t, now) || net_task__meters(t, 1, &b, &logs))
+				abort();
+			check_batch(&b, 0);
+			check_batch(&logs, 1);
+			free(b.data);
+			free(logs.data);
+		}
+		if (op & 4) {
+			char summary[256];
+
+			if (fd < 0)
+				fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			if (net_task__write_report(t, fd, op & 8 ? NET_REPORT_JSON : NET_REPORT_TXT,
+						   summary, sizeof(summary)))
+				abort();
+			if (strnlen(summary, sizeof(summary)) == sizeof(summary))
+				abort();
+		}
+	}
+	net_task__stats(t, &st);
+	if (st.conns_closed > st.conns_seen)
+		abort();
+	if (net_task__interval(t, now + 1))
+		abort();
+	net_task__free(t);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}

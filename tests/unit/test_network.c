@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * shipper/network.c, netmeter.c: frames built by hand as the worker passes the program's
+ * records, then the traffic, the meters and logs decoded back with the generated unpackers,
+ * and the report.
+ */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "language-agent/Meter.pb-c.h"
+#include "logging/Logging.pb-c.h"
+#include "shipper/network.h"
+
+#define TASK 7
+#define MS 1000000ull
+#define T0 (1000 * MS)
+
+struct fb {
+	uint8_t buf[65536];
+	size_t len;
+	uint32_t count;
+};
+
+static void fb_init(struct fb *f)
+{
+	struct ship_net_hdr h = { .task_id = TASK };
+
+	memset(f, 0, sizeof(*f));
+	memcpy(f->buf, &h, sizeof(h));
+	f->len = sizeof(h);
+}
+
+static void fb_put(struct fb *f, const void *p, size_t n)
+{
+	cr_assert(f->len + n <= sizeof(f->buf));
+	memcpy(f->buf + f->len, p, n);
+	f->len += n;
+}
+
+static void fb_data(struct fb *f, uint64_t id, uint32_t tgid, int dir, uint64_t seq, uint64_t ts,
+		    const char *s, size_t captured, size_t actual)
+{
+	struct net_rec_data d = {
+		.hdr = { .kind = NET_REC_DATA },
+		.conn_id = id,
+		.start_ns = ts,
+		.end_ns = ts,
+		.seq = seq,
+		.tgid = tgid,
+		.actual = (uint32_t)actual,
+		.captured = (uint16_t)captured,
+		.dir = (uint8_t)dir,
+		.fn = dir ? NET_FN_READ : NET_FN_WRITE,
+		.proto = NET_PROTO_HTTP1,
+	};
+	static const uint8_t zero[8];
+	size_t len = (sizeof(d) + captured + 7) & ~(size_t)7;
+
+	d.hdr.len = (uint32_t)len;
+	fb_put(f, &d, sizeof(d));
+	fb_put(f, s, captured);
+	fb_put(f, zero, len - sizeof(d) - captured);
+	f->count++;
+}
+
+static void fb_close(struct fb *f, const struct net_conn *c)
+{
+	struct net_rec_close r = { .hdr = { .kind = NET_REC_CLOSE, .len = sizeof(r) }, .conn = *c };
+
+	cr_assert_eq(sizeof(r) % 8, 0);
+	fb_put(f, &r, sizeof(r));
+	f->count++;
+}
+
+static void fb_conn(struct fb *f, const struct net_conn *c)
+{
+	fb_put(f, c, sizeof(*c));
+	f->count++;
+}
+
+static int fb_send(struct net_task *t, struct fb *f, uint32_t type)
+{
+	struct ship_net_hdr h;
+
+	memcpy(&h, f->buf, sizeof(h));
+	h.count = f->count;
+	memcpy(f->buf, &h, sizeof(h));
+	return net_task__frame(t, type, f->buf, f->len);
+}
+
+static struct net_conn conn4(uint64_t id, uint32_t tgid, uint8_t role, const char *l, uint16_t lp,
+			     const char *r, uint16_t rp)
+{
+	struct net_conn c = {
+		.id = id,
+		.tgid = tgid,
+		.fd = 5,
+		.role = role,
+		.family = AF_INET,
+		.proto = NET_PROTO_HTTP1,
+		.lport = lp,
+		.rport = rp,
+		.open_ns = T0,
+		.connect_exe_ns = role ? 20000 : 0,
+	};
+
+	cr_assert_eq(inet_pton(AF_INET, l, c.laddr), 1);
+	cr_assert_eq(inet_pton(AF_INET, r, c.raddr), 1);
+	return c;
+}
+
+static struct net_task *task(void)
+{
+	struct net_task_opts o = { .task_id = TASK, .report_interval_ms = 2000 };
+	struct net_task *t = net_task__new(&o);
+
+	cr_assert(t);
+	return t;
+}
+
+static void procs(struct net_task *t, const char *inst_server)
+{
+	struct msg_net_process p[2];
+
+	memset(p, 0, sizeof(p));
+	p[0].pid = 100;
+	snprintf(p[0].process_id, sizeof(p[0].process_id), "p-client");
+	snprintf(p[0].service, sizeof(p[0].service), "svc");
+	snprintf(p[0].instance, sizeof(p[0].instance), "inst");
+	snprintf(p[0].name, sizeof(p[0].name), "curl");
+	snprintf(p[0].layer, sizeof(p[0].layer), "K8S_SERVICE");
+	p[1] = p[0];
+	p[1].pid = 200;
+	snprintf(p[1].process_id, sizeof(p[1].process_id), "p-server");
+	snprintf(p[1].instance, sizeof(p[1].instance), "%s", inst_server);
+	snprintf(p[1].name, sizeof(p[1].name), "nginx");
+	cr_assert_eq(net_task__set_processes(t, p, 2), 0);
+}
+
+/* sw8 with trace id "trace-1" */
+#define SW8 "1-dHJhY2UtMQ==-c2Vn-3-YQ==-YQ==-YQ==-YQ=="
+#define REQS                                                                    \
+	"GET /api/users?id=1 HTTP/1.1\r\nHost: x\r\nsw8: " SW8 "\r\n\r\n" \
+	"GET /api/items HTTP/1.1\r\nHost: x\r\n\r\n"
+#define RESPS                                                   \
+	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" \
+	"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+
+/*
+ * pid 100 (client, conn 1, 127.0.0.1:40000) and pid 200 (server, conn 2, 127.0.0.1:8080):
+ * two pipelined requests in three segments, answered 150 ms later in two.
+ */
+static void converse(struct net_task *t)
+{
+	const char *q = REQS, *r = RESPS;
+	size_t ql = strlen(q), rl = strlen(r), cut1 = 10, cut2 = 70, rc = 30;
+	struct fb f;
+
+	fb_init(&f);
+	fb_data(&f, 1, 100, NET_DIR_EGRESS, 1, T0, q, cut1, cut1);
+	fb_data(&f, 1, 100, NET_DIR_EGRESS, 2, T0 + 1000, q + cut1, cut2 - cut1, cut2 - cut1);
+	fb_data(&f, 1, 100, NET_DIR_EGRESS, 3, T0 + 2000, q + cut2, ql - cut2, ql - cut2);
+	fb_data(&f, 2, 200, NET_DIR_INGRESS, 1, T0 + 3000, q, ql, ql);
+	fb_data(&f, 2, 200, NET_DIR_EGRESS, 1, T0 + 120 * MS, r, rc, rc);
+	fb_data(&f, 2, 200, NET_DIR_EGRESS, 2, T0 + 121 * MS, r + rc, rl - rc, rl - rc);
+	fb_data(&f, 1, 100, NET_DIR_INGRESS, 1, T0 + 150 * MS, r, rl, rl);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+}
+
+static void conns(struct net_task *t, uint64_t mul)
+{
+	struct net_conn c = conn4(1, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000, "127.0.0.1", 8080);
+	struct net_conn s = conn4(2, 200, NET_ROLE_SERVER, "127.0.0.1", 8080, "127.0.0.1", 40000);
+	struct fb f;
+
+	c.dir[0].count = 3 * mul;
+	c.dir[0].bytes = 300 * mul;
+	c.dir[0].exe_ns = 30000 * mul;
+	c.dir[0].hist[1] = (uint32_t)(3 * mul);
+	c.dir[1].count = 1 * mul;
+	c.dir[1].bytes = 100 * mul;
+	c.dir[1].exe_ns = 5000 * mul;
+	c.dir[1].hist[0] = (uint32_t)mul;
+	c.rtt_count = 2 * mul;
+	c.rtt_us = 100 * mul;
+	c.rtt_hist[1] = (uint32_t)(2 * mul);
+	s.dir[1].count = 1 * mul;
+	s.dir[1].bytes = 300 * mul;
+	fb_init(&f);
+	fb_conn(&f, &c);
+	fb_conn(&f, &s);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_CONNS), 0);
+}
+
+struct mtr {
+	char name[128];
+	char labels[512]; /* name=value,... */
+	double value;
+	int hist;
+	size_t nb;
+	double b1;
+	int64_t c1;
+	char service[64];
+};
+
+static size_t decode(struct spool_batch *b, struct mtr *out, size_t max, size_t *ncoll)
+{
+	const uint8_t *msg;
+	size_t off = 0, len, n = 0;
+
+	*ncoll = 0;
+	while (spool_batch__next(b, &off, &msg, &len) == 1) {
+		Skywalking__V3__MeterDataCollection *c =
+			skywalking__v3__meter_data_collection__unpack(NULL, len, msg);
+
+		cr_assert(c);
+		(*ncoll)++;
+		cr_assert(c->n_meterdata > 0);
+		cr_assert_str_eq(c->meterdata[0]->service, "svc");
+		cr_assert_eq(c->meterdata[0]->timestamp, 12345);
+		for (size_t i = 0; i < c->n_meterdata && n < max; i++, n++) {
+			Skywalking__V3__MeterData *d = c->meterdata[i];
+			Skywalking__V3__Label **l;
+			size_t nl;
+
+			memset(&out[n], 0, sizeof(out[n]));
+			snprintf(out[n].service, sizeof(out[n].service), "%s", d->service);
+			if (i)
+				cr_assert_str_empty(d->service);
+			if (d->metric_case == SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE) {
+				snprintf(out[n].name, sizeof(out[n].name), "%s", d->singlevalue->name);
+				out[n].value = d->singlevalue->value;
+				l = d->singlevalue->labels;
+				nl = d->singlevalue->n_labels;
+			} else {
+				cr_assert_eq(d->metric_case,
+					     SKYWALKING__V3__METER_DATA__METRIC_HISTOGRAM);
+				snprintf(out[n].name, sizeof(out[n].name), "%s", d->histogram->name);
+				out[n].hist = 1;
+				out[n].nb = d->histogram->n_values;
+				out[n].b1 = d->histogram->values[1]->bucket;
+				out[n].c1 = d->histogram->values[1]->count;
+				l = d->histogram->labels;
+				nl = d->histogram->n_labels;
+			}
+			for (size_t k = 0; k < nl; k++) {
+				size_t o = strlen(out[n].labels);
+
+				snprintf(out[n].labels + o, sizeof(out[n].labels) - o, "%s%s=%s",
+					 k ? "," : "", l[k]->name, l[k]->value);
+			}
+		}
+		skywalking__v3__meter_data_collection__free_unpacked(c, NULL);
+	}
+	return n;
+}
+
+static const struct mtr *find(const struct mtr *m, size_t n, const char *name, const char *lab)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(m[i].name, name) && (!lab || strstr(m[i].labels, lab)))
+			return &m[i];
+	return NULL;
+}
+
+#define CL "client_process_id=p-client,server_process_id=p-server,side=client,protocol=http,is_ssl=false"
+#define SV "server_process_id=p-server,client_process_id=p-client,side=server,protocol=http,is_ssl=false"
+
+Test(network, http_pair_meters)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct net_stats st;
+	struct mtr *m = calloc(512, sizeof(*m));
+	const struct mtr *x;
+	size_t n, ncoll;
+
+	procs(t, "inst");
+	converse(t);
+	conns(t, 1);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.http_exchanges, 4);
+	cr_assert_eq(st.conns_seen, 2);
+	cr_assert_eq(st.bad_records + st.bad_frames, 0);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+	cr_assert_eq(ncoll, 1, "one collection per (service, instance)");
+	cr_assert_eq(b.task_id, TASK);
+
+	/* the first meters of the client's traffic, in upstream's order */
+	cr_assert_str_eq(m[0].name, "rover_net_p_client_write_counts_counter");
+	cr_assert_str_eq(m[0].labels, CL);
+	cr_assert_eq(m[0].value, 3);
+	cr_assert_str_eq(m[1].name, "rover_net_p_client_write_bytes_counter");
+	cr_assert_eq(m[1].value, 300);
+	cr_assert_str_eq(m[2].name, "rover_net_p_client_write_exe_time_counter");
+	cr_assert_eq(m[2].value, 10000, "an average: %f", m[2].value);
+	cr_assert_str_eq(m[3].name, "rover_net_p_client_read_counts_counter");
+	x = find(m, n, "rover_net_p_client_write_rtt_counts_counter", NULL);
+	cr_assert(x);
+	cr_assert(!find(m, n, "rover_net_p_client_write_rtt_bytes_counter", NULL));
+	x = find(m, n, "rover_net_p_client_write_rtt_exe_time_counter", NULL);
+	cr_assert(x && x->value == 50);
+	x = find(m, n, "rover_net_p_client_connect_counts_counter", NULL);
+	cr_assert(x && x->value == 1);
+	cr_assert(!find(m, n, "rover_net_p_client_close_counts_counter", NULL));
+	cr_assert(!find(m, n, "rover_net_p_client_retransmit_counts_counter", NULL));
+	x = find(m, n, "rover_net_p_client_write_rtt_histogram", NULL);
+	cr_assert(x && x->hist && x->nb == NET_L4_BUCKETS && x->b1 == 10 && x->c1 == 2);
+	x = find(m, n, "rover_net_p_client_write_exe_time_histogram", NULL);
+	cr_assert(x && x->nb == NET_L4_BUCKETS && x->b1 == 10000 && x->c1 == 3);
+	cr_assert_str_eq(x->labels, CL);
+	x = find(m, n, "rover_net_p_client_connect_exe_time_histogram", NULL);
+	cr_assert(x && x->c1 == 1, "20 µs lands in the 10 µs bucket");
+
+	/* HTTP/1, both sides */
+	x = find(m, n, "rover_net_p_http1_request_counter", CL);
+	cr_assert(x && x->value == 2);
+	x = find(m, n, "rover_net_p_http1_request_counter", SV);
+	cr_assert(x && x->value == 2);
+	x = find(m, n, "rover_net_p_http1_response_status_counter", CL ",code=200");
+	cr_assert(x && x->value == 1);
+	x = find(m, n, "rover_net_p_http1_response_status_counter", CL ",code=404");
+	cr_assert(x && x->value == 1);
+	x = find(m, n, "rover_net_p_http1_client_duration_avg", CL);
+	cr_assert(x);
+	x = find(m, n, "rover_net_p_http1_server_duration_histogram", SV);
+	cr_assert(x && x->nb == NET_DUR_BUCKETS && x->b1 == 2);
+	x = find(m, n, "rover_net_p_http1_request_package_size_histogram", CL);
+	cr_assert(x && x->nb == NET_SIZE_BUCKETS && x->b1 == 512);
+	cr_assert(find(m, n, "rover_net_p_http1_response_package_size_avg", SV));
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(!strstr(m[i].labels, "service="), "no service label");
+		cr_assert(!strstr(m[i].labels, "instance="), "no instance label");
+	}
+	cr_assert_eq(logs.nmsgs, 0, "no sampling rules");
+	free(b.data);
+	free(logs.data);
+	free(m);
+	net_task__free(t);
+}
+
+Test(network, l4_deltas_and_late_close)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct mtr *m = calloc(512, sizeof(*m));
+	const struct mtr *x;
+	size_t n, ncoll;
+	struct fb f;
+	struct net_conn c;
+
+	procs(t, "inst");
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	conns(t, 3);
+	cr_assert_eq(net_task__interval(t, 4000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+	x = find(m, n, "rover_net_p_client_write_counts_counter", NULL);
+	cr_assert(x && x->value == 6, "delta 9 - 3");
+	x = find(m, n, "rover_net_p_client_write_bytes_counter", NULL);
+	cr_assert(x && x->value == 600);
+	x = find(m, n, "rover_net_p_client_write_exe_time_histogram", NULL);
+	cr_assert(x && x->c1 == 6);
+	cr_assert(!find(m, n, "rover_net_p_client_connect_counts_counter", NULL), "counted once");
+	free(b.data);
+	memset(&b, 0, sizeof(b));
+
+	/* closed after it was flushed: still one close, with its final counters */
+	c = conn4(1, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000, "127.0.0.1", 8080);
+	c.dir[0].count = 10;
+	c.dir[0].bytes = 1000;
+	c.close_exe_ns = 7000;
+	c.close_ns = 5000 * MS;
+	c.flags = NET_CONN_CLOSED;
+	fb_init(&f);
+	fb_close(&f, &c);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	cr_assert_eq(net_task__interval(t, 6000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+	x = find(m, n, "rover_net_p_client_close_counts_counter", NULL);
+	cr_assert(x && x->value == 1);
+	x = find(m, n, "rover_net_p_client_close_exe_time_counter", NULL);
+	cr_assert(x && x->value == 7000);
+	x = find(m, n, "rover_net_p_client_write_counts_counter", NULL);
+	cr_assert(x && x->value == 1, "10 - 9");
+	free(b.data);
+	memset(&b, 0, sizeof(b));
+	cr_assert_eq(net_task__interval(t, 8000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+	cr_assert(!find(m, n, "rover_net_p_client_close_counts_counter", NULL), "once only");
+	free(b.data);
+	free(logs.data);
+	free(m);
+	net_task__free(t);
+}
+
+static void one_conn(struct net_task *t, const struct net_conn *c)
+{
+	struct fb f;
+
+	fb_init(&f);
+	fb_conn(&f, c);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_CONNS), 0);
+}
+
+Test(network, remote_labels)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct mtr *m = calloc(512, sizeof(*m));
+	size_t n, ncoll;
+	struct net_conn c;
+
+	procs(t, "other-instance");
+	conns(t, 1); /* 100 <-> 200 on loopback, other instances: _local */
+	c = conn4(3, 100, NET_ROLE_CLIENT, "10.0.0.5", 41000, "10.1.2.3", 5432);
+	c.dir[0].count = 1;
+	one_conn(t, &c);
+	c = conn4(4, 100, NET_ROLE_CLIENT, "10.0.0.5", 41001, "10.0.0.5", 9000);
+	c.dir[0].count = 1;
+	one_conn(t, &c); /* a monitored local IP: _local */
+	c = conn4(5, 100, NET_ROLE_CLIENT, "0.0.0.0", 41002, "0.0.0.0", 443);
+	c.family = AF_INET6;
+	cr_assert_eq(inet_pton(AF_INET6, "2001:db8::5", c.laddr), 1);
+	cr_assert_eq(inet_pton(AF_INET6, "2001:db8::1", c.raddr), 1);
+	c.dir[0].count = 1;
+	one_conn(t, &c);
+	c.id = 6;
+	c.lport = 41003;
+	c.rport = 80;
+	cr_assert_eq(inet_pton(AF_INET6, "::ffff:10.0.0.9", c.raddr), 1);
+	one_conn(t, &c);
+	/* server side: two client ports of one remote IP are one traffic */
+	c = conn4(7, 200, NET_ROLE_SERVER, "10.0.0.5", 8080, "10.9.9.9", 50000);
+	c.dir[1].count = 1;
+	one_conn(t, &c);
+	c = conn4(8, 200, NET_ROLE_SERVER, "10.0.0.5", 8080, "10.9.9.9", 50001);
+	c.dir[1].count = 2;
+	one_conn(t, &c);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+	cr_assert_eq(ncoll, 2, "two instances");
+	cr_assert(find(m, n, "rover_net_p_client_write_counts_counter",
+		       "client_process_id=p-client,server_local=true,side=client"));
+	cr_assert(find(m, n, "rover_net_p_client_write_counts_counter",
+		       "client_process_id=p-client,server_address=10.1.2.3:5432,side=client"));
+	cr_assert(find(m, n, "rover_net_p_client_write_counts_counter",
+		       "server_address=2001:db8::1:443,"));
+	cr_assert(find(m, n, "rover_net_p_client_write_counts_counter",
+		       "server_address=10.0.0.9:80,"));
+	{
+		const struct mtr *x = find(m, n, "rover_net_p_server_read_counts_counter",
+					   "client_address=10.9.9.9");
+
+		cr_assert(x && x->value == 3, "client ports aggregated");
+	}
+	cr_assert(!find(m, n, "rover_net_p_client_write_counts_counter", "server_process_id="));
+	free(b.data);
+	free(logs.data);
+	free(m);
+	net_task__free(t);
+}
+
+static struct json_object *log_json(const uint8_t *msg, size_t len, char *trace, size_t tl)
+{
+	Skywalking__V3__LogData *d = skywalking__v3__log_data__unpack(NULL, len, msg);
+	struct json_object *j;
+
+	cr_assert(d);
+	cr_assert_str_eq(d->service, "svc");
+	cr_assert_str_eq(d->layer, "K8S_SERVICE");
+	cr_assert_eq(d->timestamp, 12345);
+	cr_assert(d->tags && d->tags->n_data == 1);
+	cr_assert_str_eq(d->tags->data[0]->key, "LOG_KIND");
+	cr_assert_str_eq(d->tags->data[0]->value, "NET_PROFILING_SAMPLED_TRACE");
+	cr_assert(d->body && d->body->content_case == SKYWALKING__V3__LOG_DATA_BODY__CONTENT_JSON);
+	cr_assert_str_eq(d->body->type, "json");
+	snprintf(trace, tl, "%s", d->tracecontext ? d->tracecontext->traceid : "");
+	j = json_tokener_parse(d->body->json->json);
+	cr_assert(j, "%s", d->body->json->json);
+	skywalking__v3__log_data__free_unpacked(d, NULL);
+	return j;
+}
+
+static const char *jstr(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	cr_assert(json_object_object_get_ex(o, k, &v), "no %s", k);
+	return json_object_get_string(v);
+}
+
+Test(network, sampled_traces)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct msg_net_rule r[2];
+	const uint8_t *msg;
+	size_t off = 0, len;
+	int found = 0;
+
+	memset(r, 0, sizeof(r));
+	r[0].min_duration_ms = 100; /* default rule */
+	snprintf(r[1].uri_regex, sizeof(r[1].uri_regex), "^/none$");
+	r[1].min_duration_ms = -1;
+	procs(t, "inst");
+	cr_assert_eq(net_task__add_rules(t, r, 2), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	/* the traced request, slow on both sides; the untraced one never */
+	cr_assert_eq(logs.nmsgs, 2);
+	while (spool_batch__next(&logs, &off, &msg, &len) == 1) {
+		char trace[64];
+		struct json_object *j = log_json(msg, len, trace, sizeof(trace)), *cp, *sp, *v;
+		int server = !strcmp(jstr(j, "detect_point"), "server");
+
+		cr_assert_str_eq(trace, "trace-1");
+		cr_assert_str_eq(jstr(j, "uri"), "/api/users");
+		cr_assert_str_eq(jstr(j, "reason"), "slow");
+		cr_assert_str_eq(jstr(j, "trace_provider"), "skywalking");
+		cr_assert_str_eq(jstr(j, "component"), "http");
+		cr_assert(json_object_object_get_ex(j, "latency", &v));
+		cr_assert_eq(json_object_get_int64(v), server ? 120 : 150);
+		cr_assert(json_object_object_get_ex(j, "status", &v));
+		cr_assert_eq(json_object_get_int(v), 200);
+		cr_assert(json_object_object_get_ex(j, "ssl", &v) && !json_object_get_boolean(v));
+		cr_assert(json_object_object_get_ex(j, "client_process", &cp));
+		cr_assert(json_object_object_get_ex(j, "server_process", &sp));
+		cr_assert_str_eq(jstr(cp, "process_id"), "p-client");
+		cr_assert_str_eq(jstr(sp, "process_id"), "p-server");
+		cr_assert_str_eq(jstr(sp, "address"), "");
+		cr_assert(json_object_object_get_ex(sp, "local", &v) && !json_object_get_boolean(v));
+		found |= server ? 2 : 1;
+		json_object_put(j);
+	}
+	cr_assert_eq(found, 3);
+	free(b.data);
+	free(logs.data);
+	net_task__free(t);
+}
+
+Test(network, lost_segment_and_fd_reuse)
+{
+	struct net_task *t = task();
+	struct net_stats st;
+	struct fb f;
+	struct net_conn a = conn4(10, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000, "127.0.0.1", 8080);
+	struct net_conn b = a;
+	const char *q = "GET /a HTTP/1.1\r\n\r\n";
+
+	b.id = 11; /* the same fd again, another socket */
+	fb_init(&f);
+	fb_data(&f, 10, 100, NET_DIR_EGRESS, 1, T0, q, strlen(q), strlen(q));
+	fb_data(&f, 10, 100, NET_DIR_EGRESS, 3, T0 + 10, q, strlen(q), strlen(q));
+	/* a replayed segment is refused */
+	fb_data(&f, 10, 100, NET_DIR_EGRESS, 3, T0 + 20, q, strlen(q), strlen(q));
+	fb_close(&f, &a);
+	fb_data(&f, 11, 100, NET_DIR_EGRESS, 1, T0 + 30, q, strlen(q), strlen(q));
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	one_conn(t, &b);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.segments_lost, 1);
+	cr_assert_eq(st.http.lost_segments, 1);
+	cr_assert_eq(st.bad_records, 1);
+	cr_assert_eq(st.conns_seen, 2);
+	cr_assert_eq(st.conns_closed, 1);
+	cr_assert_eq(st.http.requests, 3);
+	cr_assert_eq(st.http_unpaired, 2, "two unanswered at close");
+	net_task__free(t);
+}
+
+Test(network, garbage_frames)
+{
+	struct net_task *t = task();
+	struct net_stats st;
+	struct fb f;
+	struct ship_net_hdr h = { .task_id = TASK, .count = 1 };
+	uint8_t buf[256] = { 0 };
+	struct net_conn c = conn4(1, 100, 9, "127.0.0.1", 1, "127.0.0.1", 2);
+
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, 3), -EBADMSG);
+	h.task_id = 8;
+	memcpy(buf, &h, sizeof(h));
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 8), -EBADMSG);
+	h.task_id = TASK;
+	memcpy(buf, &h, sizeof(h));
+	/* a record length of 0, of 12, past the end */
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 8), -EBADMSG);
+	((uint32_t *)(buf + sizeof(h)))[1] = 12;
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 16), -EBADMSG);
+	((uint32_t *)(buf + sizeof(h)))[1] = 64;
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 16), -EBADMSG);
+	/* bytes after the counted records */
+	((uint32_t *)(buf + sizeof(h)))[1] = 8;
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 16), -EBADMSG);
+	/* a well framed record of an unknown kind: the frame is fine, the record is not */
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_DATA, buf, sizeof(h) + 8), 0);
+	/* conns: a count that does not match, then a bad role */
+	h.count = 2;
+	memcpy(buf, &h, sizeof(h));
+	cr_assert_eq(net_task__frame(t, MSG_SHIP_NET_CONNS, buf, sizeof(h)), -EBADMSG);
+	cr_assert_eq(net_task__frame(t, 999, buf, sizeof(h)), -EBADMSG);
+	fb_init(&f);
+	fb_conn(&f, &c);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_CONNS), 0);
+	/* data with captured > actual */
+	fb_init(&f);
+	fb_data(&f, 1, 100, 0, 1, T0, "GET", 3, 2);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.bad_frames, 8);
+	cr_assert_eq(st.bad_records, 3);
+	cr_assert_eq(st.conns_seen, 0);
+	cr_assert_eq(net_task__interval(t, 1), 0);
+	net_task__free(t);
+}
+
+Test(network, max_conns)
+{
+	struct net_task_opts o = { .task_id = TASK, .max_conns = 2 };
+	struct net_task *t = net_task__new(&o);
+	struct net_stats st;
+
+	cr_assert(t);
+	for (uint64_t id = 1; id <= 3; id++) {
+		struct net_conn c = conn4(id, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000 + id,
+					  "127.0.0.1", 8080);
+
+		one_conn(t, &c);
+	}
+	net_task__stats(t, &st);
+	cr_assert_eq(st.conns_seen, 2);
+	cr_assert_eq(st.conns_refused, 1);
+	net_task__free(t);
+}
+
+Test(network, report)
+{
+	struct net_task *t = task();
+	char path[] = "/tmp/netrep.XXXXXX", buf[16384], summary[512];
+	struct json_object *j, *eps;
+	ssize_t n;
+	int fd;
+
+	cr_assert_eq(net_task__set_comm(t, 100, "curl"), 0);
+	cr_assert_eq(net_task__set_comm(t, 200, "nginx"), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	unlink(path);
+	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_TXT, summary, sizeof(summary)), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "curl(100) client -> nginx(200) http: 2 requests, 300 B sent"), "%s",
+		  buf);
+	cr_assert(strstr(buf, "nginx(200) server <- curl(100)"), "%s", buf);
+	cr_assert(strstr(buf, "curl(100) client GET /api/users: 1 requests, status 200:1"), "%s",
+		  buf);
+	cr_assert(strstr(buf, "nginx(200) server GET /api/items: 1 requests, status 404:1"), "%s",
+		  buf);
+	cr_assert(strstr(buf, "latency p50 150.000 ms p90 150.000 ms p99 150.000 ms"), "%s", buf);
+	cr_assert(strstr(buf, "Losses:"));
+	cr_assert(strstr(summary, "4 HTTP exchanges, 4 endpoints"), "%s", summary);
+	cr_assert(ftruncate(fd, 0) == 0);
+	cr_assert(lseek(fd, 0, SEEK_SET) == 0);
+	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	j = json_tokener_parse(buf);
+	cr_assert(j, "%s", buf);
+	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
+	cr_assert_eq(json_object_array_length(eps), 4);
+	json_object_put(j);
+	close(fd);
+	net_task__free(t);
+}
