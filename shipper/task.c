@@ -111,8 +111,10 @@ static int begin_network(struct ship_task *t, const struct task_spec *spec)
 		return -errno;
 	t->spec = *spec;
 	t->have_spec = 1;
-	for (uint32_t i = 0; i < spec->npids; i++)
+	for (uint32_t i = 0; i < spec->npids; i++) {
 		read_comm(spec->pids[i], t->comms[i]);
+		net_task__set_comm(t->net, spec->pids[i], t->comms[i]);
+	}
 	if (t->net_pending) {
 		int err = ship_task__set_network(t, t->net_pending);
 
