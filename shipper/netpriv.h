@@ -56,7 +56,7 @@ struct net_traffic {
 	uint8_t raddr[16];  /* canonical (v4 mapped into v6) */
 	uint16_t rport;	    /* 0 on the server side without a peer: client ports aggregated */
 	uint8_t rlocal;	    /* the remote IP is this host's */
-	uint64_t conns;
+	uint64_t conns; /* distinct connections, each counted in its first interval only */
 	struct net_l4_acc wr, rd, rtt, connect, close;
 	uint64_t retrans, drops;
 	struct net_http_acc http;

@@ -68,6 +68,7 @@ struct net_conn_st {
 	uint64_t id;
 	bool have_conn; /* a conns or close record gave addresses and counters */
 	bool closed, connect_done, close_done, h_failed;
+	bool counted; /* in some interval's traffic already: conns counts it once */
 	uint32_t idle;	     /* intervals without a record */
 	uint32_t closed_for; /* intervals since closed */
 	struct net_conn cur;  /* the latest cumulative counters */
@@ -1113,7 +1114,8 @@ static void add_conn(struct net_task *t, struct net_traffic *tr, struct net_conn
 	const struct net_l4_dir *w = &n->dir[NET_DIR_EGRESS], *bw = &b->dir[NET_DIR_EGRESS];
 	const struct net_l4_dir *r = &n->dir[NET_DIR_INGRESS], *br = &b->dir[NET_DIR_INGRESS];
 
-	tr->conns++;
+	tr->conns += !c->counted;
+	c->counted = true;
 	l4_add(&tr->wr, d64(w->count, bw->count), d64(w->bytes, bw->bytes),
 	       d64(w->exe_ns, bw->exe_ns), w->hist, bw->hist);
 	l4_add(&tr->rd, d64(r->count, br->count), d64(r->bytes, br->bytes),

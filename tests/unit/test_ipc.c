@@ -706,6 +706,7 @@ Test(ipc, task_begin_rejects_bad_spec)
 	bad[1].npids = 0;
 	bad[2].npids = ROVER_MAX_PIDS + 1;
 	bad[3].type = TASK_NETWORK;
+	bad[3].flush_ms = 0; /* a report interval of nothing */
 	bad[4].type = 0;
 	for (int i = 0; i < 5; i++) {
 		struct ship_task *t = ship_task__new(TASK_ID);
