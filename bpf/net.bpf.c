@@ -508,14 +508,14 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 	struct scratch *s;
 	struct bufs b;
 	__u32 zero = 0, captured = 0, len;
-	__u64 bytes = ret, exe = now - a->ts, seq;
+	__u64 bytes = ret, exe = a->ts ? now - a->ts : 0, seq;
 
 	if (ret <= 0)
 		return;
 	sk = tcp_sock_of(fd);
 	if (!sk)
 		return;
-	st = conn_get(tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts, 0, now);
+	st = conn_get(tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts ? a->ts : now, 0, now);
 	if (!st)
 		return;
 	stat_add(NET_STAT_SYSCALLS, 1);
@@ -524,8 +524,10 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
 	__sync_fetch_and_add(&d->count, 1);
 	__sync_fetch_and_add(&d->bytes, bytes);
-	__sync_fetch_and_add(&d->exe_ns, exe);
-	hist_add(d->hist, exe);
+	if (a->ts) {
+		__sync_fetch_and_add(&d->exe_ns, exe);
+		hist_add(d->hist, exe);
+	}
 	if (dir == NET_DIR_EGRESS) {
 		__u32 srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
 
@@ -582,7 +584,7 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 	s->rec.hdr.kind = NET_REC_DATA;
 	s->rec.hdr.len = (sizeof(s->rec) + captured + 7) & ~7u;
 	s->rec.conn_id = st->conn.id;
-	s->rec.start_ns = a->ts;
+	s->rec.start_ns = a->ts ? a->ts : now;
 	s->rec.end_ns = now;
 	s->rec.seq = seq;
 	s->rec.tgid = tgid;
@@ -633,16 +635,31 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 	__u32 tgid;
 	__s32 fd;
 
-	if (kind_of(syscall_nr(regs)) == K_NONE)
+	__u32 kind = kind_of(syscall_nr(regs));
+
+	if (kind == K_NONE)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
-	ap = bpf_map_lookup_elem(&inflight, &pid_tgid);
-	if (!ap)
-		return 0;
-	a = *ap;
-	bpf_map_delete_elem(&inflight, &pid_tgid);
 	tgid = pid_tgid >> 32;
+	if (!bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
 	now = bpf_ktime_get_ns();
+	ap = bpf_map_lookup_elem(&inflight, &pid_tgid);
+	if (ap) {
+		a = *ap;
+		bpf_map_delete_elem(&inflight, &pid_tgid);
+	} else {
+		/*
+		 * A call that began before the task (a blocking accept or read): its arguments
+		 * are still in the registers; its duration is unknown (ts 0: not counted).
+		 */
+		a.ts = 0;
+		a.kind = kind;
+		a.pad = 0;
+		a.a0 = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	}
 	switch (a.kind) {
 	case K_CONNECT:
 		if (ret != 0 && ret != -EINPROGRESS)
@@ -650,7 +667,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		fd = a.a0;
 		sk = tcp_sock_of(fd);
 		if (sk)
-			conn_get(tgid, fd, sk, NET_ROLE_CLIENT, now, now - a.ts, now);
+			conn_get(tgid, fd, sk, NET_ROLE_CLIENT, now, a.ts ? now - a.ts : 0, now);
 		return 0;
 	case K_ACCEPT:
 		if (ret < 0)
@@ -658,7 +675,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		fd = ret;
 		sk = tcp_sock_of(fd);
 		if (sk)
-			conn_get(tgid, fd, sk, NET_ROLE_SERVER, now, now - a.ts, now);
+			conn_get(tgid, fd, sk, NET_ROLE_SERVER, now, a.ts ? now - a.ts : 0, now);
 		return 0;
 	case K_CLOSE:
 		if (ret != 0)
@@ -666,7 +683,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		key = (__u64)tgid << 32 | (__u32)a.a0;
 		st = bpf_map_lookup_elem(&conns, &key);
 		if (st)
-			conn_end(key, st, now, now - a.ts);
+			conn_end(key, st, now, a.ts ? now - a.ts : 0);
 		return 0;
 	}
 	on_data(&a, tgid, ret, now);

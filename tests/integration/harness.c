@@ -746,6 +746,7 @@ int nginx_start(int port, struct nginx *ret)
 		 "  scgi_temp_path %1$s/scgi;\n"
 		 "  server {\n"
 		 "    listen 127.0.0.1:%2$d;\n"
+		 "    listen [::1]:%2$d;\n"
 		 "    location = /ok { return 200 \"ok\\n\"; }\n"
 		 "    location = /missing { return 404; }\n"
 		 "    location = /fail { return 500; }\n"
