@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <json-c/json.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +387,121 @@ Test(network, retransmits_and_drops_match_nstat_and_the_firewall)
 	 * are found by their headers.
 	 */
 	cr_assert(srv.drops >= (int64_t)dropped * 9 / 10 && srv.drops <= (int64_t)dropped + 2);
+	json_object_put(r);
+	free(log);
+}
+
+static void expect_status(pid_t pid, const char *key, const char *want)
+{
+	char got[256];
+
+	cr_assert_eq(proc_status(pid, key, got, sizeof(got)), 0, "pid %d has no %s", (int)pid, key);
+	cr_assert_str_eq(got, want, "pid %d %s: %s, expected %s", (int)pid, key, got, want);
+}
+
+/*
+ * The worker of a NETWORK task copies bytes out of the targets' memory: it holds CAP_BPF and
+ * CAP_PERFMON and nothing else, under its attached-programs filter, as the rover user; the
+ * shipper, which parses those bytes, holds no capability at all.
+ */
+Test(network, the_worker_holds_only_bpf_and_perfmon_and_the_parser_nothing)
+{
+	int port = free_port(18090, 18098);
+	pid_t worker, shipper;
+	char pids[16], uid[64], *log;
+	struct json_object *r;
+	struct passwd *pw = getpwnam(role_user());
+
+	cr_assert_not_null(pw, "no user %s", role_user());
+	cr_assert_gt(port, 0);
+	cr_assert_eq(http_server_start(NULL, port, &hs), 0);
+	snprintf(pids, sizeof(pids), "%d", (int)hs.pid);
+	start_task(pids, "3s", "caps.json");
+	worker = wait_child(task, "rover-worker", 5000);
+	shipper = find_child(task, "rover-shipper");
+	cr_assert_gt(worker, 0);
+	cr_assert_gt(shipper, 0);
+	/* CAP_PERFMON (38) and CAP_BPF (39). */
+	expect_status(worker, "CapEff", "000000c000000000");
+	expect_status(worker, "CapPrm", "000000c000000000");
+	expect_status(worker, "CapInh", "0000000000000000");
+	expect_status(worker, "NoNewPrivs", "1");
+	expect_status(worker, "Seccomp", "2");
+	/* The launcher's, the worker's, and the narrower one once attached. */
+	expect_status(worker, "Seccomp_filters", "3");
+	expect_status(shipper, "CapEff", "0000000000000000");
+	expect_status(shipper, "CapPrm", "0000000000000000");
+	expect_status(shipper, "Seccomp", "2");
+	snprintf(uid, sizeof(uid), "%u\t%u\t%u\t%u", pw->pw_uid, pw->pw_uid, pw->pw_uid,
+		 pw->pw_uid);
+	expect_status(worker, "Uid", uid);
+	expect_status(shipper, "Uid", uid);
+	{
+		struct http_totals t;
+
+		cr_assert_eq(http_client_run(NULL, "127.0.0.1", port, "/ok", 5, 1, &t), 0);
+	}
+	r = end_task("caps.json", &log);
+	cr_assert_eq(status_count(endpoint(r, hs.pid, "server", "/ok"), 200), 5);
+	json_object_put(r);
+	free(log);
+}
+
+/*
+ * A hostile target: it sends a server 200 KB of one line without an end, then binary junk,
+ * then a valid request on a new connection. The shipper parses all of it as the target's
+ * bytes: it survives, counts what it could not parse, and the valid request is counted.
+ */
+Test(network, a_target_sending_garbage_costs_the_parser_nothing_but_counts)
+{
+	int port = free_port(18090, 18098);
+	char pids[32], script[4096], portstr[16], *log;
+	struct json_object *r, *losses;
+	pid_t hostile, server;
+	char *argv[] = { "/usr/bin/python3", script, portstr, NULL };
+
+	cr_assert_gt(port, 0);
+	cr_assert_eq(http_server_start(NULL, port, &hs), 0);
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(script, sizeof(script), "%s/hostile.py", tmp);
+	cr_assert_eq(write_file(script,
+				"import os, socket, sys, time\n"
+				"port = int(sys.argv[1])\n"
+				"time.sleep(1.5)\n"
+				"s = socket.create_connection(('127.0.0.1', port))\n"
+				"try:\n"
+				"    s.sendall(b'GET /' + b'A' * 200000)\n"
+				"    s.sendall(os.urandom(65536))\n"
+				"    s.sendall(b'\\r\\n\\r\\nHTTP/1.1 999 \\x00\\xff\\r\\nContent-Length: -5\\r\\n\\r\\n')\n"
+				"except OSError:\n"
+				"    pass  # the server gave up on us: what was sent was sent\n"
+				"s.close()\n"
+				"s = socket.create_connection(('127.0.0.1', port))\n"
+				"s.sendall(b'GET /ok HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+				"print(s.recv(4096)[:12].decode(), file=sys.stderr, flush=True)\n"
+				"s.close()\n"),
+		     0);
+	hostile = spawn_cmd(argv, tmp_path("hostile.out"));
+	cr_assert_gt(hostile, 0);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)hs.pid, (int)hostile);
+	start_task(pids, "5s", "hostile.json");
+	cr_assert_eq(wait_cmd(hostile, 20000), 0, "%s", slurp(tmp_path("hostile.out"), NULL));
+	cr_assert(strstr(slurp(tmp_path("hostile.out"), NULL), "HTTP/1.1 200"));
+	r = end_task("hostile.json", &log);
+	server = hs.pid;
+	/* The valid request, from the server's side and from the hostile client's. */
+	cr_assert_eq(status_count(endpoint(r, server, "server", "/ok"), 200), 1, "%s",
+		     json_object_to_json_string(r));
+	cr_assert_eq(status_count(endpoint(r, hostile, "client", "/ok"), 200), 1, "%s",
+		     json_object_to_json_string(r));
+	cr_assert(json_object_object_get_ex(r, "losses", &losses));
+	cr_log_info("losses: %s", json_object_to_json_string(losses));
+	/* What could not be parsed is counted, not silent. */
+	cr_assert_gt(jint(losses, "http_resyncs") + jint(losses, "http_dirs_abandoned") +
+			     jint(losses, "http_unpaired") + jint(losses, "http_framing_errors") +
+			     jint(losses, "http_unanswered"),
+		     0, "%s", json_object_to_json_string(losses));
+	cr_assert(strstr(log, "task 1 done"), "%s", log);
 	json_object_put(r);
 	free(log);
 }
