@@ -505,3 +505,41 @@ Test(network, a_target_sending_garbage_costs_the_parser_nothing_but_counts)
 	json_object_put(r);
 	free(log);
 }
+
+/*
+ * nginx under wrk (4 connections, 2 s) and curl: every request nginx logged is in the report,
+ * none more; nothing is lost at that rate.
+ */
+Test(network, nginx_under_wrk_every_logged_request_is_counted)
+{
+	int port = free_port(18080, 18089);
+	struct http_totals logged, cu;
+	struct wrk_result w;
+	struct json_object *r;
+	char pids[16], url[128], *log;
+	pid_t worker;
+
+	cr_assert_gt(port, 0);
+	cr_assert_eq(nginx_start(port, &ng), 0);
+	worker = ng.worker;
+	snprintf(pids, sizeof(pids), "%d", (int)worker);
+	start_task(pids, "5s", "wrk.json");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/ok", port);
+	cr_assert_eq(wrk_run(url, 2, 4, &w), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/missing", port);
+	cr_assert_eq(curl_run(url, 7, &cu), 0);
+	r = end_task("wrk.json", &log);
+	nginx_stop(&ng);
+	cr_assert_eq(nginx_access_log_counts(&ng, &logged), 0);
+	cr_log_info("wrk %lu requests, nginx logged %lu 200s, report %lld", (unsigned long)w.requests,
+		    (unsigned long)logged.status[200],
+		    (long long)jint(endpoint(r, worker, "server", "/ok"), "requests"));
+	cr_assert_gt(w.requests, 1000);
+	cr_assert_eq(status_count(endpoint(r, worker, "server", "/ok"), 200),
+		     (int64_t)logged.status[200]);
+	cr_assert_geq(logged.status[200], w.requests);
+	cr_assert_eq(status_count(endpoint(r, worker, "server", "/missing"), 404), 7);
+	cr_assert(strstr(log, "no records lost"), "%s", log);
+	json_object_put(r);
+	free(log);
+}
