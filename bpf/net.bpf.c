@@ -73,9 +73,9 @@ struct {
 	__uint(max_entries, 64);
 } targets SEC(".maps");
 
-/* Target threads inside a traced syscall, by thread. */
+/* Target threads inside a traced syscall, by thread (LRU: a thread may die inside one). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
 	__type(value, struct args);
 	__uint(max_entries, 8192);
@@ -89,9 +89,12 @@ struct {
 	__uint(max_entries, 16384);
 } conns SEC(".maps");
 
-/* Socket -> connection key, for the hooks that see only the socket. */
+/*
+ * Socket -> connection key, for the hooks that see only the socket. LRU: the entries of a
+ * process that ended without closing are not removed; each use checks the connection.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
 	__type(value, __u64);
 	__uint(max_entries, 16384);
@@ -109,7 +112,7 @@ struct tuple {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct tuple);
 	__type(value, __u64);
 	__uint(max_entries, 16384);
@@ -765,8 +768,14 @@ static __always_inline void count_by_headers(struct sk_buff *skb)
 		out.family = AF_INET;
 		key = bpf_map_lookup_elem(&tuples, &out);
 	}
-	if (key)
-		count_on(key, 0, 1);
+	if (key) {
+		struct net_conn_state *st = bpf_map_lookup_elem(&conns, key);
+
+		/* The descriptor may name another connection since. */
+		if (st && ((st->conn.lport == in.lport && st->conn.rport == in.rport) ||
+			   (st->conn.lport == in.rport && st->conn.rport == in.lport)))
+			count_on(key, 0, 1);
+	}
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
