@@ -143,7 +143,14 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 	d.out.task_id = t->spec.task_id;
 	if (t->worker_done) {
 		d.kernel_samples = t->done.samples;
-		memcpy(d.out.losses, t->done.losses, sizeof(d.out.losses));
+		/*
+		 * NETWORK: the shipper's counts hold the kernel's (they came with the records)
+		 * and its own refusals; the worker's, what never reached the shipper.
+		 */
+		for (int k = 0; k < LOSS_MAX; k++)
+			d.out.losses[k] = t->spec.type == TASK_NETWORK && t->out.losses[k] > t->done.losses[k]
+						  ? t->out.losses[k]
+						  : t->done.losses[k];
 	}
 	d.err = t->failed ? (t->failed > 0 ? t->failed : EIO) : t->out.err;
 	ipc_strlcpy(d.text, t->failed ? t->why : t->out.err ? strerror(t->out.err) : "ok",
