@@ -977,15 +977,16 @@ static void net_start(struct net_env *e, int nhs, const char *process_name)
 	snprintf(cfg, sizeof(cfg), net_config_fmt, port, ports, process_name);
 	e->rover = start_rover_cfg(cfg);
 	for (int i = 0; i < nhs; i++) {
-		struct json_object *h = wait_reported(e->hs[i].pid, 20000);
+		struct json_object *h;
 		const char *pn;
 
-		/* Processes of one entity: only the oldest is reported. */
-		if (!h && i > 0 && !strchr(process_name, '{')) {
+		/* Processes of one entity: only the oldest (the first started) is reported. */
+		if (i > 0 && !strchr(process_name, '{')) {
 			snprintf(e->name[i], sizeof(e->name[i]), "%s", e->name[0]);
 			snprintf(e->id[i], sizeof(e->id[i]), "%s", e->id[0]);
 			continue;
 		}
+		h = wait_reported(e->hs[i].pid, 20000);
 		cr_assert_not_null(h, "http_server %d not reported; rover log:\n%s", e->hs[i].pid,
 				   slurp(tmp_path("rover.log"), NULL));
 		pn = str_at(h, "entity.processName");
@@ -1048,6 +1049,7 @@ static unsigned long net_task(const char *id, const char *names, int seconds, co
 /* What the collectBatch records add up to, and what was wrong in them (the first problem). */
 struct net_meters {
 	size_t collections, meters;
+	size_t streams; /* collectBatch calls: one per report interval with traffic */
 	double requests[NET_MAX_PROCS]; /* http1_request_counter per server process */
 	double status[600];		/* http1_response_status_counter by code */
 	double read_bytes, write_bytes; /* server_{read,write}_bytes_counter */
@@ -1199,6 +1201,7 @@ static void net_meters_read(const struct net_env *e, struct net_meters *m)
 		if (strcmp(method_of(r[i]), "collectBatch"))
 			continue;
 		m->collections++;
+		m->streams += at(r[i], "index") && !json_object_get_int(at(r[i], "index"));
 		if (!md || !json_object_array_length(md)) {
 			net_problem(m, "an empty MeterDataCollection");
 			continue;
@@ -1331,6 +1334,7 @@ Test(backend, network_meters_have_upstream_names_labels_and_counts)
 		    (unsigned long long)t.bytes_sent, (unsigned long long)t.bytes_received,
 		    m.read_counts, m.write_counts);
 	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(m.collections, m.streams, "one collection per interval expected");
 	cr_expect_gt(m.collections, 0, "no collectBatch; rover log:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(m.requests[0], 30, "http1_request_counter adds up to %g", m.requests[0]);
@@ -1348,4 +1352,104 @@ Test(backend, network_meters_have_upstream_names_labels_and_counts)
 	cr_expect_gt(m.histograms_l4, 0);
 	cr_expect_gt(m.histograms_http, 0);
 	net_stop(&e);
+}
+
+/*
+ * The OAP's keep-alive of a running NETWORK task (the same TaskId, newer, longer, its first
+ * start time) moves its end: the one worker goes on, and meters keep coming after the first
+ * duration is over.
+ */
+Test(backend, network_keep_alive_extends_the_running_task)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+	unsigned long n;
+	char text[1024];
+	int64_t began;
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	n = net_task("net-k1", e.name[0], 4, "null");
+	began = wall_ms();
+	net_client(&e, 0, "/ok", 5, &t);
+	snprintf(text, sizeof(text),
+		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"net-k1\", "
+		 "\"ProcessId\": \"@process:%s\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "
+		 "\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"@first\", "
+		 "\"FixedTriggerDuration\": \"30\", \"ExtensionConfigJSON\": \"null\"}}]\n",
+		 e.name[0]);
+	set_tasks(text);
+	cr_assert(wait_log("task net-k1: kept alive", 3000), "no keep-alive:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	/* Past the first 4 s and their flush. */
+	while (wall_ms() < began + 6500)
+		sleep_ms(100);
+	net_client(&e, 0, "/missing", 4, &t);
+	net_meters_settle(&e, 9, &m);
+	cr_log_info("requests %g in %zu collections, the last at +%lld ms", net_requests(&m),
+		    m.collections, (long long)(m.last_ts - began));
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(net_requests(&m), 9, "requests %g; rover log:\n%s", net_requests(&m),
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(m.status[404], 4);
+	cr_expect_gt(m.last_ts, began + 5000, "no meters after the first duration");
+	snprintf(text, sizeof(text), "task %lu done", n);
+	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("is backend task net-k1"), 1);
+	cr_expect_eq(count_in_log("task net-k1: kept alive"), 1);
+	net_stop(&e);
+}
+
+/*
+ * A task on an instance of three processes, as the OAP sends it (every process id of the
+ * instance): one worker on the three pids, one MeterDataCollection per report interval (one
+ * service and instance) naming each process by its own id.
+ */
+static void net_three(const char *process_name, const char *names, const char *started)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+	char list[256] = "";
+
+	net_start(&e, 3, process_name);
+	if (!names) {
+		for (int i = 0; i < 3; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? "," : "", e.name[i]);
+		names = list;
+	}
+	net_task("net-3", names, 25, "null");
+	cr_expect(wait_log(started, 100), "%s", slurp(tmp_path("rover.log"), NULL));
+	net_client(&e, 0, "/ok", 5, &t);
+	net_client(&e, 1, "/ok", 6, &t);
+	net_client(&e, 2, "/fail", 7, &t);
+	net_meters_settle(&e, 18, &m);
+	cr_log_info("requests %g %g %g in %zu collections, %zu streams", m.requests[0],
+		    m.requests[1], m.requests[2], m.collections, m.streams);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(count_in_log("running in worker"), 1, "%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(net_requests(&m), 18);
+	cr_expect_eq(m.status[200], 11);
+	cr_expect_eq(m.status[500], 7);
+	cr_expect_eq(m.collections, m.streams, "one collection per interval expected");
+	if (strchr(process_name, '{')) {
+		cr_expect_eq(m.requests[0], 5);
+		cr_expect_eq(m.requests[1], 6);
+		cr_expect_eq(m.requests[2], 7);
+	}
+	net_stop(&e);
+}
+
+Test(backend, network_task_on_three_processes_of_an_instance_runs_one_worker)
+{
+	net_three("hs_{{.Finder.RegexMatchGroup 1}}", NULL, "on 3 process(es), 3 pid(s)");
+}
+
+/* Three processes rendering to one entity: reported once, its task covers all three. */
+Test(backend, network_task_on_one_entity_of_three_processes_covers_them_all)
+{
+	net_three("hs_shared", "hs_shared", "on 1 process(es), 3 pid(s)");
 }
