@@ -1453,3 +1453,187 @@ Test(backend, network_task_on_one_entity_of_three_processes_covers_them_all)
 {
 	net_three("hs_shared", "hs_shared", "on 1 process(es), 3 pid(s)");
 }
+
+static void b64(const char *s, char *out, size_t len)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), o = 0;
+
+	for (size_t i = 0; i < n && o + 5 < len; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+
+		v |= i + 1 < n ? (uint32_t)(unsigned char)s[i + 1] << 8 : 0;
+		v |= i + 2 < n ? (unsigned char)s[i + 2] : 0;
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* An sw8 header of trace_id: "1-TRACE-SEGMENT-SPAN-SERVICE-INSTANCE-ENDPOINT-ADDRESS", the
+ * strings base64 (skywalking-protocol.md, Cross Process Propagation Headers Protocol v3). */
+static void sw8_header(const char *trace_id, char *out, size_t len)
+{
+	char t[128], seg[128], svc[64], inst[64], ep[64], addr[64];
+
+	b64(trace_id, t, sizeof(t));
+	b64("segment-1", seg, sizeof(seg));
+	b64("caller", svc, sizeof(svc));
+	b64("caller-1", inst, sizeof(inst));
+	b64("/caller", ep, sizeof(ep));
+	b64("127.0.0.1:80", addr, sizeof(addr));
+	if (snprintf(out, len, "sw8: 1-%s-%s-3-%s-%s-%s-%s", t, seg, svc, inst, ep, addr) >=
+	    (int)len)
+		cr_assert_fail("sw8 header too long");
+}
+
+/* http_client to server i: n requests to path over one connection with one more header. */
+static void net_client_header(const struct net_env *e, int i, const char *path, int n,
+			      const char *header)
+{
+	char port[16], count[16], *out = NULL;
+	char *argv[] = { (char *)bin("tests/programs/http_client"), "127.0.0.1", port,
+			 (char *)path, count, "1", "0", "0", (char *)header, NULL };
+	int rc;
+
+	snprintf(port, sizeof(port), "%d", e->hs[i].port);
+	snprintf(count, sizeof(count), "%d", n);
+	rc = run_capture(NULL, argv, 30000, &out);
+	cr_assert_eq(rc, 0, "http_client %s %s: %d: %s", path, header, rc, out);
+	cr_assert(out && !strncmp(out, "done ", 5) && atoi(out + 5) == n, "%s", out);
+	free(out);
+}
+
+/* What a sampled trace's LogData must say; found counts the records that said it. */
+struct want_log {
+	const char *uri, *reason, *trace_id;
+	int status, found;
+	long min_latency, max_latency;
+};
+
+/*
+ * Sampled traces: requests carrying an sw8 header that a rule samples become LogData with the
+ * sampled-trace tag, their trace id and upstream's JSON body; a request without a trace header
+ * is never sampled, whatever it did. Rules: /delay/.* slow from 50 ms, and a default rule for
+ * 4xx and 5xx (the OAP sends When4xx equal to When5xx).
+ */
+Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
+{
+	static const char *const keys[] = { "uri",	      "reason",	      "latency",
+					    "trace_provider", "client_process", "server_process",
+					    "detect_point",   "component",	      "ssl",
+					    "status" };
+	struct want_log want[] = {
+		{ "/delay/120", "slow", "rover-it-trace-slow", 200, 0, 120, 1000 },
+		{ "/fail", "status_5xx", "rover-it-trace-5xx", 500, 0, 0, 50 },
+		{ "/missing", "status_4xx", "rover-it-trace-4xx", 404, 0, 0, 50 },
+	};
+	const int nwant[] = { 3, 2, 2 };
+	struct net_env e;
+	struct net_meters m;
+	char h[512];
+	size_t n, logs = 0;
+	struct json_object **r;
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	net_task("net-s1", e.name[0], 25,
+		 "{\\\"NetworkSamplings\\\":[{\\\"URIRegex\\\":\\\"/delay/.*\\\","
+		 "\\\"MinDuration\\\":50,\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true,\\\"MaxRequestSize\\\":1024,"
+		 "\\\"RequireCompleteResponse\\\":true,\\\"MaxResponseSize\\\":1024}},"
+		 "{\\\"MinDuration\\\":10000,\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true}}]}");
+	cr_expect(wait_log("2 sampling rule(s)", 100));
+	for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+		sw8_header(want[w].trace_id, h, sizeof(h));
+		net_client_header(&e, 0, want[w].uri, nwant[w], h);
+	}
+	sw8_header("rover-it-trace-none", h, sizeof(h));
+	/* Fast, a 200, no reason: not sampled. */
+	net_client_header(&e, 0, "/delay/5", 2, h);
+	net_client_header(&e, 0, "/ok", 2, h);
+	/* No trace header: nothing, though slow or failed. */
+	net_client_header(&e, 0, "/delay/120", 2, "X-Other: 1");
+	net_client_header(&e, 0, "/fail", 2, "X-Other: 1");
+	net_client_header(&e, 0, "/missing", 2, "X-Other: 1");
+	net_meters_settle(&e, 17, &m);
+	cr_expect_eq(net_requests(&m), 17, "requests %g: 200 %g 404 %g 500 %g; durations %g",
+		     net_requests(&m), m.status[200], m.status[404], m.status[500],
+		     m.duration_count);
+	cr_expect_eq(m.status[200], 9);
+	cr_expect_eq(m.status[404], 4);
+	cr_expect_eq(m.status[500], 4);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+
+	r = records(&n);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = at(r[i], "message"), *body;
+		const char *json, *tid, *uri;
+		struct want_log *w = NULL;
+		size_t k = 0;
+
+		if (strcmp(method_of(r[i]), "LogReportService/collect"))
+			continue;
+		logs++;
+		cr_expect_str_eq(str_at(d, "service"), NET_SERVICE);
+		cr_expect_str_eq(str_at(d, "serviceInstance"), e.host);
+		cr_expect_str_eq(str_at(d, "layer"), "OS_LINUX");
+		cr_expect(at(d, "timestamp") &&
+				  json_object_get_int64(at(d, "timestamp")) >= e.start_ms,
+			  "timestamp: %s", json_object_to_json_string(d));
+		cr_expect_eq(json_object_array_length(at(d, "tags.data")), 1);
+		cr_expect_str_eq(str_at(d, "tags.data.0.key"), "LOG_KIND");
+		cr_expect_str_eq(str_at(d, "tags.data.0.value"), "NET_PROFILING_SAMPLED_TRACE");
+		cr_expect_str_eq(str_at(d, "body.type"), "json");
+		json = str_at(d, "body.json.json");
+		tid = str_at(d, "traceContext.traceId");
+		cr_assert_not_null(json, "%s", json_object_to_json_string(d));
+		body = json_tokener_parse(json);
+		cr_assert_not_null(body, "body is not JSON: %s", json);
+		uri = str_at(body, "uri");
+		for (size_t x = 0; x < sizeof(want) / sizeof(want[0]); x++)
+			if (uri && !strcmp(uri, want[x].uri))
+				w = &want[x];
+		cr_assert_not_null(w, "a log nobody asked for: %s", json);
+		w->found++;
+		cr_expect_str_eq(tid, w->trace_id, "%s", json);
+		cr_expect_str_eq(str_at(body, "reason"), w->reason, "%s", json);
+		cr_expect_eq(json_object_get_int(at(body, "status")), w->status, "%s", json);
+		cr_expect(json_object_get_int64(at(body, "latency")) >= w->min_latency &&
+				  json_object_get_int64(at(body, "latency")) < w->max_latency,
+			  "latency: %s", json);
+		cr_expect_str_eq(str_at(body, "trace_provider"), "skywalking");
+		cr_expect_str_eq(str_at(body, "detect_point"), "server");
+		cr_expect_str_eq(str_at(body, "component"), "http");
+		cr_expect(at(body, "ssl") && !json_object_get_boolean(at(body, "ssl")));
+		/* The client is local and not monitored; the server is the task's process. */
+		cr_expect_str_eq(str_at(body, "client_process.process_id"), "");
+		cr_expect(json_object_get_boolean(at(body, "client_process.local")), "%s", json);
+		cr_expect_str_eq(str_at(body, "client_process.address"), "");
+		cr_expect_str_eq(str_at(body, "server_process.process_id"), e.id[0]);
+		cr_expect(at(body, "server_process.local") &&
+				  !json_object_get_boolean(at(body, "server_process.local")),
+			  "%s", json);
+		/* Upstream's field order (Go's json.Marshal of its struct). */
+		json_object_object_foreach(body, key, val)
+		{
+			(void)val;
+			cr_expect(k < sizeof(keys) / sizeof(keys[0]) && !strcmp(key, keys[k]),
+				  "key %zu is %s: %s", k, key, json);
+			k++;
+		}
+		cr_expect_eq(k, sizeof(keys) / sizeof(keys[0]), "%s", json);
+		json_object_put(body);
+	}
+	records_free(r, n);
+	cr_log_info("%zu logs: slow %d, 5xx %d, 4xx %d", logs, want[0].found, want[1].found,
+		    want[2].found);
+	for (size_t x = 0; x < sizeof(want) / sizeof(want[0]); x++)
+		cr_expect_eq(want[x].found, nwant[x], "%s: %d logs, %d expected", want[x].uri,
+			     want[x].found, nwant[x]);
+	cr_expect_eq(logs, 7, "%zu logs; rover log:\n%s", logs, slurp(tmp_path("rover.log"), NULL));
+	net_stop(&e);
+}
