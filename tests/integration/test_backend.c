@@ -1355,54 +1355,6 @@ Test(backend, network_meters_have_upstream_names_labels_and_counts)
 }
 
 /*
- * The OAP's keep-alive of a running NETWORK task (the same TaskId, newer, longer, its first
- * start time) moves its end: the one worker goes on, and meters keep coming after the first
- * duration is over.
- */
-Test(backend, network_keep_alive_extends_the_running_task)
-{
-	struct net_env e;
-	struct net_meters m;
-	struct http_totals t = { 0 };
-	unsigned long n;
-	char text[1024];
-	int64_t began;
-
-	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
-	n = net_task("net-k1", e.name[0], 4, "null");
-	began = wall_ms();
-	net_client(&e, 0, "/ok", 5, &t);
-	snprintf(text, sizeof(text),
-		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"net-k1\", "
-		 "\"ProcessId\": \"@process:%s\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "
-		 "\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"@first\", "
-		 "\"FixedTriggerDuration\": \"30\", \"ExtensionConfigJSON\": \"null\"}}]\n",
-		 e.name[0]);
-	set_tasks(text);
-	cr_assert(wait_log("task net-k1: kept alive", 3000), "no keep-alive:\n%s",
-		  slurp(tmp_path("rover.log"), NULL));
-	/* Past the first 4 s and their flush. */
-	while (wall_ms() < began + 6500)
-		sleep_ms(100);
-	net_client(&e, 0, "/missing", 4, &t);
-	net_meters_settle(&e, 9, &m);
-	cr_log_info("requests %g in %zu collections, the last at +%lld ms", net_requests(&m),
-		    m.collections, (long long)(m.last_ts - began));
-	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
-	cr_expect_eq(net_requests(&m), 9, "requests %g; rover log:\n%s", net_requests(&m),
-		     slurp(tmp_path("rover.log"), NULL));
-	cr_expect_eq(m.status[404], 4);
-	cr_expect_gt(m.last_ts, began + 5000, "no meters after the first duration");
-	snprintf(text, sizeof(text), "task %lu done", n);
-	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
-	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
-		     slurp(tmp_path("rover.log"), NULL));
-	cr_expect_eq(count_in_log("is backend task net-k1"), 1);
-	cr_expect_eq(count_in_log("task net-k1: kept alive"), 1);
-	net_stop(&e);
-}
-
-/*
  * A task on an instance of three processes, as the OAP sends it (every process id of the
  * instance): one worker on the three pids, one MeterDataCollection per report interval (one
  * service and instance) naming each process by its own id.
@@ -1513,6 +1465,92 @@ struct want_log {
 	int status, found;
 	long min_latency, max_latency;
 };
+
+/*
+ * The OAP's keep-alive of a running NETWORK task (the same TaskId, newer, longer, its first
+ * start time) moves its end: the one worker goes on, and meters keep coming after the first
+ * duration is over. Rules the keep-alive brings are added (the OAP's carry "null"; a task
+ * edited in between would bring some): traces are sampled from then on, not before.
+ */
+Test(backend, network_keep_alive_extends_the_running_task)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+	unsigned long n;
+	char text[1024], h[512];
+	int64_t began, kept;
+	size_t nr, logs = 0;
+	struct json_object **r;
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	n = net_task("net-k1", e.name[0], 6, "null");
+	began = wall_ms();
+	sw8_header("rover-it-trace-k1", h, sizeof(h));
+	net_client(&e, 0, "/ok", 5, &t);
+	/* No rule yet: not sampled. Exchanges are judged when the shipper reads them, once per
+	 * report interval: wait for these to be counted before the rule comes. */
+	net_client_header(&e, 0, "/fail", 2, h);
+	for (int i = 0; i < 30; i++) {
+		net_meters_read(&e, &m);
+		if (net_requests(&m) >= 7)
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_eq(net_requests(&m), 7, "the first requests were not counted in time");
+	snprintf(text, sizeof(text),
+		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"net-k1\", "
+		 "\"ProcessId\": \"@process:%s\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "
+		 "\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"@first\", "
+		 "\"FixedTriggerDuration\": \"30\", \"ExtensionConfigJSON\": "
+		 "\"{\\\"NetworkSamplings\\\":[{\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true}}]}\"}}]\n",
+		 e.name[0]);
+	set_tasks(text);
+	cr_assert(wait_log("task net-k1: kept alive", 3000), "no keep-alive:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_log("1 sampling rule(s) added", 100));
+	kept = wall_ms();
+	cr_assert_lt(wall_ms(), began + 6000, "kept alive too late");
+	/* Past the first 6 s and their flush. */
+	while (wall_ms() < began + 8500)
+		sleep_ms(100);
+	net_client_header(&e, 0, "/missing", 4, h);
+	net_meters_settle(&e, 11, &m);
+	cr_log_info("requests %g in %zu collections, the last at +%lld ms", net_requests(&m),
+		    m.collections, (long long)(m.last_ts - began));
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(net_requests(&m), 11, "requests %g; rover log:\n%s", net_requests(&m),
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(m.status[500], 2);
+	cr_expect_eq(m.status[404], 4);
+	cr_expect_gt(m.last_ts, began + 7000, "no meters after the first duration");
+	snprintf(text, sizeof(text), "task %lu done", n);
+	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("is backend task net-k1"), 1);
+	cr_expect_eq(count_in_log("task net-k1: kept alive"), 1);
+
+	r = records(&nr);
+	for (size_t i = 0; i < nr; i++) {
+		struct json_object *d = at(r[i], "message"), *body;
+
+		if (strcmp(method_of(r[i]), "LogReportService/collect"))
+			continue;
+		logs++;
+		body = json_tokener_parse(str_at(d, "body.json.json") ?: "");
+		cr_expect_str_eq(str_at(body, "uri"), "/missing", "%s",
+				 json_object_to_json_string(d));
+		cr_expect_str_eq(str_at(body, "reason"), "status_4xx");
+		cr_expect_str_eq(str_at(d, "traceContext.traceId"), "rover-it-trace-k1");
+		cr_expect_gt(json_object_get_int64(at(d, "timestamp")), kept);
+		json_object_put(body);
+	}
+	records_free(r, nr);
+	cr_expect_eq(logs, 4, "%zu sampled traces, the 4 after the keep-alive expected", logs);
+	net_stop(&e);
+}
 
 /*
  * Sampled traces: requests carrying an sw8 header that a rule samples become LogData with the
