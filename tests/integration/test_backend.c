@@ -903,6 +903,7 @@ static const char *net_config_fmt =
 	"        service_name: \"" NET_SERVICE "\"\n"
 	"        instance_name: \"{{.Rover.HostName}}\"\n"
 	"        process_name: \"%s\"\n"
+	"%s"
 	"profiling:\n"
 	"  active: true\n"
 	"  check_interval: 1s\n"
@@ -951,9 +952,11 @@ static void oap_process_id(const char *instance, const char *name, char *out, si
 /*
  * nhs http_servers, the fake OAP with no task and the agent, whose finder matches the servers'
  * ports; process_name is the finder's template ("hs_{{.Finder.RegexMatchGroup 1}}": one
- * entity per server; a constant: one entity for all). Returns once every server is reported.
+ * entity per server; a constant: one entity for all); more_finders (YAML list items) come
+ * after its finder. Returns once every server is reported.
  */
-static void net_start(struct net_env *e, int nhs, const char *process_name)
+static void net_start(struct net_env *e, int nhs, const char *process_name,
+		      const char *more_finders)
 {
 	char ports[128] = "", cfg[4096];
 	int port = 0, lo = 32000;
@@ -974,7 +977,8 @@ static void net_start(struct net_env *e, int nhs, const char *process_name)
 	}
 	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	e->oap = start_oap(0, &port);
-	snprintf(cfg, sizeof(cfg), net_config_fmt, port, ports, process_name);
+	snprintf(cfg, sizeof(cfg), net_config_fmt, port, ports, process_name,
+		 more_finders ? more_finders : "");
 	e->rover = start_rover_cfg(cfg);
 	for (int i = 0; i < nhs; i++) {
 		struct json_object *h;
@@ -1315,7 +1319,7 @@ Test(backend, network_meters_have_upstream_names_labels_and_counts)
 	struct net_meters m;
 	struct http_totals t = { 0 };
 
-	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
 	{
 		char want[32];
 
@@ -1366,7 +1370,7 @@ static void net_three(const char *process_name, const char *names, const char *s
 	struct http_totals t = { 0 };
 	char list[256] = "";
 
-	net_start(&e, 3, process_name);
+	net_start(&e, 3, process_name, NULL);
 	if (!names) {
 		for (int i = 0; i < 3; i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
@@ -1483,7 +1487,7 @@ Test(backend, network_keep_alive_extends_the_running_task)
 	size_t nr, logs = 0;
 	struct json_object **r;
 
-	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
 	n = net_task("net-k1", e.name[0], 6, "null");
 	began = wall_ms();
 	sw8_header("rover-it-trace-k1", h, sizeof(h));
@@ -1576,7 +1580,7 @@ Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
 	size_t n, logs = 0;
 	struct json_object **r;
 
-	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}");
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
 	net_task("net-s1", e.name[0], 25,
 		 "{\\\"NetworkSamplings\\\":[{\\\"URIRegex\\\":\\\"/delay/.*\\\","
 		 "\\\"MinDuration\\\":50,\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
@@ -1673,5 +1677,108 @@ Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
 		cr_expect_eq(want[x].found, nwant[x], "%s: %d logs, %d expected", want[x].uri,
 			     want[x].found, nwant[x]);
 	cr_expect_eq(logs, 7, "%zu logs; rover log:\n%s", logs, slurp(tmp_path("rover.log"), NULL));
+	net_stop(&e);
+}
+
+/* The meters of a task on a server (sid) and its client (cid), by side (0 server, 1 client). */
+struct side_sums {
+	double requests[2], status_404[2];
+	int client_meters, bad;
+};
+
+static void side_sums_read(const char *sid, const char *cid, struct side_sums *s)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(s, 0, sizeof(*s));
+	for (size_t k = 0; k < n; k++) {
+		struct json_object *md = at(r[k], "message.meterData");
+
+		if (strcmp(method_of(r[k]), "collectBatch"))
+			continue;
+		for (size_t j = 0; md && j < json_object_array_length(md); j++) {
+			struct json_object *d = json_object_array_get_idx(md, j);
+			struct json_object *v = at(d, "singleValue") ?: at(d, "histogram");
+			const char *name = str_at(v, "name"), *side = str_at(v, "labels.2.value");
+			int client_side = side && !strcmp(side, "client");
+			/* <side>_process_id = its own, <peer>_process_id = the other's. */
+			const char *want0 = client_side ? "client_process_id" : "server_process_id";
+			const char *want1 = client_side ? "server_process_id" : "client_process_id";
+			const char *id0 = client_side ? cid : sid;
+			const char *id1 = client_side ? sid : cid;
+
+			if (!name || !side || strcmp(str_at(v, "labels.0.name") ?: "", want0) ||
+			    strcmp(str_at(v, "labels.0.value") ?: "", id0) ||
+			    strcmp(str_at(v, "labels.1.name") ?: "", want1) ||
+			    strcmp(str_at(v, "labels.1.value") ?: "", id1) ||
+			    strcmp(str_at(v, "labels.3.value") ?: "", "http")) {
+				if (!s->bad++)
+					cr_log_error("labels: %s", json_object_to_json_string(v));
+				continue;
+			}
+			s->client_meters += client_side;
+			if (!strcmp(name, "rover_net_p_http1_request_counter"))
+				s->requests[client_side] += num_at(v, "value");
+			if (!strcmp(name, "rover_net_p_http1_response_status_counter") &&
+			    !strcmp(str_at(v, "labels.5.value") ?: "", "404"))
+				s->status_404[client_side] += num_at(v, "value");
+		}
+	}
+	records_free(r, n);
+}
+
+/*
+ * Client and server both in the task, one instance: each side's meters name the other by its
+ * process id (reference §3.6, the full tuple), the client's with side=client, and a request
+ * counts once on each side.
+ */
+Test(backend, network_monitored_client_and_server_name_each_other)
+{
+	struct net_env e;
+	struct http_totals t;
+	struct side_sums s;
+	struct json_object *h;
+	char finder[512], out[4096], names[256], cid[64];
+	pid_t client;
+
+	snprintf(finder, sizeof(finder),
+		 "      - match_cmd_regex: \"/http_client 127\\\\.0\\\\.0\\\\.1 ([0-9]+) \"\n"
+		 "        layer: OS_LINUX\n"
+		 "        service_name: \"" NET_SERVICE "\"\n"
+		 "        instance_name: \"{{.Rover.HostName}}\"\n"
+		 "        process_name: \"hc_{{.Finder.RegexMatchGroup 1}}\"\n");
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", finder);
+	/* The client waits 8 s after "ready": time to be found, reported and put in the task. */
+	snprintf(out, sizeof(out), "%s", tmp_path("client.out"));
+	client = track(http_client_spawn(NULL, "127.0.0.1", e.hs[0].port, "/missing", 6, 1, 8000, 0,
+					 out));
+	cr_assert_gt(client, 0);
+	h = wait_reported(client, 5000);
+	cr_assert_not_null(h, "http_client not reported:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_assert_not_null(str_at(h, "entity.processName"));
+	oap_process_id(e.host, str_at(h, "entity.processName"), cid, sizeof(cid));
+	snprintf(names, sizeof(names), "%s,%s", e.name[0], str_at(h, "entity.processName"));
+	json_object_put(h);
+	net_task("net-c1", names, 25, "null");
+	cr_expect(wait_log("on 2 process(es), 2 pid(s)", 100), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert_eq(http_client_wait(client, out, 20000, &t), 0);
+	cr_assert_eq(t.requests, 6);
+	for (int i = 0; i < 60; i++) {
+		side_sums_read(e.id[0], cid, &s);
+		if (s.requests[0] + s.requests[1] >= 12)
+			break;
+		sleep_ms(250);
+	}
+	sleep_ms(2500);
+	side_sums_read(e.id[0], cid, &s);
+	cr_log_info("requests: server side %g, client side %g", s.requests[0], s.requests[1]);
+	cr_expect_eq(s.bad, 0, "%d meter(s) with other labels", s.bad);
+	cr_expect_gt(s.client_meters, 0, "no client-side meters");
+	cr_expect_eq(s.requests[0], 6);
+	cr_expect_eq(s.requests[1], 6);
+	cr_expect_eq(s.status_404[0], 6);
+	cr_expect_eq(s.status_404[1], 6);
 	net_stop(&e);
 }
