@@ -1488,7 +1488,7 @@ Test(backend, network_keep_alive_extends_the_running_task)
 	struct json_object **r;
 
 	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
-	n = net_task("net-k1", e.name[0], 6, "null");
+	n = net_task("net-k1", e.name[0], 8, "null");
 	began = wall_ms();
 	sw8_header("rover-it-trace-k1", h, sizeof(h));
 	net_client(&e, 0, "/ok", 5, &t);
@@ -1515,9 +1515,9 @@ Test(backend, network_keep_alive_extends_the_running_task)
 		  slurp(tmp_path("rover.log"), NULL));
 	cr_expect(wait_log("1 sampling rule(s) added", 100));
 	kept = wall_ms();
-	cr_assert_lt(wall_ms(), began + 6000, "kept alive too late");
-	/* Past the first 6 s and their flush. */
-	while (wall_ms() < began + 8500)
+	cr_assert_lt(wall_ms(), began + 8000, "kept alive too late");
+	/* Past the first 8 s and their flush. */
+	while (wall_ms() < began + 10500)
 		sleep_ms(100);
 	net_client_header(&e, 0, "/missing", 4, h);
 	net_meters_settle(&e, 11, &m);
@@ -1528,7 +1528,7 @@ Test(backend, network_keep_alive_extends_the_running_task)
 		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(m.status[500], 2);
 	cr_expect_eq(m.status[404], 4);
-	cr_expect_gt(m.last_ts, began + 7000, "no meters after the first duration");
+	cr_expect_gt(m.last_ts, began + 9000, "no meters after the first duration");
 	snprintf(text, sizeof(text), "task %lu done", n);
 	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
