@@ -10,12 +10,15 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
@@ -216,12 +219,20 @@ static const char *config_fmt =
 	"    on_cpu:\n"
 	"      dump_period: 5ms\n";
 
-static pid_t start_rover_extra(int port, const char *spool, const char *extra)
+/* `rover run` with this config. */
+static pid_t start_rover_cfg(const char *cfg)
 {
-	char cfg[8192];
 	/* The socket directory is the agent's own (/tmp/rover.XXXXXX): the rover user must reach
 	 * it, and the test's directory is closed to it. */
 	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"), NULL };
+
+	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
+	return track(spawn_cmd(argv, tmp_path("rover.log")));
+}
+
+static pid_t start_rover_extra(int port, const char *spool, const char *extra)
+{
+	char cfg[8192];
 
 	snprintf(cfg, sizeof(cfg), config_fmt, port, spool ? spool : "");
 	/* Later keys of a mapping are refused as duplicates: extra replaces whole lines. */
@@ -232,8 +243,7 @@ static pid_t start_rover_extra(int port, const char *spool, const char *extra)
 		memmove(p + strlen(extra), p, strlen(p) + 1);
 		memcpy(p, extra, strlen(extra));
 	}
-	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
-	return track(spawn_cmd(argv, tmp_path("rover.log")));
+	return start_rover_cfg(cfg);
 }
 
 static pid_t start_rover(int port, const char *spool)
@@ -862,4 +872,913 @@ Test(backend, roles_started_alone_read_their_config)
 	stop(oap, SIGTERM);
 	stop_program(work);
 	rm_rf(dir);
+}
+
+/*
+ * NETWORK tasks from the OAP, end to end: tests/programs/http_server processes found by
+ * discovery, a task on their instance, unmonitored http_client requests from 127.0.0.1, and
+ * what the shipper uploads, decoded by the fake OAP: MeterDataCollection (collectBatch) with
+ * upstream's names, label order and buckets (reference network-profiling.md §4), and sampled
+ * traces as LogData.
+ */
+
+#define NET_SERVICE "rover-net-it"
+#define NET_MAX_PROCS 3
+
+static const char *net_config_fmt =
+	"logger:\n"
+	"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
+	"core:\n"
+	"  backend:\n"
+	"    addr: 127.0.0.1:%d\n"
+	"process_discovery:\n"
+	"  heartbeat_period: 1s\n"
+	"  properties_report_period: 3\n"
+	"  vm:\n"
+	"    active: true\n"
+	"    period: 500ms\n"
+	"    finders:\n"
+	"      - match_cmd_regex: \"/http_server (%s)$\"\n"
+	"        layer: OS_LINUX\n"
+	"        service_name: \"" NET_SERVICE "\"\n"
+	"        instance_name: \"{{.Rover.HostName}}\"\n"
+	"        process_name: \"%s\"\n"
+	"%s"
+	"profiling:\n"
+	"  active: true\n"
+	"  check_interval: 1s\n"
+	"  flush_interval: 1s\n"
+	"  task:\n"
+	"    network:\n"
+	"      report_interval: 1s\n";
+
+/* What a NETWORK test runs: its servers, the fake OAP, the agent. */
+struct net_env {
+	struct http_server hs[NET_MAX_PROCS];
+	int nhs;
+	pid_t oap, rover;
+	char host[256];
+	/* Each server's entity: its process name and the id the fake OAP gave it. */
+	char name[NET_MAX_PROCS][64];
+	char id[NET_MAX_PROCS][64];
+	int64_t start_ms;
+};
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The fake OAP's processId: the first 32 hex digits of SHA-256 of service, instance and
+ * process name joined by NUL (tests/oap/README.md), computed here on our own. */
+static void oap_process_id(const char *instance, const char *name, char *out, size_t len)
+{
+	char cmd[1024];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "printf '%%s\\000%%s\\000%%s' '%s' '%s' '%s' | sha256sum",
+		 NET_SERVICE, instance, name);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(out, (int)len, f));
+	pclose(f);
+	cr_assert_geq(strlen(out), 32);
+	out[32] = '\0';
+}
+
+/*
+ * nhs http_servers, the fake OAP with no task and the agent, whose finder matches the servers'
+ * ports; process_name is the finder's template ("hs_{{.Finder.RegexMatchGroup 1}}": one
+ * entity per server; a constant: one entity for all); more_finders (YAML list items) come
+ * after its finder. Returns once every server is reported.
+ */
+static void net_start(struct net_env *e, int nhs, const char *process_name,
+		      const char *more_finders)
+{
+	char ports[128] = "", cfg[4096];
+	int port = 0, lo = 32000;
+
+	memset(e, 0, sizeof(*e));
+	e->start_ms = wall_ms();
+	gethostname(e->host, sizeof(e->host));
+	for (int i = 0; i < nhs; i++) {
+		int p = free_port(lo, 39999);
+
+		cr_assert_gt(p, 0);
+		cr_assert_eq(http_server_start(NULL, p, &e->hs[i]), 0, "http_server on %d", p);
+		track(e->hs[i].pid);
+		e->nhs++;
+		lo = p + 1;
+		snprintf(ports + strlen(ports), sizeof(ports) - strlen(ports), "%s%d", i ? "|" : "",
+			 p);
+	}
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	e->oap = start_oap(0, &port);
+	snprintf(cfg, sizeof(cfg), net_config_fmt, port, ports, process_name,
+		 more_finders ? more_finders : "");
+	e->rover = start_rover_cfg(cfg);
+	for (int i = 0; i < nhs; i++) {
+		struct json_object *h;
+		const char *pn;
+
+		/* Processes of one entity: only the oldest (the first started) is reported. */
+		if (i > 0 && !strchr(process_name, '{')) {
+			snprintf(e->name[i], sizeof(e->name[i]), "%s", e->name[0]);
+			snprintf(e->id[i], sizeof(e->id[i]), "%s", e->id[0]);
+			continue;
+		}
+		h = wait_reported(e->hs[i].pid, 20000);
+		cr_assert_not_null(h, "http_server %d not reported; rover log:\n%s", e->hs[i].pid,
+				   slurp(tmp_path("rover.log"), NULL));
+		pn = str_at(h, "entity.processName");
+		cr_assert_not_null(pn);
+		cr_expect_str_eq(str_at(h, "entity.serviceName"), NET_SERVICE);
+		cr_expect_str_eq(str_at(h, "entity.instanceName"), e->host);
+		snprintf(e->name[i], sizeof(e->name[i]), "%s", pn);
+		oap_process_id(e->host, pn, e->id[i], sizeof(e->id[i]));
+		json_object_put(h);
+	}
+}
+
+static void net_stop(struct net_env *e)
+{
+	stop(e->rover, SIGTERM);
+	stop(e->oap, SIGTERM);
+	for (int i = 0; i < e->nhs; i++)
+		http_server_stop(&e->hs[i], NULL);
+}
+
+/* Serves one NETWORK task on the given process names ("a,b"), config json (a JSON string's
+ * contents, escaped), and waits for its worker. Returns the agent's task number. */
+static unsigned long net_task(const char *id, const char *names, int seconds, const char *json)
+{
+	char text[4096], list[512] = "", *log, *p;
+	char names_copy[256], *save = NULL;
+	unsigned long n = 0;
+
+	snprintf(names_copy, sizeof(names_copy), "%s", names);
+	for (char *k = strtok_r(names_copy, ",", &save); k; k = strtok_r(NULL, ",", &save))
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s@process:%s",
+			 list[0] ? "," : "", k);
+	snprintf(text, sizeof(text),
+		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"%s\", "
+		 "\"ProcessId\": \"%s\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "
+		 "\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"@now\", "
+		 "\"FixedTriggerDuration\": \"%d\", \"ExtensionConfigJSON\": \"%s\"}}]\n",
+		 id, list, seconds, json);
+	set_tasks(text);
+	snprintf(text, sizeof(text), "is backend task %s for process", id);
+	cr_assert(wait_log(text, 15000), "task %s not started:\n%s", id,
+		  slurp(tmp_path("rover.log"), NULL));
+	log = slurp(tmp_path("rover.log"), NULL);
+	p = strstr(log, text);
+	while (p > log && p[-1] != '\n')
+		p--;
+	p = strstr(p, "task ");
+	cr_assert_not_null(p);
+	n = strtoul(p + 5, NULL, 10);
+	free(log);
+	snprintf(text, sizeof(text), "task %lu running in worker", n);
+	cr_assert(wait_log(text, 10000), "no worker for task %s:\n%s", id,
+		  slurp(tmp_path("rover.log"), NULL));
+	/* The worker says so once its probes are attached; a little more for the first read
+	 * of its ring. */
+	sleep_ms(300);
+	return n;
+}
+
+/* What the collectBatch records add up to, and what was wrong in them (the first problem). */
+struct net_meters {
+	size_t collections, meters;
+	size_t streams; /* collectBatch calls: one per report interval with traffic */
+	double requests[NET_MAX_PROCS]; /* http1_request_counter per server process */
+	double status[600];		/* http1_response_status_counter by code */
+	double read_bytes, write_bytes; /* server_{read,write}_bytes_counter */
+	double read_counts, write_counts;
+	double duration_count; /* entries of http1_server_duration_histogram */
+	double size_count;     /* entries of http1_request_package_size_histogram */
+	int64_t last_ts;       /* the newest collection's timestamp */
+	int histograms_l4, histograms_http;
+	size_t per_collection_procs_max; /* most server processes one collection named */
+	int problems;
+	char why[1024];
+};
+
+static void net_problem(struct net_meters *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void net_problem(struct net_meters *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!m->problems++) {
+		va_start(ap, fmt);
+		vsnprintf(m->why, sizeof(m->why), fmt, ap);
+		va_end(ap);
+	}
+}
+
+static const double l4_bounds_ns[34] = {
+	0,	  1e4,	 5e4,	1e5,   5e5,   1e6,   1.2e6, 1.5e6, 1.7e6, 2e6,	 2.5e6, 3e6,
+	5e6,	  7e6,	 1e7,	1.3e7, 1.6e7, 2e7,   2.5e7, 3e7,   3.5e7, 4e7,	 4.5e7, 5e7,
+	7e7,	  1e8,	 1.5e8, 2e8,   3e8,   5e8,   1e9,   2e9,   3e9,	  5e9,
+};
+static const double size_bounds[25] = {
+	256,	 512,	  1048,	   1536,    2048,     3072,	5120,	  8192,	    10240,
+	15360,	 20480,	  35840,   51200,   76800,    102400,	204800,	  512000,   819200,
+	1048576, 1572864, 2097152, 5242880, 10485760, 20971520, 52428800,
+};
+static const double dur_bounds_ms[45] = {
+	1,   2,	  5,   10,  15,	 20,  25,  30,	40,   45,   50,	  60,	65,    70,    80,
+	90,  100, 110, 130, 150, 170, 200, 230, 260,  290,  330,  380,	430,   480,   500,
+	600, 700, 800, 900, 1000, 1100, 1300, 1500, 1800, 2000, 5000, 10000, 15000, 20000, 30000,
+};
+
+static double num_at(struct json_object *o, const char *path)
+{
+	struct json_object *v = at(o, path);
+
+	return v ? json_object_get_double(v) : 0;
+}
+
+/* Checks a histogram's buckets (lower bounds, in order, all of them) and returns its total. */
+static double net_histogram(struct net_meters *m, const char *name, struct json_object *vals)
+{
+	const double *b = l4_bounds_ns;
+	double div = 1, total = 0;
+	size_t nb = 34;
+
+	if (strstr(name, "_duration_histogram")) {
+		b = dur_bounds_ms;
+		nb = 45;
+		m->histograms_http++;
+	} else if (strstr(name, "_package_size_histogram")) {
+		b = size_bounds;
+		nb = 25;
+		m->histograms_http++;
+	} else {
+		m->histograms_l4++;
+		if (strstr(name, "_write_rtt_histogram"))
+			div = 1000; /* µs */
+	}
+	if (!vals || json_object_array_length(vals) != nb) {
+		net_problem(m, "%s: %zu buckets, %zu expected", name,
+			    vals ? json_object_array_length(vals) : 0, nb);
+		return 0;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		struct json_object *v = json_object_array_get_idx(vals, i);
+		/* A bucket or count of 0 is left out of the record like any default value. */
+		double bucket = num_at(v, "bucket"), count = num_at(v, "count");
+
+		if (bucket != b[i] / div)
+			net_problem(m, "%s: bucket %zu is %g, %g expected", name, i, bucket,
+				    b[i] / div);
+		total += count;
+	}
+	return total;
+}
+
+/* Checks one MeterData's labels: <role>_process_id, client_local, side, protocol, is_ssl
+ * (+ code); returns the index of the server process it names, or -1. */
+static int net_labels(struct net_meters *m, const struct net_env *e, const char *name,
+		      struct json_object *labels, int *ret_code)
+{
+	static const char *const want[5][2] = { { "server_process_id", NULL },
+						{ "client_local", "true" },
+						{ "side", "server" },
+						{ "protocol", "http" },
+						{ "is_ssl", "false" } };
+	int status = strstr(name, "http1_response_status_counter") != NULL, proc = -1;
+	size_t n = labels ? json_object_array_length(labels) : 0;
+
+	*ret_code = 0;
+	if (n != (size_t)(5 + status)) {
+		net_problem(m, "%s: %zu labels: %s", name, n, json_object_to_json_string(labels));
+		return -1;
+	}
+	for (size_t i = 0; i < 5; i++) {
+		struct json_object *l = json_object_array_get_idx(labels, i);
+		const char *ln = str_at(l, "name"), *lv = str_at(l, "value");
+
+		if (!ln || strcmp(ln, want[i][0]) || !lv ||
+		    (want[i][1] && strcmp(lv, want[i][1]))) {
+			net_problem(m, "%s: label %zu is %s=%s, %s expected: %s", name, i, ln, lv,
+				    want[i][0], json_object_to_json_string(labels));
+			return -1;
+		}
+		if (i == 0)
+			for (int k = 0; k < e->nhs; k++)
+				if (!strcmp(lv, e->id[k]))
+					proc = k;
+	}
+	if (proc < 0)
+		net_problem(m, "%s: server_process_id %s is none of the servers'", name,
+			    str_at(json_object_array_get_idx(labels, 0), "value"));
+	if (status) {
+		struct json_object *l = json_object_array_get_idx(labels, 5);
+		const char *ln = str_at(l, "name"), *lv = str_at(l, "value");
+
+		if (!ln || strcmp(ln, "code") || !lv || atoi(lv) < 100 || atoi(lv) > 599)
+			net_problem(m, "%s: last label %s=%s, code expected", name, ln, lv);
+		else
+			*ret_code = atoi(lv);
+	}
+	return proc;
+}
+
+/* Decodes and checks every collectBatch record so far. */
+static void net_meters_read(const struct net_env *e, struct net_meters *m)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *md = at(r[i], "message.meterData");
+		int procs_seen[NET_MAX_PROCS] = { 0 };
+		size_t nprocs = 0;
+
+		if (strcmp(method_of(r[i]), "collectBatch"))
+			continue;
+		m->collections++;
+		m->streams += at(r[i], "index") && !json_object_get_int(at(r[i], "index"));
+		if (!md || !json_object_array_length(md)) {
+			net_problem(m, "an empty MeterDataCollection");
+			continue;
+		}
+		for (size_t k = 0; k < json_object_array_length(md); k++) {
+			struct json_object *d = json_object_array_get_idx(md, k);
+			struct json_object *sv = at(d, "singleValue"), *hg = at(d, "histogram");
+			struct json_object *v = sv ? sv : hg;
+			const char *name = v ? str_at(v, "name") : NULL;
+			int code, proc;
+
+			m->meters++;
+			if (k == 0) {
+				const char *svc = str_at(d, "service");
+				const char *inst = str_at(d, "serviceInstance");
+				int64_t ts = at(d, "timestamp") ?
+						     json_object_get_int64(at(d, "timestamp")) :
+						     0;
+
+				if (!svc || strcmp(svc, NET_SERVICE) || !inst ||
+				    strcmp(inst, e->host))
+					net_problem(m, "first MeterData names %s/%s", svc, inst);
+				if (ts < e->start_ms || ts > wall_ms() + 1000)
+					net_problem(m, "first MeterData timestamp %lld, test began "
+						       "at %lld",
+						    (long long)ts, (long long)e->start_ms);
+				if (ts > m->last_ts)
+					m->last_ts = ts;
+			} else if (at(d, "service") || at(d, "serviceInstance") ||
+				   at(d, "timestamp")) {
+				net_problem(m, "MeterData %zu of a collection carries its entity",
+					    k);
+			}
+			if (!name || strncmp(name, "rover_net_p_", 12) || (sv && hg)) {
+				net_problem(m, "MeterData %s", json_object_to_json_string(d));
+				continue;
+			}
+			proc = net_labels(m, e, name, at(v, "labels"), &code);
+			if (proc >= 0 && !procs_seen[proc]++)
+				nprocs++;
+			name += 12;
+			if (hg) {
+				double total = net_histogram(m, name, at(v, "values"));
+
+				if (!strcmp(name, "http1_server_duration_histogram"))
+					m->duration_count += total;
+				if (!strcmp(name, "http1_request_package_size_histogram"))
+					m->size_count += total;
+				continue;
+			}
+			if (!strcmp(name, "http1_request_counter") && proc >= 0)
+				m->requests[proc] += num_at(v, "value");
+			else if (!strcmp(name, "http1_response_status_counter") && code)
+				m->status[code] += num_at(v, "value");
+			else if (!strcmp(name, "server_read_bytes_counter"))
+				m->read_bytes += num_at(v, "value");
+			else if (!strcmp(name, "server_write_bytes_counter"))
+				m->write_bytes += num_at(v, "value");
+			else if (!strcmp(name, "server_read_counts_counter"))
+				m->read_counts += num_at(v, "value");
+			else if (!strcmp(name, "server_write_counts_counter"))
+				m->write_counts += num_at(v, "value");
+		}
+		if (nprocs > m->per_collection_procs_max)
+			m->per_collection_procs_max = nprocs;
+	}
+	records_free(r, n);
+}
+
+static double net_requests(const struct net_meters *m)
+{
+	double s = 0;
+
+	for (int i = 0; i < NET_MAX_PROCS; i++)
+		s += m->requests[i];
+	return s;
+}
+
+/* Waits until the uploads count want requests, then two report intervals more (a late or
+ * doubled count would show); the sums then. */
+static void net_meters_settle(const struct net_env *e, double want, struct net_meters *m)
+{
+	for (int i = 0; i < 60; i++) {
+		net_meters_read(e, m);
+		if (net_requests(m) >= want)
+			break;
+		sleep_ms(250);
+	}
+	sleep_ms(2500);
+	net_meters_read(e, m);
+}
+
+/* http_client to server i: n requests to path over one connection; adds to *t. */
+static void net_client(const struct net_env *e, int i, const char *path, int n,
+		       struct http_totals *t)
+{
+	struct http_totals one;
+	int rc = http_client_run(NULL, "127.0.0.1", e->hs[i].port, path, n, 1, &one);
+
+	cr_assert_eq(rc, 0, "http_client %s: %d", path, rc);
+	t->requests += one.requests;
+	t->bytes_sent += one.bytes_sent;
+	t->bytes_received += one.bytes_received;
+	for (int s = 0; s < 600; s++)
+		t->status[s] += one.status[s];
+}
+
+Test(backend, network_meters_have_upstream_names_labels_and_counts)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "hs_%d", e.hs[0].port);
+		cr_expect_str_eq(e.name[0], want);
+	}
+	net_task("net-m1", e.name[0], 25, "null");
+	net_client(&e, 0, "/ok", 20, &t);
+	net_client(&e, 0, "/missing", 7, &t);
+	net_client(&e, 0, "/fail", 3, &t);
+	cr_assert_eq(t.requests, 30);
+	net_meters_settle(&e, 30, &m);
+	cr_log_info("%zu collections, %zu meters; requests %g; bytes read %g written %g "
+		    "(client sent %llu received %llu); reads %g writes %g",
+		    m.collections, m.meters, m.requests[0], m.read_bytes, m.write_bytes,
+		    (unsigned long long)t.bytes_sent, (unsigned long long)t.bytes_received,
+		    m.read_counts, m.write_counts);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(m.collections, m.streams, "one collection per interval expected");
+	cr_expect_gt(m.collections, 0, "no collectBatch; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(m.requests[0], 30, "http1_request_counter adds up to %g", m.requests[0]);
+	cr_expect_eq(m.status[200], 20);
+	cr_expect_eq(m.status[404], 7);
+	cr_expect_eq(m.status[500], 3);
+	cr_expect_eq(m.status[200] + m.status[404] + m.status[500], 30);
+	cr_expect_eq(m.duration_count, 30, "duration histogram holds %g", m.duration_count);
+	cr_expect_eq(m.size_count, 30, "request size histogram holds %g", m.size_count);
+	/* What the server read is what the client sent, and the other way round. */
+	cr_expect_eq(m.read_bytes, (double)t.bytes_sent);
+	cr_expect_eq(m.write_bytes, (double)t.bytes_received);
+	cr_expect_geq(m.write_counts, 30);
+	cr_expect_geq(m.read_counts, 30);
+	cr_expect_gt(m.histograms_l4, 0);
+	cr_expect_gt(m.histograms_http, 0);
+	net_stop(&e);
+}
+
+/*
+ * A task on an instance of three processes, as the OAP sends it (every process id of the
+ * instance): one worker on the three pids, one MeterDataCollection per report interval (one
+ * service and instance) naming each process by its own id.
+ */
+static void net_three(const char *process_name, const char *names, const char *started)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+	char list[256] = "";
+
+	net_start(&e, 3, process_name, NULL);
+	if (!names) {
+		for (int i = 0; i < 3; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? "," : "", e.name[i]);
+		names = list;
+	}
+	net_task("net-3", names, 25, "null");
+	cr_expect(wait_log(started, 100), "%s", slurp(tmp_path("rover.log"), NULL));
+	net_client(&e, 0, "/ok", 5, &t);
+	net_client(&e, 1, "/ok", 6, &t);
+	net_client(&e, 2, "/fail", 7, &t);
+	net_meters_settle(&e, 18, &m);
+	cr_log_info("requests %g %g %g in %zu collections, %zu streams", m.requests[0],
+		    m.requests[1], m.requests[2], m.collections, m.streams);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(count_in_log("running in worker"), 1, "%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(net_requests(&m), 18);
+	cr_expect_eq(m.status[200], 11);
+	cr_expect_eq(m.status[500], 7);
+	cr_expect_eq(m.collections, m.streams, "one collection per interval expected");
+	if (strchr(process_name, '{')) {
+		cr_expect_eq(m.requests[0], 5);
+		cr_expect_eq(m.requests[1], 6);
+		cr_expect_eq(m.requests[2], 7);
+	}
+	net_stop(&e);
+}
+
+Test(backend, network_task_on_three_processes_of_an_instance_runs_one_worker)
+{
+	net_three("hs_{{.Finder.RegexMatchGroup 1}}", NULL, "on 3 process(es), 3 pid(s)");
+}
+
+/* Three processes rendering to one entity: reported once, its task covers all three. */
+Test(backend, network_task_on_one_entity_of_three_processes_covers_them_all)
+{
+	net_three("hs_shared", "hs_shared", "on 1 process(es), 3 pid(s)");
+}
+
+static void b64(const char *s, char *out, size_t len)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(s), o = 0;
+
+	for (size_t i = 0; i < n && o + 5 < len; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+
+		v |= i + 1 < n ? (uint32_t)(unsigned char)s[i + 1] << 8 : 0;
+		v |= i + 2 < n ? (unsigned char)s[i + 2] : 0;
+		out[o++] = tab[v >> 18];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* An sw8 header of trace_id: "1-TRACE-SEGMENT-SPAN-SERVICE-INSTANCE-ENDPOINT-ADDRESS", the
+ * strings base64 (skywalking-protocol.md, Cross Process Propagation Headers Protocol v3). */
+static void sw8_header(const char *trace_id, char *out, size_t len)
+{
+	char t[128], seg[128], svc[64], inst[64], ep[64], addr[64];
+
+	b64(trace_id, t, sizeof(t));
+	b64("segment-1", seg, sizeof(seg));
+	b64("caller", svc, sizeof(svc));
+	b64("caller-1", inst, sizeof(inst));
+	b64("/caller", ep, sizeof(ep));
+	b64("127.0.0.1:80", addr, sizeof(addr));
+	if (snprintf(out, len, "sw8: 1-%s-%s-3-%s-%s-%s-%s", t, seg, svc, inst, ep, addr) >=
+	    (int)len)
+		cr_assert_fail("sw8 header too long");
+}
+
+/* http_client to server i: n requests to path over one connection with one more header. */
+static void net_client_header(const struct net_env *e, int i, const char *path, int n,
+			      const char *header)
+{
+	char port[16], count[16], *out = NULL;
+	char *argv[] = { (char *)bin("tests/programs/http_client"), "127.0.0.1", port,
+			 (char *)path, count, "1", "0", "0", (char *)header, NULL };
+	int rc;
+
+	snprintf(port, sizeof(port), "%d", e->hs[i].port);
+	snprintf(count, sizeof(count), "%d", n);
+	rc = run_capture(NULL, argv, 30000, &out);
+	cr_assert_eq(rc, 0, "http_client %s %s: %d: %s", path, header, rc, out);
+	cr_assert(out && !strncmp(out, "done ", 5) && atoi(out + 5) == n, "%s", out);
+	free(out);
+}
+
+/* What a sampled trace's LogData must say; found counts the records that said it. */
+struct want_log {
+	const char *uri, *reason, *trace_id;
+	int status, found;
+	long min_latency, max_latency;
+};
+
+/*
+ * The OAP's keep-alive of a running NETWORK task (the same TaskId, newer, longer, its first
+ * start time) moves its end: the one worker goes on, and meters keep coming after the first
+ * duration is over. Rules the keep-alive brings are added (the OAP's carry "null"; a task
+ * edited in between would bring some): traces are sampled from then on, not before.
+ */
+Test(backend, network_keep_alive_extends_the_running_task)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals t = { 0 };
+	unsigned long n;
+	char text[1024], h[512];
+	int64_t began, kept;
+	size_t nr, logs = 0;
+	struct json_object **r;
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
+	n = net_task("net-k1", e.name[0], 8, "null");
+	began = wall_ms();
+	sw8_header("rover-it-trace-k1", h, sizeof(h));
+	net_client(&e, 0, "/ok", 5, &t);
+	/* No rule yet: not sampled. Exchanges are judged when the shipper reads them, once per
+	 * report interval: wait for these to be counted before the rule comes. */
+	net_client_header(&e, 0, "/fail", 2, h);
+	for (int i = 0; i < 30; i++) {
+		net_meters_read(&e, &m);
+		if (net_requests(&m) >= 7)
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_eq(net_requests(&m), 7, "the first requests were not counted in time");
+	snprintf(text, sizeof(text),
+		 "[{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"net-k1\", "
+		 "\"ProcessId\": \"@process:%s\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "
+		 "\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"@first\", "
+		 "\"FixedTriggerDuration\": \"30\", \"ExtensionConfigJSON\": "
+		 "\"{\\\"NetworkSamplings\\\":[{\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true}}]}\"}}]\n",
+		 e.name[0]);
+	set_tasks(text);
+	cr_assert(wait_log("task net-k1: kept alive", 3000), "no keep-alive:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_log("1 sampling rule(s) added", 100));
+	kept = wall_ms();
+	cr_assert_lt(wall_ms(), began + 8000, "kept alive too late");
+	/* Past the first 8 s and their flush. */
+	while (wall_ms() < began + 10500)
+		sleep_ms(100);
+	net_client_header(&e, 0, "/missing", 4, h);
+	net_meters_settle(&e, 11, &m);
+	cr_log_info("requests %g in %zu collections, the last at +%lld ms", net_requests(&m),
+		    m.collections, (long long)(m.last_ts - began));
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_eq(net_requests(&m), 11, "requests %g; rover log:\n%s", net_requests(&m),
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(m.status[500], 2);
+	cr_expect_eq(m.status[404], 4);
+	cr_expect_gt(m.last_ts, began + 9000, "no meters after the first duration");
+	snprintf(text, sizeof(text), "task %lu done", n);
+	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("is backend task net-k1"), 1);
+	cr_expect_eq(count_in_log("task net-k1: kept alive"), 1);
+
+	r = records(&nr);
+	for (size_t i = 0; i < nr; i++) {
+		struct json_object *d = at(r[i], "message"), *body;
+
+		if (strcmp(method_of(r[i]), "LogReportService/collect"))
+			continue;
+		logs++;
+		body = json_tokener_parse(str_at(d, "body.json.json") ?: "");
+		cr_expect_str_eq(str_at(body, "uri"), "/missing", "%s",
+				 json_object_to_json_string(d));
+		cr_expect_str_eq(str_at(body, "reason"), "status_4xx");
+		cr_expect_str_eq(str_at(d, "traceContext.traceId"), "rover-it-trace-k1");
+		cr_expect_gt(json_object_get_int64(at(d, "timestamp")), kept);
+		json_object_put(body);
+	}
+	records_free(r, nr);
+	cr_expect_eq(logs, 4, "%zu sampled traces, the 4 after the keep-alive expected", logs);
+	net_stop(&e);
+}
+
+/*
+ * Sampled traces: requests carrying an sw8 header that a rule samples become LogData with the
+ * sampled-trace tag, their trace id and upstream's JSON body; a request without a trace header
+ * is never sampled, whatever it did. Rules: /delay/.* slow from 50 ms, and a default rule for
+ * 4xx and 5xx (the OAP sends When4xx equal to When5xx).
+ */
+Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
+{
+	static const char *const keys[] = { "uri",	      "reason",	      "latency",
+					    "trace_provider", "client_process", "server_process",
+					    "detect_point",   "component",	      "ssl",
+					    "status" };
+	struct want_log want[] = {
+		{ "/delay/120", "slow", "rover-it-trace-slow", 200, 0, 120, 1000 },
+		{ "/fail", "status_5xx", "rover-it-trace-5xx", 500, 0, 0, 50 },
+		{ "/missing", "status_4xx", "rover-it-trace-4xx", 404, 0, 0, 50 },
+	};
+	const int nwant[] = { 3, 2, 2 };
+	struct net_env e;
+	struct net_meters m;
+	char h[512];
+	size_t n, logs = 0;
+	struct json_object **r;
+
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", NULL);
+	net_task("net-s1", e.name[0], 25,
+		 "{\\\"NetworkSamplings\\\":[{\\\"URIRegex\\\":\\\"/delay/.*\\\","
+		 "\\\"MinDuration\\\":50,\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true,\\\"MaxRequestSize\\\":1024,"
+		 "\\\"RequireCompleteResponse\\\":true,\\\"MaxResponseSize\\\":1024}},"
+		 "{\\\"MinDuration\\\":10000,\\\"When4xx\\\":true,\\\"When5xx\\\":true,"
+		 "\\\"Settings\\\":{\\\"RequireCompleteRequest\\\":true}}]}");
+	cr_expect(wait_log("2 sampling rule(s)", 100));
+	for (size_t w = 0; w < sizeof(want) / sizeof(want[0]); w++) {
+		sw8_header(want[w].trace_id, h, sizeof(h));
+		net_client_header(&e, 0, want[w].uri, nwant[w], h);
+	}
+	sw8_header("rover-it-trace-none", h, sizeof(h));
+	/* Fast, a 200, no reason: not sampled. */
+	net_client_header(&e, 0, "/delay/5", 2, h);
+	net_client_header(&e, 0, "/ok", 2, h);
+	/* No trace header: nothing, though slow or failed. */
+	net_client_header(&e, 0, "/delay/120", 2, "X-Other: 1");
+	net_client_header(&e, 0, "/fail", 2, "X-Other: 1");
+	net_client_header(&e, 0, "/missing", 2, "X-Other: 1");
+	net_meters_settle(&e, 17, &m);
+	cr_expect_eq(net_requests(&m), 17, "requests %g: 200 %g 404 %g 500 %g; durations %g",
+		     net_requests(&m), m.status[200], m.status[404], m.status[500],
+		     m.duration_count);
+	cr_expect_eq(m.status[200], 9);
+	cr_expect_eq(m.status[404], 4);
+	cr_expect_eq(m.status[500], 4);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+
+	r = records(&n);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = at(r[i], "message"), *body;
+		const char *json, *tid, *uri;
+		struct want_log *w = NULL;
+		size_t k = 0;
+
+		if (strcmp(method_of(r[i]), "LogReportService/collect"))
+			continue;
+		logs++;
+		cr_expect_str_eq(str_at(d, "service"), NET_SERVICE);
+		cr_expect_str_eq(str_at(d, "serviceInstance"), e.host);
+		cr_expect_str_eq(str_at(d, "layer"), "OS_LINUX");
+		cr_expect(at(d, "timestamp") &&
+				  json_object_get_int64(at(d, "timestamp")) >= e.start_ms,
+			  "timestamp: %s", json_object_to_json_string(d));
+		cr_expect_eq(json_object_array_length(at(d, "tags.data")), 1);
+		cr_expect_str_eq(str_at(d, "tags.data.0.key"), "LOG_KIND");
+		cr_expect_str_eq(str_at(d, "tags.data.0.value"), "NET_PROFILING_SAMPLED_TRACE");
+		cr_expect_str_eq(str_at(d, "body.type"), "json");
+		json = str_at(d, "body.json.json");
+		tid = str_at(d, "traceContext.traceId");
+		cr_assert_not_null(json, "%s", json_object_to_json_string(d));
+		body = json_tokener_parse(json);
+		cr_assert_not_null(body, "body is not JSON: %s", json);
+		uri = str_at(body, "uri");
+		for (size_t x = 0; x < sizeof(want) / sizeof(want[0]); x++)
+			if (uri && !strcmp(uri, want[x].uri))
+				w = &want[x];
+		cr_assert_not_null(w, "a log nobody asked for: %s", json);
+		w->found++;
+		cr_expect_str_eq(tid, w->trace_id, "%s", json);
+		cr_expect_str_eq(str_at(body, "reason"), w->reason, "%s", json);
+		cr_expect_eq(json_object_get_int(at(body, "status")), w->status, "%s", json);
+		cr_expect(json_object_get_int64(at(body, "latency")) >= w->min_latency &&
+				  json_object_get_int64(at(body, "latency")) < w->max_latency,
+			  "latency: %s", json);
+		cr_expect_str_eq(str_at(body, "trace_provider"), "skywalking");
+		cr_expect_str_eq(str_at(body, "detect_point"), "server");
+		cr_expect_str_eq(str_at(body, "component"), "http");
+		cr_expect(at(body, "ssl") && !json_object_get_boolean(at(body, "ssl")));
+		/* The client is local and not monitored; the server is the task's process. */
+		cr_expect_str_eq(str_at(body, "client_process.process_id"), "");
+		cr_expect(json_object_get_boolean(at(body, "client_process.local")), "%s", json);
+		cr_expect_str_eq(str_at(body, "client_process.address"), "");
+		cr_expect_str_eq(str_at(body, "server_process.process_id"), e.id[0]);
+		cr_expect(at(body, "server_process.local") &&
+				  !json_object_get_boolean(at(body, "server_process.local")),
+			  "%s", json);
+		/* Upstream's field order (Go's json.Marshal of its struct). */
+		json_object_object_foreach(body, key, val)
+		{
+			(void)val;
+			cr_expect(k < sizeof(keys) / sizeof(keys[0]) && !strcmp(key, keys[k]),
+				  "key %zu is %s: %s", k, key, json);
+			k++;
+		}
+		cr_expect_eq(k, sizeof(keys) / sizeof(keys[0]), "%s", json);
+		json_object_put(body);
+	}
+	records_free(r, n);
+	cr_log_info("%zu logs: slow %d, 5xx %d, 4xx %d", logs, want[0].found, want[1].found,
+		    want[2].found);
+	for (size_t x = 0; x < sizeof(want) / sizeof(want[0]); x++)
+		cr_expect_eq(want[x].found, nwant[x], "%s: %d logs, %d expected", want[x].uri,
+			     want[x].found, nwant[x]);
+	cr_expect_eq(logs, 7, "%zu logs; rover log:\n%s", logs, slurp(tmp_path("rover.log"), NULL));
+	net_stop(&e);
+}
+
+/* The meters of a task on a server (sid) and its client (cid), by side (0 server, 1 client). */
+struct side_sums {
+	double requests[2], status_404[2];
+	int client_meters, bad;
+};
+
+static void side_sums_read(const char *sid, const char *cid, struct side_sums *s)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(s, 0, sizeof(*s));
+	for (size_t k = 0; k < n; k++) {
+		struct json_object *md = at(r[k], "message.meterData");
+
+		if (strcmp(method_of(r[k]), "collectBatch"))
+			continue;
+		for (size_t j = 0; md && j < json_object_array_length(md); j++) {
+			struct json_object *d = json_object_array_get_idx(md, j);
+			struct json_object *v = at(d, "singleValue") ?: at(d, "histogram");
+			const char *name = str_at(v, "name"), *side = str_at(v, "labels.2.value");
+			int client_side = side && !strcmp(side, "client");
+			/* <side>_process_id = its own, <peer>_process_id = the other's. */
+			const char *want0 = client_side ? "client_process_id" : "server_process_id";
+			const char *want1 = client_side ? "server_process_id" : "client_process_id";
+			const char *id0 = client_side ? cid : sid;
+			const char *id1 = client_side ? sid : cid;
+
+			if (!name || !side || strcmp(str_at(v, "labels.0.name") ?: "", want0) ||
+			    strcmp(str_at(v, "labels.0.value") ?: "", id0) ||
+			    strcmp(str_at(v, "labels.1.name") ?: "", want1) ||
+			    strcmp(str_at(v, "labels.1.value") ?: "", id1) ||
+			    strcmp(str_at(v, "labels.3.value") ?: "", "http")) {
+				if (!s->bad++)
+					cr_log_error("labels: %s", json_object_to_json_string(v));
+				continue;
+			}
+			s->client_meters += client_side;
+			if (!strcmp(name, "rover_net_p_http1_request_counter"))
+				s->requests[client_side] += num_at(v, "value");
+			if (!strcmp(name, "rover_net_p_http1_response_status_counter") &&
+			    !strcmp(str_at(v, "labels.5.value") ?: "", "404"))
+				s->status_404[client_side] += num_at(v, "value");
+		}
+	}
+	records_free(r, n);
+}
+
+/*
+ * Client and server both in the task, one instance: each side's meters name the other by its
+ * process id (reference §3.6, the full tuple), the client's with side=client, and a request
+ * counts once on each side.
+ */
+Test(backend, network_monitored_client_and_server_name_each_other)
+{
+	struct net_env e;
+	struct http_totals t;
+	struct side_sums s;
+	struct json_object *h;
+	char finder[512], out[4096], names[256], cid[64];
+	pid_t client;
+
+	snprintf(finder, sizeof(finder),
+		 "      - match_cmd_regex: \"/http_client 127\\\\.0\\\\.0\\\\.1 ([0-9]+) \"\n"
+		 "        layer: OS_LINUX\n"
+		 "        service_name: \"" NET_SERVICE "\"\n"
+		 "        instance_name: \"{{.Rover.HostName}}\"\n"
+		 "        process_name: \"hc_{{.Finder.RegexMatchGroup 1}}\"\n");
+	net_start(&e, 1, "hs_{{.Finder.RegexMatchGroup 1}}", finder);
+	/* The client waits 8 s after "ready": time to be found, reported and put in the task. */
+	snprintf(out, sizeof(out), "%s", tmp_path("client.out"));
+	client = track(http_client_spawn(NULL, "127.0.0.1", e.hs[0].port, "/missing", 6, 1, 8000, 0,
+					 out));
+	cr_assert_gt(client, 0);
+	h = wait_reported(client, 5000);
+	cr_assert_not_null(h, "http_client not reported:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_assert_not_null(str_at(h, "entity.processName"));
+	oap_process_id(e.host, str_at(h, "entity.processName"), cid, sizeof(cid));
+	snprintf(names, sizeof(names), "%s,%s", e.name[0], str_at(h, "entity.processName"));
+	json_object_put(h);
+	net_task("net-c1", names, 25, "null");
+	cr_expect(wait_log("on 2 process(es), 2 pid(s)", 100), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert_eq(http_client_wait(client, out, 20000, &t), 0);
+	cr_assert_eq(t.requests, 6);
+	for (int i = 0; i < 60; i++) {
+		side_sums_read(e.id[0], cid, &s);
+		if (s.requests[0] + s.requests[1] >= 12)
+			break;
+		sleep_ms(250);
+	}
+	sleep_ms(2500);
+	side_sums_read(e.id[0], cid, &s);
+	cr_log_info("requests: server side %g, client side %g", s.requests[0], s.requests[1]);
+	cr_expect_eq(s.bad, 0, "%d meter(s) with other labels", s.bad);
+	cr_expect_gt(s.client_meters, 0, "no client-side meters");
+	cr_expect_eq(s.requests[0], 6);
+	cr_expect_eq(s.requests[1], 6);
+	cr_expect_eq(s.status_404[0], 6);
+	cr_expect_eq(s.status_404[1], 6);
+	net_stop(&e);
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * A deterministic HTTP/1.1 client for the NETWORK tests:
- *   http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS]]]
+ *   http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS [HEADER]]]]
  * sends N keep-alive GET requests over CONNS connections (1 by default), request k on
  * connection k % CONNS, one at a time, on blocking sockets. START_DELAY_MS: it prints "ready" and
- * waits that long first, so that a profiler can attach to it; GAP_MS: pause between requests.
+ * waits that long first, so that a profiler can attach to it; GAP_MS: pause between requests;
+ * HEADER: one more header line ("Name: value") in every request, e.g. a trace context.
  * Then it prints what it did, the ground truth a test compares a profile with:
  *   done N bytes_sent B bytes_received R status:200=x,404=y,...
  * (N: responses received; bytes are what went through the sockets, headers included) and exits
@@ -243,8 +244,9 @@ int main(int argc, char **argv)
 	char req[2048];
 	int reqlen, err;
 
-	if (argc < 5 || argc > 8) {
-		fprintf(stderr, "usage: http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS]]]\n");
+	if (argc < 5 || argc > 9) {
+		fprintf(stderr, "usage: http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS "
+				"[HEADER]]]]\n");
 		return 2;
 	}
 	n = strtol(argv[4], NULL, 10);
@@ -263,11 +265,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "http_client: %s:%s: %s\n", argv[1], argv[2], gai_strerror(err));
 		return 1;
 	}
+	if (argc > 8 && (strpbrk(argv[8], "\r\n") || !strchr(argv[8], ':'))) {
+		fprintf(stderr, "http_client: HEADER is one \"Name: value\" line\n");
+		return 2;
+	}
 	reqlen = snprintf(req, sizeof(req),
-			  "GET %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: rover-http-client\r\n\r\n",
-			  argv[3], argv[1], argv[2]);
+			  "GET %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: rover-http-client\r\n%s%s"
+			  "\r\n",
+			  argv[3], argv[1], argv[2], argc > 8 ? argv[8] : "", argc > 8 ? "\r\n" : "");
 	if (reqlen >= (int)sizeof(req)) {
-		fprintf(stderr, "http_client: path too long\n");
+		fprintf(stderr, "http_client: path or header too long\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
