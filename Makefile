@@ -31,7 +31,8 @@ PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
 # SkyWalking v3 protocol (proto/README.md), generated with -Iproto so upstream's imports work.
 # The supervisor and the shipper link it; the worker and the launcher never do.
 SW_PROTOS     := common/Common common/Command ebpf/profiling/Process ebpf/profiling/Profile \
-                 ebpf/profiling/Continuous language-agent/Meter logging/Logging
+                 ebpf/profiling/Continuous language-agent/Meter language-agent/Tracing \
+                 logging/Logging
 SW_PROTO_HDRS := $(patsubst %,$(OUT)/proto/%.pb-c.h,$(SW_PROTOS))
 SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 

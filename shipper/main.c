@@ -192,12 +192,13 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 {
 	struct spool_batch meters = { .task_id = t->task_id, .kind = SPOOL_METERS };
 	struct spool_batch logs = { .task_id = t->task_id, .kind = SPOOL_LOGS };
+	struct spool_batch events = { .task_id = t->task_id, .kind = SPOOL_EVENTS };
 	const struct ship_net_hdr *h = m->buf;
 	int err;
 
 	if (h->task_id != t->task_id)
 		return -EPROTO;
-	err = ship_task__net_frame(t, m->type, m->buf, m->len, &meters, &logs);
+	err = ship_task__net_frame(t, m->type, m->buf, m->len, &meters, &logs, &events);
 	if (err && err != -EBADMSG)
 		log_warn("task %llu: network frame: %s", (unsigned long long)t->task_id,
 			 strerror(-err));
@@ -205,8 +206,11 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 		spool__put(s->spool, &meters);
 	if (logs.nmsgs && s->spool)
 		spool__put(s->spool, &logs);
+	if (events.nmsgs && s->spool)
+		spool__put(s->spool, &events);
 	free(meters.data);
 	free(logs.data);
+	free(events.data);
 	return 0;
 }
 

@@ -80,11 +80,15 @@ static int copy_id(const char *s, size_t n, char *out, size_t len)
 
 /*
  * Upstream's order (pkg/tools/tracing): sw8 "1-TRACEID-SEGMENTID-SPANID-..." with exactly
- * eight parts and base64 ids; then b3 "TRACEID-SPANID[-...]"; then X-B3-TraceId with
- * X-B3-SpanId. A header present but malformed means no trace.
+ * eight parts, the two ids base64, the span id as it is; then b3 "TRACEID-SPANID[-...]"; then
+ * X-B3-TraceId with X-B3-SpanId. A header present but malformed means no trace.
  */
-int net__trace_ctx(const struct http1_exchange *x, char *trace_id, size_t len)
+int net__trace_ctx(const struct http1_exchange *x, struct net_trace_ref *ret)
 {
+	struct net_trace_ref r;
+	size_t idl = sizeof(r.trace_id);
+
+	memset(&r, 0, sizeof(r));
 	if (x->sw8[0]) {
 		const char *p[9], *s = x->sw8;
 		size_t n = 0;
@@ -96,19 +100,35 @@ int net__trace_ctx(const struct http1_exchange *x, char *trace_id, size_t len)
 					return 0;
 				p[n++] = s + 1;
 			}
-		if (n != 8)
+		if (n != 8 ||
+		    b64_decode(p[1], (size_t)(p[2] - p[1] - 1), r.trace_id, idl) ||
+		    b64_decode(p[2], (size_t)(p[3] - p[2] - 1), r.segment_id, idl) ||
+		    !copy_id(p[3], (size_t)(p[4] - p[3] - 1), r.span_id, idl))
 			return 0;
-		return b64_decode(p[1], (size_t)(p[2] - p[1] - 1), trace_id, len) ? 0 : 1;
+		*ret = r;
+		return 1;
 	}
 	if (x->b3[0]) {
-		const char *dash = strchr(x->b3, '-');
+		const char *dash = strchr(x->b3, '-'), *end;
 
 		if (!dash || !dash[1] || dash[1] == '-')
 			return 0;
-		return copy_id(x->b3, (size_t)(dash - x->b3), trace_id, len) ? 2 : 0;
+		end = strchr(dash + 1, '-');
+		if (!end)
+			end = dash + 1 + strlen(dash + 1);
+		if (!copy_id(x->b3, (size_t)(dash - x->b3), r.trace_id, idl) ||
+		    !copy_id(dash + 1, (size_t)(end - dash - 1), r.span_id, idl))
+			return 0;
+		*ret = r;
+		return 2;
 	}
-	if (x->x_b3_traceid[0] && x->x_b3_spanid[0])
-		return copy_id(x->x_b3_traceid, strlen(x->x_b3_traceid), trace_id, len) ? 2 : 0;
+	if (x->x_b3_traceid[0] && x->x_b3_spanid[0]) {
+		if (!copy_id(x->x_b3_traceid, strlen(x->x_b3_traceid), r.trace_id, idl) ||
+		    !copy_id(x->x_b3_spanid, strlen(x->x_b3_spanid), r.span_id, idl))
+			return 0;
+		*ret = r;
+		return 2;
+	}
 	return 0;
 }
 
@@ -575,7 +595,7 @@ static int traffic_logs(const struct net_task *t, struct arena *a, const struct 
 
 			if (!body)
 				return -ENOMEM;
-			err = put_log(logs, a, lp, v[i]->trace_id, body, now_ms);
+			err = put_log(logs, a, lp, v[i]->ref.trace_id, body, now_ms);
 			if (err)
 				return err;
 		}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shipper side: the state of a NETWORK task's analysis shared by its files: network.c (frames,
- * connections, intervals, the report) and netmeter.c (the OAP's meters and sampled traces).
+ * connections, intervals, the report), netmeter.c (the OAP's meters and sampled traces) and
+ * netevent.c (the sampled traces' span attached events).
  * Not an interface: shipper/network.h is.
  */
 #ifndef ROVER_SHIPPER_NETPRIV_H
@@ -18,14 +19,39 @@
 #define NET_TOPN 10 /* sampled traces per category per traffic per interval (upstream TopN) */
 #define NET_TRACE_ID_MAX 128
 
+/*
+ * A message kept whole for a span attached event: at most this many of its bytes, and its
+ * content never longer (a rule's max size of 0, "unlimited", means this).
+ */
+#define NET_RAW_MAX 65536u
+/* Room data_content may take beyond the max size: the "[not plain, ...]" note. */
+#define NET_CONTENT_SLACK (HTTP1_CTYPE_MAX + 64u)
+
 enum net_reason { NET_SLOW = 0, NET_4XX, NET_5XX, NET_REASONS }; /* upstream's emit order */
+
+/* A trace header's ids (reference §4.4). */
+struct net_trace_ref {
+	char trace_id[NET_TRACE_ID_MAX + 1];
+	char segment_id[NET_TRACE_ID_MAX + 1]; /* "" for zipkin */
+	char span_id[NET_TRACE_ID_MAX + 1];
+};
+
+/* A request or response of a sampled trace, as its span attached event carries it. */
+struct net_raw {
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC: its first syscall's entry, last's exit */
+	uint64_t size;		   /* of the message on the wire (data_size) */
+	uint8_t inbound;	   /* read by the traced process */
+	uint32_t len;		   /* strlen(content) */
+	char content[];		   /* data_content, valid UTF-8 */
+};
 
 struct net_sample {
 	uint64_t latency_ms;
 	uint16_t status;
 	uint8_t zipkin; /* trace_provider: 0 skywalking, 1 zipkin */
 	char uri[HTTP1_URI_MAX + 1];
-	char trace_id[NET_TRACE_ID_MAX + 1];
+	struct net_trace_ref ref; /* ref.trace_id: the LogData's */
+	struct net_raw *raw[2];	  /* request, response: only when the rule requires them */
 };
 
 /* What HTTP/1 exchanges added, per connection until an interval moves it into its traffic. */
@@ -94,6 +120,13 @@ struct net_task {
 	size_t nconns;
 	uint8_t server_ports[65536 / 8]; /* local ports some connection was accepted on */
 	uint64_t samples_held;
+	/*
+	 * The recent bytes of connections, kept only while some rule requires complete
+	 * messages: keep_run bytes of a message at most (0: nothing kept), keep_bytes in all.
+	 */
+	uint32_t keep_run;
+	uint64_t keep_bytes;
+	uint64_t raw_held; /* content bytes of the samples' net_raw */
 
 	/* the last interval's traffic, sorted, for the meters */
 	struct net_traffic *last;
@@ -112,8 +145,22 @@ const char *net__role_name(uint8_t role);
 /* "ip" or "ip:port" as upstream prints them (v6 without brackets; v4-mapped as v4). */
 void net__addr_str(const uint8_t a[16], char *buf, size_t len);
 const struct net_proc *net__proc(const struct net_task *t, int32_t pid);
-/* A sampled trace's id from the request's headers: 0 none, 1 skywalking, 2 zipkin. */
-int net__trace_ctx(const struct http1_exchange *x, char *trace_id, size_t len);
-void net__acc_free(struct net_http_acc *a);
+/* A sampled trace's ids from the request's headers: 0 none, 1 skywalking, 2 zipkin. */
+int net__trace_ctx(const struct http1_exchange *x, struct net_trace_ref *ret);
+
+/* network.c */
+void net__sample_free(struct net_task *t, struct net_sample *s);
+
+/* netevent.c */
+/*
+ * A message's data_content (reference §4.4): the header block as it is, then the body (gzip
+ * and chunked encodings undone) when the content type is plain, else a note naming the type;
+ * at most max bytes but for that note. msg[0..len) is what was kept of the message from its
+ * start line; out gets out_len >= max + NET_CONTENT_SLACK bytes, NUL-terminated valid UTF-8.
+ * Returns strlen(out).
+ */
+size_t net__http_content(const uint8_t *msg, size_t len, uint32_t max, char *out, size_t out_len);
+/* go-units BytesSize: "512B", "1.5KiB", "97.66KiB", "2MiB". */
+void net__bytes_size(uint64_t n, char *buf, size_t len);
 
 #endif

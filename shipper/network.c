@@ -9,6 +9,21 @@
  * (its close record was lost, NET_STAT_CLOSE_RINGBUF), else the new one is refused. A closed
  * connection stays CLOSED_KEEP intervals after its close was counted, for peer resolution,
  * as upstream keeps closed ones for two flushes.
+ *
+ * The keeper: while some rule requires complete requests or responses, each HTTP connection
+ * keeps its recent segments per direction (bytes and times), for the span attached events of
+ * the exchanges that get sampled: the parser keeps no bytes. Offsets count every byte the
+ * syscalls moved, so a message is cut out at its offset for as many bytes as the parser
+ * counted in it. Where the next message begins is known from the one before; that guess is
+ * checked against a start line at the offset (or at a later segment start or line start,
+ * where a message seen by nobody, a skipped request or garbage, moved it), and a request is
+ * looked for only in the segments the parser timed its first byte with. Approximations:
+ *  - a message is kept from its start for keep_run bytes, counted from the last segment that
+ *    began with a start line: pipelined messages sharing that run may be kept in part or not
+ *    at all (their events then say less or are not sent, counted in raw_missed);
+ *  - the bytes after the first one not captured (a syscall larger than the capture) are not
+ *    part of the content: what the content shows stops there;
+ *  - lost segments of unknown size end everything kept before them in that direction.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -42,6 +57,13 @@
 #define RESERVOIR_MAX 4096u
 /* Sampled traces held by the task before an interval moves them into traffic. */
 #define MAX_SAMPLES_HELD 2048u
+/*
+ * The keeper's bounds: segments and bytes per direction of a connection (two messages' worth
+ * of keep_run), bytes of the whole task; and the content of the samples' events held.
+ */
+#define KEEP_SEGS_MAX 256u
+#define KEEP_TOTAL_MAX (32u << 20)
+#define RAW_HELD_MAX (16u << 20)
 
 const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS] = {
 	0,	   10000,     50000,	 100000,    500000,    1000000,	  1200000,
@@ -63,6 +85,32 @@ const uint64_t net_dur_buckets_ms[NET_DUR_BUCKETS] = {
 	600, 700, 800, 900, 1000, 1100, 1300, 1500, 1800, 2000, 5000, 10000, 15000, 20000, 30000,
 };
 
+/* A segment the keeper holds: the first len of the actual bytes a syscall moved. */
+struct net_kseg {
+	struct net_kseg *next;
+	uint64_t off; /* of its first byte in its direction's stream */
+	uint64_t ts;  /* the time the parser was given with it */
+	uint64_t start_ns, end_ns;
+	uint32_t actual;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct net_keep_dir {
+	struct net_kseg *head, *tail;
+	uint32_t nsegs;
+	uint64_t bytes;	 /* kept */
+	uint64_t off;	 /* of the next segment */
+	uint64_t run;	 /* kept since the last segment that began with a start line */
+	uint64_t cursor; /* where the next message should begin */
+};
+
+/* Where the keeper found a message of an exchange. */
+struct net_pos {
+	bool found;
+	uint64_t off, bytes;
+};
+
 struct net_conn_st {
 	struct net_conn_st *hnext, *lprev, *lnext;
 	uint64_t id;
@@ -77,6 +125,7 @@ struct net_conn_st {
 	uint64_t seq_next[2];
 	uint64_t last_ts;
 	struct http1_conn *h;
+	struct net_keep_dir *keep; /* [2] by enum net_dir, or NULL */
 	struct net_http_acc acc;
 	/* interval scratch */
 	uint8_t role;
@@ -208,20 +257,27 @@ static int status_add(struct net_status **v, uint32_t *n, uint16_t code, uint64_
 	return 0;
 }
 
-void net__acc_free(struct net_http_acc *a)
+void net__sample_free(struct net_task *t, struct net_sample *s)
 {
-	free(a->status);
-	for (int r = 0; r < NET_REASONS; r++)
-		for (uint32_t i = 0; i < a->nsamples[r]; i++)
-			free(a->samples[r][i]);
-	memset(a, 0, sizeof(*a));
+	if (!s)
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (s->raw[i])
+			t->raw_held -= s->raw[i]->len;
+		free(s->raw[i]);
+	}
+	free(s);
 }
 
 static void acc_release(struct net_task *t, struct net_http_acc *a)
 {
-	for (int r = 0; r < NET_REASONS; r++)
+	free(a->status);
+	for (int r = 0; r < NET_REASONS; r++) {
 		t->samples_held -= a->nsamples[r];
-	net__acc_free(a);
+		for (uint32_t i = 0; i < a->nsamples[r]; i++)
+			net__sample_free(t, a->samples[r][i]);
+	}
+	memset(a, 0, sizeof(*a));
 }
 
 /* Takes s: kept among the NET_TOPN slowest of its reason, or freed. */
@@ -239,10 +295,10 @@ static void topn_add(struct net_task *t, struct net_http_acc *a, int reason, str
 			m = i;
 	t->samples_held--;
 	if (s->latency_ms > v[m]->latency_ms) {
-		free(v[m]);
+		net__sample_free(t, v[m]);
 		v[m] = s;
 	} else {
-		free(s);
+		net__sample_free(t, s);
 	}
 }
 
@@ -334,8 +390,33 @@ static void conn_unlink(struct net_task *t, struct net_conn_st *c)
 	t->nconns--;
 }
 
+static void keep_drop_head(struct net_task *t, struct net_keep_dir *k)
+{
+	struct net_kseg *g = k->head;
+
+	k->head = g->next;
+	if (!k->head)
+		k->tail = NULL;
+	k->nsegs--;
+	k->bytes -= g->len;
+	t->keep_bytes -= g->len;
+	free(g);
+}
+
+static void keep_free(struct net_task *t, struct net_conn_st *c)
+{
+	if (!c->keep)
+		return;
+	for (int d = 0; d < 2; d++)
+		while (c->keep[d].head)
+			keep_drop_head(t, &c->keep[d]);
+	free(c->keep);
+	c->keep = NULL;
+}
+
 static void conn_free(struct net_task *t, struct net_conn_st *c)
 {
+	keep_free(t, c);
 	if (c->h) {
 		struct http1_stats hs;
 
@@ -417,6 +498,14 @@ int net_task__set_processes(struct net_task *t, const struct msg_net_process *p,
 	return 0;
 }
 
+/* A rule's max size (0: unlimited) within NET_RAW_MAX, if more than cur. */
+static uint32_t keep_want(uint32_t cur, uint32_t max_size)
+{
+	uint32_t want = max_size && max_size < NET_RAW_MAX ? max_size : NET_RAW_MAX;
+
+	return want > cur ? want : cur;
+}
+
 int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t n)
 {
 	struct net_rule *v;
@@ -449,6 +538,10 @@ int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t
 			continue;
 		}
 		t->nrules++;
+		if (nr->r.require_complete_request)
+			t->keep_run = keep_want(t->keep_run, nr->r.max_request_size);
+		if (nr->r.require_complete_response)
+			t->keep_run = keep_want(t->keep_run, nr->r.max_response_size);
 	}
 	return err;
 }
@@ -701,17 +794,227 @@ static const struct net_rule *rule_for(const struct net_task *t, const char *pat
 	return hit ? hit : def;
 }
 
-static void sample(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
-		   uint64_t ms)
+/* ---- the keeper (see the top of this file) ---- */
+
+/* A segment fed to the parser at ts; hole: segments of this direction were lost before it. */
+static void keep_add(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		     const uint8_t *bytes, uint64_t ts, bool hole)
 {
-	char trace_id[NET_TRACE_ID_MAX + 1];
+	struct net_keep_dir *k;
+	struct net_kseg *g;
+	uint32_t len = d->captured;
+
+	if (!t->keep_run || !c->h)
+		return;
+	if (!c->keep) {
+		c->keep = calloc(2, sizeof(*c->keep));
+		if (!c->keep) {
+			t->st.alloc_failures++;
+			return;
+		}
+	}
+	k = &c->keep[d->dir];
+	if (hole) {
+		/* Offsets after a hole of unknown size do not follow the ones before. */
+		while (k->head)
+			keep_drop_head(t, k);
+		k->cursor = k->off;
+	}
+	if (!d->actual)
+		return;
+	if (http1__detect(bytes, d->captured) > 0)
+		k->run = 0;
+	if (k->run >= t->keep_run)
+		len = 0;
+	else if (len > t->keep_run - k->run)
+		len = (uint32_t)(t->keep_run - k->run);
+	if (len && t->keep_bytes + len > KEEP_TOTAL_MAX) {
+		t->st.keep_refused += len;
+		len = 0;
+	}
+	g = k->tail;
+	if (!len && g && g->off + g->actual == k->off && g->actual <= UINT32_MAX - d->actual) {
+		/* Nothing kept of it: its time and size go to the segment before. */
+		g->actual += d->actual;
+		g->end_ns = d->end_ns;
+		k->off += d->actual;
+		return;
+	}
+	g = malloc(sizeof(*g) + len);
+	if (!g) {
+		t->st.alloc_failures++;
+		k->off += d->actual;
+		return;
+	}
+	g->next = NULL;
+	g->off = k->off;
+	g->ts = ts;
+	g->start_ns = d->start_ns;
+	g->end_ns = d->end_ns;
+	g->actual = d->actual;
+	g->len = len;
+	memcpy(g->data, bytes, len);
+	if (k->tail)
+		k->tail->next = g;
+	else
+		k->head = g;
+	k->tail = g;
+	k->nsegs++;
+	k->bytes += len;
+	k->run += len;
+	k->off += d->actual;
+	t->keep_bytes += len;
+	while (k->nsegs > KEEP_SEGS_MAX || k->bytes > 2 * (uint64_t)t->keep_run)
+		keep_drop_head(t, k);
+}
+
+/* Up to len kept bytes from off on, as long as they follow each other. */
+static size_t keep_peek(const struct net_kseg *g, uint64_t off, uint8_t *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; g && n < len; g = g->next) {
+		size_t from, k;
+
+		if (g->off + g->len <= off)
+			continue;
+		if (g->off > off)
+			break;
+		from = (size_t)(off - g->off);
+		k = g->len - from < len - n ? g->len - from : len - n;
+		memcpy(out + n, g->data + from, k);
+		n += k;
+		off += k;
+		if (g->len < g->actual)
+			break; /* the rest of it was not captured */
+	}
+	return n;
+}
+
+/*
+ * The first place at or after from where a message of kind (HTTP1_DETECT_*) begins, in
+ * segments timed ts_lo..ts_hi: from itself, a segment's start, or a line's.
+ */
+static bool keep_find(const struct net_keep_dir *k, uint64_t from, int kind, uint64_t ts_lo,
+		      uint64_t ts_hi, uint64_t *ret_off)
+{
+	for (const struct net_kseg *g = k->head; g; g = g->next) {
+		uint64_t q = from > g->off ? from : g->off;
+
+		if (g->ts < ts_lo || g->ts > ts_hi)
+			continue;
+		for (; q < g->off + g->len; q++) {
+			uint8_t peek[16];
+			size_t n;
+
+			if (q != from && q != g->off && g->data[q - g->off - 1] != '\n')
+				continue;
+			n = keep_peek(g, q, peek, sizeof(peek));
+			if (http1__detect(peek, n) == kind) {
+				*ret_off = q;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * Where the exchange's request and response begin, each direction's guess moved past them.
+ * Every exchange goes through here, sampled or not, so that the guesses follow the streams.
+ */
+static void keep_locate(struct net_conn_st *c, const struct http1_exchange *x,
+			struct net_pos ret[2])
+{
+	struct net_keep_dir *q = &c->keep[x->req_dir & 1], *r = &c->keep[!(x->req_dir & 1)];
+	uint64_t off;
+
+	if (!(x->flags & HTTP1_F_NO_REQUEST) && x->req_bytes &&
+	    keep_find(q, q->cursor, HTTP1_DETECT_REQUEST, x->start_ns, x->start_ns, &off)) {
+		ret[0] = (struct net_pos){ .found = true, .off = off, .bytes = x->req_bytes };
+		q->cursor = off + x->req_bytes;
+	}
+	if (!(x->flags & HTTP1_F_NO_RESPONSE) && x->resp_bytes &&
+	    keep_find(r, r->cursor, HTTP1_DETECT_RESPONSE, x->start_ns, x->end_ns, &off)) {
+		ret[1] = (struct net_pos){ .found = true, .off = off, .bytes = x->resp_bytes };
+		r->cursor = off + x->resp_bytes;
+	}
+}
+
+/*
+ * The event's form of a message found at pos: content of at most max bytes (0: NET_RAW_MAX),
+ * times from its segments. NULL when it is no longer kept, or over the bounds (counted).
+ */
+static struct net_raw *keep_raw(struct net_task *t, struct net_conn_st *c, int dir,
+				const struct net_pos *pos, uint32_t max)
+{
+	const struct net_keep_dir *k = &c->keep[dir];
+	uint64_t start_ns = 0, end_ns = 0;
+	struct net_raw *raw = NULL;
+	uint8_t *msg = NULL;
+	char *out = NULL;
+	bool seen = false;
+	size_t n, clen;
+
+	if (!max || max > NET_RAW_MAX)
+		max = NET_RAW_MAX;
+	for (const struct net_kseg *g = k->head; g; g = g->next) {
+		if (g->off + g->actual <= pos->off || g->off >= pos->off + pos->bytes)
+			continue;
+		if (!seen)
+			start_ns = g->start_ns;
+		seen = true;
+		end_ns = g->end_ns;
+	}
+	if (!seen) {
+		t->st.raw_missed++;
+		return NULL;
+	}
+	msg = malloc(NET_RAW_MAX);
+	out = malloc(max + NET_CONTENT_SLACK);
+	if (!msg || !out) {
+		t->st.alloc_failures++;
+		goto cleanup;
+	}
+	n = keep_peek(k->head, pos->off, msg, pos->bytes < NET_RAW_MAX ? pos->bytes : NET_RAW_MAX);
+	if (!n) {
+		t->st.raw_missed++;
+		goto cleanup;
+	}
+	clen = net__http_content(msg, n, max, out, max + NET_CONTENT_SLACK);
+	if (t->raw_held + clen > RAW_HELD_MAX) {
+		t->st.raw_dropped++;
+		goto cleanup;
+	}
+	raw = malloc(sizeof(*raw) + clen + 1);
+	if (!raw) {
+		t->st.alloc_failures++;
+		goto cleanup;
+	}
+	raw->start_ns = start_ns;
+	raw->end_ns = end_ns;
+	raw->size = pos->bytes;
+	raw->inbound = dir == NET_DIR_INGRESS;
+	raw->len = (uint32_t)clen;
+	memcpy(raw->content, out, clen + 1);
+	t->raw_held += clen;
+cleanup:
+	free(msg);
+	free(out);
+	return raw;
+}
+
+static void sample(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
+		   uint64_t ms, const struct net_pos pos[2])
+{
+	struct net_trace_ref ref;
 	const struct net_rule *r;
 	struct net_sample *s;
 	int reason, prov;
 
 	if (!t->nrules)
 		return;
-	prov = net__trace_ctx(x, trace_id, sizeof(trace_id));
+	prov = net__trace_ctx(x, &ref);
 	if (!prov)
 		return;
 	{
@@ -746,16 +1049,32 @@ static void sample(struct net_task *t, struct net_conn_st *c, const struct http1
 	s->zipkin = prov == 2;
 	memcpy(s->uri, x->uri, x->path_len);
 	s->uri[x->path_len] = '\0';
-	snprintf(s->trace_id, sizeof(s->trace_id), "%s", trace_id);
+	s->ref = ref;
+	if (r->r.require_complete_request) {
+		if (pos[0].found)
+			s->raw[0] = keep_raw(t, c, x->req_dir & 1, &pos[0], r->r.max_request_size);
+		else
+			t->st.raw_missed++;
+	}
+	if (r->r.require_complete_response) {
+		if (pos[1].found)
+			s->raw[1] = keep_raw(t, c, !(x->req_dir & 1), &pos[1],
+					     r->r.max_response_size);
+		else
+			t->st.raw_missed++;
+	}
 	topn_add(t, &c->acc, reason, s);
 }
 
 static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x)
 {
 	struct net_http_acc *a = &c->acc;
+	struct net_pos pos[2] = { { 0 } };
 	uint64_t ns, ms;
 
 	t->st.http_exchanges++;
+	if (c->keep)
+		keep_locate(c, x, pos);
 	if ((x->flags & (HTTP1_F_NO_REQUEST | HTTP1_F_NO_RESPONSE)) || !x->status) {
 		t->st.http_unpaired++;
 		return;
@@ -771,7 +1090,7 @@ static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct 
 	a->dur_hist[low_bucket(net_dur_buckets_ms, NET_DUR_BUCKETS, ms)]++;
 	if (status_add(&a->status, &a->nstatus, x->status, 1))
 		t->st.alloc_failures++;
-	sample(t, c, x, ms);
+	sample(t, c, x, ms, pos);
 	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), x, ns);
 }
 
@@ -821,6 +1140,7 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 		http1__close(c->h, ts);
 		pop_all(t, c);
 	}
+	keep_free(t, c);
 }
 
 static bool data_valid(const struct net_rec_data *d)
@@ -879,6 +1199,7 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 		c->last_ts = d->end_ns;
 	if (hole)
 		http1__lost(c->h, d->dir, 0);
+	keep_add(t, c, d, bytes, c->last_ts, hole);
 	if (d->actual)
 		http1__feed(c->h, d->dir, c->last_ts, bytes, d->captured, d->actual);
 	pop_all(t, c);
@@ -1447,6 +1768,9 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "traffic_refused", s->traffic_refused },
 		{ "endpoints_refused", s->endpoints_refused },
 		{ "alloc_failures", s->alloc_failures },
+		{ "keep_refused", s->keep_refused },
+		{ "raw_missed", s->raw_missed },
+		{ "raw_dropped", s->raw_dropped },
 		{ "http_lost_segments", s->http.lost_segments },
 		{ "http_gap_bytes", s->http.gap_bytes },
 		{ "http_resyncs", s->http.resyncs },

@@ -10,13 +10,15 @@
  * Two outputs from the same traffic:
  *  - a report a person reads (net_task__write_report, .txt or .json, formats in README.md);
  *  - the OAP's meters (net_task__meters): MeterDataCollection messages with upstream's names,
- *    labels and buckets (§4.3), and sampled HTTP traces (LogData, §4.4).
+ *    labels and buckets (§4.3), and sampled HTTP traces (LogData, §4.4), with their requests
+ *    and responses as span attached events when a rule asks for them (net_task__events).
  *
  * Adding a protocol is one parser file fed from net_task's per-connection dispatch; adding a
  * TLS library is one more source of plaintext records for the same connections.
  *
  * Bounded: connections held (net_opts.max_conns) and bytes buffered per connection (the
- * HTTP/1 parser's own bounds); anything refused is counted in net_stats and reported.
+ * HTTP/1 parser's own bounds, and the recent bytes kept for events: per connection and per
+ * task); anything refused is counted in net_stats and reported.
  * Not thread-safe: the shipper's main loop only.
  */
 #ifndef ROVER_SHIPPER_NETWORK_H
@@ -74,6 +76,16 @@ int net_task__interval(struct net_task *t, uint64_t now_ns);
 int net_task__meters(struct net_task *t, int64_t now_ms, struct spool_batch *b,
 		     struct spool_batch *logs);
 
+/*
+ * The last interval's span attached events, for the backend (reference §4.4): for each sampled
+ * trace net_task__meters sends, whose rule has RequireCompleteRequest or RequireCompleteResponse,
+ * one SpanAttachedEvent "HTTP Request Sampling" and/or "HTTP Response Sampling" carrying the
+ * message as the traced process read or wrote it, appended to events. Upstream's per-syscall
+ * "Syscall <Fn>" events are not sent. Call after net_task__meters, before the next interval.
+ * 0 or -errno.
+ */
+int net_task__events(struct net_task *t, struct spool_batch *events);
+
 enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
 
 /*
@@ -99,6 +111,10 @@ struct net_stats {
 	uint64_t endpoints_refused; /* exchanges of endpoints over their bound */
 	uint64_t alloc_failures;
 	struct http1_stats http; /* every connection's parser, summed */
+	/* Added with the span attached events, at the end. */
+	uint64_t keep_refused; /* segment bytes not kept for events: over the task's bound */
+	uint64_t raw_missed;   /* sampled messages wanted whole whose bytes were no longer kept */
+	uint64_t raw_dropped;  /* sampled messages wanted whole over the bound of held ones */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
 

@@ -678,7 +678,8 @@ int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret)
 }
 
 int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, size_t len,
-			 struct spool_batch *meters, struct spool_batch *logs)
+			 struct spool_batch *meters, struct spool_batch *logs,
+			 struct spool_batch *events)
 {
 	int err;
 
@@ -691,7 +692,8 @@ int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, si
 	err = net_task__interval(t->net, now_mono_ms() * 1000000ull);
 	if (err || !t->backend)
 		return err;
-	return net_task__meters(t->net, now_unix_ms(), meters, logs);
+	err = net_task__meters(t->net, now_unix_ms(), meters, logs);
+	return err ? err : net_task__events(t->net, events);
 }
 
 int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o)

@@ -90,11 +90,13 @@ int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend 
 
 /*
  * NETWORK: a worker frame (MSG_SHIP_NET_DATA, MSG_SHIP_NET_CONNS). A conns frame ends a report
- * interval; for a backend task its meters and sampled traces are then appended to meters and
- * logs (kinds set, nothing added when the interval had nothing). 0 or -errno.
+ * interval; for a backend task its meters, sampled traces and their span attached events are
+ * then appended to meters, logs and events (kinds set by the caller, nothing added when the
+ * interval had nothing). 0 or -errno.
  */
 int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, size_t len,
-			 struct spool_batch *meters, struct spool_batch *logs);
+			 struct spool_batch *meters, struct spool_batch *logs,
+			 struct spool_batch *events);
 /* NETWORK: the backend half of the task (labels, sampling rules); again to add rules. */
 int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o);
 /*

@@ -14,6 +14,7 @@
 #include <json-c/json_object.h>
 
 #include "common/msg.h"
+#include "common/netrec.h"
 #include "supervisor/commands.h"
 
 #define SW_TASK_QUERY "EBPFProfilingTaskQuery"
@@ -469,6 +470,28 @@ int sw_task__cap_duration(struct sw_task *t, uint32_t max_s)
 		return 0;
 	t->duration_s = max_s;
 	return 1;
+}
+
+static uint32_t capture_for(uint32_t cur, uint32_t max_size)
+{
+	uint32_t want = max_size && max_size < NET_CAPTURE_MAX ? max_size : NET_CAPTURE_MAX;
+
+	return want > cur ? want : cur;
+}
+
+uint32_t sw_task__capture_bytes(const struct sw_task *t)
+{
+	uint32_t want = SW_NET_CAPTURE;
+
+	for (uint32_t i = 0; i < t->nrules && i < ROVER_NET_MAX_RULES; i++) {
+		const struct msg_net_rule *r = &t->rules[i];
+
+		if (r->require_complete_request)
+			want = capture_for(want, r->max_request_size);
+		if (r->require_complete_response)
+			want = capture_for(want, r->max_response_size);
+	}
+	return want;
 }
 
 int sw_runs__busy(const struct sw_runs *r, const char *process_id, uint32_t type)

@@ -85,6 +85,15 @@ int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *
  * seconds of data, counted from the task's start time.
  */
 int sw_task__cap_duration(struct sw_task *t, uint32_t max_s);
+/*
+ * NETWORK: payload bytes the worker should copy per syscall (task_spec.capture_bytes): the
+ * default SW_NET_CAPTURE, or more when a rule requires complete requests or responses: the
+ * largest of their max sizes (0, unlimited, asks for all), up to what a syscall's record may
+ * carry (NET_CAPTURE_MAX). Rules a keep-alive adds come after the worker was configured: they
+ * cannot change it.
+ */
+#define SW_NET_CAPTURE 1024u
+uint32_t sw_task__capture_bytes(const struct sw_task *t);
 
 /*
  * What one backend can make this host run at once. An ON_CPU or OFF_CPU task runs one worker

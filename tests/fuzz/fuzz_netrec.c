@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a NETWORK task's frames as a worker (or a capture program it trusts too
- * much) could send them to the shipper's analysis (shipper/network.c, netmeter.c).
+ * much) could send them to the shipper's analysis (shipper/network.c, netmeter.c,
+ * netevent.c).
  *
  * Input: a sequence of frames, each
  *   u8   op: bit 0 the type (0: MSG_SHIP_NET_DATA, 1: MSG_SHIP_NET_CONNS), bit 1 an interval
  *        and the meters after it, bit 2 a report (text or JSON by bit 3) after it
  *   u16  payload length, little-endian (cut to what the input has left)
  *   that many payload bytes, given to net_task__frame as they are
- * The task has two backend processes (pids 1 and 2, one instance) and sampling rules, so
- * that labels and traces are built. Contracts checked: -EBADMSG or 0 from every frame; every
- * packed meter collection and log unpacks again; the reports are written in full; the
+ * The task has two backend processes (pids 1 and 2, one instance) and sampling rules that
+ * require complete requests and responses, so that labels, traces and span attached events
+ * are built (the keeper of recent segments included). Contracts checked: -EBADMSG or 0 from
+ * every frame; every packed meter collection, log and event unpacks again, an event's
+ * data_content is valid UTF-8 within its rule's bound; the reports are written in full; the
  * stats add up (closed <= seen).
  */
 #include <errno.h>
@@ -22,8 +25,52 @@
 #include <unistd.h>
 
 #include "language-agent/Meter.pb-c.h"
+#include "language-agent/Tracing.pb-c.h"
 #include "logging/Logging.pb-c.h"
+#include "shipper/netpriv.h"
 #include "shipper/network.h"
+
+/* Valid UTF-8 without NUL up to len, and NUL at len. */
+static int utf8_ok(const char *s, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3
+				  : (p[i] & 0xf8) == 0xf0		 ? 4
+									 : 0;
+
+		if (!n || !p[i] || i + n > len)
+			return 0;
+		for (size_t k = 1; k < n; k++)
+			if ((p[i + k] & 0xc0) != 0x80)
+				return 0;
+		i += n;
+	}
+	return s[len] == '\0';
+}
+
+static void check_events(const struct spool_batch *b)
+{
+	const uint8_t *msg;
+	size_t off = 0, len;
+	int r;
+
+	while ((r = spool_batch__next(b, &off, &msg, &len)) == 1) {
+		Skywalking__V3__SpanAttachedEvent *e =
+			skywalking__v3__span_attached_event__unpack(NULL, len, msg);
+
+		if (!e || e->n_tags != 8 || strcmp(e->tags[1]->key, "data_content"))
+			abort();
+		/* rule 0 is unlimited (NET_RAW_MAX), rule 1 wants 100 bytes */
+		if (strlen(e->tags[1]->value) >= NET_RAW_MAX + NET_CONTENT_SLACK ||
+		    !utf8_ok(e->tags[1]->value, strlen(e->tags[1]->value)))
+			abort();
+		skywalking__v3__span_attached_event__free_unpacked(e, NULL);
+	}
+	if (r)
+		abort();
+}
 
 static void check_batch(const struct spool_batch *b, int logs)
 {
@@ -75,9 +122,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	r[0].min_duration_ms = 0;
 	r[0].when_4xx = r[0].when_5xx = 1;
+	r[0].require_complete_request = r[0].require_complete_response = 1;
 	snprintf(r[1].uri_regex, sizeof(r[1].uri_regex), "^/a");
 	r[1].min_duration_ms = -1;
 	r[1].when_5xx = 1;
+	r[1].require_complete_response = 1;
+	r[1].max_response_size = 100;
 	t = net_task__new(&o);
 	if (!t || net_task__set_processes(t, p, 2) || net_task__add_rules(t, r, 2))
 		abort();
@@ -99,15 +149,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		i += len;
 		if (op & 2) {
-			struct spool_batch b = { 0 }, logs = { 0 };
+			struct spool_batch b = { 0 }, logs = { 0 }, events = { 0 };
 
 			now += 2000000000ull;
-			if (net_task__interval(t, now) || net_task__meters(t, 1, &b, &logs))
+			if (net_task__interval(t, now) || net_task__meters(t, 1, &b, &logs) ||
+			    net_task__events(t, &events))
 				abort();
 			check_batch(&b, 0);
 			check_batch(&logs, 1);
+			check_events(&events);
 			free(b.data);
 			free(logs.data);
+			free(events.data);
 		}
 		if (op & 4) {
 			char summary[256];

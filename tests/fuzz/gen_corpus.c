@@ -5,8 +5,8 @@
  * regenerated) and samples of /proc/kallsyms, /proc/PID/maps and JIT perf map text. `make fuzz-corpus`
  * runs it; the ELF seeds come from the compiler (see the Makefile).
  *
- * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/, DIR/fuzz_maps_kallsyms/ and
- * DIR/fuzz_netrec/)
+ * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/, DIR/fuzz_maps_kallsyms/,
+ * DIR/fuzz_netrec/ and DIR/fuzz_netcontent/)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -304,11 +304,11 @@ static void net_end(struct nbuf *n, size_t at)
 	n->b[at - 1] = (uint8_t)(len >> 8);
 }
 
-static void net_data(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, uint64_t seq,
-		     uint64_t ts, const char *s)
+static void net_data_n(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, uint64_t seq,
+		       uint64_t ts, const void *s, size_t cap)
 {
 	static const uint8_t zero[8];
-	size_t cap = strlen(s), len = (sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7;
+	size_t len = (sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7;
 	struct net_rec_data d = {
 		.hdr = { .kind = NET_REC_DATA, .len = (uint32_t)len },
 		.conn_id = id,
@@ -327,6 +327,21 @@ static void net_data(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, ui
 	nput(n, s, cap);
 	nput(n, zero, len - sizeof(d) - cap);
 }
+
+static void net_data(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, uint64_t seq,
+		     uint64_t ts, const char *s)
+{
+	net_data_n(n, id, tgid, dir, seq, ts, s, strlen(s));
+}
+
+/* gzip of {"a":[1,2,3],"b":"hello"} */
+static const uint8_t gz_json[] = {
+	0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0xab, 0x56, 0x4a, 0x54, 0xb2,
+	0x8a, 0x36, 0xd4, 0x31, 0xd2, 0x31, 0x8e, 0xd5, 0x51, 0x4a, 0x52, 0xb2, 0x52, 0xca, 0x48,
+	0xcd, 0xc9, 0xc9, 0x57, 0xaa, 0x05, 0x00, 0xc3, 0xe2, 0x3b, 0x6e, 0x19, 0x00, 0x00, 0x00,
+};
+static const char gz_head[] = "HTTP/1.1 500 Oops\r\nContent-Type: application/json\r\n"
+			      "Content-Encoding: gzip\r\nContent-Length: 45\r\n\r\n";
 
 static struct net_conn net_conn(uint64_t id, uint32_t tgid, uint8_t role, uint16_t lport,
 				uint16_t rport)
@@ -404,6 +419,55 @@ static void netrec_seeds(void)
 	}
 	net_end(&n, at);
 	write_file("fuzz_netrec", "lost_and_garbage", n.b, n.len);
+
+	/* a sampled 500 with a gzip body: its span attached events */
+	n.len = 0;
+	at = net_begin(&n, 0, 2);
+	net_data(&n, 2, 2, 1, 1, 2000, req);
+	{
+		uint8_t msg[256];
+
+		memcpy(msg, gz_head, sizeof(gz_head) - 1);
+		memcpy(msg + sizeof(gz_head) - 1, gz_json, sizeof(gz_json));
+		net_data_n(&n, 2, 2, 0, 1, 90000000, msg, sizeof(gz_head) - 1 + sizeof(gz_json));
+	}
+	net_end(&n, at);
+	at = net_begin(&n, 1 | 2, 1);
+	nput(&n, &s, sizeof(s));
+	net_end(&n, at);
+	write_file("fuzz_netrec", "gzip_events", n.b, n.len);
+}
+
+/* fuzz_netcontent: u16 max size, then a message. */
+static void netcontent_seed(const char *name, uint16_t max, const void *msg, size_t len)
+{
+	uint8_t b[1024];
+
+	if (len + 2 > sizeof(b))
+		exit(1);
+	b[0] = (uint8_t)max;
+	b[1] = (uint8_t)(max >> 8);
+	memcpy(b + 2, msg, len);
+	write_file("fuzz_netcontent", name, b, len + 2);
+}
+
+static void netcontent_seeds(void)
+{
+	static const char plain[] = "GET /a HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\n"
+				    "Content-Length: 5\r\n\r\nhello";
+	static const char chunked[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				      "Transfer-Encoding: chunked\r\n\r\n3;x=1\r\n{\"a\r\n"
+				      "4\r\n\":1}\r\n0\r\n\r\n";
+	static const char binary[] = "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n\x89PNG";
+	uint8_t msg[256];
+
+	netcontent_seed("plain", 0, plain, sizeof(plain) - 1);
+	netcontent_seed("plain_cut", 40, plain, sizeof(plain) - 1);
+	netcontent_seed("chunked", 1000, chunked, sizeof(chunked) - 1);
+	netcontent_seed("binary", 20, binary, sizeof(binary) - 1);
+	memcpy(msg, gz_head, sizeof(gz_head) - 1);
+	memcpy(msg + sizeof(gz_head) - 1, gz_json, sizeof(gz_json));
+	netcontent_seed("gzip", 120, msg, sizeof(gz_head) - 1 + sizeof(gz_json));
 }
 
 int main(int argc, char **argv)
@@ -418,5 +482,6 @@ int main(int argc, char **argv)
 	worker_streams();
 	text_samples();
 	netrec_seeds();
+	netcontent_seeds();
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/msg.h"
+#include "common/netrec.h"
 #include "supervisor/commands.h"
 
 #define MAX_ARGS 16
@@ -488,6 +489,27 @@ Test(commands, network_rules_are_read_exactly)
 	cr_assert_str_eq(t.rules[2].uri_regex, "");
 	cr_assert_eq(t.rules[2].min_duration_ms, 0);
 	cr_assert_eq(t.rules[2].require_complete_response, 0);
+}
+
+/* What the worker copies per syscall follows what the rules want whole. */
+Test(commands, network_capture_bytes)
+{
+	struct sw_task t = parse_net("{\"NetworkSamplings\":[{\"MinDuration\":0}]}");
+
+	cr_assert_eq(sw_task__capture_bytes(&t), 1024, "no Require*: the default");
+	t = parse_net("{\"NetworkSamplings\":[{\"Settings\":{\"RequireCompleteRequest\":true,"
+		      "\"MaxRequestSize\":512,\"MaxResponseSize\":4000}}]}");
+	cr_assert_eq(sw_task__capture_bytes(&t), 1024, "at least the default");
+	t = parse_net("{\"NetworkSamplings\":[{\"URIRegex\":\"/a\",\"Settings\":{"
+		      "\"RequireCompleteRequest\":true,\"MaxRequestSize\":2048}},"
+		      "{\"Settings\":{\"RequireCompleteResponse\":true,\"MaxResponseSize\":3000,"
+		      "\"MaxRequestSize\":9000}}]}");
+	cr_assert_eq(sw_task__capture_bytes(&t), 3000, "the largest required");
+	t = parse_net("{\"NetworkSamplings\":[{\"Settings\":{\"RequireCompleteResponse\":true,"
+		      "\"MaxResponseSize\":100000}}]}");
+	cr_assert_eq(sw_task__capture_bytes(&t), NET_CAPTURE_MAX);
+	t = parse_net("{\"NetworkSamplings\":[{\"Settings\":{\"RequireCompleteResponse\":true}}]}");
+	cr_assert_eq(sw_task__capture_bytes(&t), NET_CAPTURE_MAX, "unlimited");
 }
 
 /* A real OAP fills When4xx from When5xx (CommandService.convertExtension): taken as sent. */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/network.c, netmeter.c: frames built by hand as the worker passes the program's
- * records, then the traffic, the meters and logs decoded back with the generated unpackers,
- * and the report.
+ * shipper/network.c, netmeter.c, netevent.c: frames built by hand as the worker passes the
+ * program's records, then the traffic, the meters, logs and span attached events decoded back
+ * with the generated unpackers, and the report.
  */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -12,10 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "language-agent/Meter.pb-c.h"
+#include "language-agent/Tracing.pb-c.h"
 #include "logging/Logging.pb-c.h"
+#include "shipper/netpriv.h"
 #include "shipper/network.h"
 
 #define TASK 7
@@ -691,5 +695,415 @@ Test(network, report)
 	cr_assert_eq(json_object_array_length(eps), 4);
 	json_object_put(j);
 	close(fd);
+	net_task__free(t);
+}
+
+/* ---- span attached events ---- */
+
+struct ev {
+	char name[64];
+	char tags[8][2][4096]; /* key, value */
+	size_t ntags;
+	int type;
+	char trace[64], segment[64], span[64];
+	int64_t start_ns, end_ns; /* wall clock */
+	size_t nsummary;
+};
+
+static size_t decode_events(struct spool_batch *b, struct ev *out, size_t max)
+{
+	const uint8_t *msg;
+	size_t off = 0, len, n = 0;
+
+	while (spool_batch__next(b, &off, &msg, &len) == 1) {
+		Skywalking__V3__SpanAttachedEvent *e =
+			skywalking__v3__span_attached_event__unpack(NULL, len, msg);
+
+		cr_assert(e);
+		cr_assert(n < max);
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].name, sizeof(out[n].name), "%s", e->event);
+		cr_assert_leq(e->n_tags, 8);
+		out[n].ntags = e->n_tags;
+		for (size_t i = 0; i < e->n_tags; i++) {
+			snprintf(out[n].tags[i][0], sizeof(out[n].tags[i][0]), "%s", e->tags[i]->key);
+			snprintf(out[n].tags[i][1], sizeof(out[n].tags[i][1]), "%s",
+				 e->tags[i]->value);
+		}
+		cr_assert(e->tracecontext && e->starttime && e->endtime);
+		out[n].type = e->tracecontext->type;
+		snprintf(out[n].trace, sizeof(out[n].trace), "%s", e->tracecontext->traceid);
+		snprintf(out[n].segment, sizeof(out[n].segment), "%s",
+			 e->tracecontext->tracesegmentid);
+		snprintf(out[n].span, sizeof(out[n].span), "%s", e->tracecontext->spanid);
+		out[n].start_ns = e->starttime->seconds * 1000000000 + e->starttime->nanos;
+		out[n].end_ns = e->endtime->seconds * 1000000000 + e->endtime->nanos;
+		out[n].nsummary = e->n_summary;
+		skywalking__v3__span_attached_event__free_unpacked(e, NULL);
+		n++;
+	}
+	return n;
+}
+
+static const char *tag(const struct ev *e, const char *k)
+{
+	for (size_t i = 0; i < e->ntags; i++)
+		if (!strcmp(e->tags[i][0], k))
+			return e->tags[i][1];
+	cr_assert_fail("%s: no tag %s", e->name, k);
+	return NULL;
+}
+
+/* The event of trace for the request or the response, on the side of role. */
+static const struct ev *find_ev(const struct ev *v, size_t n, const char *trace, bool resp,
+				const char *role)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].trace, trace) &&
+		    !strcmp(tag(&v[i], "data_type"), resp ? "response" : "request") &&
+		    (!role || !strcmp(tag(&v[i], "connection_role"), role)))
+			return &v[i];
+	return NULL;
+}
+
+static int64_t wall_minus_mono(void)
+{
+	struct timespec r, m;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000 + (r.tv_nsec - m.tv_nsec);
+}
+
+static void near_ns(int64_t got, uint64_t mono, int64_t off)
+{
+	int64_t want = (int64_t)mono + off, d = got - want;
+
+	cr_assert(d > -50 * (int64_t)MS && d < 50 * (int64_t)MS, "%lld vs %lld",
+		  (long long)got, (long long)want);
+}
+
+static struct msg_net_rule require_rule(const char *re, bool req, uint32_t req_max, bool resp,
+					uint32_t resp_max)
+{
+	struct msg_net_rule r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.uri_regex, sizeof(r.uri_regex), "%s", re);
+	r.min_duration_ms = 0;
+	r.require_complete_request = req;
+	r.max_request_size = req_max;
+	r.require_complete_response = resp;
+	r.max_response_size = resp_max;
+	return r;
+}
+
+Test(network, events_sw8_both_sides)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 }, events = { 0 };
+	struct msg_net_rule r = require_rule("", true, 0, true, 0);
+	struct ev *v = calloc(16, sizeof(*v));
+	int64_t off = wall_minus_mono();
+	static const char req[] = "GET /api/users?id=1 HTTP/1.1\r\nHost: x\r\nsw8: " SW8 "\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	static const char *const keys[8] = {
+		"data_size",	   "data_content", "data_direction",	    "data_type",
+		"connection_role", "service_name", "service_instance_name", "process_name",
+	};
+	const struct ev *e;
+	size_t n;
+
+	r.min_duration_ms = 100;
+	procs(t, "inst");
+	cr_assert_eq(net_task__add_rules(t, &r, 1), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	cr_assert_eq(logs.nmsgs, 2);
+	cr_assert_eq(net_task__events(t, &events), 0);
+	cr_assert_eq(events.task_id, TASK);
+	n = decode_events(&events, v, 16);
+	cr_assert_eq(n, 4, "request and response, client and server: %zu", n);
+	cr_assert_eq(events.samples, 4);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(v[i].ntags, 8);
+		for (size_t k = 0; k < 8; k++)
+			cr_assert_str_eq(v[i].tags[k][0], keys[k], "tag order");
+		cr_assert_eq(v[i].type, SKYWALKING__V3__SPAN_ATTACHED_EVENT__SPAN_REFERENCE_TYPE__SKYWALKING);
+		cr_assert_str_eq(v[i].trace, "trace-1");
+		cr_assert_str_eq(v[i].segment, "seg");
+		cr_assert_str_eq(v[i].span, "3");
+		cr_assert_eq(v[i].nsummary, 0);
+		cr_assert_str_eq(tag(&v[i], "service_name"), "svc");
+		cr_assert_str_eq(tag(&v[i], "service_instance_name"), "inst");
+	}
+
+	/* the client wrote the request in three segments, T0 to T0 + 2 µs */
+	e = find_ev(v, n, "trace-1", false, "client");
+	cr_assert(e);
+	cr_assert_str_eq(e->name, "HTTP Request Sampling");
+	cr_assert_str_eq(tag(e, "data_content"), req);
+	cr_assert_str_eq(tag(e, "data_size"), "89B");
+	cr_assert_eq(strlen(req), 89);
+	cr_assert_str_eq(tag(e, "data_direction"), "outbound");
+	cr_assert_str_eq(tag(e, "process_name"), "curl");
+	near_ns(e->start_ns, T0, off);
+	cr_assert_eq(e->end_ns - e->start_ns, 2000);
+	e = find_ev(v, n, "trace-1", true, "client");
+	cr_assert(e);
+	cr_assert_str_eq(e->name, "HTTP Response Sampling");
+	cr_assert_str_eq(tag(e, "data_content"), resp);
+	cr_assert_str_eq(tag(e, "data_size"), "40B");
+	cr_assert_str_eq(tag(e, "data_direction"), "inbound");
+	near_ns(e->start_ns, T0 + 150 * MS, off);
+
+	/* the server read it whole, answered in two writes */
+	e = find_ev(v, n, "trace-1", false, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"), req);
+	cr_assert_str_eq(tag(e, "data_direction"), "inbound");
+	cr_assert_str_eq(tag(e, "process_name"), "nginx");
+	e = find_ev(v, n, "trace-1", true, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"), resp);
+	cr_assert_str_eq(tag(e, "data_direction"), "outbound");
+	near_ns(e->start_ns, T0 + 120 * MS, off);
+	cr_assert_eq(e->end_ns - e->start_ns, 1 * MS);
+
+	free(b.data);
+	free(logs.data);
+	free(events.data);
+	free(v);
+	net_task__free(t);
+}
+
+/* pid 200 serves req on connection id, answering resp 5 ms later. */
+static void serve(struct net_task *t, uint64_t id, uint64_t ts, const void *req, size_t rql,
+		  const void *resp, size_t rsl)
+{
+	struct fb *f = malloc(sizeof(*f));
+	struct net_conn c = conn4(id, 200, NET_ROLE_SERVER, "10.0.0.5", 8080, "10.9.9.9",
+				  (uint16_t)(50000 + id));
+
+	c.dir[1].count = 1;
+	c.dir[1].bytes = rql;
+	c.dir[0].count = 1;
+	c.dir[0].bytes = rsl;
+	fb_init(f);
+	fb_data(f, id, 200, NET_DIR_INGRESS, 1, ts, req, rql, rql);
+	fb_data(f, id, 200, NET_DIR_EGRESS, 1, ts + 5 * MS, resp, rsl, rsl);
+	cr_assert_eq(fb_send(t, f, MSG_SHIP_NET_DATA), 0);
+	fb_init(f);
+	fb_conn(f, &c);
+	cr_assert_eq(fb_send(t, f, MSG_SHIP_NET_CONNS), 0);
+	free(f);
+}
+
+static size_t gzip_of(const char *s, uint8_t *out, size_t cap)
+{
+	z_stream z;
+	size_t n;
+
+	memset(&z, 0, sizeof(z));
+	cr_assert_eq(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (Bytef *)s;
+	z.avail_in = (uInt)strlen(s);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	cr_assert_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+	n = cap - z.avail_out;
+	deflateEnd(&z);
+	return n;
+}
+
+#define B3(x) "b3: " x "-e457b5a2e4d86bd1-1\r\n"
+
+Test(network, events_encodings)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 }, events = { 0 };
+	struct msg_net_rule r[5] = {
+		require_rule("^/gz$", false, 0, true, 0),
+		require_rule("^/bin$", true, 0, true, 0),
+		require_rule("^/trunc$", true, 20, true, 60),
+		require_rule("^/none$", false, 0, false, 0),
+		require_rule("^/chunked$", false, 0, true, 4096),
+	};
+	struct ev *v = calloc(16, sizeof(*v));
+	static const char json[] = "{\"items\":[\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"]}";
+	char *req = malloc(4096), *resp = malloc(4096), *want = malloc(4096);
+	uint8_t gz[512];
+	size_t gzl = gzip_of(json, gz, sizeof(gz)), hl, n;
+	const struct ev *e;
+	struct net_stats st;
+
+	procs(t, "inst");
+	cr_assert_eq(net_task__add_rules(t, r, 5), 0);
+
+	/* gzip: inflated; the request not required */
+	snprintf(req, 4096, "GET /gz HTTP/1.1\r\nHost: x\r\n" B3("a1") "\r\n");
+	hl = (size_t)snprintf(resp, 4096,
+			      "HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+			      "Content-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n",
+			      gzl);
+	memcpy(resp + hl, gz, gzl);
+	serve(t, 11, T0, req, strlen(req), resp, hl + gzl);
+	snprintf(want, 4096, "%.*s%s", (int)hl, resp, json);
+
+	/* a binary body, in both directions */
+	snprintf(req, 4096,
+		 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3("b1")
+		 "Content-Length: 4\r\n\r\n\x01\x02\x03\x04");
+	snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n"
+			     "\r\n\x89PNG");
+	serve(t, 12, T0 + 10 * MS, req, strlen(req), resp, strlen(resp));
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	cr_assert_eq(net_task__events(t, &events), 0);
+	n = decode_events(&events, v, 16);
+	cr_assert_eq(n, 3, "%zu", n);
+	cr_assert(!find_ev(v, n, "a1", false, NULL), "the request was not required");
+	e = find_ev(v, n, "a1", true, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"), want);
+	cr_assert_eq(e->type, SKYWALKING__V3__SPAN_ATTACHED_EVENT__SPAN_REFERENCE_TYPE__ZIPKIN);
+	cr_assert_str_eq(e->segment, "");
+	cr_assert_str_eq(e->span, "e457b5a2e4d86bd1");
+	e = find_ev(v, n, "b1", false, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"),
+			 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3("b1")
+			 "Content-Length: 4\r\n\r\n"
+			 "[not plain, current content type: application/octet-stream]");
+	e = find_ev(v, n, "b1", true, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"),
+			 "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n\r\n"
+			 "[not plain, current content type: image/png]");
+	free(b.data);
+	free(logs.data);
+	free(events.data);
+	memset(&b, 0, sizeof(b));
+	memset(&logs, 0, sizeof(logs));
+	memset(&events, 0, sizeof(events));
+
+	/* max sizes: the request's header block cut at 20, the response at 60 in all */
+	snprintf(req, 4096, "GET /trunc HTTP/1.1\r\nHost: x\r\n" B3("c1") "\r\n");
+	hl = (size_t)snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+					  "Content-Length: %u\r\n\r\n", 1536 - 67);
+	cr_assert_eq(hl, 67);
+	memset(resp + hl, 'z', 1536 - hl);
+	serve(t, 13, T0 + 20 * MS, req, strlen(req), resp, 1536);
+	snprintf(want, 4096, "%.60s", resp);
+
+	/* no Require*: a log, no event */
+	snprintf(req, 4096, "GET /none HTTP/1.1\r\n" B3("d1") "\r\n");
+	snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	serve(t, 14, T0 + 30 * MS, req, strlen(req), resp, strlen(resp));
+
+	/* chunked text, no Content-Type: text/html by default */
+	snprintf(req, 4096, "GET /chunked HTTP/1.1\r\n" B3("e1") "\r\n");
+	snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			     "5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
+	serve(t, 15, T0 + 40 * MS, req, strlen(req), resp, strlen(resp));
+
+	cr_assert_eq(net_task__interval(t, 4000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	cr_assert_eq(logs.nmsgs, 3);
+	cr_assert_eq(net_task__events(t, &events), 0);
+	n = decode_events(&events, v, 16);
+	cr_assert_eq(n, 3, "%zu", n);
+	e = find_ev(v, n, "c1", false, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"), "GET /trunc HTTP/1.1\r");
+	e = find_ev(v, n, "c1", true, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"), want);
+	cr_assert_str_eq(tag(e, "data_size"), "1.5KiB");
+	cr_assert(!find_ev(v, n, "d1", false, NULL) && !find_ev(v, n, "d1", true, NULL));
+	e = find_ev(v, n, "e1", true, "server");
+	cr_assert(e);
+	cr_assert_str_eq(tag(e, "data_content"),
+			 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nhello, world");
+	net_task__stats(t, &st);
+	cr_assert_eq(st.raw_missed + st.raw_dropped + st.keep_refused, 0);
+	free(b.data);
+	free(logs.data);
+	free(events.data);
+	free(req);
+	free(resp);
+	free(want);
+	free(v);
+	net_task__free(t);
+}
+
+Test(network, events_content)
+{
+	char out[256 + NET_CONTENT_SLACK], size[32];
+	static const uint8_t bad[] = "HTTP/1.1 200 OK\r\n\r\nA\xff\xc3\xa9\xed\xa0\x80\x00Z\xe2\x82";
+
+	/* invalid UTF-8 and NUL become '?', valid sequences stay */
+	cr_assert_eq(net__http_content(bad, sizeof(bad) - 1, 256, out, sizeof(out)),
+		     sizeof(bad) - 1);
+	cr_assert_str_eq(out, "HTTP/1.1 200 OK\r\n\r\nA?\xc3\xa9????Z??");
+	/* a header block without its end: all of it is header */
+	cr_assert_eq(net__http_content((const uint8_t *)"HTTP/1.1 200 OK\r\nA: b", 22, 0, out,
+				       sizeof(out)),
+		     22);
+	/* a truncated gzip body gives what it holds; max 0 is unlimited */
+	{
+		static const char hdr[] = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n";
+		char text[2048], msg[4096], big[4096 + NET_CONTENT_SLACK];
+		size_t gl, len;
+
+		for (size_t i = 0; i < sizeof(text) - 1; i++)
+			text[i] = (char)('a' + (i * 7 + i / 13) % 26);
+		text[sizeof(text) - 1] = '\0';
+		memcpy(msg, hdr, sizeof(hdr) - 1);
+		gl = gzip_of(text, (uint8_t *)msg + sizeof(hdr) - 1, sizeof(msg) - sizeof(hdr));
+		len = net__http_content((const uint8_t *)msg, sizeof(hdr) - 1 + gl / 2, 0, big,
+					sizeof(big));
+		cr_assert_gt(len, sizeof(hdr) - 1 + 16);
+		cr_assert_lt(len, sizeof(hdr) - 1 + strlen(text));
+		cr_assert(!memcmp(big + sizeof(hdr) - 1, text, len - (sizeof(hdr) - 1)));
+		/* and the whole of it, bounded by max */
+		len = net__http_content((const uint8_t *)msg, sizeof(hdr) - 1 + gl, 100, big,
+					sizeof(big));
+		cr_assert_eq(len, 100);
+		cr_assert(!memcmp(big + sizeof(hdr) - 1, text, 100 - (sizeof(hdr) - 1)));
+	}
+	net__bytes_size(0, size, sizeof(size));
+	cr_assert_str_eq(size, "0B");
+	net__bytes_size(1023, size, sizeof(size));
+	cr_assert_str_eq(size, "1023B");
+	net__bytes_size(1024, size, sizeof(size));
+	cr_assert_str_eq(size, "1KiB");
+	net__bytes_size(100000, size, sizeof(size));
+	cr_assert_str_eq(size, "97.66KiB");
+	net__bytes_size(3u << 20, size, sizeof(size));
+	cr_assert_str_eq(size, "3MiB");
+}
+
+Test(network, events_need_rules)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 }, events = { 0 };
+	struct msg_net_rule r = require_rule("", false, 0, false, 0);
+
+	r.min_duration_ms = 100;
+	procs(t, "inst");
+	cr_assert_eq(net_task__add_rules(t, &r, 1), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	cr_assert_eq(logs.nmsgs, 2);
+	cr_assert_eq(net_task__events(t, &events), 0);
+	cr_assert_eq(events.nmsgs, 0);
+	free(b.data);
+	free(logs.data);
+	free(events.data);
 	net_task__free(t);
 }

@@ -18,6 +18,7 @@
 #include "ebpf/profiling/Process.pb-c.h"
 #include "ebpf/profiling/Profile.pb-c.h"
 #include "language-agent/Meter.pb-c.h"
+#include "language-agent/Tracing.pb-c.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -524,6 +525,10 @@ Test(wire, services)
 	const ProtobufCServiceDescriptor *prof = &skywalking__v3__ebpfprofiling_service__descriptor;
 	const ProtobufCServiceDescriptor *cont = &skywalking__v3__continuous_profiling_service__descriptor;
 	const ProtobufCServiceDescriptor *meter = &skywalking__v3__meter_report_service__descriptor;
+	const ProtobufCServiceDescriptor *ev =
+		&skywalking__v3__span_attached_event_report_service__descriptor;
+	const ProtobufCEnumDescriptor *ref =
+		&skywalking__v3__span_attached_event__span_reference_type__descriptor;
 
 	cr_assert_str_eq(proc->name, "skywalking.v3.EBPFProcessService");
 	cr_assert_eq(proc->n_methods, 2);
@@ -556,6 +561,14 @@ Test(wire, services)
 	cr_assert_str_eq(meter->methods[1].name, "collectBatch");
 	expect_method(meter, "collect", "skywalking.v3.MeterData", "skywalking.v3.Commands");
 	expect_method(meter, "collectBatch", "skywalking.v3.MeterDataCollection", "skywalking.v3.Commands");
+
+	cr_assert_str_eq(ev->name, "skywalking.v3.SpanAttachedEventReportService");
+	cr_assert_eq(ev->n_methods, 1);
+	expect_method(ev, "collect", "skywalking.v3.SpanAttachedEvent", "skywalking.v3.Commands");
+	cr_assert_str_eq(ref->name, "skywalking.v3.SpanAttachedEvent.SpanReferenceType");
+	cr_assert_eq(ref->n_values, 2);
+	cr_assert_eq(protobuf_c_enum_descriptor_get_value_by_name(ref, "SKYWALKING")->value, 0);
+	cr_assert_eq(protobuf_c_enum_descriptor_get_value_by_name(ref, "ZIPKIN")->value, 1);
 }
 
 /* ---- every field of the reference, by name: number, type, repeated or not ---- */
@@ -679,6 +692,21 @@ static const struct message messages[] = {
 	    { "serviceInstance", 4, STR }, { "timestamp", 5, I64 } } },
 	{ &skywalking__v3__meter_data_collection__descriptor, SW "MeterDataCollection",
 	  { { "meterData", 1, MSG, 1, NULL, SW "MeterData" } } },
+
+	{ &skywalking__v3__instant__descriptor, SW "Instant",
+	  { { "seconds", 1, I64 }, { "nanos", 2, I32 } } },
+	{ &skywalking__v3__key_int_value_pair__descriptor, SW "KeyIntValuePair",
+	  { { "key", 1, STR }, { "value", 2, I64 } } },
+	{ &skywalking__v3__span_attached_event__descriptor, SW "SpanAttachedEvent",
+	  { { "startTime", 1, MSG, 0, NULL, SW "Instant" }, { "event", 2, STR },
+	    { "endTime", 3, MSG, 0, NULL, SW "Instant" },
+	    { "tags", 4, MSG, 1, NULL, SW "KeyStringValuePair" },
+	    { "summary", 5, MSG, 1, NULL, SW "KeyIntValuePair" },
+	    { "traceContext", 6, MSG, 0, NULL, SW "SpanAttachedEvent.SpanReference" } } },
+	{ &skywalking__v3__span_attached_event__span_reference__descriptor,
+	  SW "SpanAttachedEvent.SpanReference",
+	  { { "type", 1, ENUM, 0, NULL, SW "SpanAttachedEvent.SpanReferenceType" },
+	    { "traceId", 2, STR }, { "traceSegmentId", 3, STR }, { "spanId", 4, STR } } },
 };
 
 Test(wire, fields)
