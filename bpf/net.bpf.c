@@ -31,6 +31,7 @@
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define EINPROGRESS 115
+#define MSG_PEEK 2
 #define MAX_IOV 4
 
 /* What the worker sets before loading. */
@@ -88,6 +89,17 @@ struct {
 	__type(value, struct net_conn_state);
 	__uint(max_entries, 16384);
 } conns SEC(".maps");
+
+/*
+ * Sockets a handshake completed on as the accepting side (in softirq: no process yet), with
+ * when; a target's first call on one makes it a server connection opened then.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+} accepted SEC(".maps");
 
 /*
  * Socket -> connection key, for the hooks that see only the socket. LRU: the entries of a
@@ -327,11 +339,15 @@ static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64
 	bpf_map_delete_elem(&conns, &key);
 }
 
-/* The connection of (tgid, fd) on socket sk: found, replaced (another socket), or new. */
-static __always_inline struct net_conn_state *conn_get(__u32 tgid, __s32 fd, struct sock *sk,
-						      __u8 role, __u64 open_ns, __u64 exe, __u64 now)
+/*
+ * The connection at key on socket sk: found, replaced (another socket), or new. Keys: (tgid <<
+ * 32 | fd) when syscalls are traced, the socket's address when socket calls are.
+ */
+static __always_inline struct net_conn_state *conn_get(__u64 key, __u32 tgid, __s32 fd,
+						      struct sock *sk, __u8 role, __u64 open_ns,
+						      __u64 exe, __u64 now)
 {
-	__u64 key = (__u64)tgid << 32 | (__u32)fd, skv = (__u64)sk;
+	__u64 skv = (__u64)sk;
 	struct net_conn_state *st = bpf_map_lookup_elem(&conns, &key), *init;
 	__u32 zero = 0;
 
@@ -498,32 +514,29 @@ static __always_inline __u8 fn_of(__u32 kind)
 	return 0;
 }
 
-static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, __u64 now)
+static __always_inline __u32 dir_of(__u32 kind)
 {
-	__u32 dir = (a->kind == K_WRITE || a->kind == K_WRITEV || a->kind == K_SENDTO ||
-		     a->kind == K_SENDMSG || a->kind == K_SENDMMSG || a->kind == K_SENDFILE)
-			    ? NET_DIR_EGRESS
-			    : NET_DIR_INGRESS;
-	__s32 fd = a->a0;
-	struct net_conn_state *st;
-	struct net_l4_dir *d;
-	struct sock *sk;
-	struct scratch *s;
-	struct bufs b;
-	__u32 zero = 0, captured = 0, len;
-	__u64 bytes = ret, exe = a->ts ? now - a->ts : 0, seq;
+	return kind == K_WRITE || kind == K_WRITEV || kind == K_SENDTO || kind == K_SENDMSG ||
+			       kind == K_SENDMMSG || kind == K_SENDFILE
+		       ? NET_DIR_EGRESS
+		       : NET_DIR_INGRESS;
+}
 
-	if (ret <= 0)
-		return;
-	sk = tcp_sock_of(fd);
-	if (!sk)
-		return;
-	st = conn_get(tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts ? a->ts : now, 0, now);
-	if (!st)
-		return;
+/*
+ * One call that moved bytes on a connection: counted, and for connections of a protocol the
+ * shipper parses, a prefix of its payload sent. a->kind K_NONE: bytes moved by a call whose
+ * buffer is unknown (sent as a gap of that size). exe: measured (a->ts set) or not.
+ */
+static __always_inline void account(struct net_conn_state *st, struct sock *sk, __u32 dir,
+				    const struct args *a, __u64 bytes, __u32 tgid, __u64 now)
+{
+	struct net_l4_dir *d;
+	struct scratch *s;
+	struct bufs b = {};
+	__u32 zero = 0, captured = 0, len;
+	__u64 exe = a->ts ? now - a->ts : 0, seq;
+
 	stat_add(NET_STAT_SYSCALLS, 1);
-	if (a->kind == K_SENDMMSG || a->kind == K_RECVMMSG)
-		bytes = mmsg_bytes(a->a1, ret);
 	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
 	__sync_fetch_and_add(&d->count, 1);
 	__sync_fetch_and_add(&d->bytes, bytes);
@@ -546,7 +559,7 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 	s = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!s)
 		return;
-	if (a->kind != K_SENDFILE) {
+	if (a->kind != K_SENDFILE && a->kind != K_NONE) {
 		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16 : opts.capture_bytes;
 
 		if (bytes < want)
@@ -559,7 +572,8 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 	if (st->conn.proto == NET_PROTO_UNKNOWN) {
 		__u8 p = detect(s->buf, captured);
 
-		if (p == NET_PROTO_UNKNOWN && a->kind != K_SENDFILE &&
+		/* Too few bytes to tell (or none we could read): wait for the next calls. */
+		if (p == NET_PROTO_UNKNOWN &&
 		    st->conn.dir[0].count + st->conn.dir[1].count < opts.detect_tries)
 			return;
 		if (p == NET_PROTO_UNKNOWN)
@@ -603,6 +617,27 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 		stat_add(NET_STAT_DATA_RINGBUF, 1);
 		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
 	}
+}
+
+static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, __u64 now)
+{
+	__s32 fd = a->a0;
+	struct net_conn_state *st;
+	struct sock *sk;
+	__u64 bytes = ret;
+
+	if (ret <= 0)
+		return;
+	sk = tcp_sock_of(fd);
+	if (!sk)
+		return;
+	st = conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_UNKNOWN,
+		      a->ts ? a->ts : now, 0, now);
+	if (!st)
+		return;
+	if (a->kind == K_SENDMMSG || a->kind == K_RECVMMSG)
+		bytes = mmsg_bytes(a->a1, ret);
+	account(st, sk, dir_of(a->kind), a, bytes, tgid, now);
 }
 
 static __always_inline int on_enter(struct pt_regs *regs, long id)
@@ -670,7 +705,8 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		fd = a.a0;
 		sk = tcp_sock_of(fd);
 		if (sk)
-			conn_get(tgid, fd, sk, NET_ROLE_CLIENT, now, a.ts ? now - a.ts : 0, now);
+			conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_CLIENT, now,
+				 a.ts ? now - a.ts : 0, now);
 		return 0;
 	case K_ACCEPT:
 		if (ret < 0)
@@ -678,7 +714,8 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		fd = ret;
 		sk = tcp_sock_of(fd);
 		if (sk)
-			conn_get(tgid, fd, sk, NET_ROLE_SERVER, now, a.ts ? now - a.ts : 0, now);
+			conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_SERVER, now,
+				 a.ts ? now - a.ts : 0, now);
 		return 0;
 	case K_CLOSE:
 		if (ret != 0)
@@ -717,24 +754,143 @@ int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
 	return on_exit(regs, ret);
 }
 
-static __always_inline void count_on(__u64 *key, __u64 skv, int drop)
+
+/*
+ * Socket calls (the default where tp_btf works): sock_send_length and sock_recv_length fire
+ * in the kernel's socket send and receive paths only, so other system calls pay nothing, and
+ * whatever path moved the bytes is seen (io_uring, sendfile, splice: counted, their payload a
+ * gap). The call's arguments come from the task's user registers. Connections are keyed by
+ * their socket; connect, accept and close come from inet_sock_set_state. A call's duration is
+ * not known here (no entry time): the syscall variant measures it, at a cost to every process.
+ */
+static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32 dir)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, key = (__u64)sk;
+	__u32 tgid = pid_tgid >> 32, kind;
+	struct net_conn_state *st;
+	struct pt_regs *regs;
+	struct args a = {};
+	__u64 *acc;
+	__s32 fd;
+
+	if (ret <= 0 || !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	if (dir == NET_DIR_INGRESS && (flags & MSG_PEEK))
+		return 0;
+	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+		return 0;
+	now = bpf_ktime_get_ns();
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	kind = kind_of(syscall_nr(regs));
+	/* A vector of messages fires once per message: which buffer is not known. */
+	if (kind == K_SENDMMSG || kind == K_RECVMMSG || kind == K_NONE || kind == K_CONNECT ||
+	    kind == K_ACCEPT || kind == K_CLOSE || dir_of(kind) != dir)
+		kind = kind == K_SENDFILE ? K_SENDFILE : K_NONE;
+	fd = kind != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
+	a.kind = kind;
+	a.a0 = fd;
+	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	st = bpf_map_lookup_elem(&conns, &key);
+	if (!st) {
+		acc = bpf_map_lookup_elem(&accepted, &key);
+		st = conn_get(key, tgid, fd, sk, acc ? NET_ROLE_SERVER : NET_ROLE_UNKNOWN,
+			      acc ? *acc : now, 0, now);
+		if (!st)
+			return 0;
+		if (acc)
+			bpf_map_delete_elem(&accepted, &key);
+	}
+	if (st->conn.fd < 0 && fd >= 0)
+		st->conn.fd = fd;
+	account(st, sk, dir, &a, (__u64)ret, tgid, now);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(net_send_btf, struct sock *sk, int ret, int flags)
+{
+	return on_sock_io(sk, ret, flags, NET_DIR_EGRESS);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(net_recv_btf, struct sock *sk, int ret, int flags)
+{
+	return on_sock_io(sk, ret, flags, NET_DIR_INGRESS);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(net_state_btf, const struct sock *csk, const int oldstate, const int newstate)
+{
+	struct sock *sk = (struct sock *)csk;
+	__u64 key = (__u64)sk, now;
+	struct net_conn_state *st;
+	__u32 tgid;
+
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	switch (newstate) {
+	case TCP_SYN_SENT:
+		/* connect(), in the caller's context. */
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!bpf_map_lookup_elem(&targets, &tgid))
+			return 0;
+		now = bpf_ktime_get_ns();
+		st = conn_get(key, tgid, -1, sk, NET_ROLE_CLIENT, now, 0, now);
+		if (st) {
+			struct pt_regs *regs =
+				(struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+			if (kind_of(syscall_nr(regs)) == K_CONNECT)
+				st->conn.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		}
+		return 0;
+	case TCP_ESTABLISHED:
+		now = bpf_ktime_get_ns();
+		if (oldstate == TCP_SYN_RECV) {
+			bpf_map_update_elem(&accepted, &key, &now, BPF_ANY);
+			return 0;
+		}
+		st = bpf_map_lookup_elem(&conns, &key);
+		if (st && oldstate == TCP_SYN_SENT) {
+			struct tuple t;
+
+			/* The handshake's time; the local port was chosen after SYN_SENT. */
+			st->conn.connect_exe_ns = now - st->conn.open_ns;
+			read_addrs(&st->conn, sk);
+			tuple_of(&st->conn, &t);
+			bpf_map_update_elem(&tuples, &t, &key, BPF_ANY);
+		}
+		return 0;
+	case TCP_CLOSE:
+		bpf_map_delete_elem(&accepted, &key);
+		st = bpf_map_lookup_elem(&conns, &key);
+		if (st && st->sk == key)
+			conn_end(key, st, bpf_ktime_get_ns(), 0);
+		return 0;
+	}
+	return 0;
+}
+
+/* n drops (drop) or retransmitted segments on the connection at key. */
+static __always_inline void count_on(__u64 *key, __u64 skv, int drop, __u32 n)
 {
 	struct net_conn_state *st = bpf_map_lookup_elem(&conns, key);
 
 	if (!st || (skv && st->sk != skv))
 		return;
 	if (drop)
-		__sync_fetch_and_add(&st->conn.drops, 1);
+		__sync_fetch_and_add(&st->conn.drops, n);
 	else
-		__sync_fetch_and_add(&st->conn.retrans, 1);
+		__sync_fetch_and_add(&st->conn.retrans, n);
 }
 
-static __always_inline void count_on_sock(const struct sock *sk, int drop)
+static __always_inline void count_on_sock(const struct sock *sk, int drop, __u32 n)
 {
 	__u64 skv = (__u64)sk, *key = bpf_map_lookup_elem(&socks, &skv);
 
 	if (key)
-		count_on(key, skv, drop);
+		count_on(key, skv, drop, n);
 }
 
 /* A dropped IPv4 TCP packet with no socket: its connection by its headers, either way. */
@@ -774,21 +930,39 @@ static __always_inline void count_by_headers(struct sk_buff *skb)
 		/* The descriptor may name another connection since. */
 		if (st && ((st->conn.lport == in.lport && st->conn.rport == in.rport) ||
 			   (st->conn.lport == in.rport && st->conn.rport == in.lport)))
-			count_on(key, 0, 1);
+			count_on(key, 0, 1, 1);
 	}
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(net_retrans_btf, const struct sock *sk)
+/*
+ * A retransmission that went out (err 0), counted in segments as the kernel's
+ * TcpRetransSegs is (tcp_skb_pcount).
+ */
+static __always_inline void on_retrans(const struct sock *sk, const struct sk_buff *skb, int err)
 {
-	count_on_sock(sk, 0);
+	struct tcp_skb_cb cb;
+	__u32 segs;
+
+	if (err)
+		return;
+	if (bpf_probe_read_kernel(&cb, sizeof(cb), (void *)skb + bpf_core_field_offset(skb->cb)))
+		segs = 1;
+	else
+		segs = cb.tcp_gso_segs ? cb.tcp_gso_segs : 1;
+	count_on_sock(sk, 0, segs);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(net_retrans_btf, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	on_retrans(sk, skb, err);
 	return 0;
 }
 
 SEC("raw_tp/tcp_retransmit_skb")
-int BPF_PROG(net_retrans_raw, const struct sock *sk)
+int BPF_PROG(net_retrans_raw, const struct sock *sk, const struct sk_buff *skb, int err)
 {
-	count_on_sock(sk, 0);
+	on_retrans(sk, skb, err);
 	return 0;
 }
 
@@ -802,7 +976,7 @@ static __always_inline void on_free(struct sk_buff *skb, enum skb_drop_reason re
 	if (!sk)
 		sk = BPF_CORE_READ(skb, sk);
 	if (sk)
-		count_on_sock(sk, 1);
+		count_on_sock(sk, 1, 1);
 	else
 		count_by_headers(skb);
 }

@@ -175,10 +175,16 @@ enum unwind_mode {
 	UNWIND_DWARF = 2,   /* user stack snapshots unwound by the shipper with CFI */
 };
 
+/*
+ * OFF_CPU: auto is tp_btf, else raw_tp. NETWORK: auto is the socket-call tracepoints (tp_btf),
+ * else the syscall tracepoints, tp_btf then raw_tp; TP_BTF is the socket calls only;
+ * SYSCALLS the syscall tracepoints with tp_btf (call durations measured, every process pays).
+ */
 enum attach_pref {
-	ATTACH_AUTO = 0,   /* probe: tp_btf, else raw_tp */
-	ATTACH_TP_BTF = 1, /* only tp_btf */
-	ATTACH_RAW_TP = 2, /* only raw_tp */
+	ATTACH_AUTO = 0,
+	ATTACH_TP_BTF = 1,
+	ATTACH_RAW_TP = 2,
+	ATTACH_SYSCALLS = 3, /* NETWORK only */
 };
 
 #define ROVER_MAX_GROUPS 64

@@ -88,7 +88,10 @@ static const char usage_profile[] =
 	"  -c, --connect DIR          submit to an agent started with `rover serve --socket-dir DIR`\n"
 	"                             instead of starting one\n"
 	"      --attach HOOK          off_cpu hook: auto (default: tp_btf, else raw_tp), tp_btf,\n"
-	"                             raw_tp; for troubleshooting a kernel\n"
+	"                             raw_tp; for troubleshooting a kernel. network: auto\n"
+	"                             (default: the socket calls, else the syscalls), sock,\n"
+	"                             syscalls (also measures each call's duration, at a cost\n"
+	"                             to every process of the host), raw_tp (syscalls)\n"
 	"      --unwind HOW           user stacks: dwarf (default: a copy of the stack top,\n"
 	"                             unwound with the binaries' CFI, callers in code without\n"
 	"                             frame pointers kept) or fp (frame pointers, cheaper)\n"
@@ -774,8 +777,13 @@ static int cmd_profile(int argc, char **argv)
 				spec.attach = ATTACH_TP_BTF;
 			else if (!strcmp(optarg, "raw_tp"))
 				spec.attach = ATTACH_RAW_TP;
+			else if (!strcmp(optarg, "sock"))
+				spec.attach = ATTACH_TP_BTF; /* network: the socket calls, tp_btf */
+			else if (!strcmp(optarg, "syscalls"))
+				spec.attach = ATTACH_SYSCALLS;
 			else
-				return die_usage("bad --attach '%s': auto, tp_btf or raw_tp expected",
+				return die_usage("bad --attach '%s': auto, tp_btf, raw_tp, sock or "
+						 "syscalls expected",
 						 optarg);
 			break;
 		case 'U':
@@ -803,6 +811,8 @@ static int cmd_profile(int argc, char **argv)
 		return die_usage("%s", "profile needs --output FILE");
 	if (spec.type == TASK_NETWORK && !flush_set)
 		spec.flush_ms = 2000;
+	if (spec.type != TASK_NETWORK && spec.attach == ATTACH_SYSCALLS)
+		return die_usage("--attach %s is for --type network", "syscalls");
 	if (format_of(format, output, spec.type, &spec.format))
 		return die_usage(spec.type == TASK_NETWORK ? "bad --format '%s': txt or json expected"
 							   : "bad --format '%s': folded, pprof or svg expected",

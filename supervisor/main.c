@@ -238,7 +238,7 @@ static int check_client_spec(const struct supervisor *s, struct task_spec *spec,
 		spec->flush_ms = report_interval_ms(s);
 	if (spec->flush_ms < 100 || spec->flush_ms > 600000)
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
-	if (spec->attach > ATTACH_RAW_TP)
+	if (spec->attach > (spec->type == TASK_NETWORK ? ATTACH_SYSCALLS : ATTACH_RAW_TP))
 		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
 	if (net ? spec->format != FORMAT_NET_TXT && spec->format != FORMAT_NET_JSON
 		: spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)

@@ -69,7 +69,7 @@ static int check_spec(const struct task_spec *s)
 		if (s->pids[i] <= 0)
 			return -EINVAL;
 	if (s->type == TASK_NETWORK)
-		return s->flush_ms < 100 || !s->duration_ms || s->attach > ATTACH_RAW_TP ||
+		return s->flush_ms < 100 || !s->duration_ms || s->attach > ATTACH_SYSCALLS ||
 			       s->capture_bytes > NET_CAPTURE_MAX
 			       ? -EINVAL
 			       : 0;

@@ -20,7 +20,7 @@
 
 struct netcap {
 	struct net_bpf *obj;
-	struct bpf_link *links[6];
+	struct bpf_link *links[7];
 	int nlinks;
 	struct ring_buffer *rb;
 	int conns_fd, targets_fd, stats_fd, ncpus;
@@ -38,27 +38,67 @@ struct netcap {
 	uint64_t *keys;
 };
 
-static int attach_all(struct netcap *n, int btf)
-{
-	struct bpf_program *progs[] = {
-		btf ? n->obj->progs.net_enter_btf : n->obj->progs.net_enter_raw,
-		btf ? n->obj->progs.net_exit_btf : n->obj->progs.net_exit_raw,
-		btf ? n->obj->progs.net_retrans_btf : n->obj->progs.net_retrans_raw,
-		btf ? n->obj->progs.net_drop_btf : n->obj->progs.net_drop_raw,
-	};
-	const char *tps[] = { "sys_enter", "sys_exit", "tcp_retransmit_skb", "kfree_skb" };
+/* How the capture hangs on the kernel (enum attach_pref picks among them). */
+enum mode {
+	MODE_SOCK,    /* tp_btf sock_send_length/sock_recv_length + inet_sock_set_state */
+	MODE_SYS_BTF, /* tp_btf sys_enter/sys_exit */
+	MODE_SYS_RAW, /* raw_tp sys_enter/sys_exit */
+};
 
-	for (int i = 0; i < 4; i++) {
-		struct bpf_link *l = btf ? bpf_program__attach(progs[i])
-					 : bpf_program__attach_raw_tracepoint(progs[i], tps[i]);
+static const char *const mode_names[] = {
+	[MODE_SOCK] = "tp_btf sock_send_length/sock_recv_length/inet_sock_set_state",
+	[MODE_SYS_BTF] = "tp_btf sys_enter/sys_exit",
+	[MODE_SYS_RAW] = "raw_tp sys_enter/sys_exit",
+};
+
+struct hook {
+	struct bpf_program *prog;
+	const char *tp; /* raw_tp: the tracepoint; NULL: attached by its section */
+	int optional;	/* adds figures; the task runs without it */
+};
+
+/* The programs of a mode, NULL-terminated (at most 6). */
+static void hooks_of(struct netcap *n, enum mode m, struct hook h[7])
+{
+	struct net_bpf *o = n->obj;
+	int k = 0;
+
+	memset(h, 0, 7 * sizeof(*h));
+	if (m == MODE_SOCK) {
+		h[k++] = (struct hook){ o->progs.net_send_btf };
+		h[k++] = (struct hook){ o->progs.net_recv_btf };
+		h[k++] = (struct hook){ o->progs.net_state_btf };
+	} else if (m == MODE_SYS_BTF) {
+		h[k++] = (struct hook){ o->progs.net_enter_btf };
+		h[k++] = (struct hook){ o->progs.net_exit_btf };
+	} else {
+		h[k++] = (struct hook){ o->progs.net_enter_raw, "sys_enter" };
+		h[k++] = (struct hook){ o->progs.net_exit_raw, "sys_exit" };
+	}
+	if (m == MODE_SYS_RAW) {
+		h[k++] = (struct hook){ o->progs.net_retrans_raw, "tcp_retransmit_skb", 1 };
+		h[k++] = (struct hook){ o->progs.net_drop_raw, "kfree_skb", 1 };
+	} else {
+		h[k++] = (struct hook){ o->progs.net_retrans_btf, NULL, 1 };
+		h[k++] = (struct hook){ o->progs.net_drop_btf, NULL, 1 };
+	}
+}
+
+static int attach_all(struct netcap *n, enum mode m)
+{
+	struct hook h[7];
+
+	hooks_of(n, m, h);
+	for (int i = 0; h[i].prog; i++) {
+		struct bpf_link *l = h[i].tp ? bpf_program__attach_raw_tracepoint(h[i].prog, h[i].tp)
+					     : bpf_program__attach(h[i].prog);
 
 		if (!l) {
 			int err = -errno;
 
-			/* Retransmits and drops add figures; the syscalls are the task. */
-			if (i >= 2) {
-				log_warn("NETWORK: %s not attached (%s): its counts stay 0", tps[i],
-					 strerror(-err));
+			if (h[i].optional) {
+				log_warn("NETWORK: %s not attached (%s): its counts stay 0",
+					 bpf_program__name(h[i].prog), strerror(-err));
 				continue;
 			}
 			return err;
@@ -68,23 +108,43 @@ static int attach_all(struct netcap *n, int btf)
 	return 0;
 }
 
-static int load(struct netcap *n, const struct task_spec *spec, int btf)
+static int load(struct netcap *n, const struct task_spec *spec, enum mode m)
 {
-	struct bpf_program *btf_progs[] = { n->obj->progs.net_enter_btf, n->obj->progs.net_exit_btf,
-					    n->obj->progs.net_retrans_btf, n->obj->progs.net_drop_btf };
-	struct bpf_program *raw_progs[] = { n->obj->progs.net_enter_raw, n->obj->progs.net_exit_raw,
-					    n->obj->progs.net_retrans_raw, n->obj->progs.net_drop_raw };
+	struct bpf_program *p;
+	struct hook h[7];
 
-	for (int i = 0; i < 4; i++) {
-		bpf_program__set_autoload(btf_progs[i], btf);
-		bpf_program__set_autoload(raw_progs[i], !btf);
-	}
+	bpf_object__for_each_program(p, n->obj->obj)
+		bpf_program__set_autoload(p, false);
+	hooks_of(n, m, h);
+	for (int i = 0; h[i].prog; i++)
+		bpf_program__set_autoload(h[i].prog, true);
 	n->obj->rodata->opts.capture_bytes =
 		spec->capture_bytes ? spec->capture_bytes : NETCAP_DEFAULT_CAPTURE;
 	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
 		n->obj->rodata->opts.capture_bytes = NET_CAPTURE_MAX;
 	n->obj->rodata->opts.detect_tries = 4;
 	return net_bpf__load(n->obj) ? -errno : 0;
+}
+
+/* Opens, loads and attaches in mode m; on failure the object is gone. */
+static int start_mode(struct netcap *n, const struct task_spec *spec, enum mode m)
+{
+	int err;
+
+	n->obj = net_bpf__open();
+	if (!n->obj)
+		return -errno;
+	err = load(n, spec, m);
+	if (!err)
+		err = attach_all(n, m);
+	if (err) {
+		for (int i = 0; i < n->nlinks; i++)
+			bpf_link__destroy(n->links[i]);
+		n->nlinks = 0;
+		net_bpf__destroy(n->obj);
+		n->obj = NULL;
+	}
+	return err;
 }
 
 static int on_record(void *ctx, void *data, size_t len)
@@ -255,8 +315,9 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 {
 	uint32_t attach = spec->attach, max_conns;
 	struct netcap *n = calloc(1, sizeof(*n));
+	enum mode mode = MODE_SOCK;
 	uint8_t one = 1;
-	int btf = attach != ATTACH_RAW_TP, err;
+	int err;
 
 	if (!n)
 		return NULL;
@@ -270,28 +331,28 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 	memset(n->frame, 0, sizeof(struct ship_net_hdr));
 	((struct ship_net_hdr *)n->frame)->task_id = spec->task_id;
 	n->frame_len = sizeof(struct ship_net_hdr);
-	n->obj = net_bpf__open();
-	if (!n->obj) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = load(n, spec, btf);
-	if (err && attach == ATTACH_AUTO) {
-		log_info("NETWORK: tp_btf refused (%s), trying raw_tp", strerror(-err));
-		net_bpf__destroy(n->obj);
-		n->obj = net_bpf__open();
-		if (!n->obj) {
-			err = -errno;
-			goto cleanup;
+	{
+		enum mode order[3];
+		int nmodes = 0;
+
+		if (attach == ATTACH_AUTO || attach == ATTACH_TP_BTF)
+			order[nmodes++] = MODE_SOCK;
+		if (attach == ATTACH_AUTO || attach == ATTACH_SYSCALLS)
+			order[nmodes++] = MODE_SYS_BTF;
+		if (attach == ATTACH_AUTO || attach == ATTACH_RAW_TP)
+			order[nmodes++] = MODE_SYS_RAW;
+		err = -EINVAL;
+		for (int i = 0; i < nmodes && err; i++) {
+			err = start_mode(n, spec, order[i]);
+			if (err && i + 1 < nmodes)
+				log_info("NETWORK: %s refused (%s), trying %s", mode_names[order[i]],
+					 strerror(-err), mode_names[order[i + 1]]);
+			if (!err)
+				mode = order[i];
 		}
-		btf = 0;
-		err = load(n, spec, btf);
+		if (err)
+			goto cleanup;
 	}
-	if (err)
-		goto cleanup;
-	err = attach_all(n, btf);
-	if (err)
-		goto cleanup;
 	max_conns = bpf_map__max_entries(n->obj->maps.conns);
 	n->vals = malloc(max_conns * sizeof(*n->vals));
 	n->keys = malloc(max_conns * sizeof(*n->keys));
@@ -320,8 +381,7 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 	memset(ret_started, 0, sizeof(*ret_started));
 	ret_started->task_id = spec->task_id;
 	ret_started->ncpus = (uint32_t)n->ncpus;
-	snprintf(ret_started->attach, sizeof(ret_started->attach),
-		 "%s sys_enter/sys_exit, %d hooks", btf ? "tp_btf" : "raw_tp", n->nlinks);
+	snprintf(ret_started->attach, sizeof(ret_started->attach), "%s", mode_names[mode]);
 	return n;
 cleanup:
 	netcap__free(n);
