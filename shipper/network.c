@@ -1450,16 +1450,21 @@ static void add_conn(struct net_task *t, struct net_traffic *tr, struct net_conn
 		if (n->connect_exe_ns ||
 		    (n->role != NET_ROLE_UNKNOWN && !(n->flags & NET_CONN_MIDSTREAM))) {
 			tr->connect.count++;
-			tr->connect.exe += n->connect_exe_ns;
-			tr->connect.hist[l4_bucket(n->connect_exe_ns)]++;
+			/* 0: not measured (an accept seen on the socket calls), not "instant". */
+			if (n->connect_exe_ns) {
+				tr->connect.exe += n->connect_exe_ns;
+				tr->connect.hist[l4_bucket(n->connect_exe_ns)]++;
+			}
 		}
 	}
 	/* Counted once, in whichever interval it comes: upstream misses the flushed ones. */
 	if (c->closed && !c->close_done) {
 		c->close_done = true;
 		tr->close.count++;
-		tr->close.exe += n->close_exe_ns;
-		tr->close.hist[l4_bucket(n->close_exe_ns)]++;
+		if (n->close_exe_ns) {
+			tr->close.exe += n->close_exe_ns;
+			tr->close.hist[l4_bucket(n->close_exe_ns)]++;
+		}
 	}
 	acc_merge(t, &tr->http, &c->acc, true);
 	acc_release(t, &c->acc);
