@@ -67,12 +67,18 @@ struct args {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u8);
-	__uint(max_entries, 64);
-} targets SEC(".maps");
+/*
+ * The targets, one bit per tgid (pid_max is at most 2^22): the test every socket call of the
+ * host makes is one load, not a hash lookup. The worker sets and clears bits through the
+ * mapped .bss, with no system call.
+ */
+#define TARGET_WORDS (1u << 16)
+__u64 target_bits[TARGET_WORDS] = {};
+
+static __always_inline int is_target(__u32 tgid)
+{
+	return (target_bits[(tgid >> 6) & (TARGET_WORDS - 1)] >> (tgid & 63)) & 1;
+}
 
 /* Target threads inside a traced syscall, by thread (LRU: a thread may die inside one). */
 struct {
@@ -651,7 +657,7 @@ static __always_inline int on_enter(struct pt_regs *regs, long id)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	tgid = pid_tgid >> 32;
-	if (!bpf_map_lookup_elem(&targets, &tgid))
+	if (!is_target(tgid))
 		return 0;
 	a.ts = bpf_ktime_get_ns();
 	a.kind = kind;
@@ -679,7 +685,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	tgid = pid_tgid >> 32;
-	if (!bpf_map_lookup_elem(&targets, &tgid))
+	if (!is_target(tgid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	ap = bpf_map_lookup_elem(&inflight, &pid_tgid);
@@ -773,7 +779,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	__u64 *acc;
 	__s32 fd;
 
-	if (ret <= 0 || !bpf_map_lookup_elem(&targets, &tgid))
+	if (ret <= 0 || !is_target(tgid))
 		return 0;
 	if (dir == NET_DIR_INGRESS && (flags & MSG_PEEK))
 		return 0;
@@ -833,7 +839,7 @@ int BPF_PROG(net_state_btf, const struct sock *csk, const int oldstate, const in
 	case TCP_SYN_SENT:
 		/* connect(), in the caller's context. */
 		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!bpf_map_lookup_elem(&targets, &tgid))
+		if (!is_target(tgid))
 			return 0;
 		now = bpf_ktime_get_ns();
 		st = conn_get(key, tgid, -1, sk, NET_ROLE_CLIENT, now, 0, now);

@@ -23,7 +23,7 @@ struct netcap {
 	struct bpf_link *links[7];
 	int nlinks;
 	struct ring_buffer *rb;
-	int conns_fd, targets_fd, stats_fd, ncpus;
+	int conns_fd, stats_fd, ncpus;
 	uint64_t task_id;
 	int64_t budget; /* per flush */
 	/* the data frame being gathered: struct ship_net_hdr, then records */
@@ -285,6 +285,17 @@ int netcap__flush(struct netcap *n, int shipper)
 	return err ? err : shipper < 0 ? -EPIPE : 0;
 }
 
+/* The program's target bit of tgid, in its mapped .bss. */
+static void set_target(struct netcap *n, uint32_t tgid, int on)
+{
+	volatile __u64 *w = &n->obj->bss->target_bits[(tgid >> 6) & 0xffff];
+
+	if (on)
+		__atomic_or_fetch(w, 1ull << (tgid & 63), __ATOMIC_SEQ_CST);
+	else
+		__atomic_and_fetch(w, ~(1ull << (tgid & 63)), __ATOMIC_SEQ_CST);
+}
+
 int netcap__forget(struct netcap *n, int32_t pid)
 {
 	uint32_t tgid = (uint32_t)pid;
@@ -292,8 +303,7 @@ int netcap__forget(struct netcap *n, int32_t pid)
 	uint64_t now;
 	struct timespec ts;
 
-	if (bpf_map_delete_elem(n->targets_fd, &tgid) && errno != ENOENT)
-		return -errno;
+	set_target(n, tgid, 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	nconns = walk_conns(n);
@@ -316,7 +326,6 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 	uint32_t attach = spec->attach, max_conns;
 	struct netcap *n = calloc(1, sizeof(*n));
 	enum mode mode = MODE_SOCK;
-	uint8_t one = 1;
 	int err;
 
 	if (!n)
@@ -361,7 +370,6 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 		goto cleanup;
 	}
 	n->conns_fd = bpf_map__fd(n->obj->maps.conns);
-	n->targets_fd = bpf_map__fd(n->obj->maps.targets);
 	n->stats_fd = bpf_map__fd(n->obj->maps.stats);
 	n->rb = ring_buffer__new(bpf_map__fd(n->obj->maps.events), on_record, n, NULL);
 	if (!n->rb) {
@@ -373,10 +381,11 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 	for (uint32_t i = 0; i < spec->npids; i++) {
 		uint32_t tgid = (uint32_t)spec->pids[i];
 
-		if (bpf_map_update_elem(n->targets_fd, &tgid, &one, BPF_ANY)) {
-			err = -errno;
+		if (tgid >> 22) {
+			err = -EINVAL; /* over PID_MAX_LIMIT: not a pid */
 			goto cleanup;
 		}
+		set_target(n, tgid, 1);
 	}
 	memset(ret_started, 0, sizeof(*ret_started));
 	ret_started->task_id = spec->task_id;
