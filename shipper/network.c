@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "shipper/netpriv.h"
 
 #define DEFAULT_MAX_CONNS 16384u
@@ -1683,22 +1684,6 @@ static void sb_json_str(struct sb *b, const char *s)
 	sb_printf(b, "\"");
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -1983,7 +1968,7 @@ int net_task__write_report(struct net_task *t, int fd, enum net_report_format f,
 		report_json(t, &s, &b, tmp);
 	err = b.err;
 	if (!err && fd >= 0)
-		err = write_all(fd, b.p, b.len);
+		err = write_full(fd, b.p, b.len);
 	if (!err && summary_len)
 		summary_of(t, &s, summary, summary_len, tmp);
 	free(b.p);

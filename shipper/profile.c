@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
 #endif
+#include "common/util.h"
 #include "shipper/profile.h"
 
 #include <errno.h>
@@ -522,24 +523,6 @@ struct gz_sink {
 	int err;
 	unsigned char out[64 * 1024];
 };
-
-static int write_full(int fd, const unsigned char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
 
 static int gz_deflate(struct gz_sink *g, int flush)
 {

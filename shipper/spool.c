@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/util.h"
 #include "shipper/spool.h"
 
 #define NAME_LEN 32 /* "%016" PRIx64 ".batch" and the temporary ".%016" PRIx64 ".tmp" */
@@ -124,24 +125,6 @@ static int drop_oldest(struct spool *sp, const struct entry *stop)
 	sp->st.dropped_samples += e->samples;
 	report(sp, &d);
 	unlink_entry(sp, e, prev);
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 
