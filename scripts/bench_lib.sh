@@ -22,6 +22,19 @@ watch_rss() {
 	for n in "${!peak[@]}"; do echo "$n ${peak[$n]}"; done
 }
 
+# rss_now CGROUP: "comm VmHWM_kB" of every rover process in CGROUP now. VmHWM is the peak of
+# each process's life so far: read once while the task runs, it needs no polling loop that would
+# take CPU from the workload being measured.
+rss_now() {
+	local p n r
+	for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+		n=$(cat /proc/$p/comm 2>/dev/null) || continue
+		case "$n" in rover*) ;; *) continue ;; esac
+		r=$(awk '/VmHWM/ { print $2 }' /proc/$p/status 2>/dev/null) || continue
+		[ -n "$r" ] && echo "$n $r"
+	done
+}
+
 bench_cleanup() {
 	[ -n "$S" ] && kill "$S" 2>/dev/null && wait "$S" 2>/dev/null
 	[ -n "$W" ] && kill "$W" 2>/dev/null

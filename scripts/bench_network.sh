@@ -292,8 +292,6 @@ side() {
 	local name=$1 n0 n1 a0 a1 su sc ex=0 sy=0 lo=0 ll=0
 	if [ "$name" = B ]; then
 		task_start "round$r" "$TASK_S"
-		watch_rss "$AG" "$work/round$r.done" > "$work/round$r.rss" &
-		RW=$!
 	fi
 	n0=$(cg_usec "$NG") a0=$(cg_usec "$AG")
 	read -r req rps p99 err < <(wrk_run "$DUR")
@@ -303,9 +301,8 @@ side() {
 	su=$(sock_run unix)
 	sc=$(sock_run tcp)
 	if [ "$name" = B ]; then
+		rss_now "$AG" > "$work/round$r.rss" # the worker is still there: its peak so far
 		task_end "round$r" "$TASK_S"
-		touch "$work/round$r.done"
-		wait "$RW" || true
 		read -r ex sy lo < <(task_losses "round$r")
 		ll=$(rover_lost "round$r")
 	fi
@@ -352,8 +349,6 @@ if [ "$LONG" = 1 ]; then
 	done
 	r=long
 	task_start long "$((LONG_DUR + 8))"
-	watch_rss "$AG" "$work/long.done" > "$work/long.rss" &
-	RW=$!
 	a0=$(cg_usec "$AG")
 	lreq=0 lp99=0 lerr=0 left=$LONG_DUR lconns=""
 	while [ "$left" -gt 0 ]; do
@@ -366,10 +361,9 @@ if [ "$LONG" = 1 ]; then
 		CONNS=$(pace "$qrps")
 	done
 	a1=$(cg_usec "$AG")
+	rss_now "$AG" > "$work/long.rss"
 	lrps=$(awk -v n="$lreq" -v d="$LONG_DUR" 'BEGIN { printf "%.1f", n / d }')
 	task_end long "$((LONG_DUR + 8))"
-	touch "$work/long.done"
-	wait "$RW" || true
 	read -r lex lsy llo < <(task_losses long)
 	lll=$(rover_lost long)
 	CONNS=4
