@@ -508,8 +508,13 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	/* 4 s at 200 Hz of one busy thread. */
 	cr_expect_gt(samples, 400);
 	cr_expect_gt(s.burn_a + s.burn_b, s.dump_count * 8 / 10);
-	cr_expect(s.burn_a * 100 > (s.burn_a + s.burn_b) * 70 &&
-			  s.burn_a * 100 < (s.burn_a + s.burn_b) * 80,
+	/*
+	 * The right functions at about their ratio (75%): the ratio's precision is
+	 * oncpu::two_functions_at_a_known_ratio's to check; here a steal-time burst of this VM
+	 * (81% seen once in 800 samples) must not fail what is a test of the uploads.
+	 */
+	cr_expect(s.burn_a * 100 > (s.burn_a + s.burn_b) * 65 &&
+			  s.burn_a * 100 < (s.burn_a + s.burn_b) * 85,
 		  "burn_a %ld of %ld (75%% expected)", s.burn_a, s.burn_a + s.burn_b);
 
 	/* Heartbeats: 1 s apart, every third a full re-report. */
