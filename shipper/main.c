@@ -233,6 +233,7 @@ static int on_worker(struct shipper *s, struct peer *p)
 		if (!slot)
 			return -ENOSPC;
 		p->task_id = spec->task_id;
+		(*slot)->net_prefix = s->cfg ? s->cfg->profiling.network_meter_prefix : NULL;
 		err = ship_task__begin(*slot, spec, s->sym);
 		/* CFI now, as the mappings: the target may be gone by the first snapshot. */
 		for (uint32_t i = 0; !err && spec->unwind != UNWIND_FP && i < spec->npids; i++)

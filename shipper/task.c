@@ -102,7 +102,9 @@ static void read_comm(int pid, char comm[16])
 
 static int begin_network(struct ship_task *t, const struct task_spec *spec)
 {
-	struct net_task_opts o = { .task_id = spec->task_id, .report_interval_ms = spec->flush_ms };
+	struct net_task_opts o = { .task_id = spec->task_id,
+				   .report_interval_ms = spec->flush_ms,
+				   .meter_prefix = t->net_prefix };
 
 	if (spec->flush_ms < 100)
 		return -EPROTO;

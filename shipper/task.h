@@ -61,6 +61,7 @@ struct ship_task {
 	/* NETWORK: the analysis (shipper/network.h) in place of a profile. */
 	struct net_task *net;
 	uint64_t net_frames;
+	const char *net_prefix; /* profiling.task.network.meter_prefix; NULL: the default */
 	/* MSG_OUTPUT_NETWORK that came before the worker's begin, applied then */
 	struct msg_output_network *net_pending;
 };

@@ -425,6 +425,7 @@ static int start_network(struct backend *b, const struct sw_task *t, uint64_t ru
 		m->spec.pids[i] = m->net.procs[i].pid;
 	m->spec.duration_ms = worker_ms(run_ms);
 	m->spec.flush_ms = (uint32_t)b->cfg->profiling.network_report_interval_ms;
+	m->spec.attach = b->cfg->profiling.network_attach;
 	m->spec.capture_bytes = sw_task__capture_bytes(t);
 	m->out.type = TASK_NETWORK;
 	m->out.start_unix_ms = now_unix_ms();

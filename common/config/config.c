@@ -34,6 +34,7 @@
 #include <yaml.h>
 
 #include "common/config/config.h"
+#include "common/msg.h"
 #include "common/util.h"
 
 #define CONFIG_MAX_DEPTH 32
@@ -53,6 +54,7 @@ enum kind {
 	K_U32,     /* uint32_t */
 	K_BYTES,   /* uint64_t */
 	K_LEVEL,   /* char *, a log level */
+	K_HOOKS,   /* uint32_t, enum attach_pref of a NETWORK task: auto, sock, syscalls, raw_tp */
 	K_MODE,    /* scanner mode: REGEX only */
 	K_FINDERS, /* list of finders; sub: their keys */
 	K_MAPLIST, /* list of mappings, validated and not kept; sub: their keys */
@@ -193,6 +195,8 @@ static const struct key network_keys[] = {
 	{ "report_interval", K_DUR_MS, CF(profiling.network_report_interval_ms), NULL, 100,
 	  600000 },
 	{ "meter_prefix", K_STR, CF(profiling.network_meter_prefix) },
+	/* Not upstream: which kernel hooks capture (README "Network profiling"). */
+	{ "hooks", K_HOOKS, CF(profiling.network_attach) },
 	{ "protocol_analyze", K_MAP, NO_FIELD, protocol_analyze_keys },
 	{ NULL },
 };
@@ -643,6 +647,27 @@ static int set_scalar(struct loader *L, const yaml_node_t *n, const struct key *
 		free(*(char **)dst);
 		*(char **)dst = v;
 		v = NULL;
+		break;
+	}
+	case K_HOOKS: {
+		static const struct {
+			const char *name;
+			uint32_t attach;
+		} hooks[] = { { "auto", ATTACH_AUTO },
+			      { "sock", ATTACH_TP_BTF },
+			      { "syscalls", ATTACH_SYSCALLS },
+			      { "raw_tp", ATTACH_RAW_TP } };
+		size_t i;
+
+		for (i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+			if (!strcmp(v, hooks[i].name))
+				break;
+		if (i == sizeof(hooks) / sizeof(hooks[0])) {
+			r = bad_value(L, "unknown hooks (auto, sock, syscalls or raw_tp)", v);
+			break;
+		}
+		if (dst)
+			*(uint32_t *)dst = hooks[i].attach;
 		break;
 	}
 	case K_BOOL: {

@@ -63,6 +63,7 @@ struct rover_config {
 		uint64_t dump_period_us;    /* 9 ms */
 		uint64_t network_report_interval_ms; /* 2 s */
 		char *network_meter_prefix;          /* rover_net_p */
+		uint32_t network_attach;             /* enum attach_pref; auto */
 		char *continuous_meter_prefix;       /* rover_con_p */
 		uint64_t continuous_fetch_interval_ms; /* 1 s */
 		uint64_t continuous_check_interval_ms; /* 5 s */

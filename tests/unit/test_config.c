@@ -18,6 +18,7 @@
 #include <pcre2.h>
 
 #include "common/config/config.h"
+#include "common/msg.h"
 
 /* A fixed environment, so tests never depend on the runner's. */
 static const char *fake_env(const char *name)
@@ -111,6 +112,7 @@ static void check_defaults(const struct rover_config *c)
 	cr_assert_eq(c->profiling.dump_period_us, 9000);
 	cr_assert_eq(c->profiling.network_report_interval_ms, 2000);
 	cr_assert_str_eq(c->profiling.network_meter_prefix, "rover_net_p");
+	cr_assert_eq(c->profiling.network_attach, ATTACH_AUTO);
 	cr_assert_str_eq(c->profiling.continuous_meter_prefix, "rover_con_p");
 	cr_assert_eq(c->profiling.continuous_fetch_interval_ms, 1000);
 	cr_assert_eq(c->profiling.continuous_check_interval_ms, 5000);
@@ -160,7 +162,7 @@ Test(config, values_of_every_type)
 		"profiling:\n  active: false\n  check_interval: 2s\n  flush_interval: 250ms\n"
 		"  max_task_duration: 15m\n"
 		"  task:\n    on_cpu:\n      dump_period: 1ms\n"
-		"    network:\n      report_interval: 3s\n      meter_prefix: np\n"
+		"    network:\n      report_interval: 3s\n      meter_prefix: np\n      hooks: syscalls\n"
 		"  continuous:\n    meter_prefix: cp\n    fetch_interval: 2s\n    check_interval: 4s\n"
 		"    trigger:\n      execute_duration: 1m\n      silence_duration: 1h\n",
 		&c);
@@ -189,6 +191,7 @@ Test(config, values_of_every_type)
 	cr_assert_eq(c.profiling.dump_period_us, 1000);
 	cr_assert_eq(c.profiling.network_report_interval_ms, 3000);
 	cr_assert_str_eq(c.profiling.network_meter_prefix, "np");
+	cr_assert_eq(c.profiling.network_attach, ATTACH_SYSCALLS);
 	cr_assert_str_eq(c.profiling.continuous_meter_prefix, "cp");
 	cr_assert_eq(c.profiling.continuous_fetch_interval_ms, 2000);
 	cr_assert_eq(c.profiling.continuous_check_interval_ms, 4000);
@@ -267,6 +270,8 @@ Test(config, bad_values_name_key_and_value)
 		   "profiling.task.network.report_interval", "'50ms'", NULL);
 	load_fails("profiling:\n  task:\n    network:\n      report_interval: 11m\n",
 		   "profiling.task.network.report_interval", "'11m'", NULL);
+	load_fails("profiling:\n  task:\n    network:\n      hooks: kprobe\n",
+		   "profiling.task.network.hooks", "'kprobe'", NULL);
 	load_fails("core:\n  backend:\n    enable_TLS: yes\n", "core.backend.enable_TLS",
 		   "bad boolean", "'yes'", NULL);
 	load_fails("process_discovery:\n  properties_report_period: 10x\n",
