@@ -575,8 +575,15 @@ Test(backend, backend_restart_mid_task_loses_nothing)
 	}
 	cr_log_info("samples %ld uploaded %ld", samples, s.dump_count);
 	rm_rf(spool);
-	cr_expect_eq(s.dump_count, samples, "uploaded %ld for %ld samples; rover log:\n%s",
-		     s.dump_count, samples, slurp(tmp_path("rover.log"), NULL));
+	/*
+	 * Nothing lost. Delivery is at least once: a stream the kill cut after some of its
+	 * messages were recorded is sent again whole, so at most one flush (a second of an 8 s
+	 * task) may be counted twice.
+	 */
+	cr_expect_geq(s.dump_count, samples, "uploaded %ld for %ld samples; rover log:\n%s",
+		      s.dump_count, samples, slurp(tmp_path("rover.log"), NULL));
+	cr_expect_leq(s.dump_count, samples + samples / 4, "uploaded %ld for %ld samples",
+		      s.dump_count, samples);
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);
