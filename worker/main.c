@@ -261,7 +261,7 @@ static uint32_t run(struct worker *w)
 				w->pidfds[i - 1] = -1;
 				alive--;
 				/* Its number may go to another process: not counted from here. */
-				if (w->net ? netcap__forget(w->net, w->pidfd_pid[i - 1])
+				if (w->net ? netcap__forget(w->net, w->pidfd_pid[i - 1], w->shipper)
 					   : profiler__forget(w->prof, w->pidfd_pid[i - 1]))
 					log_warn("task %llu: forgetting exited target %d: %s",
 						 (unsigned long long)w->spec.task_id,
@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 		if (pinned)
 			continue;
 		if (w.net)
-			netcap__forget(w.net, w.spec.pids[i]);
+			netcap__forget(w.net, w.spec.pids[i], w.shipper);
 		else
 			profiler__forget(w.prof, w.spec.pids[i]);
 	}

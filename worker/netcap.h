@@ -40,9 +40,10 @@ int netcap__flush(struct netcap *n, int shipper);
 
 /*
  * A target ended: its pid is not traced any more, and each of its connections still open is
- * closed (NET_CONN_EXITED) with the counters it has. 0 or -errno.
+ * closed (NET_CONN_EXITED) with the counters it has, after the records the program wrote
+ * before (they go to shipper first, as in netcap__read). 0 or -errno.
  */
-int netcap__forget(struct netcap *n, int32_t pid);
+int netcap__forget(struct netcap *n, int32_t pid, int shipper);
 
 void netcap__stop(struct netcap *n);
 /* Traced syscalls, and what was lost, since the start. */
