@@ -220,7 +220,7 @@ demo: deps
 bench: deps
 	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload \
 		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
-		$(OUT)/tests/programs/sock_writes
+		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
@@ -237,6 +237,17 @@ $(OUT)/tests/bench/bench_symbolize: $(OUT)/tests/bench/bench_symbolize.o $(SYMBO
 		$(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lelf -lz -liberty -llzma $(LIBS_COMMON)
+
+# Empty programs on the NETWORK capture's tracepoints: the hooks' own cost, for bench_network.sh.
+$(OUT)/tests/bench/hook_floor.bpf.o: tests/bench/hook_floor.bpf.c $(OUT)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUT) -c $< -o $@
+$(OUT)/tests/bench/hook_floor.skel.h: $(OUT)/tests/bench/hook_floor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+$(OUT)/tests/bench/hook_floor: tests/bench/hook_floor.c $(OUT)/tests/bench/hook_floor.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(OUT)/tests/bench $< -o $@ $(LDFLAGS) -lbpf -lelf -lz
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)

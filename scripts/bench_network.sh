@@ -40,7 +40,7 @@ for t in nginx wrk bpftool python3; do
 	command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] ||
 		{ echo "bench: $t is missing: run 'make deps'"; exit 1; }
 done
-for f in "$ROVER" "$B/tests/programs/sock_writes"; do
+for f in "$ROVER" "$B/tests/programs/sock_writes" "$B/tests/bench/hook_floor"; do
 	[ -x "$f" ] || { echo "bench: $f is missing: run 'make bench'"; exit 1; }
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -59,9 +59,10 @@ stop_pid() {
 
 # The task's launcher ($T), whatever of the agent is left in its cgroup, nginx's workers and
 # master: all by pid, all started here. bench_cleanup then removes $work and the cgroups.
-T="" STATS_WAS="" workers=""
+T="" STATS_WAS="" workers="" FL=""
 net_cleanup() {
 	[ -z "$T" ] || stop_pid "$T"
+	[ -z "$FL" ] || stop_pid "$FL"
 	[ -z "$S" ] || stop_pid "$S"
 	T="" S=""
 	if [ -n "${AG:-}" ] && [ -f "$AG/cgroup.procs" ]; then
@@ -315,6 +316,26 @@ for r in $(seq "$ROUNDS"); do
 			r, x[1], x[2], x[2] / x[1], e[1], e[2] }' >&2
 done
 
+# The hooks' floor: empty programs on the same tracepoints (tests/bench/hook_floor), no rover
+# task. What the untargeted process and wrk lose with them is what any agent hooked there
+# loses before its program does anything: the part of the figures above rover cannot remove.
+floor_rows=""
+for k in $(seq "$ROUNDS"); do
+	read -r _ _ fa_rps _ < <(wrk_run "$DUR")
+	fa_u=$(sock_run unix)
+	"$B/tests/bench/hook_floor" $((DUR + 2 * SYS_MS / 1000 + 10)) > "$work/floor.out" 2>&1 &
+	FL=$!
+	for _ in $(seq 50); do grep -qs attached "$work/floor.out" && break; sleep 0.1; done
+	grep -qs attached "$work/floor.out" || { echo "bench: hook_floor:"; cat "$work/floor.out"; exit 1; }
+	read -r _ _ ff_rps _ < <(wrk_run "$DUR")
+	ff_u=$(sock_run unix)
+	stop_pid "$FL"
+	FL=""
+	floor_rows="$floor_rows$fa_rps ${fa_u#* } $ff_rps ${ff_u#* }
+"
+done
+printf "%s" "$floor_rows" > "$work/floor"
+
 # BPF time: one more task, with the kernel's program stats on. [wrk] is the loaded window
 # (nginx's calls, traced, and wrk's, not); [idle] the untargeted process alone.
 STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
@@ -446,6 +467,10 @@ print("network.bpf_ns_per_untargeted_syscall %.0f" % (it / max(ic, 1)))
 EOF
 awk '{ printf "network.stats_task_events_lost %d\nnetwork.stats_task_rover_lost_lines %d\n", $4, $5 }' \
 	"$work/stats" >> "$work/figures"
+awk '{ r0 += $1; u0 += $2; r1 += $3; u1 += $4 }
+	END { printf "network.floor_throughput_ratio %.4f\n", r1 / r0
+	      printf "network.floor_untargeted_unix_cpu_slowdown %.4f\n", u1 / u0 }' \
+	"$work/floor" >> "$work/figures"
 for f in "$work"/round*.rss; do cat "$f"; done | sort -k1,1 -k2,2nr |
 	awk '!seen[$1]++' | while read -r n kb; do
 		echo "network.peak_rss_kb.$(role_of "$n") $kb"
@@ -492,6 +517,8 @@ awk -v long="$LONG" '{ v[$1] = $2 }
 		printf "network: untargeted process, CPU per op: unix %+.1f%%, tcp %+.1f%% (target <= 1%%: %s); wall clock %+.1f%%, %+.1f%%\n",
 			u, t, ok(u <= 1 && t <= 1), 100 * (v["network.untargeted_unix_slowdown"] - 1),
 			100 * (v["network.untargeted_tcp_slowdown"] - 1)
+		printf "network: the hooks alone (empty programs on the same tracepoints, no task): throughput x%.3f, untargeted unix %+.1f%%: rover cannot go below that\n",
+			v["network.floor_throughput_ratio"], 100 * (v["network.floor_untargeted_unix_cpu_slowdown"] - 1)
 		lost = v["network.events_lost"] + v["network.stats_task_events_lost"] + v["network.long_events_lost"]
 		lines = v["network.rover_lost_lines"] + v["network.stats_task_rover_lost_lines"] + v["network.long_rover_lost_lines"]
 		printf "network: events lost %d, rover: lost: lines %d (target 0 or counted: %s)\n", lost, lines, "ok"
