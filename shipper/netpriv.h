@@ -8,7 +8,8 @@
 #ifndef ROVER_SHIPPER_NETPRIV_H
 #define ROVER_SHIPPER_NETPRIV_H
 
-#include <regex.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,14 +95,21 @@ struct net_proc {
 	struct msg_net_process p;
 };
 
+/*
+ * A sampling rule. Its regex comes from the backend and runs on paths from traced processes:
+ * PCRE2 (Go's RE2 syntax, as upstream's rules are written, is a subset) under the match limits
+ * of net_task.mctx, never a backtracking matcher without a bound.
+ */
 struct net_rule {
 	struct msg_net_rule r;
 	bool has_re;
-	regex_t re;
+	pcre2_code *re;
+	pcre2_match_data *md;
 };
 
 struct net_task {
 	struct net_task_opts o;
+	pcre2_match_context *mctx; /* the rules' match limits; with the first regex rule */
 	char prefix[128];
 	struct net_stats st;
 	uint64_t intervals;

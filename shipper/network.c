@@ -461,9 +461,11 @@ void net_task__free(struct net_task *t)
 	for (size_t i = 0; i < t->neps; i++)
 		ep_free(t->eps[i]);
 	free(t->eps);
-	for (size_t i = 0; i < t->nrules; i++)
-		if (t->rules[i].has_re)
-			regfree(&t->rules[i].re);
+	for (size_t i = 0; i < t->nrules; i++) {
+		pcre2_match_data_free(t->rules[i].md);
+		pcre2_code_free(t->rules[i].re);
+	}
+	pcre2_match_context_free(t->mctx);
 	free(t->rules);
 	free(t->procs);
 	free(t->comms);
@@ -507,6 +509,27 @@ static uint32_t keep_want(uint32_t cur, uint32_t max_size)
 	return want > cur ? want : cur;
 }
 
+/* Match limits: a rule's regex costs at most this much per path (supervisor/discovery.c's). */
+#define RULE_MATCH_LIMIT 100000
+#define RULE_DEPTH_LIMIT 1000
+
+/* A backend rule's regex, compiled with the task's match limits; NULL if it does not compile. */
+static pcre2_code *compile_rule(struct net_task *t, const char *pattern)
+{
+	int errcode;
+	PCRE2_SIZE erroff;
+
+	if (!t->mctx) {
+		t->mctx = pcre2_match_context_create(NULL);
+		if (!t->mctx)
+			return NULL;
+		pcre2_set_match_limit(t->mctx, RULE_MATCH_LIMIT);
+		pcre2_set_depth_limit(t->mctx, RULE_DEPTH_LIMIT);
+	}
+	return pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, 0, &errcode, &erroff,
+			     NULL);
+}
+
 int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t n)
 {
 	struct net_rule *v;
@@ -534,7 +557,10 @@ int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t
 			if (have_default)
 				continue;
 			have_default = true;
-		} else if (regcomp(&nr->re, nr->r.uri_regex, REG_EXTENDED | REG_NOSUB)) {
+		} else if (!(nr->re = compile_rule(t, nr->r.uri_regex)) ||
+			   !(nr->md = pcre2_match_data_create_from_pattern(nr->re, NULL))) {
+			pcre2_code_free(nr->re);
+			nr->re = NULL;
 			err = -EINVAL;
 			continue;
 		}
@@ -780,17 +806,24 @@ static void ep_add(struct net_task *t, int32_t pid, uint8_t role, const struct h
 	}
 }
 
-static const struct net_rule *rule_for(const struct net_task *t, const char *path)
+static const struct net_rule *rule_for(struct net_task *t, const char *path)
 {
 	const struct net_rule *def = NULL, *hit = NULL;
 
 	for (size_t i = 0; i < t->nrules; i++) {
 		const struct net_rule *r = &t->rules[i];
+		int rc;
 
-		if (!r->has_re)
+		if (!r->has_re) {
 			def = r;
-		else if (!regexec(&r->re, path, 0, NULL, 0))
+			continue;
+		}
+		rc = pcre2_match(r->re, (PCRE2_SPTR)path, PCRE2_ZERO_TERMINATED, 0, 0, r->md,
+				 t->mctx);
+		if (rc >= 0)
 			hit = r; /* the last match wins, as upstream's loop */
+		else if (rc != PCRE2_ERROR_NOMATCH)
+			t->st.rule_limits++;
 	}
 	return hit ? hit : def;
 }
@@ -1760,6 +1793,7 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "alloc_failures", s->alloc_failures },
 		{ "keep_refused", s->keep_refused },
 		{ "raw_missed", s->raw_missed },
+		{ "rule_limits", s->rule_limits },
 		{ "raw_dropped", s->raw_dropped },
 		{ "http_lost_segments", s->http.lost_segments },
 		{ "http_gap_bytes", s->http.gap_bytes },

@@ -114,6 +114,7 @@ struct net_stats {
 	/* Added with the span attached events, at the end. */
 	uint64_t keep_refused; /* segment bytes not kept for events: over the task's bound */
 	uint64_t raw_missed;   /* sampled messages wanted whole whose bytes were no longer kept */
+	uint64_t rule_limits;  /* a rule's regex gave up on a path (match limit): not matched */
 	uint64_t raw_dropped;  /* sampled messages wanted whole over the bound of held ones */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);

@@ -1107,3 +1107,39 @@ Test(network, events_need_rules)
 	free(events.data);
 	net_task__free(t);
 }
+
+/*
+ * A hostile backend's rule regex (catastrophic backtracking) on a hostile target's path: the
+ * match gives up at its limit, is counted, and the exchange falls to the default rule; the
+ * shipper does not spin. Without the limit this test runs for hours.
+ */
+Test(network, a_hostile_rule_regex_is_bounded, .timeout = 30)
+{
+	struct net_task *t = task();
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct msg_net_rule r[2];
+	struct net_stats st;
+	char req[512], path[128];
+
+	memset(r, 0, sizeof(r));
+	snprintf(r[0].uri_regex, sizeof(r[0].uri_regex), "^/(\\w+\\w?)+$");
+	r[0].min_duration_ms = 0;
+	r[1].min_duration_ms = -1; /* the default rule samples nothing */
+	r[1].when_5xx = 1;
+	procs(t, "inst");
+	cr_assert_eq(net_task__add_rules(t, r, 2), 0);
+	memset(path, 'a', 60);
+	path[60] = '\0';
+	snprintf(req, sizeof(req), "GET /%s! HTTP/1.1\r\nHost: x\r\nsw8: " SW8 "\r\n\r\n", path);
+	serve(t, 1, 1000 * MS, req, strlen(req), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+	      38);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.http_exchanges, 1);
+	cr_assert_geq(st.rule_limits, 1);
+	cr_assert_eq(logs.nmsgs, 0, "sampled by a rule whose match gave up");
+	free(b.data);
+	free(logs.data);
+	net_task__free(t);
+}
