@@ -662,10 +662,18 @@ static struct net_conn_st *conn_find(struct net_task *t, uint64_t id)
 	return c;
 }
 
+/*
+ * The connection id of process tgid: found, or new. NULL when refused (table full, counted) or
+ * when the id is another process's (a bad record, counted).
+ */
 static struct net_conn_st *conn_get(struct net_task *t, uint64_t id, uint32_t tgid)
 {
 	struct net_conn_st *c = conn_find(t, id);
 
+	if (c && c->cur.tgid != tgid) {
+		t->st.bad_records++;
+		return NULL;
+	}
 	if (c) {
 		lru_touch(t, c);
 		return c;
@@ -1150,11 +1158,6 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 		t->st.bad_records++;
 		return;
 	}
-	c = conn_find(t, nc->id);
-	if (c && c->cur.tgid != nc->tgid) {
-		t->st.bad_records++;
-		return;
-	}
 	c = conn_get(t, nc->id, nc->tgid);
 	if (!c || c->closed)
 		return;
@@ -1191,11 +1194,6 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 	uint64_t next;
 
 	if (!data_valid(d)) {
-		t->st.bad_records++;
-		return;
-	}
-	c = conn_find(t, d->conn_id);
-	if (c && c->cur.tgid != d->tgid) {
 		t->st.bad_records++;
 		return;
 	}
