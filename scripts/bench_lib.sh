@@ -10,13 +10,11 @@ sec() { awk -v u="$1" 'BEGIN { printf "%.4f", u / 1e6 }'; }
 # Highest VmHWM (kB) of each process named rover* in cgroup $1 while file $2 is absent.
 watch_rss() {
 	declare -A peak
+	local n r
 	while [ ! -e "$2" ] && kill -0 $$ 2>/dev/null; do
-		for p in $(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null); do
-			n=$(cat /proc/$p/comm 2>/dev/null) || continue
-			case "$n" in rover*) ;; *) continue ;; esac
-			r=$(awk '/VmHWM/ { print $2 }' /proc/$p/status 2>/dev/null) || continue
-			[ -n "$r" ] && [ "${peak[$n]:-0}" -lt "$r" ] && peak[$n]=$r
-		done
+		while read -r n r; do
+			[ "${peak[$n]:-0}" -lt "$r" ] && peak[$n]=$r
+		done < <(rss_now "$1")
 		sleep 0.2
 	done
 	for n in "${!peak[@]}"; do echo "$n ${peak[$n]}"; done
