@@ -284,6 +284,23 @@ static int on_worker(struct shipper *s, struct peer *p)
 	return -EPROTO;
 }
 
+/* A task whose data should go to a backend this shipper has none of: dropped, said so. */
+static int refuse_backend(struct shipper *s, uint64_t task_id)
+{
+	struct msg_output_written w = { .task_id = task_id, .err = ENOTCONN };
+	struct ship_task **slot = task_slot(s, task_id, 0);
+
+	if (slot) {
+		ship_task__free(*slot);
+		*slot = NULL;
+	}
+	log_warn("task %llu: no backend configured, its data is dropped",
+		 (unsigned long long)task_id);
+	if (ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
+		return -EPIPE;
+	return 0;
+}
+
 /* sh_answer_backend: the task's data goes to the backend; refused (ENOTCONN) without one. */
 static int on_output_backend(struct shipper *s, const struct msg_output_backend *b)
 {
@@ -292,20 +309,8 @@ static int on_output_backend(struct shipper *s, const struct msg_output_backend 
 
 	if (!b->task_id)
 		return -EPROTO;
-	if (!s->spool) {
-		struct msg_output_written w = { .task_id = b->task_id, .err = ENOTCONN };
-
-		slot = task_slot(s, b->task_id, 0);
-		if (slot) {
-			ship_task__free(*slot);
-			*slot = NULL;
-		}
-		log_warn("task %llu: no backend configured, its data is dropped",
-			 (unsigned long long)b->task_id);
-		if (ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
-			return -EPIPE;
-		return 0;
-	}
+	if (!s->spool)
+		return refuse_backend(s, b->task_id);
 	slot = task_slot(s, b->task_id, 1);
 	if (!slot)
 		return -ENOSPC;
@@ -328,11 +333,8 @@ static int on_output_network(struct shipper *s, const struct msg_output_network 
 
 	if (!o->task_id)
 		return -EPROTO;
-	if (!s->spool) {
-		log_warn("task %llu: no backend configured, its meters are dropped",
-			 (unsigned long long)o->task_id);
-		return 0;
-	}
+	if (!s->spool)
+		return refuse_backend(s, o->task_id);
 	slot = task_slot(s, o->task_id, 0);
 	if (!slot) {
 		/* The worker's begin comes after the supervisor's word: keep it for then. */

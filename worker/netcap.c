@@ -151,10 +151,12 @@ static int on_record(void *ctx, void *data, size_t len)
 {
 	struct netcap *n = ctx;
 
-	if (n->send_err)
+	/* After a failed send, or a record no program writes: not passed on, counted. */
+	if (n->send_err || len < sizeof(struct net_rec_hdr) ||
+	    len > sizeof(struct net_rec_close) + NET_CAPTURE_MAX) {
+		n->records_lost++;
 		return 0;
-	if (len < sizeof(struct net_rec_hdr) || len > sizeof(struct net_rec_close) + NET_CAPTURE_MAX)
-		return 0;
+	}
 	if (n->frame_len + len > sizeof(struct ship_net_hdr) + NETCAP_FRAME_BYTES) {
 		struct ship_net_hdr *h = (struct ship_net_hdr *)n->frame;
 
