@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "tests/integration/harness.h"
 
 static struct nginx ng;
@@ -293,11 +294,21 @@ Test(network, client_and_server_see_their_roles_their_peer_and_the_delay)
 	cr_assert_gt(port, 0);
 	cr_assert_eq(http_server_start(NULL, port, &hs), 0);
 	snprintf(out, sizeof(out), "%s/client.out", tmp);
-	/* The client waits 1.5 s before its first request: time for the task to start. */
-	client = http_client_spawn(NULL, "127.0.0.1", port, "/delay/120", 8, 2, 1500, 0, out);
+	/*
+	 * The client waits 4 s before its first request: time for the task to start (it must be
+	 * in the task from its start, so it cannot be started after). A start slower than that
+	 * fails below, said so, rather than as a miscount.
+	 */
+	client = http_client_spawn(NULL, "127.0.0.1", port, "/delay/120", 8, 2, 4000, 0, out);
 	cr_assert_gt(client, 0);
 	snprintf(pids, sizeof(pids), "%d,%d", (int)hs.pid, (int)client);
-	start_task(pids, "5s", "roles.json");
+	{
+		uint64_t t0 = now_mono_ms();
+
+		start_task(pids, "7s", "roles.json");
+		cr_assert_lt(now_mono_ms() - t0, 3500, "the task took %llu ms to start",
+			     (unsigned long long)(now_mono_ms() - t0));
+	}
 	{
 		struct http_totals ct;
 
@@ -493,16 +504,21 @@ Test(network, a_target_sending_garbage_costs_the_parser_nothing_but_counts)
 	char pids[32], script[4096], portstr[16], *log;
 	struct json_object *r, *losses;
 	pid_t hostile, server;
-	char *argv[] = { "/usr/bin/python3", script, portstr, NULL };
+	char go[4096];
+	char *argv[] = { "/usr/bin/python3", script, portstr, go, NULL };
 
 	cr_assert_gt(port, 0);
 	cr_assert_eq(http_server_start(NULL, port, &hs), 0);
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	snprintf(script, sizeof(script), "%s/hostile.py", tmp);
+	snprintf(go, sizeof(go), "%s/go", tmp);
 	cr_assert_eq(write_file(script,
 				"import os, socket, sys, time\n"
 				"port = int(sys.argv[1])\n"
-				"time.sleep(1.5)\n"
+				"for _ in range(400):  # until the task runs (the test makes argv[2])\n"
+				"    if os.path.exists(sys.argv[2]):\n"
+				"        break\n"
+				"    time.sleep(0.05)\n"
 				"s = socket.create_connection(('127.0.0.1', port))\n"
 				"try:\n"
 				"    s.sendall(b'GET /' + b'A' * 200000)\n"
@@ -520,6 +536,7 @@ Test(network, a_target_sending_garbage_costs_the_parser_nothing_but_counts)
 	cr_assert_gt(hostile, 0);
 	snprintf(pids, sizeof(pids), "%d,%d", (int)hs.pid, (int)hostile);
 	start_task(pids, "5s", "hostile.json");
+	cr_assert_eq(write_file(go, ""), 0);
 	cr_assert_eq(wait_cmd(hostile, 20000), 0, "%s", slurp(tmp_path("hostile.out"), NULL));
 	cr_assert(strstr(slurp(tmp_path("hostile.out"), NULL), "HTTP/1.1 200"));
 	r = end_task("hostile.json", &log);
