@@ -549,6 +549,7 @@ int net_task__add_rules(struct net_task *t, const struct msg_net_rule *r, size_t
 	for (size_t i = 0; i < n; i++) {
 		struct net_rule *nr = &t->rules[t->nrules];
 
+		memset(nr, 0, sizeof(*nr)); /* realloc'd: no stale regex pointers to free */
 		nr->r = r[i];
 		nr->r.uri_regex[sizeof(nr->r.uri_regex) - 1] = '\0';
 		nr->has_re = nr->r.uri_regex[0] != '\0';
