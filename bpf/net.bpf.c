@@ -529,36 +529,17 @@ static __always_inline __u32 dir_of(__u32 kind)
 }
 
 /*
- * One call that moved bytes on a connection: counted, and for connections of a protocol the
- * shipper parses, a prefix of its payload sent. a->kind K_NONE: bytes moved by a call whose
- * buffer is unknown (sent as a gap of that size). exe: measured (a->ts set) or not.
+ * Sends a prefix of a call's payload for connections of a protocol the shipper parses,
+ * detecting the protocol first while it is not known (tries: the calls seen so far). a->kind
+ * K_NONE: bytes moved by a call whose buffer is unknown (sent as a gap of that size).
  */
-static __always_inline void account(struct net_conn_state *st, struct sock *sk, __u32 dir,
-				    const struct args *a, __u64 bytes, __u32 tgid, __u64 now)
+static __always_inline void capture(struct net_conn_state *st, __u32 dir, const struct args *a,
+				    __u64 bytes, __u32 tgid, __u64 now, __u64 tries, __u8 fn)
 {
-	struct net_l4_dir *d;
 	struct scratch *s;
 	struct bufs b = {};
 	__u32 zero = 0, captured = 0, len;
-	__u64 exe = a->ts ? now - a->ts : 0, seq;
-
-	stat_add(NET_STAT_SYSCALLS, 1);
-	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
-	__sync_fetch_and_add(&d->count, 1);
-	__sync_fetch_and_add(&d->bytes, bytes);
-	if (a->ts) {
-		__sync_fetch_and_add(&d->exe_ns, exe);
-		hist_add(d->hist, exe);
-	}
-	if (dir == NET_DIR_EGRESS) {
-		__u32 srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
-
-		if (srtt) {
-			__sync_fetch_and_add(&st->conn.rtt_count, 1);
-			__sync_fetch_and_add(&st->conn.rtt_us, srtt);
-			hist_add(st->conn.rtt_hist, (__u64)srtt * 1000);
-		}
-	}
+	__u64 seq;
 
 	if (st->conn.proto == NET_PROTO_NONE)
 		return;
@@ -579,8 +560,7 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 		__u8 p = detect(s->buf, captured);
 
 		/* Too few bytes to tell (or none we could read): wait for the next calls. */
-		if (p == NET_PROTO_UNKNOWN &&
-		    st->conn.dir[0].count + st->conn.dir[1].count < opts.detect_tries)
+		if (p == NET_PROTO_UNKNOWN && tries < opts.detect_tries)
 			return;
 		if (p == NET_PROTO_UNKNOWN)
 			p = NET_PROTO_NONE;
@@ -614,7 +594,7 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 	s->rec.actual = bytes > 0xffffffffu ? 0xffffffffu : bytes;
 	s->rec.captured = captured;
 	s->rec.dir = dir;
-	s->rec.fn = fn_of(a->kind);
+	s->rec.fn = fn;
 	s->rec.proto = st->conn.proto;
 	len = s->rec.hdr.len;
 	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
@@ -625,22 +605,165 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 	}
 }
 
+/*
+ * One call that moved bytes on a connection: counted, and its payload offered to capture()
+ * unless the connection carries TLS (its plaintext comes from the library's calls, below).
+ * exe: measured (a->ts set) or not.
+ */
+static __always_inline void account(struct net_conn_state *st, struct sock *sk, __u32 dir,
+				    const struct args *a, __u64 bytes, __u32 tgid, __u64 now)
+{
+	struct net_l4_dir *d;
+	__u64 exe = a->ts ? now - a->ts : 0;
+
+	stat_add(NET_STAT_SYSCALLS, 1);
+	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
+	__sync_fetch_and_add(&d->count, 1);
+	__sync_fetch_and_add(&d->bytes, bytes);
+	if (a->ts) {
+		__sync_fetch_and_add(&d->exe_ns, exe);
+		hist_add(d->hist, exe);
+	}
+	if (dir == NET_DIR_EGRESS) {
+		__u32 srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+
+		if (srtt) {
+			__sync_fetch_and_add(&st->conn.rtt_count, 1);
+			__sync_fetch_and_add(&st->conn.rtt_us, srtt);
+			hist_add(st->conn.rtt_hist, (__u64)srtt * 1000);
+		}
+	}
+	if (st->conn.flags & NET_CONN_TLS)
+		return;
+	capture(st, dir, a, bytes, tgid, now, st->conn.dir[0].count + st->conn.dir[1].count,
+		fn_of(a->kind));
+}
+
+
+/*
+ * TLS: the plaintext of a target's TLS library calls (uprobes the worker attaches where the
+ * shipper found the library; see worker/netcap.c). A call is joined to its connection without
+ * any struct offset: by the socket call the library makes inside it, on the same thread (set
+ * by tls_note from the socket hooks), else by the socket the same SSL object (or Go *tls.Conn)
+ * was last joined to, else, for a library that made no system call at all (a memory BIO, as
+ * node has), by the thread's last socket call, counted as such. A call none of these name is
+ * counted and not sent: never guessed onto another connection.
+ */
+
+/* Set by the worker once it attached a TLS probe: before that the socket hooks skip this. */
+__u32 tls_on = 0;
+
+/* A call in progress: by (tgid, thread) for C libraries, (tgid, goroutine) for Go. */
+struct tls_ckey {
+	__u64 tgid;
+	__u64 id;
+};
+
+/* A connection as the socket hooks name it. conn_id 0: not known (no bytes moved yet). */
+struct tls_bind {
+	__u64 key, sk, conn_id;
+	__s32 fd;
+	__u32 pad;
+};
+
+struct tls_call {
+	__u64 ssl; /* SSL * or *tls.Conn */
+	__u64 buf;
+	__u64 exlen; /* size_t * of the _ex calls */
+	__u64 ts;
+	struct tls_bind b; /* the socket call made inside it, when bound */
+	__u32 tid;
+	__u8 fn, lib, dir, bound;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct tls_ckey);
+	__type(value, struct tls_call);
+	__uint(max_entries, 8192);
+} tls_calls SEC(".maps");
+
+/* Thread -> the call it runs (Go: the goroutine that entered on it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, struct tls_ckey);
+	__uint(max_entries, 8192);
+} tls_tid SEC(".maps");
+
+/* (tgid, SSL object) -> the connection it was last joined to. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct tls_ckey);
+	__type(value, struct tls_bind);
+	__uint(max_entries, 16384);
+} tls_sess SEC(".maps");
+
+/* Thread -> its last socket call that moved bytes (memory BIOs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, struct tls_bind);
+	__uint(max_entries, 8192);
+} last_sock SEC(".maps");
+
+static __always_inline void tls_mark(struct net_conn_state *st, __u8 lib)
+{
+	if (st->conn.flags & NET_CONN_TLS)
+		return;
+	st->conn.flags |= NET_CONN_TLS;
+	st->conn.tls_lib = lib;
+	/* The wire's bytes (a handshake) said nothing: the plaintext's will. */
+	if (st->conn.proto == NET_PROTO_NONE)
+		st->conn.proto = NET_PROTO_UNKNOWN;
+}
+
+/*
+ * A target's socket call on a TCP socket (st: its connection, NULL when it moved no bytes):
+ * binds the TLS call the thread is inside, if any, and is the thread's last socket call.
+ */
+static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 fd,
+				     struct net_conn_state *st)
+{
+	struct tls_bind b = { .key = key, .sk = sk, .conn_id = st ? st->conn.id : 0, .fd = fd };
+	struct tls_ckey *ck = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
+
+	if (ck) {
+		struct tls_call *c = bpf_map_lookup_elem(&tls_calls, ck);
+
+		if (c && c->tid == (__u32)pid_tgid && !c->bound) {
+			c->b = b;
+			c->bound = 1;
+			if (st)
+				tls_mark(st, c->lib);
+		}
+	}
+	if (st)
+		bpf_map_update_elem(&last_sock, &pid_tgid, &b, BPF_ANY);
+}
+
 static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, __u64 now)
 {
+	__u64 bytes = ret, key = (__u64)tgid << 32 | (__u32)a->a0;
 	__s32 fd = a->a0;
 	struct net_conn_state *st;
 	struct sock *sk;
-	__u64 bytes = ret;
 
-	if (ret <= 0)
+	if (ret <= 0 && !(ret < 0 && tls_on))
 		return;
 	sk = tcp_sock_of(fd);
 	if (!sk)
 		return;
-	st = conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_UNKNOWN,
-		      a->ts ? a->ts : now, 0, now);
+	if (ret < 0) {
+		/* A TLS library's read that would block still names its socket. */
+		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, NULL);
+		return;
+	}
+	st = conn_get(key, tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts ? a->ts : now, 0, now);
 	if (!st)
 		return;
+	if (tls_on)
+		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, st);
 	if (a->kind == K_SENDMMSG || a->kind == K_RECVMMSG)
 		bytes = mmsg_bytes(a->a1, ret);
 	account(st, sk, dir_of(a->kind), a, bytes, tgid, now);
@@ -779,14 +902,20 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	__u64 *acc;
 	__s32 fd;
 
-	if (ret <= 0 || !is_target(tgid))
+	if ((ret <= 0 && !(ret < 0 && tls_on)) || !is_target(tgid))
 		return 0;
 	if (dir == NET_DIR_INGRESS && (flags & MSG_PEEK))
 		return 0;
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return 0;
-	now = bpf_ktime_get_ns();
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (ret < 0) {
+		/* A TLS library's read that would block still names its socket. */
+		fd = kind_of(syscall_nr(regs)) != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
+		tls_note(pid_tgid, key, key, fd, NULL);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
 	kind = kind_of(syscall_nr(regs));
 	/* A vector of messages fires once per message: which buffer is not known. */
 	if (kind == K_SENDMMSG || kind == K_RECVMMSG || kind == K_NONE || kind == K_CONNECT ||
@@ -809,6 +938,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	}
 	if (st->conn.fd < 0 && fd >= 0)
 		st->conn.fd = fd;
+	if (tls_on)
+		tls_note(pid_tgid, key, key, fd, st);
 	account(st, sk, dir, &a, (__u64)ret, tgid, now);
 	return 0;
 }
@@ -1000,6 +1131,159 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 	     struct sock *rx_sk)
 {
 	on_free(skb, reason, rx_sk);
+	return 0;
+}
+
+
+/*
+ * A TLS call returned bytes of plaintext: joined to its connection (see tls_note) and offered
+ * to capture() as that connection's payload.
+ */
+static __always_inline void tls_done(const struct tls_call *c, __u64 pid_tgid, __u64 bytes,
+				     __u64 now)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct tls_ckey sess = { .tgid = tgid, .id = c->ssl };
+	struct net_conn_state *st;
+	struct tls_bind b, *p;
+	struct args a = {};
+	int adjacent = 0;
+	__u64 tries;
+
+	stat_add(NET_STAT_TLS_CALLS, 1);
+	if (c->bound) {
+		b = c->b;
+	} else if ((p = bpf_map_lookup_elem(&tls_sess, &sess))) {
+		b = *p;
+	} else if (c->lib != NET_TLS_GO && (p = bpf_map_lookup_elem(&last_sock, &pid_tgid))) {
+		b = *p;
+		adjacent = 1;
+	} else {
+		stat_add(NET_STAT_TLS_UNBOUND, 1);
+		return;
+	}
+	st = bpf_map_lookup_elem(&conns, &b.key);
+	/* The key names another socket now, or the connection ended: not this call's. */
+	if (st && (st->sk != b.sk || (b.conn_id && st->conn.id != b.conn_id)))
+		st = NULL;
+	if (!st && c->bound)
+		st = conn_get(b.key, tgid, b.fd, (struct sock *)b.sk, NET_ROLE_UNKNOWN, now, 0, now);
+	if (!st) {
+		bpf_map_delete_elem(&tls_sess, &sess);
+		stat_add(NET_STAT_TLS_UNBOUND, 1);
+		return;
+	}
+	if (adjacent)
+		stat_add(NET_STAT_TLS_ADJACENT, 1);
+	b.conn_id = st->conn.id;
+	bpf_map_update_elem(&tls_sess, &sess, &b, BPF_ANY);
+	tls_mark(st, c->lib);
+	tries = __sync_fetch_and_add(&st->conn.tls_calls, 1) + 1;
+	a.kind = K_READ;
+	a.a1 = c->buf;
+	a.ts = c->ts;
+	capture(st, c->dir, &a, bytes, tgid, now, tries,
+		c->dir == NET_DIR_EGRESS ? NET_FN_TLS_WRITE : NET_FN_TLS_READ);
+}
+
+static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 ssl, __u64 buf,
+				      __u64 exlen, __u8 fn, __u8 lib)
+{
+	struct tls_call c = {};
+
+	c.ssl = ssl;
+	c.buf = buf;
+	c.exlen = exlen;
+	c.ts = bpf_ktime_get_ns();
+	c.tid = (__u32)pid_tgid;
+	c.fn = fn;
+	c.lib = lib;
+	c.dir = fn == NET_TLS_FN_WRITE || fn == NET_TLS_FN_WRITE_EX || fn == NET_TLS_FN_GO_WRITE
+			? NET_DIR_EGRESS
+			: NET_DIR_INGRESS;
+	if (bpf_map_update_elem(&tls_calls, k, &c, BPF_ANY)) {
+		stat_add(NET_STAT_TLS_CALLS_FULL, 1);
+		return;
+	}
+	bpf_map_update_elem(&tls_tid, &pid_tgid, k, BPF_ANY);
+}
+
+/* SSL_read, SSL_write and their _ex variants: entry (OpenSSL, BoringSSL, node's OpenSSL). */
+SEC("uprobe")
+int BPF_KPROBE(tls_enter, void *ssl, void *buf, __u64 num, void *exlen)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
+	__u8 fn = cookie & 0xff;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	tls_begin(pid_tgid, &k, (__u64)ssl, (__u64)buf,
+		  fn == NET_TLS_FN_READ_EX || fn == NET_TLS_FN_WRITE_EX ? (__u64)exlen : 0, fn,
+		  (cookie >> 8) & 0xff);
+	return 0;
+}
+
+/* Their return: the bytes moved (an int, or 1 and *exlen for _ex). */
+SEC("uretprobe")
+int BPF_KRETPROBE(tls_exit, long ret)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), bytes;
+	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
+	struct tls_call *cp = bpf_map_lookup_elem(&tls_calls, &k), c;
+
+	if (!cp)
+		return 0;
+	c = *cp;
+	bpf_map_delete_elem(&tls_calls, &k);
+	bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	if (c.exlen) {
+		if ((int)ret != 1 || bpf_probe_read_user(&bytes, sizeof(bytes), (void *)c.exlen))
+			return 0;
+	} else {
+		if ((int)ret <= 0)
+			return 0;
+		bytes = (__u64)(int)ret;
+	}
+	tls_done(&c, pid_tgid, bytes, bpf_ktime_get_ns());
+	return 0;
+}
+
+/*
+ * Go crypto/tls.(*Conn).Read and .Write (Go >= 1.17 register ABI, x86-64): at the entry, and
+ * at each RET instruction of the function (the shipper found them), paired by goroutine (g is
+ * R14), which may have moved to another thread meanwhile. Receiver in RAX, the slice's data in
+ * RBX; the count returned in RAX.
+ */
+SEC("uprobe")
+int go_tls(struct pt_regs *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = ctx->r14 };
+	struct tls_call *cp, c;
+	__u8 fn = cookie & 0xff;
+	struct tls_ckey *cur;
+	long n;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	if (fn != NET_TLS_FN_GO_RET) {
+		tls_begin(pid_tgid, &k, ctx->ax, ctx->bx, 0, fn, NET_TLS_GO);
+		return 0;
+	}
+	cp = bpf_map_lookup_elem(&tls_calls, &k);
+	if (!cp)
+		return 0;
+	c = *cp;
+	bpf_map_delete_elem(&tls_calls, &k);
+	cur = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
+	if (cur && cur->id == k.id)
+		bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	n = (long)ctx->ax;
+	if (n > 0)
+		tls_done(&c, pid_tgid, (__u64)n, bpf_ktime_get_ns());
+#endif
 	return 0;
 }
 

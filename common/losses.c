@@ -22,6 +22,7 @@ const char *loss_name(unsigned kind)
 		[LOSS_NET_SEGMENTS] = "payload segments not delivered (ring buffer full or byte budget spent)",
 		[LOSS_NET_CLOSES] = "connection closes whose last counters were lost",
 		[LOSS_NET_RECORDS] = "network records the shipper did not take",
+		[LOSS_NET_TLS] = "TLS calls not traced or not joined to a connection",
 	};
 
 	return kind < LOSS_MAX && names[kind] ? names[kind] : "unknown loss";

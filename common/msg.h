@@ -92,6 +92,10 @@ enum msg_type {
 	MSG_BK_NET_START,  /* struct msg_bk_net_start */
 	MSG_BK_NET_EXTEND, /* struct msg_bk_net_extend: a keep-alive of a running one */
 
+	/* shipper <-> worker: TLS libraries of a NETWORK task's targets (uprobes) */
+	MSG_NET_TLS_ATTACH, /* struct msg_tls_attach + fd of the file (the launcher opened it) */
+	MSG_NET_TLS_RESULT, /* struct msg_tls_result: what the worker made of it */
+
 	MSG_TYPE_MAX,
 };
 
@@ -277,6 +281,7 @@ enum loss_kind {
 	LOSS_NET_SEGMENTS,	/* NETWORK: payload segments not delivered (ring buffer, budget) */
 	LOSS_NET_CLOSES,	/* NETWORK: connections whose last counters were lost */
 	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
+	LOSS_NET_TLS,		/* NETWORK: TLS calls not traced or on no connection we could name */
 	LOSS_MAX,
 };
 
@@ -353,7 +358,7 @@ struct ship_net_hdr {
 	uint64_t task_id;
 	uint32_t count;
 	uint32_t pad;
-	uint64_t stats[8]; /* MSG_SHIP_NET_CONNS: enum net_stat deltas; 0 in data frames */
+	uint64_t stats[16]; /* MSG_SHIP_NET_CONNS: enum net_stat deltas; 0 in data frames */
 };
 
 struct ship_end {
@@ -502,6 +507,40 @@ struct msg_ctl_done {
 	uint64_t kernel_samples; /* samples of the targets the BPF program saw */
 	struct msg_output_written out;
 	char text[ROVER_ERRMSG_LEN];
+};
+
+/*
+ * TLS probes (NETWORK). The shipper, which parses the target's files (no capability), finds a
+ * TLS library a target maps and the offsets of its calls; the worker, which parses nothing,
+ * checks each offset lies in an executable segment of the file it is handed (and that a Go
+ * return probe sits on a RET byte), then attaches uprobes limited to that one process. The
+ * descriptor is the one the launcher opened for the shipper (OPEN_MAPPED_FILE), named to the
+ * kernel as /proc/self/fd/N: the worker opens nothing.
+ */
+#define MSG_TLS_MAX_PROBES 64
+
+struct msg_tls_probe {
+	uint64_t offset; /* in the file */
+	uint32_t cookie; /* NET_TLS_COOKIE(fn, lib), common/netrec.h */
+	uint32_t ret;	 /* 1: a return probe (C libraries only) */
+};
+
+struct msg_tls_attach {
+	uint64_t task_id;
+	int32_t pid;
+	uint32_t lib; /* enum net_tls_lib */
+	uint32_t nprobes;
+	uint32_t seq; /* echoed in the result */
+	char path[256]; /* for logs and the report */
+	struct msg_tls_probe probes[MSG_TLS_MAX_PROBES];
+};
+
+struct msg_tls_result {
+	uint64_t task_id;
+	int32_t pid;
+	uint32_t seq;
+	int32_t err; /* 0, or the -errno that refused it */
+	uint32_t attached; /* probes attached */
 };
 
 #endif

@@ -40,7 +40,36 @@ enum net_conn_flags {
 	NET_CONN_CLOSED = 1u << 0,    /* closed by close(), or its process ended */
 	NET_CONN_MIDSTREAM = 1u << 1, /* first seen on a read or write, not connect/accept */
 	NET_CONN_EXITED = 1u << 2,    /* closed because its process ended (worker) */
+	NET_CONN_TLS = 1u << 3,	      /* a TLS library's calls were met on it: proto and the
+				       * payload records are the plaintext's, not the wire's */
 };
+
+/* The TLS library whose calls gave a connection's plaintext. */
+enum net_tls_lib {
+	NET_TLS_NONE = 0,
+	NET_TLS_OPENSSL = 1,   /* libssl 1.1 / 3.x, shared or linked into the executable */
+	NET_TLS_BORINGSSL = 2, /* BoringSSL (no _ex calls) */
+	NET_TLS_GO = 3,	       /* Go crypto/tls */
+	NET_TLS_NODE = 4,      /* the OpenSSL inside node */
+	NET_TLS_MAX,
+};
+
+/*
+ * What a TLS probe is, as its BPF cookie: the function (low byte) and the library (next).
+ * Entry and return of the C libraries are separate programs; Go's are one program, at the
+ * entry and at each RET instruction (never a uretprobe in Go: its stacks move).
+ */
+enum net_tls_fn {
+	NET_TLS_FN_READ = 1,	 /* int SSL_read(SSL *, void *, int) */
+	NET_TLS_FN_WRITE = 2,	 /* int SSL_write(SSL *, const void *, int) */
+	NET_TLS_FN_READ_EX = 3,	 /* int SSL_read_ex(SSL *, void *, size_t, size_t *) */
+	NET_TLS_FN_WRITE_EX = 4, /* int SSL_write_ex(SSL *, const void *, size_t, size_t *) */
+	NET_TLS_FN_GO_READ = 5,	 /* crypto/tls.(*Conn).Read entry */
+	NET_TLS_FN_GO_WRITE = 6, /* crypto/tls.(*Conn).Write entry */
+	NET_TLS_FN_GO_RET = 7,	 /* a RET of either */
+	NET_TLS_FN_MAX,
+};
+#define NET_TLS_COOKIE(fn, lib) ((__u64)(fn) | (__u64)(lib) << 8)
 
 enum net_dir {
 	NET_DIR_EGRESS = 0,  /* written by the target */
@@ -62,6 +91,8 @@ enum net_fn {
 	NET_FN_SENDMMSG,
 	NET_FN_RECVMMSG,
 	NET_FN_SENDFILE,
+	NET_FN_TLS_READ,  /* plaintext a TLS library's read call returned */
+	NET_FN_TLS_WRITE, /* plaintext given to a TLS library's write call */
 	NET_FN_MAX,
 };
 
@@ -96,6 +127,9 @@ struct net_conn {
 	__u32 retrans;		  /* tcp_sock.total_retrans, last seen */
 	__u32 drops;		  /* skbs of the socket freed with a drop reason */
 	__u64 data_seq[2];	  /* payload segments the program meant to send, per dir */
+	__u64 tls_calls;	  /* TLS library calls that moved plaintext on it */
+	__u8 tls_lib;		  /* enum net_tls_lib, with NET_CONN_TLS */
+	__u8 pad2[7];
 };
 
 /* The program's map value: the connection, and the socket it was seen on (kernel side only). */
@@ -144,6 +178,11 @@ enum net_stat {
 	NET_STAT_DATA_BYTES_LOST, /* bytes of the segments of the two lines above */
 	NET_STAT_CLOSE_RINGBUF,	  /* a close record lost: the connection's last counters */
 	NET_STAT_READ_FAULT,	  /* payload bytes that could not be read */
+	NET_STAT_TLS_CALLS,	  /* TLS library calls of the targets that moved plaintext */
+	NET_STAT_TLS_UNBOUND,	  /* of those, on no connection we could name: not sent */
+	NET_STAT_TLS_ADJACENT,	  /* of those, named by the thread's last socket call (a
+				   * memory BIO: the library made no system call itself) */
+	NET_STAT_TLS_CALLS_FULL,  /* a TLS call not traced: no room for its arguments */
 	NET_STAT_MAX,
 };
 

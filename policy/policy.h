@@ -65,6 +65,8 @@ extern const struct role_policy worker_policy;
  * perf_event_open or open.
  */
 extern const struct role_policy worker_attached_policy;
+/* NETWORK tasks: also BPF_LINK_CREATE and pread64 (TLS libraries found as the task runs). */
+extern const struct role_policy worker_attached_net_policy;
 /* The shipper with a spool directory at SPOOL_DIR_FD, and without one (no writing open). */
 extern const struct role_policy shipper_policy;
 extern const struct role_policy shipper_nospool_policy;

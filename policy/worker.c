@@ -50,6 +50,8 @@ static const struct seccomp_entry load_calls[] = {
 	{ "epoll_ctl", SC_ALLOW, "libbpf's ring buffer reader (stack snapshots)" },
 	{ "sched_getaffinity", SC_ALLOW, "libc CPU count" },
 	{ "sysinfo", SC_ALLOW, "libc" },
+	/* Also in attached_net_calls: a stacked filter narrows, so both must allow it. */
+	{ "pread64", SC_ALLOW, "the program headers of a TLS library handed over (NETWORK)" },
 	/* Installing worker_attached_policy (libseccomp): a filter only ever narrows. */
 	{ "seccomp", SC_ALLOW, "SECCOMP_SET_MODE_FILTER only", 0, SC_INT, SECCOMP_SET_MODE_FILTER },
 	{ "prctl", SC_ALLOW, "PR_SET_NO_NEW_PRIVS, already set", 0, SC_INT, PR_SET_NO_NEW_PRIVS },
@@ -118,6 +120,19 @@ static const struct seccomp_entry attached_calls[] = {
 	{ "open", EACCES, "nothing is opened once attached" },
 };
 
+/*
+ * A NETWORK task's, once attached: the TLS libraries a target maps are found as it runs (the
+ * shipper hands each file's descriptor over), so it may still link its loaded uprobe programs
+ * to them (BPF_LINK_CREATE, uprobe_multi limited to one target) and read the file's program
+ * headers to check the offsets. Still no open and no perf_event_open.
+ */
+static const struct seccomp_entry attached_net_calls[] = {
+	{ "openat", EACCES, "nothing is opened once attached" },
+	{ "open", EACCES, "nothing is opened once attached" },
+	MAP_CMD(BPF_LINK_CREATE, "uprobes on a target's TLS library (uprobe_multi, one pid)"),
+	{ "pread64", SC_ALLOW, "the ELF header and program headers of a handed TLS library" },
+};
+
 const struct role_policy worker_policy = {
 	.role = "worker",
 	.caps = caps,
@@ -134,6 +149,16 @@ const struct role_policy worker_attached_policy = {
 	.ncaps = sizeof(caps) / sizeof(caps[0]),
 	.seccomp = attached_calls,
 	.nseccomp = sizeof(attached_calls) / sizeof(attached_calls[0]),
+	.shared = drain_calls,
+	.nshared = &ndrain_calls,
+};
+
+const struct role_policy worker_attached_net_policy = {
+	.role = "worker",
+	.caps = caps,
+	.ncaps = sizeof(caps) / sizeof(caps[0]),
+	.seccomp = attached_net_calls,
+	.nseccomp = sizeof(attached_net_calls) / sizeof(attached_net_calls[0]),
 	.shared = drain_calls,
 	.nshared = &ndrain_calls,
 };

@@ -313,7 +313,7 @@ static ssize_t pread_full(int fd, void *buf, size_t len, off_t off)
 }
 
 /* An Elf reading fd, after the checks of ehdr_check(). NULL + errno. */
-static Elf *elf_begin_checked(int fd)
+Elf *elfsym__elf_begin(int fd)
 {
 	unsigned char hdr[sizeof(Elf64_Ehdr)];
 	struct stat st;
@@ -372,7 +372,7 @@ struct elfsym *elfsym__open(int fd)
 {
 	Elf *elf;
 
-	elf = elf_begin_checked(fd);
+	elf = elfsym__elf_begin(fd);
 	if (!elf)
 		return NULL;
 	return elfsym__open_elf(elf);
@@ -609,7 +609,7 @@ static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bo
 	Elf *elf;
 	int err = 0;
 
-	elf = elf_begin_checked(fd);
+	elf = elfsym__elf_begin(fd);
 	if (!elf)
 		return 0;
 	if (elf_kind(elf) != ELF_K_ELF)

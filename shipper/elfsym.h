@@ -63,4 +63,12 @@ size_t elfsym__count(const struct elfsym *es);
 
 void elfsym__free(struct elfsym *es);
 
+/*
+ * A libelf handle on fd (ELF_C_READ) after the header checks elfsym__open applies (section
+ * and segment counts, sizes within the file), for other readers of untrusted ELF files.
+ * NULL + errno.
+ */
+struct Elf;
+struct Elf *elfsym__elf_begin(int fd);
+
 #endif

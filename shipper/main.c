@@ -23,7 +23,9 @@
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
+#include "shipper/network.h"
 #include "shipper/opener.h"
+#include "shipper/tlsfind.h"
 #include "shipper/spool.h"
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
@@ -50,6 +52,7 @@ struct shipper {
 	int opener;   /* to the launcher: files opened for us */
 	uid_t uid;
 	struct symbolizer *sym;
+	const struct fd_opener *fdop; /* the launcher's opener, or -1 in opener */
 	struct unwinder *unw;
 	struct peer peers[MAX_PEERS];
 	struct ship_task *tasks[MAX_TASKS];
@@ -80,6 +83,7 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_SNAPSHOTS, sizeof(struct ship_snapshots_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_SHIP_NET_DATA, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_SHIP_NET_CONNS, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
+	{ MSG_NET_TLS_RESULT, sizeof(struct msg_tls_result), sizeof(struct msg_tls_result), 0, 0 },
 };
 
 static const struct ipc_rule supervisor_rules[] = {
@@ -214,6 +218,61 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 	return 0;
 }
 
+struct tls_send {
+	struct peer *worker;
+	struct ship_task *t;
+};
+
+/* A TLS library found: to the worker with the file's descriptor, and into the report. */
+static int send_tls(void *ctx, const struct msg_tls_attach *m, int fd)
+{
+	struct tls_send *ts = ctx;
+	struct net_tls_file l = { .pid = m->pid, .lib = m->lib, .probes = m->nprobes, .err = 1 };
+
+	snprintf(l.path, sizeof(l.path), "%s", m->path);
+	net_task__tls_lib(ts->t->net, &l);
+	return ipc_send(ts->worker->fd, MSG_NET_TLS_ATTACH, m, sizeof(*m), fd);
+}
+
+/*
+ * The TLS libraries of a NETWORK task's targets: looked for when the task begins and at each
+ * flush after, so that one mapped later (a Python import, a dlopen) is probed from then on.
+ */
+static void find_tls(struct shipper *s, struct peer *p, struct ship_task *t)
+{
+	struct tls_send ts = { p, t };
+
+	if (!t->net || s->opener < 0)
+		return;
+	if (!t->tls) {
+		t->tls = tls_finder__new(t->task_id);
+		if (!t->tls)
+			return;
+	}
+	for (uint32_t i = 0; i < t->spec.npids && p->fd >= 0; i++)
+		(void)tls_finder__scan(t->tls, s->fdop, t->spec.pids[i], send_tls, &ts);
+}
+
+static void on_tls_result(struct ship_task *t, const struct msg_tls_result *r)
+{
+	const struct tls_probed *pr;
+	uint32_t n;
+
+	if (!t->tls || r->task_id != t->task_id)
+		return;
+	tls_finder__result(t->tls, r);
+	pr = tls_finder__probed(t->tls, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct net_tls_file l = { .pid = pr[i].pid, .lib = pr[i].lib, .probes = pr[i].nprobes,
+					 .attached = pr[i].attached, .err = pr[i].err };
+
+		if (pr[i].seq != r->seq)
+			continue;
+		snprintf(l.path, sizeof(l.path), "%s", pr[i].path);
+		net_task__tls_lib(t->net, &l);
+	}
+}
+
 static int on_worker(struct shipper *s, struct peer *p)
 {
 	struct ipc_msg *m = &s->msg;
@@ -243,17 +302,27 @@ static int on_worker(struct shipper *s, struct peer *p)
 			ship_task__free(*slot);
 			*slot = NULL;
 		}
+		if (!err)
+			find_tls(s, p, *slot);
 		return err;
 	}
 	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
 	if (!slot)
 		return p->task_id ? 0 : -EPROTO; /* task written or aborted: the rest is moot */
-	if ((m->type == MSG_SHIP_NET_DATA || m->type == MSG_SHIP_NET_CONNS) != !!(*slot)->net &&
+	if ((m->type == MSG_SHIP_NET_DATA || m->type == MSG_SHIP_NET_CONNS ||
+	     m->type == MSG_NET_TLS_RESULT) != !!(*slot)->net &&
 	    m->type != MSG_SHIP_END)
 		return -EPROTO; /* a frame of another task type */
 	switch (m->type) {
-	case MSG_SHIP_NET_DATA:
+	case MSG_NET_TLS_RESULT:
+		on_tls_result(*slot, m->buf);
+		return 0;
 	case MSG_SHIP_NET_CONNS:
+		err = on_net_frame(s, *slot, m);
+		if (!err && !(*slot)->ended)
+			find_tls(s, p, *slot);
+		return err;
+	case MSG_SHIP_NET_DATA:
 		return on_net_frame(s, *slot, m);
 	case MSG_SHIP_STACKS:
 		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
@@ -778,6 +847,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	opener.ctx = &s.opener;
+	s.fdop = &opener;
 	s.sym = symbolizer__new(&opener, s.cfg ? (size_t)s.cfg->profiling.symbol_cache_bytes : 0);
 	if (s.sym) {
 		symbolizer__on_refusal(s.sym, log_refusal, NULL);

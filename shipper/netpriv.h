@@ -109,6 +109,8 @@ struct net_rule {
 
 struct net_task {
 	struct net_task_opts o;
+	struct net_tls_file tls[NET_TLS_LIBS_MAX]; /* probed libraries, for the report */
+	uint32_t ntls;
 	pcre2_match_context *mctx; /* the rules' match limits; with the first regex rule */
 	char prefix[128];
 	struct net_stats st;

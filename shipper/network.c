@@ -118,6 +118,7 @@ struct net_conn_st {
 	bool have_conn; /* a conns or close record gave addresses and counters */
 	bool closed, connect_done, close_done, h_failed;
 	bool counted; /* in some interval's traffic already: conns counts it once */
+	bool tls;     /* plaintext of a TLS library came for it */
 	uint32_t idle;	     /* intervals without a record */
 	uint32_t closed_for; /* intervals since closed */
 	struct net_conn cur;  /* the latest cumulative counters */
@@ -1212,6 +1213,8 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 		hole = true;
 	}
 	c->seq_next[d->dir] = d->seq + 1;
+	if (d->fn == NET_FN_TLS_READ || d->fn == NET_FN_TLS_WRITE)
+		c->tls = true;
 	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h)
 		return;
 	if (c->closed || c->h_failed)
@@ -1396,7 +1399,7 @@ static void traffic_key(const struct net_conn_st *c, struct net_traffic *k)
 	k->pid = (int32_t)c->cur.tgid;
 	k->role = c->role;
 	k->is_http = c->cur.proto == NET_PROTO_HTTP1 || c->h;
-	k->ssl = 0;
+	k->ssl = (c->cur.flags & NET_CONN_TLS) || c->tls;
 	k->rpid = c->rpid;
 	if (c->rpid < 0) {
 		memcpy(k->raddr, c->raddr, 16);
@@ -1772,6 +1775,10 @@ static const char *const kernel_names[NET_STAT_MAX] = {
 	[NET_STAT_DATA_BYTES_LOST] = "data_bytes_lost",
 	[NET_STAT_CLOSE_RINGBUF] = "close_ringbuf",
 	[NET_STAT_READ_FAULT] = "read_fault",
+	[NET_STAT_TLS_CALLS] = "tls_calls",
+	[NET_STAT_TLS_UNBOUND] = "tls_unbound",
+	[NET_STAT_TLS_ADJACENT] = "tls_adjacent",
+	[NET_STAT_TLS_CALLS_FULL] = "tls_calls_full",
 };
 
 static void losses(const struct net_stats *s, struct sb *b, bool json)
@@ -1815,7 +1822,8 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		first = false;
 	}
 	for (unsigned i = 0; i < NET_STAT_MAX; i++) {
-		if (i == NET_STAT_SYSCALLS)
+		/* Counts, not losses: in the report's head and its "tls" part. */
+		if (i == NET_STAT_SYSCALLS || i == NET_STAT_TLS_CALLS || i == NET_STAT_TLS_ADJACENT)
 			continue;
 		if (json)
 			sb_printf(b, ",\"kernel_%s\":%llu", kernel_names[i],
@@ -1824,6 +1832,28 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 			sb_printf(b, "  kernel %-17s %llu\n", kernel_names[i],
 				  (unsigned long long)s->kernel[i]);
 	}
+}
+
+void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l)
+{
+	for (uint32_t i = 0; i < t->ntls; i++)
+		if (t->tls[i].pid == l->pid && !strcmp(t->tls[i].path, l->path)) {
+			t->tls[i] = *l;
+			return;
+		}
+	if (t->ntls < NET_TLS_LIBS_MAX)
+		t->tls[t->ntls++] = *l;
+}
+
+static const char *tls_lib_name(uint32_t lib)
+{
+	switch (lib) {
+	case NET_TLS_OPENSSL: return "openssl";
+	case NET_TLS_BORINGSSL: return "boringssl";
+	case NET_TLS_GO: return "go";
+	case NET_TLS_NODE: return "node";
+	}
+	return "none";
 }
 
 static void report_txt(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
@@ -1873,6 +1903,23 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes,
 			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
 	}
+	sb_printf(b, "\nTLS: %llu calls gave plaintext (%llu joined by the thread's last socket "
+		     "call), %llu on no known connection\n",
+		  (unsigned long long)s->kernel[NET_STAT_TLS_CALLS],
+		  (unsigned long long)s->kernel[NET_STAT_TLS_ADJACENT],
+		  (unsigned long long)s->kernel[NET_STAT_TLS_UNBOUND]);
+	for (uint32_t i = 0; i < t->ntls; i++) {
+		const struct net_tls_file *l = &t->tls[i];
+
+		sb_printf(b, "  %s(%d) %s %s: ", proc_name(t, l->pid), l->pid, tls_lib_name(l->lib),
+			  l->path);
+		if (l->err == 1)
+			sb_printf(b, "%u probes sent, no answer\n", l->probes);
+		else if (l->err)
+			sb_printf(b, "not probed: %s\n", strerror(-l->err));
+		else
+			sb_printf(b, "%u probes\n", l->attached);
+	}
 	sb_printf(b, "\nLosses:\n");
 	losses(s, b, false);
 }
@@ -1904,7 +1951,8 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 			if (tr->rport)
 				sb_printf(b, ",\"port\":%u", tr->rport);
 		}
-		sb_printf(b, ",\"local\":%s}", tr->rlocal ? "true" : "false");
+		sb_printf(b, ",\"local\":%s},\"ssl\":%s", tr->rlocal ? "true" : "false",
+			  tr->ssl ? "true" : "false");
 		sb_printf(b,
 			  ",\"conns\":%llu,\"requests\":%llu,\"writes\":%llu,\"bytes_sent\":%llu,"
 			  "\"reads\":%llu,\"bytes_received\":%llu,\"connects\":%llu,\"closes\":%llu,"
@@ -1938,6 +1986,24 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 			  "\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f}}",
 			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes, e->nres,
 			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
+	}
+	sb_printf(b, "],\"tls_calls\":%llu,\"tls_adjacent\":%llu,\"tls\":[",
+		  (unsigned long long)s->kernel[NET_STAT_TLS_CALLS],
+		  (unsigned long long)s->kernel[NET_STAT_TLS_ADJACENT]);
+	for (uint32_t i = 0; i < t->ntls; i++) {
+		const struct net_tls_file *l = &t->tls[i];
+
+		sb_printf(b, "%s{\"pid\":%d,\"path\":", i ? "," : "", l->pid);
+		sb_json_str(b, l->path);
+		sb_printf(b, ",\"library\":\"%s\",\"probes\":%u,\"error\":", tls_lib_name(l->lib),
+			  l->attached);
+		if (l->err == 1)
+			sb_printf(b, "\"no answer\"");
+		else if (l->err)
+			sb_json_str(b, strerror(-l->err));
+		else
+			sb_printf(b, "null");
+		sb_printf(b, "}");
 	}
 	sb_printf(b, "],\"losses\":{");
 	losses(s, b, true);

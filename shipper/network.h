@@ -48,6 +48,20 @@ struct net_task_opts {
 
 struct net_task;
 
+/* A TLS library of a target, as the report lists it. */
+#define NET_TLS_LIBS_MAX 256
+struct net_tls_file {
+	int32_t pid;
+	uint32_t lib;	   /* enum net_tls_lib */
+	uint32_t probes;   /* sent to the worker */
+	uint32_t attached; /* attached by it */
+	int32_t err;	   /* 0, the worker's -errno, or 1 while it has not answered */
+	char path[256];
+};
+
+/* Adds l, or updates the entry of the same pid and path. Past NET_TLS_LIBS_MAX: not listed. */
+void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l);
+
 struct net_task *net_task__new(const struct net_task_opts *o);
 void net_task__free(struct net_task *t);
 

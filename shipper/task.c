@@ -9,6 +9,7 @@
 
 #include "common/util.h"
 #include "shipper/network.h"
+#include "shipper/tlsfind.h"
 #include "shipper/task.h"
 #include "shipper/upload.h"
 
@@ -63,6 +64,7 @@ void ship_task__free(struct ship_task *t)
 	if (!t)
 		return;
 	net_task__free(t->net);
+	tls_finder__free(t->tls);
 	free(t->net_pending);
 	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
 		stored_free(t->stacks[i]);

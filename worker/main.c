@@ -198,14 +198,48 @@ static int open_targets(struct worker *w)
 	return w->npidfds ? 0 : -ESRCH;
 }
 
+/*
+ * A message from the shipper (NETWORK): a TLS library to probe. Anything else, or a broken
+ * connection, loses the shipper as a failed send does.
+ */
+static void on_shipper(struct worker *w)
+{
+	static const struct ipc_rule from_shipper[] = {
+		{ MSG_NET_TLS_ATTACH, sizeof(struct msg_tls_attach), sizeof(struct msg_tls_attach),
+		  0, 1 },
+	};
+	struct ipc_msg msg = { .fd = -1 };
+	struct msg_tls_attach m;
+	struct msg_tls_result r;
+	int err = ipc_recv(w->shipper, from_shipper, 1, &msg);
+
+	if (err) {
+		net_lost(w, err, "receiving");
+		return;
+	}
+	memcpy(&m, msg.buf, sizeof(m));
+	m.path[sizeof(m.path) - 1] = '\0';
+	err = netcap__tls_attach(w->net, &m, msg.fd, &r);
+	ipc_msg_release(&msg);
+	if (err)
+		log_warn("task %llu: TLS probes on %s of process %d not attached: %s",
+			 (unsigned long long)w->spec.task_id, m.path, m.pid, strerror(-err));
+	else
+		log_info("task %llu: TLS probes on %s of process %d: %u attached",
+			 (unsigned long long)w->spec.task_id, m.path, m.pid, r.attached);
+	err = ipc_send(w->shipper, MSG_NET_TLS_RESULT, &r, sizeof(r), -1);
+	if (err)
+		net_lost(w, err, "TLS result");
+}
+
 /* Runs the task to its end; returns the end reason. */
 static uint32_t run(struct worker *w)
 {
 	uint64_t start = now_mono_ms(), next_flush = start + w->spec.flush_ms;
 	uint64_t end = start + w->spec.duration_ms;
 	struct ipc_msg msg = { .fd = -1 };
-	struct pollfd pfd[2 + ROVER_MAX_PIDS];
-	int alive = w->npidfds;
+	struct pollfd pfd[3 + ROVER_MAX_PIDS];
+	int alive = w->npidfds, ship_idx;
 	int snap_fd = w->net ? netcap__events_fd(w->net) : profiler__snapshots_fd(w->prof);
 
 	for (;;) {
@@ -231,11 +265,19 @@ static uint32_t run(struct worker *w)
 		/* The programs wake it once a part of the ring buffer is full. */
 		if (snap_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = snap_fd, .events = POLLIN };
+		/* NETWORK: the shipper names the TLS libraries it finds in the targets. */
+		ship_idx = -1;
+		if (w->net && w->shipper >= 0) {
+			ship_idx = n;
+			pfd[n++] = (struct pollfd){ .fd = w->shipper, .events = POLLIN };
+		}
 		rc = poll(pfd, (nfds_t)n, wake > now ? (int)(wake - now) : 0);
 		if (rc < 0 && errno != EINTR)
 			return END_STOPPED;
 		if (rc <= 0)
 			continue;
+		if (ship_idx >= 0 && pfd[ship_idx].revents)
+			on_shipper(w);
 		if (pfd[0].revents) {
 			/* A stop, or the supervisor gone: either way the task ends now. */
 			int err = ipc_recv(w->sv, from_supervisor, 3, &msg);
@@ -367,7 +409,7 @@ int main(int argc, char **argv)
 		else
 			profiler__forget(w.prof, w.spec.pids[i]);
 	}
-	err = sandbox_apply(&worker_attached_policy); /* attached: bpf() map commands only */
+	err = sandbox_apply(w.net ? &worker_attached_net_policy : &worker_attached_policy);
 	if (err) {
 		wk_send_error(w.sv, w.spec.task_id, -err, "narrowing the sandbox");
 		return 1;

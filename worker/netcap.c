@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +21,12 @@
 
 /* Open connections per frame: a frame stays well under IPC_MAX_PAYLOAD. */
 #define CONNS_PER_FRAME 4096
+/* uprobe links of TLS libraries per task (3 per library and process at most). */
+#define TLS_MAX_LINKS 512
+
+/* Not in the uapi headers of every build host (Linux 6.6+); the kernel's values. */
+#define ROVER_BPF_TRACE_UPROBE_MULTI 48
+#define ROVER_BPF_F_UPROBE_MULTI_RETURN 1u
 
 struct netcap {
 	struct net_bpf *obj;
@@ -36,6 +46,10 @@ struct netcap {
 	uint64_t records_lost;
 	struct net_conn_state *vals;
 	uint64_t *keys;
+	int tls;	/* the TLS programs are loaded */
+	int tls_links[TLS_MAX_LINKS];
+	int ntls_links;
+	const struct task_spec *spec;
 };
 
 /* How the capture hangs on the kernel (enum attach_pref picks among them). */
@@ -108,7 +122,7 @@ static int attach_all(struct netcap *n, enum mode m)
 	return 0;
 }
 
-static int load(struct netcap *n, const struct task_spec *spec, enum mode m)
+static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int tls)
 {
 	struct bpf_program *p;
 	struct hook h[7];
@@ -118,6 +132,17 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m)
 	hooks_of(n, m, h);
 	for (int i = 0; h[i].prog; i++)
 		bpf_program__set_autoload(h[i].prog, true);
+	/* The TLS probes: loaded now, attached per library by netcap__tls_attach. */
+	if (tls) {
+		struct bpf_program *t[] = { n->obj->progs.tls_enter, n->obj->progs.tls_exit,
+					    n->obj->progs.go_tls };
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+			bpf_program__set_autoload(t[i], true);
+			bpf_program__set_expected_attach_type(
+				t[i], (enum bpf_attach_type)ROVER_BPF_TRACE_UPROBE_MULTI);
+		}
+	}
 	n->obj->rodata->opts.capture_bytes =
 		spec->capture_bytes ? spec->capture_bytes : NETCAP_DEFAULT_CAPTURE;
 	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
@@ -127,14 +152,14 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m)
 }
 
 /* Opens, loads and attaches in mode m; on failure the object is gone. */
-static int start_mode(struct netcap *n, const struct task_spec *spec, enum mode m)
+static int start_mode_tls(struct netcap *n, const struct task_spec *spec, enum mode m, int tls)
 {
 	int err;
 
 	n->obj = net_bpf__open();
 	if (!n->obj)
 		return -errno;
-	err = load(n, spec, m);
+	err = load(n, spec, m, tls);
 	if (!err)
 		err = attach_all(n, m);
 	if (err) {
@@ -143,6 +168,21 @@ static int start_mode(struct netcap *n, const struct task_spec *spec, enum mode 
 		n->nlinks = 0;
 		net_bpf__destroy(n->obj);
 		n->obj = NULL;
+	}
+	n->tls = !err && tls;
+	return err;
+}
+
+/* With the TLS probes when this kernel loads them (uprobe_multi: Linux 6.6), else without. */
+static int start_mode(struct netcap *n, const struct task_spec *spec, enum mode m)
+{
+	int err = start_mode_tls(n, spec, m, 1);
+
+	if (err) {
+		err = start_mode_tls(n, spec, m, 0);
+		if (!err)
+			log_warn("NETWORK: the TLS probes were refused by this kernel: TLS "
+				 "connections are measured at L4 only");
 	}
 	return err;
 }
@@ -272,7 +312,7 @@ int netcap__flush(struct netcap *n, int shipper)
 		h->task_id = n->task_id;
 		h->count = (uint32_t)cnt;
 		if (!off)
-			for (int k = 0; k < NET_STAT_MAX && k < 8; k++)
+			for (int k = 0; k < NET_STAT_MAX && k < 16; k++)
 				h->stats[k] = now_stats[k] - n->stat_prev[k];
 		for (size_t i = 0; i < cnt; i++)
 			out[i] = n->vals[off + i].conn;
@@ -339,6 +379,7 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 	if (!n)
 		return NULL;
 	n->task_id = spec->task_id;
+	n->spec = spec;
 	n->ncpus = libbpf_num_possible_cpus();
 	n->frame = malloc(sizeof(struct ship_net_hdr) + NETCAP_FRAME_BYTES);
 	if (!n->frame || n->ncpus <= 0) {
@@ -411,6 +452,140 @@ void netcap__stop(struct netcap *n)
 	for (int i = 0; i < n->nlinks; i++)
 		bpf_link__destroy(n->links[i]);
 	n->nlinks = 0;
+	for (int i = 0; i < n->ntls_links; i++)
+		close(n->tls_links[i]);
+	n->ntls_links = 0;
+}
+
+/*
+ * Whether every probe of m lies in an executable PT_LOAD segment of the ELF file fd, and each
+ * Go return probe on a RET byte (0xc3). The offsets come from the shipper, which parsed the
+ * file; this is the check that a shipper gone wrong cannot make us put a breakpoint in data.
+ */
+static int check_offsets(int fd, const struct msg_tls_attach *m)
+{
+	Elf64_Phdr ph[64];
+	Elf64_Ehdr eh;
+	struct stat st;
+	size_t nph;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -EBADF;
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum || eh.e_phnum > 64)
+		return -ENOEXEC;
+	nph = eh.e_phnum;
+	if (pread(fd, ph, nph * sizeof(ph[0]), (off_t)eh.e_phoff) != (ssize_t)(nph * sizeof(ph[0])))
+		return -ENOEXEC;
+	for (uint32_t i = 0; i < m->nprobes; i++) {
+		uint64_t off = m->probes[i].offset;
+		int inside = 0;
+
+		for (size_t k = 0; k < nph && !inside; k++)
+			inside = ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_X) &&
+				 off >= ph[k].p_offset && off - ph[k].p_offset < ph[k].p_filesz &&
+				 off < (uint64_t)st.st_size;
+		if (!inside)
+			return -ERANGE;
+		if ((m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_RET) {
+			uint8_t b = 0;
+
+			if (pread(fd, &b, 1, (off_t)off) != 1 || b != 0xc3)
+				return -EILSEQ;
+		}
+	}
+	return 0;
+}
+
+/* One uprobe_multi link: prog at offsets of the file fd, in process pid only. fd or -errno. */
+static int link_uprobes(int prog_fd, int fd, int pid, const uint64_t *offs, const uint64_t *cookies,
+			uint32_t cnt, uint32_t flags)
+{
+	/* union bpf_attr's link_create, as far as uprobe_multi goes (Linux 6.6). */
+	struct {
+		uint32_t prog_fd, target_fd, attach_type, flags;
+		uint64_t path, offsets, ref_ctr_offsets, cookies;
+		uint32_t cnt, um_flags, pid, pad;
+	} attr;
+	char path[64];
+	long rc;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = (uint32_t)prog_fd;
+	attr.attach_type = ROVER_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (uint64_t)(uintptr_t)path;
+	attr.offsets = (uint64_t)(uintptr_t)offs;
+	attr.cookies = (uint64_t)(uintptr_t)cookies;
+	attr.cnt = cnt;
+	attr.um_flags = flags;
+	attr.pid = (uint32_t)pid;
+	rc = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return rc < 0 ? -errno : (int)rc;
+}
+
+int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
+		       struct msg_tls_result *ret)
+{
+	/* 0: C entries (tls_enter), 1: C returns (tls_exit), 2: Go (go_tls) */
+	uint64_t offs[3][MSG_TLS_MAX_PROBES], cookies[3][MSG_TLS_MAX_PROBES];
+	uint32_t cnt[3] = { 0 };
+	int progs[3], target = 0, err = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->task_id = m->task_id;
+	ret->pid = m->pid;
+	ret->seq = m->seq;
+	for (uint32_t i = 0; i < n->spec->npids; i++)
+		target |= n->spec->pids[i] == m->pid;
+	if (!n->tls)
+		err = -EOPNOTSUPP;
+	else if (m->task_id != n->task_id || !target || m->pid <= 0)
+		err = -EPERM;
+	else if (!m->nprobes || m->nprobes > MSG_TLS_MAX_PROBES || m->lib == NET_TLS_NONE ||
+		 m->lib >= NET_TLS_MAX)
+		err = -EINVAL;
+	else if (n->ntls_links + 3 > TLS_MAX_LINKS)
+		err = -ENOSPC;
+	for (uint32_t i = 0; !err && i < m->nprobes; i++) {
+		const struct msg_tls_probe *p = &m->probes[i];
+		uint32_t fn = p->cookie & 0xff, lib = (p->cookie >> 8) & 0xff;
+		int go = fn >= NET_TLS_FN_GO_READ && fn <= NET_TLS_FN_GO_RET;
+		int g = go ? 2 : p->ret ? 1 : 0;
+
+		if (lib != m->lib || (p->cookie >> 16) || !fn || fn >= NET_TLS_FN_MAX ||
+		    go != (m->lib == NET_TLS_GO) || (go && p->ret)) {
+			err = -EINVAL;
+			break;
+		}
+		offs[g][cnt[g]] = p->offset;
+		cookies[g][cnt[g]++] = p->cookie;
+	}
+	if (!err)
+		err = check_offsets(fd, m);
+	progs[0] = bpf_program__fd(n->obj->progs.tls_enter);
+	progs[1] = bpf_program__fd(n->obj->progs.tls_exit);
+	progs[2] = bpf_program__fd(n->obj->progs.go_tls);
+	for (int g = 0; !err && g < 3; g++) {
+		int l;
+
+		if (!cnt[g])
+			continue;
+		l = link_uprobes(progs[g], fd, m->pid, offs[g], cookies[g], cnt[g],
+				 g == 1 ? ROVER_BPF_F_UPROBE_MULTI_RETURN : 0);
+		if (l < 0) {
+			err = l;
+			break;
+		}
+		n->tls_links[n->ntls_links++] = l;
+		ret->attached += cnt[g];
+	}
+	if (!err)
+		__atomic_store_n(&n->obj->bss->tls_on, 1, __ATOMIC_SEQ_CST);
+	/* Links already made for this library stay: each is whole, and limited to the pid. */
+	ret->err = err;
+	return err;
 }
 
 void netcap__totals(const struct netcap *n, uint64_t *ret_events, uint64_t ret_losses[LOSS_MAX])
@@ -423,6 +598,8 @@ void netcap__totals(const struct netcap *n, uint64_t *ret_events, uint64_t ret_l
 		n->stat_prev[NET_STAT_DATA_RINGBUF] + n->stat_prev[NET_STAT_DATA_BUDGET];
 	ret_losses[LOSS_NET_CLOSES] = n->stat_prev[NET_STAT_CLOSE_RINGBUF];
 	ret_losses[LOSS_NET_RECORDS] = n->records_lost;
+	ret_losses[LOSS_NET_TLS] =
+		n->stat_prev[NET_STAT_TLS_UNBOUND] + n->stat_prev[NET_STAT_TLS_CALLS_FULL];
 }
 
 void netcap__free(struct netcap *n)

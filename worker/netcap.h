@@ -45,6 +45,13 @@ int netcap__flush(struct netcap *n, int shipper);
  */
 int netcap__forget(struct netcap *n, int32_t pid, int shipper);
 
+/*
+ * Attaches the TLS probes the shipper found in a target's library (m, the file's descriptor
+ * fd, which stays the caller's), after checking them; ret says what came of it. 0 or -errno.
+ */
+int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
+		       struct msg_tls_result *ret);
+
 void netcap__stop(struct netcap *n);
 /* Traced syscalls, and what was lost, since the start. */
 void netcap__totals(const struct netcap *n, uint64_t *ret_events, uint64_t ret_losses[LOSS_MAX]);

@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Finding TLS calls in a target's files (shipper/tlsfind.h). Runs in the shipper, which holds
+ * no capability: a hostile target choosing what it maps can at worst make us read its files
+ * within the limits below, and make the worker refuse offsets that fail its own checks.
+ *
+ * C libraries: SSL_read, SSL_write, SSL_read_ex, SSL_write_ex from .dynsym/.symtab, each with
+ * an entry and a return probe. Go: crypto/tls.(*Conn).Read and .Write from .gopclntab (which
+ * `-ldflags=-s` and strip leave), an entry probe and one at each RET instruction, found by
+ * decoding the function with Capstone: a uretprobe would rewrite a return address on a stack
+ * the Go runtime moves.
+ */
+#define _GNU_SOURCE
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/netrec.h"
+#include "shipper/elfsym.h"
+#include "shipper/gopclntab.h"
+#include "shipper/tlsfind.h"
+
+/* A symbol table or .gopclntab larger than this is not read (node's .dynsym: ~2 MiB). */
+#define SECTION_MAX (256u << 20)
+/* Bytes of a Go function decoded (crypto/tls.(*Conn).Read: ~1 KiB). */
+#define GO_FUNC_MAX (64u << 10)
+#define MAX_LOADS 64
+
+struct loads {
+	GElf_Phdr ph[MAX_LOADS];
+	size_t n;
+};
+
+/* The file offset of vaddr, or -1 when no loaded segment holds it in the file. */
+static int64_t file_offset(const struct loads *l, uint64_t vaddr)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const GElf_Phdr *p = &l->ph[i];
+
+		if (vaddr >= p->p_vaddr && vaddr - p->p_vaddr < p->p_filesz)
+			return (int64_t)(vaddr - p->p_vaddr + p->p_offset);
+	}
+	return -1;
+}
+
+enum { SYM_READ, SYM_WRITE, SYM_READ_EX, SYM_WRITE_EX, SYM_BORING, NSYMS };
+
+static const char *const sym_names[NSYMS] = {
+	[SYM_READ] = "SSL_read",
+	[SYM_WRITE] = "SSL_write",
+	[SYM_READ_EX] = "SSL_read_ex",
+	[SYM_WRITE_EX] = "SSL_write_ex",
+	/* in BoringSSL's libssl only */
+	[SYM_BORING] = "SSL_CTX_set_strict_cipher_list",
+};
+
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t addr[NSYMS])
+{
+	Elf_Data *d;
+	size_t n;
+
+	if (!sh->sh_entsize || sh->sh_size > SECTION_MAX)
+		return;
+	d = elf_getdata(scn, NULL);
+	if (!d)
+		return;
+	n = d->d_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+		    s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh->sh_link, s.st_name);
+		if (!name || name[0] != 'S')
+			continue;
+		for (int k = 0; k < NSYMS; k++)
+			if (!addr[k] && !strcmp(name, sym_names[k]))
+				addr[k] = s.st_value;
+	}
+}
+
+struct go_funcs {
+	uint64_t entry[2], size[2]; /* Read, Write */
+};
+
+static int go_find(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
+{
+	static const char *const want[2] = { "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Write" };
+	struct go_funcs *g = ctx;
+
+	for (int k = 0; k < 2; k++)
+		if (len == strlen(want[k]) && !memcmp(name, want[k], len)) {
+			g->entry[k] = entry;
+			g->size[k] = size;
+		}
+	return g->entry[0] && g->entry[1] ? 1 : 0;
+}
+
+static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint32_t lib, int ret)
+{
+	struct msg_tls_probe *p = &m->probes[m->nprobes++];
+
+	p->offset = off;
+	p->cookie = (uint32_t)NET_TLS_COOKIE(fn, lib);
+	p->ret = (uint32_t)ret;
+}
+
+/* The entry and each RET of one Go function into m. 0 or -errno with *why. */
+static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t size, uint32_t fn,
+		     struct msg_tls_attach *m, const char **why)
+{
+	int64_t off = file_offset(l, entry);
+	const uint8_t *code;
+	uint64_t addr = entry;
+	size_t left;
+	uint8_t *buf;
+	csh cs;
+	cs_insn *insn;
+	int err = 0;
+
+	if (off < 0 || !size || size > GO_FUNC_MAX || file_offset(l, entry + size - 1) < 0) {
+		*why = "a crypto/tls function outside the file's loaded code";
+		return -ERANGE;
+	}
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	if (pread(fd, buf, size, off) != (ssize_t)size) {
+		free(buf);
+		*why = "the file is shorter than its headers say";
+		return -EIO;
+	}
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		free(buf);
+		return -ENOMEM;
+	}
+	insn = cs_malloc(cs);
+	if (!insn) {
+		cs_close(&cs);
+		free(buf);
+		return -ENOMEM;
+	}
+	if (m->nprobes >= MSG_TLS_MAX_PROBES)
+		err = -E2BIG;
+	else
+		add_probe(m, (uint64_t)off, fn, NET_TLS_GO, 0);
+	code = buf;
+	left = size;
+	while (!err && left && cs_disasm_iter(cs, &code, &left, &addr, insn)) {
+		if (insn->id != X86_INS_RET)
+			continue;
+		if (m->nprobes >= MSG_TLS_MAX_PROBES) {
+			err = -E2BIG;
+			*why = "more RET instructions than the probes a library may have";
+			break;
+		}
+		add_probe(m, (uint64_t)off + (insn->address - entry), NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+	}
+	/* Bytes left undecoded: a RET among them would go unprobed and leak calls. */
+	if (!err && left) {
+		err = -EILSEQ;
+		*why = "a crypto/tls function that does not decode as x86-64 code";
+	}
+	cs_free(insn, 1);
+	cs_close(&cs);
+	free(buf);
+	return err;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const char **ret_why)
+{
+	uint64_t addr[NSYMS] = { 0 };
+	struct msg_tls_attach m;
+	struct go_funcs go = { { 0 } };
+	struct loads l = { .n = 0 };
+	const char *why = NULL, *base = base_name(path);
+	Elf_Scn *scn = NULL, *pcln = NULL;
+	size_t nph = 0, shstrndx;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int err = 0;
+
+	memset(&m, 0, sizeof(m));
+	elf = (Elf *)elfsym__elf_begin(fd);
+	if (!elf) {
+		*ret_why = "not an ELF file this reader takes";
+		return -errno;
+	}
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) || elf_getshdrstrndx(elf, &shstrndx)) {
+		err = -ENOEXEC;
+		why = "unreadable ELF headers";
+		goto cleanup;
+	}
+	for (size_t i = 0; i < nph && l.n < MAX_LOADS; i++)
+		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) && l.ph[l.n].p_type == PT_LOAD)
+			l.n++;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB)
+			scan_symbols(elf, scn, &sh, addr);
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".gopclntab") && sh.sh_type != SHT_NOBITS)
+			pcln = scn;
+	}
+	if (addr[SYM_READ] && addr[SYM_WRITE]) {
+		uint32_t lib = !strncmp(base, "node", 4) || !strncmp(base, "libnode", 7) ? NET_TLS_NODE
+			       : addr[SYM_BORING]					  ? NET_TLS_BORINGSSL
+												  : NET_TLS_OPENSSL;
+		static const uint32_t fns[4] = { NET_TLS_FN_READ, NET_TLS_FN_WRITE, NET_TLS_FN_READ_EX,
+						 NET_TLS_FN_WRITE_EX };
+
+		m.lib = lib;
+		for (int k = 0; k < 4; k++) {
+			int64_t off;
+
+			if (!addr[k])
+				continue;
+			off = file_offset(&l, addr[k]);
+			if (off < 0) {
+				err = -ERANGE;
+				why = "an SSL call outside the file's loaded code";
+				goto cleanup;
+			}
+			add_probe(&m, (uint64_t)off, fns[k], lib, 0);
+			add_probe(&m, (uint64_t)off, fns[k], lib, 1);
+		}
+	} else if (pcln) {
+		Elf_Data *d;
+		long walked;
+
+		if (eh.e_machine != EM_X86_64) {
+			err = -EOPNOTSUPP;
+			why = "a Go binary not for x86-64 (Go TLS is probed on x86-64 only)";
+			goto cleanup;
+		}
+		d = elf_getdata(pcln, NULL);
+		if (!d || !d->d_buf || d->d_size < 8 || d->d_size > SECTION_MAX) {
+			err = -ENOEXEC;
+			why = "an unreadable .gopclntab";
+			goto cleanup;
+		}
+		/* The register ABI that the probes read arguments from: Go 1.17; its table: 1.18. */
+		if (memcmp(d->d_buf, "\xf0\xff\xff\xff", 4) && memcmp(d->d_buf, "\xf1\xff\xff\xff", 4)) {
+			err = -EOPNOTSUPP;
+			why = "a Go binary older than Go 1.18";
+			goto cleanup;
+		}
+		walked = gopclntab__walk(d->d_buf, d->d_size, go_find, &go);
+		if (walked < 0) {
+			err = (int)walked;
+			why = "an unreadable .gopclntab";
+			goto cleanup;
+		}
+		if (!go.entry[0] || !go.entry[1]) {
+			err = -ENOENT;
+			goto cleanup;
+		}
+		m.lib = NET_TLS_GO;
+		err = go_probes(fd, &l, go.entry[0], go.size[0], NET_TLS_FN_GO_READ, &m, &why);
+		if (!err)
+			err = go_probes(fd, &l, go.entry[1], go.size[1], NET_TLS_FN_GO_WRITE, &m, &why);
+	} else {
+		err = -ENOENT;
+		if (!strncmp(base, "libssl", 6))
+			why = "no SSL_read and SSL_write symbols (stripped?)";
+	}
+cleanup:
+	elf_end(elf);
+	if (err) {
+		*ret_why = why;
+		return err;
+	}
+	ret->lib = m.lib;
+	ret->nprobes = m.nprobes;
+	memcpy(ret->probes, m.probes, sizeof(m.probes));
+	return 0;
+}
+
+/* ---- the per-task finder ---- */
+
+struct seen {
+	int32_t pid;
+	uint32_t dev;
+	uint64_t ino;
+};
+
+struct tls_finder {
+	uint64_t task_id;
+	struct seen seen[TLSFIND_MAX_FILES];
+	uint32_t nseen;
+	uint32_t full_logged;
+	struct tls_probed probed[TLSFIND_MAX_FILES];
+	uint32_t nprobed;
+	uint32_t seq;
+};
+
+struct tls_finder *tls_finder__new(uint64_t task_id)
+{
+	struct tls_finder *f = calloc(1, sizeof(*f));
+
+	if (f)
+		f->task_id = task_id;
+	return f;
+}
+
+void tls_finder__free(struct tls_finder *f)
+{
+	free(f);
+}
+
+const char *tlsfind__lib_name(uint32_t lib)
+{
+	switch (lib) {
+	case NET_TLS_OPENSSL: return "openssl";
+	case NET_TLS_BORINGSSL: return "boringssl";
+	case NET_TLS_GO: return "go";
+	case NET_TLS_NODE: return "node";
+	}
+	return "none";
+}
+
+/* Whether (pid, dev, ino) was looked at; marks it. -ENOSPC when the table is full. */
+static int mark_seen(struct tls_finder *f, int32_t pid, uint32_t dev, uint64_t ino)
+{
+	for (uint32_t i = 0; i < f->nseen; i++)
+		if (f->seen[i].pid == pid && f->seen[i].dev == dev && f->seen[i].ino == ino)
+			return 1;
+	if (f->nseen >= TLSFIND_MAX_FILES)
+		return -ENOSPC;
+	f->seen[f->nseen++] = (struct seen){ pid, dev, ino };
+	return 0;
+}
+
+static void look_at(struct tls_finder *f, const struct fd_opener *op, int pid, uint64_t start,
+		    uint64_t end, const char *path, tls_found_fn found, void *ctx, int *ret_found,
+		    int *ret_stop)
+{
+	struct msg_tls_attach m;
+	const char *why = NULL;
+	int fd, err;
+
+	fd = op->open_mapped_file(op->ctx, pid, start, end);
+	if (fd < 0) {
+		log_warn("task %llu: TLS: %s of process %d could not be opened: %s; not probed",
+			 (unsigned long long)f->task_id, path, pid, strerror(-fd));
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	err = tlsfind__probes(fd, path, &m, &why);
+	if (err) {
+		if (why)
+			log_warn("task %llu: TLS: %s of process %d: %s; not probed",
+				 (unsigned long long)f->task_id, path, pid, why);
+		close(fd);
+		return;
+	}
+	m.task_id = f->task_id;
+	m.pid = pid;
+	m.seq = ++f->seq;
+	snprintf(m.path, sizeof(m.path), "%s", path);
+	if (f->nprobed < TLSFIND_MAX_FILES) {
+		struct tls_probed *p = &f->probed[f->nprobed++];
+
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		p->lib = m.lib;
+		p->nprobes = m.nprobes;
+		p->seq = m.seq;
+		p->err = 1;
+		snprintf(p->path, sizeof(p->path), "%s", path);
+	}
+	if (found(ctx, &m, fd))
+		*ret_stop = 1;
+	else
+		(*ret_found)++;
+	close(fd);
+}
+
+int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
+		     tls_found_fn found, void *ctx)
+{
+	char exe[512] = "", *line = NULL;
+	size_t cap = 0;
+	int fd, nfound = 0, stop = 0;
+	FILE *maps;
+
+	fd = op->open_maps(op->ctx, pid);
+	if (fd < 0)
+		return fd;
+	maps = fdopen(fd, "re");
+	if (!maps) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (!stop && getline(&line, &cap, maps) > 0) {
+		unsigned long long s, e, off;
+		unsigned int maj, min;
+		unsigned long ino;
+		char perms[5];
+		int pos = 0, seen;
+		const char *path, *base;
+		size_t len;
+
+		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %lu %n", &s, &e, perms, &off, &maj, &min,
+			   &ino, &pos) < 7 || !pos || line[pos] != '/' || !ino)
+			continue;
+		path = line + pos;
+		len = strcspn(path, "\n");
+		line[pos + len] = '\0';
+		/* The executable is the first file mapped (lowest address, PIE or not). */
+		if (!exe[0] && len < sizeof(exe))
+			memcpy(exe, path, len + 1);
+		if (strcmp(perms, "r-xp"))
+			continue;
+		base = base_name(path);
+		if (strcmp(path, exe) && strncmp(base, "libssl", 6) && strncmp(base, "libnode", 7))
+			continue;
+		seen = mark_seen(f, pid, maj << 20 | min, ino);
+		if (seen == -ENOSPC && !f->full_logged) {
+			f->full_logged = 1;
+			log_warn("task %llu: TLS: %d files looked at; no more are",
+				 (unsigned long long)f->task_id, TLSFIND_MAX_FILES);
+		}
+		if (seen)
+			continue;
+		look_at(f, op, pid, s, e, path, found, ctx, &nfound, &stop);
+	}
+	free(line);
+	fclose(maps);
+	return nfound;
+}
+
+void tls_finder__result(struct tls_finder *f, const struct msg_tls_result *r)
+{
+	for (uint32_t i = 0; i < f->nprobed; i++) {
+		struct tls_probed *p = &f->probed[i];
+
+		if (p->seq != r->seq || p->pid != r->pid)
+			continue;
+		p->err = r->err;
+		p->attached = r->attached;
+		if (r->err)
+			log_warn("task %llu: TLS: %s of process %d: the worker refused its probes: %s",
+				 (unsigned long long)f->task_id, p->path, p->pid, strerror(-r->err));
+		else
+			log_info("task %llu: TLS: %s (%s) of process %d: %u probes attached",
+				 (unsigned long long)f->task_id, p->path, tlsfind__lib_name(p->lib),
+				 p->pid, r->attached);
+		return;
+	}
+}
+
+const struct tls_probed *tls_finder__probed(const struct tls_finder *f, uint32_t *ret_n)
+{
+	*ret_n = f->nprobed;
+	return f->probed;
+}
