@@ -673,7 +673,10 @@ struct tls_call {
 	__u64 ts;
 	struct tls_bind b; /* the socket call made inside it, when bound */
 	__u32 tid;
+	__u32 len; /* bytes asked to write */
 	__u8 fn, lib, dir, bound;
+	__u8 sent; /* a write's plaintext went out with its first socket call */
+	__u8 pad[3];
 };
 
 struct {
@@ -718,12 +721,30 @@ static __always_inline void tls_mark(struct net_conn_state *st, __u8 lib)
 		st->conn.proto = NET_PROTO_UNKNOWN;
 }
 
+/* A TLS call's plaintext (bytes of it) as the payload of its connection st. */
+static __always_inline void tls_emit(const struct tls_call *c, struct net_conn_state *st,
+				     __u32 tgid, __u64 bytes, __u64 now)
+{
+	struct args a = {};
+	__u64 tries;
+
+	tls_mark(st, c->lib);
+	tries = __sync_fetch_and_add(&st->conn.tls_calls, 1) + 1;
+	a.kind = K_READ;
+	a.a1 = c->buf;
+	a.ts = c->ts;
+	capture(st, c->dir, &a, bytes, tgid, now, tries,
+		c->dir == NET_DIR_EGRESS ? NET_FN_TLS_WRITE : NET_FN_TLS_READ);
+}
+
 /*
- * A target's socket call on a TCP socket (st: its connection, NULL when it moved no bytes):
- * binds the TLS call the thread is inside, if any, and is the thread's last socket call.
+ * A target's socket call on a TCP socket (st: its connection, NULL when it moved no bytes;
+ * dir: its direction): binds the TLS call the thread is inside, if any, and is the thread's
+ * last socket call. A write's plaintext goes out now, with its first bytes on the wire: at
+ * the call's return a reply read by another thread may already have been sent ahead of it.
  */
 static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 fd,
-				     struct net_conn_state *st)
+				     struct net_conn_state *st, __u32 dir, __u64 now)
 {
 	struct tls_bind b = { .key = key, .sk = sk, .conn_id = st ? st->conn.id : 0, .fd = fd };
 	struct tls_ckey *ck = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
@@ -734,8 +755,14 @@ static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 
 		if (c && c->tid == (__u32)pid_tgid && !c->bound) {
 			c->b = b;
 			c->bound = 1;
-			if (st)
+			if (st && c->dir == NET_DIR_EGRESS && dir == NET_DIR_EGRESS && c->len &&
+			    c->fn != NET_TLS_FN_GO_HANDSHAKE) {
+				c->sent = 1;
+				stat_add(NET_STAT_TLS_CALLS, 1);
+				tls_emit(c, st, pid_tgid >> 32, c->len, now);
+			} else if (st) {
 				tls_mark(st, c->lib);
+			}
 		}
 	}
 	if (st)
@@ -756,14 +783,14 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 		return;
 	if (ret < 0) {
 		/* A TLS library's read that would block still names its socket. */
-		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, NULL);
+		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, NULL, 0, 0);
 		return;
 	}
 	st = conn_get(key, tgid, fd, sk, NET_ROLE_UNKNOWN, a->ts ? a->ts : now, 0, now);
 	if (!st)
 		return;
 	if (tls_on)
-		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, st);
+		tls_note(bpf_get_current_pid_tgid(), key, (__u64)sk, fd, st, dir_of(a->kind), now);
 	if (a->kind == K_SENDMMSG || a->kind == K_RECVMMSG)
 		bytes = mmsg_bytes(a->a1, ret);
 	account(st, sk, dir_of(a->kind), a, bytes, tgid, now);
@@ -912,7 +939,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	if (ret < 0) {
 		/* A TLS library's read that would block still names its socket. */
 		fd = kind_of(syscall_nr(regs)) != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
-		tls_note(pid_tgid, key, key, fd, NULL);
+		tls_note(pid_tgid, key, key, fd, NULL, dir, 0);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
@@ -927,6 +954,12 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	st = bpf_map_lookup_elem(&conns, &key);
+	/*
+	 * A send that the peer answered with a reset (loopback handles it inside the send) ended
+	 * the connection before this tracepoint: not a new one.
+	 */
+	if (!st && sk->__sk_common.skc_state == TCP_CLOSE)
+		return 0;
 	if (!st) {
 		acc = bpf_map_lookup_elem(&accepted, &key);
 		st = conn_get(key, tgid, fd, sk, acc ? NET_ROLE_SERVER : NET_ROLE_UNKNOWN,
@@ -939,7 +972,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	if (st->conn.fd < 0 && fd >= 0)
 		st->conn.fd = fd;
 	if (tls_on)
-		tls_note(pid_tgid, key, key, fd, st);
+		tls_note(pid_tgid, key, key, fd, st, dir, now);
 	account(st, sk, dir, &a, (__u64)ret, tgid, now);
 	return 0;
 }
@@ -1135,6 +1168,16 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 }
 
 
+/* The connection b names, if it is still the one b was made for. */
+static __always_inline struct net_conn_state *conn_valid(const struct tls_bind *b)
+{
+	struct net_conn_state *st = bpf_map_lookup_elem(&conns, &b->key);
+
+	if (!st || st->sk != b->sk || (b->conn_id && st->conn.id != b->conn_id))
+		return NULL;
+	return st;
+}
+
 /*
  * A TLS call returned bytes of plaintext: joined to its connection (see tls_note) and offered
  * to capture() as that connection's payload.
@@ -1144,55 +1187,55 @@ static __always_inline void tls_done(const struct tls_call *c, __u64 pid_tgid, _
 {
 	__u32 tgid = pid_tgid >> 32;
 	struct tls_ckey sess = { .tgid = tgid, .id = c->ssl };
-	struct net_conn_state *st;
-	struct tls_bind b, *p;
-	struct args a = {};
+	struct net_conn_state *st = NULL;
+	struct tls_bind b = {}, *p;
 	int adjacent = 0;
-	__u64 tries;
 
-	stat_add(NET_STAT_TLS_CALLS, 1);
+	if (!c->sent)
+		stat_add(NET_STAT_TLS_CALLS, 1);
 	if (c->bound) {
 		b = c->b;
-	} else if ((p = bpf_map_lookup_elem(&tls_sess, &sess))) {
-		b = *p;
-	} else if (c->lib != NET_TLS_GO && (p = bpf_map_lookup_elem(&last_sock, &pid_tgid))) {
-		b = *p;
-		adjacent = 1;
+		st = conn_valid(&b);
+		if (!st)
+			st = conn_get(b.key, tgid, b.fd, (struct sock *)b.sk, NET_ROLE_UNKNOWN, now,
+				      0, now);
 	} else {
-		stat_add(NET_STAT_TLS_UNBOUND, 1);
-		return;
+		p = bpf_map_lookup_elem(&tls_sess, &sess);
+		if (p) {
+			b = *p;
+			st = conn_valid(&b);
+		}
+		/* An SSL object freed and made again at the same address names a new socket. */
+		if (!st && c->lib != NET_TLS_GO &&
+		    (p = bpf_map_lookup_elem(&last_sock, &pid_tgid))) {
+			b = *p;
+			st = conn_valid(&b);
+			adjacent = st != NULL;
+		}
 	}
-	st = bpf_map_lookup_elem(&conns, &b.key);
-	/* The key names another socket now, or the connection ended: not this call's. */
-	if (st && (st->sk != b.sk || (b.conn_id && st->conn.id != b.conn_id)))
-		st = NULL;
-	if (!st && c->bound)
-		st = conn_get(b.key, tgid, b.fd, (struct sock *)b.sk, NET_ROLE_UNKNOWN, now, 0, now);
 	if (!st) {
 		bpf_map_delete_elem(&tls_sess, &sess);
-		stat_add(NET_STAT_TLS_UNBOUND, 1);
+		if (!c->sent)
+			stat_add(NET_STAT_TLS_UNBOUND, 1);
 		return;
 	}
-	if (adjacent)
-		stat_add(NET_STAT_TLS_ADJACENT, 1);
 	b.conn_id = st->conn.id;
 	bpf_map_update_elem(&tls_sess, &sess, &b, BPF_ANY);
-	tls_mark(st, c->lib);
-	tries = __sync_fetch_and_add(&st->conn.tls_calls, 1) + 1;
-	a.kind = K_READ;
-	a.a1 = c->buf;
-	a.ts = c->ts;
-	capture(st, c->dir, &a, bytes, tgid, now, tries,
-		c->dir == NET_DIR_EGRESS ? NET_FN_TLS_WRITE : NET_FN_TLS_READ);
+	if (c->sent)
+		return;
+	if (adjacent)
+		stat_add(NET_STAT_TLS_ADJACENT, 1);
+	tls_emit(c, st, tgid, bytes, now);
 }
 
 static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 ssl, __u64 buf,
-				      __u64 exlen, __u8 fn, __u8 lib)
+				      __u64 len, __u64 exlen, __u8 fn, __u8 lib)
 {
 	struct tls_call c = {};
 
 	c.ssl = ssl;
 	c.buf = buf;
+	c.len = len > 0x7fffffff ? 0 : (__u32)len;
 	c.exlen = exlen;
 	c.ts = bpf_ktime_get_ns();
 	c.tid = (__u32)pid_tgid;
@@ -1218,7 +1261,10 @@ int BPF_KPROBE(tls_enter, void *ssl, void *buf, __u64 num, void *exlen)
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	tls_begin(pid_tgid, &k, (__u64)ssl, (__u64)buf,
+	/* SSL_read/SSL_write take an int: the register's upper half is not theirs. */
+	if (fn == NET_TLS_FN_READ || fn == NET_TLS_FN_WRITE)
+		num = (int)num > 0 ? (__u32)num : 0;
+	tls_begin(pid_tgid, &k, (__u64)ssl, (__u64)buf, num,
 		  fn == NET_TLS_FN_READ_EX || fn == NET_TLS_FN_WRITE_EX ? (__u64)exlen : 0, fn,
 		  (cookie >> 8) & 0xff);
 	return 0;
@@ -1268,18 +1314,34 @@ int go_tls(struct pt_regs *ctx)
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	if (fn != NET_TLS_FN_GO_RET) {
-		tls_begin(pid_tgid, &k, ctx->ax, ctx->bx, 0, fn, NET_TLS_GO);
+	if (fn == NET_TLS_FN_GO_READ || fn == NET_TLS_FN_GO_WRITE) {
+		tls_begin(pid_tgid, &k, ctx->ax, ctx->bx, ctx->cx, 0, fn, NET_TLS_GO);
 		return 0;
 	}
 	cp = bpf_map_lookup_elem(&tls_calls, &k);
+	if (fn == NET_TLS_FN_GO_HANDSHAKE) {
+		/* Inside a Read or Write (their first call shakes hands): theirs binds it. */
+		if (!cp)
+			tls_begin(pid_tgid, &k, ctx->ax, 0, 0, 0, fn, NET_TLS_GO);
+		return 0;
+	}
 	if (!cp)
+		return 0;
+	/* A handshake's RET inside a Read or Write is not theirs; a Read's RET not its. */
+	if ((fn == NET_TLS_FN_GO_HS_RET) != (cp->fn == NET_TLS_FN_GO_HANDSHAKE))
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
 	cur = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
 	if (cur && cur->id == k.id)
 		bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	if (fn == NET_TLS_FN_GO_HS_RET) {
+		struct tls_ckey sess = { .tgid = pid_tgid >> 32, .id = c.ssl };
+
+		if (c.bound)
+			bpf_map_update_elem(&tls_sess, &sess, &c.b, BPF_ANY);
+		return 0;
+	}
 	n = (long)ctx->ax;
 	if (n > 0)
 		tls_done(&c, pid_tgid, (__u64)n, bpf_ktime_get_ns());

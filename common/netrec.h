@@ -67,6 +67,13 @@ enum net_tls_fn {
 	NET_TLS_FN_GO_READ = 5,	 /* crypto/tls.(*Conn).Read entry */
 	NET_TLS_FN_GO_WRITE = 6, /* crypto/tls.(*Conn).Write entry */
 	NET_TLS_FN_GO_RET = 7,	 /* a RET of either */
+	/*
+	 * crypto/tls.(*Conn).handshakeContext: moves no plaintext, but its socket calls join
+	 * the *tls.Conn to its socket. Go reads the client's first request together with its
+	 * Finished message, so that request's Read makes no socket call of its own.
+	 */
+	NET_TLS_FN_GO_HANDSHAKE = 8,
+	NET_TLS_FN_GO_HS_RET = 9, /* a RET of it */
 	NET_TLS_FN_MAX,
 };
 #define NET_TLS_COOKIE(fn, lib) ((__u64)(fn) | (__u64)(lib) << 8)

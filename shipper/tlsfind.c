@@ -88,20 +88,21 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t a
 }
 
 struct go_funcs {
-	uint64_t entry[2], size[2]; /* Read, Write */
+	uint64_t entry[3], size[3]; /* Read, Write, handshakeContext */
 };
 
 static int go_find(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len)
 {
-	static const char *const want[2] = { "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Write" };
+	static const char *const want[3] = { "crypto/tls.(*Conn).Read", "crypto/tls.(*Conn).Write",
+					     "crypto/tls.(*Conn).handshakeContext" };
 	struct go_funcs *g = ctx;
 
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 3; k++)
 		if (len == strlen(want[k]) && !memcmp(name, want[k], len)) {
 			g->entry[k] = entry;
 			g->size[k] = size;
 		}
-	return g->entry[0] && g->entry[1] ? 1 : 0;
+	return g->entry[0] && g->entry[1] && g->entry[2] ? 1 : 0;
 }
 
 static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint32_t lib, int ret)
@@ -115,7 +116,7 @@ static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint3
 
 /* The entry and each RET of one Go function into m. 0 or -errno with *why. */
 static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t size, uint32_t fn,
-		     struct msg_tls_attach *m, const char **why)
+		     uint32_t ret_fn, struct msg_tls_attach *m, const char **why)
 {
 	int64_t off = file_offset(l, entry);
 	const uint8_t *code;
@@ -162,7 +163,7 @@ static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t siz
 			*why = "more RET instructions than the probes a library may have";
 			break;
 		}
-		add_probe(m, (uint64_t)off + (insn->address - entry), NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		add_probe(m, (uint64_t)off + (insn->address - entry), ret_fn, NET_TLS_GO, 0);
 	}
 	/* Bytes left undecoded: a RET among them would go unprobed and leak calls. */
 	if (!err && left) {
@@ -275,9 +276,16 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 			goto cleanup;
 		}
 		m.lib = NET_TLS_GO;
-		err = go_probes(fd, &l, go.entry[0], go.size[0], NET_TLS_FN_GO_READ, &m, &why);
+		err = go_probes(fd, &l, go.entry[0], go.size[0], NET_TLS_FN_GO_READ,
+				NET_TLS_FN_GO_RET, &m, &why);
 		if (!err)
-			err = go_probes(fd, &l, go.entry[1], go.size[1], NET_TLS_FN_GO_WRITE, &m, &why);
+			err = go_probes(fd, &l, go.entry[1], go.size[1], NET_TLS_FN_GO_WRITE,
+					NET_TLS_FN_GO_RET, &m, &why);
+		/* Without it (a Go that names it otherwise), a first request read with the
+		 * handshake is missed and counted: not worth refusing the rest for. */
+		if (!err && go.entry[2])
+			err = go_probes(fd, &l, go.entry[2], go.size[2], NET_TLS_FN_GO_HANDSHAKE,
+					NET_TLS_FN_GO_HS_RET, &m, &why);
 	} else {
 		err = -ENOENT;
 		if (!strncmp(base, "libssl", 6))

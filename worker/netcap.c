@@ -488,7 +488,8 @@ static int check_offsets(int fd, const struct msg_tls_attach *m)
 				 off < (uint64_t)st.st_size;
 		if (!inside)
 			return -ERANGE;
-		if ((m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_RET) {
+		if ((m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_RET ||
+		    (m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_HS_RET) {
 			uint8_t b = 0;
 
 			if (pread(fd, &b, 1, (off_t)off) != 1 || b != 0xc3)
@@ -551,7 +552,7 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 	for (uint32_t i = 0; !err && i < m->nprobes; i++) {
 		const struct msg_tls_probe *p = &m->probes[i];
 		uint32_t fn = p->cookie & 0xff, lib = (p->cookie >> 8) & 0xff;
-		int go = fn >= NET_TLS_FN_GO_READ && fn <= NET_TLS_FN_GO_RET;
+		int go = fn >= NET_TLS_FN_GO_READ && fn <= NET_TLS_FN_GO_HS_RET;
 		int g = go ? 2 : p->ret ? 1 : 0;
 
 		if (lib != m->lib || (p->cookie >> 16) || !fn || fn >= NET_TLS_FN_MAX ||
