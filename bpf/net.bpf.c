@@ -557,8 +557,28 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			stat_add(NET_STAT_READ_FAULT, want - captured);
 	}
 	if (st->conn.proto == NET_PROTO_UNKNOWN) {
-		__u8 p = detect(s->buf, captured);
+		__u8 p;
 
+		if (captured && captured < 5 && captured == bytes && st->head_len + captured <= 8) {
+			/* Calls of a few bytes each: their bytes are gathered until they tell. */
+			for (int i = 0; i < 4; i++)
+				if (i < captured)
+					st->head[(st->head_len + i) & 7] = s->buf[i];
+			st->head_len += captured;
+			if (st->head_len < 5)
+				return;
+			p = detect(st->head, st->head_len);
+			if (p == NET_PROTO_UNKNOWN)
+				p = NET_PROTO_NONE;
+			st->conn.proto = p;
+			if (p == NET_PROTO_NONE)
+				return;
+			/* The gathered bytes are the first segment. */
+			__builtin_memcpy(s->buf, st->head, 8);
+			bytes = captured = st->head_len & 15;
+			goto send;
+		}
+		p = detect(s->buf, captured);
 		/* Too few bytes to tell (or none we could read): wait for the next calls. */
 		if (p == NET_PROTO_UNKNOWN && tries < opts.detect_tries)
 			return;
@@ -575,6 +595,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		}
 	}
 
+send:
 	seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
 	if (__sync_fetch_and_add(&budget, -(__s64)captured) < (__s64)captured) {
 		stat_add(NET_STAT_DATA_BUDGET, 1);
@@ -716,6 +737,7 @@ static __always_inline void tls_mark(struct net_conn_state *st, __u8 lib)
 		return;
 	st->conn.flags |= NET_CONN_TLS;
 	st->conn.tls_lib = lib;
+	st->head_len = 0;
 	/* The wire's bytes (a handshake) said nothing: the plaintext's will. */
 	if (st->conn.proto == NET_PROTO_NONE)
 		st->conn.proto = NET_PROTO_UNKNOWN;

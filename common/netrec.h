@@ -143,6 +143,11 @@ struct net_conn {
 struct net_conn_state {
 	struct net_conn conn;
 	__u64 sk;
+	/* The first bytes, gathered while calls move fewer than detection needs (BIO_gets reads
+	 * a TLS request a byte at a time). */
+	__u8 head[8];
+	__u32 head_len;
+	__u32 pad;
 };
 
 enum net_rec_kind {
