@@ -70,7 +70,8 @@ LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma -ldw -lcapstone $(LIBS
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
 TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.c)) \
-              $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc))
+              $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc)) \
+              $(OUT)/tests/programs/gotls $(OUT)/tests/programs/gotls_stripped
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
@@ -162,6 +163,18 @@ $(OUT)/tests/programs/pie_lib_main: tests/programs/pie_lib_main.c $(OUT)/tests/p
 $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
+# The Go crypto/tls peer of the NETWORK TLS tests, stdlib only, built offline (there is no
+# network): once as go builds it, once stripped (-s -w: no symbol table, no DWARF; the
+# pclntab still names every function).
+GOTLS_SRCS  := $(wildcard tests/programs/gotls/*.go) tests/programs/gotls/go.mod
+GOTLS_BUILD := cd tests/programs/gotls && GOFLAGS=-mod=mod GOPROXY=off \
+               GOCACHE=$(abspath $(OUT))/gocache go build
+$(OUT)/tests/programs/gotls: $(GOTLS_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D) && $(GOTLS_BUILD) -o $(abspath $@) .
+$(OUT)/tests/programs/gotls_stripped: $(GOTLS_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D) && $(GOTLS_BUILD) -ldflags='-s -w' -o $(abspath $@) .
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \

@@ -5,7 +5,8 @@ PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcap-ng-dev libsecco
 libprotobuf-c-dev protobuf-c-compiler libiberty-dev libcriterion-dev linux-perf gdb make gcc g++ \
 binutils libclang-rt-dev liblzma-dev xz-utils golang-go libcapstone-dev \
 libgrpc-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml \
-nginx wrk nftables iproute2 curl iputils-ping procps"
+nginx wrk nftables iproute2 curl iputils-ping procps \
+android-boringssl knot-dnsutils unbound nodejs"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -14,8 +15,8 @@ if [ -n "$missing" ]; then
 	echo "installing:$missing"
 	SUDO=""
 	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-	# nginx is a test peer the tests start on 127.0.0.1 themselves: its package must not start
-	# the distribution's service on port 80. A policy-rc.d that denies every start does that;
+	# nginx and unbound are test peers the tests start on 127.0.0.1 themselves: their packages
+	# must not start the distribution's services (port 80, port 53). A policy-rc.d that denies every start does that;
 	# one already there (containers have one) is left as it is.
 	rc=/usr/sbin/policy-rc.d
 	own_rc=""
@@ -33,7 +34,7 @@ if [ -n "$missing" ]; then
 	[ -z "$own_rc" ] || $SUDO rm -f "$rc"
 	# Nor at the next boot.
 	if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-		$SUDO systemctl disable --now nginx.service >/dev/null 2>&1 || true
+		$SUDO systemctl disable --now nginx.service unbound.service >/dev/null 2>&1 || true
 	fi
 fi
 # The roles run as a dedicated user, never nobody (policy/README.md).

@@ -711,12 +711,28 @@ static int wait_port(int port, int timeout_ms)
 	return -ETIMEDOUT;
 }
 
-int nginx_start(int port, struct nginx *ret)
+/* nginx_start, and nginx_start_tls when cert is not NULL. */
+static int nginx_start_conf(int port, const struct tls_cert *cert, struct nginx *ret)
 {
 	struct nginx h = { .port = port };
-	char conf[8192], cpath[4200], epath[4200];
+	char conf[16384], cpath[4200], epath[4200], listen[8400];
 	char *argv[] = { "nginx", "-e", epath, "-p", NULL, "-c", cpath, NULL };
 	int err;
+
+	/* Without "http2" on the listen line ALPN offers http/1.1 only: what the TLS tests
+	 * parse. */
+	if (cert)
+		snprintf(listen, sizeof(listen),
+			 "    listen 127.0.0.1:%d ssl;\n"
+			 "    ssl_certificate %s;\n"
+			 "    ssl_certificate_key %s;\n"
+			 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
+			 port, cert->cert, cert->key);
+	else
+		snprintf(listen, sizeof(listen),
+			 "    listen 127.0.0.1:%1$d;\n"
+			 "    listen [::1]:%1$d;\n",
+			 port);
 
 	h.dir = make_tmpdir();
 	if (!h.dir)
@@ -745,15 +761,14 @@ int nginx_start(int port, struct nginx *ret)
 		 "  uwsgi_temp_path %1$s/uwsgi;\n"
 		 "  scgi_temp_path %1$s/scgi;\n"
 		 "  server {\n"
-		 "    listen 127.0.0.1:%2$d;\n"
-		 "    listen [::1]:%2$d;\n"
+		 "%2$s"
 		 "    location = /ok { return 200 \"ok\\n\"; }\n"
 		 "    location = /missing { return 404; }\n"
 		 "    location = /fail { return 500; }\n"
 		 "    location / { return 404; }\n"
 		 "  }\n"
 		 "}\n",
-		 h.dir, port);
+		 h.dir, listen);
 	err = write_file(cpath, conf);
 	if (err)
 		goto cleanup;
@@ -777,6 +792,16 @@ cleanup:
 	}
 	nginx_free(&h);
 	return err;
+}
+
+int nginx_start(int port, struct nginx *ret)
+{
+	return nginx_start_conf(port, NULL, ret);
+}
+
+int nginx_start_tls(int port, const struct tls_cert *cert, struct nginx *ret)
+{
+	return nginx_start_conf(port, cert, ret);
 }
 
 void nginx_stop(struct nginx *h)
@@ -830,13 +855,18 @@ int curl_run(const char *url, int n, struct http_totals *ret)
 
 	if (n < 1 || n > 1000)
 		return -EINVAL;
-	argv = calloc((size_t)n * 3 + 8, sizeof(char *));
+	argv = calloc((size_t)n * 3 + 10, sizeof(char *));
 	if (!argv)
 		return -ENOMEM;
 	argv[k++] = "curl";
 	argv[k++] = "-s";
 	argv[k++] = "--max-time";
 	argv[k++] = "30";
+	if (!strncmp(url, "https://", 8)) {
+		/* The tests' certificates are self-signed; HTTP/2 is not what they count. */
+		argv[k++] = "-k";
+		argv[k++] = "--http1.1";
+	}
 	argv[k++] = "-w";
 	argv[k++] = "%{http_code} %{size_request} %{size_header} %{size_download}\n";
 	for (int i = 0; i < n; i++) {
@@ -1006,4 +1036,488 @@ int nstat_read(const char *netns, const char *counter, uint64_t *ret_value)
 	}
 	free(out);
 	return err;
+}
+
+/* TLS peers. */
+
+const char *src(const char *name)
+{
+	static char paths[8][4096];
+	static int next;
+	const char *root = getenv("ROVER_SRC");
+	char *p = paths[next++ % 8];
+
+	snprintf(p, 4096, "%s/%s", root ? root : ".", name);
+	return p;
+}
+
+int tls_cert_make(const char *dir, struct tls_cert *ret)
+{
+	struct tls_cert c;
+	char *out = NULL;
+	char *argv[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj",
+			 "/CN=localhost", "-days", "1", "-keyout", c.key, "-out", c.cert, NULL };
+	int rc;
+
+	if (snprintf(c.cert, sizeof(c.cert), "%s/cert.pem", dir) >= (int)sizeof(c.cert) ||
+	    snprintf(c.key, sizeof(c.key), "%s/key.pem", dir) >= (int)sizeof(c.key))
+		return -ENAMETOOLONG;
+	rc = run_capture(NULL, argv, 30000, &out);
+	if (rc || access(c.cert, R_OK) || access(c.key, R_OK)) {
+		fprintf(stderr, "openssl req: %s", out ? out : "?\n");
+		free(out);
+		return rc < 0 ? rc : -EIO;
+	}
+	free(out);
+	*ret = c;
+	return 0;
+}
+
+/* Waits up to timeout_ms for a TCP socket listening on port, any address, as /proc/net/tcp and
+ * tcp6 list them: no connection is made, so that a server counting its connections counts
+ * none of ours. 0 or -ETIMEDOUT. */
+static int wait_listen(int port, int timeout_ms)
+{
+	static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	char want[16];
+
+	/* "local_address" ends in ":PORT" (4 hex digits), the state "0A" is TCP_LISTEN. */
+	snprintf(want, sizeof(want), ":%04X 0", port);
+	for (int waited = 0; waited <= timeout_ms; waited += 20) {
+		for (size_t i = 0; i < 2; i++) {
+			char *text = slurp(tables[i], NULL), *line, *save = NULL;
+			int found = 0;
+
+			for (line = text ? strtok_r(text, "\n", &save) : NULL; line && !found;
+			     line = strtok_r(NULL, "\n", &save)) {
+				char local[64], remote[64], st[8];
+
+				if (sscanf(line, "%*s %63s %63s %7s", local, remote, st) == 3 &&
+				    strlen(local) > 5 &&
+				    !strncmp(local + strlen(local) - 5, want, 5) && !strcmp(st, "0A"))
+					found = 1;
+			}
+			free(text);
+			if (found)
+				return 0;
+		}
+		sleep_ms(20);
+	}
+	return -ETIMEDOUT;
+}
+
+/* "totals CODE=N CODE=N ..." on a line of text, as the TLS peers print it. 0 or -EIO. */
+static int parse_code_totals(const char *text, struct http_totals *ret)
+{
+	struct http_totals t = { 0 };
+	const char *l;
+	char *end;
+
+	for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, "totals ", 7))
+			break;
+	if (!l || !*l)
+		return -EIO;
+	l += 7;
+	while (*l && *l != '\n') {
+		unsigned long code, n;
+
+		while (*l == ' ')
+			l++;
+		code = strtoul(l, &end, 10);
+		if (end == l || *end != '=' || code >= 600)
+			return -EIO;
+		l = end + 1;
+		n = strtoul(l, &end, 10);
+		if (end == l)
+			return -EIO;
+		t.status[code] += n;
+		t.requests += n;
+		l = end;
+	}
+	*ret = t;
+	return 0;
+}
+
+const char *tls_peer_name(enum tls_peer kind)
+{
+	switch (kind) {
+	case TLS_PEER_GO:
+		return "gotls";
+	case TLS_PEER_GO_STRIPPED:
+		return "gotls_stripped";
+	case TLS_PEER_NODE:
+		return "tls_node.js";
+	case TLS_PEER_PY:
+		return "tls_py.py";
+	}
+	return "?";
+}
+
+/* argv of `PEER mode a b c [d]` into argv[8]: the interpreter, if any, first. */
+static void tls_peer_argv(enum tls_peer kind, char *argv[8], const char *mode, const char *a,
+			  const char *b, const char *c, const char *d)
+{
+	int k = 0;
+
+	switch (kind) {
+	case TLS_PEER_GO:
+	case TLS_PEER_GO_STRIPPED:
+		argv[k++] = (char *)bin(kind == TLS_PEER_GO ? "tests/programs/gotls" :
+							      "tests/programs/gotls_stripped");
+		break;
+	case TLS_PEER_NODE:
+		argv[k++] = "node";
+		argv[k++] = (char *)src("tests/programs/tls_node.js");
+		break;
+	case TLS_PEER_PY:
+		/* Debian's Python, whose _ssl links Debian's libssl.so.3 (not pyenv's). */
+		argv[k++] = "/usr/bin/python3";
+		argv[k++] = (char *)src("tests/programs/tls_py.py");
+		break;
+	}
+	argv[k++] = (char *)mode;
+	argv[k++] = (char *)a;
+	argv[k++] = (char *)b;
+	if (c)
+		argv[k++] = (char *)c;
+	if (c && d)
+		argv[k++] = (char *)d;
+	argv[k] = NULL;
+}
+
+static void kill_wait(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+int tls_server_start(enum tls_peer kind, int port, const struct tls_cert *cert,
+		     struct tls_proc *ret)
+{
+	struct tls_proc h = { .port = port };
+	char portstr[32], *argv[8];
+	int err;
+
+	/* The Go peer takes an address, the scripts a port they bind on 127.0.0.1. */
+	if (kind == TLS_PEER_GO || kind == TLS_PEER_GO_STRIPPED)
+		snprintf(portstr, sizeof(portstr), "127.0.0.1:%d", port);
+	else
+		snprintf(portstr, sizeof(portstr), "%d", port);
+	tls_peer_argv(kind, argv, "server", portstr, cert->cert, cert->key, NULL);
+	err = temp_file(h.out, "tls-server");
+	if (err)
+		return err;
+	h.pid = spawn_in(NULL, argv, h.out);
+	if (h.pid < 0) {
+		err = -errno;
+		unlink(h.out);
+		return err;
+	}
+	/* node takes about 0.3 s to start here, python 0.1 s. */
+	if (wait_line(h.out, "ready", h.pid, 15000)) {
+		char *text = slurp(h.out, NULL);
+
+		fprintf(stderr, "%s server on port %d did not start: %s\n", tls_peer_name(kind),
+			port, text ? text : "?");
+		free(text);
+		kill_wait(h.pid);
+		unlink(h.out);
+		return -EADDRINUSE;
+	}
+	*ret = h;
+	return 0;
+}
+
+int tls_server_stop(struct tls_proc *h, struct http_totals *ret)
+{
+	char *text;
+	int err;
+
+	if (h->pid <= 0)
+		return -ESRCH;
+	kill(h->pid, SIGTERM);
+	wait_cmd(h->pid, 5000);
+	h->pid = 0;
+	text = slurp(h->out, NULL);
+	unlink(h->out);
+	err = text ? 0 : -EIO;
+	if (!err && ret)
+		err = parse_code_totals(text, ret);
+	free(text);
+	return err;
+}
+
+pid_t tls_client_spawn(enum tls_peer kind, const char *url, int n, const char *gofile,
+		       const char *out_path)
+{
+	char nstr[16], *argv[8];
+	int fd;
+
+	snprintf(nstr, sizeof(nstr), "%d", n);
+	tls_peer_argv(kind, argv, "client", url, nstr, gofile, NULL);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return spawn_in(NULL, argv, out_path);
+}
+
+int tls_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret)
+{
+	int rc = wait_cmd(pid, timeout_ms);
+	char *out = slurp(out_path, NULL);
+
+	if (rc >= 0 && (!out || parse_code_totals(out, ret)))
+		rc = -EIO;
+	if (rc)
+		fprintf(stderr, "TLS client %d: %s", (int)pid, out ? out : "no output\n");
+	free(out);
+	return rc;
+}
+
+int tls_client_run(enum tls_peer kind, const char *url, int n, struct http_totals *ret)
+{
+	char out[64];
+	pid_t pid;
+	int rc = temp_file(out, "tls-client");
+
+	if (rc)
+		return rc;
+	pid = tls_client_spawn(kind, url, n, NULL, out);
+	rc = pid > 0 ? tls_client_wait(pid, out, 60000, ret) : -ECHILD;
+	unlink(out);
+	return rc;
+}
+
+int bssl_server_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
+{
+	struct tls_proc h = { .port = port };
+	char portstr[16];
+	char *argv[] = { "bssl-tool", "server", "-accept", portstr, "-www", "-loop",
+			 "-key", (char *)cert->key, "-cert", (char *)cert->cert, NULL };
+	int err;
+
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	err = temp_file(h.out, "bssl-server");
+	if (err)
+		return err;
+	h.pid = spawn_in(NULL, argv, h.out);
+	if (h.pid < 0) {
+		err = -errno;
+		unlink(h.out);
+		return err;
+	}
+	/* It prints nothing before its first connection: wait for its socket instead (a probe
+	 * connection would be logged as a failed handshake). */
+	err = wait_listen(port, 5000);
+	if (err || waitpid(h.pid, NULL, WNOHANG) == h.pid) {
+		kill_wait(h.pid);
+		unlink(h.out);
+		return err ? err : -EADDRINUSE;
+	}
+	*ret = h;
+	return 0;
+}
+
+/* Lines of text starting with word. */
+static uint64_t count_lines(const char *text, const char *word)
+{
+	size_t wl = strlen(word);
+	uint64_t n = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		n += !strncmp(l, word, wl);
+	return n;
+}
+
+int bssl_server_stop(struct tls_proc *h, uint64_t *ret_conns)
+{
+	char *text;
+
+	if (h->pid <= 0)
+		return -ESRCH;
+	kill(h->pid, SIGTERM);
+	wait_cmd(h->pid, 5000);
+	h->pid = 0;
+	text = slurp(h->out, NULL);
+	unlink(h->out);
+	if (!text)
+		return -EIO;
+	if (ret_conns)
+		*ret_conns = count_lines(text, "Connected.");
+	free(text);
+	return 0;
+}
+
+int bssl_client_run(int port, const char *request, struct http_totals *ret)
+{
+	char in[64], out[64], target[32], *text;
+	char *argv[] = { "bssl-tool", "client", "-connect", target, NULL };
+	struct http_totals t = { 0 };
+	pid_t pid;
+	int rc;
+
+	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
+	rc = temp_file(in, "bssl-in");
+	if (rc)
+		return rc;
+	rc = temp_file(out, "bssl-out");
+	if (rc) {
+		unlink(in);
+		return rc;
+	}
+	rc = write_file(in, request);
+	pid = rc ? -1 : fork();
+	if (pid == 0) {
+		int fd = open(in, O_RDONLY | O_CLOEXEC);
+
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd >= 0)
+			dup2(fd, 0);
+		fd = open(out, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		exec_sbin(argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		rc = wait_cmd(pid, 30000);
+	else if (!rc)
+		rc = -errno;
+	text = slurp(out, NULL);
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		unsigned code;
+
+		if (sscanf(l, "HTTP/1.%*1[01] %u ", &code) == 1 && code >= 100 && code < 600) {
+			t.status[code]++;
+			t.requests++;
+		}
+	}
+	free(text);
+	unlink(in);
+	unlink(out);
+	*ret = t;
+	return rc;
+}
+
+int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
+{
+	struct tls_proc h = { .port = port };
+	char conf[64 + 8], text[12288];
+	char *argv[] = { "unbound", "-d", "-c", conf, NULL };
+	int err;
+
+	err = temp_file(h.out, "unbound");
+	if (err)
+		return err;
+	snprintf(conf, sizeof(conf), "%s.conf", h.out);
+	/* No privilege drop, chroot, syslog or pid file: a foreground process of the test's,
+	 * answering from local data only (module iterator without a cache to fill: "test." is
+	 * one of unbound's default local zones, so other names are NXDOMAIN, never asked
+	 * upstream). */
+	snprintf(text, sizeof(text),
+		 "server:\n"
+		 "  interface: 127.0.0.1@%1$d\n"
+		 "  port: %1$d\n"
+		 "  tls-port: %1$d\n"
+		 "  tls-service-key: \"%2$s\"\n"
+		 "  tls-service-pem: \"%3$s\"\n"
+		 "  do-ip6: no\n"
+		 "  do-udp: no\n"
+		 "  num-threads: 1\n"
+		 "  username: \"\"\n"
+		 "  chroot: \"\"\n"
+		 "  directory: \"/\"\n"
+		 "  pidfile: \"\"\n"
+		 "  do-daemonize: no\n"
+		 "  use-syslog: no\n"
+		 "  logfile: \"\"\n"
+		 "  module-config: \"iterator\"\n"
+		 "  local-zone: \"example.test.\" static\n"
+		 "  local-data: \"example.test. 60 IN A 127.0.0.2\"\n"
+		 "remote-control:\n"
+		 "  control-enable: no\n",
+		 port, cert->key, cert->cert);
+	err = write_file(conf, text);
+	if (err)
+		goto cleanup;
+	h.pid = spawn_in(NULL, argv, h.out);
+	if (h.pid < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = wait_listen(port, 10000);
+	if (!err && waitpid(h.pid, NULL, WNOHANG) == h.pid)
+		err = -EADDRINUSE;
+	if (err) {
+		char *log = slurp(h.out, NULL);
+
+		fprintf(stderr, "unbound on port %d did not start: %s\n", port, log ? log : "?");
+		free(log);
+		kill_wait(h.pid);
+		goto cleanup;
+	}
+	*ret = h;
+	return 0;
+cleanup:
+	unlink(conf);
+	unlink(h.out);
+	return err;
+}
+
+void unbound_stop(struct tls_proc *h)
+{
+	char conf[64 + 8];
+
+	if (h->pid <= 0)
+		return;
+	kill(h->pid, SIGTERM);
+	wait_cmd(h->pid, 5000);
+	h->pid = 0;
+	snprintf(conf, sizeof(conf), "%s.conf", h->out);
+	unlink(conf);
+	unlink(h->out);
+}
+
+pid_t kdig_spawn(int port, int n, const char *gofile, const char *out_path)
+{
+	/* $1 the go file ("" for none), $2 the port, $3 how many queries. */
+	static const char script[] =
+		"g=$1 p=$2 n=$3 i=0\n"
+		"if [ -n \"$g\" ]; then\n"
+		"  while [ ! -e \"$g\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done\n"
+		"fi\n"
+		"set --\n"
+		"while [ $n -gt 0 ]; do set -- \"$@\" example.test; n=$((n - 1)); done\n"
+		"exec kdig @127.0.0.1 -p \"$p\" +tls +keepopen +timeout=5 +retry=0 \"$@\"\n";
+	char portstr[16], nstr[16];
+	char *argv[] = { "/bin/sh", "-c", (char *)script, "kdig-wait", (char *)(gofile ? gofile : ""),
+			 portstr, nstr, NULL };
+	int fd;
+
+	if (n < 1 || n > 100)
+		return -1;
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(nstr, sizeof(nstr), "%d", n);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return spawn_in(NULL, argv, out_path);
+}
+
+int kdig_wait(pid_t pid, const char *out_path, int timeout_ms, int *ret_answers)
+{
+	int rc = wait_cmd(pid, timeout_ms);
+	char *out = slurp(out_path, NULL);
+	int answers = 0;
+
+	for (const char *l = out; l && (l = strstr(l, "status: NOERROR")); l++)
+		answers++;
+	free(out);
+	*ret_answers = answers;
+	return rc;
 }

@@ -110,10 +110,11 @@ int nginx_access_log_counts(const struct nginx *h, struct http_totals *ret);
 
 /* `curl` fetching url n times over one kept-alive connection (n <= 1000); per-status counts
  * and curl's size_request / size_header + size_download. 0 when every transfer got an
- * HTTP response, else -EIO (what did come back is still counted). */
+ * HTTP response, else -EIO (what did come back is still counted). An https:// url is fetched
+ * over HTTP/1.1 without checking the certificate (-k). */
 int curl_run(const char *url, int n, struct http_totals *ret);
 
-/* `wrk -t1 -cCONNS -dSECONDSs --latency url`. */
+/* `wrk -t1 -cCONNS -dSECONDSs --latency url` (http:// or https://). */
 struct wrk_result {
 	uint64_t requests;	/* completed, as wrk counts them */
 	double rps;
@@ -161,5 +162,89 @@ int netns_drop_count(const char *name, uint64_t *ret_packets);
 /* An nstat counter (TcpRetransSegs, TCPTimeouts ...) of netns (NULL: this one), absolute,
  * without touching nstat's history file. 0 or -errno (-ENOENT: no such counter). */
 int nstat_read(const char *netns, const char *counter, uint64_t *ret_value);
+
+
+/*
+ * TLS peers for the NETWORK TLS tests (network-peers.md 1.3-1.5, 2.2), one per TLS library a
+ * profile claims: OpenSSL's libssl.so.3 (nginx, curl, wrk, CPython's SSL_*_ex), BoringSSL's
+ * libssl.so.0 (bssl-tool), Go's crypto/tls (tests/programs/gotls), node's static OpenSSL
+ * (tests/programs/tls_node.js), and GnuTLS (kdig), which none claims. Every server binds
+ * 127.0.0.1 (bssl-tool binds *: only loopback is spoken to it) on a port the caller chose with
+ * free_port(); every wait is bounded; every process is stopped by pid.
+ */
+
+/* A self-signed certificate, CN=localhost, RSA 2048, valid a day. */
+struct tls_cert {
+	char cert[4096];
+	char key[4096];
+};
+/* `openssl req -x509` into dir/cert.pem and dir/key.pem. 0 or -errno. */
+int tls_cert_make(const char *dir, struct tls_cert *ret);
+
+/* nginx as nginx_start sets it up, its one server listening `127.0.0.1:port ssl` with cert
+ * (TLS 1.2 and 1.3, HTTP/1.1 only), the same locations and access log. */
+int nginx_start_tls(int port, const struct tls_cert *cert, struct nginx *ret);
+
+/* ROVER_SRC's path of a source file: tests/programs/tls_node.js ... */
+const char *src(const char *name);
+
+/* The test peers that print "totals CODE=N ...": */
+enum tls_peer {
+	TLS_PEER_GO,	      /* build/tests/programs/gotls */
+	TLS_PEER_GO_STRIPPED, /* build/tests/programs/gotls_stripped (-ldflags=-s -w) */
+	TLS_PEER_NODE,	      /* node tests/programs/tls_node.js */
+	TLS_PEER_PY,	      /* /usr/bin/python3 tests/programs/tls_py.py */
+};
+const char *tls_peer_name(enum tls_peer kind);
+
+/* A background process whose stdout and stderr go to `out`. */
+struct tls_proc {
+	pid_t pid;
+	int port;
+	char out[64];
+};
+
+/* `PEER server` on 127.0.0.1:port with cert: routes /ok* -> 200, /missing -> 404, /fail -> 500.
+ * Returns once it printed "ready"; 0 or -errno (nothing left running). */
+int tls_server_start(enum tls_peer kind, int port, const struct tls_cert *cert,
+		     struct tls_proc *ret);
+/* SIGTERM, waits (5 s, then SIGKILL) for its "totals" line (the responses it wrote), removes
+ * h->out. ret may be NULL. 0, or -EIO when no totals came (ret then untouched). */
+int tls_server_stop(struct tls_proc *h, struct http_totals *ret);
+
+/* `PEER client url n [gofile]` in the background, output to out_path: n sequential GETs on one
+ * kept-alive TLS connection (one more after each close the server makes), certificate not
+ * checked. With gofile it waits, 20 s at most, until that file exists before anything else
+ * (tls_py.py imports ssl only then: libssl is mapped after a task that started meanwhile).
+ * Returns its pid, or -1. */
+pid_t tls_client_spawn(enum tls_peer kind, const char *url, int n, const char *gofile,
+		       const char *out_path);
+/* Waits for it (timeout_ms, then SIGKILL) and reads its "totals" line into ret (requests: the
+ * sum). Returns its exit status (0: every request got a response), -EIO with no totals line,
+ * or -errno. */
+int tls_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret);
+/* Both, without a go file. */
+int tls_client_run(enum tls_peer kind, const char *url, int n, struct http_totals *ret);
+
+/* `bssl-tool server -accept port -www -loop` (BoringSSL): one HTTP/1.0 "200 OK" response per
+ * connection to any GET, closed after it (no Content-Length). Returns once it listens. */
+int bssl_server_start(int port, const struct tls_cert *cert, struct tls_proc *ret);
+/* SIGTERM, waits; *ret_conns (may be NULL): the handshakes it logged ("Connected."). */
+int bssl_server_stop(struct tls_proc *h, uint64_t *ret_conns);
+/* `bssl-tool client -connect 127.0.0.1:port` writing request (raw HTTP/1.x, the last one
+ * with "Connection: close") and reading until the server closes; the status of every
+ * "HTTP/1.x CODE" line it printed into ret. Its exit status or -errno. */
+int bssl_client_run(int port, const char *request, struct http_totals *ret);
+
+/* unbound serving DNS over TLS only on 127.0.0.1:port with cert; local data:
+ * example.test. A 127.0.0.2 (other names: NXDOMAIN). Returns once it listens. */
+int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret);
+void unbound_stop(struct tls_proc *h);
+/* `kdig @127.0.0.1 -p port +tls +keepopen` (GnuTLS) asking n times for example.test over one
+ * TLS connection, in the background; with gofile, a shell waits (20 s at most) for that file
+ * and then execs kdig, so the pid is kdig's. Output to out_path. Its pid or -1. */
+pid_t kdig_spawn(int port, int n, const char *gofile, const char *out_path);
+/* Waits for it; *ret_answers: the NOERROR answers it printed. Its exit status or -errno. */
+int kdig_wait(pid_t pid, const char *out_path, int timeout_ms, int *ret_answers);
 
 #endif

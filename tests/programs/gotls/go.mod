@@ -1,0 +1,3 @@
+module rover/tests/gotls
+
+go 1.19
