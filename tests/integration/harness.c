@@ -1350,32 +1350,24 @@ int bssl_server_stop(struct tls_proc *h, uint64_t *ret_conns)
 	return 0;
 }
 
-int bssl_client_run(int port, const char *request, struct http_totals *ret)
+pid_t bssl_client_spawn(int port, const char *fifo, const char *out_path)
 {
-	char in[64], out[64], target[32], *text;
+	char target[32];
 	char *argv[] = { "bssl-tool", "client", "-connect", target, NULL };
-	struct http_totals t = { 0 };
 	pid_t pid;
-	int rc;
 
 	snprintf(target, sizeof(target), "127.0.0.1:%d", port);
-	rc = temp_file(in, "bssl-in");
-	if (rc)
-		return rc;
-	rc = temp_file(out, "bssl-out");
-	if (rc) {
-		unlink(in);
-		return rc;
-	}
-	rc = write_file(in, request);
-	pid = rc ? -1 : fork();
+	if (mkfifo(fifo, 0600) && errno != EEXIST)
+		return -errno;
+	pid = fork();
 	if (pid == 0) {
-		int fd = open(in, O_RDONLY | O_CLOEXEC);
+		/* Read-write: the open does not wait for a writer, and no writer's close is EOF. */
+		int fd = open(fifo, O_RDWR | O_CLOEXEC);
 
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (fd >= 0)
 			dup2(fd, 0);
-		fd = open(out, O_WRONLY | O_APPEND | O_CLOEXEC);
+		fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -1383,11 +1375,35 @@ int bssl_client_run(int port, const char *request, struct http_totals *ret)
 		exec_sbin(argv);
 		_exit(127);
 	}
-	if (pid > 0)
-		rc = wait_cmd(pid, 30000);
-	else if (!rc)
-		rc = -errno;
-	text = slurp(out, NULL);
+	return pid < 0 ? -errno : pid;
+}
+
+int bssl_client_feed(const char *fifo, const char *request)
+{
+	size_t len = strlen(request), done = 0;
+	int fd = open(fifo, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (done < len) {
+		ssize_t n = write(fd, request + done, len - done);
+
+		if (n <= 0) {
+			close(fd);
+			return n < 0 ? -errno : -EIO;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+int bssl_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret)
+{
+	struct http_totals t = { 0 };
+	int rc = wait_cmd(pid, timeout_ms);
+	char *text = slurp(out_path, NULL);
+
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		unsigned code;
 
@@ -1397,9 +1413,32 @@ int bssl_client_run(int port, const char *request, struct http_totals *ret)
 		}
 	}
 	free(text);
-	unlink(in);
-	unlink(out);
 	*ret = t;
+	return rc;
+}
+
+int bssl_client_run(int port, const char *request, struct http_totals *ret)
+{
+	char fifo[64], out[64];
+	pid_t pid;
+	int rc;
+
+	rc = temp_file(fifo, "bssl-in");
+	if (rc)
+		return rc;
+	unlink(fifo);
+	rc = temp_file(out, "bssl-out");
+	if (rc)
+		return rc;
+	pid = bssl_client_spawn(port, fifo, out);
+	rc = pid < 0 ? (int)pid : bssl_client_feed(fifo, request);
+	if (pid > 0) {
+		if (rc)
+			kill(pid, SIGKILL);
+		rc = bssl_client_wait(pid, out, 30000, ret) ?: rc;
+	}
+	unlink(fifo);
+	unlink(out);
 	return rc;
 }
 

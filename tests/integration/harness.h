@@ -235,6 +235,12 @@ int bssl_server_stop(struct tls_proc *h, uint64_t *ret_conns);
  * with "Connection: close") and reading until the server closes; the status of every
  * "HTTP/1.x CODE" line it printed into ret. Its exit status or -errno. */
 int bssl_client_run(int port, const char *request, struct http_totals *ret);
+/* The same in three steps, for a client traced from before its first byte: started with the
+ * FIFO fifo (made here) as its stdin, so that it connects and waits; fed the request; waited
+ * for (its output in out_path). */
+pid_t bssl_client_spawn(int port, const char *fifo, const char *out_path);
+int bssl_client_feed(const char *fifo, const char *request);
+int bssl_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret);
 
 /* unbound serving DNS over TLS only on 127.0.0.1:port with cert; local data:
  * example.test. A 127.0.0.2 (other names: NXDOMAIN). Returns once it listens. */

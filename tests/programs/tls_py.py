@@ -6,7 +6,8 @@ libssl is mapped only when ssl is first imported (http.client imports it).
 
   tls_py.py client URL N [GOFILE]  with GOFILE, first waits (20 s at most) for that file to
                                    exist, and only then imports ssl: a profiler started before
-                                   it sees libssl mapped after its task began. Then N GETs over
+                                   it sees libssl mapped after its task began; then makes
+                                   GOFILE.PID and waits for GOFILE.next. Then N GETs over
                                    one kept-alive HTTPS connection, certificate not verified;
                                    prints "totals CODE=N ..." of the responses read
   tls_py.py server PORT CERT KEY   https on 127.0.0.1:PORT, HTTP/1.1 keep-alive: /ok* -> 200,
@@ -43,6 +44,14 @@ def client(url, n, gofile):
     import ssl
     import urllib.parse
 
+    if gofile:
+        # libssl is mapped now: say so, and wait for the go-ahead (a profiler finds it).
+        with open("%s.%d" % (gofile, os.getpid()), "w"):
+            pass
+        for _ in range(400):
+            if os.path.exists(gofile + ".next"):
+                break
+            time.sleep(0.05)
     u = urllib.parse.urlsplit(url)
     ctx = ssl._create_unverified_context()
     conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=30)
