@@ -373,6 +373,11 @@ static void look_at(struct tls_finder *f, const struct fd_opener *op, int pid, u
 		return;
 	}
 	memset(&m, 0, sizeof(m));
+	/* Replaced on disk while mapped: the descriptor is of the copy the process runs. */
+	if (strlen(path) > 10 && !strcmp(path + strlen(path) - 10, " (deleted)"))
+		log_info("task %llu: TLS: %s of process %d was replaced since it was mapped: the "
+			 "mapped copy is probed",
+			 (unsigned long long)f->task_id, path, pid);
 	err = tlsfind__probes(fd, path, &m, &why);
 	if (err) {
 		if (why)
