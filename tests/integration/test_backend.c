@@ -910,7 +910,7 @@ static const char *net_config_fmt =
 	"    active: true\n"
 	"    period: 500ms\n"
 	"    finders:\n"
-	"      - match_cmd_regex: \"/http_server (%s)$\"\n"
+	"      - match_cmd_regex: \"%s\"\n"
 	"        layer: OS_LINUX\n"
 	"        service_name: \"" NET_SERVICE "\"\n"
 	"        instance_name: \"{{.Rover.HostName}}\"\n"
@@ -928,6 +928,7 @@ static const char *net_config_fmt =
 struct net_env {
 	struct http_server hs[NET_MAX_PROCS];
 	int nhs;
+	struct tls_proc tls; /* net_start_tls: the one server, Go crypto/tls (hs[0] names it) */
 	pid_t oap, rover;
 	char host[256];
 	/* Each server's entity: its process name and the id the fake OAP gave it. */
@@ -970,10 +971,19 @@ static void oap_process_id(const char *instance, const char *name, char *out, si
 static void net_start(struct net_env *e, int nhs, const char *process_name,
 		      const char *more_finders)
 {
-	char ports[128] = "", cfg[4096];
+	char ports[128] = "", regex[192], cfg[4096];
 	int port = 0, lo = 32000;
+	struct tls_proc tls = e->tls;
 
 	memset(e, 0, sizeof(*e));
+	e->tls = tls;
+	if (tls.pid > 0) {
+		/* net_start_tls's server stands for hs[0]. */
+		e->hs[0].pid = tls.pid;
+		e->hs[0].port = tls.port;
+		nhs = 0;
+		e->nhs = 1;
+	}
 	e->start_ms = wall_ms();
 	gethostname(e->host, sizeof(e->host));
 	for (int i = 0; i < nhs; i++) {
@@ -989,10 +999,14 @@ static void net_start(struct net_env *e, int nhs, const char *process_name,
 	}
 	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	e->oap = start_oap(0, &port);
-	snprintf(cfg, sizeof(cfg), net_config_fmt, port, ports, process_name,
+	if (e->tls.pid > 0)
+		snprintf(regex, sizeof(regex), "/gotls server 127.0.0.1:(%d) ", e->tls.port);
+	else
+		snprintf(regex, sizeof(regex), "/http_server (%s)$", ports);
+	snprintf(cfg, sizeof(cfg), net_config_fmt, port, regex, process_name,
 		 more_finders ? more_finders : "");
 	e->rover = start_rover_cfg(cfg);
-	for (int i = 0; i < nhs; i++) {
+	for (int i = 0; i < e->nhs; i++) {
 		struct json_object *h;
 		const char *pn;
 
@@ -1019,8 +1033,26 @@ static void net_stop(struct net_env *e)
 {
 	stop(e->rover, SIGTERM);
 	stop(e->oap, SIGTERM);
+	if (e->tls.pid > 0) {
+		tls_server_stop(&e->tls, NULL);
+		return;
+	}
 	for (int i = 0; i < e->nhs; i++)
 		http_server_stop(&e->hs[i], NULL);
+}
+
+/* net_start with one HTTPS server, Go's crypto/tls (tests/programs/gotls), as hs[0]. */
+static void net_start_tls(struct net_env *e, const char *process_name)
+{
+	static struct tls_cert cert;
+	int port = free_port(32000, 39999);
+
+	memset(e, 0, sizeof(*e));
+	cr_assert_gt(port, 0);
+	cr_assert_eq(tls_cert_make(tmp, &cert), 0);
+	cr_assert_eq(tls_server_start(TLS_PEER_GO, port, &cert, &e->tls), 0, "gotls on %d", port);
+	track(e->tls.pid);
+	net_start(e, 1, process_name, NULL);
 }
 
 /* Serves one NETWORK task on the given process names ("a,b"), config json (a JSON string's
@@ -1163,7 +1195,7 @@ static int net_labels(struct net_meters *m, const struct net_env *e, const char 
 						{ "client_local", "true" },
 						{ "side", "server" },
 						{ "protocol", "http" },
-						{ "is_ssl", "false" } };
+						{ "is_ssl", NULL } };
 	int status = strstr(name, "http1_response_status_counter") != NULL, proc = -1;
 	size_t n = labels ? json_object_array_length(labels) : 0;
 
@@ -1180,6 +1212,12 @@ static int net_labels(struct net_meters *m, const struct net_env *e, const char 
 		    (want[i][1] && strcmp(lv, want[i][1]))) {
 			net_problem(m, "%s: label %zu is %s=%s, %s expected: %s", name, i, ln, lv,
 				    want[i][0], json_object_to_json_string(labels));
+			return -1;
+		}
+		if (i == 4 && strcmp(lv, e->tls.pid > 0 ? "true" : "false")) {
+			net_problem(m, "%s: is_ssl=%s over %s: %s", name, lv,
+				    e->tls.pid > 0 ? "TLS" : "plaintext",
+				    json_object_to_json_string(labels));
 			return -1;
 		}
 		if (i == 0)
@@ -1367,6 +1405,38 @@ Test(backend, network_meters_have_upstream_names_labels_and_counts)
 	cr_expect_geq(m.read_counts, 30);
 	cr_expect_gt(m.histograms_l4, 0);
 	cr_expect_gt(m.histograms_http, 0);
+	net_stop(&e);
+}
+
+/*
+ * Over TLS (a Go crypto/tls server, curl -k as the client): the same meters, counts and codes
+ * as over plaintext, every one labelled is_ssl=true (its plaintext came from the uprobes on
+ * crypto/tls, the wire's bytes were not parsed).
+ */
+Test(backend, network_meters_over_tls_say_is_ssl)
+{
+	struct net_env e;
+	struct net_meters m;
+	struct http_totals ok, fail;
+	char url[128];
+
+	net_start_tls(&e, "gotls_{{.Finder.RegexMatchGroup 1}}");
+	net_task("net-tls", e.name[0], 25, "null");
+	cr_expect(wait_log("probes attached", 15000), "%s", slurp(tmp_path("rover.log"), NULL));
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/ok", e.tls.port);
+	cr_assert_eq(curl_run(url, 12, &ok), 0);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/fail", e.tls.port);
+	cr_assert_eq(curl_run(url, 4, &fail), 0);
+	cr_assert_eq(ok.status[200] + fail.status[500], 16);
+	net_meters_settle(&e, 16, &m);
+	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
+	cr_expect_gt(m.collections, 0, "no collectBatch; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(m.requests[0], 16, "http1_request_counter adds up to %g", m.requests[0]);
+	cr_expect_eq(m.status[200], 12);
+	cr_expect_eq(m.status[500], 4);
+	cr_expect_eq(m.duration_count, 16, "duration histogram holds %g", m.duration_count);
+	cr_expect_gt(m.histograms_l4, 0);
 	net_stop(&e);
 }
 
