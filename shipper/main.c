@@ -206,6 +206,25 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 	if (err && err != -EBADMSG)
 		log_warn("task %llu: network frame: %s", (unsigned long long)t->task_id,
 			 strerror(-err));
+	if (t->net) {
+		/* How TLS calls found their connections, said once a task when it is not plain. */
+		struct net_stats st;
+
+		net_task__stats(t->net, &st);
+		if (!t->said_adjacent && st.kernel[NET_STAT_TLS_ADJACENT]) {
+			t->said_adjacent = 1;
+			log_info("task %llu: TLS calls that made no socket call (a memory BIO, as "
+				 "node's) are joined to their thread's last socket call "
+				 "(tls_adjacent)",
+				 (unsigned long long)t->task_id);
+		}
+		if (!t->said_unbound && st.kernel[NET_STAT_TLS_UNBOUND]) {
+			t->said_unbound = 1;
+			log_warn("task %llu: TLS calls on no connection that could be named: their "
+				 "plaintext is not used, counted lost (kernel_tls_unbound)",
+				 (unsigned long long)t->task_id);
+		}
+	}
 	if (meters.nmsgs && s->spool)
 		spool__put(s->spool, &meters);
 	if (logs.nmsgs && s->spool)
