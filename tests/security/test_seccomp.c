@@ -45,15 +45,20 @@ static const struct role_policy *const worker_chain[] = { &launcher_policy, &wor
 							   NULL };
 static const struct role_policy *const attached_chain[] = { &launcher_policy, &worker_policy,
 							     &worker_attached_policy, NULL };
+static const struct role_policy *const attached_net_chain[] = {
+	&launcher_policy, &worker_policy, &worker_attached_net_policy, NULL
+};
 static const struct role_policy *const shipper_chain[] = { &launcher_policy, &shipper_policy,
 							    NULL };
 static const struct role_policy *const nospool_chain[] = { &launcher_policy,
 							    &shipper_nospool_policy, NULL };
 
 static const struct role_policy *const *const every_role[] = {
-	supervisor_chain, worker_chain, attached_chain, shipper_chain, nospool_chain,
+	supervisor_chain, worker_chain, attached_chain, attached_net_chain, shipper_chain,
+	nospool_chain,
 };
-static const char *const role_name[] = { "supervisor", "worker", "attached worker", "shipper",
+static const char *const role_name[] = { "supervisor", "worker", "attached worker",
+					 "attached NETWORK worker", "shipper",
 					 "shipper without spool" };
 #define NROLES (sizeof(every_role) / sizeof(every_role[0]))
 
@@ -511,6 +516,38 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	expect_killed(under(attached_chain, perf_open, NULL), "perf_event_open once attached");
 	expect_exit(under(attached_chain, open_ro, NULL), EACCES, "openat once attached");
 	close(map_fd);
+}
+
+/*
+ * A worker stopped and continued (SIGSTOP and SIGCONT, a cgroup freeze, a tracer) while it
+ * sleeps or polls: the kernel resumes the call with restart_syscall, which must not kill it.
+ */
+Test(seccomp, a_stopped_worker_resumes_its_sleep)
+{
+	const struct role_policy *const *chains[] = { worker_chain, attached_chain,
+						      attached_net_chain };
+
+	for (size_t c = 0; c < 3; c++) {
+		int status;
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			struct timespec ts = { 0, 400 * 1000 * 1000 };
+
+			for (size_t i = 0; chains[c][i]; i++)
+				if (sandbox_apply(chains[c][i]))
+					_exit(250);
+			_exit(nanosleep(&ts, NULL) ? 201 : 0);
+		}
+		sleep_ms(100);
+		cr_assert_eq(kill(pid, SIGSTOP), 0);
+		sleep_ms(50);
+		cr_assert_eq(kill(pid, SIGCONT), 0);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		expect_exit(status, 0, c == 0 ? "worker" : c == 1 ? "attached worker"
+							     : "attached NETWORK worker");
+	}
 }
 
 /* ---- the shipper's spool ---- */
