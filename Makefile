@@ -188,10 +188,17 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
 # tests/security: each finding of the privilege review, written as the attack (policy/README.md).
+# tls_attach_worker: the worker's TLS attach (worker/netcap.c) under the worker's own drop and
+# filters, for test_tls_attach.c to send hostile messages to.
 $(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS) \
-		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o
+		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o \
+		| $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
+$(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker.o $(WORKER_OBJS) \
+		$(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
 unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2

@@ -85,6 +85,8 @@ static const struct seccomp_entry drain_calls[] = {
 	{ "fcntl", SC_ALLOW, "libbpf duplicates map descriptors (F_DUPFD_CLOEXEC)" },
 	{ "poll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
 	{ "ppoll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
+	{ "restart_syscall", SC_ALLOW, "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
+				       "a cgroup freeze, a tracer): the kernel's own call" },
 	{ "clock_gettime", SC_ALLOW, "flush and task timers" },
 	{ "clock_nanosleep", SC_ALLOW, "let in-flight programs finish after a map flip" },
 	{ "nanosleep", SC_ALLOW, "let in-flight programs finish after a map flip" },

@@ -211,7 +211,7 @@ static void on_shipper(struct worker *w)
 	struct ipc_msg msg = { .fd = -1 };
 	struct msg_tls_attach m;
 	struct msg_tls_result r;
-	int err = ipc_recv(w->shipper, from_shipper, 1, &msg);
+	int pidfd = -1, err = ipc_recv(w->shipper, from_shipper, 1, &msg);
 
 	if (err) {
 		net_lost(w, err, "receiving");
@@ -219,7 +219,11 @@ static void on_shipper(struct worker *w)
 	}
 	memcpy(&m, msg.buf, sizeof(m));
 	m.path[sizeof(m.path) - 1] = '\0';
-	err = netcap__tls_attach(w->net, &m, msg.fd, &r);
+	/* An ended target's pidfd is closed (-1): its number names nothing. */
+	for (int k = 0; k < w->npidfds; k++)
+		if (w->pidfds[k] >= 0 && w->pidfd_pid[k] == m.pid)
+			pidfd = w->pidfds[k];
+	err = netcap__tls_attach(w->net, &m, msg.fd, pidfd, &r);
 	ipc_msg_release(&msg);
 	if (err)
 		log_warn("task %llu: TLS probes on %s of process %d not attached: %s",

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,13 +527,21 @@ static int link_uprobes(int prog_fd, int fd, int pid, const uint64_t *offs, cons
 	return rc < 0 ? -errno : (int)rc;
 }
 
-int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
+/* Whether the process of pidfd has ended (its number may be another's once it is reaped). */
+static int pidfd_ended(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
+int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd, int pidfd,
 		       struct msg_tls_result *ret)
 {
 	/* 0: C entries (tls_enter), 1: C returns (tls_exit), 2: Go (go_tls) */
 	uint64_t offs[3][MSG_TLS_MAX_PROBES], cookies[3][MSG_TLS_MAX_PROBES];
 	uint32_t cnt[3] = { 0 };
-	int progs[3], target = 0, err = 0;
+	int progs[3], target = 0, err = 0, first = n->ntls_links;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = m->task_id;
@@ -542,8 +551,10 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 		target |= n->spec->pids[i] == m->pid;
 	if (!n->tls)
 		err = -EOPNOTSUPP;
-	else if (m->task_id != n->task_id || !target || m->pid <= 0)
+	else if (m->task_id != n->task_id || !target || m->pid <= 0 || pidfd < 0)
 		err = -EPERM;
+	else if (pidfd_ended(pidfd))
+		err = -ESRCH;
 	else if (!m->nprobes || m->nprobes > MSG_TLS_MAX_PROBES || m->lib == NET_TLS_NONE ||
 		 m->lib >= NET_TLS_MAX)
 		err = -EINVAL;
@@ -581,6 +592,16 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 		}
 		n->tls_links[n->ntls_links++] = l;
 		ret->attached += cnt[g];
+	}
+	/*
+	 * The kernel took the pid's number when it made each link: the target had not ended
+	 * after, so the number was still its own then, not another process's it was given to.
+	 */
+	if (n->ntls_links > first && pidfd_ended(pidfd)) {
+		while (n->ntls_links > first)
+			close(n->tls_links[--n->ntls_links]);
+		ret->attached = 0;
+		err = -ESRCH;
 	}
 	if (!err)
 		__atomic_store_n(&n->obj->bss->tls_on, 1, __ATOMIC_SEQ_CST);

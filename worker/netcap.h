@@ -47,9 +47,11 @@ int netcap__forget(struct netcap *n, int32_t pid, int shipper);
 
 /*
  * Attaches the TLS probes the shipper found in a target's library (m, the file's descriptor
- * fd, which stays the caller's), after checking them; ret says what came of it. 0 or -errno.
+ * fd, which stays the caller's), after checking them; ret says what came of it. pidfd pins
+ * m->pid's process (the launcher's pidfd of that target; -1 when it has none or ended): a
+ * number alone could name whoever was given it after the target ended. 0 or -errno.
  */
-int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
+int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd, int pidfd,
 		       struct msg_tls_result *ret);
 
 void netcap__stop(struct netcap *n);

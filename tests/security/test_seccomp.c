@@ -45,15 +45,20 @@ static const struct role_policy *const worker_chain[] = { &launcher_policy, &wor
 							   NULL };
 static const struct role_policy *const attached_chain[] = { &launcher_policy, &worker_policy,
 							     &worker_attached_policy, NULL };
+static const struct role_policy *const attached_net_chain[] = {
+	&launcher_policy, &worker_policy, &worker_attached_net_policy, NULL
+};
 static const struct role_policy *const shipper_chain[] = { &launcher_policy, &shipper_policy,
 							    NULL };
 static const struct role_policy *const nospool_chain[] = { &launcher_policy,
 							    &shipper_nospool_policy, NULL };
 
 static const struct role_policy *const *const every_role[] = {
-	supervisor_chain, worker_chain, attached_chain, shipper_chain, nospool_chain,
+	supervisor_chain, worker_chain, attached_chain, attached_net_chain, shipper_chain,
+	nospool_chain,
 };
-static const char *const role_name[] = { "supervisor", "worker", "attached worker", "shipper",
+static const char *const role_name[] = { "supervisor", "worker", "attached worker",
+					 "attached NETWORK worker", "shipper",
 					 "shipper without spool" };
 #define NROLES (sizeof(every_role) / sizeof(every_role[0]))
 
@@ -511,6 +516,121 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	expect_killed(under(attached_chain, perf_open, NULL), "perf_event_open once attached");
 	expect_exit(under(attached_chain, open_ro, NULL), EACCES, "openat once attached");
 	close(map_fd);
+}
+
+/* BPF_LINK_CREATE naming no program: the kernel's EBADF once the filters let it through. */
+static int link_create(void *arg)
+{
+	union bpf_attr a;
+
+	(void)arg;
+	memset(&a, 0, sizeof(a));
+	a.link_create.prog_fd = (uint32_t)-1;
+	return result(sys_bpf(BPF_LINK_CREATE, &a));
+}
+
+/* Any bpf command, with a zeroed attribute: whatever the kernel says of it, if it gets it. */
+static int bpf_cmd(void *arg)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	return result(sys_bpf((int)(intptr_t)arg, &a));
+}
+
+static int elf_fd = -1;
+
+/* What netcap__tls_attach reads of a handed library: its ELF header. */
+static int pread_header(void *arg)
+{
+	char h[64];
+
+	(void)arg;
+	return pread(elf_fd, h, sizeof(h), 0) == (ssize_t)sizeof(h) ? 0 : 204;
+}
+
+/*
+ * A NETWORK worker once attached (worker_attached_net_policy): still the drain loop's map
+ * commands, and BPF_LINK_CREATE and pread64 for the TLS libraries the shipper hands over
+ * (uprobe_multi on one pid, tests/security/test_tls_attach.c); every other bpf command, a
+ * program load or a map made among them, and perf_event_open are kills, openat is EACCES.
+ */
+Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
+{
+	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
+				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
+				       BPF_LINK_CREATE };
+	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
+			     .max_entries = 1 };
+	uint32_t key = 0;
+	uint64_t value = 42;
+	char what[64];
+
+	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
+	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
+	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+			      .value = (uintptr_t)&value };
+	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+	elf_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(elf_fd, 0);
+
+	expect_exit(under(attached_net_chain, map_lookup, NULL), 0, "lookup on a real map");
+	expect_exit(under(attached_net_chain, link_create, NULL), EBADF, "BPF_LINK_CREATE");
+	expect_exit(under(attached_net_chain, pread_header, NULL), 0, "pread64");
+	/* The other worker once attached has neither. */
+	expect_killed(under(attached_chain, link_create, NULL), "BPF_LINK_CREATE, not NETWORK");
+	expect_killed(under(attached_chain, pread_header, NULL), "pread64, not NETWORK");
+	for (int cmd = 0; cmd < 64; cmd++) {
+		int ok = 0;
+		int st;
+
+		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+			ok |= cmd == allowed[i];
+		snprintf(what, sizeof(what), "bpf command %d", cmd);
+		st = under(attached_net_chain, bpf_cmd, (void *)(intptr_t)cmd);
+		if (ok)
+			cr_expect(WIFEXITED(st), "%s: killed", what);
+		else
+			expect_killed(st, what);
+	}
+	expect_killed(under(attached_net_chain, prog_load, NULL), "BPF_PROG_LOAD");
+	expect_killed(under(attached_net_chain, map_create, NULL), "BPF_MAP_CREATE");
+	expect_killed(under(attached_net_chain, perf_open, NULL), "perf_event_open");
+	expect_exit(under(attached_net_chain, open_ro, NULL), EACCES, "openat");
+	close(elf_fd);
+	close(map_fd);
+}
+
+/*
+ * A worker stopped and continued (SIGSTOP and SIGCONT, a cgroup freeze, a tracer) while it
+ * sleeps or polls: the kernel resumes the call with restart_syscall, which must not kill it.
+ */
+Test(seccomp, a_stopped_worker_resumes_its_sleep)
+{
+	const struct role_policy *const *chains[] = { worker_chain, attached_chain,
+						      attached_net_chain };
+
+	for (size_t c = 0; c < 3; c++) {
+		int status;
+		pid_t pid = fork();
+
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			struct timespec ts = { 0, 400 * 1000 * 1000 };
+
+			for (size_t i = 0; chains[c][i]; i++)
+				if (sandbox_apply(chains[c][i]))
+					_exit(250);
+			_exit(nanosleep(&ts, NULL) ? 201 : 0);
+		}
+		sleep_ms(100);
+		cr_assert_eq(kill(pid, SIGSTOP), 0);
+		sleep_ms(50);
+		cr_assert_eq(kill(pid, SIGCONT), 0);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		expect_exit(status, 0, c == 0 ? "worker" : c == 1 ? "attached worker"
+							     : "attached NETWORK worker");
+	}
 }
 
 /* ---- the shipper's spool ---- */
