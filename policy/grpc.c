@@ -95,6 +95,8 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "getpid", SC_ALLOW, "OpenSSL's fork check on every random draw" },
 	{ "getrandom", SC_ALLOW, "TLS randomness; gRPC's own random numbers" },
 	{ "exit_group", SC_ALLOW, "process exit" },
+	{ "restart_syscall", SC_ALLOW, "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
+				       "a cgroup freeze, a tracer): the kernel's own call" },
 	/* Not seen in the tests' traces but imported by the libraries on paths they may take
 	 * (an exhausted channel, a resolver retry, a peer gone): a kill there would cost the
 	 * role's data, and none of these reaches beyond the process's own descriptors. */

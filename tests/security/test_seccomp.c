@@ -605,12 +605,15 @@ Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
  * A worker stopped and continued (SIGSTOP and SIGCONT, a cgroup freeze, a tracer) while it
  * sleeps or polls: the kernel resumes the call with restart_syscall, which must not kill it.
  */
-Test(seccomp, a_stopped_worker_resumes_its_sleep)
+Test(seccomp, a_stopped_role_resumes_its_sleep)
 {
 	const struct role_policy *const *chains[] = { worker_chain, attached_chain,
-						      attached_net_chain };
+						      attached_net_chain, shipper_chain,
+						      nospool_chain, supervisor_chain };
+	static const char *const names[] = { "worker", "attached worker", "attached NETWORK worker",
+					     "shipper", "shipper without a spool", "supervisor" };
 
-	for (size_t c = 0; c < 3; c++) {
+	for (size_t c = 0; c < 6; c++) {
 		int status;
 		pid_t pid = fork();
 
@@ -628,8 +631,7 @@ Test(seccomp, a_stopped_worker_resumes_its_sleep)
 		sleep_ms(50);
 		cr_assert_eq(kill(pid, SIGCONT), 0);
 		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		expect_exit(status, 0, c == 0 ? "worker" : c == 1 ? "attached worker"
-							     : "attached NETWORK worker");
+		expect_exit(status, 0, names[c]);
 	}
 }
 
