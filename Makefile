@@ -238,6 +238,7 @@ bench: deps
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
+	scripts/bench_network_tls.sh
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
 $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \

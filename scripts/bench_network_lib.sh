@@ -158,6 +158,12 @@ task_end() {
 		exit 1
 	fi
 }
+# task_stop NAME: ends the task of task_start NAME early, as a first Ctrl-C of `rover profile`
+# does (its data is kept), and waits for its report as task_end.
+task_stop() {
+	kill -INT "$T" 2>/dev/null || true
+	task_end "$1" 0
+}
 # task_losses NAME: "exchanges syscalls events_lost rover_lost_lines", and every loss counter
 # that is not 0 as `network.lost.NAME.COUNTER N` lines into $work/lost. Byte counters (gap
 # bytes, payload bytes not delivered) are printed but not added to the events.
