@@ -240,10 +240,12 @@ demo: deps
 bench: deps
 	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload \
 		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
-		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor
+		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor \
+		$(OUT)/tests/bench/tls_calls
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
+	scripts/bench_network_tls.sh
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
 $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \
@@ -268,6 +270,10 @@ $(OUT)/tests/bench/hook_floor.skel.h: $(OUT)/tests/bench/hook_floor.bpf.o
 $(OUT)/tests/bench/hook_floor: tests/bench/hook_floor.c $(OUT)/tests/bench/hook_floor.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(OUT)/tests/bench $< -o $@ $(LDFLAGS) -lbpf -lelf -lz
+# Plain and TLS 64-byte round trips in one process, for bench_network_tls.sh: the TLS probes' cost.
+$(OUT)/tests/bench/tls_calls: tests/bench/tls_calls.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lssl -lcrypto
 
 format:
 	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)
