@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -36,6 +38,19 @@ struct loads {
 	GElf_Phdr ph[MAX_LOADS];
 	size_t n;
 };
+
+/*
+ * Whether p is code whose bytes are all in the file (of size bytes). Only such segments are
+ * kept: the worker refuses an offset anywhere else (worker/netcap.c check_offsets), which
+ * would come back as the whole library refused; a file's header claiming segments past its
+ * end is refused here instead, with a reason. (Found by tests/fuzz/fuzz_tlsfind.c: an SSL_read
+ * in a segment at file offset 2^47 became a probe there.)
+ */
+static bool code_in_file(const GElf_Phdr *p, uint64_t size)
+{
+	return p->p_type == PT_LOAD && (p->p_flags & PF_X) && p->p_offset <= size &&
+	       p->p_filesz <= size - p->p_offset;
+}
 
 /* The file offset of vaddr, or -1 when no loaded segment holds it in the file. */
 static int64_t file_offset(const struct loads *l, uint64_t vaddr)
@@ -192,6 +207,7 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 	const char *why = NULL, *base = base_name(path);
 	Elf_Scn *scn = NULL, *pcln = NULL;
 	size_t nph = 0, shstrndx;
+	struct stat st;
 	GElf_Ehdr eh;
 	Elf *elf;
 	int err = 0;
@@ -207,8 +223,14 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		why = "unreadable ELF headers";
 		goto cleanup;
 	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		why = "a file that cannot be looked at";
+		goto cleanup;
+	}
 	for (size_t i = 0; i < nph && l.n < MAX_LOADS; i++)
-		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) && l.ph[l.n].p_type == PT_LOAD)
+		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) &&
+		    code_in_file(&l.ph[l.n], (uint64_t)st.st_size))
 			l.n++;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
