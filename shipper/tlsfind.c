@@ -164,15 +164,28 @@ static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t siz
 		free(buf);
 		return -ENOMEM;
 	}
-	if (m->nprobes >= MSG_TLS_MAX_PROBES)
+	/* Said, as below: a failure without a reason is not logged. */
+	if (m->nprobes >= MSG_TLS_MAX_PROBES) {
 		err = -E2BIG;
-	else
+		*why = "more RET instructions than the probes a library may have";
+	} else {
 		add_probe(m, (uint64_t)off, fn, NET_TLS_GO, 0);
+	}
 	code = buf;
 	left = size;
 	while (!err && left && cs_disasm_iter(cs, &code, &left, &addr, insn)) {
 		if (insn->id != X86_INS_RET)
 			continue;
+		/*
+		 * Capstone's RET is also "ret imm16" (c2) and a prefixed c3, which the Go
+		 * compiler does not emit and the worker refuses (it wants the byte 0xc3);
+		 * skipped, that return would go unprobed. (Found by tests/fuzz/fuzz_tlsfind.c.)
+		 */
+		if (insn->size != 1 || insn->bytes[0] != 0xc3) {
+			err = -EILSEQ;
+			*why = "a crypto/tls function with a RET other than 0xc3";
+			break;
+		}
 		if (m->nprobes >= MSG_TLS_MAX_PROBES) {
 			err = -E2BIG;
 			*why = "more RET instructions than the probes a library may have";
