@@ -246,6 +246,16 @@ static uint8_t byte_at(const char *path, uint64_t off)
 	return b;
 }
 
+/* Writes len bytes at off of path. */
+static void patch(const char *path, uint64_t off, const void *bytes, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pwrite(fd, bytes, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
 /* ---- C libraries ---- */
 
 /*
@@ -457,7 +467,7 @@ Test(tlsfind, go_before_1_18_refused, .timeout = 60)
 	char src[PATH_MAX], path[PATH_MAX], cmd[PATH_MAX + 64], line[512];
 	static const uint8_t magic[4] = { 0xfa, 0xff, 0xff, 0xff };
 	const char *why;
-	int fd, err, found = 0;
+	int err, found = 0;
 	FILE *p;
 
 	program("gotls_stripped", src);
@@ -472,10 +482,7 @@ Test(tlsfind, go_before_1_18_refused, .timeout = 60)
 	cr_assert_eq(pclose(p), 0);
 	cr_assert(found, "no .gopclntab in %s", path);
 	cr_assert_eq(byte_at(path, off), 0xf0, "not a Go 1.18 table: 0x%02x", byte_at(path, off));
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(pwrite(fd, magic, sizeof(magic), (off_t)off), (ssize_t)sizeof(magic));
-	close(fd);
+	patch(path, off, magic, sizeof(magic));
 	err = probes_of(path, &m, &why);
 	cr_expect_eq(err, -EOPNOTSUPP, "%s", strerror(-err));
 	cr_assert_not_null(why);
@@ -567,6 +574,70 @@ Test(tlsfind, not_a_regular_file)
 	cr_expect_not_null(why);
 	close(pfd[0]);
 	close(pfd[1]);
+}
+
+/* A copy of libssl.so.3 whose code segment the header places past the end of the file. */
+Test(tlsfind, code_segment_past_the_file)
+{
+	unsigned long long phoff = 0;
+	struct msg_tls_attach m;
+	char path[PATH_MAX], cmd[PATH_MAX + 64], line[512];
+	uint64_t far = 1ull << 47;
+	const char *why;
+	int i = 0, code = -1, in_phdrs = 0, err;
+	FILE *p;
+
+	snprintf(path, sizeof(path), "%s/libssl.so.3", tmpdir);
+	sh("cp '%s' '%s'", LIBSSL3, path);
+	/* The program headers' offset, and which of them is the executable LOAD. */
+	snprintf(cmd, sizeof(cmd), "readelf -hlW '%s'", path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, " Start of program headers: %llu", &phoff) == 1)
+			continue;
+		if (!strncmp(line, "Program Headers:", 16)) {
+			in_phdrs = 1;
+			continue;
+		}
+		/* One line per header after the column titles, up to a blank line. */
+		if (!in_phdrs || strstr(line, "VirtAddr") || strstr(line, "[Requesting"))
+			continue;
+		if (line[0] == '\n')
+			break;
+		if (!strncmp(line, "  LOAD ", 7) && strstr(line, " R E ") && code < 0)
+			code = i;
+		i++;
+	}
+	cr_assert_eq(pclose(p), 0);
+	cr_assert(phoff && code >= 0, "no program headers or no code segment in %s", path);
+	patch(path, phoff + (uint64_t)code * 56 + 8, &far, sizeof(far)); /* p_offset */
+	err = probes_of(path, &m, &why);
+	cr_expect_eq(err, -ERANGE, "%s", strerror(-err));
+	cr_assert_not_null(why);
+	cr_expect(strstr(why, "SSL"), "reason: %s", why);
+}
+
+/* A Go RET made "ret imm16" (0xc2): a return the worker would not probe, so none are. */
+Test(tlsfind, go_ret_other_than_c3, .timeout = 60)
+{
+	struct msg_tls_attach m;
+	char src[PATH_MAX], path[PATH_MAX];
+	static const uint8_t c2 = 0xc2;
+	const char *why;
+	int err;
+
+	program("gotls_stripped", src);
+	snprintf(path, sizeof(path), "%s/gotls_c2", tmpdir);
+	sh("cp '%s' '%s'", src, path);
+	err = probes_of(path, &m, &why);
+	cr_assert_eq(err, 0, "%s", strerror(-err));
+	cr_assert_eq(m.probes[1].cookie & 0xff, NET_TLS_FN_GO_RET);
+	patch(path, m.probes[1].offset, &c2, 1);
+	err = probes_of(path, &m, &why);
+	cr_expect_eq(err, -EILSEQ, "%s", strerror(-err));
+	cr_assert_not_null(why);
+	cr_expect(strstr(why, "RET"), "reason: %s", why);
 }
 
 /* ---- the finder on a live process ---- */
