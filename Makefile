@@ -379,6 +379,16 @@ fuzz-corpus: $(OUT)/fuzz/gen_corpus
 		objcopy --only-keep-debug lib.so lib.debug && xz -f lib.debug && \
 		objcopy --strip-all --add-section .gnu_debugdata=lib.debug.xz lib.so lib_minidebug.so && \
 		rm lib.debug.xz && chmod a-x lib.so lib32.so exec pie lib_stripped.so lib_minidebug.so
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_tlsfind && cd tests/fuzz/corpus/fuzz_tlsfind && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC ../../seed_tls.c -o libssl.so && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DBORING ../../seed_tls.c -o libssl_boring.so && \
+		$(CC) $(FUZZ_SEED_ELF) -m32 -shared -fPIC ../../seed_tls.c -o libssl32.so && \
+		$(CC) $(FUZZ_SEED_ELF) -static -no-pie -DGO=0xfffffff0 ../../seed_tls.c -o go && \
+		$(CC) $(FUZZ_SEED_ELF) -static -no-pie -DGO=0xfffffffa ../../seed_tls.c -o go116 && \
+		$(CC) $(FUZZ_SEED_ELF) -static -no-pie -DGO=0xfffffff0 -DRETS=61 ../../seed_tls.c \
+			-o go_64probes && \
+		objcopy --strip-all go go_stripped && \
+		chmod a-x libssl.so libssl_boring.so libssl32.so go go116 go_64probes go_stripped
 
 clean:
 	rm -rf $(OUT) out

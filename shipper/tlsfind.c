@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -36,6 +38,19 @@ struct loads {
 	GElf_Phdr ph[MAX_LOADS];
 	size_t n;
 };
+
+/*
+ * Whether p is code whose bytes are all in the file (of size bytes). Only such segments are
+ * kept: the worker refuses an offset anywhere else (worker/netcap.c check_offsets), which
+ * would come back as the whole library refused; a file's header claiming segments past its
+ * end is refused here instead, with a reason. (Found by tests/fuzz/fuzz_tlsfind.c: an SSL_read
+ * in a segment at file offset 2^47 became a probe there.)
+ */
+static bool code_in_file(const GElf_Phdr *p, uint64_t size)
+{
+	return p->p_type == PT_LOAD && (p->p_flags & PF_X) && p->p_offset <= size &&
+	       p->p_filesz <= size - p->p_offset;
+}
 
 /* The file offset of vaddr, or -1 when no loaded segment holds it in the file. */
 static int64_t file_offset(const struct loads *l, uint64_t vaddr)
@@ -149,15 +164,28 @@ static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t siz
 		free(buf);
 		return -ENOMEM;
 	}
-	if (m->nprobes >= MSG_TLS_MAX_PROBES)
+	/* Said, as below: a failure without a reason is not logged. */
+	if (m->nprobes >= MSG_TLS_MAX_PROBES) {
 		err = -E2BIG;
-	else
+		*why = "more RET instructions than the probes a library may have";
+	} else {
 		add_probe(m, (uint64_t)off, fn, NET_TLS_GO, 0);
+	}
 	code = buf;
 	left = size;
 	while (!err && left && cs_disasm_iter(cs, &code, &left, &addr, insn)) {
 		if (insn->id != X86_INS_RET)
 			continue;
+		/*
+		 * Capstone's RET is also "ret imm16" (c2) and a prefixed c3, which the Go
+		 * compiler does not emit and the worker refuses (it wants the byte 0xc3);
+		 * skipped, that return would go unprobed. (Found by tests/fuzz/fuzz_tlsfind.c.)
+		 */
+		if (insn->size != 1 || insn->bytes[0] != 0xc3) {
+			err = -EILSEQ;
+			*why = "a crypto/tls function with a RET other than 0xc3";
+			break;
+		}
 		if (m->nprobes >= MSG_TLS_MAX_PROBES) {
 			err = -E2BIG;
 			*why = "more RET instructions than the probes a library may have";
@@ -192,6 +220,7 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 	const char *why = NULL, *base = base_name(path);
 	Elf_Scn *scn = NULL, *pcln = NULL;
 	size_t nph = 0, shstrndx;
+	struct stat st;
 	GElf_Ehdr eh;
 	Elf *elf;
 	int err = 0;
@@ -207,8 +236,14 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		why = "unreadable ELF headers";
 		goto cleanup;
 	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		why = "a file that cannot be looked at";
+		goto cleanup;
+	}
 	for (size_t i = 0; i < nph && l.n < MAX_LOADS; i++)
-		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) && l.ph[l.n].p_type == PT_LOAD)
+		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) &&
+		    code_in_file(&l.ph[l.n], (uint64_t)st.st_size))
 			l.n++;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
