@@ -71,7 +71,8 @@ BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-sh
 
 TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.c)) \
               $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc)) \
-              $(OUT)/tests/programs/gotls $(OUT)/tests/programs/gotls_stripped
+              $(OUT)/tests/programs/gotls $(OUT)/tests/programs/gotls_stripped \
+              $(OUT)/tests/programs/gotls_pie
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
@@ -165,7 +166,7 @@ $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread
 # The Go crypto/tls peer of the NETWORK TLS tests, stdlib only, built offline (there is no
 # network): once as go builds it, once stripped (-s -w: no symbol table, no DWARF; the
-# pclntab still names every function).
+# pclntab still names every function), once as a PIE.
 GOTLS_SRCS  := $(wildcard tests/programs/gotls/*.go) tests/programs/gotls/go.mod
 GOTLS_BUILD := cd tests/programs/gotls && GOFLAGS=-mod=mod GOPROXY=off \
                GOCACHE=$(abspath $(OUT))/gocache go build
@@ -175,6 +176,10 @@ $(OUT)/tests/programs/gotls: $(GOTLS_SRCS)
 $(OUT)/tests/programs/gotls_stripped: $(GOTLS_SRCS)
 	$(call msg,GO,$@)
 	$(Q)mkdir -p $(@D) && $(GOTLS_BUILD) -ldflags='-s -w' -o $(abspath $@) .
+# PIE: the table is then .data.rel.ro.gopclntab.
+$(OUT)/tests/programs/gotls_pie: $(GOTLS_SRCS)
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D) && $(GOTLS_BUILD) -buildmode=pie -o $(abspath $@) .
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \

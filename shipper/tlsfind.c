@@ -120,6 +120,37 @@ static int go_find(void *ctx, uint64_t entry, uint64_t size, const char *name, s
 	return g->entry[0] && g->entry[1] && g->entry[2] ? 1 : 0;
 }
 
+/*
+ * The Go runtime's table inside .data.rel.ro (an externally linked Go binary): its header,
+ * pointer-aligned, that names the crypto/tls functions. At most 16 candidate headers are
+ * walked. 0, or -ENOENT.
+ */
+static int find_merged_table(Elf_Scn *relro, const uint8_t **ret_tab, size_t *ret_len,
+			     struct go_funcs *go)
+{
+	Elf_Data *d = elf_getdata(relro, NULL);
+	const uint8_t *p;
+	int tries = 0;
+
+	if (!d || !d->d_buf || d->d_size > SECTION_MAX)
+		return -ENOENT;
+	p = d->d_buf;
+	for (size_t off = 0; off + 8 <= d->d_size && tries < 16; off += 4) {
+		if ((p[off] != 0xf0 && p[off] != 0xf1) || p[off + 1] != 0xff || p[off + 2] != 0xff ||
+		    p[off + 3] != 0xff || p[off + 4] || p[off + 5])
+			continue;
+		tries++;
+		memset(go, 0, sizeof(*go));
+		if (gopclntab__walk(p + off, d->d_size - off, go_find, go) >= 0 && go->entry[0] &&
+		    go->entry[1]) {
+			*ret_tab = p + off;
+			*ret_len = d->d_size - off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint32_t lib, int ret)
 {
 	struct msg_tls_probe *p = &m->probes[m->nprobes++];
@@ -218,7 +249,10 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 	struct go_funcs go = { { 0 } };
 	struct loads l = { .n = 0 };
 	const char *why = NULL, *base = base_name(path);
-	Elf_Scn *scn = NULL, *pcln = NULL;
+	Elf_Scn *scn = NULL, *pcln = NULL, *relro = NULL;
+	const uint8_t *tab = NULL;
+	size_t tab_len = 0;
+	int gonote = 0;
 	size_t nph = 0, shstrndx;
 	struct stat st;
 	GElf_Ehdr eh;
@@ -254,8 +288,37 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB)
 			scan_symbols(elf, scn, &sh, addr);
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".gopclntab") && sh.sh_type != SHT_NOBITS)
+		if (!name || sh.sh_type == SHT_NOBITS)
+			continue;
+		/* The Go linker names it .data.rel.ro.gopclntab where there is a RELRO segment
+		 * (PIE); an external link merges it into .data.rel.ro. */
+		if (!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab"))
 			pcln = scn;
+		else if (!strcmp(name, ".data.rel.ro"))
+			relro = scn;
+		else if (!strcmp(name, ".note.go.buildid"))
+			gonote = 1;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		err = -ENOEXEC;
+		why = "not a 64-bit ELF file (only 64-bit code is probed)";
+		goto cleanup;
+	}
+	if (pcln) {
+		Elf_Data *d = elf_getdata(pcln, NULL);
+
+		if (!d || !d->d_buf || d->d_size < 8 || d->d_size > SECTION_MAX) {
+			err = -ENOEXEC;
+			why = "an unreadable .gopclntab";
+			goto cleanup;
+		}
+		tab = d->d_buf;
+		tab_len = d->d_size;
+	} else if (gonote && relro && !(addr[SYM_READ] && addr[SYM_WRITE])) {
+		err = find_merged_table(relro, &tab, &tab_len, &go);
+		if (err == -ENOMEM)
+			goto cleanup;
+		err = 0;
 	}
 	if (addr[SYM_READ] && addr[SYM_WRITE]) {
 		uint32_t lib = !strncmp(base, "node", 4) || !strncmp(base, "libnode", 7) ? NET_TLS_NODE
@@ -279,8 +342,7 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 			add_probe(&m, (uint64_t)off, fns[k], lib, 0);
 			add_probe(&m, (uint64_t)off, fns[k], lib, 1);
 		}
-	} else if (pcln) {
-		Elf_Data *d;
+	} else if (tab) {
 		long walked;
 
 		if (eh.e_machine != EM_X86_64) {
@@ -288,19 +350,14 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 			why = "a Go binary not for x86-64 (Go TLS is probed on x86-64 only)";
 			goto cleanup;
 		}
-		d = elf_getdata(pcln, NULL);
-		if (!d || !d->d_buf || d->d_size < 8 || d->d_size > SECTION_MAX) {
-			err = -ENOEXEC;
-			why = "an unreadable .gopclntab";
-			goto cleanup;
-		}
 		/* The register ABI that the probes read arguments from: Go 1.17; its table: 1.18. */
-		if (memcmp(d->d_buf, "\xf0\xff\xff\xff", 4) && memcmp(d->d_buf, "\xf1\xff\xff\xff", 4)) {
+		if (memcmp(tab, "\xf0\xff\xff\xff", 4) && memcmp(tab, "\xf1\xff\xff\xff", 4)) {
 			err = -EOPNOTSUPP;
 			why = "a Go binary older than Go 1.18";
 			goto cleanup;
 		}
-		walked = gopclntab__walk(d->d_buf, d->d_size, go_find, &go);
+		memset(&go, 0, sizeof(go));
+		walked = gopclntab__walk(tab, tab_len, go_find, &go);
 		if (walked < 0) {
 			err = (int)walked;
 			why = "an unreadable .gopclntab";
@@ -340,10 +397,14 @@ cleanup:
 
 /* ---- the per-task finder ---- */
 
+/* Opens of a file that failed (a dlopen still mapping it) before it is given up on. */
+#define OPEN_TRIES 3
+
 struct seen {
 	int32_t pid;
 	uint32_t dev;
 	uint64_t ino;
+	uint32_t failed; /* opens that failed; it is looked at again until OPEN_TRIES */
 };
 
 struct tls_finder {
@@ -381,21 +442,28 @@ const char *tlsfind__lib_name(uint32_t lib)
 	return "none";
 }
 
-/* Whether (pid, dev, ino) was looked at; marks it. -ENOSPC when the table is full. */
-static int mark_seen(struct tls_finder *f, int32_t pid, uint32_t dev, uint64_t ino)
+/*
+ * The entry of (pid, dev, ino), made on first sight, in *ret; 1 when it was looked at for good
+ * already, 0 when it is to be looked at, -ENOSPC when the table is full.
+ */
+static int mark_seen(struct tls_finder *f, int32_t pid, uint32_t dev, uint64_t ino,
+		     struct seen **ret)
 {
 	for (uint32_t i = 0; i < f->nseen; i++)
-		if (f->seen[i].pid == pid && f->seen[i].dev == dev && f->seen[i].ino == ino)
-			return 1;
+		if (f->seen[i].pid == pid && f->seen[i].dev == dev && f->seen[i].ino == ino) {
+			*ret = &f->seen[i];
+			return f->seen[i].failed && f->seen[i].failed < OPEN_TRIES ? 0 : 1;
+		}
 	if (f->nseen >= TLSFIND_MAX_FILES)
 		return -ENOSPC;
-	f->seen[f->nseen++] = (struct seen){ pid, dev, ino };
+	f->seen[f->nseen] = (struct seen){ pid, dev, ino, 0 };
+	*ret = &f->seen[f->nseen++];
 	return 0;
 }
 
 static void look_at(struct tls_finder *f, const struct fd_opener *op, int pid, uint64_t start,
 		    uint64_t end, const char *path, tls_found_fn found, void *ctx, int *ret_found,
-		    int *ret_stop)
+		    int *ret_stop, struct seen *sn)
 {
 	struct msg_tls_attach m;
 	const char *why = NULL;
@@ -403,10 +471,14 @@ static void look_at(struct tls_finder *f, const struct fd_opener *op, int pid, u
 
 	fd = op->open_mapped_file(op->ctx, pid, start, end);
 	if (fd < 0) {
-		log_warn("task %llu: TLS: %s of process %d could not be opened: %s; not probed",
-			 (unsigned long long)f->task_id, path, pid, strerror(-fd));
+		/* Tried again at the next scans: a library being mapped may not be there yet. */
+		if (++sn->failed >= OPEN_TRIES)
+			log_warn("task %llu: TLS: %s of process %d could not be opened: %s; not "
+				 "probed",
+				 (unsigned long long)f->task_id, path, pid, strerror(-fd));
 		return;
 	}
+	sn->failed = 0;
 	memset(&m, 0, sizeof(m));
 	/* Replaced on disk while mapped: the descriptor is of the copy the process runs. */
 	if (strlen(path) > 10 && !strcmp(path + strlen(path) - 10, " (deleted)"))
@@ -466,6 +538,7 @@ int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
 		char perms[5];
 		int pos = 0, seen;
 		const char *path, *base;
+		struct seen *sn = NULL;
 		size_t len;
 
 		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %lu %n", &s, &e, perms, &off, &maj, &min,
@@ -482,7 +555,7 @@ int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
 		base = base_name(path);
 		if (strcmp(path, exe) && strncmp(base, "libssl", 6) && strncmp(base, "libnode", 7))
 			continue;
-		seen = mark_seen(f, pid, maj << 20 | min, ino);
+		seen = mark_seen(f, pid, maj << 20 | min, ino, &sn);
 		if (seen == -ENOSPC && !f->full_logged) {
 			f->full_logged = 1;
 			log_warn("task %llu: TLS: %d files looked at; no more are",
@@ -490,7 +563,7 @@ int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
 		}
 		if (seen)
 			continue;
-		look_at(f, op, pid, s, e, path, found, ctx, &nfound, &stop);
+		look_at(f, op, pid, s, e, path, found, ctx, &nfound, &stop, sn);
 	}
 	free(line);
 	fclose(maps);

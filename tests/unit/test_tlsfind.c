@@ -459,6 +459,29 @@ Test(tlsfind, go_stripped_same_structure, .timeout = 60)
 		     b.probes[eb[2]].offset - b.probes[eb[0]].offset);
 }
 
+/* A PIE names its table .data.rel.ro.gopclntab: the same probes, in their own places. */
+Test(tlsfind, go_pie, .timeout = 60)
+{
+	struct msg_tls_attach a, b;
+	char plain[PATH_MAX], pie[PATH_MAX];
+	uint32_t ea[3], eb[3];
+	const char *why;
+	int err;
+
+	program("gotls", plain);
+	program("gotls_pie", pie);
+	sh("readelf -SW '%s' | grep -q ' \\.data\\.rel\\.ro\\.gopclntab '", pie);
+	err = probes_of(plain, &a, &why);
+	cr_assert_eq(err, 0, "%s: %s", plain, strerror(-err));
+	err = probes_of(pie, &b, &why);
+	cr_assert_eq(err, 0, "%s: %s (%s)", pie, strerror(-err), why ? why : "no reason");
+	check_go_shape(pie, &b, eb);
+	check_go_shape(plain, &a, ea);
+	cr_assert_eq(b.lib, NET_TLS_GO);
+	for (int k = 0; k < 3; k++)
+		cr_expect_eq(ea[k], eb[k], "function %d has other RETs as a PIE", k);
+}
+
 /* A Go 1.16/1.17 table (magic 0xfffffffa): the stack ABI, which the probes do not read. */
 Test(tlsfind, go_before_1_18_refused, .timeout = 60)
 {
