@@ -371,6 +371,19 @@ Test(fixtures, a_tls_client_waits_for_its_go_file_and_python_maps_libssl_only_th
 	cr_assert_null(strstr(text, "libssl"), "libssl mapped before the go file");
 	free(text);
 	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	{
+		/* Then it imports ssl, says so (go.PID) and waits for go.next. */
+		char gate[4096];
+
+		snprintf(gate, sizeof(gate), "%s.%d", tmp_path("go"), (int)pid);
+		for (int i = 0; i < 200 && access(gate, F_OK); i++)
+			sleep_ms(50);
+		cr_assert_eq(access(gate, F_OK), 0, "python did not say it imported ssl");
+		text = slurp(maps, NULL);
+		cr_assert(text && strstr(text, "libssl"), "libssl not mapped after the import");
+		free(text);
+		cr_assert_eq(write_file(tmp_path("go.next"), ""), 0);
+	}
 	cr_assert_eq(tls_client_wait(pid, tmp_path("py.out"), 20000, &t), 0);
 	cr_assert_eq(t.status[200], 3);
 	cr_assert_eq(tls_server_stop(&ts, &t), 0);

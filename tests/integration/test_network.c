@@ -400,7 +400,7 @@ Test(network, retransmits_and_drops_match_nstat_and_the_firewall)
 	cr_assert_eq(netns_drop_input(ns, 18099, 30), 0, "nftables in a netns: run 'make deps'");
 	cr_assert_eq(http_server_start(ns, 18099, &hs), 0);
 	snprintf(pids, sizeof(pids), "%d", (int)hs.pid);
-	start_task(pids, "8s", "drops.json");
+	start_task(pids, "12s", "drops.json");
 	cr_assert_eq(nstat_read(ns, "TcpRetransSegs", &before), 0);
 	cr_assert_eq(nstat_read(ns, "TcpExtTCPSynRetrans", &syn_before), 0);
 	cr_assert_eq(http_client_run(ns, "127.0.0.1", 18099, "/size/102400", 10, 1, &c), 0);
@@ -419,7 +419,7 @@ Test(network, retransmits_and_drops_match_nstat_and_the_firewall)
 		    "aside), rule dropped %llu",
 		    (long long)srv.retransmits, (long long)srv.drops,
 		    (unsigned long long)(after - before), (unsigned long long)dropped);
-	cr_assert_eq(srv.requests, 10);
+	cr_assert_eq(srv.requests, 10, "%s", json_object_to_json_string(r));
 	/* The server sent the 100 KB bodies: the retransmits are its own, counted per socket. */
 	cr_assert_gt(srv.retransmits, 0);
 	/* Every other retransmit of the namespace is the server's, each counted once (give or
