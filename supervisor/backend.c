@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "supervisor/backend.h"
 #include "supervisor/commands.h"
+#include "supervisor/continuous.h"
 
 #define M_REPORT "/skywalking.v3.EBPFProcessService/reportProcesses"
 #define M_KEEPALIVE "/skywalking.v3.EBPFProcessService/keepAlive"
@@ -69,6 +70,7 @@ struct backend {
 	struct bk_running running[MAX_RUNNING];
 	int nrunning;
 	struct sw_runs runs; /* the workers the backend holds: bounded (commands.h) */
+	struct continuous *cont; /* continuous profiling, run by the task thread */
 	/* Reasons of bad commands already logged: the backend answers them on every poll. */
 	char bad_logged[MAX_BAD_LOGGED][320];
 	int nbad, bad_next;
@@ -707,6 +709,31 @@ static void drain_main(struct backend *b)
 	ipc_msg_release(&msg);
 }
 
+static int cont_entities(void *ctx, struct disc_entity **ret, size_t *ret_n)
+{
+	struct backend *b = ctx;
+
+	return discovery__entities(b->disc, ret, ret_n);
+}
+
+/* A task the OAP named for a trigger: started as its own tasks are, and remembered. */
+static int cont_start(void *ctx, const struct sw_task *t, uint64_t run_ms)
+{
+	struct backend *b = ctx;
+	int n;
+
+	remember_task(b, t->task_id);
+	n = start_task(b, t, run_ms);
+	return n > 0 ? n : 0;
+}
+
+static int cont_busy(void *ctx, const char *process_id, uint32_t type)
+{
+	struct backend *b = ctx;
+
+	return sw_runs__busy(&b->runs, process_id, type);
+}
+
 static void *task_main(void *arg)
 {
 	struct backend *b = arg;
@@ -751,13 +778,16 @@ static void *task_main(void *arg)
 			if (b->running[i].end_ms <= unow)
 				b->running[i--] = b->running[--b->nrunning];
 		sw_runs__expire(&b->runs, unow);
+		if (b->cont)
+			continuous__tick(b->cont, now_mono_ms());
 		nap(b, 200);
 	}
 	return NULL;
 }
 
 struct backend *backend__new(const struct rover_config *cfg, const struct oap_opts *opts,
-			     struct discovery *disc, const struct host_facts *host, int main_fd)
+			     struct discovery *disc, const struct host_facts *host, int main_fd,
+			     const char *proc_root)
 {
 	struct backend *b = calloc(1, sizeof(*b));
 
@@ -775,6 +805,13 @@ struct backend *backend__new(const struct rover_config *cfg, const struct oap_op
 	b->conn = oap_conn__new(opts);
 	if (!b->conn)
 		goto fail;
+	if (cfg->profiling.active) {
+		struct continuous_ops ops = { b, cont_entities, cont_start, cont_busy };
+
+		b->cont = continuous__new(cfg, b->conn, proc_root, &ops);
+		if (!b->cont)
+			goto fail;
+	}
 	return b;
 fail:
 	backend__free(b);
@@ -810,6 +847,7 @@ void backend__free(struct backend *b)
 		pthread_join(b->report_thr, NULL);
 	if (b->task_started)
 		pthread_join(b->task_thr, NULL);
+	continuous__free(b->cont);
 	oap_conn__free(b->conn);
 	for (int i = 0; i < 2; i++)
 		if (b->wake[i] >= 0)

@@ -18,9 +18,11 @@
 
 struct backend;
 
-/* main_fd: the backend's end of the socketpair to the main loop (taken over). NULL, errno. */
+/* main_fd: the backend's end of the socketpair to the main loop (taken over); proc_root: the
+ * host's procfs (continuous profiling samples it). NULL, errno. */
 struct backend *backend__new(const struct rover_config *cfg, const struct oap_opts *opts,
-			     struct discovery *disc, const struct host_facts *host, int main_fd);
+			     struct discovery *disc, const struct host_facts *host, int main_fd,
+			     const char *proc_root);
 /* Starts both threads. 0 or -errno. */
 int backend__start(struct backend *b);
 /* Stops and joins the threads (each ends within one call deadline), frees b. */

@@ -1042,7 +1042,8 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	opts.insecure_skip_verify = s->cfg->backend.insecure_skip_verify;
 	opts.authentication = s->cfg->backend.authentication;
 	opts.deadline_ms = (uint32_t)s->cfg->backend.call_timeout_ms;
-	s->bk = backend__new(s->cfg, &opts, s->disc, &s->host, sv[1]);
+	s->bk = backend__new(s->cfg, &opts, s->disc, &s->host, sv[1],
+			     proc_root && proc_root[0] ? proc_root : "/proc");
 	if (!s->bk) {
 		err = -errno;
 		close(sv[1]);

@@ -242,6 +242,41 @@ class FakeOap:
                     self.first_served.setdefault((args.get("TaskId"), k), v)
         return out
 
+    def answer_policies(self, req):
+        """As the OAP's queryPolicies (reference A2), without its cache: for each service
+        asked, its policy from --policies when the agent's uuid differs, or the removed policy
+        ({"UUID": ""}) when the file has none and the agent holds one. --policies may instead
+        hold {"raw": TEXT}: TEXT is served as ServiceWithPolicyJSON to every call."""
+        out = self.m["Commands"]()
+        if not self.args.policies:
+            return out
+        try:
+            with open(self.args.policies, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return out
+        if isinstance(doc, dict) and "raw" in doc:
+            text = doc["raw"]
+        else:
+            by_name = {p.get("ServiceName"): p for p in doc if isinstance(p, dict)}
+            answer = []
+            for q in req.policies:
+                p = by_name.get(q.serviceName)
+                if p is not None and p.get("UUID", "") != q.uuid:
+                    answer.append(p)
+                elif p is None and q.uuid:
+                    answer.append({"ServiceName": q.serviceName, "UUID": ""})
+            if not answer:
+                return out
+            text = json.dumps(answer)
+        c = out.commands.add()
+        c.command = "ContinuousProfilingPolicyQuery"
+        for k, v in (("SerialNumber", uuid.uuid4().hex), ("ServiceWithPolicyJSON", text)):
+            kv = c.args.add()
+            kv.key = k
+            kv.value = v
+        return out
+
     def answer_report_task(self, req):
         out = self.m["Commands"]()
         c = out.commands.add()
@@ -263,6 +298,8 @@ class FakeOap:
                 return self.answer_query_tasks(req)
             if rpc == "reportProfilingTask":
                 return self.answer_report_task(req)
+            if rpc == "queryPolicies":
+                return self.answer_policies(req)
             return self.m["Commands"]()
         return handle
 
@@ -305,6 +342,8 @@ def main():
     ap.add_argument("--port-file", help="write the port here once listening")
     ap.add_argument("--record", help="append one JSON line per request message")
     ap.add_argument("--tasks", help="JSON list of commands served by queryTasks, re-read per call")
+    ap.add_argument("--policies", help="JSON list of service policies served by queryPolicies, "
+                    "re-read per call (or {\"raw\": TEXT})")
     ap.add_argument("--tls-cert", help="serve TLS with this PEM certificate chain")
     ap.add_argument("--tls-key", help="and this PEM private key")
     ap.add_argument("--require-auth", metavar="TOKEN",
