@@ -298,10 +298,10 @@ FUZZ_LIBS    := $(LIBS_SHIPPER) -ljson-c -lpthread
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
 # What the shipper links (its OAP client included), main.c and its seccomp policy excepted;
-# the supervisor's parser of backend commands. The SkyWalking protocol objects are compiled
-# again by clang as well.
+# the supervisor's parsers of backend commands and continuous profiling policies. The
+# SkyWalking protocol objects are compiled again by clang as well.
 FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(CONFIG_SRCS) $(GRPC_SRCS) policy/grpc.c \
-                supervisor/commands.c \
+                supervisor/commands.c supervisor/cpolicy.c \
                 $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
 FUZZ_OBJS    := $(patsubst %.c,$(OUT)/fuzz/obj/%.o,$(FUZZ_SRCS))
 FUZZ_SW_OBJS := $(patsubst %,$(OUT)/fuzz/obj/proto/%.pb-c.o,$(SW_PROTOS))

@@ -20,6 +20,7 @@
 #define CPOLICY_UUID_LEN 160   /* the OAP's are 128 hex digits */
 #define CPOLICY_MAX_PERIOD 3600 /* seconds */
 #define CPOLICY_MAX_JSON (4u << 20)
+#define CPOLICY_MAX_WARNS 64   /* reasons per parse, then one that counts the rest */
 
 enum cmonitor {
 	CMON_PROCESS_CPU,	   /* % of one CPU over the last fetch interval */
@@ -36,7 +37,10 @@ struct citem {
 	double threshold;
 	uint32_t period; /* seconds, 1..CPOLICY_MAX_PERIOD */
 	uint32_t count;	 /* 1..period */
-	/* HTTP monitors: the URIs watched (exact paths), or a regex, or neither: all. */
+	/*
+	 * HTTP monitors: the URIs watched (exact paths, each once), or a regex, or neither: all.
+	 * When both are given the list wins, as upstream. The regex is not compiled here.
+	 */
 	char uris[CPOLICY_MAX_URIS][CPOLICY_URI_LEN];
 	uint32_t nuris;
 	char uri_regex[CPOLICY_URI_LEN];
@@ -55,12 +59,15 @@ const char *cmonitor__meter(uint32_t monitor);
 
 /*
  * Parses ServiceWithPolicyJSON (len bytes, not necessarily terminated) into ret (max entries),
- * *ret_n of them. An entry without a ServiceName, or beyond max, is skipped; an item that is
- * not valid (unknown target or monitor, a threshold that is not a number or out of its range,
- * Period or Count out of range, Count > Period, more URIs than fit...) is skipped. Each skip
- * calls warn(ctx, reason) once (reason names the service, target, monitor and what was
- * wrong); warn may be NULL. 0, or -EINVAL when the text is not a JSON array (nothing taken),
- * -E2BIG when longer than CPOLICY_MAX_JSON, -ENOMEM.
+ * *ret_n of them. An entry without a ServiceName, with a ServiceName or UUID that does not
+ * fit, or naming a service already taken is skipped; entries beyond max are skipped together.
+ * An absent UUID is "" (removed). An item that is not valid (unknown target or monitor, a
+ * threshold that is not a number or out of its range, Period or Count out of range, Count >
+ * Period, more URIs than fit, a URI too long, a field of the wrong JSON type...) is skipped.
+ * Nothing is truncated. Each skip calls warn(ctx, reason) once (reason names the service,
+ * target, monitor and what was wrong), up to CPOLICY_MAX_WARNS, then once more with the count
+ * of the rest; warn may be NULL. 0, or -EINVAL when the text is not a JSON array (nothing
+ * taken), -E2BIG when longer than CPOLICY_MAX_JSON, -ENOMEM.
  */
 int cpolicy__parse(const char *json, size_t len, struct cpolicy *ret, size_t max, size_t *ret_n,
 		   void (*warn)(void *ctx, const char *reason), void *ctx);

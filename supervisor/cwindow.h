@@ -46,13 +46,17 @@ void cwindow__free(struct cwindow *w);
 /*
  * A sample at t_ms: CWINDOW_LATEST takes a as the value (b unused); RATE and MEAN add a and
  * b to the slot. A sample a second or more newer than the newest slot moves the window on
- * (slots in between are empty); one older than the window is dropped.
+ * by whole seconds (slots in between are empty; more than n of them empty them all); one
+ * older than the newest slot goes into the slot of its second, or is dropped when older than
+ * the window. A value that is not finite is dropped.
  */
 void cwindow__add(struct cwindow *w, int64_t t_ms, double a, double b);
 
 /*
- * Whether at least count of the newest period slots (period <= n) hold a value >= threshold;
- * *ret_current: the newest such value (untouched when none). 1 or 0.
+ * Whether at least count of the newest period slots (period <= n; a longer one is judged on
+ * the n slots) hold a value >= threshold; *ret_current: the newest such value, set whenever
+ * one slot holds one, even fewer than count (untouched when none). 1 or 0; 0 too for period
+ * 0, count 0 or count > period. ret_current may be NULL.
  */
 int cwindow__match(const struct cwindow *w, uint32_t period, uint32_t count, double threshold,
 		   double *ret_current);
