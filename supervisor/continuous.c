@@ -483,14 +483,18 @@ static void refresh_procs(struct continuous *c)
 	fit_windows(c);
 }
 
-/* Every fetch_interval: the samples of each window. */
-static void fetch(struct continuous *c, uint64_t now)
+/*
+ * Every fetch_interval: the samples of each window, stamped at (the tick's scheduled time:
+ * one sample a second lands in one slot each, whatever the thread's jitter; an empty slot
+ * never matches). CPU % is over the time really elapsed between two reads (now).
+ */
+static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 {
 	double v;
 
 	c->st.samples++;
 	if (c->load.n && !read_load(c, &v))
-		cwindow__add(&c->load, (int64_t)now, v, 0);
+		cwindow__add(&c->load, (int64_t)at, v, 0);
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct cproc *p = &c->procs[i];
 		uint64_t ticks, start;
@@ -507,7 +511,7 @@ static void fetch(struct continuous *c, uint64_t now)
 		p->starttime = start;
 		/* Fix: CPU % over this interval (upstream: since the process started, A3). */
 		if (p->cpu.n && p->have_ticks && now > p->ticks_ms && ticks >= p->ticks)
-			cwindow__add(&p->cpu, (int64_t)now,
+			cwindow__add(&p->cpu, (int64_t)at,
 				     100.0 * (double)(ticks - p->ticks) / (double)c->tck /
 					     ((double)(now - p->ticks_ms) / 1000.0),
 				     0);
@@ -515,7 +519,7 @@ static void fetch(struct continuous *c, uint64_t now)
 		p->ticks_ms = now;
 		p->have_ticks = 1;
 		if (p->threads.n && !read_threads(c, p->pid, &v))
-			cwindow__add(&p->threads, (int64_t)now, v, 0);
+			cwindow__add(&p->threads, (int64_t)at, v, 0);
 	}
 }
 
@@ -979,8 +983,13 @@ void continuous__tick(struct continuous *c, uint64_t now)
 	if (!c->npols)
 		return;
 	if (now >= c->next_fetch) {
-		fetch(c, now);
-		c->next_fetch = now + cfg->profiling.continuous_fetch_interval_ms;
+		uint64_t every = cfg->profiling.continuous_fetch_interval_ms, at = c->next_fetch;
+
+		/* On a fixed cadence; a thread held up (a slow backend call) skips what it missed. */
+		if (!at || now - at >= every)
+			at = now;
+		fetch(c, at, now);
+		c->next_fetch = at + every;
 	}
 	if (now >= c->next_check) {
 		c->st.rounds++;
