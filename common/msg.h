@@ -92,6 +92,9 @@ enum msg_type {
 	MSG_BK_NET_START,  /* struct msg_bk_net_start */
 	MSG_BK_NET_EXTEND, /* struct msg_bk_net_extend: a keep-alive of a running one */
 
+	/* shipper -> supervisor, supervisor main loop -> backend thread: HTTP monitor samples */
+	MSG_NET_MONITOR, /* struct msg_net_monitor + struct msg_net_monitor_entry[count] */
+
 	/* shipper <-> worker: TLS libraries of a NETWORK task's targets (uprobes) */
 	MSG_NET_TLS_ATTACH, /* struct msg_tls_attach + fd of the file (the launcher opened it) */
 	MSG_NET_TLS_RESULT, /* struct msg_tls_result: what the worker made of it */
@@ -423,6 +426,30 @@ struct msg_output_network {
 	char sw_task_id[ROVER_SW_ID_LEN];
 	struct msg_net_process procs[ROVER_MAX_PIDS];
 	struct msg_net_rule rules[ROVER_NET_MAX_RULES];
+	/*
+	 * 1: continuous profiling's HTTP monitor (a light NETWORK task): nothing is uploaded or
+	 * written; each flush, the server side's HTTP exchanges per process and path go to the
+	 * supervisor (MSG_NET_MONITOR). No payload is kept.
+	 */
+	uint32_t monitor;
+	uint32_t pad;
+};
+
+/* MSG_NET_MONITOR: a flush's HTTP exchanges served, per (process, path). */
+#define MSG_NET_MONITOR_MAX 512
+struct msg_net_monitor_entry {
+	int32_t pid;
+	uint32_t requests;
+	uint32_t errors; /* status >= 500 */
+	uint32_t pad;
+	uint64_t sum_us; /* of the exchanges' durations */
+	char path[256];	 /* the request's path, without its query */
+};
+
+struct msg_net_monitor {
+	uint64_t task_id;
+	uint32_t count;	  /* entries that follow */
+	uint32_t dropped; /* exchanges of (process, path) pairs past MSG_NET_MONITOR_MAX */
 };
 
 /*

@@ -188,6 +188,27 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 	*slot = NULL;
 }
 
+/* Continuous profiling's HTTP monitor: this flush's counts to the supervisor. */
+static void send_monitor(struct shipper *s, struct ship_task *t)
+{
+	size_t len = sizeof(struct msg_net_monitor) +
+		     MSG_NET_MONITOR_MAX * sizeof(struct msg_net_monitor_entry);
+	struct msg_net_monitor *m = malloc(len);
+	int err;
+
+	if (!m)
+		return;
+	m->task_id = t->task_id;
+	m->count = (uint32_t)net_task__monitor_take(
+		t->net, (struct msg_net_monitor_entry *)(m + 1), MSG_NET_MONITOR_MAX, &m->dropped);
+	len = sizeof(*m) + m->count * sizeof(struct msg_net_monitor_entry);
+	err = ipc_send(s->peers[s->supervisor].fd, MSG_NET_MONITOR, m, len, -1);
+	if (err)
+		log_warn("task %llu: HTTP monitor counts to the supervisor: %s",
+			 (unsigned long long)t->task_id, strerror(-err));
+	free(m);
+}
+
 /*
  * A NETWORK frame. Bad records are counted by the analysis and do not end the worker's
  * connection; only a frame of another task does.
@@ -225,6 +246,8 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 				 (unsigned long long)t->task_id);
 		}
 	}
+	if (t->monitor && m->type == MSG_SHIP_NET_CONNS && s->supervisor >= 0)
+		send_monitor(s, t);
 	if (meters.nmsgs && s->spool)
 		spool__put(s->spool, &meters);
 	if (logs.nmsgs && s->spool)

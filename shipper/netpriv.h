@@ -111,6 +111,10 @@ struct net_task {
 	struct net_task_opts o;
 	struct net_tls_file tls[NET_TLS_LIBS_MAX]; /* probed libraries, for the report */
 	uint32_t ntls;
+	/* continuous profiling's HTTP monitor (net_task__monitor) */
+	bool monitor;
+	struct msg_net_monitor_entry *mon;
+	uint32_t nmon, mon_dropped;
 	pcre2_match_context *mctx; /* the rules' match limits; with the first regex rule */
 	char prefix[128];
 	struct net_stats st;

@@ -470,6 +470,7 @@ void net_task__free(struct net_task *t)
 	free(t->rules);
 	free(t->procs);
 	free(t->comms);
+	free(t->mon);
 	free(t);
 }
 
@@ -1110,6 +1111,50 @@ static void sample(struct net_task *t, struct net_conn_st *c, const struct http1
 	topn_add(t, &c->acc, reason, s);
 }
 
+static void mon_add(struct net_task *t, int32_t pid, const struct http1_exchange *x, uint64_t ns)
+{
+	struct msg_net_monitor_entry *e = NULL;
+	size_t len = x->path_len < sizeof(e->path) - 1 ? x->path_len : sizeof(e->path) - 1;
+
+	for (uint32_t i = 0; i < t->nmon && !e; i++)
+		if (t->mon[i].pid == pid && !strncmp(t->mon[i].path, x->uri, len) &&
+		    t->mon[i].path[len] == '\0')
+			e = &t->mon[i];
+	if (!e) {
+		if (t->nmon == MSG_NET_MONITOR_MAX) {
+			t->mon_dropped++;
+			return;
+		}
+		e = &t->mon[t->nmon++];
+		memset(e, 0, sizeof(*e));
+		e->pid = pid;
+		memcpy(e->path, x->uri, len);
+	}
+	e->requests++;
+	e->errors += x->status >= 500;
+	e->sum_us += ns / 1000;
+}
+
+void net_task__monitor(struct net_task *t)
+{
+	if (!t->mon)
+		t->mon = calloc(MSG_NET_MONITOR_MAX, sizeof(*t->mon));
+	t->monitor = t->mon != NULL;
+}
+
+size_t net_task__monitor_take(struct net_task *t, struct msg_net_monitor_entry *out, size_t max,
+			      uint32_t *ret_dropped)
+{
+	size_t n = t->nmon < max ? t->nmon : max;
+
+	if (n)
+		memcpy(out, t->mon, n * sizeof(*out));
+	*ret_dropped = t->mon_dropped + (uint32_t)(t->nmon - n);
+	t->nmon = 0;
+	t->mon_dropped = 0;
+	return n;
+}
+
 static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x)
 {
 	struct net_http_acc *a = &c->acc;
@@ -1136,6 +1181,8 @@ static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct 
 		t->st.alloc_failures++;
 	sample(t, c, x, ms, pos);
 	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), x, ns);
+	if (t->monitor && role_now(c, x->req_dir) == NET_ROLE_SERVER)
+		mon_add(t, (int32_t)c->cur.tgid, x, ns);
 }
 
 static void pop_all(struct net_task *t, struct net_conn_st *c)

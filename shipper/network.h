@@ -100,6 +100,15 @@ int net_task__meters(struct net_task *t, int64_t now_ms, struct spool_batch *b,
  */
 int net_task__events(struct net_task *t, struct spool_batch *events);
 
+/*
+ * Continuous profiling's HTTP monitor: from now on, each server-side exchange is also counted
+ * per (process, path) until net_task__monitor_take() hands the counts over (and resets them).
+ * At most MSG_NET_MONITOR_MAX pairs; the exchanges of more are counted in *ret_dropped.
+ */
+void net_task__monitor(struct net_task *t);
+size_t net_task__monitor_take(struct net_task *t, struct msg_net_monitor_entry *out, size_t max,
+			      uint32_t *ret_dropped);
+
 enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
 
 /*

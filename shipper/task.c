@@ -694,7 +694,7 @@ int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, si
 		return err;
 	t->net_frames++;
 	err = net_task__interval(t->net, now_mono_ms() * 1000000ull);
-	if (err || !t->backend)
+	if (err || !t->backend || t->monitor)
 		return err;
 	err = net_task__meters(t->net, now_unix_ms(), meters, logs);
 	return err ? err : net_task__events(t->net, events);
@@ -716,6 +716,10 @@ int ship_task__set_network(struct ship_task *t, const struct msg_output_network 
 		err = net_task__add_rules(t->net, o->rules, o->nrules);
 		if (err)
 			return err;
+	}
+	if (o->monitor) {
+		t->monitor = 1;
+		net_task__monitor(t->net);
 	}
 	t->backend = 1;
 	return 0;

@@ -61,6 +61,7 @@ struct ship_task {
 	/* NETWORK: the analysis (shipper/network.h) in place of a profile. */
 	struct net_task *net;
 	struct tls_finder *tls; /* the targets' TLS libraries (NETWORK) */
+	int monitor; /* continuous profiling's HTTP monitor: counts to the supervisor, no upload */
 	int said_adjacent, said_unbound; /* TLS calls named by adjacency, or not at all */
 	uint64_t net_frames;
 	const char *net_prefix; /* profiling.task.network.meter_prefix; NULL: the default */

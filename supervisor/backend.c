@@ -685,6 +685,10 @@ static void drain_main(struct backend *b)
 {
 	static const struct ipc_rule rules[] = {
 		{ MSG_BK_ENDED, sizeof(struct msg_bk_ended), sizeof(struct msg_bk_ended), 0, 0 },
+		{ MSG_NET_MONITOR, sizeof(struct msg_net_monitor),
+		  sizeof(struct msg_net_monitor) +
+			  MSG_NET_MONITOR_MAX * sizeof(struct msg_net_monitor_entry),
+		  sizeof(struct msg_net_monitor_entry), 0 },
 	};
 	struct ipc_msg msg = { .fd = -1 };
 
@@ -692,8 +696,13 @@ static void drain_main(struct backend *b)
 		struct pollfd p = { .fd = b->main_fd, .events = POLLIN };
 		const struct msg_bk_ended *e;
 
-		if (poll(&p, 1, 0) <= 0 || ipc_recv(b->main_fd, rules, 1, &msg))
+		if (poll(&p, 1, 0) <= 0 || ipc_recv(b->main_fd, rules, 2, &msg))
 			break;
+		if (msg.type == MSG_NET_MONITOR) {
+			if (b->cont)
+				continuous__http(b->cont, msg.buf, msg.len, now_mono_ms());
+			continue;
+		}
 		e = msg.buf;
 		if (ipc_check_str(e->sw_task_id, sizeof(e->sw_task_id)) ||
 		    ipc_check_str(e->process_id, sizeof(e->process_id)))
@@ -732,6 +741,59 @@ static int cont_busy(void *ctx, const char *process_id, uint32_t type)
 	struct backend *b = ctx;
 
 	return sw_runs__busy(&b->runs, process_id, type);
+}
+
+/*
+ * Continuous profiling's HTTP monitor on the pids of ids (a light NETWORK task the supervisor
+ * runs for itself, not one of the OAP's: outside sw_runs' bounds), named name. 0 or -errno.
+ */
+static int cont_monitor(void *ctx, const char *name, const char (*ids)[SW_ID_LEN], size_t n)
+{
+	struct backend *b = ctx;
+	struct msg_bk_net_start *m = calloc(1, sizeof(*m));
+	int err = 0;
+
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && m->net.nprocs < ROVER_MAX_PIDS; i++) {
+		int k = discovery__net_procs_of(b->disc, ids[i], m->net.procs + m->net.nprocs,
+						ROVER_MAX_PIDS - (int)m->net.nprocs);
+
+		if (k > 0)
+			m->net.nprocs += (uint32_t)k;
+	}
+	if (!m->net.nprocs) {
+		free(m);
+		return -ESRCH;
+	}
+	m->net.monitor = 1;
+	m->spec.type = TASK_NETWORK;
+	m->spec.format = FORMAT_NET_JSON;
+	m->spec.npids = m->net.nprocs;
+	for (uint32_t i = 0; i < m->net.nprocs; i++)
+		m->spec.pids[i] = m->net.procs[i].pid;
+	m->spec.duration_ms = worker_ms(24ull * 3600 * 1000);
+	m->spec.flush_ms = (uint32_t)b->cfg->profiling.continuous_fetch_interval_ms;
+	if (m->spec.flush_ms < 100)
+		m->spec.flush_ms = 100;
+	m->spec.attach = b->cfg->profiling.network_attach;
+	/* A request line and a status line are all it reads. */
+	m->spec.capture_bytes = 512;
+	m->out.type = TASK_NETWORK;
+	m->out.start_unix_ms = now_unix_ms();
+	ipc_strlcpy(m->out.sw_task_id, name, sizeof(m->out.sw_task_id));
+	ipc_strlcpy(m->out.process_id, ids[0], sizeof(m->out.process_id));
+	m->net.start_unix_ms = (int64_t)m->out.start_unix_ms;
+	ipc_strlcpy(m->net.sw_task_id, name, sizeof(m->net.sw_task_id));
+	if (ipc_send(b->main_fd, MSG_BK_NET_START, m, sizeof(*m), -1))
+		err = -EPIPE;
+	free(m);
+	return err;
+}
+
+static void cont_stop(void *ctx, const char *name)
+{
+	send_stop(ctx, name);
 }
 
 static void *task_main(void *arg)
@@ -806,7 +868,8 @@ struct backend *backend__new(const struct rover_config *cfg, const struct oap_op
 	if (!b->conn)
 		goto fail;
 	if (cfg->profiling.active) {
-		struct continuous_ops ops = { b, cont_entities, cont_start, cont_busy };
+		struct continuous_ops ops = { b,	     cont_entities, cont_start,
+					      cont_busy, cont_monitor,	cont_stop };
 
 		b->cont = continuous__new(cfg, b->conn, proc_root, &ops);
 		if (!b->cont)

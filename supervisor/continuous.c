@@ -14,8 +14,10 @@
  *    reportProfilingTask or one of another shape is an error, not a crash (A9.9).
  */
 #define _GNU_SOURCE
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
 #include <errno.h>
+#include <pcre2.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +45,15 @@
 /* Causes in one round. */
 #define MAX_CAUSES 512
 
+/* An HTTP item's windows on one process: one per listed URI, or one (regex, or all). */
+struct chttp {
+	const struct citem *item;
+	struct cwindow w[CPOLICY_MAX_URIS];
+	uint32_t n;
+	pcre2_code *re;
+	pcre2_match_data *md;
+};
+
 struct cproc {
 	char process_id[SW_ID_LEN];
 	char service[DISC_NAME_LEN], instance[DISC_NAME_LEN], process[DISC_NAME_LEN];
@@ -53,6 +64,8 @@ struct cproc {
 	uint64_t ticks_ms;  /* when */
 	int have_ticks;
 	struct cwindow cpu, threads; /* n 0: not watched for that monitor */
+	struct chttp *http;	     /* one per HTTP item of its policy */
+	uint32_t nhttp;
 	int policy;		     /* index in c->pols, -1: none (dropped at the next refresh) */
 	int mark;
 };
@@ -67,6 +80,8 @@ struct cause {
 	int proc; /* index in c->procs */
 	const struct citem *item;
 	double current;
+	int uri_kind;	 /* HTTP: 1 a listed path, 2 the item's regex, 3 every URI; 0: none */
+	const char *uri; /* the path or the regex */
 };
 
 struct continuous {
@@ -87,8 +102,15 @@ struct continuous {
 	size_t ndims, dim_next;
 	struct cause causes[MAX_CAUSES];
 	size_t ncauses;
-	int said_shape, said_http;
+	int said_shape;
 	struct continuous_stats st;
+	pcre2_match_context *mctx;
+	/* The HTTP monitor: a NETWORK task on the processes with HTTP items. */
+	char mon_name[64];
+	char (*mon_ids)[SW_ID_LEN];
+	size_t nmon_ids;
+	uint64_t mon_changed_ms, mon_seq;
+	int policy_changed;
 };
 
 struct continuous *continuous__new(const struct rover_config *cfg, struct oap_conn *conn,
@@ -107,12 +129,32 @@ struct continuous *continuous__new(const struct rover_config *cfg, struct oap_co
 		c->tck = 100;
 	c->pols = calloc(CPOLICY_MAX_SERVICES, sizeof(*c->pols));
 	c->procs = calloc(MAX_PROCS, sizeof(*c->procs));
-	if (!c->pols || !c->procs) {
+	c->mon_ids = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
+	/* A hostile backend's regex on a traced process's paths: bounded as the shipper's. */
+	c->mctx = pcre2_match_context_create(NULL);
+	if (c->mctx) {
+		pcre2_set_match_limit(c->mctx, 100000);
+		pcre2_set_depth_limit(c->mctx, 1000);
+	}
+	if (!c->pols || !c->procs || !c->mon_ids || !c->mctx) {
 		continuous__free(c);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return c;
+}
+
+static void http_release(struct cproc *p)
+{
+	for (uint32_t i = 0; i < p->nhttp; i++) {
+		for (uint32_t k = 0; k < p->http[i].n; k++)
+			cwindow__free(&p->http[i].w[k]);
+		pcre2_match_data_free(p->http[i].md);
+		pcre2_code_free(p->http[i].re);
+	}
+	free(p->http);
+	p->http = NULL;
+	p->nhttp = 0;
 }
 
 static void proc_release(struct cproc *p)
@@ -121,6 +163,7 @@ static void proc_release(struct cproc *p)
 	cwindow__free(&p->threads);
 	memset(&p->cpu, 0, sizeof(p->cpu));
 	memset(&p->threads, 0, sizeof(p->threads));
+	http_release(p);
 }
 
 void continuous__free(struct continuous *c)
@@ -130,6 +173,8 @@ void continuous__free(struct continuous *c)
 	for (size_t i = 0; c->procs && i < c->nprocs; i++)
 		proc_release(&c->procs[i]);
 	cwindow__free(&c->load);
+	pcre2_match_context_free(c->mctx);
+	free(c->mon_ids);
 	free(c->procs);
 	free(c->pols);
 	free(c);
@@ -188,6 +233,52 @@ static void fit_window(struct cwindow *w, uint32_t n, enum cwindow_agg agg)
 	}
 }
 
+/* The HTTP items' windows of p, made again (their samples start over on a policy change). */
+static void fit_http(struct cproc *p, const struct cpolicy *pol)
+{
+	uint32_t n = 0;
+
+	http_release(p);
+	for (uint32_t i = 0; pol && i < pol->nitems; i++)
+		n += pol->items[i].monitor == CMON_HTTP_ERROR_RATE ||
+		     pol->items[i].monitor == CMON_HTTP_AVG_RESPONSE_TIME;
+	if (!n)
+		return;
+	p->http = calloc(n, sizeof(*p->http));
+	if (!p->http)
+		return;
+	for (uint32_t i = 0; i < pol->nitems; i++) {
+		const struct citem *it = &pol->items[i];
+		struct chttp *h;
+		enum cwindow_agg agg = it->monitor == CMON_HTTP_ERROR_RATE ? CWINDOW_RATE
+									  : CWINDOW_MEAN;
+
+		if (it->monitor != CMON_HTTP_ERROR_RATE && it->monitor != CMON_HTTP_AVG_RESPONSE_TIME)
+			continue;
+		h = &p->http[p->nhttp++];
+		h->item = it;
+		h->n = it->nuris ? it->nuris : 1;
+		for (uint32_t k = 0; k < h->n; k++)
+			if (cwindow__init(&h->w[k], it->period, agg))
+				h->n = k;
+		if (!it->nuris && it->uri_regex[0]) {
+			int code;
+			PCRE2_SIZE at;
+
+			h->re = pcre2_compile((PCRE2_SPTR)it->uri_regex, PCRE2_ZERO_TERMINATED, 0,
+					      &code, &at, NULL);
+			h->md = h->re ? pcre2_match_data_create_from_pattern(h->re, NULL) : NULL;
+			if (!h->re || !h->md) {
+				/* Upstream drops such an item too. */
+				log_warn("continuous profiling: service %s: URIRegex '%s' does not "
+					 "compile, its item is skipped",
+					 p->service, it->uri_regex);
+				h->n = 0;
+			}
+		}
+	}
+}
+
 static void fit_windows(struct continuous *c)
 {
 	uint32_t load = 0;
@@ -204,7 +295,10 @@ static void fit_windows(struct continuous *c)
 
 		fit_window(&p->cpu, longest(pol, CMON_PROCESS_CPU), CWINDOW_LATEST);
 		fit_window(&p->threads, longest(pol, CMON_PROCESS_THREAD_COUNT), CWINDOW_LATEST);
+		if (c->policy_changed || (!p->http && pol))
+			fit_http(p, pol);
 	}
+	c->policy_changed = 0;
 }
 
 /* Applies an answer's policies: only the services it names change; UUID "" removes one. */
@@ -331,6 +425,7 @@ static void query_policies(struct continuous *c)
 		goto cleanup;
 	}
 	merge_policies(c, got, ngot);
+	c->policy_changed = 1;
 	/* The processes of changed services are looked at again at once. */
 	c->next_check = 0;
 cleanup:
@@ -581,7 +676,7 @@ static void dim_started(struct continuous *c, const char *key, uint64_t now, uin
 static void add_cause(struct continuous *c, int proc, const struct citem *item, double current)
 {
 	if (c->ncauses < MAX_CAUSES)
-		c->causes[c->ncauses++] = (struct cause){ proc, item, current };
+		c->causes[c->ncauses++] = (struct cause){ proc, item, current, 0, NULL };
 }
 
 static Skywalking__V3__ContinuousProfilingTriggeredMonitorType cause_type(uint32_t monitor)
@@ -615,12 +710,14 @@ static int report_task(struct continuous *c, const struct cproc *main_p, uint32_
 		SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
 	Skywalking__V3__ContinuousProfilingCause *cs = calloc(n, sizeof(*cs)), **cp = calloc(n, sizeof(*cp));
 	Skywalking__V3__ContinuousProfilingSingleValueCause *sv = calloc(n, sizeof(*sv));
+	Skywalking__V3__ContinuousProfilingURICause *uc = calloc(n, sizeof(*uc));
+	char **regexes = calloc(n, sizeof(char *));
 	Skywalking__V3__Commands *ans = NULL;
 	struct oap_status status;
 	const char *id;
 	int err = -ENOMEM;
 
-	if (!cs || !cp || !sv)
+	if (!cs || !cp || !sv || !uc || !regexes)
 		goto cleanup;
 	req.layer = (char *)main_p->layer;
 	req.servicename = (char *)main_p->service;
@@ -631,14 +728,34 @@ static int report_task(struct continuous *c, const struct cproc *main_p, uint32_
 		const struct cause *k = &c->causes[idx[i]];
 
 		skywalking__v3__continuous_profiling_cause__init(&cs[i]);
-		skywalking__v3__continuous_profiling_single_value_cause__init(&sv[i]);
 		cs[i].type = cause_type(k->item->monitor);
+		cp[i] = &cs[i];
+		if (k->uri_kind) {
+			skywalking__v3__continuous_profiling_uricause__init(&uc[i]);
+			uc[i].threshold = k->item->threshold;
+			uc[i].current = k->current;
+			if (k->uri_kind == 2) {
+				uc[i].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
+				uc[i].regex = (char *)k->uri;
+			} else {
+				/* Every URI: the path "" (reference A6). */
+				uc[i].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
+				uc[i].path = (char *)(k->uri_kind == 1 ? k->uri : "");
+			}
+			cs[i].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_URI;
+			cs[i].uri = &uc[i];
+			if (net.n_samplinguriregexes < n)
+				regexes[net.n_samplinguriregexes++] =
+					(char *)(k->uri_kind == 3 ? "" : k->uri);
+			continue;
+		}
+		skywalking__v3__continuous_profiling_single_value_cause__init(&sv[i]);
 		sv[i].threshold = k->item->threshold;
 		sv[i].current = k->current;
 		cs[i].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_SINGLE_VALUE;
 		cs[i].singlevalue = &sv[i];
-		cp[i] = &cs[i];
 	}
+	net.samplinguriregexes = regexes;
 	req.n_causes = n;
 	req.causes = cp;
 	if (target == TASK_ON_CPU) {
@@ -670,6 +787,8 @@ cleanup:
 	free(cs);
 	free(cp);
 	free(sv);
+	free(uc);
+	free(regexes);
 	return err;
 }
 
@@ -688,6 +807,72 @@ static int profilable(struct continuous *c, const struct cproc *p, uint32_t targ
 		return 0;
 	}
 	return 1;
+}
+
+/* Copies s into out as a regex matching it literally; 0, or -ENAMETOOLONG. */
+static int regex_quote(const char *s, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *s; s++) {
+		if (strchr("\\^$.|?*+()[]{}", *s)) {
+			if (o + 1 >= len)
+				return -ENAMETOOLONG;
+			out[o++] = '\\';
+		}
+		if (o + 1 >= len)
+			return -ENAMETOOLONG;
+		out[o++] = *s;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/*
+ * A NETWORK trigger's sampling rules: each HTTP cause's URI (a listed path matched as itself,
+ * fix: upstream sends the path as a regex, A9.14; a regex as it is), every request sampled,
+ * whole (reference A7.7); a cause on every URI, or none with a URI: one rule for all.
+ */
+static void net_rules(struct continuous *c, const size_t *idx, size_t n, struct sw_task *t)
+{
+	int all = 1;
+
+	for (size_t i = 0; i < n && t->nrules < ROVER_NET_MAX_RULES; i++) {
+		const struct cause *k = &c->causes[idx[i]];
+		struct msg_net_rule *r;
+
+		if (!k->uri_kind)
+			continue;
+		if (k->uri_kind == 3) {
+			all = 1;
+			break;
+		}
+		all = 0;
+		r = &t->rules[t->nrules];
+		memset(r, 0, sizeof(*r));
+		if (k->uri_kind == 1) {
+			if (regex_quote(k->uri, r->uri_regex, sizeof(r->uri_regex)))
+				continue;
+		} else {
+			if (strlen(k->uri) >= sizeof(r->uri_regex))
+				continue;
+			memcpy(r->uri_regex, k->uri, strlen(k->uri) + 1);
+		}
+		t->nrules++;
+	}
+	if (all)
+		t->nrules = 0;
+	if (!t->nrules)
+		t->nrules = 1; /* the default rule: uri_regex "" */
+	for (uint32_t i = 0; i < t->nrules; i++) {
+		struct msg_net_rule *r = &t->rules[i];
+
+		if (all)
+			memset(r, 0, sizeof(*r));
+		r->min_duration_ms = 0;
+		r->when_4xx = r->when_5xx = 1;
+		r->require_complete_request = r->require_complete_response = 1;
+	}
 }
 
 /* The causes of one dimension (same target and key): one report, one task. */
@@ -743,15 +928,8 @@ static void trigger(struct continuous *c, uint32_t target, const size_t *idx, si
 		if (target != TASK_NETWORK)
 			break; /* ON_CPU, OFF_CPU: the main process only */
 	}
-	if (target == TASK_NETWORK) {
-		/* Every request sampled, whole (reference A7.7). */
-		struct msg_net_rule *r = &t->rules[t->nrules++];
-
-		memset(r, 0, sizeof(*r));
-		r->min_duration_ms = 0;
-		r->when_4xx = r->when_5xx = 1;
-		r->require_complete_request = r->require_complete_response = 1;
-	}
+	if (target == TASK_NETWORK)
+		net_rules(c, idx, n, t);
 	if (c->ops.start(c->ops.ctx, t, run_ms) > 0) {
 		c->st.tasks_started++;
 		log_info("continuous profiling: task %s: %s of %s (pid %d) for %llu s", t->task_id,
@@ -761,6 +939,30 @@ static void trigger(struct continuous *c, uint32_t target, const size_t *idx, si
 		log_warn("continuous profiling: task %s reported but not started", t->task_id);
 	}
 	free(t);
+}
+
+/* An HTTP item on process i: each listed URI's window, or its one window. */
+static void check_http(struct continuous *c, int i, const struct citem *it)
+{
+	const struct cproc *p = &c->procs[i];
+
+	for (uint32_t h = 0; h < p->nhttp; h++) {
+		const struct chttp *x = &p->http[h];
+
+		if (x->item != it)
+			continue;
+		for (uint32_t k = 0; k < x->n; k++) {
+			double cur;
+
+			if (!cwindow__match(&x->w[k], it->period, it->count, it->threshold, &cur))
+				continue;
+			add_cause(c, i, it, cur);
+			if (!c->ncauses)
+				continue;
+			c->causes[c->ncauses - 1].uri_kind = it->nuris ? 1 : it->uri_regex[0] ? 2 : 3;
+			c->causes[c->ncauses - 1].uri = it->nuris ? it->uris[k] : it->uri_regex;
+		}
+	}
 }
 
 /*
@@ -783,16 +985,13 @@ static void check_items(struct continuous *c, uint64_t now)
 										    : NULL;
 			double cur;
 
+			if (!may_trigger(c, p, it->target, now))
+				continue;
 			if (!w) {
-				if (!c->said_http)
-					log_warn("continuous profiling: the HTTP monitors are not "
-						 "sampled by this agent yet; their items are skipped");
-				c->said_http = 1;
+				check_http(c, (int)i, it);
 				continue;
 			}
-			if (!w->n || !may_trigger(c, p, it->target, now))
-				continue;
-			if (cwindow__match(w, it->period, it->count, it->threshold, &cur))
+			if (w->n && cwindow__match(w, it->period, it->count, it->threshold, &cur))
 				add_cause(c, (int)i, it, cur);
 		}
 	}
@@ -833,16 +1032,19 @@ struct meter_batch {
 	size_t n, cap;
 };
 
+/* uri: the HTTP meters' label (a listed path, the item's regex, or "global"); else NULL. */
 static Skywalking__V3__MeterData *meter_new(const char *prefix, uint32_t monitor,
-					    const struct cproc *p, double v, int64_t ts)
+					    const struct cproc *p, const char *uri, double v,
+					    int64_t ts)
 {
 	struct {
 		Skywalking__V3__MeterData d;
 		Skywalking__V3__MeterSingleValue sv;
-		Skywalking__V3__Label l[2];
-		Skywalking__V3__Label *lp[2];
+		Skywalking__V3__Label l[3];
+		Skywalking__V3__Label *lp[3];
 		char name[192];
 	} *m = calloc(1, sizeof(*m));
+	int nl = 0;
 
 	if (!m)
 		return NULL;
@@ -851,15 +1053,19 @@ static Skywalking__V3__MeterData *meter_new(const char *prefix, uint32_t monitor
 	snprintf(m->name, sizeof(m->name), "%s_%s", prefix, cmonitor__meter(monitor));
 	m->sv.name = m->name;
 	m->sv.value = v;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		skywalking__v3__label__init(&m->l[i]);
 		m->lp[i] = &m->l[i];
 	}
-	m->l[0].name = "process_name";
-	m->l[0].value = (char *)p->process;
-	m->l[1].name = "layer";
-	m->l[1].value = (char *)p->layer;
-	m->sv.n_labels = 2;
+	if (uri) {
+		m->l[nl].name = "uri";
+		m->l[nl++].value = (char *)uri;
+	}
+	m->l[nl].name = "process_name";
+	m->l[nl++].value = (char *)p->process;
+	m->l[nl].name = "layer";
+	m->l[nl++].value = (char *)p->layer;
+	m->sv.n_labels = (size_t)nl;
 	m->sv.labels = m->lp;
 	m->d.metric_case = SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE;
 	m->d.singlevalue = &m->sv;
@@ -907,11 +1113,23 @@ static void send_meters(struct continuous *c)
 		struct cproc *p = &c->procs[i];
 
 		if (p->cpu.n && cwindow__flush_newest(&p->cpu, &v))
-			batch_add(&all, meter_new(prefix, CMON_PROCESS_CPU, p, v, ts));
+			batch_add(&all, meter_new(prefix, CMON_PROCESS_CPU, p, NULL, v, ts));
 		if (p->threads.n && cwindow__flush_newest(&p->threads, &v))
-			batch_add(&all, meter_new(prefix, CMON_PROCESS_THREAD_COUNT, p, v, ts));
+			batch_add(&all,
+				  meter_new(prefix, CMON_PROCESS_THREAD_COUNT, p, NULL, v, ts));
 		if (have_load && p->policy >= 0 && longest(&c->pols[p->policy], CMON_SYSTEM_LOAD))
-			batch_add(&all, meter_new(prefix, CMON_SYSTEM_LOAD, p, load, ts));
+			batch_add(&all, meter_new(prefix, CMON_SYSTEM_LOAD, p, NULL, load, ts));
+		for (uint32_t h = 0; h < p->nhttp; h++) {
+			const struct citem *it = p->http[h].item;
+
+			for (uint32_t k = 0; k < p->http[h].n; k++)
+				if (cwindow__flush_newest(&p->http[h].w[k], &v))
+					batch_add(&all, meter_new(prefix, it->monitor, p,
+								  it->nuris ? it->uris[k]
+								  : it->uri_regex[0] ? it->uri_regex
+										     : "global",
+								  v, ts));
+		}
 	}
 	if (!all.n)
 		goto cleanup;
@@ -967,6 +1185,107 @@ cleanup:
 	free(all.data);
 }
 
+void continuous__http(struct continuous *c, const void *buf, size_t len, uint64_t now)
+{
+	const struct msg_net_monitor *m = buf;
+	const struct msg_net_monitor_entry *e = (const void *)(m + 1);
+
+	if (len < sizeof(*m) || m->count > (len - sizeof(*m)) / sizeof(*e))
+		return;
+	for (uint32_t i = 0; i < m->count; i++) {
+		char path[sizeof(e[i].path)];
+
+		memcpy(path, e[i].path, sizeof(path));
+		path[sizeof(path) - 1] = '\0';
+		for (size_t k = 0; k < c->nprocs; k++) {
+			struct cproc *p = &c->procs[k];
+
+			if (p->pid != e[i].pid)
+				continue;
+			for (uint32_t h = 0; h < p->nhttp; h++) {
+				struct chttp *x = &p->http[h];
+				const struct citem *it = x->item;
+				double b = it->monitor == CMON_HTTP_ERROR_RATE
+						   ? (double)e[i].errors
+						   : (double)e[i].sum_us / 1000.0;
+				int slot = 0;
+
+				if (!x->n)
+					continue;
+				if (it->nuris) {
+					/* Listed URIs: by equality, each its own window (A4). */
+					slot = -1;
+					for (uint32_t u = 0; u < it->nuris && slot < 0; u++)
+						if (!strcmp(it->uris[u], path))
+							slot = (int)u;
+					if (slot < 0 || (uint32_t)slot >= x->n)
+						continue;
+				} else if (x->re && pcre2_match(x->re, (PCRE2_SPTR)path,
+								PCRE2_ZERO_TERMINATED, 0, 0, x->md,
+								c->mctx) < 0) {
+					continue; /* unanchored, as Go's MatchString */
+				}
+				cwindow__add(&x->w[slot], (int64_t)now, (double)e[i].requests, b);
+			}
+		}
+	}
+}
+
+/*
+ * The HTTP monitor follows the processes that have HTTP items: when that set changes (a
+ * policy, a process come or gone), the monitor is started again on the new set, at most every
+ * 5 s.
+ */
+static void keep_monitor(struct continuous *c, uint64_t now)
+{
+	char (*want)[SW_ID_LEN] = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
+	size_t n = 0;
+	int same;
+
+	if (!want)
+		return;
+	for (size_t i = 0; i < c->nprocs && n < ROVER_MAX_PIDS; i++)
+		if (c->procs[i].nhttp)
+			memcpy(want[n++], c->procs[i].process_id, SW_ID_LEN);
+	same = n == c->nmon_ids;
+	for (size_t i = 0; same && i < n; i++) {
+		int found = 0;
+
+		for (size_t k = 0; k < c->nmon_ids && !found; k++)
+			found = !strcmp(want[i], c->mon_ids[k]);
+		same = found;
+	}
+	if (same || (c->mon_changed_ms && now - c->mon_changed_ms < 5000)) {
+		free(want);
+		return;
+	}
+	if (c->mon_name[0]) {
+		c->ops.stop(c->ops.ctx, c->mon_name);
+		c->mon_name[0] = '\0';
+	}
+	c->nmon_ids = 0;
+	c->mon_changed_ms = now;
+	if (n) {
+		int err;
+
+		snprintf(c->mon_name, sizeof(c->mon_name), "rover-http-monitor-%llu",
+			 (unsigned long long)++c->mon_seq);
+		err = c->ops.monitor(c->ops.ctx, c->mon_name, (const char(*)[SW_ID_LEN])want, n);
+		if (err) {
+			log_warn("continuous profiling: the HTTP monitor on %zu process(es) did not "
+				 "start: %s",
+				 n, strerror(-err));
+			c->mon_name[0] = '\0';
+		} else {
+			memcpy(c->mon_ids, want, n * SW_ID_LEN);
+			c->nmon_ids = n;
+			log_info("continuous profiling: HTTP monitor %s on %zu process(es)",
+				 c->mon_name, n);
+		}
+	}
+	free(want);
+}
+
 void continuous__tick(struct continuous *c, uint64_t now)
 {
 	const struct rover_config *cfg = c->cfg;
@@ -980,8 +1299,11 @@ void continuous__tick(struct continuous *c, uint64_t now)
 			c->next_check = now + cfg->profiling.continuous_check_interval_ms;
 		}
 	}
-	if (!c->npols)
+	if (!c->npols) {
+		if (c->mon_name[0])
+			keep_monitor(c, now);
 		return;
+	}
 	if (now >= c->next_fetch) {
 		uint64_t every = cfg->profiling.continuous_fetch_interval_ms, at = c->next_fetch;
 
@@ -997,6 +1319,7 @@ void continuous__tick(struct continuous *c, uint64_t now)
 		check_items(c, now);
 		trigger_all(c, now);
 		refresh_procs(c);
+		keep_monitor(c, now);
 		c->next_check = now + cfg->profiling.continuous_check_interval_ms;
 	}
 }

@@ -32,6 +32,12 @@ struct continuous_ops {
 	int (*start)(void *ctx, const struct sw_task *t, uint64_t run_ms);
 	/* Whether process_id cannot take one more task of type (its tasks are at their bound). */
 	int (*busy)(void *ctx, const char *process_id, uint32_t type);
+	/*
+	 * Starts the HTTP monitor (a light NETWORK task) named name on the processes ids, whose
+	 * counts come back through continuous__http(); stops one. 0 or -errno.
+	 */
+	int (*monitor)(void *ctx, const char *name, const char (*ids)[SW_ID_LEN], size_t n);
+	void (*stop)(void *ctx, const char *name);
 };
 
 struct continuous;
@@ -43,6 +49,10 @@ void continuous__free(struct continuous *c);
 
 /* One tick of the task thread (about every 200 ms): does whatever is due at now_ms (monotonic). */
 void continuous__tick(struct continuous *c, uint64_t now_ms);
+
+/* The HTTP monitor's counts of a flush (struct msg_net_monitor, len bytes, from the main
+ * loop), taken as samples at now_ms. Counts of processes not watched are ignored. */
+void continuous__http(struct continuous *c, const void *buf, size_t len, uint64_t now_ms);
 
 /* What it did so far, for tests and logs. */
 struct continuous_stats {

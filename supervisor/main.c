@@ -108,6 +108,9 @@ static const struct ipc_rule from_worker_running[] = {
 };
 static const struct ipc_rule from_shipper[] = {
 	{ SIZED(MSG_OUTPUT_WRITTEN, struct msg_output_written), 0, 0 },
+	{ MSG_NET_MONITOR, sizeof(struct msg_net_monitor),
+	  sizeof(struct msg_net_monitor) + MSG_NET_MONITOR_MAX * sizeof(struct msg_net_monitor_entry),
+	  sizeof(struct msg_net_monitor_entry), 0 },
 };
 static const struct ipc_rule from_backend[] = {
 	{ SIZED(MSG_BK_START, struct msg_bk_start), 0, 0 },
@@ -417,7 +420,7 @@ static int check_net_start(const struct msg_bk_net_start *m)
 	    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)) ||
 	    ipc_check_str(n->sw_task_id, sizeof(n->sw_task_id)) ||
 	    m->spec.type != TASK_NETWORK || n->nprocs > ROVER_MAX_PIDS ||
-	    n->nprocs != m->spec.npids || n->nrules > ROVER_NET_MAX_RULES)
+	    n->nprocs != m->spec.npids || n->nrules > ROVER_NET_MAX_RULES || n->monitor > 1)
 		return -EPROTO;
 	for (uint32_t i = 0; i < n->nprocs; i++) {
 		const struct msg_net_process *p = &n->procs[i];
@@ -756,6 +759,16 @@ static int on_shipper(struct supervisor *s)
 
 	if (err)
 		return err;
+	if (s->msg.type == MSG_NET_MONITOR) {
+		const struct msg_net_monitor *m = s->msg.buf;
+
+		/* Continuous profiling's HTTP counts: the backend thread's, checked there. */
+		if (m->count != (s->msg.len - sizeof(*m)) / sizeof(struct msg_net_monitor_entry))
+			return -EPROTO;
+		if (s->bk_fd >= 0 && ipc_send(s->bk_fd, MSG_NET_MONITOR, s->msg.buf, s->msg.len, -1))
+			log_warn("HTTP monitor counts to the backend thread: lost");
+		return 0;
+	}
 	w = s->msg.buf;
 	if (ipc_check_str(w->summary, sizeof(w->summary)))
 		return -EPROTO;
