@@ -26,14 +26,15 @@
 #include <unistd.h>
 
 #include "common/Command.pb-c.h"
+#include "common/cwindow.h"
 #include "common/ipc.h"
 #include "common/log.h"
+#include "common/procstat.h"
 #include "common/util.h"
 #include "ebpf/profiling/Continuous.pb-c.h"
 #include "language-agent/Meter.pb-c.h"
 #include "supervisor/continuous.h"
 #include "supervisor/cpolicy.h"
-#include "supervisor/cwindow.h"
 
 #define M_POLICIES "/skywalking.v3.ContinuousProfilingService/queryPolicies"
 #define M_REPORT_TASK "/skywalking.v3.ContinuousProfilingService/reportProfilingTask"
@@ -440,75 +441,20 @@ cleanup:
 
 /* ---- the processes ---- */
 
-/* utime + stime and starttime of pid (fields 14, 15 and 22 of its stat). 0 or -errno. */
 static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
 		     uint64_t *ret_start)
 {
-	char path[320], buf[1024], *p;
-	unsigned long long ut, stt, start;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%d/stat", c->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: fields count from the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
-			 "%*d %*d %llu",
-			 &ut, &stt, &start) != 3)
-		return -EINVAL;
-	*ret_ticks = ut + stt;
-	*ret_start = start;
-	return 0;
+	return procstat__cpu(c->proc_root, pid, ret_ticks, ret_start);
 }
 
 static int read_threads(const struct continuous *c, int pid, double *ret)
 {
-	char path[320], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%d/status", c->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	p = strstr(buf, "\nThreads:");
-	if (!p)
-		return -EINVAL;
-	*ret = strtod(p + 9, NULL);
-	return 0;
+	return procstat__threads(c->proc_root, pid, ret);
 }
 
 static int read_load(const struct continuous *c, double *ret)
 {
-	char path[320], buf[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/loadavg", c->proc_root);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	*ret = strtod(buf, NULL);
-	return 0;
+	return procstat__load(c->proc_root, ret);
 }
 
 static int proc_of(const struct continuous *c, const char *process_id)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The time windows of continuous profiling (supervisor/cwindow.h): upstream's semantics that
+ * The time windows of continuous profiling (common/cwindow.h): upstream's semantics that
  * still hold (windows_test.go, reference continuous-and-kubernetes.md A5), and each fix as a
  * case that upstream's windows.go would fail.
  */
@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "supervisor/cwindow.h"
+#include "common/cwindow.h"
 
 #define T0 1700000000000LL
 /* s seconds after T0. */

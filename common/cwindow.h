@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Supervisor side (no capability): the time windows of continuous profiling, as upstream's
- * (reference continuous-and-kubernetes.md A5) with its bugs fixed:
+ * The time windows of continuous profiling (the supervisor's checker, `rover watch`), as
+ * upstream's (reference continuous-and-kubernetes.md A5) with its bugs fixed:
  *  - each policy item is judged on its own Period (the newest `period` slots), not on the
  *    longest window that shares the slots (A9.3);
  *  - `current` is the latest matching value, not the oldest (A9.4);
@@ -10,8 +10,8 @@
  * Slots are one second each, relative to the first sample; a sample less than a second newer
  * than the newest slot goes into it. Pure arithmetic: no clock, no I/O.
  */
-#ifndef ROVER_SUPERVISOR_CWINDOW_H
-#define ROVER_SUPERVISOR_CWINDOW_H
+#ifndef ROVER_COMMON_CWINDOW_H
+#define ROVER_COMMON_CWINDOW_H
 
 #include <stdint.h>
 

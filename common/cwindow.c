@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The time windows of continuous profiling (supervisor/cwindow.h). The slots stay an array
+ * The time windows of continuous profiling (common/cwindow.h). The slots stay an array
  * from oldest to newest, as the header lays them out: a move shifts it with memmove, at most
  * CWINDOW_MAX_SLOTS * 24 bytes once per second per window.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/cwindow.h"
+#include "common/cwindow.h"
 
 #define SLOT_MS 1000
 
