@@ -37,6 +37,7 @@
 #include "common/privdrop.h"
 #include "common/util.h"
 #include "launcher/client.h"
+#include "launcher/watch.h"
 #include "launcher/spawner.h"
 #include "launcher/trust.h"
 
@@ -53,6 +54,8 @@ static const char usage_main[] =
 	"\n"
 	"commands:\n"
 	"  profile   profile processes now and write the profile to a file (no backend)\n"
+	"  watch     profile a process once its CPU, threads or the host's load cross a\n"
+	"            threshold (continuous profiling without a backend)\n"
 	"  run       run the agent with a SkyWalking OAP backend: process discovery, tasks\n"
 	"            from the backend, uploads (rover run --config FILE)\n"
 	"  serve     run the agent: supervisor, shipper and workers, taking tasks from\n"
@@ -1106,6 +1109,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "profile"))
 		return cmd_profile(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "watch"))
+		return cmd_watch(argc - 1, argv + 1, cmd_profile);
 	if (!strcmp(argv[1], "run"))
 		return cmd_serve(argc - 1, argv + 1, MODE_RUN);
 	if (!strcmp(argv[1], "serve"))
