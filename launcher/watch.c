@@ -71,9 +71,10 @@ static void on_signal(int sig)
 	interrupted = sig;
 }
 
-static void usage_error(const char *what, const char *arg)
+static void usage_error(const char *what, const char *arg, int *ret_rc)
 {
 	fprintf(stderr, "rover: watch: %s '%s'\nrover: try 'rover watch --help'\n", what, arg);
+	*ret_rc = 2;
 }
 
 int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
@@ -101,21 +102,21 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 		}
 		if (k >= 0 || !strcmp(a, "--fetch-interval") || !strcmp(a, "--max-wait")) {
 			if (!v) {
-				usage_error("missing value of", a);
+				usage_error("missing value of", a, &rc);
 				goto cleanup;
 			}
 			i++;
 			if (k >= 0 && parse_cond(v, &conds[k])) {
-				usage_error("bad condition (THRESHOLD:COUNT/PERIOD, e.g. 80:3/5)", v);
+				usage_error("bad condition (THRESHOLD:COUNT/PERIOD, e.g. 80:3/5)", v, &rc);
 				goto cleanup;
 			}
 			if (!strcmp(a, "--fetch-interval") &&
 			    (duration_ms(v, &fetch_ms) || fetch_ms < 100 || fetch_ms > 60000)) {
-				usage_error("bad --fetch-interval (100ms to 1m)", v);
+				usage_error("bad --fetch-interval (100ms to 1m)", v, &rc);
 				goto cleanup;
 			}
 			if (!strcmp(a, "--max-wait") && (duration_ms(v, &max_wait_ms) || !max_wait_ms)) {
-				usage_error("bad --max-wait", v);
+				usage_error("bad --max-wait", v, &rc);
 				goto cleanup;
 			}
 			continue;
@@ -126,7 +127,7 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 			long p = strtol(v, &end, 10);
 
 			if (*end || p <= 0 || p > (1 << 22)) {
-				usage_error("one --pid is watched, not", v);
+				usage_error("one --pid is watched, not", v, &rc);
 				goto cleanup;
 			}
 			pid = (int)p;

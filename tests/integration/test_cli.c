@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/integration/harness.h"
 
@@ -85,4 +88,62 @@ Test(cli, help_documents_every_option)
 	cr_assert_eq(pclose(p), 0);
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		cr_assert(strstr(buf, opts[i]), "help lacks %s", opts[i]);
+}
+
+/*
+ * `rover watch`: a process idle first, then busy. Nothing is profiled while it idles (a
+ * watch with --max-wait on an idle process gives up with status 3 and writes no profile);
+ * once its CPU holds above the threshold the profile is taken and names its hot function.
+ */
+Test(cli, watch_profiles_a_process_once_its_cpu_crosses_the_threshold, .timeout = 90)
+{
+	char *err = NULL, pidarg[16], out[64] = "/tmp/rover-watch.XXXXXX";
+	char *sleeper[] = { "/bin/sleep", "30", NULL };
+	pid_t idle = spawn_cmd(sleeper, "/dev/null"), busy;
+	struct folded f;
+	int rc, fd = mkstemp(out);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_gt(idle, 0);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)idle);
+	{
+		char *argv[] = { (char *)bin("rover"), "watch", "--pid", pidarg, "--cpu", "50:3/5",
+				 "--max-wait", "4s", "--output", out, NULL };
+
+		rc = run_cmd(argv, &err);
+		cr_assert_eq(rc, 3, "exit %d: %s", rc, err);
+		cr_assert(err && strstr(err, "no condition held"), "%s", err);
+		free(err);
+		err = NULL;
+	}
+	kill(idle, SIGKILL);
+	waitpid(idle, NULL, 0);
+	busy = start_program(bin("tests/programs/demo_burn"), NULL);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)busy);
+	{
+		char *argv[] = { (char *)bin("rover"), "watch", "--pid", pidarg, "--cpu", "50:3/5",
+				 "--max-wait", "30s", "--type", "on_cpu", "--duration", "2s",
+				 "--output", out, NULL };
+
+		rc = run_cmd(argv, &err);
+	}
+	stop_program(busy);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+	cr_assert(err && strstr(err, "CPU %") && strstr(err, "profiling"), "%s", err);
+	cr_assert_eq(folded_read(out, &f), 0);
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 0, "no burn_a in the watched profile");
+	folded_free(&f);
+	free(err);
+	unlink(out);
+}
+
+Test(cli, watch_refuses_bad_conditions)
+{
+	char *nocond[] = { (char *)bin("rover"), "watch", "--pid", "1", "--output", "/tmp/x", NULL };
+	char *bad[] = { (char *)bin("rover"), "watch", "--pid", "1", "--cpu", "80:6/5", "--output",
+			"/tmp/x", NULL };
+
+	expect_one_line_error(nocond, 2, "at least one of --cpu");
+	expect_one_line_error(bad, 2, "bad condition");
 }
