@@ -103,7 +103,7 @@ struct continuous {
 	size_t ndims, dim_next;
 	struct cause causes[MAX_CAUSES];
 	size_t ncauses;
-	int said_shape;
+	int said_shape, said_cut;
 	struct continuous_stats st;
 	pcre2_match_context *mctx;
 	/* The HTTP monitor: a NETWORK task on the processes with HTTP items. */
@@ -1190,9 +1190,19 @@ static void keep_monitor(struct continuous *c, uint64_t now)
 
 	if (!want)
 		return;
-	for (size_t i = 0; i < c->nprocs && n < ROVER_MAX_PIDS; i++)
-		if (c->procs[i].nhttp)
-			memcpy(want[n++], c->procs[i].process_id, SW_ID_LEN);
+	for (size_t i = 0; i < c->nprocs; i++) {
+		if (!c->procs[i].nhttp)
+			continue;
+		if (n == ROVER_MAX_PIDS) {
+			if (!c->said_cut)
+				log_warn("continuous profiling: more than %d processes have HTTP "
+					 "items: the HTTP monitor watches %d of them",
+					 ROVER_MAX_PIDS, ROVER_MAX_PIDS);
+			c->said_cut = 1;
+			break;
+		}
+		memcpy(want[n++], c->procs[i].process_id, SW_ID_LEN);
+	}
 	same = n == c->nmon_ids;
 	for (size_t i = 0; same && i < n; i++) {
 		int found = 0;
