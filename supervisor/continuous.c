@@ -356,11 +356,15 @@ cleanup:
 
 /* ---- the processes ---- */
 
-/* utime + stime and starttime of pid (fields 14, 15 and 22 of its stat). 0 or -errno. */
+/*
+ * utime + stime and starttime of pid (fields 14, 15 and 22 of its stat). 0 or -errno: -ESRCH
+ * for a zombie, which has ended though /proc keeps it until its parent waits (a task could
+ * not profile it, and its CPU would read 0).
+ */
 static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
 		     uint64_t *ret_start)
 {
-	char path[320], buf[1024], *p;
+	char path[320], buf[1024], *p, state;
 	unsigned long long ut, stt, start;
 	ssize_t n;
 	int fd;
@@ -377,10 +381,13 @@ static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
 	/* The command name may hold spaces and parentheses: fields count from the last ')'. */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+			 "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
 			 "%*d %*d %llu",
-			 &ut, &stt, &start) != 3)
+			 &state, &ut, &stt, &start) != 4)
 		return -EINVAL;
+	/* Fix: a zombie passed for alive, and got a task. X (dead) is never to be seen. */
+	if (state == 'Z' || state == 'X')
+		return -ESRCH;
 	*ret_ticks = ut + stt;
 	*ret_start = start;
 	return 0;
