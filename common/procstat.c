@@ -27,7 +27,7 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 
 int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start)
 {
-	char path[320], buf[1024], *p;
+	char path[320], buf[1024], *p, state;
 	unsigned long long ut, st, start;
 	ssize_t n;
 
@@ -38,10 +38,13 @@ int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t 
 	/* The command name may hold spaces and parentheses: fields count from the last ')'. */
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2,
-			 "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+			 "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
 			 "%*d %*d %llu",
-			 &ut, &st, &start) != 3)
+			 &state, &ut, &st, &start) != 4)
 		return -EINVAL;
+	/* A zombie has ended, though /proc keeps it until its parent waits: no CPU, no task. */
+	if (state == 'Z' || state == 'X')
+		return -ESRCH;
 	*ret_ticks = ut + st;
 	*ret_start = start;
 	return 0;

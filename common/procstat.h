@@ -10,7 +10,7 @@
 
 /*
  * utime + stime (clock ticks) and starttime (field 22: which process holds the number) of pid
- * from proc_root/PID/stat. 0 or -errno.
+ * from proc_root/PID/stat. 0 or -errno: -ESRCH for a zombie (it has ended).
  */
 int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start);
 /* The Threads: line of proc_root/PID/status. 0 or -errno. */

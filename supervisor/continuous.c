@@ -302,9 +302,14 @@ static void fit_windows(struct continuous *c)
 	c->policy_changed = 0;
 }
 
-/* Applies an answer's policies: only the services it names change; UUID "" removes one. */
-static void merge_policies(struct continuous *c, const struct cpolicy *got, size_t n)
+/*
+ * Applies an answer's policies: only the services it names change; UUID "" removes one. How
+ * many changed: a policy with the UUID held is the same one (the OAP's UUID is a hash of it).
+ */
+static size_t merge_policies(struct continuous *c, const struct cpolicy *got, size_t n)
 {
+	size_t changed = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		int k = policy_of(c, got[i].service);
 
@@ -313,9 +318,12 @@ static void merge_policies(struct continuous *c, const struct cpolicy *got, size
 				log_info("continuous profiling: service %s: policy removed",
 					 got[i].service);
 				c->pols[k] = c->pols[--c->npols];
+				changed++;
 			}
 			continue;
 		}
+		if (k >= 0 && !strcmp(c->pols[k].uuid, got[i].uuid))
+			continue;
 		if (k < 0) {
 			if (c->npols == CPOLICY_MAX_SERVICES)
 				continue;
@@ -324,8 +332,11 @@ static void merge_policies(struct continuous *c, const struct cpolicy *got, size
 		c->pols[k] = got[i];
 		log_info("continuous profiling: service %s: policy %.16s... with %u item(s)",
 			 got[i].service, got[i].uuid, got[i].nitems);
+		changed++;
 	}
-	c->st.policy_updates++;
+	if (changed)
+		c->st.policy_updates++;
+	return changed;
 }
 
 static int arg_of(const Skywalking__V3__Command *cmd, const char *key, const char **ret)
@@ -357,7 +368,8 @@ static size_t services_of(const struct disc_entity *ents, size_t n, const char *
 	return k;
 }
 
-static void query_policies(struct continuous *c)
+/* Whether the policies changed (their processes are then to be looked at again). */
+static int query_policies(struct continuous *c)
 {
 	Skywalking__V3__ContinuousProfilingPolicyQuery req =
 		SKYWALKING__V3__CONTINUOUS_PROFILING_POLICY_QUERY__INIT;
@@ -369,10 +381,10 @@ static void query_policies(struct continuous *c)
 	size_t nents = 0, nsvc, ngot = 0;
 	struct oap_status status;
 	const char *json;
-	int err;
+	int err, changed = 0;
 
 	if (c->ops.entities(c->ops.ctx, &ents, &nents))
-		return;
+		return 0;
 	names = calloc(CPOLICY_MAX_SERVICES, sizeof(*names));
 	if (!names)
 		goto cleanup;
@@ -381,7 +393,7 @@ static void query_policies(struct continuous *c)
 		/* Nothing reported here: nothing to watch (upstream clears its cache too). */
 		if (c->npols) {
 			c->npols = 0;
-			fit_windows(c);
+			changed = 1;
 		}
 		goto cleanup;
 	}
@@ -425,10 +437,9 @@ static void query_policies(struct continuous *c)
 		log_warn("continuous profiling: ServiceWithPolicyJSON: %s, ignoring", strerror(-err));
 		goto cleanup;
 	}
-	merge_policies(c, got, ngot);
-	c->policy_changed = 1;
-	/* The processes of changed services are looked at again at once. */
-	c->next_check = 0;
+	changed = merge_policies(c, got, ngot) > 0;
+	if (changed)
+		c->policy_changed = 1;
 cleanup:
 	if (ans)
 		protobuf_c_message_free_unpacked(&ans->base, NULL);
@@ -437,10 +448,12 @@ cleanup:
 	free(qp);
 	free(names);
 	free(ents);
+	return changed;
 }
 
 /* ---- the processes ---- */
 
+/* 0, or -errno; -ESRCH for a zombie (common/procstat.c). */
 static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
 		     uint64_t *ret_start)
 {
@@ -1247,19 +1260,24 @@ void continuous__tick(struct continuous *c, uint64_t now)
 	const struct rover_config *cfg = c->cfg;
 
 	if (now >= c->next_query) {
-		query_policies(c);
+		/*
+		 * The processes of changed services are looked at again at once. Fix: an answer
+		 * moved the next round a whole interval on, and one that changed nothing did too,
+		 * so an OAP that answers at every query (it does for an entry this agent skips)
+		 * held the rounds back for good when queries come as often as rounds.
+		 */
+		if (query_policies(c))
+			refresh_procs(c);
 		c->next_query = now + (cfg->profiling.check_interval_ms ? cfg->profiling.check_interval_ms
 									 : 10000);
-		if (c->next_check == 0) {
-			refresh_procs(c);
-			c->next_check = now + cfg->profiling.continuous_check_interval_ms;
-		}
 	}
 	if (!c->npols) {
 		if (c->mon_name[0])
 			keep_monitor(c, now);
 		return;
 	}
+	if (!c->next_check)
+		c->next_check = now + cfg->profiling.continuous_check_interval_ms;
 	if (now >= c->next_fetch) {
 		uint64_t every = cfg->profiling.continuous_fetch_interval_ms, at = c->next_fetch;
 

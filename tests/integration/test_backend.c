@@ -22,20 +22,7 @@
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
-
-/* What a test started, stopped in the fini even when an assertion ended the test early: a
- * leftover agent or workload would be found by the next test's discovery. */
-static pid_t started[8];
-static int nstarted;
-
-static pid_t track(pid_t pid)
-{
-	if (pid > 0 && nstarted < 8)
-		started[nstarted++] = pid;
-	return pid;
-}
-
-static void stop(pid_t pid, int sig);
+#include "tests/integration/oap_harness.h"
 
 /*
  * The workload under a name of this test's own (demo_burn_PID): discovery matches it by that
@@ -57,138 +44,11 @@ static pid_t start_workload(void)
 
 static void backend_fini(void)
 {
-	for (int i = nstarted - 1; i >= 0; i--)
-		if (waitpid(started[i], NULL, WNOHANG) == 0)
-			stop(started[i], SIGTERM); /* still ours and running */
-	nstarted = 0;
+	stop_tracked();
 	tmp_teardown();
 }
 
 TestSuite(backend, .init = tmp_setup, .fini = backend_fini, .timeout = 150);
-
-static char *src_path(const char *rel)
-{
-	static char buf[8][4096];
-	static int k;
-	const char *src = getenv("ROVER_SRC");
-
-	k = (k + 1) % 8;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", src ? src : ".", rel);
-	return buf[k];
-}
-
-/* Starts the fake OAP; port 0 picks one. Returns its pid, the port in *ret_port. With tls,
- * it serves TLS with tmp/server.pem (make_certs). */
-static pid_t start_oap_tls(int port, int *ret_port, int tls)
-{
-	char portarg[16];
-	char *argv[] = { "/usr/bin/python3", src_path("tests/oap/fake_oap.py"), "--port", portarg,
-			 "--bind", "127.0.0.1", "--port-file", tmp_path("oap.port"), "--record",
-			 tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"), "--policies",
-			 tmp_path("policies.json"), tls ? "--tls-cert" : NULL, tmp_path("server.pem"), "--tls-key",
-			 tmp_path("server.key"), NULL };
-	pid_t pid;
-
-	snprintf(portarg, sizeof(portarg), "%d", port);
-	unlink(tmp_path("oap.port"));
-	pid = track(spawn_cmd(argv, tmp_path("oap.log")));
-	cr_assert_gt(pid, 0);
-	for (int i = 0; i < 300; i++) {
-		char *s = slurp(tmp_path("oap.port"), NULL);
-
-		if (s && atoi(s) > 0) {
-			*ret_port = atoi(s);
-			free(s);
-			return pid;
-		}
-		free(s);
-		sleep_ms(50);
-	}
-	cr_assert_fail("fake OAP did not start: %s", slurp(tmp_path("oap.log"), NULL));
-	return -1;
-}
-
-static pid_t start_oap(int port, int *ret_port)
-{
-	return start_oap_tls(port, ret_port, 0);
-}
-
-static void stop(pid_t pid, int sig)
-{
-	if (pid <= 0)
-		return;
-	kill(pid, sig);
-	if (wait_cmd(pid, 10000) < 0 || waitpid(pid, NULL, WNOHANG) == 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-}
-
-/* Every recorded message, in order. */
-static struct json_object **records(size_t *ret_n)
-{
-	char *text = slurp(tmp_path("rec.jsonl"), NULL), *save = NULL, *line;
-	struct json_object **out = NULL;
-	size_t n = 0;
-
-	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		struct json_object *o = json_tokener_parse(line);
-
-		if (!o)
-			continue; /* a line being written */
-		out = realloc(out, (n + 1) * sizeof(*out));
-		out[n++] = o;
-	}
-	free(text);
-	*ret_n = n;
-	return out;
-}
-
-static void records_free(struct json_object **r, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		json_object_put(r[i]);
-	free(r);
-}
-
-static const char *method_of(struct json_object *r)
-{
-	struct json_object *m;
-
-	return json_object_object_get_ex(r, "method", &m) ? json_object_get_string(m) : "";
-}
-
-/* Follows a path of object keys and array indexes ("processes", "0", ...). */
-static struct json_object *at(struct json_object *o, const char *path)
-{
-	char buf[256], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save)) {
-		if (json_object_is_type(o, json_type_array))
-			o = json_object_array_get_idx(o, (size_t)atoi(k));
-		else if (!json_object_object_get_ex(o, k, &o))
-			o = NULL;
-	}
-	return o;
-}
-
-static const char *str_at(struct json_object *o, const char *path)
-{
-	struct json_object *v = at(o, path);
-
-	return v ? json_object_get_string(v) : NULL;
-}
-
-static size_t count_method(struct json_object **r, size_t n, const char *method)
-{
-	size_t c = 0;
-
-	for (size_t i = 0; i < n; i++)
-		c += !strcmp(method_of(r[i]), method);
-	return c;
-}
 
 static const char *config_fmt =
 	"logger:\n"
@@ -218,17 +78,6 @@ static const char *config_fmt =
 	"  task:\n"
 	"    on_cpu:\n"
 	"      dump_period: 5ms\n";
-
-/* `rover run` with this config. */
-static pid_t start_rover_cfg(const char *cfg)
-{
-	/* The socket directory is the agent's own (/tmp/rover.XXXXXX): the rover user must reach
-	 * it, and the test's directory is closed to it. */
-	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"), NULL };
-
-	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
-	return track(spawn_cmd(argv, tmp_path("rover.log")));
-}
 
 static pid_t start_rover_extra(int port, const char *spool, const char *extra)
 {
@@ -288,41 +137,6 @@ static void expect_unprivileged(pid_t pid, const char *who)
 	closedir(dir);
 	cr_log_info("%s: %d threads, all filtered", who, threads);
 	cr_expect_gt(threads, 2, "%s: the backend threads are missing", who);
-}
-
-/* The reportProcesses entry of pid, waiting up to timeout_ms for it. A new reference. */
-static struct json_object *wait_reported(pid_t pid, int timeout_ms)
-{
-	for (int waited = 0; waited < timeout_ms; waited += 200) {
-		size_t n;
-		struct json_object **r = records(&n);
-
-		for (size_t i = 0; i < n; i++) {
-			struct json_object *procs = at(r[i], "message.processes");
-
-			if (strcmp(method_of(r[i]), "reportProcesses") || !procs)
-				continue;
-			for (size_t k = 0; k < json_object_array_length(procs); k++) {
-				struct json_object *h =
-					at(json_object_array_get_idx(procs, k), "hostProcess");
-				struct json_object *p = h ? at(h, "pid") : NULL;
-
-				if (p && json_object_get_int(p) == pid) {
-					struct json_object *ret = json_object_get(h);
-
-					if (at(r[i], "metadata"))
-						json_object_object_add(
-							ret, "_metadata",
-							json_object_get(at(r[i], "metadata")));
-					records_free(r, n);
-					return ret;
-				}
-			}
-		}
-		records_free(r, n);
-		sleep_ms(200);
-	}
-	return NULL;
 }
 
 static void add_task(const char *id, const char *target, int seconds)
@@ -667,32 +481,6 @@ Test(backend, tls_with_the_configured_ca)
 	stop_program(work);
 }
 
-/* Waits for a log line containing text; 1 when it came. */
-static int wait_log(const char *text, int timeout_ms)
-{
-	for (int waited = 0; waited < timeout_ms; waited += 200) {
-		char *log = slurp(tmp_path("rover.log"), NULL);
-		int found = log && strstr(log, text);
-
-		free(log);
-		if (found)
-			return 1;
-		sleep_ms(200);
-	}
-	return 0;
-}
-
-static int count_in_log(const char *text)
-{
-	char *log = slurp(tmp_path("rover.log"), NULL);
-	int n = 0;
-
-	for (char *p = log; p && (p = strstr(p, text)); p++)
-		n++;
-	free(log);
-	return n;
-}
-
 /* Serves json as the task list from now on, @WL@ standing for the workload's name. */
 static void set_tasks(const char *json)
 {
@@ -937,14 +725,6 @@ struct net_env {
 	int64_t start_ms;
 };
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The fake OAP's processId: the first 32 hex digits of SHA-256 of service, instance and
  * process name joined by NUL (tests/oap/README.md), computed here on our own. */
 static void oap_process_id(const char *instance, const char *name, char *out, size_t len)
@@ -1140,13 +920,6 @@ static const double dur_bounds_ms[45] = {
 	90,  100, 110, 130, 150, 170, 200, 230, 260,  290,  330,  380,	430,   480,   500,
 	600, 700, 800, 900, 1000, 1100, 1300, 1500, 1800, 2000, 5000, 10000, 15000, 20000, 30000,
 };
-
-static double num_at(struct json_object *o, const char *path)
-{
-	struct json_object *v = at(o, path);
-
-	return v ? json_object_get_double(v) : 0;
-}
 
 /* Checks a histogram's buckets (lower bounds, in order, all of them) and returns its total. */
 static double net_histogram(struct net_meters *m, const char *name, struct json_object *vals)

@@ -109,11 +109,12 @@ class FakeOap:
         self.first_served = {}  # (TaskId, arg) -> the value first served, for @first
 
     # --- helpers -------------------------------------------------------------------------
-    def log(self, method, msg, metadata, stream=None, index=None):
+    def log(self, method, msg, metadata, stream=None, index=None, extra=None):
         if not self.record:
             return
         line = {"method": method, "time_ms": now_ms(), "metadata": metadata,
                 "message": MessageToDict(msg, preserving_proto_field_name=True)}
+        line.update(extra or {})
         if stream is not None:
             line["stream"] = stream
             line["index"] = index
@@ -277,27 +278,32 @@ class FakeOap:
             kv.value = v
         return out
 
-    def answer_report_task(self, req):
+    def answer_report_task(self, task_id):
         out = self.m["Commands"]()
         c = out.commands.add()
         c.command = "ContinuousProfilingReportTask"
-        kv = c.args.add()
-        kv.key = "TaskId"
-        kv.value = uuid.uuid4().hex
+        for k, v in (("SerialNumber", uuid.uuid4().hex), ("TaskId", task_id)):
+            kv = c.args.add()
+            kv.key = k
+            kv.value = v
         return out
 
     # --- handlers ------------------------------------------------------------------------
     def unary(self, method, rpc):
         def handle(req, context):
             metadata = self.admit(method, context)
+            if rpc == "reportProfilingTask":
+                # The TaskId answered is in the record, so a test can find the task's uploads.
+                task_id = uuid.uuid4().hex
+                self.log(method, req, metadata, extra={"answer_task_id": task_id})
+                self.maybe_stall(method, context)
+                return self.answer_report_task(task_id)
             self.log(method, req, metadata)
             self.maybe_stall(method, context)
             if rpc == "reportProcesses":
                 return self.answer_report_processes(req)
             if rpc == "queryTasks":
                 return self.answer_query_tasks(req)
-            if rpc == "reportProfilingTask":
-                return self.answer_report_task(req)
             if rpc == "queryPolicies":
                 return self.answer_policies(req)
             return self.m["Commands"]()
