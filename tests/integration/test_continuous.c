@@ -831,3 +831,156 @@ Test(continuous, a_policy_sent_at_every_query_still_triggers)
 	stop_agent(&a);
 	stop_program(burn);
 }
+
+/* n GETs of path to 127.0.0.1:port over one connection (tests/programs/http_client). */
+static void http_gets(int port, const char *path, int n)
+{
+	struct http_totals t;
+
+	cr_assert_eq(http_client_run(NULL, "127.0.0.1", port, path, n, 1, &t), 0);
+}
+
+/*
+ * The HTTP meters name of process for path uri (labels uri, process_name, layer, in that
+ * order): how many, the largest value in *ret_max.
+ */
+static size_t http_meters(const char *name, const char *process, const char *uri,
+			  double *ret_max)
+{
+	size_t n, k = 0;
+	struct json_object **r = records(&n);
+
+	*ret_max = -1;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *md = at(r[i], "message.meterData");
+
+		if (strcmp(method_of(r[i]), "collectBatch") || !md)
+			continue;
+		for (size_t j = 0; j < json_object_array_length(md); j++) {
+			struct json_object *d = json_object_array_get_idx(md, j);
+			const char *mn = str_at(d, "singleValue.name");
+			const char *u = str_at(d, "singleValue.labels.0.value");
+			const char *pn = str_at(d, "singleValue.labels.1.value");
+
+			if (!mn || strcmp(mn, name) || !pn || strcmp(pn, process) || !u ||
+			    strcmp(u, uri))
+				continue;
+			cr_expect_str_eq(str_at(d, "singleValue.labels.0.name"), "uri");
+			cr_expect_str_eq(str_at(d, "singleValue.labels.1.name"), "process_name");
+			cr_expect_str_eq(str_at(d, "singleValue.labels.2.name"), "layer");
+			cr_expect_str_eq(str_at(d, "service"), SVC);
+			if (num_at(d, "singleValue.value") > *ret_max)
+				*ret_max = num_at(d, "singleValue.value");
+			k++;
+		}
+	}
+	records_free(r, n);
+	return k;
+}
+
+/* The cause of rep for the HTTP monitors: its "uri" object, checked to be of type. */
+static struct json_object *uri_cause(struct json_object *rep, const char *type)
+{
+	struct json_object *c = at(rep, "message.causes.0");
+
+	cr_assert_not_null(c, "%s", json_object_to_json_string(rep));
+	cr_assert_str_eq(cause_type(c), type, "%s", json_object_to_json_string(rep));
+	cr_assert_null(at(rep, "message.causes.1"), "%s", json_object_to_json_string(rep));
+	cr_assert_not_null(at(c, "uri"), "not a URI cause: %s", json_object_to_json_string(rep));
+	return at(c, "uri");
+}
+
+/*
+ * HTTP_ERROR_RATE with a URIList, on a server answering /fail with 500 and /ok with 200: the
+ * HTTP monitor (a light NETWORK task of the agent's own) counts what it serves; /fail's window
+ * holds (100% errors), /ok's does not. The report's cause names the path /fail with the rate
+ * seen, the NETWORK task the OAP names starts with /fail sampled, and the meters carry each
+ * path's rate under the label uri.
+ */
+Test(continuous, http_error_rate_on_a_listed_path_triggers_a_network_task)
+{
+	char web[64], portarg[16];
+	struct json_object *rep, *u;
+	double top;
+	struct agent a;
+	int port = free_port(32000, 39999);
+	pid_t pid;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"h1\",\"Profiling\":{\"NETWORK\":"
+		     "{\"HTTP_ERROR_RATE\":{\"Threshold\":\"20\",\"Period\":4,\"Count\":2,"
+		     "\"URIList\":[\"/fail\",\"/ok\"]}}}}]");
+	pid = start_named("tests/programs/http_server", "cp_web", portarg, web, sizeof(web));
+	cr_assert_gt(pid, 0);
+	start_agent(&a, FINDER("cp_web", SVC), "2s", "10s", "60s");
+	expect_reported(pid);
+	cr_assert(wait_log("HTTP monitor rover-http-monitor-1 on 1 process", 15000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_log("running in worker", 10000), "%s", slurp(tmp_path("rover.log"), NULL));
+	rep = NULL;
+	for (int i = 0; i < 40 && !rep; i++) {
+		http_gets(port, "/fail", 3);
+		http_gets(port, "/ok", 3);
+		rep = wait_report(web, 10);
+		if (!rep)
+			sleep_ms(300);
+	}
+	cr_assert_not_null(rep, "no reportProfilingTask; rover log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL));
+	u = uri_cause(rep, "HTTPErrorRate");
+	cr_expect_str_eq(str_at(u, "path"), "/fail");
+	cr_expect_eq(num_at(u, "threshold"), 20);
+	cr_expect_eq(num_at(u, "current"), 100, "%s", json_object_to_json_string(rep));
+	cr_expect_str_eq(str_at(rep, "message.network.samplingURIRegexes.0"), "/fail");
+	cr_expect_null(at(rep, "message.network.samplingURIRegexes.1"));
+	cr_assert(wait_log("NETWORK of", 10000), "the task did not start: %s",
+		  slurp(tmp_path("rover.log"), NULL));
+	json_object_put(rep);
+	cr_expect_gt(http_meters("rover_con_p_http_error_rate", web, "/fail", &top), 0);
+	cr_expect_eq(top, 100, "the rate of /fail");
+	cr_expect_gt(http_meters("rover_con_p_http_error_rate", web, "/ok", &top), 0);
+	cr_expect_eq(top, 0, "the rate of /ok");
+	stop_agent(&a);
+}
+
+/*
+ * HTTP_AVG_RESPONSE_TIME over every URI: requests taking 300 ms against a threshold of
+ * 200 ms hold the window; the cause is the global one (path ""), its current the mean seen.
+ */
+Test(continuous, http_average_response_time_over_every_uri)
+{
+	char web[64], portarg[16];
+	struct json_object *rep, *u;
+	struct agent a;
+	int port = free_port(32000, 39999);
+	pid_t pid;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"h2\",\"Profiling\":{\"ON_CPU\":"
+		     "{\"HTTP_AVG_RESPONSE_TIME\":{\"Threshold\":\"200\",\"Period\":4,"
+		     "\"Count\":2}}}}]");
+	pid = start_named("tests/programs/http_server", "cp_slow", portarg, web, sizeof(web));
+	cr_assert_gt(pid, 0);
+	start_agent(&a, FINDER("cp_slow", SVC), "2s", "5s", "60s");
+	expect_reported(pid);
+	cr_assert(wait_log("HTTP monitor rover-http-monitor-1", 15000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_log("running in worker", 10000), "%s", slurp(tmp_path("rover.log"), NULL));
+	rep = NULL;
+	for (int i = 0; i < 40 && !rep; i++) {
+		http_gets(port, "/delay/300", 2);
+		rep = wait_report(web, 10);
+	}
+	cr_assert_not_null(rep, "no reportProfilingTask; rover log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL));
+	u = uri_cause(rep, "HTTPAvgResponseTime");
+	cr_expect_str_eq(str_at(u, "path") ? str_at(u, "path") : "", "");
+	cr_expect_eq(num_at(u, "threshold"), 200);
+	cr_expect(num_at(u, "current") >= 300 && num_at(u, "current") < 1000, "%s",
+		  json_object_to_json_string(rep));
+	cr_expect_not_null(at(rep, "message.onCPU"), "%s", json_object_to_json_string(rep));
+	json_object_put(rep);
+	stop_agent(&a);
+}
