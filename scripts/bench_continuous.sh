@@ -21,14 +21,15 @@
 #    idle process at a time starts burning a CPU (SIGUSR1, its time taken just before), then the
 #    OAP's record gives the time of its reportProfilingTask and of the first
 #    collectProfilingData of the task the agent started (its TaskId from the agent's log).
-#    TRIGGERS (3) processes, one after the other; the median is printed. Floor: Count samples
-#    at fetch_interval (about 2 s, the first may be a partial second), then up to one
-#    check_interval (5 s) for the next check; the upload then waits for the worker to start
-#    and for its first flush (flush_interval 1 s).
+#    TRIGGERS (3) processes, one after the other, each at a random point of the check cycle;
+#    the median is printed. Floor: Count samples at fetch_interval (about 2 s, the first may
+#    be a partial second), then up to one check_interval (5 s) for the next check; the upload
+#    then waits for the worker to start and for its first flush (flush_interval 1 s).
 #
 # One figure a line, `continuous.<name> <value>`, then a summary against the target (agent
 # CPU <= 0.2% of one core). About 4 minutes; BENCH_CONT_SECONDS (30) is the length of each of
 # the four CPU windows, BENCH_CONT_PROCS the number of processes.
+# shellcheck disable=SC2154 # $work, $CG: bench_lib.sh's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${OUT:-build}
@@ -73,8 +74,10 @@ wait_for() {
 	local t=$(($1 * 10)) what=$2
 	shift 2
 	for _ in $(seq "$t"); do "$@" && return 0; sleep 0.1; done
-	echo "bench: $what did not happen in time; the agent's log ends with:"
-	tail -n 20 "$work/run.log"
+	{
+		echo "bench: $what did not happen in time; the agent's log ends with:"
+		tail -n 20 "$work/run.log"
+	} >&2
 	exit 1
 }
 log_count() { grep -c -- "$1" "$work/run.log" 2> /dev/null || true; }
@@ -133,8 +136,6 @@ YAML
 
 AG="$CG/agent"
 mkdir -p "$AG/supervisor" "$AG/shipper"
-( run_in "$AG" "$ROVER" run --config "$work/run.yaml" 2> "$work/run.log" ) &
-RUN=$!
 # role COMM: the pid of the agent's process of that name (15 characters at most).
 role() {
 	local p
@@ -143,8 +144,27 @@ role() {
 	done
 	return 1
 }
-wait_for 30 "the supervisor's start" role rover-superviso > /dev/null
-wait_for 30 "the shipper's start" role rover-shipper > /dev/null
+# The roles' user is one agent's at a time: an agent of another bench or test on the machine
+# is waited for, up to 3 minutes.
+deadline=$((SECONDS + 180))
+while :; do
+	( run_in "$AG" "$ROVER" run --config "$work/run.yaml" 2> "$work/run.log" ) &
+	RUN=$!
+	for _ in $(seq 100); do
+		role rover-shipper > /dev/null && role rover-superviso > /dev/null && break 2
+		kill -0 "$RUN" 2> /dev/null || break
+		sleep 0.1
+	done
+	kill "$RUN" 2> /dev/null || true
+	wait "$RUN" 2> /dev/null || true
+	RUN=""
+	if ! grep -qs "already runs process" "$work/run.log" || [ "$SECONDS" -ge "$deadline" ]; then
+		echo "bench: rover run did not start:"
+		tail -n 5 "$work/run.log"
+		exit 1
+	fi
+	sleep 2
+done
 SUP=$(role rover-superviso)
 SHIP=$(role rover-shipper)
 echo "$SUP" > "$AG/supervisor/cgroup.procs"
@@ -201,6 +221,8 @@ sleep 3
 for k in $(seq "$TRIGGERS"); do
 	p=${idle[$((k * NPROC / (TRIGGERS + 1)))]}
 	n=$(log_count "continuous profiling: task .* of idle-$p ")
+	# At a random point of the 5 s check cycle, whose phase the waits above would fix.
+	sleep "$((RANDOM % 5)).$((RANDOM % 10))"
 	t0=$(now_ms)
 	kill -USR1 "$p"
 	wait_for 30 "the task on idle-$p" log_more "continuous profiling: task .* of idle-$p " "$n"
