@@ -27,8 +27,15 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 
 int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start)
 {
+	return procstat__stat(proc_root, pid, ret_ticks, ret_start, NULL);
+}
+
+int procstat__stat(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start,
+		   double *ret_threads)
+{
 	char path[320], buf[1024], *p, state;
 	unsigned long long ut, st, start;
+	long threads;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, pid);
@@ -39,14 +46,16 @@ int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t 
 	p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2,
 			 "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
-			 "%*d %*d %llu",
-			 &state, &ut, &st, &start) != 4)
+			 "%ld %*d %llu",
+			 &state, &ut, &st, &threads, &start) != 5)
 		return -EINVAL;
 	/* A zombie has ended, though /proc keeps it until its parent waits: no CPU, no task. */
 	if (state == 'Z' || state == 'X')
 		return -ESRCH;
 	*ret_ticks = ut + st;
 	*ret_start = start;
+	if (ret_threads)
+		*ret_threads = (double)threads;
 	return 0;
 }
 

@@ -13,6 +13,9 @@
  * from proc_root/PID/stat. 0 or -errno: -ESRCH for a zombie (it has ended).
  */
 int procstat__cpu(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start);
+/* The same and the thread count (field 20: one read gives both). */
+int procstat__stat(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t *ret_start,
+		   double *ret_threads);
 /* The Threads: line of proc_root/PID/status. 0 or -errno. */
 int procstat__threads(const char *proc_root, int pid, double *ret);
 /* The 1-minute load average, proc_root/loadavg's first field. 0 or -errno. */

@@ -22,6 +22,7 @@
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/util.h"
 #include "common/privdrop.h"
 #include "shipper/network.h"
 #include "shipper/opener.h"
@@ -260,6 +261,9 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 	return 0;
 }
 
+/* How often a NETWORK task's targets are looked through again for TLS libraries. */
+#define TLS_RESCAN_MS 5000
+
 struct tls_send {
 	struct peer *worker;
 	struct ship_task *t;
@@ -361,8 +365,15 @@ static int on_worker(struct shipper *s, struct peer *p)
 		return 0;
 	case MSG_SHIP_NET_CONNS:
 		err = on_net_frame(s, *slot, m);
-		if (!err && !(*slot)->ended)
+		/*
+		 * Libraries mapped since: looked for at most every TLS_RESCAN_MS (each look asks
+		 * the launcher for and reads every target's maps; an HTTP monitor flushes every
+		 * second).
+		 */
+		if (!err && !(*slot)->ended && now_mono_ms() >= (*slot)->tls_next_ms) {
 			find_tls(s, p, *slot);
+			(*slot)->tls_next_ms = now_mono_ms() + TLS_RESCAN_MS;
+		}
 		return err;
 	case MSG_SHIP_NET_DATA:
 		return on_net_frame(s, *slot, m);

@@ -62,6 +62,7 @@ struct ship_task {
 	struct net_task *net;
 	struct tls_finder *tls; /* the targets' TLS libraries (NETWORK) */
 	int monitor; /* continuous profiling's HTTP monitor: counts to the supervisor, no upload */
+	uint64_t tls_next_ms; /* monotonic: the next look for TLS libraries */
 	int said_adjacent, said_unbound; /* TLS calls named by adjacency, or not at all */
 	uint64_t net_frames;
 	const char *net_prefix; /* profiling.task.network.meter_prefix; NULL: the default */

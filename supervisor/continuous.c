@@ -460,11 +460,6 @@ static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
 	return procstat__cpu(c->proc_root, pid, ret_ticks, ret_start);
 }
 
-static int read_threads(const struct continuous *c, int pid, double *ret)
-{
-	return procstat__threads(c->proc_root, pid, ret);
-}
-
 static int read_load(const struct continuous *c, double *ret)
 {
 	return procstat__load(c->proc_root, ret);
@@ -555,7 +550,7 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 
 		if (!p->cpu.n && !p->threads.n)
 			continue;
-		if (read_stat(c, p->pid, &ticks, &start))
+		if (procstat__stat(c->proc_root, p->pid, &ticks, &start, &v))
 			continue; /* gone: the next refresh drops it */
 		if (p->starttime && start != p->starttime) {
 			/* Its number is another process's now: no sample is its. */
@@ -572,7 +567,8 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 		p->ticks = ticks;
 		p->ticks_ms = now;
 		p->have_ticks = 1;
-		if (p->threads.n && !read_threads(c, p->pid, &v))
+		/* Threads: field 20 of the same read (not /proc/PID/status: a second file). */
+		if (p->threads.n)
 			cwindow__add(&p->threads, (int64_t)at, v, 0);
 	}
 }
