@@ -102,7 +102,7 @@ serve() { cp "$1" "$work/policies.new" && mv "$work/policies.new" "$work/policie
 
 # The processes watched, outside the agent's cgroup.
 for i in $(seq "$NPROC"); do
-	"$B/tests/programs/idle_burn" "cbench-$i" &
+	"$B/tests/programs/idle_burn" "cbench-$i" >/dev/null &
 	IDLE="$IDLE $!"
 done
 read -r -a idle <<< "$IDLE"

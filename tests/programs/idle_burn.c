@@ -7,6 +7,7 @@
  */
 #include <signal.h>
 #include <stddef.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t burning;
 volatile unsigned long sink;
@@ -35,6 +36,9 @@ int main(void)
 	sigdelset(&wait, SIGUSR2);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
+	/* For the tests' start_program: the handlers are in place. */
+	if (write(1, "ready\n", 6) < 0)
+		return 1;
 	for (;;) {
 		sigsuspend(&wait);
 		if (!burning)
