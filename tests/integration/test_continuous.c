@@ -941,8 +941,9 @@ Test(continuous, http_error_rate_on_a_listed_path_triggers_a_network_task)
 }
 
 /*
- * HTTP_AVG_RESPONSE_TIME over every URI: requests taking 300 ms against a threshold of
- * 200 ms hold the window; the cause is the global one (path ""), its current the mean seen.
+ * HTTP_AVG_RESPONSE_TIME over every URI on a slow endpoint: requests taking 300 ms against a
+ * threshold of 200 ms hold the window; the cause is the global one (path ""), its current the
+ * mean seen, and the NETWORK task it starts samples every URI (one rule, "").
  */
 Test(continuous, http_average_response_time_over_every_uri)
 {
@@ -954,7 +955,7 @@ Test(continuous, http_average_response_time_over_every_uri)
 
 	cr_assert_gt(port, 0);
 	snprintf(portarg, sizeof(portarg), "%d", port);
-	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"h2\",\"Profiling\":{\"ON_CPU\":"
+	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"h2\",\"Profiling\":{\"NETWORK\":"
 		     "{\"HTTP_AVG_RESPONSE_TIME\":{\"Threshold\":\"200\",\"Period\":4,"
 		     "\"Count\":2}}}}]");
 	pid = start_named("tests/programs/http_server", "cp_slow", portarg, web, sizeof(web));
@@ -976,7 +977,11 @@ Test(continuous, http_average_response_time_over_every_uri)
 	cr_expect_eq(num_at(u, "threshold"), 200);
 	cr_expect(num_at(u, "current") >= 300 && num_at(u, "current") < 1000, "%s",
 		  json_object_to_json_string(rep));
-	cr_expect_not_null(at(rep, "message.onCPU"), "%s", json_object_to_json_string(rep));
+	cr_expect_str_eq(str_at(rep, "message.network.samplingURIRegexes.0") ?: "", "", "%s",
+			 json_object_to_json_string(rep));
+	cr_expect_not_null(at(rep, "message.network"), "%s", json_object_to_json_string(rep));
 	json_object_put(rep);
+	cr_expect(wait_log("NETWORK of", 10000), "the task did not start: %s",
+		  slurp(tmp_path("rover.log"), NULL));
 	stop_agent(&a);
 }
