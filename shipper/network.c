@@ -38,6 +38,7 @@
 
 #include "common/util.h"
 #include "shipper/netpriv.h"
+#include "shipper/tlsfind.h"
 
 #define DEFAULT_MAX_CONNS 16384u
 #define MAX_CONNS_LIMIT (1u << 20)
@@ -1892,17 +1893,6 @@ void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l)
 		t->tls[t->ntls++] = *l;
 }
 
-static const char *tls_lib_name(uint32_t lib)
-{
-	switch (lib) {
-	case NET_TLS_OPENSSL: return "openssl";
-	case NET_TLS_BORINGSSL: return "boringssl";
-	case NET_TLS_GO: return "go";
-	case NET_TLS_NODE: return "node";
-	}
-	return "none";
-}
-
 static void report_txt(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
 {
 	sb_printf(b, "NETWORK task %llu: %llu intervals, %llu connections seen, %llu closed, "
@@ -1958,7 +1948,7 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 	for (uint32_t i = 0; i < t->ntls; i++) {
 		const struct net_tls_file *l = &t->tls[i];
 
-		sb_printf(b, "  %s(%d) %s %s: ", proc_name(t, l->pid), l->pid, tls_lib_name(l->lib),
+		sb_printf(b, "  %s(%d) %s %s: ", proc_name(t, l->pid), l->pid, tlsfind__lib_name(l->lib),
 			  l->path);
 		if (l->err == 1)
 			sb_printf(b, "%u probes sent, no answer\n", l->probes);
@@ -2042,7 +2032,7 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 
 		sb_printf(b, "%s{\"pid\":%d,\"path\":", i ? "," : "", l->pid);
 		sb_json_str(b, l->path);
-		sb_printf(b, ",\"library\":\"%s\",\"probes\":%u,\"error\":", tls_lib_name(l->lib),
+		sb_printf(b, ",\"library\":\"%s\",\"probes\":%u,\"error\":", tlsfind__lib_name(l->lib),
 			  l->attached);
 		if (l->err == 1)
 			sb_printf(b, "\"no answer\"");

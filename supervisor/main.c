@@ -83,6 +83,7 @@ struct supervisor {
 	struct discovery *disc;
 	struct backend *bk;
 	int bk_fd;   /* main loop's end of the socketpair to the backend threads */
+	uint64_t monitor_dropped; /* HTTP monitor counts the backend thread had no room for */
 	int disc_fd; /* discovery connection to the launcher */
 	int config_refused;
 	uint64_t next_scan_ms;
@@ -765,8 +766,23 @@ static int on_shipper(struct supervisor *s)
 		/* Continuous profiling's HTTP counts: the backend thread's, checked there. */
 		if (m->count != (s->msg.len - sizeof(*m)) / sizeof(struct msg_net_monitor_entry))
 			return -EPROTO;
-		if (s->bk_fd >= 0 && ipc_send(s->bk_fd, MSG_NET_MONITOR, s->msg.buf, s->msg.len, -1))
-			log_warn("HTTP monitor counts to the backend thread: lost");
+		/*
+		 * Only when the backend thread has room now: a shipper sending faster than that
+		 * thread reads (or a backend call holding it) must not stall the main loop. A
+		 * second's counts dropped is a second the windows see as empty.
+		 */
+		if (s->bk_fd >= 0) {
+			struct pollfd out = { .fd = s->bk_fd, .events = POLLOUT };
+
+			if (poll(&out, 1, 0) != 1 || !(out.revents & POLLOUT) ||
+			    ipc_send(s->bk_fd, MSG_NET_MONITOR, s->msg.buf, s->msg.len, -1)) {
+				s->monitor_dropped++;
+				if (s->monitor_dropped == 1 || !(s->monitor_dropped % 60))
+					log_warn("continuous profiling: %llu second(s) of HTTP monitor "
+						 "counts dropped so far: the backend thread had no room",
+						 (unsigned long long)s->monitor_dropped);
+			}
+		}
 		return 0;
 	}
 	w = s->msg.buf;
