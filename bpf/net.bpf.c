@@ -482,9 +482,28 @@ static __always_inline __u32 copy_payload(struct scratch *s, const struct bufs *
 	return off;
 }
 
-/* HTTP/1.x by its first bytes: a request method and a space, or "HTTP/". */
-static __always_inline __u8 detect(const __u8 *p, __u32 n)
+/*
+ * The protocol of a connection by the first bytes of one call (n of them captured, of actual
+ * moved; 0: not known, the bytes were gathered from several calls). Binary protocols are told
+ * by a header whose length field agrees with the call's size where the protocol's peers write
+ * a message per call, and by fields with few valid values. Unrecognized bytes: NONE; the
+ * caller decides whether that is final. The shipper's parsers check everything again.
+ *
+ * A global function: verified once on its own, its result unknown to the callers. Inlined, its
+ * branches multiplied with theirs past the verifier's bound (1M instructions).
+ */
+struct det_bytes {
+	__u8 b[16];
+};
+
+__noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual)
 {
+	const __u8 *p;
+	__u32 len, v;
+
+	if (!d)
+		return NET_PROTO_UNKNOWN;
+	p = d->b;
 	if (n < 5)
 		return NET_PROTO_UNKNOWN;
 	if (p[0] == 'H' && p[1] == 'T' && p[2] == 'T' && p[3] == 'P' && p[4] == '/')
@@ -499,6 +518,51 @@ static __always_inline __u8 detect(const __u8 *p, __u32 n)
 	    (p[0] == 'C' && p[1] == 'O' && p[2] == 'N' && p[3] == 'N' && p[4] == 'E') ||
 	    (p[0] == 'T' && p[1] == 'R' && p[2] == 'A' && p[3] == 'C' && p[4] == 'E'))
 		return NET_PROTO_HTTP1;
+	/* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
+	if (p[0] == 'P' && p[1] == 'R' && p[2] == 'I' && p[3] == ' ' && p[4] == '*')
+		return NET_PROTO_HTTP2;
+	/* MySQL: a 3-byte length and sequence 0, the whole packet in this call. */
+	len = p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16;
+	if (p[3] == 0 && actual && len + 4 == actual && len >= 1) {
+		v = p[4];
+		/* the server's greeting: protocol 10, a version that starts with a digit */
+		if (v == 0x0a && n >= 6 && p[5] >= '0' && p[5] <= '9')
+			return NET_PROTO_MYSQL;
+		/* COM_QUIT, INIT_DB, QUERY, PING, STMT_PREPARE, STMT_EXECUTE, STMT_CLOSE, STMT_RESET */
+		if (v == 0x01 || v == 0x02 || v == 0x03 || v == 0x0e || v == 0x16 || v == 0x17 ||
+		    v == 0x19 || v == 0x1a)
+			return NET_PROTO_MYSQL;
+	}
+	/* DNS over TCP: a 2-byte length, then a header with one question, standard query. */
+	if (n >= 14) {
+		len = (__u32)p[0] << 8 | p[1];
+		if (actual && len + 2 == actual && len >= 17 && (p[4] & 0x78) == 0 && p[6] == 0 &&
+		    p[7] == 1 && ((p[4] & 0x80) || (p[8] == 0 && p[9] == 0)))
+			return NET_PROTO_DNS;
+	}
+	if (n < 9)
+		return NET_PROTO_UNKNOWN;
+	/* CQL: version 3-5 (0x80: a response), flags, stream, opcode, length. */
+	v = p[0] & 0x7f;
+	len = (__u32)p[5] << 24 | (__u32)p[6] << 16 | (__u32)p[7] << 8 | p[8];
+	if ((v == 3 || v == 4 || v == 5) && p[1] <= 0x1f && p[4] <= 0x10 && len < (1u << 28) &&
+	    (!actual || len + 9 <= actual))
+		return NET_PROTO_CQL;
+	if (n < 16)
+		return NET_PROTO_UNKNOWN;
+	/* MongoDB: messageLength, requestID, responseTo, opCode (2013, 2004, 2012), LE. */
+	len = p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16 | (__u32)p[3] << 24;
+	v = p[12] | (__u32)p[13] << 8 | (__u32)p[14] << 16 | (__u32)p[15] << 24;
+	if ((v == 2013 || v == 2004 || v == 2012) && len >= 16 && len <= (48u << 20))
+		return NET_PROTO_MONGO;
+	/*
+	 * Kafka: size, api_key (0-74), api_version (0-17), correlation id, client id length
+	 * (-1 or short), big-endian; the whole request in this call (clients write one per call).
+	 */
+	len = (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+	if (actual && len + 4 == actual && len >= 10 && p[4] == 0 && p[5] <= 74 && p[6] == 0 &&
+	    p[7] <= 17 && ((p[12] == 0xff && p[13] == 0xff) || p[12] == 0))
+		return NET_PROTO_KAFKA;
 	return NET_PROTO_NONE;
 }
 
@@ -567,7 +631,12 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			st->head_len += captured;
 			if (st->head_len < 5)
 				return;
-			p = detect(st->head, st->head_len);
+			{
+				struct det_bytes h = {};
+
+				__builtin_memcpy(h.b, st->head, 8);
+				p = net_detect(&h, st->head_len, 0);
+			}
 			if (p == NET_PROTO_UNKNOWN)
 				p = NET_PROTO_NONE;
 			st->conn.proto = p;
@@ -578,8 +647,14 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			bytes = captured = st->head_len & 15;
 			goto send;
 		}
-		p = detect(s->buf, captured);
-		/* Too few bytes to tell (or none we could read): wait for the next calls. */
+		p = net_detect((const struct det_bytes *)s->buf, captured, bytes);
+		/*
+		 * Too few bytes to tell (or none we could read): wait for the next calls. So too
+		 * for bytes of no protocol on a connection met mid-stream or carrying a TLS
+		 * library's plaintext: a response, or a handshake's last messages, may come first.
+		 */
+		if (p == NET_PROTO_NONE && (st->conn.flags & (NET_CONN_MIDSTREAM | NET_CONN_TLS)))
+			p = NET_PROTO_UNKNOWN;
 		if (p == NET_PROTO_UNKNOWN && tries < opts.detect_tries)
 			return;
 		if (p == NET_PROTO_UNKNOWN)

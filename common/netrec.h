@@ -33,6 +33,12 @@ enum net_proto {
 	NET_PROTO_UNKNOWN = 0, /* not decided yet */
 	NET_PROTO_NONE = 1,    /* decided: none we parse; no payload is captured */
 	NET_PROTO_HTTP1 = 2,
+	NET_PROTO_HTTP2 = 3, /* the client preface; h2 over TLS and h2c with prior knowledge */
+	NET_PROTO_MYSQL = 4, /* a server greeting, or a client command packet */
+	NET_PROTO_CQL = 5,   /* a CQL v3/v4/v5 frame header */
+	NET_PROTO_MONGO = 6, /* an OP_MSG, OP_QUERY or OP_COMPRESSED header */
+	NET_PROTO_KAFKA = 7, /* a request header */
+	NET_PROTO_DNS = 8,   /* a DNS message with its TCP length prefix */
 	NET_PROTO_MAX,
 };
 

@@ -379,7 +379,7 @@ static int traffic_labels(const struct net_task *t, struct mb *m, const struct n
 	}
 	l[2] = mk_label(m->a, "side", role);
 	/* Upstream says "http" for HTTP/1 and HTTP/2 alike. */
-	l[3] = mk_label(m->a, "protocol", tr->is_http ? "http" : "unknown");
+	l[3] = mk_label(m->a, "protocol", net__proto_name(tr->proto));
 	l[4] = mk_label(m->a, "is_ssl", tr->ssl ? "true" : "false");
 	m->labels = l;
 	m->nlabels = 5;
@@ -391,6 +391,7 @@ static void traffic_meters(struct mb *m, const struct net_traffic *tr)
 	const char *role = net__role_name(tr->role);
 	const struct net_http_acc *h = &tr->http;
 	const char *P = m->prefix;
+	char fam[160];
 
 	counter(m, role, "write", tr->wr.count, tr->wr.bytes, tr->wr.exe);
 	counter(m, role, "read", tr->rd.count, tr->rd.bytes, tr->rd.exe);
@@ -404,33 +405,46 @@ static void traffic_meters(struct mb *m, const struct net_traffic *tr)
 	l4_hist(m, role, "read_exe_time", &tr->rd, 1);
 	l4_hist(m, role, "connect_exe_time", &tr->connect, 1);
 	l4_hist(m, role, "close_exe_time", &tr->close, 1);
-	if (!h->requests)
+	if (!h->requests || tr->proto <= NET_PROTO_NONE)
 		return;
-	single(m, arena_printf(m->a, "%shttp1_%s_duration_avg", P, role), m->labels, m->nlabels,
+	/*
+	 * HTTP/1 and HTTP/2 as upstream's http1 meters, which its OAP rules read; another
+	 * protocol X in the same family, named <prefix>X_..., with an error counter (its own
+	 * codes say which answers failed) and its result codes as `code` (README, "Network
+	 * profiling"; deploy/oap has the rules that aggregate them).
+	 */
+	if (tr->proto == NET_PROTO_HTTP1)
+		snprintf(fam, sizeof(fam), "%shttp1", P);
+	else
+		snprintf(fam, sizeof(fam), "%s%s", P, net__proto_name(tr->proto));
+	single(m, arena_printf(m->a, "%s_%s_duration_avg", fam, role), m->labels, m->nlabels,
 	       (double)h->dur_ms / (double)h->requests);
-	histogram(m, arena_printf(m->a, "%shttp1_%s_duration_histogram", P, role),
+	histogram(m, arena_printf(m->a, "%s_%s_duration_histogram", fam, role),
 		  net_dur_buckets_ms, 1, h->dur_hist, NET_DUR_BUCKETS);
-	single(m, arena_printf(m->a, "%shttp1_request_counter", P), m->labels, m->nlabels,
+	single(m, arena_printf(m->a, "%s_request_counter", fam), m->labels, m->nlabels,
 	       (double)h->requests);
+	if (tr->proto != NET_PROTO_HTTP1)
+		single(m, arena_printf(m->a, "%s_error_counter", fam), m->labels, m->nlabels,
+		       (double)h->errors);
 	for (uint32_t i = 0; i < h->nstatus; i++) {
 		label **l = arena_alloc(m->a, (m->nlabels + 1) * sizeof(*l));
-		char code[8];
+		char code[16];
 
 		if (!l)
 			return;
 		memcpy(l, m->labels, m->nlabels * sizeof(*l));
-		snprintf(code, sizeof(code), "%u", h->status[i].code);
+		snprintf(code, sizeof(code), "%d", (int)h->status[i].code);
 		l[m->nlabels] = mk_label(m->a, "code", code);
-		single(m, arena_printf(m->a, "%shttp1_response_status_counter", P), l,
+		single(m, arena_printf(m->a, "%s_response_status_counter", fam), l,
 		       m->nlabels + 1, (double)h->status[i].n);
 	}
-	single(m, arena_printf(m->a, "%shttp1_request_package_size_avg", P), m->labels, m->nlabels,
+	single(m, arena_printf(m->a, "%s_request_package_size_avg", fam), m->labels, m->nlabels,
 	       (double)h->req_bytes / (double)h->requests);
-	single(m, arena_printf(m->a, "%shttp1_response_package_size_avg", P), m->labels,
+	single(m, arena_printf(m->a, "%s_response_package_size_avg", fam), m->labels,
 	       m->nlabels, (double)h->resp_bytes / (double)h->requests);
-	histogram(m, arena_printf(m->a, "%shttp1_request_package_size_histogram", P),
+	histogram(m, arena_printf(m->a, "%s_request_package_size_histogram", fam),
 		  net_size_buckets, 1, h->req_hist, NET_SIZE_BUCKETS);
-	histogram(m, arena_printf(m->a, "%shttp1_response_package_size_histogram", P),
+	histogram(m, arena_printf(m->a, "%s_response_package_size_histogram", fam),
 		  net_size_buckets, 1, h->resp_hist, NET_SIZE_BUCKETS);
 }
 
@@ -526,7 +540,7 @@ static char *sample_body(struct arena *a, const struct net_task *t, const struct
 	json_raw(out, len, &o, ",\"detect_point\":");
 	json_str(out, len, &o, net__role_name(tr->role));
 	json_raw(out, len, &o, ",\"component\":");
-	json_str(out, len, &o, tr->is_http ? "http" : "unknown");
+	json_str(out, len, &o, net__proto_name(tr->proto));
 	snprintf(num, sizeof(num), ",\"ssl\":%s,\"status\":%u}", tr->ssl ? "true" : "false",
 		 s->status);
 	json_raw(out, len, &o, num);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "shipper/http1.h"
+#include "shipper/l7.h"
 #include "shipper/network.h"
 
 #define NET_TOPN 10 /* sampled traces per category per traffic per interval (upstream TopN) */
@@ -61,8 +62,12 @@ struct net_http_acc {
 	uint64_t req_bytes, resp_bytes, dur_ms;
 	uint64_t req_hist[NET_SIZE_BUCKETS], resp_hist[NET_SIZE_BUCKETS];
 	uint64_t dur_hist[NET_DUR_BUCKETS];
-	/* status codes 100..599 (the parser's bounds) */
-	struct net_status { uint16_t code; uint64_t n; } *status;
+	/*
+	 * HTTP status codes 100..599 (the parser's bounds); another protocol's own result codes
+	 * (shipper/l7.h)
+	 */
+	struct net_status { int32_t code; uint64_t n; } *status;
+	uint64_t errors; /* exchanges of another protocol its codes call failed */
 	uint32_t nstatus;
 	uint32_t nsamples[NET_REASONS];
 	struct net_sample *samples[NET_REASONS][NET_TOPN];
@@ -77,7 +82,11 @@ struct net_l4_acc {
 struct net_traffic {
 	int32_t pid;
 	uint8_t role; /* NET_ROLE_CLIENT or NET_ROLE_SERVER: unknown is reported as client */
-	uint8_t is_http;
+	/*
+	 * enum net_proto whose exchanges `http` holds: HTTP1 for HTTP/1 and HTTP/2 alike (one set
+	 * of meters, as upstream), another parsed protocol, or NONE
+	 */
+	uint8_t proto;
 	uint8_t ssl;
 	int32_t rpid;	    /* -1: no monitored peer found */
 	uint8_t raddr[16];  /* canonical (v4 mapped into v6) */
@@ -86,8 +95,13 @@ struct net_traffic {
 	uint64_t conns; /* distinct connections, each counted in its first interval only */
 	struct net_l4_acc wr, rd, rtt, connect, close;
 	uint64_t retrans, drops;
-	struct net_http_acc http;
+	struct net_http_acc http; /* the exchanges of `proto` */
 };
+
+/* A protocol's name in the meters' and report's "protocol": "http" for HTTP/1 and HTTP/2. */
+const char *net__proto_name(uint8_t proto);
+/* Its parser, for the protocols of shipper/l7.h; NULL for the others. */
+const struct l7_ops *net__l7_ops(uint8_t proto);
 
 struct net_proc {
 	int32_t pid;

@@ -128,6 +128,11 @@ struct net_conn_st {
 	uint64_t seq_next[2];
 	uint64_t last_ts;
 	struct http1_conn *h;
+	/* Another protocol's parser (shipper/l7.h): ops of conn proto `pproto` */
+	const struct l7_ops *ops;
+	void *l7;
+	uint8_t pproto;	 /* enum net_proto of the parser made for it, 0 before */
+	bool fed_plain;	 /* its parser was fed the wire's bytes, not a TLS library's */
 	struct net_keep_dir *keep; /* [2] by enum net_dir, or NULL */
 	struct net_http_acc acc;
 	/* interval scratch */
@@ -138,7 +143,8 @@ struct net_conn_st {
 struct net_endpoint {
 	int32_t pid;
 	uint8_t role;
-	char method[HTTP1_METHOD_MAX + 1];
+	uint8_t proto; /* HTTP1 for HTTP/1 and HTTP/2; another protocol: method is its op */
+	char method[L7_OP_MAX + 1];
 	char path[HTTP1_URI_MAX + 1];
 	uint64_t requests, req_bytes, resp_bytes;
 	struct net_status *status;
@@ -218,6 +224,38 @@ static bool addr_loopback(const uint8_t a[16])
 	return !memcmp(a, v6lo, 16);
 }
 
+/*
+ * The parsers shipper/l7.h names. Weak: a build may leave one out (each is its own file), and
+ * its protocol is then measured at L4 only, as any other.
+ */
+extern const struct l7_ops l7_mysql_ops __attribute__((weak));
+extern const struct l7_ops l7_cql_ops __attribute__((weak));
+extern const struct l7_ops l7_mongo_ops __attribute__((weak));
+extern const struct l7_ops l7_kafka_ops __attribute__((weak));
+extern const struct l7_ops l7_dns_ops __attribute__((weak));
+
+const struct l7_ops *net__l7_ops(uint8_t proto)
+{
+	switch (proto) {
+	case NET_PROTO_MYSQL: return &l7_mysql_ops;
+	case NET_PROTO_CQL: return &l7_cql_ops;
+	case NET_PROTO_MONGO: return &l7_mongo_ops;
+	case NET_PROTO_KAFKA: return &l7_kafka_ops;
+	case NET_PROTO_DNS: return &l7_dns_ops;
+	}
+	return NULL;
+}
+
+const char *net__proto_name(uint8_t proto)
+{
+	const struct l7_ops *o;
+
+	if (proto == NET_PROTO_HTTP1 || proto == NET_PROTO_HTTP2)
+		return "http";
+	o = net__l7_ops(proto);
+	return o ? o->name : "unknown";
+}
+
 const char *net__role_name(uint8_t role)
 {
 	return role == NET_ROLE_SERVER ? "server" : "client";
@@ -238,7 +276,7 @@ const struct net_proc *net__proc(const struct net_task *t, int32_t pid)
 	return NULL;
 }
 
-static int status_add(struct net_status **v, uint32_t *n, uint16_t code, uint64_t k)
+static int status_add(struct net_status **v, uint32_t *n, int32_t code, uint64_t k)
 {
 	uint32_t i = 0;
 	struct net_status *nv;
@@ -313,6 +351,7 @@ static void acc_merge(struct net_task *t, struct net_http_acc *dst, struct net_h
 	dst->req_bytes += src->req_bytes;
 	dst->resp_bytes += src->resp_bytes;
 	dst->dur_ms += src->dur_ms;
+	dst->errors += src->errors;
 	for (unsigned i = 0; i < NET_SIZE_BUCKETS; i++) {
 		dst->req_hist[i] += src->req_hist[i];
 		dst->resp_hist[i] += src->resp_hist[i];
@@ -417,6 +456,29 @@ static void keep_free(struct net_task *t, struct net_conn_st *c)
 	c->keep = NULL;
 }
 
+static void add_l7_stats(struct l7_stats *d, const struct l7_stats *s)
+{
+	const uint64_t *sv = (const uint64_t *)s;
+	uint64_t *dv = (uint64_t *)d;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dv[i] += sv[i];
+}
+
+/* The connection's other-protocol parser goes, its counts into the task's. */
+static void l7_drop(struct net_task *t, struct net_conn_st *c)
+{
+	struct l7_stats ls;
+
+	if (!c->l7)
+		return;
+	c->ops->stats(c->l7, &ls);
+	add_l7_stats(&t->st.l7[c->pproto], &ls);
+	c->ops->free_conn(c->l7);
+	c->l7 = NULL;
+}
+
 static void conn_free(struct net_task *t, struct net_conn_st *c)
 {
 	keep_free(t, c);
@@ -427,6 +489,7 @@ static void conn_free(struct net_task *t, struct net_conn_st *c)
 		add_http_stats(&t->st.http, &hs);
 		http1__free(c->h);
 	}
+	l7_drop(t, c);
 	acc_release(t, &c->acc);
 	free(c);
 }
@@ -729,7 +792,7 @@ static uint8_t role_now(const struct net_conn_st *c, uint8_t req_dir)
 	return req_dir == HTTP1_INGRESS ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
 }
 
-static int ep_cmp(int32_t pid, uint8_t role, const char *method, const char *path,
+static int ep_cmp(int32_t pid, uint8_t role, uint8_t proto, const char *method, const char *path,
 		  const struct net_endpoint *e)
 {
 	int r;
@@ -738,23 +801,27 @@ static int ep_cmp(int32_t pid, uint8_t role, const char *method, const char *pat
 		return pid < e->pid ? -1 : 1;
 	if (role != e->role)
 		return role < e->role ? -1 : 1;
+	if (proto != e->proto)
+		return proto < e->proto ? -1 : 1;
 	r = strcmp(method, e->method);
 	return r ? r : strcmp(path, e->path);
 }
 
-static void ep_add(struct net_task *t, int32_t pid, uint8_t role, const struct http1_exchange *x,
-		   uint64_t dur_ns)
+/*
+ * An exchange of endpoint (method, path): an HTTP method and path, or another protocol's op
+ * and target (proto says which).
+ */
+static void ep_add(struct net_task *t, int32_t pid, uint8_t role, uint8_t proto,
+		   const char *method, const char *path, uint64_t req_bytes, uint64_t resp_bytes,
+		   int32_t code, uint64_t dur_ns)
 {
-	char path[HTTP1_URI_MAX + 1];
 	size_t lo = 0, hi = t->neps;
 	struct net_endpoint *e = NULL;
 	uint64_t us = dur_ns / 1000;
 
-	memcpy(path, x->uri, x->path_len);
-	path[x->path_len] = '\0';
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		int r = ep_cmp(pid, role, x->method, path, t->eps[mid]);
+		int r = ep_cmp(pid, role, proto, method, path, t->eps[mid]);
 
 		if (!r) {
 			e = t->eps[mid];
@@ -783,16 +850,17 @@ static void ep_add(struct net_task *t, int32_t pid, uint8_t role, const struct h
 		}
 		e->pid = pid;
 		e->role = role;
-		snprintf(e->method, sizeof(e->method), "%s", x->method);
+		e->proto = proto;
+		snprintf(e->method, sizeof(e->method), "%s", method);
 		snprintf(e->path, sizeof(e->path), "%s", path);
 		memmove(t->eps + lo + 1, t->eps + lo, (t->neps - lo) * sizeof(*t->eps));
 		t->eps[lo] = e;
 		t->neps++;
 	}
 	e->requests++;
-	e->req_bytes += x->req_bytes;
-	e->resp_bytes += x->resp_bytes;
-	if (status_add(&e->status, &e->nstatus, x->status, 1))
+	e->req_bytes += req_bytes;
+	e->resp_bytes += resp_bytes;
+	if (status_add(&e->status, &e->nstatus, code, 1))
 		t->st.alloc_failures++;
 	if (us > UINT32_MAX)
 		us = UINT32_MAX;
@@ -1181,7 +1249,14 @@ static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct 
 	if (status_add(&a->status, &a->nstatus, x->status, 1))
 		t->st.alloc_failures++;
 	sample(t, c, x, ms, pos);
-	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), x, ns);
+	{
+		char path[HTTP1_URI_MAX + 1];
+
+		memcpy(path, x->uri, x->path_len);
+		path[x->path_len] = '\0';
+		ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), NET_PROTO_HTTP1, x->method,
+		       path, x->req_bytes, x->resp_bytes, x->status, ns);
+	}
 	if (t->monitor && role_now(c, x->req_dir) == NET_ROLE_SERVER)
 		mon_add(t, (int32_t)c->cur.tgid, x, ns);
 }
@@ -1192,6 +1267,41 @@ static void pop_all(struct net_task *t, struct net_conn_st *c)
 
 	while (c->h && http1__next(c->h, &x) == 1)
 		on_exchange(t, c, &x);
+}
+
+static void on_l7_exchange(struct net_task *t, struct net_conn_st *c, const struct l7_exchange *x)
+{
+	struct net_http_acc *a = &c->acc;
+	uint64_t ns, ms;
+
+	t->st.l7_exchanges++;
+	if ((x->flags & (L7_F_NO_REQUEST | L7_F_NO_RESPONSE)) ||
+	    (!x->resp_bytes && !(x->flags & L7_F_NO_REPLY_EXPECTED))) {
+		t->st.l7_unpaired++;
+		return;
+	}
+	ns = d64(x->end_ns, x->start_ns);
+	ms = ns / 1000000;
+	a->requests++;
+	a->req_bytes += x->req_bytes;
+	a->resp_bytes += x->resp_bytes;
+	a->dur_ms += ms;
+	a->errors += x->error != 0;
+	a->req_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->req_bytes)]++;
+	a->resp_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->resp_bytes)]++;
+	a->dur_hist[low_bucket(net_dur_buckets_ms, NET_DUR_BUCKETS, ms)]++;
+	if (status_add(&a->status, &a->nstatus, x->code, 1))
+		t->st.alloc_failures++;
+	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), c->pproto, x->op, x->target,
+	       x->req_bytes, x->resp_bytes, x->code, ns);
+}
+
+static void l7_pop_all(struct net_task *t, struct net_conn_st *c)
+{
+	struct l7_exchange x;
+
+	while (c->l7 && c->ops->next(c->l7, &x) == 1)
+		on_l7_exchange(t, c, &x);
 }
 
 static bool conn_valid(const struct net_conn *nc)
@@ -1227,6 +1337,12 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 		http1__close(c->h, ts);
 		pop_all(t, c);
 	}
+	if (c->l7) {
+		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
+
+		c->ops->close(c->l7, ts);
+		l7_pop_all(t, c);
+	}
 	keep_free(t, c);
 }
 
@@ -1235,6 +1351,47 @@ static bool data_valid(const struct net_rec_data *d)
 	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->fn >= NET_FN_READ &&
 	       d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX && d->captured <= d->actual &&
 	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns;
+}
+
+/*
+ * A segment of a connection of another protocol. Its parser is made by the first segment's
+ * protocol (the program's, then it does not change). A TLS library's first plaintext ends a
+ * parser fed the wire's bytes (a MySQL session that upgraded): a new one starts on the
+ * plaintext, mid-conversation.
+ */
+static void l7_data(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		    const uint8_t *bytes, bool hole)
+{
+	bool plain = d->fn != NET_FN_TLS_READ && d->fn != NET_FN_TLS_WRITE;
+	uint8_t proto = c->pproto ? c->pproto : d->proto;
+
+	if (c->l7 && !plain && c->fed_plain) {
+		c->ops->close(c->l7, c->last_ts);
+		l7_pop_all(t, c);
+		l7_drop(t, c);
+		c->pproto = 0;
+	}
+	if (!c->l7) {
+		if (c->pproto)
+			return; /* its parser could not be made, or there is none */
+		c->pproto = proto;
+		c->ops = net__l7_ops(proto);
+		if (!c->ops)
+			return;
+		c->l7 = c->ops->new_conn(0);
+		if (!c->l7) {
+			t->st.alloc_failures++;
+			return;
+		}
+		c->fed_plain = plain;
+	}
+	if (d->end_ns > c->last_ts)
+		c->last_ts = d->end_ns;
+	if (hole)
+		c->ops->lost(c->l7, d->dir, 0);
+	if (d->actual)
+		c->ops->feed(c->l7, d->dir, c->last_ts, bytes, d->captured, d->actual);
+	l7_pop_all(t, c);
 }
 
 static void on_data(struct net_task *t, const struct net_rec_data *d, const uint8_t *bytes)
@@ -1263,8 +1420,11 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 	c->seq_next[d->dir] = d->seq + 1;
 	if (d->fn == NET_FN_TLS_READ || d->fn == NET_FN_TLS_WRITE)
 		c->tls = true;
-	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h)
+	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h) {
+		if (!c->closed && !c->h_failed)
+			l7_data(t, c, d, bytes, hole);
 		return;
+	}
 	if (c->closed || c->h_failed)
 		return;
 	if (!c->h) {
@@ -1434,6 +1594,8 @@ static void resolve(struct net_task *t, struct net_conn_st *c, struct net_conn_s
 		role = c->cur.role;
 	else if (c->h && http1__role(c->h) != HTTP1_ROLE_UNKNOWN)
 		role = http1__role(c->h) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
+	else if (c->l7 && c->ops->role(c->l7) != L7_ROLE_UNKNOWN)
+		role = c->ops->role(c->l7) == L7_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
 	else if (full && (full->cur.role == NET_ROLE_CLIENT || full->cur.role == NET_ROLE_SERVER))
 		role = full->cur.role == NET_ROLE_CLIENT ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
 	else if (t->server_ports[c->cur.lport / 8] & (1u << (c->cur.lport % 8)))
@@ -1446,7 +1608,12 @@ static void traffic_key(const struct net_conn_st *c, struct net_traffic *k)
 	memset(k, 0, sizeof(*k));
 	k->pid = (int32_t)c->cur.tgid;
 	k->role = c->role;
-	k->is_http = c->cur.proto == NET_PROTO_HTTP1 || c->h;
+	if (c->cur.proto == NET_PROTO_HTTP1 || c->h)
+		k->proto = NET_PROTO_HTTP1;
+	else if (c->pproto > NET_PROTO_NONE)
+		k->proto = c->pproto;
+	else
+		k->proto = NET_PROTO_NONE;
 	k->ssl = (c->cur.flags & NET_CONN_TLS) || c->tls;
 	k->rpid = c->rpid;
 	if (c->rpid < 0) {
@@ -1464,8 +1631,8 @@ static int key_cmp(const struct net_traffic *a, const struct net_traffic *b)
 		return a->pid < b->pid ? -1 : 1;
 	if (a->role != b->role)
 		return a->role < b->role ? -1 : 1;
-	if (a->is_http != b->is_http)
-		return a->is_http < b->is_http ? -1 : 1;
+	if (a->proto != b->proto)
+		return a->proto < b->proto ? -1 : 1;
 	if (a->ssl != b->ssl)
 		return a->ssl < b->ssl ? -1 : 1;
 	if (a->rpid != b->rpid)
@@ -1702,6 +1869,12 @@ void net_task__stats(const struct net_task *t, struct net_stats *ret)
 			http1__stats(c->h, &hs);
 			add_http_stats(&ret->http, &hs);
 		}
+		if (c->l7) {
+			struct l7_stats ls;
+
+			c->ops->stats(c->l7, &ls);
+			add_l7_stats(&ret->l7[c->pproto], &ls);
+		}
 	}
 }
 
@@ -1869,6 +2042,40 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 			sb_printf(b, "  %-24s %llu\n", l[i].name, (unsigned long long)l[i].v);
 		first = false;
 	}
+	if (json)
+		sb_printf(b, ",\"l7_unpaired\":%llu", (unsigned long long)s->l7_unpaired);
+	else
+		sb_printf(b, "  %-24s %llu\n", "l7_unpaired", (unsigned long long)s->l7_unpaired);
+	for (uint8_t p = NET_PROTO_NONE + 1; p < NET_PROTO_MAX; p++) {
+		const struct l7_stats *q = &s->l7[p];
+		const struct {
+			const char *name;
+			uint64_t v;
+		} m[] = {
+			{ "lost_segments", q->lost_segments },
+			{ "gap_bytes", q->gap_bytes },
+			{ "resyncs", q->resyncs },
+			{ "requests_dropped", q->requests_dropped },
+			{ "responses_dropped", q->responses_dropped },
+			{ "unanswered", q->unanswered },
+			{ "orphan_responses", q->orphan_responses },
+			{ "malformed", q->malformed },
+			{ "dirs_abandoned", q->dirs_abandoned },
+			{ "alloc_failures", q->alloc_failures },
+		};
+
+		if (!net__l7_ops(p) || !net__l7_ops(p)->name)
+			continue;
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "%s_%s", net__proto_name(p), m[i].name);
+			if (json)
+				sb_printf(b, ",\"%s\":%llu", name, (unsigned long long)m[i].v);
+			else
+				sb_printf(b, "  %-24s %llu\n", name, (unsigned long long)m[i].v);
+		}
+	}
 	for (unsigned i = 0; i < NET_STAT_MAX; i++) {
 		/* Counts, not losses: in the report's head and its "tls" part. */
 		if (i == NET_STAT_SYSCALLS || i == NET_STAT_TLS_CALLS || i == NET_STAT_TLS_ADJACENT)
@@ -1908,11 +2115,12 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 
 		remote_str(t, tr, remote, sizeof(remote));
 		sb_printf(b,
-			  "  %s(%d) %s %s %s%s: %llu requests, %llu B sent in %llu writes, "
+			  "  %s(%d) %s %s %s%s%s: %llu requests, %llu B sent in %llu writes, "
 			  "%llu B received in %llu reads, %llu connects, %llu closes, "
 			  "%llu retransmits, %llu drops",
 			  proc_name(t, tr->pid), tr->pid, net__role_name(tr->role),
-			  tr->role == NET_ROLE_SERVER ? "<-" : "->", remote, tr->is_http ? " http" : "",
+			  tr->role == NET_ROLE_SERVER ? "<-" : "->", remote, tr->proto > NET_PROTO_NONE ? " " : "",
+			  tr->proto > NET_PROTO_NONE ? net__proto_name(tr->proto) : "",
 			  (unsigned long long)tr->http.requests, (unsigned long long)tr->wr.bytes,
 			  (unsigned long long)tr->wr.count, (unsigned long long)tr->rd.bytes,
 			  (unsigned long long)tr->rd.count, (unsigned long long)tr->connect.count,
@@ -1923,17 +2131,19 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 				  (unsigned long long)(tr->rtt.exe / tr->rtt.count));
 		sb_printf(b, "\n");
 	}
-	sb_printf(b, "\nHTTP endpoints (local process, role, method path):\n");
+	sb_printf(b, "\nEndpoints (local process, role, HTTP method and path, or another protocol, "
+		     "its operation and target):\n");
 	for (size_t i = 0; i < t->neps; i++) {
 		const struct net_endpoint *e = t->eps[i];
 		uint64_t p[3];
 
 		percentiles(e, tmp, p);
-		sb_printf(b, "  %s(%d) %s %s %s: %llu requests, status", proc_name(t, e->pid), e->pid,
-			  net__role_name(e->role), e->method, e->path,
-			  (unsigned long long)e->requests);
+		sb_printf(b, "  %s(%d) %s %s%s%s %s: %llu requests, %s", proc_name(t, e->pid), e->pid,
+			  net__role_name(e->role), e->proto == NET_PROTO_HTTP1 ? "" : net__proto_name(e->proto),
+			  e->proto == NET_PROTO_HTTP1 ? "" : " ", e->method, e->path,
+			  (unsigned long long)e->requests, e->proto == NET_PROTO_HTTP1 ? "status" : "codes");
 		for (uint32_t k = 0; k < e->nstatus; k++)
-			sb_printf(b, " %u:%llu", e->status[k].code, (unsigned long long)e->status[k].n);
+			sb_printf(b, " %d:%llu", (int)e->status[k].code, (unsigned long long)e->status[k].n);
 		sb_printf(b,
 			  ", %llu B requests, %llu B responses, latency p50 %.3f ms p90 %.3f ms "
 			  "p99 %.3f ms\n",
@@ -1966,10 +2176,11 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 	char ip[INET6_ADDRSTRLEN];
 
 	sb_printf(b, "{\"task_id\":%llu,\"intervals\":%llu,\"conns_seen\":%llu,\"conns_closed\":%llu,"
-		     "\"http_exchanges\":%llu,\"syscalls\":%llu,\"connections\":[",
+		     "\"http_exchanges\":%llu,\"l7_exchanges\":%llu,\"syscalls\":%llu,"
+		     "\"connections\":[",
 		  (unsigned long long)t->o.task_id, (unsigned long long)t->intervals,
 		  (unsigned long long)s->conns_seen, (unsigned long long)s->conns_closed,
-		  (unsigned long long)s->http_exchanges,
+		  (unsigned long long)s->http_exchanges, (unsigned long long)s->l7_exchanges,
 		  (unsigned long long)s->kernel[NET_STAT_SYSCALLS]);
 	for (size_t i = 0; i < t->ntotal; i++) {
 		const struct net_traffic *tr = &t->total[i];
@@ -1977,7 +2188,7 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", tr->pid);
 		sb_json_str(b, proc_name(t, tr->pid));
 		sb_printf(b, ",\"role\":\"%s\",\"protocol\":\"%s\",\"remote\":{",
-			  net__role_name(tr->role), tr->is_http ? "http" : "unknown");
+			  net__role_name(tr->role), net__proto_name(tr->proto));
 		if (tr->rpid >= 0) {
 			sb_printf(b, "\"pid\":%d,\"comm\":", tr->rpid);
 			sb_json_str(b, proc_name(t, tr->rpid));
@@ -1993,7 +2204,7 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		sb_printf(b,
 			  ",\"conns\":%llu,\"requests\":%llu,\"writes\":%llu,\"bytes_sent\":%llu,"
 			  "\"reads\":%llu,\"bytes_received\":%llu,\"connects\":%llu,\"closes\":%llu,"
-			  "\"retransmits\":%llu,\"drops\":%llu,\"rtt_samples\":%llu,\"rtt_avg_us\":%llu}",
+			  "\"retransmits\":%llu,\"drops\":%llu,\"rtt_samples\":%llu,\"rtt_avg_us\":%llu",
 			  (unsigned long long)tr->conns, (unsigned long long)tr->http.requests,
 			  (unsigned long long)tr->wr.count, (unsigned long long)tr->wr.bytes,
 			  (unsigned long long)tr->rd.count, (unsigned long long)tr->rd.bytes,
@@ -2001,6 +2212,11 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 			  (unsigned long long)tr->retrans, (unsigned long long)tr->drops,
 			  (unsigned long long)tr->rtt.count,
 			  (unsigned long long)(tr->rtt.count ? tr->rtt.exe / tr->rtt.count : 0));
+		sb_printf(b, ",\"errors\":%llu,\"codes\":{", (unsigned long long)tr->http.errors);
+		for (uint32_t k = 0; k < tr->http.nstatus; k++)
+			sb_printf(b, "%s\"%d\":%llu", k ? "," : "", (int)tr->http.status[k].code,
+				  (unsigned long long)tr->http.status[k].n);
+		sb_printf(b, "}}");
 	}
 	sb_printf(b, "],\"endpoints\":[");
 	for (size_t i = 0; i < t->neps; i++) {
@@ -2010,13 +2226,14 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		percentiles(e, tmp, p);
 		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", e->pid);
 		sb_json_str(b, proc_name(t, e->pid));
-		sb_printf(b, ",\"role\":\"%s\",\"method\":", net__role_name(e->role));
+		sb_printf(b, ",\"role\":\"%s\",\"protocol\":\"%s\",\"method\":",
+			  net__role_name(e->role), net__proto_name(e->proto));
 		sb_json_str(b, e->method);
 		sb_printf(b, ",\"path\":");
 		sb_json_str(b, e->path);
 		sb_printf(b, ",\"requests\":%llu,\"status\":{", (unsigned long long)e->requests);
 		for (uint32_t k = 0; k < e->nstatus; k++)
-			sb_printf(b, "%s\"%u\":%llu", k ? "," : "", e->status[k].code,
+			sb_printf(b, "%s\"%d\":%llu", k ? "," : "", (int)e->status[k].code,
 				  (unsigned long long)e->status[k].n);
 		sb_printf(b,
 			  "},\"req_bytes\":%llu,\"resp_bytes\":%llu,\"latency_samples\":%u,"

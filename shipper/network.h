@@ -30,6 +30,7 @@
 #include "common/msg.h"
 #include "common/netrec.h"
 #include "shipper/http1.h"
+#include "shipper/l7.h"
 #include "shipper/spool.h"
 
 /* Upstream's bucket lists (reference §3.4, §4.3), lower bounds. */
@@ -139,6 +140,10 @@ struct net_stats {
 	uint64_t raw_missed;   /* sampled messages wanted whole whose bytes were no longer kept */
 	uint64_t rule_limits;  /* a rule's regex gave up on a path (match limit): not matched */
 	uint64_t raw_dropped;  /* sampled messages wanted whole over the bound of held ones */
+	/* Added with the protocols beyond HTTP (shipper/l7.h), at the end. */
+	uint64_t l7_exchanges; /* of every such protocol */
+	uint64_t l7_unpaired;  /* without a request or a response: no meters */
+	struct l7_stats l7[NET_PROTO_MAX]; /* each protocol's parsers, summed */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
 
