@@ -6,7 +6,9 @@ libprotobuf-c-dev protobuf-c-compiler libiberty-dev libcriterion-dev linux-perf 
 binutils libclang-rt-dev liblzma-dev xz-utils golang-go libcapstone-dev \
 libgrpc-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml \
 nginx wrk nftables iproute2 curl iputils-ping procps \
-android-boringssl knot-dnsutils unbound nodejs"
+android-boringssl knot-dnsutils unbound nodejs \
+libnghttp2-dev nghttp2-client nghttp2-server mariadb-server mariadb-client bind9-dnsutils dnsmasq-base \
+python3-pymongo python3-mockupdb kcat python3-kafka python3-cassandra golang-github-shopify-sarama-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -34,7 +36,7 @@ if [ -n "$missing" ]; then
 	[ -z "$own_rc" ] || $SUDO rm -f "$rc"
 	# Nor at the next boot.
 	if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-		$SUDO systemctl disable --now nginx.service unbound.service >/dev/null 2>&1 || true
+		$SUDO systemctl disable --now nginx.service unbound.service mariadb.service >/dev/null 2>&1 || true
 	fi
 fi
 # The roles run as a dedicated user, never nobody (policy/README.md).

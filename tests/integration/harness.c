@@ -1076,7 +1076,7 @@ int tls_cert_make(const char *dir, struct tls_cert *ret)
 /* Waits up to timeout_ms for a TCP socket listening on port, any address, as /proc/net/tcp and
  * tcp6 list them: no connection is made, so that a server counting its connections counts
  * none of ours. 0 or -ETIMEDOUT. */
-static int wait_listen(int port, int timeout_ms)
+int wait_listen(int port, int timeout_ms)
 {
 	static const char *const tables[] = { "/proc/net/tcp", "/proc/net/tcp6" };
 	char want[16];
@@ -1447,8 +1447,12 @@ int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
 	struct tls_proc h = { .port = port };
 	char conf[64 + 8], text[12288];
 	char *argv[] = { "unbound", "-d", "-c", conf, NULL };
+	char portstr[16], tlsfiles[4096 + 64];
 	int err;
 
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	snprintf(tlsfiles, sizeof(tlsfiles), "\"\n  tls-service-pem: \"%s\"\n",
+		 cert ? cert->cert : "");
 	err = temp_file(h.out, "unbound");
 	if (err)
 		return err;
@@ -1461,11 +1465,9 @@ int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
 		 "server:\n"
 		 "  interface: 127.0.0.1@%1$d\n"
 		 "  port: %1$d\n"
-		 "  tls-port: %1$d\n"
-		 "  tls-service-key: \"%2$s\"\n"
-		 "  tls-service-pem: \"%3$s\"\n"
+		 "%2$s%3$s%4$s%5$s%6$s"
 		 "  do-ip6: no\n"
-		 "  do-udp: no\n"
+		 "  do-udp: %7$s\n"
 		 "  num-threads: 1\n"
 		 "  username: \"\"\n"
 		 "  chroot: \"\"\n"
@@ -1479,7 +1481,9 @@ int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
 		 "  local-data: \"example.test. 60 IN A 127.0.0.2\"\n"
 		 "remote-control:\n"
 		 "  control-enable: no\n",
-		 port, cert->key, cert->cert);
+		 port, cert ? "  tls-port: " : "", cert ? portstr : "",
+		 cert ? "\n  tls-service-key: \"" : "", cert ? cert->key : "",
+		 cert ? tlsfiles : "", cert ? "no" : "yes");
 	err = write_file(conf, text);
 	if (err)
 		goto cleanup;

@@ -83,6 +83,8 @@ struct http_totals {
  * binds it a moment later); -1 if none. Starts from an offset taken from the pid, so that
  * tests running side by side pick different ports. */
 int free_port(int lo, int hi);
+/* 0 once something listens on TCP port of this network namespace, -ETIMEDOUT after timeout_ms. */
+int wait_listen(int port, int timeout_ms);
 
 /* Runs argv, in network namespace netns when it is not NULL, for at most timeout_ms; its
  * stdout and stderr together in *ret_out (malloc'd). argv[0] without a '/' is looked up in
@@ -242,8 +244,9 @@ pid_t bssl_client_spawn(int port, const char *fifo, const char *out_path);
 int bssl_client_feed(const char *fifo, const char *request);
 int bssl_client_wait(pid_t pid, const char *out_path, int timeout_ms, struct http_totals *ret);
 
-/* unbound serving DNS over TLS only on 127.0.0.1:port with cert; local data:
- * example.test. A 127.0.0.2 (other names: NXDOMAIN). Returns once it listens. */
+/* unbound serving DNS over TLS only on 127.0.0.1:port with cert (cert NULL: plain DNS over UDP
+ * and TCP); local data: example.test. A 127.0.0.2 (other names under example.test: NXDOMAIN;
+ * other types of it: no data). Returns once it listens. */
 int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret);
 void unbound_stop(struct tls_proc *h);
 /* `kdig @127.0.0.1 -p port +tls +keepopen` (GnuTLS) asking n times for example.test over one

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * NETWORK protocols beyond HTTP/1 through the whole pipeline (the program's detection, the
+ * worker, the shipper's parsers, the report), against the real servers and clients of
+ * network-peers.md: every count and code is what the client itself printed.
+ *
+ * The report's contract for them: each element of "connections" has "protocol" (mysql, cql,
+ * mongodb, kafka, dns; http for HTTP/1 and HTTP/2), "requests", "errors" and "codes" (the
+ * protocol's own result codes: {"code": count}); each element of "endpoints" has
+ * "protocol", "method" (the operation: a DNS query type, a MySQL command, ...), "path" (its
+ * target: the query name, the statement, ...) and "status" (its codes).
+ */
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+#include "tests/integration/netreport.h"
+
+static struct tls_proc ub;
+static struct tls_cert cert;
+static pid_t task = -1, client = -1, db = -1;
+
+static void setup(void)
+{
+	memset(&ub, 0, sizeof(ub));
+	task = client = db = -1;
+	tmp_setup();
+	if (tls_cert_make(tmp, &cert))
+		abort();
+}
+
+static void teardown(void)
+{
+	if (task > 0)
+		wait_cmd(task, 1);
+	if (client > 0)
+		wait_cmd(client, 1);
+	if (db > 0) {
+		kill(db, SIGTERM);
+		wait_cmd(db, 20000);
+	}
+	unbound_stop(&ub);
+	tmp_teardown();
+}
+
+TestSuite(proto, .init = setup, .fini = teardown, .timeout = 180);
+
+static int count_in(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* One DNS endpoint of pid: n queries of type for name, all answered with rcode. */
+static void expect_dns(struct json_object *r, int pid, const char *role, const char *type,
+		       const char *name, int rcode, int64_t n)
+{
+	struct json_object *e = nr_endpoint(r, pid, role, "dns", type, name);
+
+	cr_assert_not_null(e, "no %s %s %s endpoint of %d: %s", role, type, name, pid,
+			   nr_dump(nr_array(r, "endpoints")));
+	cr_assert_eq(nr_int(e, "requests"), n, "%s", nr_dump(e));
+	cr_assert_eq(nr_code(e, rcode), n, "%s", nr_dump(e));
+}
+
+/*
+ * kdig asks unbound five questions over one TCP connection (+keepopen): the client's and the
+ * server's side each show them by type and name with the rcodes kdig printed.
+ */
+Test(proto, dns_over_tcp_kdig_and_unbound)
+{
+	int port = free_port(15300, 15399);
+	char portarg[16], pids[32], *log, *out;
+	char *argv[] = { "kdig",	 "@127.0.0.1",	  "-p",		portarg,	   "+tcp",
+			 "+keepopen",	 "+retry=0",	  "+timeout=5", "example.test",	   "A",
+			 "example.test", "A",		  "example.test", "AAAA",	   "nope.example.test",
+			 "A",		 "nope.example.test", "A",	NULL };
+	struct json_object *r;
+	struct nr_sum s;
+	pid_t kdig;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	cr_assert_eq(unbound_start(port, NULL, &ub), 0);
+	kdig = client = nr_spawn_when(tmp_path("go"), tmp_path("kdig.out"), argv);
+	cr_assert_gt(client, 0);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)client, (int)ub.pid);
+	task = nr_start(pids, "5s", "dns.json", 0);
+	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	cr_assert_eq(wait_cmd(client, 20000), 0, "%s", slurp(tmp_path("kdig.out"), NULL));
+	client = -1;
+	out = slurp(tmp_path("kdig.out"), NULL);
+	cr_assert_eq(count_in(out, "status: NOERROR"), 3, "%s", out);
+	cr_assert_eq(count_in(out, "status: NXDOMAIN"), 2, "%s", out);
+	r = nr_end(task, "dns.json", &log);
+	task = -1;
+
+	expect_dns(r, ub.pid, "server", "A", "example.test", 0, 2);
+	expect_dns(r, ub.pid, "server", "AAAA", "example.test", 0, 1);
+	expect_dns(r, ub.pid, "server", "A", "nope.example.test", 3, 2);
+	nr_sum(r, ub.pid, "dns", &s);
+	cr_assert_eq(s.requests, 5, "%s", nr_dump(r));
+	cr_assert_eq(s.errors, 2, "NXDOMAIN twice: %s", nr_dump(r));
+	cr_assert_eq(nr_sum_code(r, ub.pid, "dns", 3), 2);
+	cr_assert_eq(s.conns, 1, "%s", nr_dump(r));
+
+	expect_dns(r, kdig, "client", "A", "example.test", 0, 2);
+	expect_dns(r, kdig, "client", "AAAA", "example.test", 0, 1);
+	expect_dns(r, kdig, "client", "A", "nope.example.test", 3, 2);
+	nr_sum(r, kdig, "dns", &s);
+	cr_assert_eq(s.requests, 5, "%s", nr_dump(r));
+	cr_assert_eq(s.errors, 2, "%s", nr_dump(r));
+	json_object_put(r);
+	free(out);
+	free(log);
+}
+
+/*
+ * MariaDB in tmp/db on 127.0.0.1:port: no grant tables (any user gets in), TLS with the test's
+ * certificate, every command the server is given written to tmp/db/general.log. Returns its
+ * pid once it listens.
+ */
+static pid_t mariadb_start(int port)
+{
+	char datadir[4200], portarg[32], sock[4300], glog[4300], elog[4300], pidf[4300];
+	char certarg[4200], keyarg[4200], *err = NULL;
+	char *inst[] = { "/usr/bin/mariadb-install-db", "--no-defaults", datadir, "--skip-test-db",
+			 "--user=root", NULL };
+	char *argv[] = { "/usr/sbin/mariadbd", "--no-defaults", "--user=root", datadir, sock,
+			 "--bind-address=127.0.0.1", portarg, "--skip-log-bin",
+			 "--innodb-buffer-pool-size=32M", "--skip-grant-tables", "--general-log",
+			 glog, elog, pidf, certarg, keyarg, NULL };
+	pid_t pid;
+	int rc;
+
+	snprintf(datadir, sizeof(datadir), "--datadir=%s", tmp_path("db"));
+	snprintf(portarg, sizeof(portarg), "--port=%d", port);
+	snprintf(sock, sizeof(sock), "--socket=%s", tmp_path("db/sock"));
+	snprintf(glog, sizeof(glog), "--general-log-file=%s", tmp_path("db/general.log"));
+	snprintf(elog, sizeof(elog), "--log-error=%s", tmp_path("db/error.log"));
+	snprintf(pidf, sizeof(pidf), "--pid-file=%s", tmp_path("db/pid"));
+	snprintf(certarg, sizeof(certarg), "--ssl-cert=%s", cert.cert);
+	snprintf(keyarg, sizeof(keyarg), "--ssl-key=%s", cert.key);
+	rc = run_cmd(inst, &err);
+	cr_assert_eq(rc, 0, "mariadb-install-db: %s", err);
+	free(err);
+	pid = spawn_cmd(argv, tmp_path("db.stderr"));
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(wait_listen(port, 60000), 0, "mariadbd: %s",
+		     slurp(tmp_path("db/error.log"), NULL));
+	return pid;
+}
+
+/* Commands of kind ("Query", "Quit", "Prepare", "Execute") in the server's general log. */
+static int general_log_count(const char *kind)
+{
+	char *log = slurp(tmp_path("db/general.log"), NULL), needle[64];
+	int n;
+
+	cr_assert_not_null(log);
+	snprintf(needle, sizeof(needle), "\t%s\t", kind);
+	n = count_in(log, needle);
+	free(log);
+	return n;
+}
+
+static const char *const mysql_statements =
+	"CREATE DATABASE d; CREATE TABLE d.t (a INT); INSERT INTO d.t VALUES (1),(2),(3); "
+	"SELECT a FROM d.t; SELECT a FROM d.nosuch; SELECT a FROM d.t WHERE a > 1";
+
+/*
+ * The mariadb client runs six statements against MariaDB, one of them on a missing table: the
+ * client's and the server's side show each statement, the error code 1146 on that one, and as
+ * many commands as the server logged. ssl: the session upgrades to TLS after the greeting, and
+ * the statements come as the TLS libraries' plaintext.
+ */
+static void mariadb_cli(bool ssl)
+{
+	int port = free_port(13300, 13399);
+	char portarg[16], pids[32], *log, *out;
+	char *argv[] = { "mariadb", "-h", "127.0.0.1", "-P", portarg, "-u", "root",
+			 ssl ? "--ssl" : "--skip-ssl", "--force", "-e", (char *)mysql_statements,
+			 NULL };
+	struct json_object *r, *e;
+	struct nr_sum s;
+	pid_t cli;
+	int queries, quits;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	db = mariadb_start(port);
+	cli = client = nr_spawn_when(tmp_path("go"), tmp_path("cli.out"), argv);
+	cr_assert_gt(client, 0);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)cli, (int)db);
+	task = nr_start(pids, "6s", "mysql.json", ssl ? 2 : 0);
+	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	/* --force: it goes on after the error, and exits with 1 for it */
+	cr_assert_eq(wait_cmd(client, 30000), 1, "%s", slurp(tmp_path("cli.out"), NULL));
+	client = -1;
+	out = slurp(tmp_path("cli.out"), NULL);
+	cr_assert(strstr(out, "ERROR 1146"), "%s", out);
+	r = nr_end(task, "mysql.json", &log);
+	task = -1;
+	queries = general_log_count("Query");
+	quits = general_log_count("Quit");
+	cr_assert_geq(queries, 6);
+
+	for (int side = 0; side < 2; side++) {
+		int pid = side ? db : cli;
+		const char *role = side ? "server" : "client";
+
+		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.nosuch");
+		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
+		cr_assert_eq(nr_int(e, "requests"), 1);
+		cr_assert_eq(nr_code(e, 1146), 1, "%s", nr_dump(e));
+		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.t WHERE a > 1");
+		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
+		cr_assert_eq(nr_code(e, 0), 1, "%s", nr_dump(e));
+		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY", "INSERT INTO d.t VALUES (1),(2),(3)");
+		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
+		nr_sum(r, pid, "mysql", &s);
+		cr_assert_eq(s.requests, queries + quits, "%s: %d queries and %d quits logged: %s",
+			     role, queries, quits, nr_dump(r));
+		cr_assert_eq(s.errors, 1, "%s", nr_dump(r));
+		cr_assert_eq(nr_sum_code(r, pid, "mysql", 1146), 1);
+		cr_assert_eq(s.conns, 1, "%s", nr_dump(r));
+		cr_assert_eq(s.ssl_pairs, ssl ? s.pairs : 0, "%s", nr_dump(r));
+	}
+	json_object_put(r);
+	free(out);
+	free(log);
+}
+
+Test(proto, mysql_mariadb_client_and_server)
+{
+	mariadb_cli(false);
+}
+
+Test(proto, mysql_upgraded_to_tls_mid_session)
+{
+	mariadb_cli(true);
+}
