@@ -27,7 +27,9 @@
 #define AF_INET 2
 #define AF_INET6 10
 #define SOCK_STREAM 1
+#define SOCK_DGRAM 2
 #define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 #define EINPROGRESS 115
@@ -63,6 +65,7 @@ enum kind {
 struct args {
 	__u64 ts;
 	__u64 a0, a1, a2;
+	__u64 a4; /* sendto's destination address */
 	__u32 kind;
 	__u32 pad;
 };
@@ -267,13 +270,13 @@ static __always_inline long syscall_nr(struct pt_regs *regs)
 }
 
 /* The TCP socket behind fd in the current process, or NULL. */
-static __always_inline struct sock *tcp_sock_of(__s32 fd)
+/* The socket behind a target's fd, or NULL. */
+static __always_inline struct sock *sock_of(__s32 fd)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
 	struct file **fds, *file = NULL;
 	struct socket *sock;
-	struct sock *sk;
 	__u16 mode;
 
 	if (!fdt || fd < 0 || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
@@ -287,12 +290,33 @@ static __always_inline struct sock *tcp_sock_of(__s32 fd)
 	sock = BPF_CORE_READ(file, private_data);
 	if (!sock)
 		return NULL;
-	sk = BPF_CORE_READ(sock, sk);
-	if (!sk)
-		return NULL;
-	if (BPF_CORE_READ(sk, sk_type) != SOCK_STREAM || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	return BPF_CORE_READ(sock, sk);
+}
+
+static __always_inline struct sock *tcp_sock_of(__s32 fd)
+{
+	struct sock *sk = sock_of(fd);
+
+	if (!sk || BPF_CORE_READ(sk, sk_type) != SOCK_STREAM ||
+	    BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return NULL;
 	return sk;
+}
+
+/* The socket of fd when it moves data we follow: TCP, or UDP. */
+static __always_inline struct sock *data_sock_of(__s32 fd)
+{
+	struct sock *sk = sock_of(fd);
+	__u16 type, proto;
+
+	if (!sk)
+		return NULL;
+	type = BPF_CORE_READ(sk, sk_type);
+	proto = BPF_CORE_READ(sk, sk_protocol);
+	if ((type == SOCK_STREAM && proto == IPPROTO_TCP) ||
+	    (type == SOCK_DGRAM && proto == IPPROTO_UDP))
+		return sk;
+	return NULL;
 }
 
 static __always_inline void read_addrs(struct net_conn *c, struct sock *sk)
@@ -376,12 +400,14 @@ static __always_inline struct net_conn_state *conn_get(__u64 key, __u32 tgid, __
 	read_addrs(&init->conn, sk);
 	if (init->conn.family != AF_INET && init->conn.family != AF_INET6)
 		return NULL;
+	if (BPF_CORE_READ(sk, sk_protocol) == IPPROTO_UDP)
+		init->conn.flags |= NET_CONN_UDP | NET_CONN_MIDSTREAM;
 	if (bpf_map_update_elem(&conns, &key, init, BPF_ANY)) {
 		stat_add(NET_STAT_CONNS_FULL, 1);
 		return NULL;
 	}
 	bpf_map_update_elem(&socks, &skv, &key, BPF_ANY);
-	{
+	if (!(init->conn.flags & NET_CONN_UDP)) {
 		struct tuple t;
 
 		tuple_of(&init->conn, &t);
@@ -496,7 +522,7 @@ struct det_bytes {
 	__u8 b[16];
 };
 
-__noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual)
+__noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u32 udp)
 {
 	const __u8 *p;
 	__u32 len, v;
@@ -504,6 +530,18 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual)
 	if (!d)
 		return NET_PROTO_UNKNOWN;
 	p = d->b;
+	/*
+	 * A UDP datagram: DNS only, a header with one question, a standard query (answers
+	 * only in a response).
+	 */
+	if (udp) {
+		if (n < 12)
+			return NET_PROTO_NONE;
+		if (actual >= 17 && (p[2] & 0x78) == 0 && p[4] == 0 && p[5] == 1 &&
+		    ((p[2] & 0x80) || (p[6] == 0 && p[7] == 0)))
+			return NET_PROTO_DNS;
+		return NET_PROTO_NONE;
+	}
 	if (n < 5)
 		return NET_PROTO_UNKNOWN;
 	if (p[0] == 'H' && p[1] == 'T' && p[2] == 'T' && p[3] == 'P' && p[4] == '/')
@@ -623,7 +661,8 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 	if (st->conn.proto == NET_PROTO_UNKNOWN) {
 		__u8 p;
 
-		if (captured && captured < 5 && captured == bytes && st->head_len + captured <= 8) {
+		if (captured && captured < 5 && captured == bytes && st->head_len + captured <= 8 &&
+		    !(st->conn.flags & NET_CONN_UDP)) {
 			/* Calls of a few bytes each: their bytes are gathered until they tell. */
 			for (int i = 0; i < 4; i++)
 				if (i < captured)
@@ -635,7 +674,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 				struct det_bytes h = {};
 
 				__builtin_memcpy(h.b, st->head, 8);
-				p = net_detect(&h, st->head_len, 0);
+				p = net_detect(&h, st->head_len, 0, 0);
 			}
 			if (p == NET_PROTO_UNKNOWN)
 				p = NET_PROTO_NONE;
@@ -647,7 +686,8 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			bytes = captured = st->head_len & 15;
 			goto send;
 		}
-		p = net_detect((const struct det_bytes *)s->buf, captured, bytes);
+		p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
+			       st->conn.flags & NET_CONN_UDP);
 		/*
 		 * Too few bytes to tell (or none we could read): wait for the next calls. So too
 		 * for bytes of no protocol on a connection met mid-stream or carrying a TLS
@@ -692,6 +732,7 @@ send:
 	s->rec.dir = dir;
 	s->rec.fn = fn;
 	s->rec.proto = st->conn.proto;
+	s->rec.dgram = (st->conn.flags & NET_CONN_UDP) != 0;
 	len = s->rec.hdr.len;
 	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
 	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
@@ -706,6 +747,37 @@ send:
  * unless the connection carries TLS (its plaintext comes from the library's calls, below).
  * exe: measured (a->ts set) or not.
  */
+/*
+ * An unconnected UDP socket's datagram to an address (sendto, sendmsg with a name): that is its
+ * remote now.
+ */
+static __always_inline void udp_peer(struct net_conn_state *st, const struct args *a)
+{
+	struct sockaddr_in6 sa = {};
+	struct user_msghdr m;
+	__u64 name = 0;
+
+	if (a->kind == K_SENDTO) {
+		name = a->a4;
+	} else if (a->kind == K_SENDMSG) {
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)a->a1))
+			return;
+		name = (__u64)m.msg_name;
+	}
+	if (!name || bpf_probe_read_user(&sa, sizeof(struct sockaddr_in), (void *)name))
+		return;
+	if (sa.sin6_family == AF_INET && st->conn.family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&sa;
+
+		__builtin_memcpy(st->conn.raddr, &in->sin_addr, 4);
+		st->conn.rport = __builtin_bswap16(in->sin_port);
+	} else if (sa.sin6_family == AF_INET6 && st->conn.family == AF_INET6 &&
+		   !bpf_probe_read_user(&sa, sizeof(sa), (void *)name)) {
+		__builtin_memcpy(st->conn.raddr, &sa.sin6_addr, 16);
+		st->conn.rport = __builtin_bswap16(sa.sin6_port);
+	}
+}
+
 static __always_inline void account(struct net_conn_state *st, struct sock *sk, __u32 dir,
 				    const struct args *a, __u64 bytes, __u32 tgid, __u64 now)
 {
@@ -713,6 +785,7 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 	__u64 exe = a->ts ? now - a->ts : 0;
 
 	stat_add(NET_STAT_SYSCALLS, 1);
+	st->conn.last_ns = now;
 	d = dir == NET_DIR_EGRESS ? &st->conn.dir[0] : &st->conn.dir[1];
 	__sync_fetch_and_add(&d->count, 1);
 	__sync_fetch_and_add(&d->bytes, bytes);
@@ -720,7 +793,10 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 		__sync_fetch_and_add(&d->exe_ns, exe);
 		hist_add(d->hist, exe);
 	}
-	if (dir == NET_DIR_EGRESS) {
+	if (st->conn.flags & NET_CONN_UDP) {
+		if (dir == NET_DIR_EGRESS)
+			udp_peer(st, a);
+	} else if (dir == NET_DIR_EGRESS) {
 		__u32 srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
 
 		if (srtt) {
@@ -875,7 +951,7 @@ static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, 
 
 	if (ret <= 0 && !(ret < 0 && tls_on))
 		return;
-	sk = tcp_sock_of(fd);
+	sk = data_sock_of(fd);
 	if (!sk)
 		return;
 	if (ret < 0) {
@@ -912,6 +988,7 @@ static __always_inline int on_enter(struct pt_regs *regs, long id)
 	a.a0 = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	if (bpf_map_update_elem(&inflight, &pid_tgid, &a, BPF_ANY))
 		stat_add(NET_STAT_INFLIGHT_FULL, 1);
 	return 0;
@@ -950,6 +1027,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		a.a0 = PT_REGS_PARM1_CORE_SYSCALL(regs);
 		a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 		a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	}
 	switch (a.kind) {
 	case K_CONNECT:
@@ -1030,7 +1108,8 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 		return 0;
 	if (dir == NET_DIR_INGRESS && (flags & MSG_PEEK))
 		return 0;
-	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+	if (!(sk->sk_protocol == IPPROTO_TCP && sk->sk_type == SOCK_STREAM) &&
+	    !(sk->sk_protocol == IPPROTO_UDP && sk->sk_type == SOCK_DGRAM))
 		return 0;
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (ret < 0) {
@@ -1050,12 +1129,13 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	a.a0 = fd;
 	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	st = bpf_map_lookup_elem(&conns, &key);
 	/*
 	 * A send that the peer answered with a reset (loopback handles it inside the send) ended
 	 * the connection before this tracepoint: not a new one.
 	 */
-	if (!st && sk->__sk_common.skc_state == TCP_CLOSE)
+	if (!st && sk->__sk_common.skc_state == TCP_CLOSE && sk->sk_protocol == IPPROTO_TCP)
 		return 0;
 	if (!st) {
 		acc = bpf_map_lookup_elem(&accepted, &key);

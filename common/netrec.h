@@ -48,7 +48,15 @@ enum net_conn_flags {
 	NET_CONN_EXITED = 1u << 2,    /* closed because its process ended (worker) */
 	NET_CONN_TLS = 1u << 3,	      /* a TLS library's calls were met on it: proto and the
 				       * payload records are the plaintext's, not the wire's */
+	/*
+	 * A UDP socket: no connect, accept, RTT or retransmits; its remote is the connected
+	 * peer, else the last destination a datagram was sent to; only DNS is told on it; it
+	 * ends at close() when system calls are traced, else after NET_UDP_IDLE_NS without a
+	 * datagram (no hook sees a UDP socket go).
+	 */
+	NET_CONN_UDP = 1u << 4,
 };
+#define NET_UDP_IDLE_NS (10ull * 1000000000ull)
 
 /* The TLS library whose calls gave a connection's plaintext. */
 enum net_tls_lib {
@@ -143,6 +151,7 @@ struct net_conn {
 	__u64 tls_calls;	  /* TLS library calls that moved plaintext on it */
 	__u8 tls_lib;		  /* enum net_tls_lib, with NET_CONN_TLS */
 	__u8 pad2[7];
+	__u64 last_ns;		  /* the last call that moved bytes on it */
 };
 
 /* The program's map value: the connection, and the socket it was seen on (kernel side only). */
@@ -178,7 +187,8 @@ struct net_rec_data {
 	__u8 dir;	/* enum net_dir */
 	__u8 fn;	/* enum net_fn */
 	__u8 proto;	/* enum net_proto when sent */
-	__u8 pad[3];
+	__u8 dgram;	/* 1: a UDP datagram, a whole message */
+	__u8 pad[2];
 };
 
 struct net_rec_close {
@@ -188,7 +198,7 @@ struct net_rec_close {
 
 /* Per-CPU counters of the program; the worker reports them as losses. */
 enum net_stat {
-	NET_STAT_SYSCALLS,	  /* traced syscalls of the targets on TCP sockets */
+	NET_STAT_SYSCALLS,	  /* traced syscalls of the targets on TCP and UDP sockets */
 	NET_STAT_CONNS_FULL,	  /* a connection not tracked: the map was full */
 	NET_STAT_INFLIGHT_FULL,	  /* a syscall not traced: no room for its arguments */
 	NET_STAT_DATA_RINGBUF,	  /* payload segment lost: ring buffer full */

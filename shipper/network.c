@@ -1307,7 +1307,8 @@ static void l7_pop_all(struct net_task *t, struct net_conn_st *c)
 static bool conn_valid(const struct net_conn *nc)
 {
 	return nc->id && nc->tgid && (nc->family == AF_INET || nc->family == AF_INET6) &&
-	       nc->role <= NET_ROLE_SERVER && nc->proto < NET_PROTO_MAX;
+	       nc->role <= NET_ROLE_SERVER && nc->proto < NET_PROTO_MAX &&
+	       (!(nc->flags & NET_CONN_UDP) || nc->role == NET_ROLE_UNKNOWN);
 }
 
 static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
@@ -1348,7 +1349,8 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 
 static bool data_valid(const struct net_rec_data *d)
 {
-	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->fn >= NET_FN_READ &&
+	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->dgram <= 1 &&
+	       d->fn >= NET_FN_READ &&
 	       d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX && d->captured <= d->actual &&
 	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns;
 }
@@ -1378,7 +1380,7 @@ static void l7_data(struct net_task *t, struct net_conn_st *c, const struct net_
 		c->ops = net__l7_ops(proto);
 		if (!c->ops)
 			return;
-		c->l7 = c->ops->new_conn(0);
+		c->l7 = c->ops->new_conn(d->dgram ? L7_F_DATAGRAM : 0);
 		if (!c->l7) {
 			t->st.alloc_failures++;
 			return;
@@ -1709,7 +1711,9 @@ static void add_conn(struct net_task *t, struct net_traffic *tr, struct net_conn
 		}
 	}
 	/* Counted once, in whichever interval it comes: upstream misses the flushed ones. */
-	if (c->closed && !c->close_done) {
+	if (c->closed && !c->close_done && (n->flags & NET_CONN_UDP)) {
+		c->close_done = true; /* a UDP socket has no connection to close */
+	} else if (c->closed && !c->close_done) {
 		c->close_done = true;
 		tr->close.count++;
 		if (n->close_exe_ns) {

@@ -289,6 +289,40 @@ static size_t walk_conns(struct netcap *n)
 	return cnt;
 }
 
+/*
+ * UDP sockets idle for NET_UDP_IDLE_NS end here (no hook sees one close when socket calls are
+ * traced): a close record each, after the data records read before, and out of the map (a
+ * datagram after that is a new connection). The walk's conns left; the count.
+ */
+static size_t expire_udp(struct netcap *n, size_t nconns)
+{
+	struct timespec ts;
+	size_t kept = 0;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	for (size_t i = 0; i < nconns; i++) {
+		const struct net_conn *c = &n->vals[i].conn;
+		struct net_rec_close r = { .hdr = { NET_REC_CLOSE, sizeof(r) } };
+
+		if (!(c->flags & NET_CONN_UDP) || c->last_ns + NET_UDP_IDLE_NS > now) {
+			if (kept != i) {
+				n->vals[kept] = n->vals[i];
+				n->keys[kept] = n->keys[i];
+			}
+			kept++;
+			continue;
+		}
+		r.conn = *c;
+		r.conn.flags |= NET_CONN_CLOSED;
+		r.conn.close_ns = now;
+		bpf_map_delete_elem(n->conns_fd, &n->keys[i]);
+		on_record(n, &r, sizeof(r));
+	}
+	return kept;
+}
+
 int netcap__flush(struct netcap *n, int shipper)
 {
 	uint64_t now_stats[NET_STAT_MAX];
@@ -297,10 +331,10 @@ int netcap__flush(struct netcap *n, int shipper)
 	int err;
 
 	err = netcap__read(n, shipper);
+	nconns = expire_udp(n, walk_conns(n));
 	if (!err)
 		err = send_frame(n, shipper);
 	read_stats(n, now_stats);
-	nconns = walk_conns(n);
 	buf = malloc(sizeof(struct ship_net_hdr) + CONNS_PER_FRAME * sizeof(struct net_conn));
 	if (!buf)
 		return -ENOMEM;

@@ -75,6 +75,60 @@ static void expect_dns(struct json_object *r, int pid, const char *role, const c
  * kdig asks unbound five questions over one TCP connection (+keepopen): the client's and the
  * server's side each show them by type and name with the rcodes kdig printed.
  */
+/*
+ * dig asks dnsmasq three questions over UDP: dnsmasq answers names under test.local and
+ * refuses the rest (no upstream). dig's sockets are connected; dnsmasq's is not (its remote is
+ * where it sends its answers).
+ */
+Test(proto, dns_over_udp_dig_and_dnsmasq)
+{
+	int port = free_port(15400, 15499);
+	char portarg[16], pidfile[4200], pids[32], addr[] = "--address=/test.local/127.0.0.2";
+	char *log, *out;
+	char *dm[] = { "/usr/sbin/dnsmasq", "--no-daemon", "--conf-file=/dev/null",
+		       "--listen-address=127.0.0.1", "--bind-interfaces", portarg, addr,
+		       "--no-resolv", "--no-hosts", "--user=root", pidfile, NULL };
+	char *argv[] = { "dig", "@127.0.0.1", "-p", portarg + 7, "+tries=1", "+time=5",
+			 "a.test.local", "b.test.local", "other.example", NULL };
+	struct json_object *r;
+	struct nr_sum s;
+	pid_t dig, dnsmasq;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "--port=%d", port);
+	snprintf(pidfile, sizeof(pidfile), "--pid-file=%s", tmp_path("dnsmasq.pid"));
+	dnsmasq = db = spawn_cmd(dm, tmp_path("dnsmasq.log"));
+	cr_assert_gt(dnsmasq, 0);
+	sleep_ms(500);
+	dig = client = nr_spawn_when(tmp_path("go"), tmp_path("dig.out"), argv);
+	cr_assert_gt(client, 0);
+	snprintf(pids, sizeof(pids), "%d,%d", (int)dig, (int)dnsmasq);
+	task = nr_start(pids, "5s", "udp.json", 0);
+	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	cr_assert_eq(wait_cmd(client, 20000), 0, "%s", slurp(tmp_path("dig.out"), NULL));
+	client = -1;
+	out = slurp(tmp_path("dig.out"), NULL);
+	cr_assert_eq(count_in(out, "status: NOERROR"), 2, "%s", out);
+	cr_assert_eq(count_in(out, "status: REFUSED"), 1, "%s", out);
+	r = nr_end(task, "udp.json", &log);
+	task = -1;
+
+	expect_dns(r, dig, "client", "A", "a.test.local", 0, 1);
+	expect_dns(r, dig, "client", "A", "b.test.local", 0, 1);
+	expect_dns(r, dig, "client", "A", "other.example", 5, 1);
+	expect_dns(r, dnsmasq, "server", "A", "a.test.local", 0, 1);
+	expect_dns(r, dnsmasq, "server", "A", "other.example", 5, 1);
+	nr_sum(r, dnsmasq, "dns", &s);
+	cr_assert_eq(s.requests, 3, "%s", nr_dump(r));
+	cr_assert_eq(s.errors, 1, "%s", nr_dump(r));
+	cr_assert_eq(s.bytes_sent > 0 && s.bytes_received > 0, 1, "%s", nr_dump(r));
+	nr_sum(r, dig, "dns", &s);
+	cr_assert_eq(s.requests, 3, "%s", nr_dump(r));
+	json_object_put(r);
+	free(out);
+	free(log);
+}
+
 Test(proto, dns_over_tcp_kdig_and_unbound)
 {
 	int port = free_port(15300, 15399);
