@@ -65,7 +65,7 @@ LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
 LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) -ljson-c $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
