@@ -35,6 +35,11 @@
 #define EINPROGRESS 115
 #define MSG_PEEK 2
 #define MAX_IOV 4
+/*
+ * iovecs a payload is copied from: HTTP/2 servers write a frame header and its payload as two
+ * (nginx: five for its first answer, the response's header block last).
+ */
+#define COPY_IOV 16
 
 /* What the worker sets before loading. */
 const volatile struct net_opts opts = { .capture_bytes = 1024, .detect_tries = 4 };
@@ -490,7 +495,7 @@ static __always_inline __u32 copy_payload(struct scratch *s, const struct bufs *
 			return 0;
 		return want;
 	}
-	for (int i = 0; i < MAX_IOV; i++) {
+	for (int i = 0; i < COPY_IOV; i++) {
 		struct iovec iov;
 		__u32 len;
 

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "shipper/http2.h"
 #include "shipper/netpriv.h"
 #include "shipper/tlsfind.h"
 
@@ -128,6 +129,13 @@ struct net_conn_st {
 	uint64_t seq_next[2];
 	uint64_t last_ts;
 	struct http1_conn *h;
+	/*
+	 * HTTP/2: from the connection's start (the program told it by the preface), or after
+	 * the HTTP/1 parser saw a 101 (h2, the upgraded request's exchange, kept until the next
+	 * segment tells whether HTTP/2 follows)
+	 */
+	struct http2_conn *h2;
+	struct http1_exchange *upgrade;
 	/* Another protocol's parser (shipper/l7.h): ops of conn proto `pproto` */
 	const struct l7_ops *ops;
 	void *l7;
@@ -254,6 +262,18 @@ const char *net__proto_name(uint8_t proto)
 		return "http";
 	o = net__l7_ops(proto);
 	return o ? o->name : "unknown";
+}
+
+/* An endpoint's protocol beyond enum net_proto: gRPC calls (over HTTP/2). */
+#define EP_GRPC NET_PROTO_MAX
+
+static const char *ep_proto_name(uint8_t proto)
+{
+	if (proto == NET_PROTO_HTTP2)
+		return "http2";
+	if (proto == EP_GRPC)
+		return "grpc";
+	return net__proto_name(proto);
 }
 
 const char *net__role_name(uint8_t role)
@@ -466,6 +486,28 @@ static void add_l7_stats(struct l7_stats *d, const struct l7_stats *s)
 		dv[i] += sv[i];
 }
 
+static void add_h2_stats(struct http2_stats *d, const struct http2_stats *s)
+{
+	const uint64_t *sv = (const uint64_t *)s;
+	uint64_t *dv = (uint64_t *)d;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dv[i] += sv[i];
+}
+
+static void h2_drop(struct net_task *t, struct net_conn_st *c)
+{
+	struct http2_stats hs;
+
+	if (!c->h2)
+		return;
+	http2__stats(c->h2, &hs);
+	add_h2_stats(&t->st.http2, &hs);
+	http2__free(c->h2);
+	c->h2 = NULL;
+}
+
 /* The connection's other-protocol parser goes, its counts into the task's. */
 static void l7_drop(struct net_task *t, struct net_conn_st *c)
 {
@@ -489,6 +531,8 @@ static void conn_free(struct net_task *t, struct net_conn_st *c)
 		add_http_stats(&t->st.http, &hs);
 		http1__free(c->h);
 	}
+	h2_drop(t, c);
+	free(c->upgrade);
 	l7_drop(t, c);
 	acc_release(t, &c->acc);
 	free(c);
@@ -1224,7 +1268,12 @@ size_t net_task__monitor_take(struct net_task *t, struct msg_net_monitor_entry *
 	return n;
 }
 
-static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x)
+/*
+ * An HTTP/1 or HTTP/2 exchange (x2: the HTTP/2 one x is part of). The meters and samples see
+ * them alike; the report's endpoints tell HTTP/2 apart, and gRPC calls by their grpc-status.
+ */
+static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
+			const struct http2_exchange *x2)
 {
 	struct net_http_acc *a = &c->acc;
 	struct net_pos pos[2] = { { 0 } };
@@ -1254,8 +1303,17 @@ static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct 
 
 		memcpy(path, x->uri, x->path_len);
 		path[x->path_len] = '\0';
-		ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), NET_PROTO_HTTP1, x->method,
-		       path, x->req_bytes, x->resp_bytes, x->status, ns);
+		uint8_t ep = NET_PROTO_HTTP1;
+		int32_t code = x->status;
+
+		if (x2 && (x2->flags2 & HTTP2_F2_GRPC) && x2->grpc_status >= 0) {
+			ep = EP_GRPC;
+			code = x2->grpc_status;
+		} else if (x2) {
+			ep = NET_PROTO_HTTP2;
+		}
+		ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), ep, x->method, path,
+		       x->req_bytes, x->resp_bytes, code, ns);
 	}
 	if (t->monitor && role_now(c, x->req_dir) == NET_ROLE_SERVER)
 		mon_add(t, (int32_t)c->cur.tgid, x, ns);
@@ -1265,8 +1323,68 @@ static void pop_all(struct net_task *t, struct net_conn_st *c)
 {
 	struct http1_exchange x;
 
-	while (c->h && http1__next(c->h, &x) == 1)
-		on_exchange(t, c, &x);
+	while (c->h && http1__next(c->h, &x) == 1) {
+		on_exchange(t, c, &x, NULL);
+		/* A switch of protocols: HTTP/2 may follow (an h2c upgrade), or anything else. */
+		if ((x.flags & HTTP1_F_TUNNEL) && x.status == 101 && !c->upgrade && !c->h2) {
+			c->upgrade = malloc(sizeof(*c->upgrade));
+			if (c->upgrade)
+				*c->upgrade = x;
+			else
+				t->st.alloc_failures++;
+		}
+	}
+}
+
+static void h2_pop_all(struct net_task *t, struct net_conn_st *c)
+{
+	struct http2_exchange x;
+
+	while (c->h2 && http2__next(c->h2, &x) == 1)
+		on_exchange(t, c, &x.h, &x);
+}
+
+/*
+ * The first segment after a 101: HTTP/2 if it is the client's preface, or a frame header of the
+ * server's SETTINGS; then the rest of the connection is the HTTP/2 parser's (RFC 9113 3.2),
+ * else nothing more is parsed on it (a WebSocket, another protocol).
+ */
+static void h2_upgrade(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		       const uint8_t *bytes)
+{
+	bool client_dir = c->upgrade->req_dir == d->dir;
+	bool h2 = client_dir ? http2__detect(bytes, d->captured) == 1
+			     : d->captured >= 9 && bytes[3] == 0x04 && !(bytes[4] & ~1u) &&
+				       !bytes[5] && !bytes[6] && !bytes[7] && !bytes[8];
+
+	if (h2) {
+		c->h2 = http2__new_upgraded(c->upgrade);
+		if (!c->h2)
+			t->st.alloc_failures++;
+	}
+	free(c->upgrade);
+	c->upgrade = NULL;
+}
+
+/* A segment of an HTTP/2 connection (d->proto HTTP2 from its first bytes, or upgraded). */
+static void h2_data(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		    const uint8_t *bytes, bool hole)
+{
+	if (!c->h2) {
+		c->h2 = http2__new();
+		if (!c->h2) {
+			c->h_failed = true;
+			t->st.alloc_failures++;
+			return;
+		}
+	}
+	if (d->end_ns > c->last_ts)
+		c->last_ts = d->end_ns;
+	if (hole)
+		http2__lost(c->h2, d->dir, 0);
+	if (d->actual)
+		http2__feed(c->h2, d->dir, c->last_ts, bytes, d->captured, d->actual);
+	h2_pop_all(t, c);
 }
 
 static void on_l7_exchange(struct net_task *t, struct net_conn_st *c, const struct l7_exchange *x)
@@ -1343,6 +1461,12 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 
 		c->ops->close(c->l7, ts);
 		l7_pop_all(t, c);
+	}
+	if (c->h2) {
+		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
+
+		http2__close(c->h2, ts);
+		h2_pop_all(t, c);
 	}
 	keep_free(t, c);
 }
@@ -1422,13 +1546,18 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 	c->seq_next[d->dir] = d->seq + 1;
 	if (d->fn == NET_FN_TLS_READ || d->fn == NET_FN_TLS_WRITE)
 		c->tls = true;
-	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h) {
-		if (!c->closed && !c->h_failed)
-			l7_data(t, c, d, bytes, hole);
-		return;
-	}
 	if (c->closed || c->h_failed)
 		return;
+	if (c->upgrade && d->actual)
+		h2_upgrade(t, c, d, bytes);
+	if (c->h2 || (!c->h && (d->proto == NET_PROTO_HTTP2 || c->cur.proto == NET_PROTO_HTTP2))) {
+		h2_data(t, c, d, bytes, hole);
+		return;
+	}
+	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h) {
+		l7_data(t, c, d, bytes, hole);
+		return;
+	}
 	if (!c->h) {
 		c->h = http1__new();
 		if (!c->h) {
@@ -1596,6 +1725,8 @@ static void resolve(struct net_task *t, struct net_conn_st *c, struct net_conn_s
 		role = c->cur.role;
 	else if (c->h && http1__role(c->h) != HTTP1_ROLE_UNKNOWN)
 		role = http1__role(c->h) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
+	else if (c->h2 && http2__role(c->h2) != HTTP1_ROLE_UNKNOWN)
+		role = http2__role(c->h2) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
 	else if (c->l7 && c->ops->role(c->l7) != L7_ROLE_UNKNOWN)
 		role = c->ops->role(c->l7) == L7_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
 	else if (full && (full->cur.role == NET_ROLE_CLIENT || full->cur.role == NET_ROLE_SERVER))
@@ -1610,7 +1741,7 @@ static void traffic_key(const struct net_conn_st *c, struct net_traffic *k)
 	memset(k, 0, sizeof(*k));
 	k->pid = (int32_t)c->cur.tgid;
 	k->role = c->role;
-	if (c->cur.proto == NET_PROTO_HTTP1 || c->h)
+	if (c->cur.proto == NET_PROTO_HTTP1 || c->h || c->cur.proto == NET_PROTO_HTTP2 || c->h2)
 		k->proto = NET_PROTO_HTTP1;
 	else if (c->pproto > NET_PROTO_NONE)
 		k->proto = c->pproto;
@@ -1879,6 +2010,12 @@ void net_task__stats(const struct net_task *t, struct net_stats *ret)
 			c->ops->stats(c->l7, &ls);
 			add_l7_stats(&ret->l7[c->pproto], &ls);
 		}
+		if (c->h2) {
+			struct http2_stats hs;
+
+			http2__stats(c->h2, &hs);
+			add_h2_stats(&ret->http2, &hs);
+		}
 	}
 }
 
@@ -2035,6 +2172,18 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "http_orphan_responses", s->http.orphan_responses },
 		{ "http_framing_errors", s->http.framing_errors },
 		{ "http_dirs_abandoned", s->http.dirs_abandoned },
+		{ "http2_lost_segments", s->http2.lost_segments },
+		{ "http2_gap_bytes", s->http2.gap_bytes },
+		{ "http2_resyncs", s->http2.resyncs },
+		{ "http2_framing_errors", s->http2.framing_errors },
+		{ "http2_headers_undecodable", s->http2.headers_undecodable },
+		{ "http2_hpack_missed_before_start", s->http2.hpack_missed_before_start },
+		{ "http2_streams_dropped", s->http2.streams_dropped },
+		{ "http2_streams_evicted", s->http2.streams_evicted },
+		{ "http2_unanswered", s->http2.unanswered },
+		{ "http2_orphan_responses", s->http2.orphan_responses },
+		{ "http2_dirs_abandoned", s->http2.dirs_abandoned },
+		{ "http2_alloc_failures", s->http2.alloc_failures },
 	};
 	bool first = true;
 
@@ -2143,7 +2292,7 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 
 		percentiles(e, tmp, p);
 		sb_printf(b, "  %s(%d) %s %s%s%s %s: %llu requests, %s", proc_name(t, e->pid), e->pid,
-			  net__role_name(e->role), e->proto == NET_PROTO_HTTP1 ? "" : net__proto_name(e->proto),
+			  net__role_name(e->role), e->proto == NET_PROTO_HTTP1 ? "" : ep_proto_name(e->proto),
 			  e->proto == NET_PROTO_HTTP1 ? "" : " ", e->method, e->path,
 			  (unsigned long long)e->requests, e->proto == NET_PROTO_HTTP1 ? "status" : "codes");
 		for (uint32_t k = 0; k < e->nstatus; k++)
@@ -2231,7 +2380,7 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", e->pid);
 		sb_json_str(b, proc_name(t, e->pid));
 		sb_printf(b, ",\"role\":\"%s\",\"protocol\":\"%s\",\"method\":",
-			  net__role_name(e->role), net__proto_name(e->proto));
+			  net__role_name(e->role), ep_proto_name(e->proto));
 		sb_json_str(b, e->method);
 		sb_printf(b, ",\"path\":");
 		sb_json_str(b, e->path);

@@ -30,6 +30,7 @@
 #include "common/msg.h"
 #include "common/netrec.h"
 #include "shipper/http1.h"
+#include "shipper/http2.h"
 #include "shipper/l7.h"
 #include "shipper/spool.h"
 
@@ -144,6 +145,7 @@ struct net_stats {
 	uint64_t l7_exchanges; /* of every such protocol */
 	uint64_t l7_unpaired;  /* without a request or a response: no meters */
 	struct l7_stats l7[NET_PROTO_MAX]; /* each protocol's parsers, summed */
+	struct http2_stats http2;	   /* every HTTP/2 connection's parser, summed */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
 

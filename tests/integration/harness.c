@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -712,7 +713,7 @@ static int wait_port(int port, int timeout_ms)
 }
 
 /* nginx_start, and nginx_start_tls when cert is not NULL. */
-static int nginx_start_conf(int port, const struct tls_cert *cert, struct nginx *ret)
+static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, struct nginx *ret)
 {
 	struct nginx h = { .port = port };
 	char conf[16384], cpath[4200], epath[4200], listen[8400];
@@ -723,16 +724,16 @@ static int nginx_start_conf(int port, const struct tls_cert *cert, struct nginx 
 	 * parse. */
 	if (cert)
 		snprintf(listen, sizeof(listen),
-			 "    listen 127.0.0.1:%d ssl;\n"
+			 "    listen 127.0.0.1:%d ssl%s;\n"
 			 "    ssl_certificate %s;\n"
 			 "    ssl_certificate_key %s;\n"
 			 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
-			 port, cert->cert, cert->key);
+			 port, h2 ? " http2" : "", cert->cert, cert->key);
 	else
 		snprintf(listen, sizeof(listen),
-			 "    listen 127.0.0.1:%1$d;\n"
-			 "    listen [::1]:%1$d;\n",
-			 port);
+			 "    listen 127.0.0.1:%1$d%2$s;\n"
+			 "    listen [::1]:%1$d%2$s;\n",
+			 port, h2 ? " http2" : "");
 
 	h.dir = make_tmpdir();
 	if (!h.dir)
@@ -796,12 +797,17 @@ cleanup:
 
 int nginx_start(int port, struct nginx *ret)
 {
-	return nginx_start_conf(port, NULL, ret);
+	return nginx_start_conf(port, NULL, false, ret);
+}
+
+int nginx_start_h2(int port, const struct tls_cert *cert, struct nginx *ret)
+{
+	return nginx_start_conf(port, cert, true, ret);
 }
 
 int nginx_start_tls(int port, const struct tls_cert *cert, struct nginx *ret)
 {
-	return nginx_start_conf(port, cert, ret);
+	return nginx_start_conf(port, cert, false, ret);
 }
 
 void nginx_stop(struct nginx *h)

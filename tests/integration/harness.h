@@ -186,6 +186,8 @@ int tls_cert_make(const char *dir, struct tls_cert *ret);
 /* nginx as nginx_start sets it up, its one server listening `127.0.0.1:port ssl` with cert
  * (TLS 1.2 and 1.3, HTTP/1.1 only), the same locations and access log. */
 int nginx_start_tls(int port, const struct tls_cert *cert, struct nginx *ret);
+/* The same serving HTTP/2 only: cleartext with prior knowledge (cert NULL), or over TLS (ALPN h2). */
+int nginx_start_h2(int port, const struct tls_cert *cert, struct nginx *ret);
 
 /* ROVER_SRC's path of a source file: tests/programs/tls_node.js ... */
 const char *src(const char *name);

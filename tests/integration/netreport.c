@@ -86,6 +86,15 @@ const char *nr_dump(struct json_object *o)
 	return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 }
 
+struct json_object *nr_obj(struct json_object *r, const char *key)
+{
+	struct json_object *o;
+
+	cr_assert(json_object_object_get_ex(r, key, &o) && json_object_is_type(o, json_type_object),
+		  "the report has no \"%s\" object: %s", key, nr_dump(r));
+	return o;
+}
+
 struct json_object *nr_array(struct json_object *r, const char *key)
 {
 	struct json_object *a;

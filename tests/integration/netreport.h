@@ -22,6 +22,8 @@ struct json_object *nr_end(pid_t task, const char *name, char **ret_log);
 int64_t nr_int(struct json_object *o, const char *key);		 /* -1: absent */
 const char *nr_str(struct json_object *o, const char *key); /* "": absent */
 const char *nr_dump(struct json_object *o);
+/* The report's object `key` (losses), or the test fails. */
+struct json_object *nr_obj(struct json_object *r, const char *key);
 /* The report's array `key`, or the test fails. */
 struct json_object *nr_array(struct json_object *r, const char *key);
 

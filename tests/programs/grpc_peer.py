@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A gRPC server or client over cleartext HTTP/2 (grpcio, no generated code: raw bytes).
+
+  grpc_peer.py server PORT READY_FILE
+      serves /rover.Test/Ok (answers b"ok") and /rover.Test/Fail (NOT_FOUND, code 5) until
+      SIGTERM; writes READY_FILE once it listens.
+  grpc_peer.py client PORT N_OK N_FAIL [GO_FILE]
+      waits for GO_FILE if given, then makes N_OK and N_FAIL unary calls on one channel and
+      prints "ok=<calls that returned OK> fail=<calls that ended with NOT_FOUND>".
+Run with /usr/bin/python3 (Debian's python3-grpcio).
+"""
+import os
+import signal
+import sys
+import time
+
+import grpc
+
+
+def ident(b):
+    return b
+
+
+def serve(port, ready):
+    from concurrent import futures
+
+    def ok(req, ctx):
+        return b"ok"
+
+    def fail(req, ctx):
+        ctx.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
+
+    handlers = {
+        "Ok": grpc.unary_unary_rpc_method_handler(ok, request_deserializer=ident,
+                                                  response_serializer=ident),
+        "Fail": grpc.unary_unary_rpc_method_handler(fail, request_deserializer=ident,
+                                                    response_serializer=ident),
+    }
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("rover.Test", handlers),))
+    server.add_insecure_port("127.0.0.1:%d" % port)
+    server.start()
+    with open(ready, "w") as f:
+        f.write("ready\n")
+    signal.signal(signal.SIGTERM, lambda *a: server.stop(0))
+    server.wait_for_termination()
+
+
+def client(port, n_ok, n_fail, go):
+    if go:
+        for _ in range(400):
+            if os.path.exists(go):
+                break
+            time.sleep(0.05)
+    ok = fail = 0
+    with grpc.insecure_channel("127.0.0.1:%d" % port) as ch:
+        call_ok = ch.unary_unary("/rover.Test/Ok", request_serializer=ident,
+                                 response_deserializer=ident)
+        call_fail = ch.unary_unary("/rover.Test/Fail", request_serializer=ident,
+                                   response_deserializer=ident)
+        for _ in range(n_ok):
+            if call_ok(b"hello", timeout=10) == b"ok":
+                ok += 1
+        for _ in range(n_fail):
+            try:
+                call_fail(b"hello", timeout=10)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.NOT_FOUND:
+                    fail += 1
+    print("ok=%d fail=%d" % (ok, fail), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        serve(int(sys.argv[2]), sys.argv[3])
+    else:
+        client(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+               sys.argv[5] if len(sys.argv) > 5 else None)
