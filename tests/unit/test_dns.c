@@ -605,6 +605,23 @@ Test(dns, response_without_query)
 	run_free(r);
 }
 
+Test(dns, answer_stamped_before_its_query_has_no_negative_duration)
+{
+	struct run *r = run_new(L7_F_DATAGRAM);
+	uint8_t q[512], a[512];
+	size_t lq = dns_msg(q, 3, QF, "clock.example", 1, 0);
+	size_t la = dns_msg(a, 3, RF(0), "clock.example", 1, 1);
+
+	/* Two CPUs' clocks, or a hostile worker: the answer's time is earlier. */
+	feed(r, EG, T0 + 500, q, lq);
+	feed(r, IN, T0 + 100, a, la);
+	cr_assert_eq(r->n, 1);
+	cr_assert_eq(r->x[0].start_ns, T0 + 500);
+	cr_assert_eq(r->x[0].end_ns, T0 + 500);
+	cr_assert_eq(finish(r, T0).unanswered, 0);
+	run_free(r);
+}
+
 Test(dns, udp_server_role_and_queries_both_ways)
 {
 	struct run *r = run_new(L7_F_DATAGRAM);
