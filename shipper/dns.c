@@ -14,7 +14,8 @@
  * each pointer must land before the start of the labels it was found in, so a chain ends in
  * at most as many jumps as there are bytes before the name; and a name is at most 255 bytes
  * of wire form (RFC 1035 2.3.4), hence at most 127 labels (128 is checked too). A label of the
- * 0x40 or 0x80 types (RFC 6891 retired them) makes the question malformed. Answer, authority
+ * 0x40 or 0x80 types (extended and reserved; RFC 6891 retired the only extended one) makes
+ * the question malformed. Answer, authority
  * and additional records are not parsed: the EDNS extended RCODE (in the OPT record) is not
  * added to `code`, and ANCOUNT is read but nothing in l7_exchange carries it.
  *
@@ -26,16 +27,17 @@
  *
  * Pairing. A message with QR=0 is a query, QR=1 a response. A response pairs with the oldest
  * query still unanswered, sent the other way, with the same id and, when both questions were
- * read, the same QTYPE and QNAME (compared without case: resolvers randomize it, RFC 0x20
+ * read, the same QTYPE and QNAME (compared without case: resolvers randomize it, the "0x20"
  * draft), since a resolver keeps many queries in flight on one socket and UDP answers come in
  * any order, or never. A query unanswered at close is NO_RESPONSE; so is one still unanswered
- * when the connection sees a segment more than DNS_EXPIRE_NS after it was sent (a UDP socket
- * lives as long as its process; a later answer is then NO_REQUEST). A retransmitted query
- * (same id and question) is a second exchange: the answer pairs with the first one, so its
- * duration is what the caller waited, and the retry ends NO_RESPONSE. The zone transfers
- * (AXFR, IXFR) over TCP answer with several messages of the same id: they are one exchange,
- * complete when a response message with another id comes the same way, at close, or
- * DNS_EXPIRE_NS after its last message. Exchanges pop in query order among the completed
+ * when a segment comes more than DNS_EXPIRE_NS after it was sent (a UDP socket lives as long
+ * as its process), its end_ns that segment's time; an answer after that is NO_REQUEST. Pieces
+ * of one segment (same time) expire nothing the first piece did not, so splits agree. A
+ * retransmitted query (same id and question) is a second exchange: the answer pairs with the
+ * first one, so its duration is what the caller waited, and the retry ends NO_RESPONSE. Zone
+ * transfers (AXFR, IXFR) over TCP answer with several messages of the same id: they are one
+ * exchange, complete when a response message with another id comes the same way, at close,
+ * or DNS_EXPIRE_NS after its last message. Exchanges pop in query order among the completed
  * ones: an unanswered query does not hold back the answered ones behind it.
  *
  * Role: the first message read decides it (a query written: client; read: server). Queries
@@ -53,10 +55,10 @@
  * unattributed). Datagrams are all checked with plausible() and count in `malformed` when
  * they fail.
  *
- * Memory per connection: about 1.3 KiB of state (the first DNS_KEEP bytes of the TCP message
- * in progress, per direction) and up to L7_MAX_PENDING exchanges of about 330 bytes,
- * allocated by doubling from 4. The keys of the last DROPPED_KEYS queries dropped over that
- * limit are kept so that their answers count as dropped too.
+ * Memory per connection: about 1.7 KiB of state (mostly the first DNS_KEEP bytes of the TCP
+ * message in progress, per direction) and up to L7_MAX_PENDING exchanges of 368 bytes,
+ * allocated by doubling from 4 (24 KiB at most). The keys of the last DROPPED_KEYS queries
+ * dropped over that limit are kept so that their answers count as dropped too.
  */
 #include <errno.h>
 #include <stdbool.h>
