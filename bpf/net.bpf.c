@@ -36,10 +36,11 @@
 #define MSG_PEEK 2
 #define MAX_IOV 4
 /*
- * iovecs a payload is copied from: HTTP/2 servers write a frame header and its payload as two
- * (nginx: five for its first answer, the response's header block last).
+ * iovecs a payload is copied from: HTTP/2 peers write a frame header and its payload as two
+ * (nginx: five for its first answer), gRPC's C core a header block as a slice per name and
+ * value (27 for its first request).
  */
-#define COPY_IOV 16
+#define COPY_IOV 64
 
 /* What the worker sets before loading. */
 const volatile struct net_opts opts = { .capture_bytes = 1024, .detect_tries = 4 };
@@ -160,6 +161,36 @@ struct {
 	__type(value, struct scratch);
 	__uint(max_entries, 1);
 } scratch_map SEC(".maps");
+
+/* A record of the few bytes gathered before a call told the protocol (see capture()). */
+struct head_rec {
+	struct net_rec_data rec;
+	__u8 buf[8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct head_rec);
+	__uint(max_entries, 1);
+} head_map SEC(".maps");
+
+/*
+ * Where a thread is in the messages of its sendmmsg: the socket tracepoints fire once per
+ * message and do not say which.
+ */
+struct mmsg_pos {
+	__u64 vec;
+	__u32 idx;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, struct mmsg_pos);
+	__uint(max_entries, 4096);
+} mmsg_map SEC(".maps");
 
 /* A new connection is built here: too large for the BPF stack. */
 struct {
@@ -484,28 +515,38 @@ static __always_inline __u64 mmsg_bytes(__u64 vec, long n)
 }
 
 /* Copies up to want bytes of the call's payload into s->buf; returns the bytes copied. */
-static __always_inline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 want)
+/*
+ * A global function: verified once, its loop walked once, not at every call site (inlined with
+ * COPY_IOV iovecs, the socket programs passed the verifier's bound).
+ */
+__noinline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 want)
 {
-	__u32 off = 0;
+	__u64 w = want, off = 0;
 
-	if (want > NET_CAPTURE_MAX)
-		want = NET_CAPTURE_MAX;
+	if (!s || !b)
+		return 0;
+	/* Bounds the verifier keeps: its arguments are unknown 64-bit values here. */
+	asm volatile("%[w] &= 0x1fff" : [w] "+r"(w));
+	if (w > NET_CAPTURE_MAX)
+		w = NET_CAPTURE_MAX;
 	if (b->base) {
-		if (bpf_probe_read_user(s->buf, want & (2 * NET_CAPTURE_MAX - 1), (void *)b->base))
+		if (!w || bpf_probe_read_user(s->buf, w, (void *)b->base))
 			return 0;
-		return want;
+		return w;
 	}
 	for (int i = 0; i < COPY_IOV; i++) {
 		struct iovec iov;
-		__u32 len;
+		__u64 len;
 
-		if (i >= b->iovcnt || off >= want)
+		if (i >= b->iovcnt || off >= w)
 			break;
 		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(b->iov + i * sizeof(iov))))
 			break;
-		len = iov.iov_len < want - off ? iov.iov_len : want - off;
-		off &= NET_CAPTURE_MAX - 1;
-		len &= NET_CAPTURE_MAX - 1;
+		len = iov.iov_len < w - off ? iov.iov_len : w - off;
+		asm volatile("%[o] &= 0xfff" : [o] "+r"(off));
+		asm volatile("%[l] &= 0x1fff" : [l] "+r"(len));
+		if (len > NET_CAPTURE_MAX)
+			len = NET_CAPTURE_MAX;
 		if (len && bpf_probe_read_user(s->buf + off, len, iov.iov_base))
 			break;
 		off += len;
@@ -563,6 +604,14 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 		return NET_PROTO_HTTP1;
 	/* "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" */
 	if (p[0] == 'P' && p[1] == 'R' && p[2] == 'I' && p[3] == ' ' && p[4] == '*')
+		return NET_PROTO_HTTP2;
+	/*
+	 * The server's side of the connection preface, which it may write before it reads the
+	 * client's: a SETTINGS frame (type 4, no ACK, stream 0) of whole 6-byte settings.
+	 */
+	len = (__u32)p[0] << 16 | (__u32)p[1] << 8 | p[2];
+	if (n >= 9 && p[3] == 4 && p[4] == 0 && !p[5] && !p[6] && !p[7] && !p[8] && len % 6 == 0 &&
+	    len <= 120 && (!actual || len + 9 <= actual))
 		return NET_PROTO_HTTP2;
 	/* MySQL: a 3-byte length and sequence 0, the whole packet in this call. */
 	len = p[0] | (__u32)p[1] << 8 | (__u32)p[2] << 16;
@@ -640,6 +689,37 @@ static __always_inline __u32 dir_of(__u32 kind)
  * detecting the protocol first while it is not known (tries: the calls seen so far). a->kind
  * K_NONE: bytes moved by a call whose buffer is unknown (sent as a gap of that size).
  */
+/* The bytes gathered in st->head as a segment of their own, ahead of the call that told. */
+static __always_inline void emit_head(struct net_conn_state *st, __u32 dir, __u32 tgid, __u64 now,
+				      __u8 fn)
+{
+	struct head_rec *h;
+	__u32 zero = 0, n = st->head_len & 7;
+
+	h = bpf_map_lookup_elem(&head_map, &zero);
+	if (!h)
+		return;
+	__builtin_memcpy(h->buf, st->head, 8);
+	h->rec.hdr.kind = NET_REC_DATA;
+	h->rec.hdr.len = sizeof(*h);
+	h->rec.conn_id = st->conn.id;
+	h->rec.start_ns = now;
+	h->rec.end_ns = now;
+	h->rec.seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
+	h->rec.tgid = tgid;
+	h->rec.actual = n;
+	h->rec.captured = n;
+	h->rec.dir = dir;
+	h->rec.fn = fn;
+	h->rec.proto = st->conn.proto;
+	h->rec.dgram = 0;
+	if (bpf_ringbuf_output(&events, h, sizeof(*h), wake_flag())) {
+		stat_add(NET_STAT_DATA_RINGBUF, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, n);
+	}
+	st->head_len = 0;
+}
+
 static __always_inline void capture(struct net_conn_state *st, __u32 dir, const struct args *a,
 				    __u64 bytes, __u32 tgid, __u64 now, __u64 tries, __u8 fn)
 {
@@ -691,6 +771,18 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			bytes = captured = st->head_len & 15;
 			goto send;
 		}
+		/*
+		 * A 2-byte length read or written by itself, then a message of that length: DNS
+		 * over TCP as unbound reads it. The length goes first, as a segment of its own.
+		 */
+		if (st->head_len == 2 && ((__u32)st->head[0] << 8 | st->head[1]) == bytes &&
+		    net_detect((const struct det_bytes *)s->buf, captured, bytes, 1) ==
+			    NET_PROTO_DNS) {
+			p = NET_PROTO_DNS;
+			st->conn.proto = p;
+			emit_head(st, dir, tgid, a->ts ? a->ts : now, fn);
+			goto detected;
+		}
 		p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
 			       st->conn.flags & NET_CONN_UDP);
 		/*
@@ -707,6 +799,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		st->conn.proto = p;
 		if (p == NET_PROTO_NONE)
 			return;
+detected:
 		/* Detected: this call's payload is the first segment. */
 		if (bytes > captured && opts.capture_bytes > captured) {
 			__u32 want = opts.capture_bytes < bytes ? opts.capture_bytes : bytes;
@@ -764,7 +857,8 @@ static __always_inline void udp_peer(struct net_conn_state *st, const struct arg
 
 	if (a->kind == K_SENDTO) {
 		name = a->a4;
-	} else if (a->kind == K_SENDMSG) {
+	} else if (a->kind == K_SENDMSG || a->kind == K_SENDMMSG) {
+		/* a struct mmsghdr begins with its struct msghdr */
 		if (bpf_probe_read_user(&m, sizeof(m), (void *)a->a1))
 			return;
 		name = (__u64)m.msg_name;
@@ -1099,6 +1193,19 @@ int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
  * their socket; connect, accept and close come from inet_sock_set_state. A call's duration is
  * not known here (no entry time): the syscall variant measures it, at a cost to every process.
  */
+/* The index of this message in the thread's sendmmsg of vlen messages at vec. */
+static __always_inline long mmsg_next(__u64 pid_tgid, __u64 vec, __u64 vlen)
+{
+	struct mmsg_pos *p = bpf_map_lookup_elem(&mmsg_map, &pid_tgid), n = { .vec = vec };
+
+	if (p && p->vec == vec && p->idx + 1 < vlen)
+		n.idx = p->idx + 1;
+	if (n.idx >= 1024)
+		return -1;
+	bpf_map_update_elem(&mmsg_map, &pid_tgid, &n, BPF_ANY);
+	return n.idx;
+}
+
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, key = (__u64)sk;
@@ -1106,6 +1213,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	struct net_conn_state *st;
 	struct pt_regs *regs;
 	struct args a = {};
+	long mmsg_idx = 0;
 	__u64 *acc;
 	__s32 fd;
 
@@ -1125,9 +1233,19 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	}
 	now = bpf_ktime_get_ns();
 	kind = kind_of(syscall_nr(regs));
-	/* A vector of messages fires once per message: which buffer is not known. */
-	if (kind == K_SENDMMSG || kind == K_RECVMMSG || kind == K_NONE || kind == K_CONNECT ||
-	    kind == K_ACCEPT || kind == K_CLOSE || dir_of(kind) != dir)
+	/*
+	 * A vector of messages fires once per message: which buffer is known for a vector of
+	 * one, and for sendmmsg by counting (it sends them in order, and a thread's next call
+	 * starts again at 0 once all were sent); not for recvmmsg of several, which returns
+	 * fewer than it asks for.
+	 */
+	if (kind == K_SENDMMSG && dir == NET_DIR_EGRESS)
+		mmsg_idx = mmsg_next(pid_tgid, PT_REGS_PARM2_CORE_SYSCALL(regs),
+				     PT_REGS_PARM3_CORE_SYSCALL(regs));
+	else if (kind == K_RECVMMSG && PT_REGS_PARM3_CORE_SYSCALL(regs) != 1)
+		mmsg_idx = -1;
+	if (mmsg_idx < 0 || kind == K_NONE || kind == K_CONNECT || kind == K_ACCEPT ||
+	    kind == K_CLOSE || dir_of(kind) != dir)
 		kind = kind == K_SENDFILE ? K_SENDFILE : K_NONE;
 	fd = kind != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
 	a.kind = kind;
@@ -1135,6 +1253,10 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
 	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	if (kind == K_SENDMMSG || kind == K_RECVMMSG) {
+		a.a1 += (__u64)mmsg_idx * sizeof(struct mmsghdr);
+		a.a2 = 1;
+	}
 	st = bpf_map_lookup_elem(&conns, &key);
 	/*
 	 * A send that the peer answered with a reset (loopback handles it inside the send) ended

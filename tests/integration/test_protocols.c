@@ -223,7 +223,7 @@ static int general_log_count(const char *kind)
 	int n;
 
 	cr_assert_not_null(log);
-	snprintf(needle, sizeof(needle), "\t%s\t", kind);
+	snprintf(needle, sizeof(needle), " %s\t", kind);
 	n = count_in(log, needle);
 	free(log);
 	return n;
@@ -442,7 +442,7 @@ Test(proto, grpc_status_by_method)
 		const char *role = side ? "server" : "client";
 
 		e = nr_endpoint(r, pid, role, "grpc", "POST", "/rover.Test/Ok");
-		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
+		cr_assert_not_null(e, "%s: %s\n%s", role, nr_dump(r), log);
 		cr_assert_eq(nr_int(e, "requests"), ok, "%s", nr_dump(e));
 		cr_assert_eq(nr_code(e, 0), ok, "%s", nr_dump(e));
 		e = nr_endpoint(r, pid, role, "grpc", "POST", "/rover.Test/Fail");
