@@ -229,9 +229,10 @@ static int general_log_count(const char *kind)
 	return n;
 }
 
+/* One per line: --force goes on with the next line after an error, not within one. */
 static const char *const mysql_statements =
-	"CREATE DATABASE d; CREATE TABLE d.t (a INT); INSERT INTO d.t VALUES (1),(2),(3); "
-	"SELECT a FROM d.t; SELECT a FROM d.nosuch; SELECT a FROM d.t WHERE a > 1";
+	"CREATE DATABASE d;\nCREATE TABLE d.t (a INT);\nINSERT INTO d.t VALUES (1),(2),(3);\n"
+	"SELECT a FROM d.t;\nSELECT a FROM d.nosuch;\nSELECT a FROM d.t WHERE a > 1;\n";
 
 /*
  * The mariadb client runs six statements against MariaDB, one of them on a missing table: the
