@@ -119,6 +119,8 @@ struct entry {
 	uint64_t seq; /* number of a request that expects a response, else 0 */
 	uint16_t cmd;
 	bool done;
+	bool want_last; /* statement id -1: the one the pending prepare will make */
+	uint64_t event; /* feed or loss that completed the request */
 };
 
 struct stmt {
@@ -139,12 +141,14 @@ struct dir {
 	bool have_hdr; /* the logical packet's first header is complete */
 	uint8_t hdr[4];
 	unsigned hdr_len;
-	uint8_t seq; /* of the logical packet's first physical packet */
+	uint8_t seq;	  /* of the logical packet's first physical packet */
+	uint8_t phys_seq; /* of its last physical packet */
 	uint32_t first_len;
 	uint64_t remaining;
 	uint64_t total;	  /* payload bytes of the logical packet so far */
 	uint64_t bytes;	  /* its wire bytes so far, headers and gaps included */
 	uint64_t start_ns;
+	uint64_t start_event; /* feed or loss that brought its first byte */
 	uint64_t seg_actual; /* bytes moved by the segment a resync candidate began */
 	uint64_t seg_ts;
 	uint64_t sink; /* exchange that skipped bytes count to, 0 for none */
@@ -170,9 +174,11 @@ struct mysql_conn {
 	uint64_t resp_last_ts;
 	bool resp_trunc;
 	uint64_t req_id;   /* latest request, for the client packets that follow it */
+	uint8_t resp_first_seq; /* sequence id the answer to the latest command begins with */
 	uint64_t req_seq;  /* requests expecting a response, dropped ones included */
 	uint64_t resp_seq; /* of those, answered (or dropped) */
 	uint64_t next_id;
+	uint64_t events; /* feeds and losses so far: orders the two directions */
 	uint64_t stmt_clock;
 	uint32_t last_stmt;
 	bool have_last_stmt;
@@ -285,6 +291,17 @@ static void give(struct mysql_conn *c, uint64_t id, int di, uint64_t n)
 		e->x.resp_bytes += n;
 }
 
+/* Bytes of direction di skipped while its framing is lost: to what they interrupted. */
+static void give_skipped(struct mysql_conn *c, int di, uint64_t n)
+{
+	struct dir *d = &c->d[di];
+
+	give(c, d->sink, di, n);
+	/* A response that ends unseen ends, as far as is known, with its last bytes. */
+	if (d->sink && d->sink == c->resp_id)
+		c->resp_last_ts = d->seg_ts;
+}
+
 static void complete(struct mysql_conn *c, struct entry *e)
 {
 	e->done = true;
@@ -335,6 +352,20 @@ static void stmt_put(struct mysql_conn *c, uint32_t id, const char *text, bool c
 	s->text[L7_TARGET_MAX] = '\0';
 	c->last_stmt = id;
 	c->have_last_stmt = true;
+}
+
+/* Commands sent with statement id -1 after the prepare e, before its answer, use its text. */
+static void last_stmt_users(struct mysql_conn *c, const struct entry *e)
+{
+	for (unsigned i = 0; i < c->count; i++) {
+		struct entry *u = ring_at(c, i);
+
+		if (!u->want_last || u->id < e->id)
+			continue;
+		u->want_last = false;
+		memcpy(u->x.target, e->x.target, sizeof(u->x.target));
+		u->x.flags |= e->x.flags & L7_F_TARGET_TRUNCATED;
+	}
 }
 
 static bool is_stmt_cmd(unsigned cmd)
@@ -450,6 +481,25 @@ static bool resp_start_byte(uint8_t b)
 	return b != 0xfd;
 }
 
+/*
+ * The server's framing was lost and is found again at the answer to the latest command:
+ * the commands before it, one at a time, were answered in what was not seen.
+ */
+static void answers_lost(struct mysql_conn *c, uint64_t ts)
+{
+	while (c->resp_seq + 1 < c->req_seq) {
+		struct entry *e = find_seq(c, ++c->resp_seq);
+
+		if (!e || e->done)
+			continue;
+		e->x.flags |= L7_F_NO_RESPONSE;
+		e->x.end_ns = ts;
+		e->done = true;
+		c->st.unanswered++;
+		c->st.exchanges++;
+	}
+}
+
 static void set_req_dir(struct mysql_conn *c, int di)
 {
 	c->req_dir = di;
@@ -507,9 +557,11 @@ static enum verdict validate(struct mysql_conn *c, int di, bool final)
 	if (may_server && c->req_dir >= 0 && (!d->resync || wire <= d->seg_actual)) {
 		if (!n && !final)
 			return V_MORE;
-		if (c->phase == P_COMMAND && d->seq == 1 && c->resp_seq < c->req_seq && n &&
-		    resp_start_byte(p[0])) {
+		if (c->phase == P_COMMAND && d->seq == c->resp_first_seq &&
+		    c->resp_seq < c->req_seq && n && resp_start_byte(p[0])) {
 			c->my.midstream_syncs += !c->saw_handshake;
+			if (d->resync)
+				answers_lost(c, d->start_ns);
 			return V_YES;
 		}
 		if (c->phase == P_HANDSHAKE && d->seq >= 2 && n &&
@@ -571,17 +623,21 @@ static uint32_t end_status(const struct dir *d)
 	return off + 2 <= n ? le16(p + off) : 0;
 }
 
-static void resp_begin(struct mysql_conn *c, int di, uint64_t start_ns)
+static void resp_begin(struct mysql_conn *c, int di, uint64_t start_ns, uint64_t start_event)
 {
 	struct entry *e = NULL;
 	unsigned cmd = NONE_CMD;
 
 	c->st.responses++;
-	if (c->resp_seq < c->req_seq) {
-		e = find_seq(c, ++c->resp_seq);
+	if (c->resp_seq < c->req_seq)
+		e = find_seq(c, c->resp_seq + 1);
+	/* A packet that began before the command was complete does not answer it. */
+	if (c->resp_seq < c->req_seq && !(e && e->event > start_event)) {
+		c->resp_seq++;
 		if (!e)
 			c->st.responses_dropped++;
 	} else {
+		e = NULL;
 		c->st.orphan_responses++;
 		e = ring_push(c);
 		if (!e) {
@@ -778,9 +834,11 @@ static void resp_step(struct mysql_conn *c, int di, uint64_t ts)
 			return;
 		}
 		e = find_id(c, c->resp_id);
-		if (e)
+		if (e) {
 			stmt_put(c, le32(p + 1), e->x.target,
 				 e->x.flags & L7_F_TARGET_TRUNCATED);
+			last_stmt_users(c, e);
+		}
 		c->prep_cols = (uint16_t)le16(p + 5);
 		c->left = le16(p + 7);
 		if (c->left)
@@ -867,7 +925,7 @@ static void server_packet(struct mysql_conn *c, int di, uint64_t ts, uint64_t by
 		}
 	}
 	if (c->rst == R_IDLE)
-		resp_begin(c, di, d->start_ns);
+		resp_begin(c, di, d->start_ns, d->start_event);
 	give(c, c->resp_id, di, bytes);
 	c->resp_last_ts = ts;
 	if (d->trunc)
@@ -883,6 +941,14 @@ static void server_packet(struct mysql_conn *c, int di, uint64_t ts, uint64_t by
 }
 
 /* --- requests --- */
+
+static bool prepare_pending(struct mysql_conn *c)
+{
+	for (unsigned i = 0; i < c->count; i++)
+		if (!ring_at(c, i)->done && ring_at(c, i)->cmd == COM_STMT_PREPARE)
+			return true;
+	return false;
+}
 
 static void op_target(struct mysql_conn *c, struct entry *e, const struct dir *d)
 {
@@ -942,8 +1008,12 @@ static void op_target(struct mysql_conn *c, struct entry *e, const struct dir *d
 	default:
 		if (!is_stmt_cmd(cmd) || n < 5)
 			break;
+		/* MariaDB's pipelined prepare and execute: id -1 is the statement last prepared. */
+		if (le32(p + 1) == 0xffffffffu && prepare_pending(c)) {
+			e->want_last = true;
+			break;
+		}
 		s = stmt_find(c, le32(p + 1));
-		/* MariaDB's pipelined prepare and execute: the statement just prepared. */
 		if (!s && le32(p + 1) == 0xffffffffu && c->have_last_stmt)
 			s = stmt_find(c, c->last_stmt);
 		if (!s) {
@@ -1008,6 +1078,7 @@ static void new_command(struct mysql_conn *c, int di, uint64_t ts, uint64_t byte
 	struct entry *e;
 
 	end_open_response(c);
+	c->resp_first_seq = (uint8_t)(d->phys_seq + 1);
 	c->st.requests++;
 	e = ring_push(c);
 	if (!e) {
@@ -1021,6 +1092,7 @@ static void new_command(struct mysql_conn *c, int di, uint64_t ts, uint64_t byte
 		return;
 	}
 	e->cmd = (uint16_t)cmd;
+	e->event = c->events;
 	e->x.start_ns = d->start_ns;
 	e->x.req_dir = (uint8_t)di;
 	e->x.req_bytes = bytes;
@@ -1154,7 +1226,7 @@ static bool candidate_check(struct mysql_conn *c, int di, bool final)
 		return true;
 	}
 	c->my.bad_starts++;
-	give(c, d->sink, di, d->bytes);
+	give_skipped(c, di, d->bytes);
 	pkt_reset(d);
 	d->st = D_SKIP;
 	d->resync = false;
@@ -1188,6 +1260,7 @@ static void header_done(struct mysql_conn *c, int di, uint64_t ts)
 	uint32_t len = le24(d->hdr);
 
 	d->hdr_len = 0;
+	d->phys_seq = d->hdr[3];
 	if (!d->have_hdr) {
 		d->have_hdr = true;
 		d->seq = d->hdr[3];
@@ -1230,11 +1303,13 @@ static void dir_feed(struct mysql_conn *c, int di, uint64_t ts, const uint8_t *p
 			c->st.bytes_unattributed += n - off;
 			return;
 		case D_SKIP:
-			give(c, d->sink, di, n - off);
+			give_skipped(c, di, n - off);
 			return;
 		case D_HDR:
-			if (!d->have_hdr && !d->hdr_len)
+			if (!d->have_hdr && !d->hdr_len) {
 				d->start_ns = ts;
+				d->start_event = c->events;
+			}
 			k = 4 - d->hdr_len;
 			if (k > n - off)
 				k = n - off;
@@ -1274,7 +1349,7 @@ static void dir_skip(struct mysql_conn *c, int di, uint64_t n, bool known, uint6
 		c->st.bytes_unattributed += n;
 		return;
 	case D_SKIP:
-		give(c, d->sink, di, n);
+		give_skipped(c, di, n);
 		return;
 	case D_BODY:
 		if (known && n <= d->remaining) {
@@ -1319,7 +1394,7 @@ static void dir_skip(struct mysql_conn *c, int di, uint64_t n, bool known, uint6
 	}
 	if (d->st != D_SKIP)
 		start_skip(c, di);
-	give(c, d->sink, di, n);
+	give_skipped(c, di, n);
 }
 
 /* --- l7_ops --- */
@@ -1362,6 +1437,7 @@ static int mysql_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *d
 		return -EINVAL;
 	if (c->closed)
 		return -EPIPE;
+	c->events++;
 	c->st.segments++;
 	c->st.bytes_seen += actual;
 	c->d[dir].seg_ts = ts_ns;
@@ -1381,6 +1457,7 @@ static int mysql_lost(void *p, enum l7_dir dir, uint64_t nbytes)
 		return -EINVAL;
 	if (c->closed)
 		return -EPIPE;
+	c->events++;
 	c->st.lost_segments++;
 	c->st.lost_bytes += nbytes;
 	c->st.bytes_seen += nbytes;
@@ -1414,6 +1491,8 @@ static void mysql_close(void *p, uint64_t ts_ns)
 
 	if (!c || c->closed)
 		return;
+	/* What close completes comes after every segment. */
+	c->events++;
 	/* The request side first, so that a request cut by the close is there to answer. */
 	dir_close(c, first);
 	dir_close(c, !first);
