@@ -135,7 +135,8 @@ static uint32_t be32(const uint8_t *p)
 struct rd {
 	const uint8_t *p;
 	size_t n, off;
-	bool bad; /* ran past what was kept */
+	uint64_t total; /* of the whole body, of which n bytes were kept */
+	bool bad;	/* ran past what was kept */
 };
 
 static bool rd_skip(struct rd *r, uint64_t k)
@@ -323,6 +324,8 @@ static void target_of_id(struct cql_conn *c, struct entry *e, struct rd *r)
 	uint32_t n = rd_u16(r);
 	struct prepared *p;
 
+	if (!r->bad && n > r->total - r->off)
+		c->st.malformed++;
 	if (r->bad || n > r->n - r->off)
 		return;
 	p = prep_find(c, r->p + r->off, n);
@@ -337,13 +340,18 @@ static void target_of_id(struct cql_conn *c, struct entry *e, struct rd *r)
 }
 
 /* A [long string] at r into e's target. */
-static void target_of_text(struct entry *e, struct rd *r)
+static void target_of_text(struct cql_conn *c, struct entry *e, struct rd *r)
 {
 	uint32_t n = rd_u32(r);
 	size_t have;
 
-	if (r->bad || (n & 0x80000000u))
+	if (r->bad)
 		return;
+	/* longer than the frame: not a string */
+	if (n > r->total - r->off) {
+		c->st.malformed++;
+		return;
+	}
 	have = r->n - r->off < n ? r->n - r->off : n;
 	if (l7__copy_str(e->x.target, sizeof(e->x.target), r->p + r->off, have) || have < n)
 		e->x.flags |= L7_F_TARGET_TRUNCATED;
@@ -420,7 +428,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 	struct dir *d = &c->d[di];
 	const uint8_t *h = d->hdr;
 	int16_t stream = stream_of(h);
-	struct rd r = { d->keep, d->keep_len, 0, false };
+	struct rd r = { d->keep, d->keep_len, 0, body_len(h), false };
 	struct entry *e, *old;
 
 	c->st.requests++;
@@ -456,7 +464,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 	switch (h[4]) {
 	case OP_QUERY:
 	case OP_PREPARE:
-		target_of_text(e, &r);
+		target_of_text(c, e, &r);
 		break;
 	case OP_EXECUTE:
 		target_of_id(c, e, &r);
@@ -466,7 +474,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 		rd_u16(&r);
 		if (r.off < r.n && r.p[r.off] == 0) {
 			rd_skip(&r, 1);
-			target_of_text(e, &r);
+			target_of_text(c, e, &r);
 		} else if (r.off < r.n && r.p[r.off] == 1) {
 			rd_skip(&r, 1);
 			target_of_id(c, e, &r);
@@ -479,7 +487,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 static void response_body(struct cql_conn *c, const struct dir *d, struct entry *e)
 {
 	const uint8_t *h = d->hdr;
-	struct rd r = { d->keep, d->keep_len, 0, false };
+	struct rd r = { d->keep, d->keep_len, 0, body_len(h), false };
 	/* Only a body kept whole that does not parse is malformed, not one cut short. */
 	bool whole = d->keep_len == body_len(h);
 	uint32_t kind;

@@ -41,6 +41,12 @@
  * begins with a valid header whose frame fits in the segment (for a response, on a pending
  * stream or an EVENT); the bytes in between count to bytes_unattributed. While neither
  * direction ever carried a valid frame, CQL_MAX_BAD_STARTS failed starts abandon both.
+ *
+ * Limits, per connection: about 1.2 KiB of state (a body prefix per direction), up to
+ * L7_MAX_PENDING exchanges of 360 bytes (allocated as needed, by doubling from 4), the stream
+ * ids of as many dropped requests, and, once an id is prepared, CQL_MAX_PREPARED texts of 304
+ * bytes: 29 KiB at most. A request over L7_MAX_PENDING is dropped (counted), and so is its
+ * response when it comes.
  */
 #ifndef ROVER_SHIPPER_CQL_H
 #define ROVER_SHIPPER_CQL_H

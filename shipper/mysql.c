@@ -16,8 +16,8 @@
 #include "shipper/mysql.h"
 
 #define RING_MIN 4u
-/* Enough to see a greeting's version string end, or 32 bytes of statement text. */
-#define VALIDATE_LEN 64u
+/* Enough to see a greeting's version string end (MariaDB's are long), or a statement's start. */
+#define VALIDATE_LEN 96u
 #define TEXT_CHECK 32u
 #define MAX_PHYS 0xffffffu
 #define NONE_CMD 0x100u
@@ -406,6 +406,9 @@ static enum verdict looks_command(const uint8_t *p, size_t n, uint64_t len, bool
 
 	if (n < need && !final)
 		return V_MORE;
+	/* The same bytes decide however the packet arrived. */
+	if (n > need)
+		n = need;
 	if (!n)
 		return V_NO;
 	switch (p[0]) {
@@ -450,6 +453,9 @@ static enum verdict looks_greeting(const uint8_t *p, size_t n, uint64_t len, boo
 
 	if (n < need && !final)
 		return V_MORE;
+	/* The same bytes decide however the packet arrived. */
+	if (n > need)
+		n = need;
 	if (!n || p[0] != 0x0a || len < 32 || len > 1024)
 		return V_NO;
 	for (size_t i = 1; i < n; i++) {

@@ -52,6 +52,10 @@
  * was interrupted, or to bytes_unattributed. While neither direction ever carried a valid
  * packet, MYSQL_MAX_BAD_STARTS failed starts abandon both directions (not MySQL).
  *
+ * Limits, per connection: about 1.2 KiB of state (a packet prefix per direction), up to
+ * L7_MAX_PENDING exchanges of 368 bytes (allocated as needed, by doubling from 4) and, once a
+ * statement is prepared, MYSQL_MAX_STMTS texts of 272 bytes: 29 KiB at most.
+ *
  * Not handled: compressed packets, query attributes with parameters (target ""), the
  * X Protocol, replication event contents, pipelined responses out of order (there are none).
  */

@@ -36,8 +36,10 @@ struct l7r_rec {
 struct l7r_run {
 	const struct l7_ops *ops;
 	void *c;
-	struct l7_exchange x[L7R_MAX_X];
+	struct l7_exchange x[L7R_MAX_X]; /* the first ones popped */
 	size_t n;
+	size_t popped; /* all of them */
+	uint64_t sum;  /* their bytes */
 };
 
 static inline int l7r_hex(int ch)
@@ -128,8 +130,14 @@ static inline struct l7r_run *l7r_new(const struct l7_ops *ops)
 
 static inline void l7r_pop(struct l7r_run *r)
 {
-	while (r->n < L7R_MAX_X && r->ops->next(r->c, &r->x[r->n]) == 1)
-		r->n++;
+	struct l7_exchange x;
+
+	while (r->ops->next(r->c, &x) == 1) {
+		r->popped++;
+		r->sum += x.req_bytes + x.resp_bytes;
+		if (r->n < L7R_MAX_X)
+			r->x[r->n++] = x;
+	}
 }
 
 static inline void l7r_seg(struct l7r_run *r, enum l7_dir dir, uint64_t ts, const void *p,
@@ -149,18 +157,15 @@ static inline void l7r_lost(struct l7r_run *r, enum l7_dir dir, uint64_t nbytes)
 static inline struct l7_stats l7r_finish(struct l7r_run *r, uint64_t ts)
 {
 	struct l7_stats st;
-	uint64_t sum = 0;
 
 	r->ops->close(r->c, ts);
 	l7r_pop(r);
 	cr_assert_eq(r->ops->next(r->c, NULL), 0);
 	r->ops->stats(r->c, &st);
-	for (size_t i = 0; i < r->n; i++)
-		sum += r->x[i].req_bytes + r->x[i].resp_bytes;
-	cr_assert_eq(sum + st.bytes_unattributed, st.bytes_seen,
-		     "exchanges %llu + unattributed %llu != seen %llu", (unsigned long long)sum,
+	cr_assert_eq(r->sum + st.bytes_unattributed, st.bytes_seen,
+		     "exchanges %llu + unattributed %llu != seen %llu", (unsigned long long)r->sum,
 		     (unsigned long long)st.bytes_unattributed, (unsigned long long)st.bytes_seen);
-	cr_assert_eq(st.exchanges, r->n);
+	cr_assert_eq(st.exchanges, r->popped);
 	return st;
 }
 

@@ -404,6 +404,25 @@ Test(cql, hundred_pending_answered_backwards)
 	l7r_free(r);
 }
 
+Test(cql, thousand_exchanges_in_turn)
+{
+	struct l7r_run *r = l7r_new(OPS);
+	struct buf b = { 0 };
+	struct l7_stats st;
+
+	for (uint64_t i = 0; i < 1000; i++) {
+		REQ(&b, (int16_t)(i % 3), QUERY, Q_SELECT);
+		send_buf(r, EG, 2 * i, &b);
+		RESP(&b, (int16_t)(i % 3), RESULT, VOID);
+		send_buf(r, IN, 2 * i + 1, &b);
+		cr_assert_eq(r->popped, i + 1);
+	}
+	st = l7r_finish(r, 2000);
+	cr_assert_eq(st.exchanges, 1000);
+	cr_assert_eq(st.requests_dropped + st.bytes_unattributed + st.unanswered, 0);
+	l7r_free(r);
+}
+
 Test(cql, prepared_map_is_bounded)
 {
 	struct l7r_run *r = l7r_new(OPS);

@@ -806,6 +806,118 @@ Test(mysql, continuation_packets)
 	l7r_free(r);
 }
 
+Test(mysql, answer_begun_before_the_command)
+{
+	struct l7r_run *r = l7r_new(OPS);
+	size_t hs = handshake(r, 0);
+	struct l7_stats st;
+
+	/* the first bytes of an OK, then a COM_PING, then the rest of the OK */
+	l7r_seg(r, IN, 10, "\x07\0\0\x01", 4, 4);
+	l7r_seg(r, EG, 11, "\x01\0\0\0\x0e", 5, 5);
+	l7r_seg(r, IN, 12, OK_PKT, 7, 7);
+	st = l7r_finish(r, 13);
+	cr_assert_eq(r->n, 2);
+	check_x(&r->x[0], "COM_PING", "", 5, 0, 0, L7_F_NO_RESPONSE);
+	check_x(&r->x[1], "", "", 0, 11, 0, L7_F_NO_REQUEST);
+	cr_assert_eq(r->x[1].start_ns, 10);
+	cr_assert_eq(r->x[1].end_ns, 12);
+	cr_assert_eq(st.orphan_responses, 1);
+	cr_assert_eq(st.bytes_unattributed, hs);
+	l7r_free(r);
+}
+
+/* MariaDB's metadata cache, MySQL's optional metadata: a count, no definitions, no EOF. */
+Test(mysql, result_set_without_metadata)
+{
+	struct l7r_run *r = l7r_new(OPS);
+	struct buf b = { 0 };
+
+	PUT(&b, 0, "\x17\x05\0\0\0\0\x01\0\0\0");
+	send_buf(r, EG, 1, &b);
+	PUT(&b, 1, "\x01\x00");
+	PUT(&b, 2, "\0\0\x01" "1");
+	PUT(&b, 3, EOF_PKT);
+	send_buf(r, IN, 2, &b);
+	cr_assert_eq(r->n, 1);
+	check_x(&r->x[0], "COM_STMT_EXECUTE", "", 14, 6 + 8 + 9, 0, 0);
+	cr_assert_eq(r->x[0].end_ns, 2);
+	cr_assert_eq(my_stats(r).stmts_unknown, 1);
+	l7r_finish(r, 3);
+	l7r_free(r);
+}
+
+/* A HandshakeResponse without the greeting (the plaintext of TLS), capabilities given. */
+static void hsresp_only(struct l7r_run *r, uint32_t caps)
+{
+	uint8_t p[36] = { 0 };
+	struct buf b = { 0 };
+
+	caps |= 0x200 | 0x8000;
+	memcpy(p, &caps, 4);
+	memcpy(p + 32, "u\0\0", 3);
+	put(&b, 2, p, 35);
+	send_buf(r, EG, 1, &b);
+	PUT(&b, 3, OK_PKT);
+	send_buf(r, IN, 2, &b);
+}
+
+Test(mysql, query_attributes)
+{
+	struct l7r_run *r = l7r_new(OPS);
+	struct buf b = { 0 };
+
+	hsresp_only(r, 1u << 27);
+	/* no parameters: counts 0 and 1 before the text; parameters: not looked through */
+	PUT(&b, 0, "\x03\x00\x01SELECT 1");
+	send_buf(r, EG, 3, &b);
+	PUT(&b, 1, OK_PKT);
+	send_buf(r, IN, 4, &b);
+	PUT(&b, 0, "\x03\x01\x01\x00\x01\x08\x00\x01" "a" "\x05\0\0\0\0\0\0\0" "SELECT 2");
+	send_buf(r, EG, 5, &b);
+	PUT(&b, 1, OK_PKT);
+	send_buf(r, IN, 6, &b);
+	/* a client that announces them to a server without them sends plain text */
+	PUT(&b, 0, "\x03SELECT 3");
+	send_buf(r, EG, 7, &b);
+	PUT(&b, 1, OK_PKT);
+	send_buf(r, IN, 8, &b);
+	l7r_finish(r, 9);
+	cr_assert_eq(r->n, 3);
+	cr_assert_str_eq(r->x[0].target, "SELECT 1");
+	cr_assert_str_eq(r->x[1].target, "");
+	cr_assert_str_eq(r->x[2].target, "SELECT 3");
+	cr_assert_eq(r->ops->role(r->c), L7_ROLE_CLIENT);
+	l7r_free(r);
+
+	/* Without the handshake: counts 0 and 1 are not text either. */
+	r = l7r_new(OPS);
+	PUT(&b, 0, "\x03\x00\x01SELECT 4");
+	send_buf(r, EG, 1, &b);
+	PUT(&b, 1, OK_PKT);
+	send_buf(r, IN, 2, &b);
+	cr_assert_eq(r->n, 1);
+	cr_assert_str_eq(r->x[0].target, "SELECT 4");
+	l7r_finish(r, 3);
+	l7r_free(r);
+}
+
+Test(mysql, thousand_exchanges_in_turn)
+{
+	struct l7r_run *r = l7r_new(OPS);
+	struct l7_stats st;
+
+	for (uint64_t i = 0; i < 1000; i++) {
+		l7r_seg(r, EG, 2 * i, "\x01\0\0\0\x0e", 5, 5);
+		l7r_seg(r, IN, 2 * i + 1, "\x07\0\0\x01" OK_PKT, 11, 11);
+		cr_assert_eq(r->popped, i + 1);
+	}
+	st = l7r_finish(r, 2000);
+	cr_assert_eq(st.exchanges, 1000);
+	cr_assert_eq(st.requests_dropped + st.bytes_unattributed, 0);
+	l7r_free(r);
+}
+
 /* --- bounds --- */
 
 Test(mysql, hundred_pings_unanswered)
