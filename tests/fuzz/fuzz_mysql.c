@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libFuzzer target: a traced TCP connection's bytes as the shipper's MySQL parser gets them
+ * (shipper/mysql.c through l7_mysql_ops), in the input format and with the checks of
+ * l7_fuzz.h. A run is clean for the split check only if no candidate packet was refused:
+ * resynchronizing on a segment start depends on where segments begin.
+ */
+#include "shipper/mysql.h"
+#include "tests/fuzz/l7_fuzz.h"
+
+static int mysql_clean(void *c)
+{
+	struct mysql_stats my;
+
+	if (mysql__stats(c, &my))
+		abort();
+	if (my.deprecate_eof < -1 || my.deprecate_eof > 1)
+		abort();
+	return !my.bad_starts;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return l7f_run(&l7_mysql_ops, mysql_clean, data, size);
+}
