@@ -39,7 +39,6 @@ struct dir {
 	uint64_t seen;	/* its bytes so far, gaps included */
 	uint64_t start_ns;
 	uint64_t last_ts;
-	uint64_t seg_ts; /* last segment of this direction: the time of a loss */
 	uint8_t pre[L7MSG_PREFIX_MAX];
 };
 
@@ -52,6 +51,12 @@ struct l7msg_conn {
 	uint64_t dropped[L7MSG_DROPPED_IDS];
 	unsigned ndropped, dropped_next;
 	uint64_t unparsed;
+	/*
+	 * The last segment's time, either direction: a loss is reported in order with the
+	 * segments, so it happened by then (a direction's own last segment may be older than a
+	 * request its lost bytes answer).
+	 */
+	uint64_t now;
 	struct l7_stats st;
 	struct dir d[2];
 };
@@ -96,6 +101,9 @@ static struct l7msg_entry *ring_push(struct l7msg_conn *c)
 
 static void complete(struct l7msg_conn *c, struct l7msg_entry *e)
 {
+	/* Times of segments taken on different CPUs may step back a little. */
+	if (e->x.end_ns < e->x.start_ns)
+		e->x.end_ns = e->x.start_ns;
 	e->done = true;
 	c->st.exchanges++;
 }
@@ -500,7 +508,7 @@ int l7msg__feed(struct l7msg_conn *c, enum l7_dir dir, uint64_t ts_ns, const uin
 		return -EINVAL;
 	if (c->closed)
 		return -EPIPE;
-	c->d[dir].seg_ts = ts_ns;
+	c->now = ts_ns;
 	c->st.segments++;
 	c->st.bytes_seen += actual;
 	if (captured)
@@ -521,7 +529,7 @@ int l7msg__lost(struct l7msg_conn *c, enum l7_dir dir, uint64_t nbytes)
 	c->st.lost_segments++;
 	c->st.lost_bytes += nbytes;
 	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
+	dir_skip(c, dir, nbytes, nbytes != 0, c->now);
 	return 0;
 }
 

@@ -492,6 +492,9 @@ static bool command_doc(const uint8_t *p, size_t avail, uint64_t room, struct l7
 		*malformed = r == -EBADMSG || r == 0;
 		return false;
 	}
+	/* An empty key is valid BSON but names no command. */
+	if (!el.name_len)
+		return false;
 	l7__copy_str(x->op, sizeof(x->op), el.name, el.name_len);
 	get_more = el_is(&el, "getMore");
 	if (!get_more) {

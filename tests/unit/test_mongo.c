@@ -851,6 +851,25 @@ Test(mongo, hostile_lengths)
 	l7t_free(r);
 }
 
+/* Found by fuzz_mongo: "" is a valid BSON key, and names no command. */
+Test(mongo, empty_first_key)
+{
+	struct l7t_run *r = l7t_new(OPS);
+	struct buf *q = buf_new(), *a = buf_new();
+
+	op_msg_cmd(q, 1, 0, "", "x");
+	feedb(r, EG, 1, q);
+	op_msg_ok(a, 2, 1, 0, 1, 0);
+	feedb(r, IN, 2, a);
+	cr_assert_eq(r->n, 1);
+	cr_assert_str_eq(r->x[0].op, "OP_MSG");
+	cr_assert_str_eq(r->x[0].target, "");
+	cr_assert_eq(l7t_finish(r, 3).malformed, 0);
+	free(q);
+	free(a);
+	l7t_free(r);
+}
+
 Test(mongo, gaps_and_losses)
 {
 	struct l7t_run *r = l7t_new(OPS);
@@ -905,6 +924,29 @@ Test(mongo, gaps_and_losses)
 	cr_assert_eq(st.gap_bytes, 500);
 	/* the resumed tail of c1, the gap after c6 */
 	cr_assert_eq(st.bytes_unattributed, (n1 - 30) + 500);
+	free(q);
+	free(a);
+	l7t_free(r);
+}
+
+/* Found by fuzz_mongo: a reply whose last bytes are lost after its request was sent. */
+Test(mongo, loss_timed_by_the_last_segment)
+{
+	struct l7t_run *r = l7t_new(OPS);
+	struct buf *q = buf_new(), *a = buf_new();
+
+	op_msg_ok(a, 2, 1, 0, 1, 0);
+	l7t_seg(r, IN, 5, a->b, 20, 20);
+	op_msg_cmd(q, 1, 0, "ping", NULL);
+	feedb(r, EG, 10, q);
+	l7t_lost(r, IN, a->n - 20);
+	cr_assert_eq(r->n, 1);
+	cr_assert_str_eq(r->x[0].op, "ping");
+	cr_assert_eq(r->x[0].start_ns, 10);
+	cr_assert_eq(r->x[0].end_ns, 10);
+	cr_assert_eq(r->x[0].resp_bytes, a->n);
+	cr_assert_eq(r->x[0].flags, L7_F_RESP_TRUNCATED);
+	l7t_finish(r, 11);
 	free(q);
 	free(a);
 	l7t_free(r);
