@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Turns a recording of tests/tools/tcp_record.py into a seed of the l7 fuzz targets.
+"""Turns a recording of tests/tools/record_conns.py into a seed of the l7 fuzz targets.
 
     l7_seed.py DIR/NAME OUT [--server] [--from N] [--cut SEG:CAPTURED] [--lost SEG]
                [--close-at SEG]
