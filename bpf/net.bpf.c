@@ -648,12 +648,13 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 	if ((v == 2013 || v == 2004 || v == 2012) && len >= 16 && len <= (48u << 20))
 		return NET_PROTO_MONGO;
 	/*
-	 * Kafka: size, api_key (0-74), api_version (0-17), correlation id, client id length
+	 * Kafka: size, api_key (0-127), api_version (0-31), correlation id, client id length
 	 * (-1 or short), big-endian; the whole request in this call (clients write one per call).
+	 * The bounds are the shipper's parser's (shipper/kafka.c).
 	 */
 	len = (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
-	if (actual && len + 4 == actual && len >= 10 && p[4] == 0 && p[5] <= 74 && p[6] == 0 &&
-	    p[7] <= 17 && ((p[12] == 0xff && p[13] == 0xff) || p[12] == 0))
+	if (actual && len + 4 == actual && len >= 10 && p[4] == 0 && p[5] <= 127 && p[6] == 0 &&
+	    p[7] <= 31 && ((p[12] == 0xff && p[13] == 0xff) || p[12] == 0))
 		return NET_PROTO_KAFKA;
 	return NET_PROTO_NONE;
 }
