@@ -252,6 +252,7 @@ bench: deps
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
 	scripts/bench_network_tls.sh
+	scripts/bench_network_protocols.sh
 	scripts/bench_continuous.sh
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
