@@ -1143,3 +1143,109 @@ Test(network, a_hostile_rule_regex_is_bounded, .timeout = 30)
 	free(logs.data);
 	net_task__free(t);
 }
+
+/* ---- protocols beyond HTTP ---- */
+
+#include "tests/unit/l7_replay.h"
+
+/*
+ * A real MariaDB session (tests/unit/data/mysql/cli_query: two queries, one on a missing table,
+ * and a quit) as the server's side saw it, with the program's MYSQL protocol: the meters of the
+ * mysql family with upstream's labels and protocol "mysql", codes as `code`, and the report's
+ * endpoints by command and statement.
+ */
+Test(network, mysql_session_meters_and_report)
+{
+	struct l7r_rec *rec = l7r_load("mysql", "cli_query");
+	struct net_conn s = conn4(2, 200, NET_ROLE_SERVER, "127.0.0.1", 3306, "10.0.0.9", 40000);
+	struct spool_batch b = { 0 }, logs = { 0 };
+	struct mtr *m = calloc(512, sizeof(*m));
+	struct net_task *t = task();
+	struct json_object *j, *eps;
+	uint64_t seq[2] = { 0, 0 };
+	const struct mtr *x;
+	struct net_stats st;
+	size_t n, ncoll, found = 0;
+	char path[] = "/tmp/rover-test-report.XXXXXX", buf[65536];
+	int fd;
+	ssize_t got;
+	struct fb f;
+
+	procs(t, "inst");
+	fb_init(&f);
+	for (size_t i = 0; i < rec->n; i++) {
+		int dir = rec->seg[i].c2s ? NET_DIR_INGRESS : NET_DIR_EGRESS;
+		size_t cap = rec->seg[i].len < NET_CAPTURE_MAX ? rec->seg[i].len : NET_CAPTURE_MAX;
+
+		fb_data(&f, 2, 200, dir, ++seq[dir], T0 + i * MS, (const char *)rec->seg[i].data, cap,
+			rec->seg[i].len);
+		/* fb_data says HTTP/1: this connection is MySQL's */
+		((struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7)))
+			->proto = NET_PROTO_MYSQL;
+	}
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	s.proto = NET_PROTO_MYSQL;
+	s.dir[1].count = 4;
+	s.dir[1].bytes = 300;
+	fb_init(&f);
+	fb_conn(&f, &s);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_CONNS), 0);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.l7_exchanges, 4);
+	cr_assert_eq(st.http_exchanges, 0);
+	cr_assert_eq(st.bad_records + st.bad_frames, 0);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
+	n = decode(&b, m, 512, &ncoll);
+
+	x = find(m, n, "rover_net_p_mysql_request_counter", NULL);
+	cr_assert(x && x->value == 4, "3 queries and a quit");
+	cr_assert_str_eq(x->labels, "server_process_id=p-server,client_address=10.0.0.9:0,side=server,"
+				    "protocol=mysql,is_ssl=false");
+	x = find(m, n, "rover_net_p_mysql_error_counter", NULL);
+	cr_assert(x && x->value == 1);
+	x = find(m, n, "rover_net_p_mysql_response_status_counter", "code=1146");
+	cr_assert(x && x->value == 1);
+	x = find(m, n, "rover_net_p_mysql_response_status_counter", "code=0");
+	cr_assert(x && x->value == 3);
+	x = find(m, n, "rover_net_p_mysql_server_duration_histogram", NULL);
+	cr_assert(x && x->nb == NET_DUR_BUCKETS);
+	x = find(m, n, "rover_net_p_mysql_request_package_size_histogram", NULL);
+	cr_assert(x && x->nb == NET_SIZE_BUCKETS);
+	cr_assert(!find(m, n, "rover_net_p_http1_request_counter", NULL), "no HTTP meters");
+	x = find(m, n, "rover_net_p_server_read_counts_counter", NULL);
+	cr_assert(x && strstr(x->labels, "protocol=mysql"), "L4 meters say mysql too");
+
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	unlink(path);
+	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
+	got = pread(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert(got > 0);
+	buf[got] = '\0';
+	close(fd);
+	j = json_tokener_parse(buf);
+	cr_assert(j, "%s", buf);
+	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
+	for (size_t i = 0; i < json_object_array_length(eps); i++) {
+		struct json_object *e = json_object_array_get_idx(eps, i), *v;
+		const char *path_s = json_object_object_get_ex(e, "path", &v) ? json_object_get_string(v) : "";
+
+		cr_assert(json_object_object_get_ex(e, "protocol", &v));
+		cr_assert_str_eq(json_object_get_string(v), "mysql");
+		if (!strcmp(path_s, "SELECT * FROM nosuchtable")) {
+			cr_assert(json_object_object_get_ex(e, "status", &v));
+			cr_assert(json_object_object_get_ex(v, "1146", &v));
+			cr_assert_eq(json_object_get_int(v), 1, "%s", buf);
+			found++;
+		}
+	}
+	cr_assert_eq(found, 1, "%s", buf);
+	cr_assert_eq(json_object_array_length(eps), 4, "%s", buf);
+	json_object_put(j);
+	free(b.data);
+	free(logs.data);
+	free(m);
+	l7r_rec_free(rec);
+	net_task__free(t);
+}
