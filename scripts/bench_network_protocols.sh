@@ -2,7 +2,7 @@
 # make bench, NETWORK protocols beyond HTTP/1: what a NETWORK task costs a server that speaks
 # HTTP/2 or MySQL, and what the agent spends per 1000 of their requests.
 #
-# nginx serving h2c (`listen ... http2`) under `h2load -c4 -m10`, and MariaDB under
+# nginx serving h2c (`listen ... http2`) under `h2load -c4 -m10` (H2REQ requests), and MariaDB under
 # `mariadb-slap` (4 clients, `SELECT 1`, one query after the other), each without (A) and with
 # (B) a NETWORK task on the server, in ROUNDS rounds ordered AB, BA, ... so that a machine
 # getting busier or quieter biases no side: throughput ratio, the agent's CPU and the
@@ -15,11 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${OUT:-build}
 ROVER=${ROVER:-$B/rover}
-DUR=${BENCH_PROTO_SECONDS:-6}
 ROUNDS=${BENCH_PROTO_ROUNDS:-4}
+H2REQ=${BENCH_PROTO_H2_REQUESTS:-100000}
 QUERIES=${BENCH_PROTO_QUERIES:-40000}
 CONNS=4
-for v in DUR ROUNDS QUERIES; do
+for v in ROUNDS H2REQ QUERIES; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench: $v must be a positive integer"; exit 1; }
 done
 . scripts/bench_lib.sh
@@ -35,7 +35,10 @@ done
 net_port
 NG="$CG/nginx" AG="$CG/agent" MG="$CG/mariadb"
 mkdir -p "$NG" "$AG" "$MG" "$work/db"
-nginx_start "listen 127.0.0.1:$PORT http2;" \
+# keepalive_requests: nginx's default of 1000 per connection ends h2load's connections with
+# a GOAWAY, which it does not reconnect after.
+nginx_start "listen 127.0.0.1:$PORT http2;
+		keepalive_requests 100000000;" \
 	"log_format truth '\$status';
 	access_log $work/ngx/access.log truth;"
 access_lines() { wc -l < "$work/ngx/access.log" 2>/dev/null || echo 0; }
@@ -56,10 +59,10 @@ for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$DBPORT") 2>/dev/null && br
 (exec 3<>"/dev/tcp/127.0.0.1/$DBPORT") 2>/dev/null ||
 	{ echo "bench: mariadbd did not start:"; tail -n 5 "$work/db/error.log"; exit 1; }
 
-# h2load_run SECONDS: "requests rps" of one h2load run against nginx (4 connections, 10 streams
-# each).
+# h2load_run: "requests rps" of one h2load run of $H2REQ requests against nginx (4 connections,
+# 10 streams each); requests: the ones that succeeded.
 h2load_run() {
-	timeout $(($1 + 30)) h2load -c"$CONNS" -m10 -D"$1" "http://127.0.0.1:$PORT/ok" \
+	timeout 300 h2load -c"$CONNS" -m10 -n"$H2REQ" "http://127.0.0.1:$PORT/ok" \
 		> "$work/h2load.out" 2>&1 ||
 		{ echo "bench: h2load failed:" >&2; cat "$work/h2load.out" >&2; return 1; }
 	awk '/^finished in/ { gsub(/,/, ""); rps = $4 }
@@ -75,15 +78,16 @@ slap_run() {
 	awk -v q="$QUERIES" '/Average number of seconds to run all queries/ { s = $(NF - 1) }
 		END { if (s > 0) printf "%d %.1f\n", q, q / s; else print "0 0" }' "$work/slap.out"
 }
-# proc_usec COMM: CPU (user + system, µs) of the agent's process named COMM so far.
+# proc_usec COMM: CPU time (µs, from schedstat: ns, not clock ticks) of the agent's processes
+# named COMM so far.
 proc_usec() {
 	local p t=0 s
 	for p in $(cat "$AG/cgroup.procs" 2>/dev/null); do
 		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = "$1" ] || continue
-		s=$(awk '{ print $14 + $15 }' /proc/"$p"/stat 2>/dev/null || echo 0)
-		t=$((t + s))
+		s=$(awk '{ print $1 }' /proc/"$p"/schedstat 2>/dev/null || echo 0)
+		t=$((t + s / 1000))
 	done
-	echo $((t * 1000000 / $(getconf CLK_TCK)))
+	echo "$t"
 }
 # report_requests NAME PID PROTOCOL [PATH]: requests of PID's server endpoints of PROTOCOL (and
 # PATH) in report NAME.
@@ -98,15 +102,14 @@ print(sum(e.get("requests", 0) for e in d.get("endpoints", [])
 EOF
 }
 
-agent_start
 echo
-echo "== network protocols: nginx h2c under h2load -c$CONNS -m10 for ${DUR} s, MariaDB under" \
+echo "== network protocols: nginx h2c under h2load -c$CONNS -m10 ($H2REQ requests), MariaDB under" \
 	"mariadb-slap ($QUERIES x SELECT 1, $CONNS clients), $ROUNDS rounds without and with a" \
 	"NETWORK task on the server (AB, BA) =="
 network_available
 : > "$work/lost"
 : > "$work/rounds"
-TASK_S=$((DUR + 300))
+TASK_S=600
 DBPID=$(cat "$work/db/pid" 2>/dev/null || pgrep -P "$DB" | head -1)
 
 # One side of a round, one line: proto side requests rate agent_us shipper_us truth report lost lost_lines
@@ -117,7 +120,7 @@ side() {
 	fi
 	a0=$(cg_usec "$AG") s0=$(proc_usec rover-shipper) l0=$(access_lines)
 	if [ "$proto" = http2 ]; then
-		read -r req rate < <(h2load_run "$DUR")
+		read -r req rate < <(h2load_run)
 	else
 		read -r req rate < <(slap_run)
 	fi
