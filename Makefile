@@ -72,7 +72,7 @@ BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-sh
 TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.c)) \
               $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc)) \
               $(OUT)/tests/programs/gotls $(OUT)/tests/programs/gotls_stripped \
-              $(OUT)/tests/programs/gotls_pie
+              $(OUT)/tests/programs/gotls_pie $(OUT)/tests/programs/kmock
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
@@ -180,6 +180,15 @@ $(OUT)/tests/programs/gotls_stripped: $(GOTLS_SRCS)
 $(OUT)/tests/programs/gotls_pie: $(GOTLS_SRCS)
 	$(call msg,GO,$@)
 	$(Q)mkdir -p $(@D) && $(GOTLS_BUILD) -buildmode=pie -o $(abspath $@) .
+
+# sarama's MockBroker as a v0 Kafka broker (tests/tools/kmock), from Debian's
+# golang-github-shopify-sarama-dev in GOPATH mode (offline); its zstd cgo calls a deprecated
+# function.
+$(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
+	$(call msg,GO,$@)
+	$(Q)mkdir -p $(@D) && cd tests/tools/kmock && GO111MODULE=off GOPATH=/usr/share/gocode \
+		GOCACHE=$(abspath $(OUT))/gocache CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" \
+		go build -o $(abspath $@) .
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \

@@ -193,3 +193,38 @@ pid_t nr_spawn_when(const char *gofile, const char *out_path, char *const argv[]
 	close(fd);
 	return spawn_cmd(v, NULL);
 }
+
+pid_t nr_mariadb_start(int port, const struct tls_cert *cert)
+{
+	char datadir[4200], portarg[32], sock[4300], glog[4300], elog[4300], pidf[4300];
+	char certarg[4200], keyarg[4200], *err = NULL;
+	char *inst[] = { "/usr/bin/mariadb-install-db", "--no-defaults", datadir, "--skip-test-db",
+			 "--user=root", NULL };
+	char *argv[] = { "/usr/sbin/mariadbd", "--no-defaults", "--user=root", datadir, sock,
+			 "--bind-address=127.0.0.1", portarg, "--skip-log-bin",
+			 "--innodb-buffer-pool-size=32M", "--skip-grant-tables", "--general-log",
+			 glog, elog, pidf, certarg, keyarg, NULL };
+	pid_t pid;
+	int rc;
+
+	snprintf(datadir, sizeof(datadir), "--datadir=%s", tmp_path("db"));
+	snprintf(portarg, sizeof(portarg), "--port=%d", port);
+	snprintf(sock, sizeof(sock), "--socket=%s", tmp_path("db/sock"));
+	snprintf(glog, sizeof(glog), "--general-log-file=%s", tmp_path("db/general.log"));
+	snprintf(elog, sizeof(elog), "--log-error=%s", tmp_path("db/error.log"));
+	snprintf(pidf, sizeof(pidf), "--pid-file=%s", tmp_path("db/pid"));
+	if (cert) {
+		snprintf(certarg, sizeof(certarg), "--ssl-cert=%s", cert->cert);
+		snprintf(keyarg, sizeof(keyarg), "--ssl-key=%s", cert->key);
+	} else {
+		argv[14] = NULL;
+	}
+	rc = run_cmd(inst, &err);
+	cr_assert_eq(rc, 0, "mariadb-install-db: %s", err);
+	free(err);
+	pid = spawn_cmd(argv, tmp_path("db.stderr"));
+	cr_assert_gt(pid, 0);
+	cr_assert_eq(wait_listen(port, 60000), 0, "mariadbd: %s",
+		     slurp(tmp_path("db/error.log"), NULL));
+	return pid;
+}

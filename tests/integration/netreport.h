@@ -49,4 +49,12 @@ int64_t nr_sum_code(struct json_object *r, int pid, const char *protocol, int co
  */
 pid_t nr_spawn_when(const char *gofile, const char *out_path, char *const argv[]);
 
+struct tls_cert;
+/*
+ * MariaDB in tmp/db on 127.0.0.1:port: no grant tables (any user gets in), TLS with cert when
+ * it is not NULL, every command the server is given written to tmp/db/general.log. Returns its
+ * pid once it listens, or the test fails.
+ */
+pid_t nr_mariadb_start(int port, const struct tls_cert *cert);
+
 #endif

@@ -180,42 +180,6 @@ Test(proto, dns_over_tcp_kdig_and_unbound)
 	free(log);
 }
 
-/*
- * MariaDB in tmp/db on 127.0.0.1:port: no grant tables (any user gets in), TLS with the test's
- * certificate, every command the server is given written to tmp/db/general.log. Returns its
- * pid once it listens.
- */
-static pid_t mariadb_start(int port)
-{
-	char datadir[4200], portarg[32], sock[4300], glog[4300], elog[4300], pidf[4300];
-	char certarg[4200], keyarg[4200], *err = NULL;
-	char *inst[] = { "/usr/bin/mariadb-install-db", "--no-defaults", datadir, "--skip-test-db",
-			 "--user=root", NULL };
-	char *argv[] = { "/usr/sbin/mariadbd", "--no-defaults", "--user=root", datadir, sock,
-			 "--bind-address=127.0.0.1", portarg, "--skip-log-bin",
-			 "--innodb-buffer-pool-size=32M", "--skip-grant-tables", "--general-log",
-			 glog, elog, pidf, certarg, keyarg, NULL };
-	pid_t pid;
-	int rc;
-
-	snprintf(datadir, sizeof(datadir), "--datadir=%s", tmp_path("db"));
-	snprintf(portarg, sizeof(portarg), "--port=%d", port);
-	snprintf(sock, sizeof(sock), "--socket=%s", tmp_path("db/sock"));
-	snprintf(glog, sizeof(glog), "--general-log-file=%s", tmp_path("db/general.log"));
-	snprintf(elog, sizeof(elog), "--log-error=%s", tmp_path("db/error.log"));
-	snprintf(pidf, sizeof(pidf), "--pid-file=%s", tmp_path("db/pid"));
-	snprintf(certarg, sizeof(certarg), "--ssl-cert=%s", cert.cert);
-	snprintf(keyarg, sizeof(keyarg), "--ssl-key=%s", cert.key);
-	rc = run_cmd(inst, &err);
-	cr_assert_eq(rc, 0, "mariadb-install-db: %s", err);
-	free(err);
-	pid = spawn_cmd(argv, tmp_path("db.stderr"));
-	cr_assert_gt(pid, 0);
-	cr_assert_eq(wait_listen(port, 60000), 0, "mariadbd: %s",
-		     slurp(tmp_path("db/error.log"), NULL));
-	return pid;
-}
-
 /* Commands of kind ("Query", "Quit", "Prepare", "Execute") in the server's general log. */
 static int general_log_count(const char *kind)
 {
@@ -257,7 +221,7 @@ static void mariadb_cli(bool ssl)
 	snprintf(cmd, sizeof(cmd),
 		 "exec mariadb -h 127.0.0.1 -P %s -u root %s --force <%s", portarg,
 		 ssl ? "--ssl" : "--skip-ssl", tmp_path("statements.sql"));
-	db = mariadb_start(port);
+	db = nr_mariadb_start(port, &cert);
 	cli = client = nr_spawn_when(tmp_path("go"), tmp_path("cli.out"), argv);
 	cr_assert_gt(client, 0);
 	/* Over TLS the server only: the client maps libssl when the shell holding it execs it. */

@@ -15,9 +15,16 @@ Produce with acks=0 gets no response, as from a real broker. Any other API key o
 closes the connection (what a broker does with a request it cannot parse).
 
 --advertise: the host:port Metadata names for the broker (a recording proxy's), default its
-own. Runs until SIGTERM or SIGINT.
+own. Runs until SIGTERM or SIGINT, then writes to stderr one line per kind of request it
+answered (or took, for acks=0), for tests to compare with what a profiler saw:
+    counted API TOPIC CODE N
+API its name (ApiVersions, Metadata, Produce), TOPIC the first topic of the request ("-": none),
+CODE the first non-zero error code of the response (0: none; "-": no response); then
+    records TOPIC N
+the records its Produce requests carried.
 """
 import argparse
+import collections
 import signal
 import socketserver
 import struct
@@ -25,6 +32,7 @@ import sys
 import threading
 
 API_PRODUCE, API_METADATA, API_API_VERSIONS = 0, 3, 18
+API_NAMES = {API_PRODUCE: "Produce", API_METADATA: "Metadata", API_API_VERSIONS: "ApiVersions"}
 # key: (min, max, first flexible version)
 SUPPORTED = {API_PRODUCE: (0, 11, 9), API_METADATA: (0, 12, 9), API_API_VERSIONS: (0, 3, 3)}
 TOPICS = {"t": 1, "bad": 1}
@@ -144,6 +152,7 @@ def metadata(v, r, w, advertise):
                 r.take(16)  # topic_id
             names.append(r.string())
             r.tags()
+    asked = names[0] if names else None
     if not names:
         names = sorted(TOPICS)
     host, port = advertise
@@ -187,15 +196,45 @@ def metadata(v, r, w, advertise):
     if 8 <= v <= 10:
         w.int("i", -2147483648)  # cluster_authorized_operations
     w.tags()
+    return asked, 0 if all(n in TOPICS for n in names) else ERR_UNKNOWN_TOPIC
 
 
 class Broker:
     def __init__(self):
         self.lock = threading.Lock()
         self.offsets = {}
+        self.counts = collections.Counter()
+        self.records = collections.Counter()
+
+    def count(self, api, topic, code):
+        with self.lock:
+            self.counts[(api, topic or "-", "-" if code is None else str(code))] += 1
+
+    def count_records(self, topic, data):
+        """Adds the records of a partition's data to topic's: a record batch (magic 2) says
+        how many it holds; a legacy message set (magic 0 or 1: librdkafka sends those to a
+        broker that has no Fetch v4) has one per entry (a compressed wrapper counts as one)."""
+        n, off = 0, 0
+        while data and off + 17 <= len(data):
+            length = struct.unpack_from(">i", data, off + 8)[0]
+            if data[off + 16] == 2 and off + 61 <= len(data):
+                n += struct.unpack_from(">i", data, off + 57)[0]
+            else:
+                n += 1
+            off += 12 + length
+        with self.lock:
+            self.records[topic] += n
+
+    def report(self, f):
+        with self.lock:
+            for (api, topic, code), n in sorted(self.counts.items()):
+                f.write("counted %s %s %s %d\n" % (api, topic, code, n))
+            for topic, n in sorted(self.records.items()):
+                f.write("records %s %d\n" % (topic, n))
+        f.flush()
 
     def produce(self, v, r, w):
-        """Returns False when no response is due (acks=0)."""
+        """(first topic, first error code), code None when no response is due (acks=0)."""
         if v >= 3:
             r.string()  # transactional_id
         acks = r.int("h")
@@ -206,13 +245,15 @@ class Broker:
             parts = []
             for _ in range(r.array_len()):
                 index = r.int("i")
-                r.bytes_()
+                self.count_records(name, r.bytes_())
                 r.tags()
                 parts.append(index)
             r.tags()
             topics.append((name, parts))
+        first = topics[0][0] if topics else None
         if acks == 0:
-            return False
+            return first, None
+        first_err = 0
         w.array_len(len(topics))
         for name, parts in topics:
             w.string(name)
@@ -227,6 +268,7 @@ class Broker:
                     base = self.offsets.get((name, p), 0)
                     if not err:
                         self.offsets[(name, p)] = base + 1
+                first_err = first_err or err
                 w.int("i", p)
                 w.int("h", err)
                 w.int("q", base if not err else -1)
@@ -242,7 +284,7 @@ class Broker:
         if v >= 1:
             w.int("i", 0)  # throttle_time_ms
         w.tags()
-        return True
+        return first, first_err
 
 
 class Handler(socketserver.BaseRequestHandler):
@@ -284,6 +326,7 @@ class Handler(socketserver.BaseRequestHandler):
                     w.int("h", klo)
                     w.int("h", khi)
                 self.send(corr, bytes(w.b), False)
+                srv.broker.count("ApiVersions", None, ERR_UNSUPPORTED_VERSION)
                 continue
             if not lo <= v <= hi:
                 return
@@ -294,13 +337,16 @@ class Handler(socketserver.BaseRequestHandler):
             try:
                 if key == API_API_VERSIONS:
                     api_versions(v, w)
+                    topic, code = None, 0
                 elif key == API_METADATA:
-                    metadata(v, r, w, srv.advertise)
+                    topic, code = metadata(v, r, w, srv.advertise)
                 elif key == API_PRODUCE:
-                    if not srv.broker.produce(v, r, w):
-                        continue
+                    topic, code = srv.broker.produce(v, r, w)
             except ValueError:
                 return
+            srv.broker.count(API_NAMES[key], topic, code)
+            if code is None:
+                continue
             # ApiVersions answers with a v0 header whatever the version (KIP-511).
             self.send(corr, bytes(w.b), flex and key != API_API_VERSIONS)
 
@@ -335,6 +381,7 @@ def main():
         pass
     finally:
         srv.server_close()
+        srv.broker.report(sys.stderr)
 
 
 if __name__ == "__main__":

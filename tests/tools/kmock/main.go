@@ -11,6 +11,9 @@
 //	cd tests/tools/kmock && GO111MODULE=off GOPATH=/usr/share/gocode go build -o /tmp/kmock .
 //
 // Run: /tmp/kmock -port 19092 -ready-file FILE [-advertise 127.0.0.1:19093] (until SIGTERM).
+// On SIGTERM it writes to stderr one line per kind of request it answered, as
+// tests/tools/kafka_broker.py does: "counted API TOPIC CODE N" (TOPIC the first topic, "-" for
+// none; CODE the first non-zero error code of the answer).
 package main
 
 import (
@@ -19,6 +22,8 @@ import (
 	"io/ioutil"
 	"os"
 	"os/signal"
+	"reflect"
+	"sort"
 	"syscall"
 
 	"github.com/Shopify/sarama"
@@ -65,5 +70,51 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
+	history := b.History()
 	b.Close()
+	report(history)
+}
+
+// Kafka's names of the API keys the handlers above answer.
+var apiNames = map[string]string{"ProduceRequest": "Produce", "MetadataRequest": "Metadata",
+	"OffsetRequest": "ListOffsets", "FetchRequest": "Fetch"}
+
+func report(history []sarama.RequestResponse) {
+	counts := map[string]int{}
+	for _, rr := range history {
+		name := reflect.TypeOf(rr.Request).Elem().Name()
+		if api, ok := apiNames[name]; ok {
+			name = api
+		}
+		topic, code := "-", sarama.ErrNoError
+		switch res := rr.Response.(type) {
+		case *sarama.ProduceResponse:
+			for t, parts := range res.Blocks {
+				topic = t
+				for _, blk := range parts {
+					if code == sarama.ErrNoError {
+						code = blk.Err
+					}
+				}
+			}
+		case *sarama.MetadataResponse:
+			if req, ok := rr.Request.(*sarama.MetadataRequest); ok && len(req.Topics) > 0 {
+				topic = req.Topics[0]
+			}
+			for _, t := range res.Topics {
+				if code == sarama.ErrNoError {
+					code = t.Err
+				}
+			}
+		}
+		counts[fmt.Sprintf("%s %s %d", name, topic, int16(code))]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(os.Stderr, "counted %s %d\n", k, counts[k])
+	}
 }
