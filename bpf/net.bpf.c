@@ -568,7 +568,14 @@ struct det_bytes {
 	__u8 b[16];
 };
 
-__noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u32 udp)
+/* net_detect()'s modes: what the bytes are known to be. */
+enum {
+	DET_STREAM = 0,	    /* the first call of a stream */
+	DET_DATAGRAM = 1,   /* a UDP datagram, or a DNS message whose length came alone */
+	DET_KAFKA_BODY = 2, /* the rest of a message whose 4-byte size came alone */
+};
+
+__noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u32 mode)
 {
 	const __u8 *p;
 	__u32 len, v;
@@ -580,7 +587,14 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 	 * A UDP datagram: DNS only, a header with one question, a standard query (answers
 	 * only in a response).
 	 */
-	if (udp) {
+	/* A Kafka request's header after its size: api_key, api_version, correlation id, client id. */
+	if (mode == DET_KAFKA_BODY) {
+		if (n >= 10 && p[0] == 0 && p[1] <= 127 && p[2] == 0 && p[3] <= 31 &&
+		    ((p[8] == 0xff && p[9] == 0xff) || p[8] == 0))
+			return NET_PROTO_KAFKA;
+		return NET_PROTO_NONE;
+	}
+	if (mode == DET_DATAGRAM) {
 		if (n < 12)
 			return NET_PROTO_NONE;
 		if (actual >= 17 && (p[2] & 0x78) == 0 && p[4] == 0 && p[5] == 1 &&
@@ -760,7 +774,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 				struct det_bytes h = {};
 
 				__builtin_memcpy(h.b, st->head, 8);
-				p = net_detect(&h, st->head_len, 0, 0);
+				p = net_detect(&h, st->head_len, 0, DET_STREAM);
 			}
 			if (p == NET_PROTO_UNKNOWN)
 				p = NET_PROTO_NONE;
@@ -773,19 +787,26 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			goto send;
 		}
 		/*
-		 * A 2-byte length read or written by itself, then a message of that length: DNS
-		 * over TCP as unbound reads it. The length goes first, as a segment of its own.
+		 * A length read or written by itself, then a message of that length: DNS over TCP
+		 * as unbound reads it (2 bytes), a Kafka request as brokers read it (4). The length
+		 * goes first, as a segment of its own.
 		 */
-		if (st->head_len == 2 && ((__u32)st->head[0] << 8 | st->head[1]) == bytes &&
-		    net_detect((const struct det_bytes *)s->buf, captured, bytes, 1) ==
-			    NET_PROTO_DNS) {
-			p = NET_PROTO_DNS;
+		p = NET_PROTO_NONE;
+		if (st->head_len == 2 && ((__u32)st->head[0] << 8 | st->head[1]) == bytes)
+			p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
+				       DET_DATAGRAM);
+		else if (st->head_len == 4 &&
+			 ((__u32)st->head[0] << 24 | (__u32)st->head[1] << 16 |
+			  (__u32)st->head[2] << 8 | st->head[3]) == bytes)
+			p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
+				       DET_KAFKA_BODY);
+		if (p == NET_PROTO_DNS || p == NET_PROTO_KAFKA) {
 			st->conn.proto = p;
 			emit_head(st, dir, tgid, a->ts ? a->ts : now, fn);
 			goto detected;
 		}
 		p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
-			       st->conn.flags & NET_CONN_UDP);
+			       st->conn.flags & NET_CONN_UDP ? DET_DATAGRAM : DET_STREAM);
 		/*
 		 * Too few bytes to tell (or none we could read): wait for the next calls. So too
 		 * for bytes of no protocol on a connection met mid-stream or carrying a TLS

@@ -39,6 +39,11 @@ if [ -n "$missing" ]; then
 		$SUDO systemctl disable --now nginx.service unbound.service mariadb.service >/dev/null 2>&1 || true
 	fi
 fi
+# npm modules the integration tests drive as real clients (pinned; into build/npm).
+if command -v npm >/dev/null; then
+	sh "$(dirname "$0")/../tests/programs/npm-deps.sh" "${ROVER_BUILD:-$(dirname "$0")/../build}/npm" ||
+		echo "install-deps: npm modules not installed (the tests that need them will try again)"
+fi
 # The roles run as a dedicated user, never nobody (policy/README.md).
 if [ "$(id -u)" -eq 0 ]; then
 	"$(dirname "$0")/add-rover-user.sh"

@@ -473,21 +473,17 @@ Test(proto_db, kafka_v0_kcat_and_sarama_mock)
 }
 
 /*
- * The brokers' side. Disabled: the agent never tells Kafka on a broker's connections. Brokers
- * read a request's 4-byte size by itself, then the rest (kafka_broker.py recv(4); sarama
- * decodeRequest io.ReadFull of 4; Kafka's own NetworkReceive reads a 4-byte size buffer
- * first): bpf/net.bpf.c capture() gathers the 4 bytes in st->head (< 5), then net_detect()
- * gets the rest alone, which starts with api_key, not a size, and the connection is NONE for
- * good. It needs the case DNS over TCP has there (head_len == 2): head_len == 4, the head's
- * big-endian value equal to the call's bytes, the call's bytes a request header (api_key,
- * api_version, client id length), then emit_head(). Enable once it is there.
+ * The brokers' side. Brokers read a request's 4-byte size by itself, then the rest
+ * (kafka_broker.py recv(4); sarama decodeRequest io.ReadFull of 4; Kafka's own NetworkReceive
+ * reads a 4-byte size buffer first): the program tells Kafka from the size and the header
+ * that follows it (bpf/net.bpf.c, DET_KAFKA_BODY).
  */
-Test(proto_db, kafka_broker_side, .disabled = true)
+Test(proto_db, kafka_broker_side)
 {
 	kcat_produce(false, true);
 }
 
-Test(proto_db, kafka_v0_broker_side, .disabled = true)
+Test(proto_db, kafka_v0_broker_side)
 {
 	kcat_produce(true, true);
 }
