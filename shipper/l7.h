@@ -16,7 +16,9 @@
  * - Any split of the same bytes into segments gives the same exchanges when there are no gaps.
  *   A gap inside a message of known length is skipped and counted (sizes stay exact); framing
  *   lost anywhere else makes the direction resynchronize on a later segment start that parses
- *   as a message header of its protocol (the bytes in between count to bytes_unattributed).
+ *   as a message header of its protocol (the bytes in between count to bytes_unattributed, or,
+ *   where the protocol says they still belong to the message that was cut, a MySQL result set
+ *   larger than the capture, to that message, as shipper/http1.c does).
  * - For datagram protocols (DNS over UDP) each segment is one whole message (L7_F_DATAGRAM
  *   given to new()).
  * - Memory per connection is bounded and never depends on message sizes; at most
