@@ -573,6 +573,7 @@ enum {
 	DET_STREAM = 0,	    /* the first call of a stream */
 	DET_DATAGRAM = 1,   /* a UDP datagram, or a DNS message whose length came alone */
 	DET_KAFKA_BODY = 2, /* the rest of a message whose 4-byte size came alone */
+	DET_MIDSTREAM = 3,  /* a call of a stream met mid-way (or of TLS plaintext) */
 };
 
 __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u32 mode)
@@ -583,10 +584,6 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 	if (!d)
 		return NET_PROTO_UNKNOWN;
 	p = d->b;
-	/*
-	 * A UDP datagram: DNS only, a header with one question, a standard query (answers
-	 * only in a response).
-	 */
 	/* A Kafka request's header after its size: api_key, api_version, correlation id, client id. */
 	if (mode == DET_KAFKA_BODY) {
 		if (n >= 10 && p[0] == 0 && p[1] <= 127 && p[2] == 0 && p[3] <= 31 &&
@@ -594,6 +591,28 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 			return NET_PROTO_KAFKA;
 		return NET_PROTO_NONE;
 	}
+	/*
+	 * HTTP/2 met mid-way: a whole frame, or several, beginning this call: a length that fits,
+	 * a type whose flags and stream id are all valid (HEADERS or DATA on a stream, SETTINGS,
+	 * PING or WINDOW_UPDATE of their fixed shapes). Checked before the others: their
+	 * headers do not begin like this.
+	 */
+	if (mode == DET_MIDSTREAM && n >= 9 && actual) {
+		__u32 flen = (__u32)p[0] << 16 | (__u32)p[1] << 8 | p[2], sid;
+		__u8 type = p[3], fl = p[4];
+
+		sid = (__u32)p[5] << 24 | (__u32)p[6] << 16 | (__u32)p[7] << 8 | p[8];
+		if (flen + 9 <= actual && flen <= 16384 && !(sid >> 31) &&
+		    ((type == 1 && sid && !(fl & ~0x2du)) || (type == 0 && sid && !(fl & ~0x09u)) ||
+		     (type == 4 && !sid && !(fl & ~1u) && flen % 6 == 0 && (!(fl & 1) || !flen)) ||
+		     (type == 6 && !sid && !(fl & ~1u) && flen == 8) ||
+		     (type == 8 && flen == 4)))
+			return NET_PROTO_HTTP2;
+	}
+	/*
+	 * A UDP datagram: DNS only, a header with one question, a standard query (answers
+	 * only in a response).
+	 */
 	if (mode == DET_DATAGRAM) {
 		if (n < 12)
 			return NET_PROTO_NONE;
@@ -806,7 +825,9 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			goto detected;
 		}
 		p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
-			       st->conn.flags & NET_CONN_UDP ? DET_DATAGRAM : DET_STREAM);
+			       st->conn.flags & NET_CONN_UDP		? DET_DATAGRAM :
+			       st->conn.flags & (NET_CONN_MIDSTREAM | NET_CONN_TLS) ? DET_MIDSTREAM :
+										   DET_STREAM);
 		/*
 		 * Too few bytes to tell (or none we could read): wait for the next calls. So too
 		 * for bytes of no protocol on a connection met mid-stream or carrying a TLS

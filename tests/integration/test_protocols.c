@@ -79,6 +79,49 @@ static void expect_dns(struct json_object *r, int pid, const char *role, const c
  * server's side each show them by type and name with the rcodes kdig printed.
  */
 /*
+ * dig asks unbound three questions over TLS (DNS over TLS, port 853's protocol; dig uses
+ * OpenSSL's _ex calls): unbound's side, its plaintext from the TLS probes on its libssl, shows
+ * them by type and name, marked ssl. (dig maps its libssl only when the shell holding it back
+ * execs it: the server is the side traced.)
+ */
+Test(proto, dns_over_tls_dig_and_unbound)
+{
+	int port = free_port(15600, 15699);
+	char portarg[16], pids[32], *log, *out;
+	char *argv[] = { "dig", "@127.0.0.1", "-p", portarg, "+tls", "+tries=1", "+time=5",
+			 "example.test", "nope.example.test", "example.test", NULL };
+	struct json_object *r;
+	struct nr_sum s;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	cr_assert_eq(unbound_start(port, &cert, &ub), 0);
+	client = nr_spawn_when(tmp_path("go"), tmp_path("dig.out"), argv);
+	cr_assert_gt(client, 0);
+	snprintf(pids, sizeof(pids), "%d", (int)ub.pid);
+	task = nr_start(pids, "5s", "dot.json", 1);
+	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	cr_assert_eq(wait_cmd(client, 20000), 0, "%s", slurp(tmp_path("dig.out"), NULL));
+	client = -1;
+	out = slurp(tmp_path("dig.out"), NULL);
+	cr_assert_eq(count_in(out, "status: NOERROR"), 2, "%s", out);
+	cr_assert_eq(count_in(out, "status: NXDOMAIN"), 1, "%s", out);
+	r = nr_end(task, "dot.json", &log);
+	task = -1;
+
+	expect_dns(r, ub.pid, "server", "A", "example.test", 0, 2);
+	expect_dns(r, ub.pid, "server", "A", "nope.example.test", 3, 1);
+	nr_sum(r, ub.pid, "dns", &s);
+	cr_assert_eq(s.requests, 3, "%s", nr_dump(r));
+	cr_assert_eq(s.errors, 1, "%s", nr_dump(r));
+	cr_assert_gt(s.pairs, 0);
+	cr_assert_eq(s.ssl_pairs, s.pairs, "%s", nr_dump(r));
+	json_object_put(r);
+	free(out);
+	free(log);
+}
+
+/*
  * dig asks dnsmasq three questions over UDP: dnsmasq answers names under test.local and
  * refuses the rest (no upstream). dig's sockets are connected; dnsmasq's is not (its remote is
  * where it sends its answers).
@@ -419,6 +462,83 @@ Test(proto, grpc_status_by_method)
 		nr_sum(r, pid, "http", &s);
 		cr_assert_eq(s.requests, ok + fail, "%s: %s", role, nr_dump(r));
 	}
+	json_object_put(r);
+	free(out);
+	free(log);
+}
+
+/*
+ * The same client's channel opened, and used five times, before the task: the server's side
+ * of it is met mid-way, with both HPACK tables' contents unknown. Every later call is still
+ * counted, with the statuses that need no table entry; whatever needed one is counted as
+ * missed and shown as unknown (path "*"), never named after a method it may not be.
+ */
+Test(proto, grpc_met_mid_connection_counts_and_never_guesses)
+{
+	int port = free_port(18300, 18399);
+	char portarg[16], pids[32], *log, *out, peer[4200];
+	char *srv[] = { "/usr/bin/python3", peer, "server", portarg, (char *)tmp_path("ready"), NULL };
+	char gofile[4200];
+	/* tmp_path's buffers rotate: the path is copied before it is given away */
+	char *cli[] = { "/usr/bin/python3", peer, "client", portarg, "20", "7", gofile, "5", NULL };
+	struct json_object *r, *eps;
+	struct nr_sum s;
+	pid_t c, sv;
+	int ok = -1, fail = -1;
+	int64_t named = 0, unknown = 0;
+
+	cr_assert_gt(port, 0);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	snprintf(peer, sizeof(peer), "%s", src("tests/programs/grpc_peer.py"));
+	snprintf(gofile, sizeof(gofile), "%s", tmp_path("go"));
+	sv = db = spawn_cmd(srv, tmp_path("server.log"));
+	cr_assert_gt(sv, 0);
+	for (int i = 0; i < 200 && access(tmp_path("ready"), F_OK); i++)
+		sleep_ms(50);
+	cr_assert_eq(access(tmp_path("ready"), F_OK), 0, "%s", slurp(tmp_path("server.log"), NULL));
+	c = client = nr_spawn_when(tmp_path("started"), tmp_path("client.out"), cli);
+	cr_assert_eq(write_file(tmp_path("started"), ""), 0);
+	for (int i = 0; i < 400; i++) {
+		out = slurp(tmp_path("client.out"), NULL);
+		if (out && strstr(out, "waiting"))
+			break;
+		free(out);
+		out = NULL;
+		sleep_ms(50);
+	}
+	cr_assert_not_null(out, "the client made no calls before the task");
+	free(out);
+	snprintf(pids, sizeof(pids), "%d", (int)sv);
+	task = nr_start(pids, "8s", "grpc_mid.json", 0);
+	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
+	cr_assert_eq(wait_cmd(client, 30000), 0, "%s", slurp(tmp_path("client.out"), NULL));
+	client = -1;
+	out = slurp(tmp_path("client.out"), NULL);
+	cr_assert(strstr(out, "ok="), "%s", out);
+	cr_assert_eq(sscanf(strstr(out, "ok="), "ok=%d fail=%d", &ok, &fail), 2, "%s", out);
+	cr_assert_eq(ok + fail, 27);
+	r = nr_end(task, "grpc_mid.json", &log);
+	task = -1;
+	(void)c;
+
+	nr_sum(r, sv, "http", &s);
+	cr_assert_eq(s.requests, 27, "every call after the start counted: %s", nr_dump(r));
+	eps = nr_array(r, "endpoints");
+	for (size_t i = 0; i < json_object_array_length(eps); i++) {
+		struct json_object *e = json_object_array_get_idx(eps, i);
+		const char *path = nr_str(e, "path");
+
+		if (!strcmp(path, "*"))
+			unknown += nr_int(e, "requests");
+		else if (!strcmp(path, "/rover.Test/Ok") || !strcmp(path, "/rover.Test/Fail"))
+			named += nr_int(e, "requests");
+		else
+			cr_assert_fail("a path made up: %s", nr_dump(e));
+	}
+	cr_assert_eq(named + unknown, 27, "%s", nr_dump(eps));
+	cr_assert_gt(nr_int(nr_obj(r, "losses"), "http2_hpack_missed_before_start") +
+			     nr_int(nr_obj(r, "losses"), "http2_headers_undecodable"),
+		     0, "the tables' unknown entries are counted: %s", nr_dump(r));
 	json_object_put(r);
 	free(out);
 	free(log);

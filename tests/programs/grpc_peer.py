@@ -5,9 +5,10 @@
   grpc_peer.py server PORT READY_FILE
       serves /rover.Test/Ok (answers b"ok") and /rover.Test/Fail (NOT_FOUND, code 5) until
       SIGTERM; writes READY_FILE once it listens.
-  grpc_peer.py client PORT N_OK N_FAIL [GO_FILE]
-      waits for GO_FILE if given, then makes N_OK and N_FAIL unary calls on one channel and
-      prints "ok=<calls that returned OK> fail=<calls that ended with NOT_FOUND>".
+  grpc_peer.py client PORT N_OK N_FAIL [GO_FILE [BEFORE]]
+      makes BEFORE (default 0) calls to Ok, waits for GO_FILE if given (printing "waiting"
+      first), then makes N_OK and N_FAIL unary calls, all on one channel, and prints
+      "ok=<calls that returned OK> fail=<calls that ended with NOT_FOUND>" (after the go file).
 Run with /usr/bin/python3 (Debian's python3-grpcio).
 """
 import os
@@ -47,18 +48,21 @@ def serve(port, ready):
     server.wait_for_termination()
 
 
-def client(port, n_ok, n_fail, go):
-    if go:
-        for _ in range(400):
-            if os.path.exists(go):
-                break
-            time.sleep(0.05)
+def client(port, n_ok, n_fail, go, before):
     ok = fail = 0
     with grpc.insecure_channel("127.0.0.1:%d" % port) as ch:
         call_ok = ch.unary_unary("/rover.Test/Ok", request_serializer=ident,
                                  response_deserializer=ident)
         call_fail = ch.unary_unary("/rover.Test/Fail", request_serializer=ident,
                                    response_deserializer=ident)
+        for _ in range(before):
+            call_ok(b"hello", timeout=10)
+        if go:
+            print("waiting", flush=True)
+            for _ in range(400):
+                if os.path.exists(go):
+                    break
+                time.sleep(0.05)
         for _ in range(n_ok):
             if call_ok(b"hello", timeout=10) == b"ok":
                 ok += 1
@@ -76,4 +80,5 @@ if __name__ == "__main__":
         serve(int(sys.argv[2]), sys.argv[3])
     else:
         client(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
-               sys.argv[5] if len(sys.argv) > 5 else None)
+               sys.argv[5] if len(sys.argv) > 5 else None,
+               int(sys.argv[6]) if len(sys.argv) > 6 else 0)
