@@ -17,9 +17,15 @@ static int cql_clean(void *c)
 	return !cq.bad_starts;
 }
 
+static const struct l7f_target target = {
+	.ops = &l7_cql_ops,
+	.check_x = l7f_check_named_cut,
+	.clean = cql_clean,
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	return l7f_run(&l7_cql_ops, cql_clean, data, size);
+	return l7f_run(&target, data, size);
 }

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a traced TCP connection's bytes as the shipper's MongoDB parser gets them
- * (shipper/mongo.c through l7_mongo_ops). Input format and contracts: tests/fuzz/fuzz_l7.h.
+ * (shipper/mongo.c over shipper/l7msg.c, through l7_mongo_ops). Input format and contracts:
+ * tests/fuzz/l7_fuzz.h, with the pending count of l7msg.
  */
-#include "tests/fuzz/fuzz_l7.h"
+#include "tests/fuzz/l7_fuzz.h"
+
+static const struct l7f_target target = {
+	.ops = &l7_mongo_ops,
+	.check_x = l7f_check_named,
+	.pending = l7f_l7msg_pending,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	return fuzz_l7(&l7_mongo_ops, data, size);
+	return l7f_run(&target, data, size);
 }

@@ -19,9 +19,15 @@ static int mysql_clean(void *c)
 	return !my.bad_starts;
 }
 
+static const struct l7f_target target = {
+	.ops = &l7_mysql_ops,
+	.check_x = l7f_check_named_cut,
+	.clean = mysql_clean,
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	return l7f_run(&l7_mysql_ops, mysql_clean, data, size);
+	return l7f_run(&target, data, size);
 }

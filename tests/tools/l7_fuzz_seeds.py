@@ -1,47 +1,103 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Writes the seeds of fuzz_mongo and fuzz_kafka (tests/fuzz/corpus/fuzz_{mongo,kafka}/) in the
-input format of tests/fuzz/fuzz_l7.h: recordings of tests/unit/data as segments, and a few
-conversations built here for what the recordings lack (exhaust replies, legacy opcodes,
-compression, flexible Kafka versions, gaps and losses). Needs /usr/bin/python3 with
-python3-pymongo (its bson module).
+"""Writes seeds of the l7 fuzz targets, in the input format of tests/fuzz/l7_fuzz.h.
 
-    /usr/bin/python3 tests/tools/l7_fuzz_seeds.py
+    l7_fuzz_seeds.py recording DIR/NAME OUT [--server] [--from N] [--cut SEG:CAPTURED]...
+                     [--lost SEG]...
+    l7_fuzz_seeds.py built [--corpus DIR]
+
+recording: a recording of tests/tools/tcp_record.py (DIR/NAME.c2s and .s2c, with or without
+times) as one seed: per segment an opcode (bit 7 ingress, a time step of 1), its length, a
+gap byte and the bytes. As the client the client's segments are egress; --server swaps.
+--from N starts at segment N; --cut SEG:CAPTURED captures only the first CAPTURED bytes of
+segment SEG (the rest becomes the gap, rounded up to the gap byte's unit); --lost SEG
+replaces segment SEG by a loss of unknown size; both may repeat. How the seeds of fuzz_mysql
+and fuzz_cql were made from tests/unit/data/{mysql,cql}.
+
+built: the seeds of fuzz_mongo and fuzz_kafka (DIR/fuzz_{mongo,kafka}/, DIR by default
+tests/fuzz/corpus): recordings of tests/unit/data as segments, and a few conversations built
+here for what the recordings lack (exhaust replies, legacy opcodes, compression, flexible
+Kafka versions, gaps and losses). Needs /usr/bin/python3 with python3-pymongo (its bson
+module).
 """
+import argparse
 import os
 import struct
 import sys
 
-import bson
+try:
+    import bson  # only the built seeds need it
+except ImportError:
+    bson = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def seg(ingress, data, gap=0, shift=0):
-    """A segment operation: time step 1 unless shift says more (the gap is byte << shift*2)."""
-    assert len(data) < 65536 and gap < 256
-    op = (0x80 if ingress else 0) | 0x40 | (shift << 2)
+def seg(ingress, data, gap=0, shift=0, wide=True):
+    """A segment operation: time step 1 unless shift says more (the gap is byte << shift*2);
+    its length in two bytes if wide or longer than 255."""
+    n = len(data)
+    assert n < 65536 and gap < 256
+    wide = wide or n > 255
+    op = (0x80 if ingress else 0) | (0x40 if wide else 0) | (shift << 2)
     if shift == 0:
         op |= 1 << 2
         assert gap == 0
-    return bytes([op, len(data) & 0xFF, len(data) >> 8, gap]) + data
+    return bytes([op, n & 0xFF]) + (bytes([n >> 8]) if wide else b"") + bytes([gap]) + data
 
 
 def lost(ingress, n=0, shift=1):
     return bytes([(0x80 if ingress else 0) | 2 | (shift << 2), n])
 
 
-def recording(proto, name, server=False):
-    chunks = []
+def load(prefix):
+    """The segments of a recording, (seq, c2s, bytes) in SEQ order: lines "SEQ HEX" or
+    "SEQ SECONDS HEX" (a time has a dot, hex never does)."""
+    segs = []
     for suffix, c2s in (("c2s", True), ("s2c", False)):
-        path = os.path.join(ROOT, "tests/unit/data", proto, "%s.%s" % (name, suffix))
-        for line in open(path):
-            if line.startswith("#") or not line.strip():
-                continue
-            seq, hexs = line.split()
-            chunks.append((int(seq), c2s, bytes.fromhex(hexs)))
-    chunks.sort()
-    return b"".join(seg(c2s == server, data) for _, c2s, data in chunks)
+        with open("%s.%s" % (prefix, suffix)) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                cols = line.split()
+                if len(cols) == 3 or (len(cols) == 2 and "." in cols[1]):
+                    del cols[1]
+                segs.append((int(cols[0]), c2s, bytes.fromhex(cols[1] if len(cols) > 1 else "")))
+    segs.sort()
+    return segs
+
+
+def recording(proto, name, server=False):
+    """A recording of tests/unit/data whole, every length in two bytes."""
+    segs = load(os.path.join(ROOT, "tests/unit/data", proto, name))
+    return b"".join(seg(c2s == server, data) for _, c2s, data in segs)
+
+
+def recording_seed(a):
+    cuts = dict(tuple(int(x) for x in c.split(":")) for c in a.cut)
+    out = bytearray()
+    for seq, c2s, data in load(a.recording):
+        if seq < a.start:
+            continue
+        ingress = c2s == a.server
+        if seq in a.lost:
+            out += lost(ingress)
+            continue
+        if len(data) > 0xFFFF:
+            sys.exit("segment %d too long" % seq)
+        if seq not in cuts:
+            out += seg(ingress, data, wide=False)
+            continue
+        captured = data[: cuts[seq]]
+        rest = len(data) - len(captured)
+        # the time step is the shift: at least 1, so the gap byte counts 4 bytes at least
+        shift = 1
+        while (rest + (1 << 2 * shift) - 1) >> 2 * shift > 255:
+            shift += 1
+        out += seg(ingress, captured, (rest + (1 << 2 * shift) - 1) >> 2 * shift, shift,
+                   wide=False)
+    with open(a.out, "wb") as f:
+        f.write(out)
 
 
 # --- MongoDB ---
@@ -193,9 +249,11 @@ def kafka_seeds():
     return seeds
 
 
-def main():
+def built(a):
+    if bson is None:
+        sys.exit("the built seeds need python3-pymongo's bson: run with /usr/bin/python3")
     for target, seeds in (("fuzz_mongo", mongo_seeds()), ("fuzz_kafka", kafka_seeds())):
-        d = os.path.join(ROOT, "tests/fuzz/corpus", target)
+        d = os.path.join(a.corpus, target)
         os.makedirs(d, exist_ok=True)
         for name, data in seeds.items():
             assert len(data) < 4096, (target, name, len(data))
@@ -204,5 +262,22 @@ def main():
         print("%s: %d seeds" % (target, len(seeds)), file=sys.stderr)
 
 
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("recording", help="one recording as one seed")
+    r.add_argument("recording", help="DIR/NAME of NAME.c2s and NAME.s2c")
+    r.add_argument("out")
+    r.add_argument("--server", action="store_true")
+    r.add_argument("--from", dest="start", type=int, default=0)
+    r.add_argument("--cut", action="append", default=[])
+    r.add_argument("--lost", action="append", type=int, default=[])
+    b = sub.add_parser("built", help="the seeds of fuzz_mongo and fuzz_kafka")
+    b.add_argument("--corpus", default=os.path.join(ROOT, "tests/fuzz/corpus"))
+    a = ap.parse_args()
+    (recording_seed if a.cmd == "recording" else built)(a)
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * shipper/cql.c: real conversations of the DataStax python driver and npm cassandra-driver
- * with tests/tools/cql_responder.py (recorded by tests/tools/record_conns.py into
+ * with tests/tools/cql_responder.py (recorded by tests/tools/tcp_record.py --per-conn into
  * tests/unit/data/cql/), fed whole, split at every byte, from the middle, as client and as
  * server; hand-made frames for flags, v5, compression, gaps, losses, garbage and bounds.
  * Every run closes and checks that every byte fed is in an exchange or counted unattributed.
@@ -100,7 +100,7 @@ Test(cql, python_session)
 	struct l7r_rec *rec = l7r_load("cql", "session");
 
 	for (int as_server = 0; as_server < 2; as_server++) {
-		struct l7r_run *r = l7r_play(OPS, rec, as_server, 0, 0);
+		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.as_server = as_server));
 		struct l7_stats st = l7_stats(r);
 
 		cr_assert_eq(r->ops->role(r->c), as_server ? L7_ROLE_SERVER : L7_ROLE_CLIENT);
@@ -148,7 +148,7 @@ Test(cql, python_session)
 Test(cql, python_control_connection_event)
 {
 	struct l7r_rec *rec = l7r_load("cql", "control");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct l7_stats st = l7_stats(r);
 
 	cr_assert_eq(r->n, 6);
@@ -175,7 +175,7 @@ Test(cql, python_control_connection_event)
 Test(cql, node_coalesced_out_of_order)
 {
 	struct l7r_rec *rec = l7r_load("cql", "node_session");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 
 	cr_assert_eq(r->n, 14);
 	check_x(&r->x[0], "STARTUP", "", 150, 9, 0, false, 0);
@@ -209,7 +209,7 @@ Test(cql, negotiation_of_newer_versions)
 
 	for (int i = 0; i < 2; i++) {
 		struct l7r_rec *rec = l7r_load("cql", names[i]);
-		struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 
 		/* OPTIONS as v5 (0x05) or DSE v2 (0x42), refused in a v4 frame: a protocol error */
 		cr_assert_eq(rec->seg[0].data[0], i ? 0x42 : 0x05);
@@ -233,20 +233,8 @@ Test(cql, split_anywhere_same_exchanges)
 	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
 		struct l7r_rec *rec = l7r_load("cql", recordings[i]);
 
-		for (int as_server = 0; as_server < 2; as_server++) {
-			struct l7r_run *whole = l7r_play(OPS, rec, as_server, 0, 0);
-
-			for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
-				struct l7r_run *r = l7r_play(OPS, rec, as_server, pieces[p], 0);
-
-				l7r_same(whole, r, recordings[i]);
-				cr_assert_eq(l7_stats(r).bytes_unattributed,
-					     l7_stats(whole).bytes_unattributed);
-				cr_assert_eq(l7_stats(r).resyncs, 0);
-				l7r_free(r);
-			}
-			l7r_free(whole);
-		}
+		l7r_pieces_same(OPS, rec, pieces, sizeof(pieces) / sizeof(pieces[0]),
+				recordings[i]);
 		l7r_rec_free(rec);
 	}
 }
@@ -254,21 +242,11 @@ Test(cql, split_anywhere_same_exchanges)
 Test(cql, split_at_every_byte)
 {
 	struct l7r_rec *rec = l7r_load("cql", "node_session");
-	struct l7r_run *whole = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
 
 	for (size_t cut = 1; cut < 450; cut++) {
-		struct l7r_run *r = l7r_new(OPS);
+		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.cut = cut));
 
-		for (size_t i = 0; i < rec->n; i++) {
-			const struct l7r_seg *s = &rec->seg[i];
-			size_t k = cut < s->len ? cut : s->len;
-
-			l7r_seg(r, l7r_dir(s, false), (i + 1) * 1000, s->data, k, k);
-			if (k < s->len)
-				l7r_seg(r, l7r_dir(s, false), (i + 1) * 1000, s->data + k,
-					s->len - k, s->len - k);
-		}
-		l7r_finish(r, (rec->n + 1) * 1000);
 		l7r_same(whole, r, "cut");
 		l7r_free(r);
 	}
@@ -281,8 +259,8 @@ Test(cql, split_at_every_byte)
 Test(cql, midstream)
 {
 	struct l7r_rec *rec = l7r_load("cql", "session");
-	struct l7r_run *whole = l7r_play(OPS, rec, false, 0, 0);
-	struct l7r_run *r = l7r_play(OPS, rec, true, 0, 8);
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.as_server = true, .from = 8));
 
 	/* from the first SELECT on, as the server */
 	cr_assert_eq(r->n, whole->n - 4);
@@ -297,7 +275,7 @@ Test(cql, midstream)
 	l7r_free(r);
 
 	/* from an answer whose request was not seen: an exchange with no request */
-	r = l7r_play(OPS, rec, false, 0, 9);
+	r = l7r_play(OPS, rec, L7R_PLAY(.from = 9));
 	cr_assert_eq(r->n, whole->n - 4);
 	check_x(&r->x[0], "", "", 0, 45, 0, false, L7_F_NO_REQUEST);
 	cr_assert_eq(r->x[0].start_ns, 10000);
@@ -318,7 +296,7 @@ Test(cql, midstream_inside_a_frame)
 	l7r_seg(r, IN, 1, rec->seg[13].data + 30, rec->seg[13].len - 30,
 		rec->seg[13].len - 30);
 	for (size_t i = 14; i < rec->n; i++)
-		l7r_seg(r, l7r_dir(&rec->seg[i], false), (i + 1) * 1000, rec->seg[i].data,
+		l7r_seg(r, l7r_dir(&rec->seg[i], false), rec->seg[i].ts, rec->seg[i].data,
 			rec->seg[i].len, rec->seg[i].len);
 	st = l7r_finish(r, 100000);
 	/* the EXECUTE's id was never prepared here */

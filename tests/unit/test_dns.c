@@ -13,78 +13,17 @@
 #include <string.h>
 
 #include "shipper/l7.h"
+#include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
 #define IN L7_INGRESS
-#define MAX_X 256
 #define SEC 1000000000ull
-#define T0 (1000 * SEC)
+#define T0 L7R_T0 /* where the recordings start too */
 
 #define QF 0x0100u		    /* RD */
 #define RF(rcode) (0x8180u | (rcode)) /* QR RD RA */
 
 static const struct l7_ops *ops = &l7_dns_ops;
-
-struct run {
-	void *c;
-	struct l7_exchange x[MAX_X];
-	size_t n;
-};
-
-static struct run *run_new(unsigned flags)
-{
-	struct run *r = calloc(1, sizeof(*r));
-
-	cr_assert(r);
-	r->c = ops->new_conn(flags);
-	cr_assert(r->c);
-	return r;
-}
-
-static void pop(struct run *r)
-{
-	while (r->n < MAX_X && ops->next(r->c, &r->x[r->n]) == 1)
-		r->n++;
-}
-
-static void seg(struct run *r, enum l7_dir dir, uint64_t ts, const void *p, size_t captured,
-		size_t actual)
-{
-	cr_assert_eq(ops->feed(r->c, dir, ts, p, captured, actual), 0);
-	pop(r);
-}
-
-static void feed(struct run *r, enum l7_dir dir, uint64_t ts, const void *p, size_t len)
-{
-	seg(r, dir, ts, p, len, len);
-}
-
-/* Closes, pops what is left, checks that the bytes add up; returns the stats. */
-static struct l7_stats finish(struct run *r, uint64_t ts)
-{
-	struct l7_stats st;
-	uint64_t sum = 0;
-
-	ops->close(r->c, ts);
-	pop(r);
-	cr_assert_eq(ops->next(r->c, NULL), 0);
-	ops->stats(r->c, &st);
-	for (size_t i = 0; i < r->n; i++)
-		sum += r->x[i].req_bytes + r->x[i].resp_bytes;
-	cr_assert_eq(sum + st.bytes_unattributed, st.bytes_seen,
-		     "exchanges %llu + unattributed %llu != seen %llu", (unsigned long long)sum,
-		     (unsigned long long)st.bytes_unattributed, (unsigned long long)st.bytes_seen);
-	cr_assert_eq(st.exchanges, r->n);
-	return st;
-}
-
-static void run_free(struct run *r)
-{
-	if (!r)
-		return;
-	ops->free_conn(r->c);
-	free(r);
-}
 
 /* --- messages --- */
 
@@ -153,128 +92,6 @@ static size_t tcp_msg(uint8_t *b, unsigned id, unsigned flags, const char *name,
 	return tcp(b, m, dns_msg(m, id, flags, name, qtype, answers));
 }
 
-/* --- recordings --- */
-
-struct rseg {
-	int c2s;
-	uint64_t ts;
-	size_t len;
-	uint8_t *data;
-};
-
-struct rec {
-	struct rseg s[64];
-	size_t n;
-};
-
-static int hexval(int ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
-static void rec_file(struct rec *rc, const char *name, const char *suffix, unsigned *seqs)
-{
-	const char *src = getenv("ROVER_SRC");
-	static char line[1 << 17];
-	char path[4096];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tests/unit/data/dns/%s.%s", src ? src : ".", name, suffix);
-	f = fopen(path, "re");
-	cr_assert_not_null(f, "open %s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		struct rseg *s;
-		unsigned seq;
-		double t;
-		int off = 0;
-		size_t hl;
-
-		if (line[0] == '#')
-			continue;
-		cr_assert_eq(sscanf(line, "%u %lf %n", &seq, &t, &off), 2, "%s: %s", path, line);
-		cr_assert_lt(rc->n, 64);
-		s = &rc->s[rc->n];
-		seqs[rc->n++] = seq;
-		s->c2s = !strcmp(suffix, "c2s");
-		s->ts = T0 + (uint64_t)(t * 1e9);
-		hl = strcspn(line + off, "\n");
-		cr_assert_eq(hl % 2, 0);
-		s->len = hl / 2;
-		s->data = malloc(s->len ? s->len : 1);
-		cr_assert(s->data);
-		for (size_t i = 0; i < s->len; i++)
-			s->data[i] = (uint8_t)(hexval(line[off + 2 * i]) << 4 |
-					       hexval(line[off + 2 * i + 1]));
-	}
-	fclose(f);
-}
-
-/* Both directions of a recording, merged back in the order the proxy read them. */
-static struct rec *rec_load(const char *name)
-{
-	struct rec *rc = calloc(1, sizeof(*rc));
-	unsigned seqs[64];
-
-	cr_assert(rc);
-	rec_file(rc, name, "c2s", seqs);
-	rec_file(rc, name, "s2c", seqs);
-	for (size_t i = 1; i < rc->n; i++) {
-		for (size_t j = i; j > 0 && seqs[j - 1] > seqs[j]; j--) {
-			struct rseg t = rc->s[j];
-			unsigned q = seqs[j];
-
-			rc->s[j] = rc->s[j - 1];
-			rc->s[j - 1] = t;
-			seqs[j] = seqs[j - 1];
-			seqs[j - 1] = q;
-		}
-	}
-	return rc;
-}
-
-static void rec_free(struct rec *rc)
-{
-	for (size_t i = 0; i < rc->n; i++)
-		free(rc->s[i].data);
-	free(rc);
-}
-
-static uint64_t rec_bytes(const struct rec *rc, int c2s)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < rc->n; i++)
-		if (rc->s[i].c2s == c2s)
-			sum += rc->s[i].len;
-	return sum;
-}
-
-/*
- * Plays a recording as the client (the client's writes egress) or as the server; segment
- * `split` (if < n) is fed as two at byte `at`, or byte by byte if at is SIZE_MAX.
- */
-static struct run *rec_play(const struct rec *rc, unsigned flags, int as_client, size_t split,
-			    size_t at)
-{
-	struct run *r = run_new(flags);
-
-	for (size_t i = 0; i < rc->n; i++) {
-		const struct rseg *s = &rc->s[i];
-		enum l7_dir dir = (s->c2s == as_client) ? EG : IN;
-
-		if (i != split) {
-			feed(r, dir, s->ts, s->data, s->len);
-		} else if (at == SIZE_MAX) {
-			for (size_t k = 0; k < s->len; k++)
-				feed(r, dir, s->ts, s->data + k, 1);
-		} else {
-			feed(r, dir, s->ts, s->data, at);
-			feed(r, dir, s->ts, s->data + at, s->len - at);
-		}
-	}
-	return r;
-}
-
 static void check_x(const struct l7_exchange *x, const char *op, const char *target, int code)
 {
 	cr_assert_str_eq(x->op, op);
@@ -302,35 +119,35 @@ static const struct {
 Test(dns, udp_real_dig_kdig_dnsmasq_unbound)
 {
 	for (size_t k = 0; k < sizeof(udp_recs) / sizeof(udp_recs[0]); k++) {
-		struct rec *rc = rec_load(udp_recs[k].name);
-		struct run *r;
+		struct l7r_rec *rc = l7r_load("dns", udp_recs[k].name);
+		struct l7r_run *r;
 		struct l7_stats st;
 
 		cr_assert_eq(rc->n, 2, "%s", udp_recs[k].name);
-		r = rec_play(rc, L7_F_DATAGRAM, 1, SIZE_MAX, 0);
+		r = l7r_play(ops, rc, L7R_PLAY(.flags = L7_F_DATAGRAM, .open = true));
 		cr_assert_eq(ops->role(r->c), L7_ROLE_CLIENT);
 		cr_assert_eq(r->n, 1, "%s", udp_recs[k].name);
 		check_x(&r->x[0], udp_recs[k].op, udp_recs[k].target, udp_recs[k].code);
-		cr_assert_eq(r->x[0].req_bytes, rc->s[0].len);
-		cr_assert_eq(r->x[0].resp_bytes, rc->s[1].len);
-		cr_assert_eq(r->x[0].start_ns, rc->s[0].ts);
-		cr_assert_eq(r->x[0].end_ns, rc->s[1].ts);
+		cr_assert_eq(r->x[0].req_bytes, rc->seg[0].len);
+		cr_assert_eq(r->x[0].resp_bytes, rc->seg[1].len);
+		cr_assert_eq(r->x[0].start_ns, rc->seg[0].ts);
+		cr_assert_eq(r->x[0].end_ns, rc->seg[1].ts);
 		cr_assert_eq(r->x[0].req_dir, EG);
 		cr_assert_eq(r->x[0].flags, 0);
-		st = finish(r, rc->s[1].ts + SEC);
+		st = l7r_finish(r, rc->seg[1].ts + SEC);
 		cr_assert_eq(st.bytes_unattributed, 0);
 		cr_assert_eq(st.requests, 1);
 		cr_assert_eq(st.responses, 1);
 		cr_assert_eq(st.malformed, 0);
-		run_free(r);
-		rec_free(rc);
+		l7r_free(r);
+		l7r_rec_free(rc);
 	}
 }
 
 Test(dns, udp_real_four_queries_one_socket)
 {
-	struct rec *rc = rec_load("dig_udp_multi");
-	struct run *r = rec_play(rc, L7_F_DATAGRAM, 1, SIZE_MAX, 0);
+	struct l7r_rec *rc = l7r_load("dns", "dig_udp_multi");
+	struct l7r_run *r = l7r_play(ops, rc, L7R_PLAY(.flags = L7_F_DATAGRAM, .open = true));
 	struct l7_stats st;
 
 	cr_assert_eq(r->n, 4);
@@ -339,15 +156,15 @@ Test(dns, udp_real_four_queries_one_socket)
 	check_x(&r->x[2], "AAAA", "x.nx.test", 3);
 	check_x(&r->x[3], "MX", "mail.test.local", 0);
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(r->x[i].req_bytes, rc->s[2 * i].len);
-		cr_assert_eq(r->x[i].resp_bytes, rc->s[2 * i + 1].len);
+		cr_assert_eq(r->x[i].req_bytes, rc->seg[2 * i].len);
+		cr_assert_eq(r->x[i].resp_bytes, rc->seg[2 * i + 1].len);
 	}
-	st = finish(r, T0 + SEC);
+	st = l7r_finish(r, T0 + SEC);
 	cr_assert_eq(st.exchanges, 4);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	cr_assert_eq(st.bytes_seen, rec_bytes(rc, 1) + rec_bytes(rc, 0));
-	run_free(r);
-	rec_free(rc);
+	cr_assert_eq(st.bytes_seen, rc->bytes);
+	l7r_free(r);
+	l7r_rec_free(rc);
 }
 
 static const struct {
@@ -374,8 +191,8 @@ static const struct {
 Test(dns, tcp_real_whole_and_split_at_every_byte)
 {
 	for (size_t k = 0; k < sizeof(tcp_recs) / sizeof(tcp_recs[0]); k++) {
-		struct rec *rc = rec_load(tcp_recs[k].name);
-		struct run *whole = rec_play(rc, 0, 1, SIZE_MAX, 0);
+		struct l7r_rec *rc = l7r_load("dns", tcp_recs[k].name);
+		struct l7r_run *whole = l7r_play(ops, rc, L7R_PLAY(.open = true));
 		struct l7_stats st;
 
 		cr_assert_eq(whole->n, tcp_recs[k].n, "%s", tcp_recs[k].name);
@@ -385,41 +202,43 @@ Test(dns, tcp_real_whole_and_split_at_every_byte)
 			cr_assert_eq(whole->x[i].flags, 0);
 			cr_assert_eq(whole->x[i].req_dir, EG);
 			/* Each proxy read held one whole message, its length first. */
-			cr_assert_eq(whole->x[i].req_bytes, rc->s[2 * i].len);
-			cr_assert_eq(whole->x[i].resp_bytes, rc->s[2 * i + 1].len);
-			cr_assert_eq(whole->x[i].start_ns, rc->s[2 * i].ts);
-			cr_assert_eq(whole->x[i].end_ns, rc->s[2 * i + 1].ts);
+			cr_assert_eq(whole->x[i].req_bytes, rc->seg[2 * i].len);
+			cr_assert_eq(whole->x[i].resp_bytes, rc->seg[2 * i + 1].len);
+			cr_assert_eq(whole->x[i].start_ns, rc->seg[2 * i].ts);
+			cr_assert_eq(whole->x[i].end_ns, rc->seg[2 * i + 1].ts);
 		}
 		for (size_t s = 0; s < rc->n; s++) {
-			for (size_t at = 0; at <= rc->s[s].len + 1; at++) {
+			for (size_t at = 0; at <= rc->seg[s].len + 1; at++) {
 				/* at == len + 1: byte by byte */
-				struct run *r = rec_play(rc, 0, 1, s,
-							 at > rc->s[s].len ? SIZE_MAX : at);
+				struct l7r_play o = { .split = true, .split_seg = s, .open = true };
+				struct l7r_run *r;
 
+				o.split_at = at > rc->seg[s].len ? L7R_BYTEWISE : at;
+				r = l7r_play(ops, rc, o);
 				cr_assert_eq(r->n, whole->n, "%s seg %zu at %zu", tcp_recs[k].name,
 					     s, at);
 				cr_assert_eq(memcmp(r->x, whole->x, r->n * sizeof(r->x[0])), 0,
 					     "%s seg %zu at %zu", tcp_recs[k].name, s, at);
-				st = finish(r, T0 + 5 * SEC);
+				st = l7r_finish(r, T0 + 5 * SEC);
 				cr_assert_eq(st.bytes_unattributed, 0);
 				cr_assert_eq(st.resyncs, 0);
-				run_free(r);
+				l7r_free(r);
 			}
 		}
-		st = finish(whole, T0 + 5 * SEC);
+		st = l7r_finish(whole, T0 + 5 * SEC);
 		cr_assert_eq(st.requests, tcp_recs[k].n);
 		cr_assert_eq(st.responses, tcp_recs[k].n);
 		cr_assert_eq(st.bytes_unattributed, 0);
 		cr_assert_eq(st.malformed, 0);
-		run_free(whole);
-		rec_free(rc);
+		l7r_free(whole);
+		l7r_rec_free(rc);
 	}
 }
 
 Test(dns, tcp_real_as_the_server)
 {
-	struct rec *rc = rec_load("kdig_tcp_keepopen");
-	struct run *r = rec_play(rc, 0, 0, SIZE_MAX, 0);
+	struct l7r_rec *rc = l7r_load("dns", "kdig_tcp_keepopen");
+	struct l7r_run *r = l7r_play(ops, rc, L7R_PLAY(.as_server = true, .open = true));
 	struct l7_stats st;
 
 	cr_assert_eq(ops->role(r->c), L7_ROLE_SERVER);
@@ -429,16 +248,17 @@ Test(dns, tcp_real_as_the_server)
 		cr_assert_eq(r->x[i].code, tcp_recs[4].x[i].code);
 		cr_assert_str_eq(r->x[i].target, tcp_recs[4].x[i].target);
 	}
-	st = finish(r, T0 + SEC);
+	st = l7r_finish(r, T0 + SEC);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	run_free(r);
+	l7r_free(r);
+	l7r_rec_free(rc);
 }
 
 /* --- pairing --- */
 
 Test(dns, udp_answers_out_of_order)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q1[512], q2[512], r1[512], r2[512];
 	size_t lq1 = dns_msg(q1, 1, QF, "a.example", 1, 0);
 	size_t lq2 = dns_msg(q2, 2, QF, "b.example", 28, 0);
@@ -446,30 +266,30 @@ Test(dns, udp_answers_out_of_order)
 	size_t lr2 = dns_msg(r2, 2, RF(2), "b.example", 28, 0);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q1, lq1);
-	feed(r, EG, T0 + 10, q2, lq2);
-	feed(r, IN, T0 + 30, r2, lr2);
+	l7r_feed(r, EG, T0, q1, lq1);
+	l7r_feed(r, EG, T0 + 10, q2, lq2);
+	l7r_feed(r, IN, T0 + 30, r2, lr2);
 	/* The second query's answer is not held back by the first. */
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "AAAA", "b.example", 2);
 	cr_assert_eq(r->x[0].start_ns, T0 + 10);
 	cr_assert_eq(r->x[0].end_ns, T0 + 30);
-	feed(r, IN, T0 + 50, r1, lr1);
+	l7r_feed(r, IN, T0 + 50, r1, lr1);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "A", "a.example", 0);
 	cr_assert_eq(r->x[1].req_bytes, lq1);
 	cr_assert_eq(r->x[1].resp_bytes, lr1);
 	cr_assert_eq(r->x[1].end_ns - r->x[1].start_ns, 50);
-	st = finish(r, T0 + 100);
+	st = l7r_finish(r, T0 + 100);
 	cr_assert_eq(st.exchanges, 2);
 	cr_assert_eq(st.unanswered, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, same_id_paired_by_name_and_type_without_case)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t b[6][512];
 	size_t l0 = dns_msg(b[0], 7, QF, "a.test", 1, 0);
 	size_t l1 = dns_msg(b[1], 7, QF, "b.test", 1, 0);
@@ -479,12 +299,12 @@ Test(dns, same_id_paired_by_name_and_type_without_case)
 	size_t l5 = dns_msg(b[5], 7, RF(0), "A.test", 1, 1);
 	struct l7_stats st;
 
-	feed(r, EG, T0 + 1, b[0], l0);
-	feed(r, EG, T0 + 2, b[1], l1);
-	feed(r, EG, T0 + 3, b[2], l2);
-	feed(r, IN, T0 + 10, b[3], l3);
-	feed(r, IN, T0 + 20, b[4], l4);
-	feed(r, IN, T0 + 30, b[5], l5);
+	l7r_feed(r, EG, T0 + 1, b[0], l0);
+	l7r_feed(r, EG, T0 + 2, b[1], l1);
+	l7r_feed(r, EG, T0 + 3, b[2], l2);
+	l7r_feed(r, IN, T0 + 10, b[3], l3);
+	l7r_feed(r, IN, T0 + 20, b[4], l4);
+	l7r_feed(r, IN, T0 + 30, b[5], l5);
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[0], "AAAA", "b.test", 0);
 	cr_assert_eq(r->x[0].start_ns, T0 + 3);
@@ -495,46 +315,46 @@ Test(dns, same_id_paired_by_name_and_type_without_case)
 	check_x(&r->x[2], "A", "a.test", 0);
 	cr_assert_eq(r->x[2].start_ns, T0 + 1);
 	cr_assert_eq(r->x[2].end_ns, T0 + 30);
-	st = finish(r, T0 + 100);
+	st = l7r_finish(r, T0 + 100);
 	cr_assert_eq(st.orphan_responses, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, retransmitted_query_answer_pairs_with_first)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q[512], a[512];
 	size_t lq = dns_msg(q, 99, QF, "slow.example", 1, 0);
 	size_t la = dns_msg(a, 99, RF(0), "slow.example", 1, 1);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q, lq);
-	feed(r, EG, T0 + 5 * SEC, q, lq);
-	feed(r, IN, T0 + 6 * SEC, a, la);
+	l7r_feed(r, EG, T0, q, lq);
+	l7r_feed(r, EG, T0 + 5 * SEC, q, lq);
+	l7r_feed(r, IN, T0 + 6 * SEC, a, la);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].start_ns, T0);
 	cr_assert_eq(r->x[0].end_ns, T0 + 6 * SEC);
 	cr_assert_eq(r->x[0].flags, 0);
-	st = finish(r, T0 + 7 * SEC);
+	st = l7r_finish(r, T0 + 7 * SEC);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(r->x[1].start_ns, T0 + 5 * SEC);
 	cr_assert_eq(r->x[1].end_ns, T0 + 7 * SEC);
 	cr_assert_eq(st.unanswered, 1);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, unanswered_at_close)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512];
 	size_t lq = tcp_msg(q, 5, QF, "gone.example", 16, 0);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q, lq);
+	l7r_feed(r, EG, T0, q, lq);
 	cr_assert_eq(r->n, 0);
-	st = finish(r, T0 + 3 * SEC);
+	st = l7r_finish(r, T0 + 3 * SEC);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "TXT", "gone.example", 0);
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
@@ -544,12 +364,12 @@ Test(dns, unanswered_at_close)
 	cr_assert_eq(st.unanswered, 1);
 	cr_assert_eq(ops->feed(r->c, EG, T0 + 4 * SEC, q, lq, lq), -EPIPE);
 	cr_assert_eq(ops->lost(r->c, EG, 3), -EPIPE);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, udp_query_expires_after_ten_seconds)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q1[512], q2[512], q3[512], a1[512];
 	size_t l1 = dns_msg(q1, 1, QF, "one.example", 1, 0);
 	size_t l2 = dns_msg(q2, 2, QF, "two.example", 1, 0);
@@ -557,12 +377,12 @@ Test(dns, udp_query_expires_after_ten_seconds)
 	size_t la = dns_msg(a1, 1, RF(0), "one.example", 1, 1);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q1, l1);
-	feed(r, EG, T0 + 5 * SEC, q2, l2);
-	feed(r, EG, T0 + 10 * SEC, q3, l3);
+	l7r_feed(r, EG, T0, q1, l1);
+	l7r_feed(r, EG, T0 + 5 * SEC, q2, l2);
+	l7r_feed(r, EG, T0 + 10 * SEC, q3, l3);
 	/* Exactly 10 s: not yet. */
 	cr_assert_eq(r->n, 0);
-	feed(r, IN, T0 + 10 * SEC + 1, a1, la);
+	l7r_feed(r, IN, T0 + 10 * SEC + 1, a1, la);
 	/* Expired first, so the answer is too late and has no query. */
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
@@ -574,23 +394,23 @@ Test(dns, udp_query_expires_after_ten_seconds)
 	cr_assert_eq(r->x[1].req_bytes, 0);
 	cr_assert_eq(r->x[1].resp_bytes, la);
 	cr_assert_eq(r->x[1].req_dir, EG);
-	st = finish(r, T0 + 11 * SEC);
+	st = l7r_finish(r, T0 + 11 * SEC);
 	cr_assert_eq(r->n, 4);
 	cr_assert_str_eq(r->x[2].target, "two.example");
 	cr_assert_str_eq(r->x[3].target, "three.example");
 	cr_assert_eq(st.unanswered, 3);
 	cr_assert_eq(st.orphan_responses, 1);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, response_without_query)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t a[512];
 	size_t la = dns_msg(a, 4242, RF(3), "nothing.example", 28, 0);
 	struct l7_stats st;
 
-	feed(r, IN, T0, a, la);
+	l7r_feed(r, IN, T0, a, la);
 	cr_assert_eq(ops->role(r->c), L7_ROLE_CLIENT);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "AAAA", "nothing.example", 3);
@@ -600,31 +420,31 @@ Test(dns, response_without_query)
 	cr_assert_eq(r->x[0].req_dir, EG);
 	cr_assert_eq(r->x[0].start_ns, T0);
 	cr_assert_eq(r->x[0].end_ns, T0);
-	st = finish(r, T0 + 1);
+	st = l7r_finish(r, T0 + 1);
 	cr_assert_eq(st.orphan_responses, 1);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, answer_stamped_before_its_query_has_no_negative_duration)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q[512], a[512];
 	size_t lq = dns_msg(q, 3, QF, "clock.example", 1, 0);
 	size_t la = dns_msg(a, 3, RF(0), "clock.example", 1, 1);
 
 	/* Two CPUs' clocks, or a hostile worker: the answer's time is earlier. */
-	feed(r, EG, T0 + 500, q, lq);
-	feed(r, IN, T0 + 100, a, la);
+	l7r_feed(r, EG, T0 + 500, q, lq);
+	l7r_feed(r, IN, T0 + 100, a, la);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].start_ns, T0 + 500);
 	cr_assert_eq(r->x[0].end_ns, T0 + 500);
-	cr_assert_eq(finish(r, T0).unanswered, 0);
-	run_free(r);
+	cr_assert_eq(l7r_finish(r, T0).unanswered, 0);
+	l7r_free(r);
 }
 
 Test(dns, udp_server_role_and_queries_both_ways)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t b[4][512];
 	size_t l0 = dns_msg(b[0], 1, QF, "in.local", 1, 0);
 	size_t l1 = dns_msg(b[1], 1, RF(0), "in.local", 1, 1);
@@ -632,33 +452,33 @@ Test(dns, udp_server_role_and_queries_both_ways)
 	size_t l3 = dns_msg(b[3], 1, 0x8400, "out.local", 12, 1);
 
 	/* Multicast DNS: the same socket answers queries and sends its own. */
-	feed(r, IN, T0, b[0], l0);
+	l7r_feed(r, IN, T0, b[0], l0);
 	cr_assert_eq(ops->role(r->c), L7_ROLE_SERVER);
-	feed(r, EG, T0 + 1, b[2], l2);
-	feed(r, EG, T0 + 2, b[1], l1);
-	feed(r, IN, T0 + 3, b[3], l3);
+	l7r_feed(r, EG, T0 + 1, b[2], l2);
+	l7r_feed(r, EG, T0 + 2, b[1], l1);
+	l7r_feed(r, IN, T0 + 3, b[3], l3);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[0].req_dir, IN);
 	cr_assert_str_eq(r->x[0].target, "in.local");
 	cr_assert_eq(r->x[1].req_dir, EG);
 	check_x(&r->x[1], "PTR", "out.local", 0);
-	cr_assert_eq(finish(r, T0 + 4).bytes_unattributed, 0);
-	run_free(r);
+	cr_assert_eq(l7r_finish(r, T0 + 4).bytes_unattributed, 0);
+	l7r_free(r);
 }
 
 /* --- truncation, names, types --- */
 
 Test(dns, udp_capture_cut_in_question)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q[512], a[512];
 	size_t lq = dns_msg(q, 11, QF, "cut.example.org", 1, 0);
 	size_t la = dns_msg(a, 11, RF(0), "cut.example.org", 1, 3);
 	struct l7_stats st;
 
 	/* The query's question is cut: it pairs by id, the answer names it. */
-	seg(r, EG, T0, q, 20, lq);
-	seg(r, IN, T0 + 5, a, la, la);
+	l7r_seg(r, EG, T0, q, 20, lq);
+	l7r_seg(r, IN, T0 + 5, a, la, la);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "A", "cut.example.org", 0);
 	cr_assert_eq(r->x[0].flags, L7_F_REQ_TRUNCATED);
@@ -666,8 +486,8 @@ Test(dns, udp_capture_cut_in_question)
 	cr_assert_eq(r->x[0].resp_bytes, la);
 
 	/* The answer is cut after its question. */
-	seg(r, EG, T0 + 10, q, lq, lq);
-	seg(r, IN, T0 + 15, a, lq + 3, la);
+	l7r_seg(r, EG, T0 + 10, q, lq, lq);
+	l7r_seg(r, IN, T0 + 15, a, lq + 3, la);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "A", "cut.example.org", 0);
 	cr_assert_eq(r->x[1].flags, L7_F_RESP_TRUNCATED);
@@ -675,27 +495,27 @@ Test(dns, udp_capture_cut_in_question)
 
 	/* No header: nothing can be said. */
 	for (int i = 0; i < 10; i++)
-		seg(r, IN, T0 + 20, a, 5, la);
-	st = finish(r, T0 + 30);
+		l7r_seg(r, IN, T0 + 20, a, 5, la);
+	st = l7r_finish(r, T0 + 30);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(st.malformed, 10);
 	cr_assert_eq(st.dirs_abandoned, 0);
 	cr_assert_eq(st.bytes_unattributed, 10 * la);
 	cr_assert_eq(st.gap_bytes, (lq - 20) + (la - lq - 3) + 10 * (la - 5));
-	run_free(r);
+	l7r_free(r);
 }
 
 /* Feeds one datagram query; returns the exchange it made at close. */
 static struct l7_exchange one_query(const uint8_t *q, size_t len, struct l7_stats *ret_st)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	struct l7_exchange x;
 
-	feed(r, EG, T0, q, len);
-	*ret_st = finish(r, T0 + 1);
+	l7r_feed(r, EG, T0, q, len);
+	*ret_st = l7r_finish(r, T0 + 1);
 	cr_assert_eq(r->n, 1);
 	x = r->x[0];
-	run_free(r);
+	l7r_free(r);
 	return x;
 }
 
@@ -801,7 +621,7 @@ Test(dns, query_type_names)
 
 Test(dns, tcp_length_alone_and_messages_sharing_segments)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[3][512], a[3][512], two[1024];
 	size_t lq[3], la[3];
 	const char *names[] = { "one.test", "two.test", "three.test" };
@@ -812,19 +632,19 @@ Test(dns, tcp_length_alone_and_messages_sharing_segments)
 		la[i] = tcp_msg(a[i], 100 + i, RF(0), names[i], 1, (unsigned)i);
 	}
 	/* The length in its own write, then the message. */
-	feed(r, EG, T0, q[0], 2);
-	feed(r, EG, T0 + 1, q[0] + 2, lq[0] - 2);
+	l7r_feed(r, EG, T0, q[0], 2);
+	l7r_feed(r, EG, T0 + 1, q[0] + 2, lq[0] - 2);
 	/* Two queries in one write. */
 	memcpy(two, q[1], lq[1]);
 	memcpy(two + lq[1], q[2], lq[2]);
-	feed(r, EG, T0 + 2, two, lq[1] + lq[2]);
+	l7r_feed(r, EG, T0 + 2, two, lq[1] + lq[2]);
 	/* Three answers: the first and part of the second, then the rest. */
 	memcpy(two, a[0], la[0]);
 	memcpy(two + la[0], a[1], la[1]);
 	memcpy(two + la[0] + la[1], a[2], la[2]);
-	feed(r, IN, T0 + 3, two, la[0] + 7);
+	l7r_feed(r, IN, T0 + 3, two, la[0] + 7);
 	cr_assert_eq(r->n, 1);
-	feed(r, IN, T0 + 4, two + la[0] + 7, la[1] + la[2] - 7);
+	l7r_feed(r, IN, T0 + 4, two + la[0] + 7, la[1] + la[2] - 7);
 	cr_assert_eq(r->n, 3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_str_eq(r->x[i].target, names[i]);
@@ -836,15 +656,15 @@ Test(dns, tcp_length_alone_and_messages_sharing_segments)
 	cr_assert_eq(r->x[0].end_ns, T0 + 3);
 	cr_assert_eq(r->x[1].start_ns, T0 + 2);
 	cr_assert_eq(r->x[1].end_ns, T0 + 4);
-	st = finish(r, T0 + 5);
+	st = l7r_finish(r, T0 + 5);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	cr_assert_eq(st.resyncs, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, tcp_gap_inside_message_keeps_framing)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512], a[1024], q2[512], a2[512];
 	size_t lq = tcp_msg(q, 1, QF, "big.example", 16, 0);
 	size_t la = tcp_msg(a, 1, RF(0), "big.example", 16, 40);
@@ -852,33 +672,33 @@ Test(dns, tcp_gap_inside_message_keeps_framing)
 	size_t la2 = tcp_msg(a2, 2, RF(3), "next.example", 1, 3);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q, lq);
+	l7r_feed(r, EG, T0, q, lq);
 	/* The answer's first 40 bytes captured of a write of all of it. */
-	seg(r, IN, T0 + 10, a, 40, la);
+	l7r_seg(r, IN, T0 + 10, a, 40, la);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "TXT", "big.example", 0);
 	cr_assert_eq(r->x[0].resp_bytes, la);
 	cr_assert_eq(r->x[0].flags, L7_F_RESP_TRUNCATED);
 	/* A lost segment of known size inside the next answer. */
-	feed(r, EG, T0 + 20, q2, lq2);
-	feed(r, IN, T0 + 30, a2, 34);
+	l7r_feed(r, EG, T0 + 20, q2, lq2);
+	l7r_feed(r, IN, T0 + 30, a2, 34);
 	cr_assert_eq(ops->lost(r->c, IN, 10), 0);
-	feed(r, IN, T0 + 31, a2 + 44, la2 - 44);
+	l7r_feed(r, IN, T0 + 31, a2 + 44, la2 - 44);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "A", "next.example", 3);
 	cr_assert_eq(r->x[1].resp_bytes, la2);
 	cr_assert_eq(r->x[1].flags, L7_F_RESP_TRUNCATED);
-	st = finish(r, T0 + 40);
+	st = l7r_finish(r, T0 + 40);
 	cr_assert_eq(st.resyncs, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	cr_assert_eq(st.gap_bytes, la - 40);
 	cr_assert_eq(st.lost_bytes, 10);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, tcp_loss_between_messages_resyncs_on_a_segment_start)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512], q2[512], a2[512];
 	size_t lq = tcp_msg(q, 1, QF, "first.example", 1, 0);
 	size_t lq2 = tcp_msg(q2, 2, QF, "second.example", 1, 0);
@@ -886,38 +706,38 @@ Test(dns, tcp_loss_between_messages_resyncs_on_a_segment_start)
 	static const char junk[] = "\x00\x30 this is not the start of a DNS message";
 	struct l7_stats st;
 
-	feed(r, EG, T0, q, lq);
+	l7r_feed(r, EG, T0, q, lq);
 	cr_assert_eq(ops->lost(r->c, EG, 0), 0);
 	/* Mid-message bytes after the loss: not a plausible start, skipped. */
-	feed(r, EG, T0 + 1, junk, sizeof(junk) - 1);
-	feed(r, EG, T0 + 2, q2, lq2);
-	feed(r, IN, T0 + 3, a2, la2);
+	l7r_feed(r, EG, T0 + 1, junk, sizeof(junk) - 1);
+	l7r_feed(r, EG, T0 + 2, q2, lq2);
+	l7r_feed(r, IN, T0 + 3, a2, la2);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "A", "second.example", 0);
 	cr_assert_eq(r->x[0].req_bytes, lq2);
-	st = finish(r, T0 + 4);
+	st = l7r_finish(r, T0 + 4);
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[1].target, "first.example");
 	cr_assert_eq(r->x[1].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(st.resyncs, 2);
 	cr_assert_eq(st.bytes_unattributed, sizeof(junk) - 1);
 	cr_assert_eq(st.dirs_abandoned, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, tcp_loss_of_unknown_size_inside_message)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512], q2[512];
 	size_t lq = tcp_msg(q, 1, QF, "cut.example", 1, 2);
 	size_t lq2 = tcp_msg(q2, 2, QF, "after.example", 1, 0);
 	struct l7_stats st;
 
 	cr_assert_gt(lq, 40);
-	feed(r, EG, T0, q, 40);
+	l7r_feed(r, EG, T0, q, 40);
 	cr_assert_eq(ops->lost(r->c, EG, 0), 0);
-	feed(r, EG, T0 + 1, q2, lq2);
-	st = finish(r, T0 + 2);
+	l7r_feed(r, EG, T0 + 1, q2, lq2);
+	st = l7r_finish(r, T0 + 2);
 	cr_assert_eq(r->n, 2);
 	/* Ended where the loss was, with what it had. */
 	cr_assert_str_eq(r->x[0].target, "cut.example");
@@ -927,64 +747,64 @@ Test(dns, tcp_loss_of_unknown_size_inside_message)
 	cr_assert_eq(r->x[1].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(st.resyncs, 1);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, garbage_abandons_a_direction)
 {
 	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct run *r = run_new(0);
-	struct run *u = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
+	struct l7r_run *u = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q[512], a[512];
 	size_t lq = tcp_msg(q, 1, QF, "x.example", 1, 0);
 	size_t la = tcp_msg(a, 1, RF(0), "x.example", 1, 1);
 	struct l7_stats st;
 
 	for (int i = 0; i < 8; i++) {
-		feed(r, EG, T0 + (uint64_t)i, http, sizeof(http) - 1);
-		feed(u, EG, T0 + (uint64_t)i, http, sizeof(http) - 1);
+		l7r_feed(r, EG, T0 + (uint64_t)i, http, sizeof(http) - 1);
+		l7r_feed(u, EG, T0 + (uint64_t)i, http, sizeof(http) - 1);
 	}
 	/* Dead now: a real query is not looked at. */
-	feed(r, EG, T0 + 10, q, lq);
-	feed(r, IN, T0 + 11, a, la);
-	feed(u, EG, T0 + 10, q + 2, lq - 2);
+	l7r_feed(r, EG, T0 + 10, q, lq);
+	l7r_feed(r, IN, T0 + 11, a, la);
+	l7r_feed(u, EG, T0 + 10, q + 2, lq - 2);
 	cr_assert_eq(ops->role(u->c), L7_ROLE_UNKNOWN);
-	st = finish(r, T0 + 12);
+	st = l7r_finish(r, T0 + 12);
 	cr_assert_eq(st.dirs_abandoned, 1);
 	cr_assert_eq(st.resyncs, 8);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].flags, L7_F_NO_REQUEST);
 	cr_assert_eq(st.bytes_unattributed, 8 * (sizeof(http) - 1) + lq);
-	st = finish(u, T0 + 12);
+	st = l7r_finish(u, T0 + 12);
 	cr_assert_eq(st.dirs_abandoned, 1);
 	cr_assert_eq(st.malformed, 8);
 	cr_assert_eq(u->n, 0);
 	cr_assert_eq(st.bytes_unattributed, 8 * (sizeof(http) - 1) + lq - 2);
-	run_free(r);
-	run_free(u);
+	l7r_free(r);
+	l7r_free(u);
 }
 
 Test(dns, tcp_hostile_lengths)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512], big[200], small[2 + 5] = { 0, 5, 1, 2, 3, 4, 5 };
 	static const uint8_t zero[2] = { 0, 0 };
 	size_t lq = tcp_msg(q, 1, QF, "ok.example", 1, 0);
 	struct l7_stats st;
 
 	/* A first message too short for a header is no start. */
-	feed(r, EG, T0, small, sizeof(small));
-	feed(r, EG, T0 + 1, q, lq);
+	l7r_feed(r, EG, T0, small, sizeof(small));
+	l7r_feed(r, EG, T0 + 1, q, lq);
 	/* In step, lengths 0 and 5 are followed and counted malformed. */
-	feed(r, EG, T0 + 2, zero, 2);
-	feed(r, EG, T0 + 3, small, sizeof(small));
+	l7r_feed(r, EG, T0 + 2, zero, 2);
+	l7r_feed(r, EG, T0 + 3, small, sizeof(small));
 	/* 65535 announced, 100 bytes come, then the connection closes. */
 	memcpy(big, q, lq);
 	big[0] = 0xff;
 	big[1] = 0xff;
 	memset(big + lq, 0xee, sizeof(big) - lq);
-	feed(r, EG, T0 + 4, big, 102);
-	st = finish(r, T0 + 9);
+	l7r_feed(r, EG, T0 + 4, big, 102);
+	st = l7r_finish(r, T0 + 9);
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[0].target, "ok.example");
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
@@ -995,12 +815,12 @@ Test(dns, tcp_hostile_lengths)
 	cr_assert_eq(st.malformed, 2);
 	cr_assert_eq(st.resyncs, 1);
 	cr_assert_eq(st.bytes_unattributed, sizeof(small) * 2 + 2);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, zone_transfer_answers_are_one_exchange)
 {
-	struct run *r = run_new(0);
+	struct l7r_run *r = l7r_new_flags(ops, 0);
 	uint8_t q[512], a1[512], a2[512], a3[512], q2[512], b2[512];
 	size_t lq = tcp_msg(q, 9, 0, "zone.test", 252, 0);
 	size_t l1 = tcp_msg(a1, 9, 0x8400, "zone.test", 252, 3);
@@ -1010,13 +830,13 @@ Test(dns, zone_transfer_answers_are_one_exchange)
 	size_t lb2 = tcp_msg(b2, 10, 0x8400, "zone.test", 6, 1);
 	struct l7_stats st;
 
-	feed(r, EG, T0, q, lq);
-	feed(r, IN, T0 + 10, a1, l1);
-	feed(r, IN, T0 + 20, a2, l2);
-	feed(r, IN, T0 + 30, a3, l3);
+	l7r_feed(r, EG, T0, q, lq);
+	l7r_feed(r, IN, T0 + 10, a1, l1);
+	l7r_feed(r, IN, T0 + 20, a2, l2);
+	l7r_feed(r, IN, T0 + 30, a3, l3);
 	cr_assert_eq(r->n, 0);
-	feed(r, EG, T0 + 40, q2, lq2);
-	feed(r, IN, T0 + 50, b2, lb2);
+	l7r_feed(r, EG, T0 + 40, q2, lq2);
+	l7r_feed(r, IN, T0 + 50, b2, lb2);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[0], "AXFR", "zone.test", 0);
 	cr_assert_eq(r->x[0].req_bytes, lq);
@@ -1024,29 +844,29 @@ Test(dns, zone_transfer_answers_are_one_exchange)
 	cr_assert_eq(r->x[0].end_ns, T0 + 30);
 	check_x(&r->x[1], "SOA", "zone.test", 0);
 	/* The last transfer of a connection ends at close. */
-	feed(r, EG, T0 + 60, q, lq);
-	feed(r, IN, T0 + 70, a1, l1);
-	feed(r, IN, T0 + 80, a3, l3);
-	st = finish(r, T0 + 90);
+	l7r_feed(r, EG, T0 + 60, q, lq);
+	l7r_feed(r, IN, T0 + 70, a1, l1);
+	l7r_feed(r, IN, T0 + 80, a3, l3);
+	st = l7r_finish(r, T0 + 90);
 	cr_assert_eq(r->n, 3);
 	cr_assert_eq(r->x[2].resp_bytes, l1 + l3);
 	cr_assert_eq(r->x[2].end_ns, T0 + 80);
 	cr_assert_eq(r->x[2].flags, 0);
 	cr_assert_eq(st.responses, 6);
 	cr_assert_eq(st.bytes_unattributed, 0);
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, pending_limit_drops_and_counts)
 {
-	struct run *r = run_new(L7_F_DATAGRAM);
+	struct l7r_run *r = l7r_new_flags(ops, L7_F_DATAGRAM);
 	uint8_t q[512];
 	size_t lq = 0;
 	struct l7_stats st;
 
 	for (unsigned i = 0; i < 100; i++) {
 		lq = dns_msg(q, i, QF, "many.example", 1, 0);
-		feed(r, EG, T0 + i, q, lq);
+		l7r_feed(r, EG, T0 + i, q, lq);
 	}
 	cr_assert_eq(r->n, 0);
 	ops->stats(r->c, &st);
@@ -1055,10 +875,10 @@ Test(dns, pending_limit_drops_and_counts)
 	for (unsigned i = 0; i < 100; i++) {
 		size_t la = dns_msg(q, i, RF(0), "many.example", 1, 1);
 
-		feed(r, IN, T0 + 1000 + i, q, la);
+		l7r_feed(r, IN, T0 + 1000 + i, q, la);
 	}
 	/* 64 answered, 20 answers with no query left, the last 16 dropped queries recalled. */
-	st = finish(r, T0 + 2000);
+	st = l7r_finish(r, T0 + 2000);
 	cr_assert_eq(r->n, 84);
 	for (unsigned i = 0; i < 64; i++)
 		cr_assert_eq(r->x[i].flags, 0);
@@ -1067,7 +887,7 @@ Test(dns, pending_limit_drops_and_counts)
 	cr_assert_eq(st.orphan_responses, 20);
 	cr_assert_eq(st.responses_dropped, 16);
 	cr_assert_eq(st.bytes_unattributed, 36 * lq + 16 * (lq + 16));
-	run_free(r);
+	l7r_free(r);
 }
 
 Test(dns, bad_arguments)

@@ -23,6 +23,7 @@
 
 #include "shipper/http1.h"
 #include "shipper/http2.h"
+#include "tests/unit/l7_replay.h"
 
 #define EG HTTP1_EGRESS
 #define IN HTTP1_INGRESS
@@ -86,102 +87,33 @@ static void run_free(struct run *r)
 
 /* --- recordings --- */
 
-struct rseg {
-	int seq;
-	int c2s;
-	size_t len;
-	uint8_t *p;
-};
-
-struct rec {
-	struct rseg s[64];
-	int n;
-};
-
-static void rec_load_dir(struct rec *rec, const char *name, const char *ext)
-{
-	const char *src = getenv("ROVER_SRC");
-	char path[4096], *line = NULL;
-	size_t cap = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tests/unit/data/http2/%s.%s", src ? src : ".", name, ext);
-	f = fopen(path, "re");
-	cr_assert_not_null(f, "open %s: %s (run from the source tree or set ROVER_SRC)", path,
-			   strerror(errno));
-	while (getline(&line, &cap, f) > 0) {
-		struct rseg *s = &rec->s[rec->n];
-		char *hex, *sp;
-		double t;
-
-		if (line[0] == '#')
-			continue;
-		cr_assert_lt(rec->n, 64);
-		cr_assert_eq(sscanf(line, "%d %lf", &s->seq, &t), 2);
-		sp = strchr(line, ' ');
-		hex = strchr(sp + 1, ' ') + 1;
-		s->len = strcspn(hex, "\n") / 2;
-		s->p = malloc(s->len);
-		cr_assert(s->p);
-		for (size_t i = 0; i < s->len; i++)
-			cr_assert_eq(sscanf(hex + 2 * i, "%2hhx", &s->p[i]), 1);
-		s->c2s = !strcmp(ext, "c2s");
-		rec->n++;
-	}
-	free(line);
-	fclose(f);
-}
-
-static int seq_cmp(const void *a, const void *b)
-{
-	return ((const struct rseg *)a)->seq - ((const struct rseg *)b)->seq;
-}
-
-static struct rec *rec_load(const char *name)
-{
-	struct rec *rec = calloc(1, sizeof(*rec));
-
-	cr_assert(rec);
-	rec_load_dir(rec, name, "c2s");
-	rec_load_dir(rec, name, "s2c");
-	qsort(rec->s, (size_t)rec->n, sizeof(rec->s[0]), seq_cmp);
-	return rec;
-}
-
-static void rec_free(struct rec *rec)
-{
-	for (int i = 0; rec && i < rec->n; i++)
-		free(rec->s[i].p);
-	free(rec);
-}
-
 /* The direction a recorded segment is for the traced process (the client, or the server). */
-static enum http1_dir rdir(const struct rseg *s, bool server)
+static enum http1_dir rdir(const struct l7r_seg *s, bool server)
 {
 	return s->c2s != server ? EG : IN;
 }
 
 struct play {
 	bool server;	 /* the traced process is the server */
-	int from;	 /* first segment fed */
+	size_t from;	 /* first segment fed */
 	size_t chunk;	 /* feed in pieces of this many bytes, 0: whole segments */
 	size_t cap;	 /* capture bound per segment, 0: none */
-	int lose;	 /* segment reported lost instead, plus 1; 0: none */
+	size_t lose;	 /* segment reported lost instead, plus 1; 0: none */
 	size_t skip_c2s; /* bytes of each direction not fed (the HTTP/1 part of an upgrade) */
 	size_t skip_s2c;
 };
 
 #define PLAY(...) ((struct play){ __VA_ARGS__ })
 
-static void rec_play(struct run *r, const struct rec *rec, struct play o)
+static void rec_play(struct run *r, const struct l7r_rec *rec, struct play o)
 {
 	size_t skip[2] = { o.skip_s2c, o.skip_c2s };
 
-	for (int i = o.from; i < rec->n; i++) {
-		const struct rseg *s = &rec->s[i];
+	for (size_t i = o.from; i < rec->n; i++) {
+		const struct l7r_seg *s = &rec->seg[i];
 		enum http1_dir d = rdir(s, o.server);
 		uint64_t ts = 1000 + (uint64_t)s->seq;
-		const uint8_t *p = s->p;
+		const uint8_t *p = s->data;
 		size_t len = s->len, k = skip[s->c2s] < len ? skip[s->c2s] : len;
 
 		skip[s->c2s] -= k;
@@ -259,7 +191,7 @@ static void check_grpc(const struct run *r, enum http1_dir req)
 
 Test(http2, grpc_client_recording)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -280,12 +212,12 @@ Test(http2, grpc_client_recording)
 	cr_assert_eq(st.settings, 2);
 	cr_assert_eq(st.framing_errors + st.resyncs + st.stray_frames + st.unanswered, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 Test(http2, grpc_server_recording)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -296,14 +228,14 @@ Test(http2, grpc_server_recording)
 	cr_assert_eq(st.bytes_unattributed, 370);
 	cr_assert_eq(st.headers_undecodable, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* Byte by byte, in small pieces, and cut in two at every offset of every segment. */
 Test(http2, grpc_split_anywhere_same_exchanges)
 {
 	static const size_t chunks[] = { 1, 2, 3, 5, 7, 9, 64 };
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *whole = run_new();
 
 	rec_play(whole, rec, PLAY(0));
@@ -316,21 +248,22 @@ Test(http2, grpc_split_anywhere_same_exchanges)
 		same_exchanges(whole, r);
 		run_free(r);
 	}
-	for (int i = 0; i < rec->n; i++) {
-		for (size_t cut = 1; cut < rec->s[i].len; cut++) {
+	for (size_t i = 0; i < rec->n; i++) {
+		for (size_t cut = 1; cut < rec->seg[i].len; cut++) {
 			struct run *r = run_new();
-			struct rseg *s = &rec->s[i];
+			struct l7r_seg *s = &rec->seg[i];
 
-			for (int j = 0; j < rec->n; j++) {
-				enum http1_dir d = rdir(&rec->s[j], false);
-				uint64_t ts = 1000 + (uint64_t)rec->s[j].seq;
+			for (size_t j = 0; j < rec->n; j++) {
+				enum http1_dir d = rdir(&rec->seg[j], false);
+				uint64_t ts = 1000 + (uint64_t)rec->seg[j].seq;
 
 				if (j != i) {
-					seg(r, d, ts, rec->s[j].p, rec->s[j].len, rec->s[j].len);
+					seg(r, d, ts, rec->seg[j].data, rec->seg[j].len,
+					    rec->seg[j].len);
 					continue;
 				}
-				seg(r, d, ts, s->p, cut, cut);
-				seg(r, d, ts, s->p + cut, s->len - cut, s->len - cut);
+				seg(r, d, ts, s->data, cut, cut);
+				seg(r, d, ts, s->data + cut, s->len - cut, s->len - cut);
 			}
 			finish(r, 2000);
 			same_exchanges(whole, r);
@@ -338,12 +271,12 @@ Test(http2, grpc_split_anywhere_same_exchanges)
 		}
 	}
 	run_free(whole);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 Test(http2, nginx_curl_large_body)
 {
-	struct rec *rec = rec_load("curl_nginx");
+	struct l7r_rec *rec = l7r_load("http2", "curl_nginx");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -367,7 +300,7 @@ Test(http2, nginx_curl_large_body)
 	cr_assert_eq(st.bytes_seen, 54394);
 	cr_assert_eq(st.frames, 15);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /*
@@ -376,27 +309,27 @@ Test(http2, nginx_curl_large_body)
  */
 Test(http2, capture_bound_inside_frames_keeps_framing)
 {
-	struct rec *rec = rec_load("curl_nginx");
+	struct l7r_rec *rec = l7r_load("http2", "curl_nginx");
 	struct run *r = run_new();
 	struct http2_stats st;
 	uint64_t gaps = 0;
 	int frames = 0;
 
-	for (int i = 0; i < rec->n; i++) {
-		struct rseg *s = &rec->s[i];
+	for (size_t i = 0; i < rec->n; i++) {
+		struct l7r_seg *s = &rec->seg[i];
 		uint64_t ts = 1000 + (uint64_t)s->seq;
 
 		if (s->c2s) {
-			seg(r, EG, ts, s->p, s->len, s->len);
+			seg(r, EG, ts, s->data, s->len, s->len);
 			continue;
 		}
 		for (size_t off = 0; off < s->len; frames++) {
-			size_t len = 9 + ((size_t)s->p[off] << 16 | (size_t)s->p[off + 1] << 8 |
-					  s->p[off + 2]);
+			size_t len = 9 + ((size_t)s->data[off] << 16 |
+					  (size_t)s->data[off + 1] << 8 | s->data[off + 2]);
 			size_t cap = len < 200 ? len : 200;
 
 			gaps += len - cap;
-			seg(r, IN, ts, s->p + off, cap, len);
+			seg(r, IN, ts, s->data + off, cap, len);
 			off += len;
 		}
 	}
@@ -412,7 +345,7 @@ Test(http2, capture_bound_inside_frames_keeps_framing)
 	cr_assert_eq(st.resyncs, 0);
 	cr_assert_eq(st.headers_undecodable, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /*
@@ -422,7 +355,7 @@ Test(http2, capture_bound_inside_frames_keeps_framing)
  */
 Test(http2, capture_bound_across_frames_loses_framing)
 {
-	struct rec *rec = rec_load("curl_nginx");
+	struct l7r_rec *rec = l7r_load("http2", "curl_nginx");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -438,12 +371,12 @@ Test(http2, capture_bound_across_frames_loses_framing)
 	cr_assert_eq(st.resyncs, 1);
 	cr_assert_eq(st.gap_bytes, 54270 - 1000);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 Test(http2, nginx_curl_post_form_and_sw8)
 {
-	struct rec *rec = rec_load("curl_post");
+	struct l7r_rec *rec = l7r_load("http2", "curl_post");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -464,13 +397,13 @@ Test(http2, nginx_curl_post_form_and_sw8)
 	cr_assert_eq(st.exchanges, 1);
 	cr_assert_eq(st.stray_frames, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* nghttp: five PRIORITY frames for idle streams 3..11 open nothing; three concurrent streams. */
 Test(http2, nghttp_concurrent_streams)
 {
-	struct rec *rec = rec_load("nghttp_nginx");
+	struct l7r_rec *rec = l7r_load("http2", "nghttp_nginx");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -496,12 +429,12 @@ Test(http2, nghttp_concurrent_streams)
 	cr_assert_eq(st.goaway, 1);
 	cr_assert_eq(st.bytes_unattributed, 181);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 Test(http2, nginx_server_push)
 {
-	struct rec *rec = rec_load("nghttp_push");
+	struct l7r_rec *rec = l7r_load("http2", "nghttp_push");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -527,13 +460,13 @@ Test(http2, nginx_server_push)
 	cr_assert_eq(st.pushes, 1);
 	cr_assert_eq(st.streams, 2);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* curl against Apache: HTTP/1.1 with Upgrade: h2c, 101, then HTTP/2; stream 1 answers it. */
 Test(http2, h2c_upgrade_after_http1)
 {
-	struct rec *rec = rec_load("curl_upgrade");
+	struct l7r_rec *rec = l7r_load("http2", "curl_upgrade");
 	struct http1_conn *h1 = http1__new();
 	struct http1_exchange up;
 	struct run *r = calloc(1, sizeof(*r));
@@ -541,10 +474,14 @@ Test(http2, h2c_upgrade_after_http1)
 
 	cr_assert(h1 && r);
 	/* The request is the first c2s segment, the 101 the first s2c one. */
-	cr_assert_eq(rec->s[0].len, 186);
-	cr_assert_eq(rec->s[1].len, 71);
-	cr_assert_eq(http1__feed(h1, EG, 1000, rec->s[0].p, rec->s[0].len, rec->s[0].len), 0);
-	cr_assert_eq(http1__feed(h1, IN, 1001, rec->s[1].p, rec->s[1].len, rec->s[1].len), 0);
+	cr_assert_eq(rec->seg[0].len, 186);
+	cr_assert_eq(rec->seg[1].len, 71);
+	cr_assert_eq(http1__feed(h1, EG, 1000, rec->seg[0].data, rec->seg[0].len,
+				 rec->seg[0].len),
+		     0);
+	cr_assert_eq(http1__feed(h1, IN, 1001, rec->seg[1].data, rec->seg[1].len,
+				 rec->seg[1].len),
+		     0);
 	cr_assert_eq(http1__next(h1, &up), 1);
 	cr_assert_eq(up.status, 101);
 	cr_assert(up.flags & HTTP1_F_TUNNEL);
@@ -574,13 +511,13 @@ Test(http2, h2c_upgrade_after_http1)
 	cr_assert_eq(st.headers_undecodable, 0);
 	run_free(r);
 	http1__free(h1);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* Upgraded without the HTTP/1 request at hand; nghttp then opens stream 13 (404). */
 Test(http2, h2c_upgrade_without_request)
 {
-	struct rec *rec = rec_load("nghttp_upgrade");
+	struct l7r_rec *rec = l7r_load("http2", "nghttp_upgrade");
 	struct run *r = calloc(1, sizeof(*r));
 	struct http2_stats st;
 
@@ -609,7 +546,7 @@ Test(http2, h2c_upgrade_without_request)
 	cr_assert_eq(st.bytes_seen, 670);
 	cr_assert_eq(st.headers_undecodable, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /*
@@ -619,11 +556,11 @@ Test(http2, h2c_upgrade_without_request)
  */
 Test(http2, grpc_seen_midstream)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 	struct http2_stats st;
 
-	cr_assert_eq(rec->s[7].seq, 7);
+	cr_assert_eq(rec->seg[7].seq, 7);
 	rec_play(r, rec, PLAY(.from = 7));
 	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_CLIENT);
 	cr_assert_eq(r->n, 3);
@@ -655,13 +592,13 @@ Test(http2, grpc_seen_midstream)
 	cr_assert_eq(st.fields_unknown, 23);
 	cr_assert_eq(st.framing_errors + st.resyncs, 0);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* From segment 5: stream 1's request came before; its response ends it (NO_REQUEST). */
 Test(http2, grpc_response_of_a_request_before_the_capture)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 
 	rec_play(r, rec, PLAY(.from = 5));
@@ -678,7 +615,7 @@ Test(http2, grpc_response_of_a_request_before_the_capture)
 	finish(r, 2000);
 	cr_assert_eq(r->n, 4);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /*
@@ -690,17 +627,17 @@ Test(http2, grpc_response_of_a_request_before_the_capture)
  */
 Test(http2, gap_in_header_block)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 	struct http2_stats st;
 
 	rec_play(r, rec, PLAY(0));
 	run_free(r);
 	r = run_new();
-	for (int i = 0; i < rec->n; i++) {
-		struct rseg *s = &rec->s[i];
+	for (size_t i = 0; i < rec->n; i++) {
+		struct l7r_seg *s = &rec->seg[i];
 
-		seg(r, rdir(s, false), 1000 + (uint64_t)s->seq, s->p, i == 2 ? 100 : s->len,
+		seg(r, rdir(s, false), 1000 + (uint64_t)s->seq, s->data, i == 2 ? 100 : s->len,
 		    s->len);
 	}
 	cr_assert_eq(r->n, 3);
@@ -726,13 +663,13 @@ Test(http2, gap_in_header_block)
 	cr_assert_eq(st.hpack_missed_before_start, 0);
 	cr_assert_geq(st.headers_undecodable, 1);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* Segment 7 (stream 3's request) lost: the server's answer still makes an exchange. */
 Test(http2, lost_request_segment)
 {
-	struct rec *rec = rec_load("grpc");
+	struct l7r_rec *rec = l7r_load("http2", "grpc");
 	struct run *r = run_new();
 	struct http2_stats st;
 
@@ -749,7 +686,7 @@ Test(http2, lost_request_segment)
 	cr_assert_eq(st.lost_bytes, 81);
 	cr_assert_eq(st.resyncs, 1);
 	run_free(r);
-	rec_free(rec);
+	l7r_rec_free(rec);
 }
 
 /* --- hand-built frames --- */

@@ -17,7 +17,7 @@
 
 #include "shipper/l7.h"
 #include "shipper/l7msg.h"
-#include "tests/unit/l7_rec.h"
+#include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
 #define IN L7_INGRESS
@@ -158,9 +158,9 @@ static void kend(struct kb *b, size_t at)
 	kpatch32(b, at, (uint32_t)(b->n - at - 4));
 }
 
-static void kfeed(struct l7t_run *r, enum l7_dir dir, uint64_t ts, const struct kb *b)
+static void kfeed(struct l7r_run *r, enum l7_dir dir, uint64_t ts, const struct kb *b)
 {
-	l7t_seg(r, dir, ts, b->b, b->n, b->n);
+	l7r_seg(r, dir, ts, b->b, b->n, b->n);
 }
 
 TestSuite(kafka);
@@ -177,8 +177,8 @@ struct want {
 static void check_rec(const char *name, const struct want *w, size_t n, uint64_t unparsed,
 		      uint64_t orphans)
 {
-	struct l7t_rec *rec = l7t_load("kafka", name);
-	struct l7t_run *r = l7t_play(OPS, rec, false, 0, 0, 0);
+	struct l7r_rec *rec = l7r_load("kafka", name);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct l7_stats st;
 
 	cr_assert_eq(r->n, n, "%s: %zu exchanges", name, r->n);
@@ -200,8 +200,8 @@ static void check_rec(const char *name, const struct want *w, size_t n, uint64_t
 	cr_assert_eq(st.orphan_responses, orphans);
 	cr_assert_eq(st.malformed + st.resyncs + st.unanswered, 0, "%s", name);
 	cr_assert_eq(l7msg__bodies_unparsed(r->c), unparsed, "%s", name);
-	l7t_free(r);
-	l7t_rec_free(rec);
+	l7r_free(r);
+	l7r_rec_free(rec);
 }
 
 Test(kafka, v0_recordings)
@@ -294,19 +294,19 @@ static const char *const recordings[] = {
 Test(kafka, recordings_split_anywhere)
 {
 	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
-		struct l7t_rec *rec = l7t_load("kafka", recordings[i]);
+		struct l7r_rec *rec = l7r_load("kafka", recordings[i]);
 
-		l7t_all_splits(OPS, rec);
-		l7t_rec_free(rec);
+		l7r_all_splits(OPS, rec);
+		l7r_rec_free(rec);
 	}
 }
 
 Test(kafka, broker_side)
 {
 	for (size_t k = 0; k < sizeof(recordings) / sizeof(recordings[0]); k++) {
-		struct l7t_rec *rec = l7t_load("kafka", recordings[k]);
-		struct l7t_run *cl = l7t_play(OPS, rec, false, 0, 0, 0);
-		struct l7t_run *sv = l7t_play(OPS, rec, true, 0, 0, 0);
+		struct l7r_rec *rec = l7r_load("kafka", recordings[k]);
+		struct l7r_run *cl = l7r_play(OPS, rec, L7R_PLAY(0));
+		struct l7r_run *sv = l7r_play(OPS, rec, L7R_PLAY(.as_server = true));
 
 		cr_assert_eq(sv->ops->role(sv->c), L7_ROLE_SERVER);
 		cr_assert_eq(sv->n, cl->n);
@@ -317,9 +317,9 @@ Test(kafka, broker_side)
 			cr_assert_eq(sv->x[i].resp_bytes, cl->x[i].resp_bytes);
 			cr_assert_eq(sv->x[i].code, cl->x[i].code);
 		}
-		l7t_free(cl);
-		l7t_free(sv);
-		l7t_rec_free(rec);
+		l7r_free(cl);
+		l7r_free(sv);
+		l7r_rec_free(rec);
 	}
 }
 
@@ -328,7 +328,7 @@ Test(kafka, broker_side)
 /* Produce v9 (flexible) to two topics, the second partition failing; header tags both ways. */
 Test(kafka, produce_flexible)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t m;
@@ -401,18 +401,18 @@ Test(kafka, produce_flexible)
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[1].target, "fire");
 	cr_assert_eq(r->x[1].flags, L7_F_NO_REPLY_EXPECTED);
-	st = l7t_finish(r, 4);
+	st = l7r_finish(r, 4);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 /* Metadata v12: request topics by id and name, the error in the second topic's partition. */
 Test(kafka, metadata_v12)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	uint8_t uuid[16] = { 1, 2, 3 };
 	size_t m;
@@ -470,10 +470,10 @@ Test(kafka, metadata_v12)
 	cr_assert_str_eq(r->x[0].op, "Metadata");
 	cr_assert_str_eq(r->x[0].target, "clicks");
 	cr_assert_eq(r->x[0].code, 5);
-	cr_assert_eq(l7t_finish(r, 3).malformed, 0);
+	cr_assert_eq(l7r_finish(r, 3).malformed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 static void fetch_request(struct kb *q, uint16_t v, uint32_t corr)
@@ -572,7 +572,7 @@ static void fetch_response(struct kb *a, uint16_t v, uint32_t corr, uint16_t top
 Test(kafka, fetch_versions)
 {
 	static const uint16_t versions[] = { 0, 1, 4, 5, 7, 11, 12, 13, 15, 17 };
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t i;
@@ -598,12 +598,12 @@ Test(kafka, fetch_versions)
 	kfeed(r, EG, 50, q);
 	kfeed(r, IN, 51, a);
 	cr_assert_eq(r->x[i].code, 70);
-	st = l7t_finish(r, 60);
+	st = l7r_finish(r, 60);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(l7msg__bodies_unparsed(r->c), 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 /* APIs whose error code begins the body (after throttle_time_ms in later versions). */
@@ -631,7 +631,7 @@ Test(kafka, leading_error_codes)
 		{ 2, 7, true, 3, "ListOffsets", false },
 		{ 100, 0, false, 0, "ApiKey100", false },
 	};
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	uint64_t unparsed = 0;
 
@@ -663,15 +663,15 @@ Test(kafka, leading_error_codes)
 		unparsed += !cases[i].parsed;
 	}
 	cr_assert_eq(l7msg__bodies_unparsed(r->c), unparsed);
-	cr_assert_eq(l7t_finish(r, 100).bytes_unattributed, 0);
+	cr_assert_eq(l7r_finish(r, 100).bytes_unattributed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, controlled_shutdown_v0_header)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	size_t m;
 
@@ -692,15 +692,15 @@ Test(kafka, controlled_shutdown_v0_header)
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "ControlledShutdown");
 	cr_assert_eq(r->x[0].req_bytes, 16);
-	l7t_finish(r, 3);
+	l7r_finish(r, 3);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, pipelined_and_out_of_order)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t m;
@@ -732,7 +732,7 @@ Test(kafka, pipelined_and_out_of_order)
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, IN, 3, a);
-	st = l7t_finish(r, 4);
+	st = l7r_finish(r, 4);
 	cr_assert_eq(r->n, 4);
 	cr_assert_eq(r->x[2].flags, 0);
 	cr_assert_eq(r->x[3].flags, L7_F_NO_REQUEST);
@@ -743,12 +743,12 @@ Test(kafka, pipelined_and_out_of_order)
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, capture_cut_produce)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t m, head;
@@ -768,7 +768,7 @@ Test(kafka, capture_cut_produce)
 	kpatch32(q, m, (uint32_t)(head - 4 + records));
 	memset(q->b + q->n, 0x33, 1024);
 	q->n += 1024;
-	l7t_seg(r, EG, 1, q->b, 1024, head + records);
+	l7r_seg(r, EG, 1, q->b, 1024, head + records);
 	m = resp_begin(a, 41, false, false);
 	karr(a, 1);
 	kstr(a, "big-topic");
@@ -803,23 +803,23 @@ Test(kafka, capture_cut_produce)
 	kstr(a, "gone");
 	karr(a, 0);
 	kend(a, m);
-	l7t_seg(r, IN, 4, a->b, 20, a->n);
+	l7r_seg(r, IN, 4, a->b, 20, a->n);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].code, 0);
 	cr_assert_eq(r->x[1].flags, L7_F_RESP_TRUNCATED);
 	cr_assert_eq(r->x[1].resp_bytes, a->n);
-	st = l7t_finish(r, 5);
+	st = l7r_finish(r, 5);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.resyncs, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, hostile_sizes_and_resync)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new(), *g = kb_new();
 	struct l7_stats st;
 	size_t m, junk = 0;
@@ -876,7 +876,7 @@ Test(kafka, hostile_sizes_and_resync)
 	m = resp_begin(g, 555, false, false);
 	k16(g, 0);
 	kend(g, m);
-	l7t_lost(r, IN, 0);
+	l7r_lost(r, IN, 0);
 	kfeed(r, IN, 8, g);
 	junk += g->n;
 	m = resp_begin(a, 1, false, false);
@@ -905,7 +905,7 @@ Test(kafka, hostile_sizes_and_resync)
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[1].target, "x");
 	cr_assert_eq(r->x[1].code, 0);
-	st = l7t_finish(r, 12);
+	st = l7r_finish(r, 12);
 	cr_assert_eq(st.malformed, 1);
 	cr_assert_eq(st.resyncs, 2);
 	cr_assert_eq(st.dirs_abandoned, 0);
@@ -913,12 +913,12 @@ Test(kafka, hostile_sizes_and_resync)
 	free(q);
 	free(a);
 	free(g);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, role_from_first_request)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t m;
@@ -935,7 +935,7 @@ Test(kafka, role_from_first_request)
 	kfeed(r, EG, 2, q);
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_CLIENT);
 	kfeed(r, IN, 3, a);
-	st = l7t_finish(r, 4);
+	st = l7r_finish(r, 4);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(r->x[1].flags, L7_F_NO_REQUEST);
@@ -943,12 +943,12 @@ Test(kafka, role_from_first_request)
 	cr_assert_eq(st.bytes_unattributed, a->n);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, pending_limit)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct kb *q = kb_new(), *a = kb_new();
 	struct l7_stats st;
 	size_t m, qn = 0, an = 0;
@@ -968,7 +968,7 @@ Test(kafka, pending_limit)
 		an = a->n;
 		kfeed(r, IN, 2, a);
 	}
-	st = l7t_finish(r, 3);
+	st = l7r_finish(r, 3);
 	cr_assert_eq(r->n, L7_MAX_PENDING + 100 - L7_MAX_PENDING - L7MSG_DROPPED_IDS);
 	cr_assert_eq(st.requests_dropped, 100 - L7_MAX_PENDING);
 	cr_assert_eq(st.responses_dropped, L7MSG_DROPPED_IDS);
@@ -976,22 +976,22 @@ Test(kafka, pending_limit)
 		     qn * (100 - L7_MAX_PENDING) + an * L7MSG_DROPPED_IDS);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(kafka, hand_built_split_anywhere)
 {
-	struct l7t_rec rec = { 0 };
+	struct l7r_rec *rec = l7r_rec_new();
 	struct kb *q = kb_new(), *a = kb_new();
 
 	fetch_request(q, 12, 1);
 	fetch_request(q, 4, 2);
 	fetch_response(a, 12, 1, 0, 1);
 	fetch_response(a, 4, 2, 0, 0);
-	rec.s[0] = (struct l7t_seg){ .seq = 0, .c2s = true, .n = q->n, .b = q->b };
-	rec.s[1] = (struct l7t_seg){ .seq = 1, .c2s = false, .n = a->n, .b = a->b };
-	rec.n = 2;
-	l7t_all_splits(OPS, &rec);
+	l7r_rec_add(rec, true, q->b, q->n);
+	l7r_rec_add(rec, false, a->b, a->n);
+	l7r_all_splits(OPS, rec);
+	l7r_rec_free(rec);
 	free(q);
 	free(a);
 }

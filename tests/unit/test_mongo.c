@@ -15,7 +15,7 @@
 
 #include "shipper/l7.h"
 #include "shipper/l7msg.h"
-#include "tests/unit/l7_rec.h"
+#include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
 #define IN L7_INGRESS
@@ -175,9 +175,9 @@ static void op_msg_ok(struct buf *b, uint32_t id, uint32_t to, uint32_t flags, d
 	msg_end(b, m);
 }
 
-static void feedb(struct l7t_run *r, enum l7_dir dir, uint64_t ts, const struct buf *b)
+static void feedb(struct l7r_run *r, enum l7_dir dir, uint64_t ts, const struct buf *b)
 {
-	l7t_seg(r, dir, ts, b->b, b->n, b->n);
+	l7r_seg(r, dir, ts, b->b, b->n, b->n);
 }
 
 TestSuite(mongo);
@@ -186,8 +186,8 @@ TestSuite(mongo);
 
 Test(mongo, pymongo_recording)
 {
-	struct l7t_rec *rec = l7t_load("mongo", "pymongo");
-	struct l7t_run *r = l7t_play(OPS, rec, false, 0, 0, 0);
+	struct l7r_rec *rec = l7r_load("mongo", "pymongo");
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	static const struct {
 		const char *op, *target;
 		int32_t code;
@@ -214,8 +214,8 @@ Test(mongo, pymongo_recording)
 		cr_assert_eq(r->x[i].resp_bytes, want[i].resp, "exchange %zu", i);
 		cr_assert_eq(r->x[i].flags, 0, "exchange %zu", i);
 		cr_assert_eq(r->x[i].req_dir, EG);
-		cr_assert_eq(r->x[i].start_ns, 2 * i + 1);
-		cr_assert_eq(r->x[i].end_ns, 2 * i + 2);
+		cr_assert_eq(r->x[i].start_ns, (2 * i + 1) * L7R_TICK);
+		cr_assert_eq(r->x[i].end_ns, (2 * i + 2) * L7R_TICK);
 	}
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_CLIENT);
 	r->ops->stats(r->c, &st);
@@ -224,14 +224,14 @@ Test(mongo, pymongo_recording)
 	cr_assert_eq(st.requests, 7);
 	cr_assert_eq(st.responses, 7);
 	cr_assert_eq(st.malformed + st.resyncs + st.orphan_responses + st.unanswered, 0);
-	l7t_free(r);
-	l7t_rec_free(rec);
+	l7r_free(r);
+	l7r_rec_free(rec);
 }
 
 Test(mongo, node_driver_recording)
 {
-	struct l7t_rec *rec = l7t_load("mongo", "node");
-	struct l7t_run *r = l7t_play(OPS, rec, false, 0, 0, 0);
+	struct l7r_rec *rec = l7r_load("mongo", "node");
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct l7_stats st;
 
 	cr_assert_eq(r->n, 8);
@@ -260,8 +260,8 @@ Test(mongo, node_driver_recording)
 	cr_assert_eq(st.requests, 8);
 	cr_assert_eq(st.responses, 6);
 	cr_assert_eq(st.unanswered, 0);
-	l7t_free(r);
-	l7t_rec_free(rec);
+	l7r_free(r);
+	l7r_rec_free(rec);
 }
 
 Test(mongo, recordings_split_anywhere)
@@ -269,18 +269,18 @@ Test(mongo, recordings_split_anywhere)
 	const char *names[] = { "pymongo", "node" };
 
 	for (size_t i = 0; i < 2; i++) {
-		struct l7t_rec *rec = l7t_load("mongo", names[i]);
+		struct l7r_rec *rec = l7r_load("mongo", names[i]);
 
-		l7t_all_splits(OPS, rec);
-		l7t_rec_free(rec);
+		l7r_all_splits(OPS, rec);
+		l7r_rec_free(rec);
 	}
 }
 
 Test(mongo, server_side)
 {
-	struct l7t_rec *rec = l7t_load("mongo", "pymongo");
-	struct l7t_run *cl = l7t_play(OPS, rec, false, 0, 0, 0);
-	struct l7t_run *sv = l7t_play(OPS, rec, true, 0, 0, 0);
+	struct l7r_rec *rec = l7r_load("mongo", "pymongo");
+	struct l7r_run *cl = l7r_play(OPS, rec, L7R_PLAY(0));
+	struct l7r_run *sv = l7r_play(OPS, rec, L7R_PLAY(.as_server = true));
 
 	cr_assert_eq(sv->ops->role(sv->c), L7_ROLE_SERVER);
 	cr_assert_eq(sv->n, cl->n);
@@ -290,16 +290,16 @@ Test(mongo, server_side)
 		cr_assert_eq(sv->x[i].resp_bytes, cl->x[i].resp_bytes);
 		cr_assert_eq(sv->x[i].code, cl->x[i].code);
 	}
-	l7t_free(cl);
-	l7t_free(sv);
-	l7t_rec_free(rec);
+	l7r_free(cl);
+	l7r_free(sv);
+	l7r_rec_free(rec);
 }
 
 /* --- hand-built --- */
 
 Test(mongo, exhaust_stream_is_one_exchange)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new(), *b = buf_new(), *c = buf_new();
 	struct l7_stats st;
 
@@ -324,7 +324,7 @@ Test(mongo, exhaust_stream_is_one_exchange)
 	a->n = 0;
 	op_msg_ok(a, 6000, 100, 2, 1, 0);
 	feedb(r, IN, 6, a);
-	st = l7t_finish(r, 9);
+	st = l7r_finish(r, 9);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].resp_bytes, a->n);
 	cr_assert_eq(r->x[1].end_ns, 6);
@@ -336,12 +336,12 @@ Test(mongo, exhaust_stream_is_one_exchange)
 	free(a);
 	free(b);
 	free(c);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, paired_by_response_to)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 	struct l7_stats st;
 	size_t n901;
@@ -382,18 +382,18 @@ Test(mongo, paired_by_response_to)
 	cr_assert_eq(r->x[3].req_dir, EG);
 	cr_assert_eq(r->x[3].start_ns, 3);
 	cr_assert_str_eq(r->x[3].op, "");
-	st = l7t_finish(r, 5);
+	st = l7r_finish(r, 5);
 	cr_assert_eq(st.unanswered, 1);
 	cr_assert_eq(st.orphan_responses, 1);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, reply_verdicts)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 	size_t m, d, arr, e;
 	int i = 0;
@@ -479,7 +479,7 @@ Test(mongo, reply_verdicts)
 	doc_end(a, d);
 	msg_end(a, m);
 
-	l7t_seg(r, IN, 2, a->b, a->n - 100, a->n);
+	l7r_seg(r, IN, 2, a->b, a->n - 100, a->n);
 	cr_assert_eq(r->n, 6);
 	cr_assert_eq(r->x[i].code, 11600);
 	cr_assert_eq(r->x[i++].error, 1);
@@ -494,15 +494,15 @@ Test(mongo, reply_verdicts)
 	cr_assert_eq(r->x[i].code, 0);
 	cr_assert_eq(r->x[i].error, 0);
 	cr_assert_eq(r->x[i].flags, L7_F_RESP_TRUNCATED);
-	cr_assert_eq(l7t_finish(r, 3).malformed, 0);
+	cr_assert_eq(l7r_finish(r, 3).malformed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, legacy_opcodes)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *b = buf_new();
 	struct l7_stats st;
 	size_t m, d, w;
@@ -632,18 +632,18 @@ Test(mongo, legacy_opcodes)
 		cr_assert_eq(r->x[i].flags, L7_F_NO_REPLY_EXPECTED);
 		cr_assert_eq(r->x[i].end_ns, 5);
 	}
-	st = l7t_finish(r, 6);
+	st = l7r_finish(r, 6);
 	cr_assert_eq(st.requests, 7);
 	cr_assert_eq(st.responses, 3);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(b);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, compressed_checksum_and_sequences)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *b = buf_new();
 	struct l7_stats st;
 	size_t m, d, s;
@@ -703,16 +703,16 @@ Test(mongo, compressed_checksum_and_sequences)
 	cr_assert_str_eq(r->x[1].op, "insert");
 	cr_assert_str_eq(r->x[1].target, "seq");
 	cr_assert_eq(r->x[1].code, 26);
-	st = l7t_finish(r, 5);
+	st = l7r_finish(r, 5);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(b);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, capture_cut_messages)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *b = buf_new(), *a = buf_new();
 	struct l7_stats st;
 	size_t m, d, big = 100000;
@@ -731,7 +731,7 @@ Test(mongo, capture_cut_messages)
 	el_str(b, "$db", "test");
 	doc_end(b, d);
 	msg_end(b, m);
-	l7t_seg(r, EG, 1, b->b, 1024, b->n);
+	l7r_seg(r, EG, 1, b->b, 1024, b->n);
 	op_msg_ok(a, 2, 1, 0, 1, 0);
 	feedb(r, IN, 2, a);
 	cr_assert_eq(r->n, 1);
@@ -745,7 +745,7 @@ Test(mongo, capture_cut_messages)
 	name[sizeof(name) - 1] = '\0';
 	b->n = 0;
 	op_msg_cmd(b, 3, 0, "find", name);
-	l7t_seg(r, EG, 3, b->b, 16 + 5 + 4 + 1 + 5 + 4 + 10, b->n);
+	l7r_seg(r, EG, 3, b->b, 16 + 5 + 4 + 1 + 5 + 4 + 10, b->n);
 	b->n = 0;
 	op_msg_cmd(b, 4, 0, "find", name);
 	feedb(r, EG, 4, b);
@@ -762,24 +762,24 @@ Test(mongo, capture_cut_messages)
 	/* a header alone captured: still one exchange, op unknown past the header */
 	b->n = 0;
 	op_msg_cmd(b, 7, 0, "ping", NULL);
-	l7t_seg(r, EG, 6, b->b, 16, b->n);
+	l7r_seg(r, EG, 6, b->b, 16, b->n);
 	a->n = 0;
 	op_msg_ok(a, 8, 7, 0, 1, 0);
 	feedb(r, IN, 7, a);
 	cr_assert_eq(r->n, 4);
 	cr_assert_str_eq(r->x[3].op, "OP_MSG");
-	st = l7t_finish(r, 8);
+	st = l7r_finish(r, 8);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.resyncs, 0);
 	cr_assert_eq(st.bytes_unattributed, 0);
 	free(b);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, hostile_lengths)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *b = buf_new(), *ok = buf_new();
 	struct l7_stats st;
 	size_t m, d;
@@ -840,7 +840,7 @@ Test(mongo, hostile_lengths)
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[1].op, "OP_MSG");
 	cr_assert_str_eq(r->x[2].op, "OP_MSG");
-	st = l7t_finish(r, 20);
+	st = l7r_finish(r, 20);
 	cr_assert_eq(st.malformed, 2);
 	cr_assert_eq(st.requests, 3);
 	cr_assert_eq(st.resyncs, 1);
@@ -848,13 +848,13 @@ Test(mongo, hostile_lengths)
 	cr_assert_eq(st.bytes_unattributed, 6 * (20 + 10));
 	free(b);
 	free(ok);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 /* Found by fuzz_mongo: "" is a valid BSON key, and names no command. */
 Test(mongo, empty_first_key)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 
 	op_msg_cmd(q, 1, 0, "", "x");
@@ -864,15 +864,15 @@ Test(mongo, empty_first_key)
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "OP_MSG");
 	cr_assert_str_eq(r->x[0].target, "");
-	cr_assert_eq(l7t_finish(r, 3).malformed, 0);
+	cr_assert_eq(l7r_finish(r, 3).malformed, 0);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, gaps_and_losses)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 	struct l7_stats st;
 	size_t n1;
@@ -880,9 +880,9 @@ Test(mongo, gaps_and_losses)
 	op_msg_cmd(q, 1, 0, "find", "c1");
 	n1 = q->n;
 	/* a loss of known size inside a message: sizes exact */
-	l7t_seg(r, EG, 1, q->b, 40, 40);
-	l7t_lost(r, EG, q->n - 50);
-	l7t_seg(r, EG, 2, q->b + q->n - 10, 10, 10);
+	l7r_seg(r, EG, 1, q->b, 40, 40);
+	l7r_lost(r, EG, q->n - 50);
+	l7r_seg(r, EG, 2, q->b + q->n - 10, 10, 10);
 	op_msg_ok(a, 2, 1, 0, 1, 0);
 	feedb(r, IN, 3, a);
 	cr_assert_eq(r->n, 1);
@@ -891,9 +891,9 @@ Test(mongo, gaps_and_losses)
 	cr_assert_eq(r->x[0].flags, L7_F_REQ_TRUNCATED);
 
 	/* a loss of unknown size: the request ends there, the next segment start resyncs */
-	l7t_seg(r, EG, 4, q->b, 30, 30);
-	l7t_lost(r, EG, 0);
-	l7t_seg(r, EG, 5, q->b + 30, q->n - 30, q->n - 30);
+	l7r_seg(r, EG, 4, q->b, 30, 30);
+	l7r_lost(r, EG, 0);
+	l7r_seg(r, EG, 5, q->b + 30, q->n - 30, q->n - 30);
 	q->n = 0;
 	op_msg_cmd(q, 3, 0, "find", "c3");
 	feedb(r, EG, 6, q);
@@ -911,14 +911,14 @@ Test(mongo, gaps_and_losses)
 	/* a gap past a message's end: the rest is skipped until a segment start */
 	q->n = 0;
 	op_msg_cmd(q, 6, 0, "find", "c6");
-	l7t_seg(r, EG, 8, q->b, q->n, q->n + 500);
+	l7r_seg(r, EG, 8, q->b, q->n, q->n + 500);
 	a->n = 0;
 	op_msg_ok(a, 7, 6, 0, 1, 0);
 	feedb(r, IN, 9, a);
 	cr_assert_eq(r->n, 4);
 	cr_assert_eq(r->x[3].req_bytes, q->n);
 	cr_assert_eq(r->x[3].flags, 0);
-	st = l7t_finish(r, 10);
+	st = l7r_finish(r, 10);
 	cr_assert_eq(st.lost_segments, 2);
 	cr_assert_eq(st.resyncs, 2);
 	cr_assert_eq(st.gap_bytes, 500);
@@ -926,35 +926,35 @@ Test(mongo, gaps_and_losses)
 	cr_assert_eq(st.bytes_unattributed, (n1 - 30) + 500);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 /* Found by fuzz_mongo: a reply whose last bytes are lost after its request was sent. */
 Test(mongo, loss_timed_by_the_last_segment)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 
 	op_msg_ok(a, 2, 1, 0, 1, 0);
-	l7t_seg(r, IN, 5, a->b, 20, 20);
+	l7r_seg(r, IN, 5, a->b, 20, 20);
 	op_msg_cmd(q, 1, 0, "ping", NULL);
 	feedb(r, EG, 10, q);
-	l7t_lost(r, IN, a->n - 20);
+	l7r_lost(r, IN, a->n - 20);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "ping");
 	cr_assert_eq(r->x[0].start_ns, 10);
 	cr_assert_eq(r->x[0].end_ns, 10);
 	cr_assert_eq(r->x[0].resp_bytes, a->n);
 	cr_assert_eq(r->x[0].flags, L7_F_RESP_TRUNCATED);
-	l7t_finish(r, 11);
+	l7r_finish(r, 11);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, pending_limit)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	struct buf *q = buf_new(), *a = buf_new();
 	struct l7_stats st;
 
@@ -967,7 +967,7 @@ Test(mongo, pending_limit)
 		op_msg_ok(a, 1000 + i, i, 0, 1, 0);
 		feedb(r, IN, 2, a);
 	}
-	st = l7t_finish(r, 3);
+	st = l7r_finish(r, 3);
 	/* 64 answered, 20 replies to requests dropped too long ago to be known: orphans */
 	cr_assert_eq(r->n, L7_MAX_PENDING + 20);
 	for (size_t i = 0; i < r->n; i++)
@@ -981,32 +981,32 @@ Test(mongo, pending_limit)
 		     (q->n / 100) * (100 - L7_MAX_PENDING) + a->n * L7MSG_DROPPED_IDS);
 	free(q);
 	free(a);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, garbage_direction_abandoned)
 {
-	struct l7t_run *r = l7t_new(OPS);
+	struct l7r_run *r = l7r_new(OPS);
 	static const uint8_t junk[32] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
 	struct buf *q = buf_new();
 	struct l7_stats st;
 
 	for (int i = 0; i < 20; i++)
-		l7t_seg(r, EG, 1, junk, sizeof(junk), sizeof(junk));
+		l7r_seg(r, EG, 1, junk, sizeof(junk), sizeof(junk));
 	op_msg_cmd(q, 1, 0, "ping", NULL);
 	feedb(r, EG, 2, q);
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_UNKNOWN);
-	st = l7t_finish(r, 3);
+	st = l7r_finish(r, 3);
 	cr_assert_eq(st.dirs_abandoned, 1);
 	cr_assert_eq(r->n, 0);
 	cr_assert_eq(st.bytes_unattributed, 20 * sizeof(junk) + q->n);
 	free(q);
-	l7t_free(r);
+	l7r_free(r);
 }
 
 Test(mongo, hand_built_split_anywhere)
 {
-	struct l7t_rec rec = { 0 };
+	struct l7r_rec *rec = l7r_rec_new();
 	struct buf *q = buf_new(), *a = buf_new();
 
 	op_msg_cmd(q, 1, 0, "find", "a");
@@ -1015,10 +1015,10 @@ Test(mongo, hand_built_split_anywhere)
 	op_msg_ok(a, 10, 1, 0, 0, 50);
 	op_msg_ok(a, 11, 3, 2, 1, 0);
 	op_msg_ok(a, 12, 11, 0, 1, 0);
-	rec.s[0] = (struct l7t_seg){ .seq = 0, .c2s = true, .n = q->n, .b = q->b };
-	rec.s[1] = (struct l7t_seg){ .seq = 1, .c2s = false, .n = a->n, .b = a->b };
-	rec.n = 2;
-	l7t_all_splits(OPS, &rec);
+	l7r_rec_add(rec, true, q->b, q->n);
+	l7r_rec_add(rec, false, a->b, a->n);
+	l7r_all_splits(OPS, rec);
+	l7r_rec_free(rec);
 	free(q);
 	free(a);
 }

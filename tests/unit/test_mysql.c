@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * shipper/mysql.c: real MariaDB conversations (the mariadb CLI, mariadb-admin and npm mysql2,
- * recorded by tests/tools/record_conns.py into tests/unit/data/mysql/) fed whole, split at every
- * byte, from the middle, as client and as server; hand-made packets for what those peers do
- * not send (CLIENT_DEPRECATE_EOF, cursors, continuation packets, pipelining) and for gaps,
- * losses, garbage and hostile counts. Every run closes and checks that every byte fed is in
- * an exchange or counted unattributed.
+ * recorded by tests/tools/tcp_record.py --per-conn into tests/unit/data/mysql/) fed whole,
+ * split at every byte, from the middle, as client and as server; hand-made packets for what
+ * those peers do not send (CLIENT_DEPRECATE_EOF, cursors, continuation packets, pipelining)
+ * and for gaps, losses, garbage and hostile counts. Every run closes and checks that every
+ * byte fed is in an exchange or counted unattributed.
  */
 #include "shipper/mysql.h"
 #include "tests/unit/l7_replay.h"
@@ -113,7 +113,7 @@ Test(mysql, cli_query_insert_error)
 	struct l7r_rec *rec = l7r_load("mysql", "cli_query");
 
 	for (int as_server = 0; as_server < 2; as_server++) {
-		struct l7r_run *r = l7r_play(OPS, rec, as_server, 0, 0);
+		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.as_server = as_server));
 		struct l7_stats st = l7_stats(r);
 
 		cr_assert_eq(r->ops->role(r->c), as_server ? L7_ROLE_SERVER : L7_ROLE_CLIENT);
@@ -146,7 +146,7 @@ Test(mysql, cli_query_insert_error)
 Test(mysql, cli_init_db_call_local_infile)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "cli_call_infile");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct mysql_stats my = my_stats(r);
 
 	cr_assert_eq(r->n, 7);
@@ -175,7 +175,7 @@ Test(mysql, cli_init_db_call_local_infile)
 Test(mysql, admin_ping_statistics)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "admin_ping");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[0], "COM_PING", "", 5, 11, 0, 0);
@@ -193,7 +193,7 @@ Test(mysql, admin_ping_statistics)
 Test(mysql, mysql2_prepared_statements)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "mysql2_execute");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct mysql_stats my = my_stats(r);
 
 	cr_assert_eq(r->n, 12);
@@ -223,7 +223,7 @@ Test(mysql, mysql2_prepared_statements)
 Test(mysql, mysql2_empty_result_and_call)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "mysql2_call");
-	struct l7r_run *r = l7r_play(OPS, rec, true, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.as_server = true));
 
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_SERVER);
 	cr_assert_eq(r->n, 6);
@@ -246,21 +246,8 @@ Test(mysql, split_anywhere_same_exchanges)
 	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
 		struct l7r_rec *rec = l7r_load("mysql", recordings[i]);
 
-		for (int as_server = 0; as_server < 2; as_server++) {
-			struct l7r_run *whole = l7r_play(OPS, rec, as_server, 0, 0);
-
-			for (size_t p = 0; p < sizeof(pieces) / sizeof(pieces[0]); p++) {
-				struct l7r_run *r = l7r_play(OPS, rec, as_server, pieces[p], 0);
-				struct l7_stats a = l7_stats(r), b = l7_stats(whole);
-
-				l7r_same(whole, r, recordings[i]);
-				cr_assert_eq(a.bytes_unattributed, b.bytes_unattributed);
-				cr_assert_eq(a.requests, b.requests);
-				cr_assert_eq(a.resyncs, 0);
-				l7r_free(r);
-			}
-			l7r_free(whole);
-		}
+		l7r_pieces_same(OPS, rec, pieces, sizeof(pieces) / sizeof(pieces[0]),
+				recordings[i]);
 		l7r_rec_free(rec);
 	}
 }
@@ -269,21 +256,11 @@ Test(mysql, split_anywhere_same_exchanges)
 Test(mysql, split_at_every_byte)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "cli_call_infile");
-	struct l7r_run *whole = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
 
 	for (size_t cut = 1; cut < 230; cut++) {
-		struct l7r_run *r = l7r_new(OPS);
+		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.cut = cut));
 
-		for (size_t i = 0; i < rec->n; i++) {
-			const struct l7r_seg *s = &rec->seg[i];
-			size_t k = cut < s->len ? cut : s->len;
-
-			l7r_seg(r, l7r_dir(s, false), (i + 1) * 1000, s->data, k, k);
-			if (k < s->len)
-				l7r_seg(r, l7r_dir(s, false), (i + 1) * 1000, s->data + k,
-					s->len - k, s->len - k);
-		}
-		l7r_finish(r, (rec->n + 1) * 1000);
 		l7r_same(whole, r, "cut");
 		l7r_free(r);
 	}
@@ -296,7 +273,7 @@ Test(mysql, split_at_every_byte)
 Test(mysql, ssl_request_stops_parsing)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "cli_tls");
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 0);
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(0));
 	struct l7_stats st = l7_stats(r);
 
 	/* greeting, a 32-byte SSLRequest, then TLS 1.3 records that frame as garbage */
@@ -319,12 +296,12 @@ Test(mysql, ssl_request_stops_parsing)
 Test(mysql, tls_plaintext_starts_at_handshake_response)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "cli_query");
-	struct l7r_run *whole = l7r_play(OPS, rec, false, 0, 0), *r;
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0)), *r;
 	struct l7_stats st;
 
 	rec->seg[1].data[3] = 2;
 	rec->seg[2].data[3] = 3;
-	r = l7r_play(OPS, rec, false, 0, 1);
+	r = l7r_play(OPS, rec, L7R_PLAY(.from = 1));
 	l7r_same(whole, r, "plaintext");
 	st = l7_stats(r);
 	cr_assert_eq(st.bytes_unattributed, 218 + 20);
@@ -359,11 +336,12 @@ Test(mysql, compression_stops_parsing)
 Test(mysql, midstream_at_a_command)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "mysql2_execute");
-	struct l7r_run *whole = l7r_play(OPS, rec, true, 0, 0);
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(.as_server = true));
 
 	/* from the first command on, as the server: the same exchanges, nothing left over */
 	for (size_t piece = 0; piece < 4; piece++) {
-		struct l7r_run *r = l7r_play(OPS, rec, true, piece, 3);
+		struct l7r_run *r =
+			l7r_play(OPS, rec, L7R_PLAY(.as_server = true, .piece = piece, .from = 3));
 		struct mysql_stats my = my_stats(r);
 
 		l7r_same(whole, r, "midstream");
@@ -382,8 +360,8 @@ Test(mysql, midstream_at_a_command)
 Test(mysql, midstream_inside_a_response)
 {
 	struct l7r_rec *rec = l7r_load("mysql", "mysql2_execute");
-	struct l7r_run *whole = l7r_play(OPS, rec, false, 0, 0);
-	struct l7r_run *r = l7r_play(OPS, rec, false, 0, 4);
+	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
+	struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.from = 4));
 	struct l7_stats st = l7_stats(r);
 
 	/* The first segment is the end of an answer to a query not seen. */
@@ -739,7 +717,7 @@ Test(mysql, lost_segments)
 		else if (i == 6)
 			l7r_lost(r, IN, s->len);
 		else
-			l7r_seg(r, l7r_dir(s, false), (i + 1) * 1000, s->data, s->len, s->len);
+			l7r_seg(r, l7r_dir(s, false), s->ts, s->data, s->len, s->len);
 	}
 	st = l7r_finish(r, 20000);
 	cr_assert_eq(r->n, 4);
