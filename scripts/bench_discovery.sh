@@ -74,7 +74,8 @@ wait_for() {
 now_ms() { date +%s%3N; }
 
 # Room for the processes: pids beyond those in use now, and the process limit of root.
-in_use=$(ls -d /proc/[0-9]* | wc -l)
+pids=(/proc/[0-9]*) # a glob: ls would fail on a process that exits meanwhile
+in_use=${#pids[@]}
 need=$((in_use + NPROC + 4096))
 if [ "$(cat /proc/sys/kernel/pid_max)" -lt "$need" ]; then
 	OLD_PID_MAX=$(cat /proc/sys/kernel/pid_max)
@@ -164,7 +165,8 @@ kill -0 "$SUP" || { echo "bench: the supervisor was restarted"; exit 1; }
 sleep 5 # the gaps below run to 10 s after the last report
 rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$SUP/status")
 hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$SUP/status")
-live=$(ls -d /proc/[0-9]* | wc -l)
+pids=(/proc/[0-9]*)
+live=${#pids[@]}
 {
 	echo "discovery.processes_on_host $live"
 	echo "discovery.matching $NMATCH"
