@@ -256,13 +256,15 @@ bench: deps
 	$(MAKE) all $(OUT)/tests/programs/bench_two_threads $(OUT)/tests/bench/bench_upload \
 		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
 		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor \
-		$(OUT)/tests/bench/tls_calls $(OUT)/tests/programs/idle_burn
+		$(OUT)/tests/bench/tls_calls $(OUT)/tests/programs/idle_burn \
+		$(OUT)/tests/programs/idle_many
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
 	scripts/bench_network_tls.sh
 	scripts/bench_network_protocols.sh
 	scripts/bench_continuous.sh
+	scripts/bench_discovery.sh
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
 $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \

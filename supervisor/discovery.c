@@ -19,20 +19,38 @@
 #include "common/log.h"
 #include "supervisor/discovery.h"
 
-/* Processes followed at once: those matching a finder. Others are read again every scan. */
-#define DISC_MAX_PROCS 16384
-
+/*
+ * What a scan reads. The directory listing of /proc (getdents) gives the pids; a pid not in
+ * the table is new: its stat (start time) and cmdline are read and matched. A pid missing from
+ * the listing has exited and is dropped. A known pid is read again (stat, then cmdline, which
+ * is matched again only when its hash changed) only when due: at each of the DISC_YOUNG_SCANS
+ * scans after it was first seen or changed (wrappers that exec soon after they start: `sh -c
+ * exec app`), then once every DISC_RECHECK_SCANS scans, spread by pid so that each scan reads
+ * about 1/DISC_RECHECK_SCANS of them. Nothing cheaper tells an exec: it keeps the pid, the
+ * start time and /proc/PID's inode, and no field of a file we would not read anyway changes.
+ * A pid reused between two listings is told by its start time at the next of these reads.
+ *
+ * Memory per known process, matching or not: the 24-byte record below, plus 2 index slots of
+ * 4 bytes per record allocated (capacity doubles: 32 bytes each, at most 64 just after a
+ * growth). Growth is the only allocation of a scan, and follows new processes.
+ */
 struct disc_proc {
-	int pid;
+	int32_t pid;
+	uint32_t cmd_hash;  /* of its command line: an exec or an argv rewrite changes it */
 	uint64_t starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
-	uint64_t cmd_hash;  /* of its command line: an exec or an argv rewrite changes it */
-	uint64_t seen;      /* scan number */
-	int entity;         /* index into entities, -1: matched no finder */
+	uint16_t seen;      /* the last scan (low 16 bits) whose listing had it */
+	uint16_t due;       /* the scan (low 16 bits) at which it is read again */
+	int16_t entity;     /* index into entities, -1: matched no finder */
+	uint8_t young;      /* scans left at which it is read every time */
+	uint8_t pad;
 };
 
-/* Open-addressing index of procs by pid, rebuilt at each scan: lookups stay O(1) with many
- * processes (a linear search per pid made a scan quadratic). */
-#define DISC_INDEX_SLOTS (2 * DISC_MAX_PROCS)
+_Static_assert(sizeof(struct disc_proc) == 24, "the per-process cost stated above");
+_Static_assert(DISC_MAX_ENTITIES <= INT16_MAX, "entity indexes are int16_t");
+_Static_assert(DISC_RECHECK_SCANS < 32768 / 2, "due scans compare in 16 bits");
+
+/* Processes followed at most: /proc/sys/kernel/pid_max's highest value. */
+#define DISC_MAX_PROCS (4 * 1024 * 1024)
 
 struct disc_slot {
 	struct disc_entity e;
@@ -51,10 +69,10 @@ struct discovery {
 	pthread_mutex_t lock;
 	uint64_t scan;
 	uint64_t generation;
-	struct disc_proc *procs;
-	size_t nprocs;
-	int32_t *index; /* DISC_INDEX_SLOTS entries: proc index + 1, 0 empty */
-	size_t free_hint; /* procs below it are all in use (this scan) */
+	struct disc_proc *procs; /* dense: [0, nprocs) are live */
+	size_t nprocs, cap;
+	int32_t *index; /* 2 * cap slots (a power of two): proc index + 1, 0 empty */
+	size_t nslots;
 	struct disc_slot *ents;
 	size_t nents;
 	char last_err[256]; /* the last render error logged: each distinct one is logged once */
@@ -155,9 +173,11 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	d->info = info;
 	d->info_arg = info_arg;
 	snprintf(d->proc_root, sizeof(d->proc_root), "%s", proc_root ? proc_root : "/proc");
-	d->procs = calloc(DISC_MAX_PROCS, sizeof(*d->procs));
+	d->cap = 1024;
+	d->nslots = 2 * d->cap;
+	d->procs = calloc(d->cap, sizeof(*d->procs));
 	d->ents = calloc(DISC_MAX_ENTITIES, sizeof(*d->ents));
-	d->index = calloc(DISC_INDEX_SLOTS, sizeof(*d->index));
+	d->index = calloc(d->nslots, sizeof(*d->index));
 	if (!d->procs || !d->ents || !d->index) {
 		discovery__free(d);
 		errno = ENOMEM;
@@ -186,10 +206,10 @@ void discovery__free(struct discovery *d)
 	free(d);
 }
 
-/* Reads a small /proc file into buf (NUL-terminated); length, or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
+/* Reads a small file under dirfd into buf (NUL-terminated); length, or -errno. */
+static ssize_t read_small(int dirfd, const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	ssize_t n, got = 0;
 
 	if (fd < 0)
@@ -202,13 +222,13 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 	return n;
 }
 
-static int read_starttime(const char *root, int pid, uint64_t *ret)
+static int read_starttime(int dirfd, int pid, uint64_t *ret)
 {
-	char path[300], buf[1024], *p;
+	char path[32], buf[1024], *p;
 	unsigned long long v;
 
-	snprintf(path, sizeof(path), "%s/%d/stat", root, pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	snprintf(path, sizeof(path), "%d/stat", pid);
+	if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
 		return -ESRCH;
 	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
 	p = strrchr(buf, ')');
@@ -222,15 +242,15 @@ static int read_starttime(const char *root, int pid, uint64_t *ret)
 }
 
 /* The command line with NULs as spaces; argv0 gets the basename of its first word. */
-static int read_cmdline(const char *root, int pid, char *buf, size_t len, char *argv0,
-			size_t argv0len)
+static int read_cmdline(int dirfd, int pid, char *buf, size_t len,
+			char *argv0, size_t argv0len)
 {
-	char path[300];
+	char path[32];
 	ssize_t n;
 	const char *base;
 
-	snprintf(path, sizeof(path), "%s/%d/cmdline", root, pid);
-	n = read_small(path, buf, len);
+	snprintf(path, sizeof(path), "%d/cmdline", pid);
+	n = read_small(dirfd, path, buf, len);
 	if (n <= 0)
 		return -ENOENT; /* a kernel thread, or gone */
 	while (n > 0 && buf[n - 1] == 0)
@@ -247,46 +267,125 @@ static int read_cmdline(const char *root, int pid, char *buf, size_t len, char *
 	return 0;
 }
 
-static size_t pid_slot(int pid)
+static size_t pid_slot(const struct discovery *d, int pid)
 {
-	return ((size_t)(uint32_t)pid * 2654435761u) % DISC_INDEX_SLOTS;
+	return ((size_t)(uint32_t)pid * 2654435761u) & (d->nslots - 1);
 }
 
 static void index_add(struct discovery *d, size_t i)
 {
-	size_t h = pid_slot(d->procs[i].pid);
+	size_t h = pid_slot(d, d->procs[i].pid);
 
 	while (d->index[h])
-		h = (h + 1) % DISC_INDEX_SLOTS;
+		h = (h + 1) & (d->nslots - 1);
 	d->index[h] = (int32_t)i + 1;
 }
 
-/* The index of the live procs, from scratch (slots of exited ones are dropped with it). */
-static void index_rebuild(struct discovery *d)
+/* The slot holding pid, or nslots. */
+static size_t slot_of(const struct discovery *d, int pid)
 {
-	memset(d->index, 0, DISC_INDEX_SLOTS * sizeof(*d->index));
-	for (size_t i = 0; i < d->nprocs; i++)
-		if (d->procs[i].pid)
-			index_add(d, i);
+	for (size_t h = pid_slot(d, pid); d->index[h]; h = (h + 1) & (d->nslots - 1))
+		if (d->procs[d->index[h] - 1].pid == pid)
+			return h;
+	return d->nslots;
 }
 
 static struct disc_proc *proc_find(struct discovery *d, int pid)
 {
-	for (size_t h = pid_slot(pid); d->index[h]; h = (h + 1) % DISC_INDEX_SLOTS) {
-		struct disc_proc *p = &d->procs[d->index[h] - 1];
+	size_t h = slot_of(d, pid);
 
-		if (p->pid == pid)
-			return p;
-	}
-	return NULL;
+	return h == d->nslots ? NULL : &d->procs[d->index[h] - 1];
 }
 
-static uint64_t hash_str(const char *s)
+/* Linear probing's deletion: later entries of the run move back into the hole. */
+static void index_del(struct discovery *d, size_t h)
 {
-	uint64_t h = 1469598103934665603ULL;
+	size_t mask = d->nslots - 1, j = h;
+
+	d->index[h] = 0;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!d->index[j])
+			return;
+		home = pid_slot(d, d->procs[d->index[j] - 1].pid);
+		/* Stays when its home lies cyclically in (h, j]. */
+		if (h <= j ? (h < home && home <= j) : (h < home || home <= j))
+			continue;
+		d->index[h] = d->index[j];
+		d->index[j] = 0;
+		h = j;
+	}
+}
+
+/* Forgets procs[i]: the last record moves into its place. */
+static void proc_del(struct discovery *d, size_t i)
+{
+	size_t last = d->nprocs - 1;
+
+	index_del(d, slot_of(d, d->procs[i].pid));
+	if (i != last) {
+		d->index[slot_of(d, d->procs[last].pid)] = (int32_t)i + 1;
+		d->procs[i] = d->procs[last];
+	}
+	d->nprocs--;
+}
+
+/* A new record for pid (its index entry made), or NULL when full or out of memory. */
+static struct disc_proc *proc_add(struct discovery *d, int pid)
+{
+	if (d->nprocs == d->cap) {
+		size_t cap = 2 * d->cap;
+		struct disc_proc *procs;
+		int32_t *index;
+
+		if (cap > DISC_MAX_PROCS)
+			return NULL;
+		procs = realloc(d->procs, cap * sizeof(*procs));
+		if (!procs)
+			return NULL;
+		d->procs = procs;
+		index = calloc(2 * cap, sizeof(*index));
+		if (!index)
+			return NULL;
+		free(d->index);
+		d->index = index;
+		d->cap = cap;
+		d->nslots = 2 * cap;
+		for (size_t i = 0; i < d->nprocs; i++)
+			index_add(d, i);
+	}
+	d->procs[d->nprocs] = (struct disc_proc){ .pid = pid, .entity = -1 };
+	index_add(d, d->nprocs);
+	return &d->procs[d->nprocs++];
+}
+
+/*
+ * Its next read: the next scan while young, else the next scan of its phase (a hash of its pid
+ * modulo DISC_RECHECK_SCANS), so that no process waits more than DISC_RECHECK_SCANS scans and
+ * each scan re-reads an even share.
+ */
+static void schedule(struct discovery *d, struct disc_proc *p)
+{
+	uint64_t phase = (uint32_t)p->pid * 2654435761u % DISC_RECHECK_SCANS;
+	uint64_t next = d->scan + 1;
+
+	if (p->young) {
+		p->young--;
+		p->due = (uint16_t)next;
+		return;
+	}
+	p->due = (uint16_t)(next + (phase + DISC_RECHECK_SCANS - next % DISC_RECHECK_SCANS) %
+					   DISC_RECHECK_SCANS);
+}
+
+static uint32_t hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
 
 	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+		h = (h ^ (unsigned char)*s) * 16777619u;
 	return h;
 }
 
@@ -458,12 +557,72 @@ static const struct config_finder *match(struct discovery *d, const char *cmdlin
 	return NULL;
 }
 
+/*
+ * A new pid, or a known one that is due (p): reads it and matches it when new or changed.
+ * Returns with the lock held, as on entry; when the process went, or matching must be tried
+ * again, a known record is left unseen so that this scan drops it.
+ */
+static void scan_one(struct discovery *d, int dirfd, int pid, struct disc_proc *p)
+{
+	char cmdline[DISC_CMDLINE_LEN], argv0[DISC_CMDLINE_LEN];
+	char store[DISC_CMDLINE_LEN + TMPL_MAX_GROUPS];
+	const char *groups[TMPL_MAX_GROUPS];
+	uint16_t now = (uint16_t)d->scan;
+	const struct config_finder *f;
+	struct disc_entity e;
+	int ngroups = 0, idx = -1;
+	uint32_t hash;
+	uint64_t st;
+
+	if (read_starttime(dirfd, pid, &st))
+		goto gone;
+	/* A kernel thread or a zombie has none: followed all the same, matching nothing. */
+	if (read_cmdline(dirfd, pid, cmdline, sizeof(cmdline), argv0, sizeof(argv0)))
+		cmdline[0] = argv0[0] = 0;
+	hash = hash_str(cmdline);
+	if (p && p->starttime == st && p->cmd_hash == hash) {
+		schedule(d, p);
+		return; /* matched or not, as it was */
+	}
+	f = cmdline[0] ? match(d, cmdline, groups, &ngroups, store, sizeof(store)) : NULL;
+	if (f) {
+		int err;
+
+		/* The lock is dropped while the launcher answers: readers never wait on it. Only
+		 * scans change the records, so p stays where it is. */
+		pthread_mutex_unlock(&d->lock);
+		err = make_entity(d, f, pid, cmdline, argv0, groups, ngroups, &e);
+		pthread_mutex_lock(&d->lock);
+		if (err == -ESRCH)
+			goto gone;
+		if (!err) {
+			idx = entity_add(d, &e);
+			if (idx < 0) {
+				log_render_error(d, "entities", "too many, ignoring new ones");
+				goto gone; /* tried again next scan */
+			}
+		}
+	}
+	if (!p)
+		p = proc_add(d, pid);
+	if (!p) {
+		log_render_error(d, "processes", "too many to follow, ignoring new ones");
+		return;
+	}
+	*p = (struct disc_proc){ .pid = pid, .starttime = st, .cmd_hash = hash, .seen = now,
+				 .entity = (int16_t)idx, .young = DISC_YOUNG_SCANS };
+	schedule(d, p);
+	return;
+gone:
+	if (p)
+		p->seen = (uint16_t)(now - 1);
+}
+
 int discovery__scan(struct discovery *d)
 {
-	char cmdline[DISC_CMDLINE_LEN], argv0[DISC_CMDLINE_LEN], store[DISC_CMDLINE_LEN + TMPL_MAX_GROUPS];
-	const char *groups[TMPL_MAX_GROUPS];
 	struct dirent *de;
 	DIR *dir;
+	uint16_t now;
 	int n = 0;
 
 	if (!d->cfg->discovery.present || !d->cfg->discovery.vm_active)
@@ -473,62 +632,25 @@ int discovery__scan(struct discovery *d)
 		return -errno;
 	pthread_mutex_lock(&d->lock);
 	d->scan++;
-	index_rebuild(d);
-	d->free_hint = 0;
+	now = (uint16_t)d->scan;
+	/* readdir is getdents64 underneath: one call per 32 KiB of names, no per-pid syscall. */
 	while ((de = readdir(dir))) {
-		const struct config_finder *f;
-		struct disc_entity e;
 		struct disc_proc *p;
-		uint64_t st;
 		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-		int ngroups = 0, idx;
+		long pid;
 
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		pid = strtol(de->d_name, &end, 10);
 		if (*end || pid <= 0 || pid > INT32_MAX)
 			continue;
-		if (read_starttime(d->proc_root, (int)pid, &st))
-			continue;
 		p = proc_find(d, (int)pid);
-		/* Read every time: an exec keeps pid and start time but not the command line. */
-		if (read_cmdline(d->proc_root, (int)pid, cmdline, sizeof(cmdline), argv0,
-				 sizeof(argv0)))
-			continue;
-		if (p && p->starttime == st && p->cmd_hash == hash_str(cmdline)) {
-			p->seen = d->scan;
-			continue; /* known: matched or not, as it was */
+		if (p) {
+			p->seen = now;
+			if ((int16_t)(uint16_t)(p->due - now) > 0)
+				continue; /* known and not due: nothing read */
 		}
-		f = match(d, cmdline, groups, &ngroups, store, sizeof(store));
-		idx = -1;
-		if (f) {
-			/* The lock is dropped while the launcher answers: readers never wait on it. */
-			pthread_mutex_unlock(&d->lock);
-			int err = make_entity(d, f, (int)pid, cmdline, argv0, groups, ngroups, &e);
-			pthread_mutex_lock(&d->lock);
-			if (err == -ESRCH)
-				continue;
-			if (!err) {
-				idx = entity_add(d, &e);
-				if (idx < 0) {
-					log_render_error(d, "entities", "too many, ignoring new ones");
-					continue; /* tried again next scan */
-				}
-			}
-		}
-		if (!p) {
-			/* A free slot: reused ones first (their index entries went at the rebuild). */
-			while (d->free_hint < d->nprocs && d->procs[d->free_hint].pid)
-				d->free_hint++;
-			if (d->free_hint < d->nprocs)
-				p = &d->procs[d->free_hint];
-			else if (d->nprocs < DISC_MAX_PROCS)
-				p = &d->procs[d->nprocs++];
-			if (!p)
-				continue;
-			*p = (struct disc_proc){ .pid = (int)pid };
-			index_add(d, (size_t)(p - d->procs));
-		}
-		*p = (struct disc_proc){ .pid = (int)pid, .starttime = st, .cmd_hash = hash_str(cmdline),
-					 .seen = d->scan, .entity = idx };
+		scan_one(d, dirfd(dir), (int)pid, p);
 	}
 	closedir(dir);
 	/* Exited processes are forgotten; an entity lives while one of its processes does. */
@@ -536,13 +658,15 @@ int discovery__scan(struct discovery *d)
 		d->ents[i].oldest_pid = 0;
 		d->ents[i].oldest_start = UINT64_MAX;
 	}
-	for (size_t k = 0; k < d->nprocs; k++) {
+	for (size_t k = d->nprocs; k-- > 0;) {
 		struct disc_proc *p = &d->procs[k];
 		struct disc_slot *e;
 
-		if (p->pid && p->seen != d->scan)
-			p->pid = 0;
-		if (!p->pid || p->entity < 0 || (size_t)p->entity >= d->nents)
+		if (p->seen != now) {
+			proc_del(d, k); /* the record moved here was visited already */
+			continue;
+		}
+		if (p->entity < 0 || (size_t)p->entity >= d->nents)
 			continue;
 		e = &d->ents[p->entity];
 		if (p->starttime < e->oldest_start) {
@@ -624,7 +748,7 @@ int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pid
 		if (!d->ents[i].used || strcmp(d->ents[i].e.process_id, process_id))
 			continue;
 		for (size_t k = 0; k < d->nprocs && n < max; k++)
-			if (d->procs[k].pid && d->procs[k].entity == (int)i)
+			if (d->procs[k].entity == (int)i)
 				pids[n++] = d->procs[k].pid;
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -655,7 +779,7 @@ int discovery__net_procs_of(struct discovery *d, const char *process_id,
 		for (size_t k = 0; k < d->nprocs && n < max; k++) {
 			struct msg_net_process *p = &ret[n];
 
-			if (!d->procs[k].pid || d->procs[k].entity != (int)i)
+			if (d->procs[k].entity != (int)i)
 				continue;
 			memset(p, 0, sizeof(*p));
 			p->pid = d->procs[k].pid;

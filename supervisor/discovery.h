@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Supervisor side (rover user, no capabilities): plain-host process discovery. Every scan
- * period the main loop reads /proc (command lines are world-readable; the executable and the
- * working directory of other users' processes come from the launcher), matches command lines
- * against the configured finders (the first that matches wins) and renders each match into an
+ * period the main loop lists /proc and reads what is new or due (command lines are
+ * world-readable; the executable and the working directory of other users' processes come
+ * from the launcher), matches command lines against the configured finders (the first that matches wins) and renders each match into an
  * entity: layer, service, instance, process name and labels. Processes that render to the same
  * entity are one entity. The backend thread reports entities and stores the process id the
  * backend gave each; the task thread looks pids up by that id. All three go through here,
@@ -22,6 +22,14 @@
 #define DISC_MAX_LABELS 16
 #define DISC_CMDLINE_LEN 4096
 #define DISC_MAX_ENTITIES 4096
+/*
+ * A scan reads the files of new processes only, and of known ones when due: at each of the
+ * DISC_YOUNG_SCANS scans after one was first seen or changed, then once every
+ * DISC_RECHECK_SCANS scans. An exec is noticed within DISC_RECHECK_SCANS scans of it (a
+ * minute at a 1 s period), within one scan in a process's first DISC_YOUNG_SCANS.
+ */
+#define DISC_YOUNG_SCANS 2
+#define DISC_RECHECK_SCANS 60
 
 /* Everything the agent knows of its host, gathered before the sandbox. */
 struct host_facts {

@@ -2,7 +2,8 @@
 /*
  * supervisor/discovery.c over a /proc made of plain files: finders in order, entities rendered
  * from templates, processes that render alike reported once, exited and reused pids, and the
- * launcher's answer (exe, cwd) preferred to the command line.
+ * launcher's answer (exe, cwd) preferred to the command line. What a scan reads is counted
+ * with inotify (IN_OPEN) on the fake /proc: known processes are read only when due.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -302,5 +304,180 @@ Test(discovery, many_processes_scan)
 					       "w"),
 		     1, "the oldest (pid 1001) stands for it");
 	cr_expect_eq(discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS), ROVER_MAX_PIDS);
+	discovery__free(d);
+}
+
+/* An inotify descriptor counting the files opened under the pid directories of [lo, hi). */
+static int watch_opens(int lo, int hi)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	for (int pid = lo; pid < hi; pid++) {
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/%d", root, pid);
+		if (access(path, F_OK) == 0)
+			cr_assert_geq(inotify_add_watch(fd, path, IN_OPEN), 0);
+	}
+	return fd;
+}
+
+/* Files (not directories) opened since the last call. */
+static int opens(int fd)
+{
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int n = 0;
+	ssize_t len;
+
+	while ((len = read(fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if ((ev->mask & IN_OPEN) && !(ev->mask & IN_ISDIR))
+				n++;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return n;
+}
+
+/* Scans past the first DISC_YOUNG_SCANS, after which processes are read only when due. */
+static void settle(struct discovery *d)
+{
+	for (int i = 0; i < 1 + DISC_YOUNG_SCANS; i++)
+		cr_assert_geq(discovery__scan(d), 0);
+}
+
+Test(discovery, unchanged_scan_reads_no_process_file)
+{
+	struct discovery *d;
+	int fd, total = 0, idle = 0, n = 10;
+
+	load(finders);
+	for (int pid = 700; pid < 700 + n; pid++)
+		add_proc(pid, 5, pid % 2 ? "/usr/bin/worker" : "/usr/bin/other", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	settle(d);
+	fd = watch_opens(700, 700 + n);
+	/* The exec sweep reads each process once (stat and cmdline) in any DISC_RECHECK_SCANS
+	 * scans in a row, and a scan with none due opens no file of any process. */
+	for (int i = 0; i < DISC_RECHECK_SCANS; i++) {
+		int k;
+
+		cr_assert_eq(discovery__scan(d), 1);
+		k = opens(fd);
+		total += k;
+		idle += k == 0;
+	}
+	cr_expect_eq(total, 2 * n, "%d files opened in %d scans", total, DISC_RECHECK_SCANS);
+	cr_expect_geq(idle, DISC_RECHECK_SCANS - n, "only %d scans opened nothing", idle);
+	close(fd);
+	discovery__free(d);
+}
+
+Test(discovery, exec_of_a_settled_process_noticed_within_the_bound)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+	int scans = 0;
+
+	load(finders);
+	add_proc(800, 9, "/usr/bin/unrelated", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	settle(d);
+	cr_assert_eq(discovery__scan(d), 0);
+	/* It execs a worker: same pid, same start time, another command line. */
+	del_proc(800);
+	add_proc(800, 9, "/usr/bin/worker", NULL);
+	while (scans < DISC_RECHECK_SCANS && discovery__scan(d) == 0)
+		scans++;
+	cr_assert_lt(scans, DISC_RECHECK_SCANS, "the exec was not noticed in %d scans", scans);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_str_eq(e[0].process, "worker");
+	cr_expect_eq(e[0].pid, 800);
+	free(e);
+	discovery__free(d);
+}
+
+Test(discovery, reused_pid_with_the_same_command_line_is_a_new_process)
+{
+	struct discovery *d;
+	struct disc_entity *e;
+	uint64_t gen;
+	int scans = 0;
+
+	load(finders);
+	add_proc(900, 50, "/usr/bin/worker", NULL);
+	add_proc(901, 60, "/usr/bin/worker", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	settle(d);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_assert_eq(e[0].pid, 900, "the oldest stands for the entity");
+	gen = e[0].generation;
+	free(e);
+	/* 900 exits and a new process gets its pid between two listings: only its start time
+	 * tells. It is younger than 901, which now stands for the entity. */
+	del_proc(900);
+	add_proc(900, 70, "/usr/bin/worker", NULL);
+	for (;;) {
+		cr_assert_eq(discovery__scan(d), 1);
+		cr_assert_eq(entities(d, &e), 1);
+		if (e[0].pid != 900 || ++scans == DISC_RECHECK_SCANS)
+			break;
+		free(e);
+	}
+	cr_expect_eq(e[0].pid, 901, "the reused pid was taken for the old process");
+	cr_expect_gt(e[0].generation, gen);
+	free(e);
+	/* Gone from one listing and back: a new process at once. */
+	del_proc(901);
+	cr_assert_eq(discovery__scan(d), 1);
+	add_proc(901, 80, "/usr/bin/worker", NULL);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(entities(d, &e), 1);
+	cr_expect_eq(e[0].pid, 900, "70 is older than 80");
+	free(e);
+	discovery__free(d);
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+Test(discovery, exited_processes_are_dropped)
+{
+	struct discovery *d;
+	int32_t pids[ROVER_MAX_PIDS];
+	int n, k = 0;
+
+	load(finders);
+	for (int pid = 1000; pid < 1040; pid++)
+		add_proc(pid, (unsigned long long)pid, "/usr/bin/worker", NULL);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	settle(d);
+	cr_assert_eq(discovery__set_process_id(d, 1000, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1);
+	/* Every third exits, the one standing for the entity included. */
+	for (int pid = 1000; pid < 1040; pid += 3)
+		del_proc(pid);
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(discovery__set_process_id(d, 1001, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1, "1001 is the oldest left");
+	n = discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS);
+	cr_assert_eq(n, 40 - 14);
+	qsort(pids, (size_t)n, sizeof(pids[0]), by_pid);
+	for (int pid = 1000; pid < 1040; pid++)
+		if ((pid - 1000) % 3)
+			cr_expect_eq(pids[k++], pid);
+	/* The rest exits: the entity goes with them. */
+	for (int pid = 1000; pid < 1040; pid++)
+		if ((pid - 1000) % 3)
+			del_proc(pid);
+	cr_assert_eq(discovery__scan(d), 0);
+	cr_expect_eq(discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS), 0);
 	discovery__free(d);
 }
