@@ -285,6 +285,7 @@ enum loss_kind {
 	LOSS_NET_CLOSES,	/* NETWORK: connections whose last counters were lost */
 	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
 	LOSS_NET_TLS,		/* NETWORK: TLS calls not traced or on no connection we could name */
+	LOSS_NET_PARSERS,	/* NETWORK: connections over the task's bound of parsers: L4 only */
 	LOSS_MAX,
 };
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "shipper/http1.h"
+#include "shipper/l7.h"
 
 #define RING_MIN 4u
 /* Long enough for "OPTIONS /" and for "HTTP/1.1 200". */
@@ -113,32 +114,6 @@ static bool is_ows(uint8_t ch)
 static uint8_t lower(uint8_t ch)
 {
 	return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch;
-}
-
-static bool name_is(const uint8_t *p, size_t n, const char *lit)
-{
-	size_t k = strlen(lit);
-
-	if (n != k)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (lower(p[i]) != (uint8_t)lit[i])
-			return false;
-	return true;
-}
-
-/* Copies at most cap bytes and a NUL; control bytes become '?'. Returns the length copied. */
-static size_t copy_text(char *dst, size_t cap, const uint8_t *src, size_t n, uint32_t *flags,
-			uint32_t cut_flag)
-{
-	size_t k = n < cap ? n : cap;
-
-	for (size_t i = 0; i < k; i++)
-		dst[i] = (src[i] < 0x20 && src[i] != '\t') || src[i] == 0x7f ? '?' : (char)src[i];
-	dst[k] = '\0';
-	if (n > k)
-		*flags |= cut_flag;
-	return k;
 }
 
 static int parse_dec(const uint8_t *p, size_t n, uint64_t *ret)
@@ -583,7 +558,7 @@ static void header_line(struct http1_conn *c, struct dir *d, const uint8_t *l, s
 	while (vlen && is_ows(v[vlen - 1]))
 		vlen--;
 
-	if (name_is(l, nlen, "content-length")) {
+	if (l7__name_is(l, nlen, "content-length")) {
 		uint64_t len;
 
 		if (d->line_over || parse_dec(v, vlen, &len) ||
@@ -593,39 +568,39 @@ static void header_line(struct http1_conn *c, struct dir *d, const uint8_t *l, s
 			d->has_cl = true;
 			d->content_length = len;
 		}
-	} else if (name_is(l, nlen, "transfer-encoding")) {
+	} else if (l7__name_is(l, nlen, "transfer-encoding")) {
 		size_t i = vlen;
 
 		while (i && v[i - 1] != ',')
 			i--;
 		while (i < vlen && is_ows(v[i]))
 			i++;
-		d->chunked = !d->line_over && name_is(v + i, vlen - i, "chunked");
+		d->chunked = !d->line_over && l7__name_is(v + i, vlen - i, "chunked");
 		d->te_other = !d->chunked;
-	} else if (name_is(l, nlen, "host")) {
+	} else if (l7__name_is(l, nlen, "host")) {
 		if (!x->host[0])
-			copy_text(x->host, HTTP1_HOST_MAX, v, vlen, &x->flags,
+			l7__copy_text(x->host, HTTP1_HOST_MAX, v, vlen, &x->flags,
 				  HTTP1_F_VALUE_TRUNCATED);
-	} else if (name_is(l, nlen, "content-type")) {
+	} else if (l7__name_is(l, nlen, "content-type")) {
 		char *dst = d->is_req ? x->req_content_type : x->resp_content_type;
 
 		if (!dst[0])
-			copy_text(dst, HTTP1_CTYPE_MAX, v, vlen, &x->flags, HTTP1_F_VALUE_TRUNCATED);
-	} else if (name_is(l, nlen, "sw8")) {
+			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vlen, &x->flags, HTTP1_F_VALUE_TRUNCATED);
+	} else if (l7__name_is(l, nlen, "sw8")) {
 		if (!x->sw8[0])
-			copy_text(x->sw8, HTTP1_TRACE_MAX, v, vlen, &x->flags,
+			l7__copy_text(x->sw8, HTTP1_TRACE_MAX, v, vlen, &x->flags,
 				  HTTP1_F_VALUE_TRUNCATED);
-	} else if (name_is(l, nlen, "b3")) {
+	} else if (l7__name_is(l, nlen, "b3")) {
 		if (!x->b3[0])
-			copy_text(x->b3, HTTP1_TRACE_MAX, v, vlen, &x->flags,
+			l7__copy_text(x->b3, HTTP1_TRACE_MAX, v, vlen, &x->flags,
 				  HTTP1_F_VALUE_TRUNCATED);
-	} else if (name_is(l, nlen, "x-b3-traceid")) {
+	} else if (l7__name_is(l, nlen, "x-b3-traceid")) {
 		if (!x->x_b3_traceid[0])
-			copy_text(x->x_b3_traceid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
+			l7__copy_text(x->x_b3_traceid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
 				  HTTP1_F_VALUE_TRUNCATED);
-	} else if (name_is(l, nlen, "x-b3-spanid")) {
+	} else if (l7__name_is(l, nlen, "x-b3-spanid")) {
 		if (!x->x_b3_spanid[0])
-			copy_text(x->x_b3_spanid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
+			l7__copy_text(x->x_b3_spanid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
 				  HTTP1_F_VALUE_TRUNCATED);
 	}
 }
@@ -677,7 +652,7 @@ static bool start_line(struct http1_conn *c, int di, size_t len, bool partial, u
 	if (d->is_req) {
 		memcpy(x->method, s.method, strlen(s.method) + 1);
 		x->req_version = s.version;
-		k = copy_text(x->uri, HTTP1_URI_MAX, s.target, s.target_len, &x->flags,
+		k = l7__copy_text(x->uri, HTTP1_URI_MAX, s.target, s.target_len, &x->flags,
 			      HTTP1_F_URI_TRUNCATED);
 		if (s.target_cut)
 			x->flags |= HTTP1_F_URI_TRUNCATED;

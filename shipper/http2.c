@@ -16,6 +16,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "shipper/http2.h"
+#include "shipper/l7.h"
 
 #define FH_LEN 9u
 /* RFC 9113 4.2: SETTINGS_MAX_FRAME_SIZE's initial value, and the largest 24-bit length. */
@@ -293,37 +294,6 @@ static void *hp_realloc(void *ptr, size_t size, void *user)
 }
 
 /* --- small helpers --- */
-
-static uint8_t lower(uint8_t ch)
-{
-	return ch >= 'A' && ch <= 'Z' ? ch + ('a' - 'A') : ch;
-}
-
-static bool name_is(const uint8_t *p, size_t n, const char *lit)
-{
-	size_t k = strlen(lit);
-
-	if (n != k)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (lower(p[i]) != (uint8_t)lit[i])
-			return false;
-	return true;
-}
-
-/* As http1.c's: at most cap bytes and a NUL, control bytes as '?'; the length copied. */
-static size_t copy_text(char *dst, size_t cap, const uint8_t *src, size_t n, uint32_t *flags,
-			uint32_t cut_flag)
-{
-	size_t k = n < cap ? n : cap;
-
-	for (size_t i = 0; i < k; i++)
-		dst[i] = (src[i] < 0x20 && src[i] != '\t') || src[i] == 0x7f ? '?' : (char)src[i];
-	dst[k] = '\0';
-	if (n > k)
-		*flags |= cut_flag;
-	return k;
-}
 
 static uint32_t be24(const uint8_t *p)
 {
@@ -689,9 +659,9 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 {
 	struct h2dir *d = &c->d[di];
 	struct stream *s = slot_at(c, d->bslot, d->buid);
-	bool req_pseudo = name_is(n, nl, ":method") || name_is(n, nl, ":path") ||
-			  name_is(n, nl, ":scheme") || name_is(n, nl, ":authority");
-	bool is_status = name_is(n, nl, ":status");
+	bool req_pseudo = l7__name_is(n, nl, ":method") || l7__name_is(n, nl, ":path") ||
+			  l7__name_is(n, nl, ":scheme") || l7__name_is(n, nl, ":authority");
+	bool is_status = l7__name_is(n, nl, ":status");
 	bool req_side, resp_side;
 	struct http1_exchange *h;
 	int rd;
@@ -713,14 +683,14 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		return;
 	h = &s->x.h;
 	if (req_side) {
-		if (name_is(n, nl, ":method")) {
+		if (l7__name_is(n, nl, ":method")) {
 			if (!s->method_set)
-				copy_text(h->method, HTTP1_METHOD_MAX, v, vl, &h->flags,
+				l7__copy_text(h->method, HTTP1_METHOD_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
 			s->method_set = true;
-		} else if (name_is(n, nl, ":path")) {
+		} else if (l7__name_is(n, nl, ":path")) {
 			if (!s->path_set) {
-				size_t k = copy_text(h->uri, HTTP1_URI_MAX, v, vl, &h->flags,
+				size_t k = l7__copy_text(h->uri, HTTP1_URI_MAX, v, vl, &h->flags,
 						     HTTP1_F_URI_TRUNCATED);
 				const char *q = memchr(h->uri, '?', k);
 
@@ -728,34 +698,34 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 				h->path_len = (uint16_t)(q ? (size_t)(q - h->uri) : k);
 			}
 			s->path_set = true;
-		} else if (name_is(n, nl, ":authority")) {
+		} else if (l7__name_is(n, nl, ":authority")) {
 			if (!s->authority_set)
-				copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
+				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
 			s->authority_set = true;
-		} else if (name_is(n, nl, "host")) {
+		} else if (l7__name_is(n, nl, "host")) {
 			if (!s->authority_set && !h->host[0])
-				copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
+				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (name_is(n, nl, "sw8")) {
+		} else if (l7__name_is(n, nl, "sw8")) {
 			if (!h->sw8[0])
-				copy_text(h->sw8, HTTP1_TRACE_MAX, v, vl, &h->flags,
+				l7__copy_text(h->sw8, HTTP1_TRACE_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (name_is(n, nl, "b3")) {
+		} else if (l7__name_is(n, nl, "b3")) {
 			if (!h->b3[0])
-				copy_text(h->b3, HTTP1_TRACE_MAX, v, vl, &h->flags,
+				l7__copy_text(h->b3, HTTP1_TRACE_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (name_is(n, nl, "x-b3-traceid")) {
+		} else if (l7__name_is(n, nl, "x-b3-traceid")) {
 			if (!h->x_b3_traceid[0])
-				copy_text(h->x_b3_traceid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
+				l7__copy_text(h->x_b3_traceid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (name_is(n, nl, "x-b3-spanid")) {
+		} else if (l7__name_is(n, nl, "x-b3-spanid")) {
 			if (!h->x_b3_spanid[0])
-				copy_text(h->x_b3_spanid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
+				l7__copy_text(h->x_b3_spanid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
 		}
 	}
-	if (resp_side && name_is(n, nl, "grpc-status")) {
+	if (resp_side && l7__name_is(n, nl, "grpc-status")) {
 		int32_t g = 0;
 		size_t i;
 
@@ -765,12 +735,12 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		if (vl && i == vl && vl <= 9)
 			s->x.grpc_status = g;
 	}
-	if (name_is(n, nl, "content-type")) {
+	if (l7__name_is(n, nl, "content-type")) {
 		/* A promise is written by the server, for a request of the client's side. */
 		char *dst = s->ctype[d->block_promise ? !di : di];
 
 		if (!dst[0])
-			copy_text(dst, HTTP1_CTYPE_MAX, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
+			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
 	}
 }
 

@@ -145,4 +145,14 @@ extern const struct l7_ops l7_dns_ops;
 /* Copies s[0..n) into out (cap bytes incl. NUL), control bytes as '?'; 1 if it was cut. */
 int l7__copy_str(char *out, size_t cap, const uint8_t *s, size_t n);
 
+/* Helpers the HTTP parsers share with these. */
+/* 1 when p[0..n) is lit, whose letters are lower case, in any case. */
+int l7__name_is(const uint8_t *p, size_t n, const char *lit);
+/*
+ * Copies at most cap bytes of src[0..n) and a NUL into dst, control bytes but tab as '?'; sets
+ * cut_flag in *flags when it was cut. Returns the length copied.
+ */
+size_t l7__copy_text(char *dst, size_t cap, const uint8_t *src, size_t n, uint32_t *flags,
+		     uint32_t cut_flag);
+
 #endif

@@ -67,6 +67,15 @@
 #define KEEP_SEGS_MAX 256u
 #define KEEP_TOTAL_MAX (32u << 20)
 #define RAW_HELD_MAX (16u << 20)
+/*
+ * Parsers alive in a task: every byte a parser holds is sized by a traced process, which can
+ * open connections at will. HTTP/1 and the other protocols' parsers hold at most about 150 KiB
+ * each (a full pending ring), HTTP/2's about 1.1 MiB (256 stream slots and its HPACK budget):
+ * at most about 300 + 280 MiB in all, however many connections there are. A connection over
+ * the bound is measured at L4 only, counted in parsers_refused.
+ */
+#define MAX_PARSERS 2048u
+#define MAX_H2_PARSERS 256u
 
 const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS] = {
 	0,	   10000,     50000,	 100000,    500000,    1000000,	  1200000,
@@ -486,6 +495,19 @@ static void add_l7_stats(struct l7_stats *d, const struct l7_stats *s)
 		dv[i] += sv[i];
 }
 
+/* Room for one more parser (h2: an HTTP/2 one) in the task; counted when there is none. */
+static bool parser_take(struct net_task *t, bool h2)
+{
+	uint32_t *n = h2 ? &t->nh2parsers : &t->nparsers;
+
+	if (*n >= (h2 ? MAX_H2_PARSERS : MAX_PARSERS)) {
+		t->st.parsers_refused++;
+		return false;
+	}
+	(*n)++;
+	return true;
+}
+
 static void add_h2_stats(struct http2_stats *d, const struct http2_stats *s)
 {
 	const uint64_t *sv = (const uint64_t *)s;
@@ -506,6 +528,7 @@ static void h2_drop(struct net_task *t, struct net_conn_st *c)
 	add_h2_stats(&t->st.http2, &hs);
 	http2__free(c->h2);
 	c->h2 = NULL;
+	t->nh2parsers--;
 }
 
 /* The connection's other-protocol parser goes, its counts into the task's. */
@@ -519,6 +542,7 @@ static void l7_drop(struct net_task *t, struct net_conn_st *c)
 	add_l7_stats(&t->st.l7[c->pproto], &ls);
 	c->ops->free_conn(c->l7);
 	c->l7 = NULL;
+	t->nparsers--;
 }
 
 static void conn_free(struct net_task *t, struct net_conn_st *c)
@@ -530,6 +554,7 @@ static void conn_free(struct net_task *t, struct net_conn_st *c)
 		http1__stats(c->h, &hs);
 		add_http_stats(&t->st.http, &hs);
 		http1__free(c->h);
+		t->nparsers--;
 	}
 	h2_drop(t, c);
 	free(c->upgrade);
@@ -1357,10 +1382,12 @@ static void h2_upgrade(struct net_task *t, struct net_conn_st *c, const struct n
 			     : d->captured >= 9 && bytes[3] == 0x04 && !(bytes[4] & ~1u) &&
 				       !bytes[5] && !bytes[6] && !bytes[7] && !bytes[8];
 
-	if (h2) {
+	if (h2 && parser_take(t, true)) {
 		c->h2 = http2__new_upgraded(c->upgrade);
-		if (!c->h2)
+		if (!c->h2) {
+			t->nh2parsers--;
 			t->st.alloc_failures++;
+		}
 	}
 	free(c->upgrade);
 	c->upgrade = NULL;
@@ -1371,8 +1398,13 @@ static void h2_data(struct net_task *t, struct net_conn_st *c, const struct net_
 		    const uint8_t *bytes, bool hole)
 {
 	if (!c->h2) {
+		if (!parser_take(t, true)) {
+			c->h_failed = true;
+			return;
+		}
 		c->h2 = http2__new();
 		if (!c->h2) {
+			t->nh2parsers--;
 			c->h_failed = true;
 			t->st.alloc_failures++;
 			return;
@@ -1502,10 +1534,11 @@ static void l7_data(struct net_task *t, struct net_conn_st *c, const struct net_
 			return; /* its parser could not be made, or there is none */
 		c->pproto = proto;
 		c->ops = net__l7_ops(proto);
-		if (!c->ops)
+		if (!c->ops || !parser_take(t, false))
 			return;
 		c->l7 = c->ops->new_conn(d->dgram ? L7_F_DATAGRAM : 0);
 		if (!c->l7) {
+			t->nparsers--;
 			t->st.alloc_failures++;
 			return;
 		}
@@ -1559,8 +1592,13 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 		return;
 	}
 	if (!c->h) {
+		if (!parser_take(t, false)) {
+			c->h_failed = true;
+			return;
+		}
 		c->h = http1__new();
 		if (!c->h) {
+			t->nparsers--;
 			c->h_failed = true;
 			t->st.alloc_failures++;
 			return;
@@ -2184,6 +2222,7 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "http2_orphan_responses", s->http2.orphan_responses },
 		{ "http2_dirs_abandoned", s->http2.dirs_abandoned },
 		{ "http2_alloc_failures", s->http2.alloc_failures },
+		{ "parsers_refused", s->parsers_refused },
 	};
 	bool first = true;
 

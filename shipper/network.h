@@ -146,6 +146,7 @@ struct net_stats {
 	uint64_t l7_unpaired;  /* without a request or a response: no meters */
 	struct l7_stats l7[NET_PROTO_MAX]; /* each protocol's parsers, summed */
 	struct http2_stats http2;	   /* every HTTP/2 connection's parser, summed */
+	uint64_t parsers_refused; /* connections over the task's bound of parsers: L4 only */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
 

@@ -551,6 +551,7 @@ static void net_summarize(struct ship_task *t, struct msg_output_written *ret)
 					  st.kernel[NET_STAT_DATA_BUDGET];
 	ret->losses[LOSS_NET_CLOSES] += st.kernel[NET_STAT_CLOSE_RINGBUF];
 	ret->losses[LOSS_NET_RECORDS] += st.bad_frames + st.bad_records;
+	ret->losses[LOSS_NET_PARSERS] += st.parsers_refused;
 }
 
 static int net_write(struct ship_task *t, struct msg_output_written *ret)

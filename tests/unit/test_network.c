@@ -1249,3 +1249,63 @@ Test(network, mysql_session_meters_and_report)
 	l7r_rec_free(rec);
 	net_task__free(t);
 }
+
+/* Connections ids [first, first + n) of pid 300, each one segment of proto. */
+static void open_many(struct net_task *t, uint64_t first, unsigned n, uint8_t proto, const char *s)
+{
+	struct fb f;
+
+	fb_init(&f);
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = strlen(s), rec = (sizeof(struct net_rec_data) + len + 7) & ~(size_t)7;
+
+		if (f.len + rec > sizeof(f.buf)) {
+			cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+			fb_init(&f);
+		}
+		fb_data(&f, first + i, 300, NET_DIR_INGRESS, 1, T0, s, len, len);
+		((struct net_rec_data *)(f.buf + f.len - rec))->proto = proto;
+	}
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+}
+
+/*
+ * The attack: a traced process opens thousands of connections and speaks just enough HTTP/1 or
+ * HTTP/2 on each to be parsed, to make the shipper hold a parser (up to ~1 MiB for HTTP/2)
+ * per connection. The task holds at most MAX_PARSERS (2048) and MAX_H2_PARSERS (256); the rest
+ * are counted, measured at L4 only; parsers freed with their connections make room again.
+ */
+Test(network, a_target_opening_thousands_of_connections_gets_a_bounded_number_of_parsers)
+{
+	struct net_task *t = task();
+	struct net_stats st;
+	struct fb f;
+
+	open_many(t, 1, 2100, NET_PROTO_HTTP1, "GET / HTTP/1.1\r\n");
+	open_many(t, 10001, 300, NET_PROTO_HTTP2, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+	net_task__stats(t, &st);
+	cr_assert_eq(st.parsers_refused, (2100 - 2048) + (300 - 256));
+	cr_assert_eq(st.bad_records + st.bad_frames, 0);
+
+	/* every connection ends; once they are gone, new ones are parsed again */
+	fb_init(&f);
+	for (unsigned i = 0; i < 2100 + 300; i++) {
+		uint64_t id = i < 2100 ? 1 + i : 10001 + (i - 2100);
+		struct net_conn c = conn4(id, 300, NET_ROLE_SERVER, "127.0.0.1", 8080, "127.0.0.1",
+					  (uint16_t)(20000 + i));
+
+		c.flags = NET_CONN_CLOSED;
+		if (f.len + sizeof(struct net_rec_close) > sizeof(f.buf)) {
+			cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+			fb_init(&f);
+		}
+		fb_close(&f, &c);
+	}
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(net_task__interval(t, (uint64_t)(2 + i) * 2000 * MS), 0);
+	open_many(t, 20001, 100, NET_PROTO_HTTP2, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+	net_task__stats(t, &st);
+	cr_assert_eq(st.parsers_refused, (2100 - 2048) + (300 - 256), "room again after the closes");
+	net_task__free(t);
+}
