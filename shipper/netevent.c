@@ -305,8 +305,12 @@ static int64_t mono_to_unix_ns(void)
 
 static void instant(Skywalking__V3__Instant *i, uint64_t mono_ns, int64_t off)
 {
-	int64_t ns = (int64_t)mono_ns + off;
+	/* Wrapping sum: a record's time comes from another process and may be
+	 * anything; a time before the epoch is shown as the epoch. */
+	int64_t ns = (int64_t)(mono_ns + (uint64_t)off);
 
+	if (ns < 0)
+		ns = 0;
 	skywalking__v3__instant__init(i);
 	i->seconds = ns / 1000000000;
 	i->nanos = (int32_t)(ns % 1000000000);
