@@ -63,7 +63,7 @@ LIBS_COMMON     := -lcap-ng -lseccomp
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
-LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) -ljson-c $(LIBS_COMMON)
+LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) -ljson-c -lcurl $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
 LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
 
@@ -195,7 +195,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 		$(OUT)/policy/launcher.o \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c -lcurl
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
 		tests/integration/oap_harness.c tests/integration/netreport.c) $(COMMON_OBJS)
@@ -314,7 +314,7 @@ FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
 # the supervisor's parsers of backend commands and continuous profiling policies. The
 # SkyWalking protocol objects are compiled again by clang as well.
 FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(CONFIG_SRCS) $(GRPC_SRCS) policy/grpc.c \
-                supervisor/commands.c supervisor/cpolicy.c \
+                supervisor/commands.c supervisor/cpolicy.c supervisor/k8sobj.c \
                 $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
 FUZZ_OBJS    := $(patsubst %.c,$(OUT)/fuzz/obj/%.o,$(FUZZ_SRCS))
 FUZZ_SW_OBJS := $(patsubst %,$(OUT)/fuzz/obj/proto/%.pb-c.o,$(SW_PROTOS))

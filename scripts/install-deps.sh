@@ -4,7 +4,7 @@ set -eu
 PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcap-ng-dev libseccomp-dev \
 libprotobuf-c-dev protobuf-c-compiler libiberty-dev libcriterion-dev linux-perf gdb make gcc g++ \
 binutils libclang-rt-dev liblzma-dev xz-utils golang-go libcapstone-dev \
-libgrpc-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml \
+libgrpc-dev libcurl4-openssl-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml \
 nginx wrk nftables iproute2 curl iputils-ping procps \
 android-boringssl knot-dnsutils unbound nodejs \
 libnghttp2-dev nghttp2-client nghttp2-server mariadb-server mariadb-client bind9-dnsutils dnsmasq-base \

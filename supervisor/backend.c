@@ -120,9 +120,10 @@ static Skywalking__V3__EBPFProcessEntityMetadata *entity_msg(const struct disc_e
 struct report_buf {
 	Skywalking__V3__EBPFProcessProperties props[REPORT_BATCH], *pprops[REPORT_BATCH];
 	Skywalking__V3__EBPFHostProcessMetadata host[REPORT_BATCH];
+	Skywalking__V3__EBPFKubernetesProcessMetadata k8s[REPORT_BATCH];
 	Skywalking__V3__EBPFProcessEntityMetadata ent[REPORT_BATCH];
 	char *labels[REPORT_BATCH][DISC_MAX_LABELS];
-	Skywalking__V3__KeyStringValuePair kv[REPORT_BATCH][4], *pkv[REPORT_BATCH][4];
+	Skywalking__V3__KeyStringValuePair kv[REPORT_BATCH][7], *pkv[REPORT_BATCH][7];
 	char pid[REPORT_BATCH][16];
 };
 
@@ -138,28 +139,48 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 	int err;
 
 	for (size_t i = 0; i < n; i++) {
-		const char *keys[4] = { "host_ip", "pid", "command_line", "support_ebpf_profiling" };
-		const char *vals[4] = { b->host->host_ip, rb->pid[i], ents[i].cmdline, "true" };
+		const struct disc_entity *e = &ents[i];
+		/* Upstream's properties, in its order (the k8s ones: K/finder.go). */
+		const char *hkeys[4] = { "host_ip", "pid", "command_line", "support_ebpf_profiling" };
+		const char *hvals[4] = { b->host->host_ip, rb->pid[i], e->cmdline, "true" };
+		const char *kkeys[7] = { "host_ip",	"container_ip", "container_name",
+					 "pod_name",	"pid",		"command_line",
+					 "support_ebpf_profiling" };
+		const char *kvals[7] = { e->host_ip, e->container_ip, e->container, e->pod,
+					 rb->pid[i], e->cmdline,      "true" };
+		int nk = e->k8s ? 7 : 4;
 
-		snprintf(rb->pid[i], sizeof(rb->pid[i]), "%d", ents[i].pid);
-		for (int k = 0; k < 4; k++) {
+		snprintf(rb->pid[i], sizeof(rb->pid[i]), "%d", e->pid);
+		for (int k = 0; k < nk; k++) {
 			rb->kv[i][k] = (Skywalking__V3__KeyStringValuePair)
 				SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
-			rb->kv[i][k].key = (char *)keys[k];
-			rb->kv[i][k].value = (char *)vals[k];
+			rb->kv[i][k].key = (char *)(e->k8s ? kkeys[k] : hkeys[k]);
+			rb->kv[i][k].value = (char *)(e->k8s ? kvals[k] : hvals[k]);
 			rb->pkv[i][k] = &rb->kv[i][k];
 		}
-		rb->host[i] = (Skywalking__V3__EBPFHostProcessMetadata)
-			SKYWALKING__V3__EBPFHOST_PROCESS_METADATA__INIT;
-		rb->host[i].entity = entity_msg(&ents[i], &rb->ent[i], rb->labels[i]);
-		rb->host[i].pid = ents[i].pid;
-		rb->host[i].n_properties = 4;
-		rb->host[i].properties = rb->pkv[i];
 		rb->props[i] = (Skywalking__V3__EBPFProcessProperties)
 			SKYWALKING__V3__EBPFPROCESS_PROPERTIES__INIT;
-		rb->props[i].metadata_case =
-			SKYWALKING__V3__EBPFPROCESS_PROPERTIES__METADATA_HOST_PROCESS;
-		rb->props[i].hostprocess = &rb->host[i];
+		if (e->k8s) {
+			rb->k8s[i] = (Skywalking__V3__EBPFKubernetesProcessMetadata)
+				SKYWALKING__V3__EBPFKUBERNETES_PROCESS_METADATA__INIT;
+			rb->k8s[i].entity = entity_msg(e, &rb->ent[i], rb->labels[i]);
+			rb->k8s[i].pid = e->pid;
+			rb->k8s[i].n_properties = (size_t)nk;
+			rb->k8s[i].properties = rb->pkv[i];
+			rb->props[i].metadata_case =
+				SKYWALKING__V3__EBPFPROCESS_PROPERTIES__METADATA_K8S_PROCESS;
+			rb->props[i].k8sprocess = &rb->k8s[i];
+		} else {
+			rb->host[i] = (Skywalking__V3__EBPFHostProcessMetadata)
+				SKYWALKING__V3__EBPFHOST_PROCESS_METADATA__INIT;
+			rb->host[i].entity = entity_msg(e, &rb->ent[i], rb->labels[i]);
+			rb->host[i].pid = e->pid;
+			rb->host[i].n_properties = (size_t)nk;
+			rb->host[i].properties = rb->pkv[i];
+			rb->props[i].metadata_case =
+				SKYWALKING__V3__EBPFPROCESS_PROPERTIES__METADATA_HOST_PROCESS;
+			rb->props[i].hostprocess = &rb->host[i];
+		}
 		rb->pprops[i] = &rb->props[i];
 	}
 	req.n_processes = n;
@@ -173,17 +194,26 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 		return err;
 	for (size_t i = 0; i < ans->n_processes; i++) {
 		const Skywalking__V3__EBPFProcessDownstream *d = ans->processes[i];
-		const Skywalking__V3__EBPFHostProcessDownstream *h;
 		const Skywalking__V3__EBPFProcessEntityMetadata *e;
+		int32_t pid;
 
-		/* Host answers only: the k8s branch is not ours on a plain host. */
-		if (d->process_case != SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_HOST_PROCESS ||
-		    !d->hostprocess || !d->hostprocess->entitymetadata || !d->processid ||
-		    !d->processid[0] || strlen(d->processid) >= ROVER_SW_ID_LEN)
+		/* Either branch: the entity as sent, and the pid, tell which process it is. */
+		if (d->process_case == SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_HOST_PROCESS &&
+		    d->hostprocess) {
+			e = d->hostprocess->entitymetadata;
+			pid = d->hostprocess->pid;
+		} else if (d->process_case ==
+				   SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_K8S_PROCESS &&
+			   d->k8sprocess) {
+			e = d->k8sprocess->entitymetadata;
+			pid = d->k8sprocess->pid;
+		} else {
 			continue;
-		h = d->hostprocess;
-		e = h->entitymetadata;
-		matched += (size_t)discovery__set_process_id(b->disc, h->pid, e->layer, e->servicename,
+		}
+		if (!e || !d->processid || !d->processid[0] ||
+		    strlen(d->processid) >= ROVER_SW_ID_LEN)
+			continue;
+		matched += (size_t)discovery__set_process_id(b->disc, pid, e->layer, e->servicename,
 							    e->instancename, e->processname,
 							    d->processid);
 	}

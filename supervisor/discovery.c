@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "supervisor/discovery.h"
+#include "supervisor/k8s.h"
 
 /*
  * What a scan reads. The directory listing of /proc (getdents) gives the pids; a pid not in
@@ -52,6 +53,25 @@ _Static_assert(DISC_RECHECK_SCANS < 32768 / 2, "due scans compare in 16 bits");
 /* Processes followed at most: /proc/sys/kernel/pid_max's highest value. */
 #define DISC_MAX_PROCS (4 * 1024 * 1024)
 
+/*
+ * A process in a container (its cgroup names a container id): Kubernetes discovery's record,
+ * beside its disc_proc. What the analyzers need is kept (the launcher's answer is asked once),
+ * so that a pod or service change renders its entities again without reading anything.
+ * About 200 bytes plus its command line, for the processes of containers only.
+ */
+#define DISC_K8S_IDS 2
+#define DISC_K8S_ENTS 8 /* entities of one process: one per matching analyzer */
+#define DISC_MAX_KPROCS 65536
+
+struct disc_kproc {
+	int32_t pid;
+	uint8_t nids, nents;
+	uint64_t starttime;
+	char ids[DISC_K8S_IDS][80];
+	int16_t ents[DISC_K8S_ENTS];
+	char *cmdline, *argv0, *exe, *cwd;
+};
+
 struct disc_slot {
 	struct disc_entity e;
 	uint64_t seen;
@@ -77,6 +97,11 @@ struct discovery {
 	size_t nents;
 	char last_err[256]; /* the last render error logged: each distinct one is logged once */
 	pcre2_match_context *mctx;
+	struct k8s_client *k8s;
+	struct disc_kproc *kprocs;
+	size_t nkprocs, kcap;
+	uint64_t k8s_gen; /* the store's generation the entities were rendered for */
+	int k8s_dirty;    /* processes came or went since */
 };
 
 int host_facts__gather(struct host_facts *ret)
@@ -195,10 +220,27 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	return d;
 }
 
+static void kproc_clear(struct disc_kproc *kp)
+{
+	free(kp->cmdline);
+	free(kp->argv0);
+	free(kp->exe);
+	free(kp->cwd);
+	memset(kp, 0, sizeof(*kp));
+}
+
+void discovery__set_k8s(struct discovery *d, struct k8s_client *k)
+{
+	d->k8s = k;
+}
+
 void discovery__free(struct discovery *d)
 {
 	if (!d)
 		return;
+	for (size_t i = 0; i < d->nkprocs; i++)
+		kproc_clear(&d->kprocs[i]);
+	free(d->kprocs);
 	pcre2_match_context_free(d->mctx);
 	free(d->index);
 	free(d->procs);
@@ -557,6 +599,217 @@ static const struct config_finder *match(struct discovery *d, const char *cmdlin
 	return NULL;
 }
 
+/* ---- Kubernetes: containers' processes and the analyzers ---- */
+
+static struct disc_kproc *kproc_find(struct discovery *d, int pid)
+{
+	for (size_t i = 0; i < d->nkprocs; i++)
+		if (d->kprocs[i].pid == pid)
+			return &d->kprocs[i];
+	return NULL;
+}
+
+static void kproc_del(struct discovery *d, size_t i)
+{
+	kproc_clear(&d->kprocs[i]);
+	if (i != d->nkprocs - 1) {
+		d->kprocs[i] = d->kprocs[d->nkprocs - 1];
+		memset(&d->kprocs[d->nkprocs - 1], 0, sizeof(d->kprocs[0]));
+	}
+	d->nkprocs--;
+	d->k8s_dirty = 1;
+}
+
+/* The container ids /proc/PID/cgroup names, into ids; how many (0: not in a container). */
+static int read_container_ids(int dirfd, int pid, char ids[][80])
+{
+	char path[32], buf[8192];
+
+	snprintf(path, sizeof(path), "%d/cgroup", pid);
+	if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
+		return 0;
+	return k8sobj__cgroup_ids(buf, ids, DISC_K8S_IDS);
+}
+
+/* Records (or refreshes) a container's process; lock held. 0 or -ENOMEM/-ENOSPC. */
+static int kproc_put(struct discovery *d, int pid, uint64_t st, char ids[][80], int nids,
+		     const char *cmdline, const char *argv0, const struct msg_proc_info *info)
+{
+	struct disc_kproc *kp = kproc_find(d, pid);
+
+	if (!kp) {
+		if (d->nkprocs == d->kcap) {
+			size_t cap = d->kcap ? 2 * d->kcap : 64;
+			struct disc_kproc *n;
+
+			if (cap > DISC_MAX_KPROCS)
+				return -ENOSPC;
+			n = realloc(d->kprocs, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			d->kprocs = n;
+			d->kcap = cap;
+		}
+		kp = &d->kprocs[d->nkprocs++];
+		memset(kp, 0, sizeof(*kp));
+	} else {
+		kproc_clear(kp);
+	}
+	kp->pid = pid;
+	kp->starttime = st;
+	kp->nids = (uint8_t)nids;
+	for (int i = 0; i < nids; i++)
+		memcpy(kp->ids[i], ids[i], sizeof(kp->ids[i]));
+	kp->cmdline = strdup(cmdline);
+	kp->argv0 = strdup(argv0);
+	kp->exe = strdup(info ? info->exe : "");
+	kp->cwd = strdup(info ? info->cwd : "");
+	d->k8s_dirty = 1;
+	if (!kp->cmdline || !kp->argv0 || !kp->exe || !kp->cwd) {
+		kproc_del(d, (size_t)(kp - d->kprocs));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+struct k8s_render {
+	struct discovery *d;
+	struct disc_kproc *kp;
+};
+
+static void tmpl_kvs(const struct k8s_kv *in, int n, struct tmpl_kv *out)
+{
+	for (int i = 0; i < n; i++) {
+		out[i].key = in[i].key;
+		out[i].value = in[i].value;
+	}
+}
+
+/* Under the store's lock (k8s__with_container): every active analyzer that matches gives an
+ * entity; each is added (or found) and kept on the process. */
+static void on_container(void *arg, const struct k8s_view *v)
+{
+	struct k8s_render *r = arg;
+	struct discovery *d = r->d;
+	struct disc_kproc *kp = r->kp;
+	const struct k8s_pod *p = v->pod;
+	struct tmpl_kv labels[K8S_MAX_LABELS], env[K8S_MAX_ENV], owners[K8S_MAX_CHAIN];
+	const char *names[K8S_MAX_CONTAINERS];
+	struct tmpl_pod tp = { 0 };
+	struct tmpl_container tc = { 0 };
+	struct tmpl_ctx ctx = { 0 };
+	const char *base = strrchr(kp->exe, '/');
+
+	tmpl_kvs(p->labels, p->nlabels, labels);
+	tmpl_kvs(v->container->env, v->container->nenv, env);
+	tmpl_kvs(v->owners, v->nowners, owners);
+	for (int i = 0; i < p->ncontainers; i++)
+		names[i] = p->containers[i].name;
+	tp.name = p->name;
+	tp.ns = p->ns;
+	tp.node = p->node;
+	tp.service_name = v->service_name;
+	tp.labels = labels;
+	tp.nlabels = p->nlabels;
+	tp.containers = names;
+	tp.ncontainers = p->ncontainers;
+	tp.owners = owners;
+	tp.nowners = v->nowners;
+	tc.name = v->container->name;
+	tc.id = v->container->id;
+	tc.env = env;
+	tc.nenv = v->container->nenv;
+
+	ctx.instance_id = d->host->instance_id;
+	ctx.host_name = d->host->host_name;
+	ctx.exe_path = kp->exe[0] ? kp->exe : kp->argv0;
+	ctx.exe_name = kp->exe[0] ? (base ? base + 1 : kp->exe) : kp->argv0;
+	ctx.cmdline = kp->cmdline;
+	ctx.pid = kp->pid;
+	ctx.workdir = kp->cwd;
+	ctx.exe_name_in_cmdline = kp->argv0;
+	ctx.host_ip = host_ip;
+	ctx.host_ip_arg = (void *)d->host;
+	ctx.pod = &tp;
+	ctx.container = &tc;
+
+	for (size_t a = 0; a < d->cfg->discovery.nanalyzers && kp->nents < DISC_K8S_ENTS; a++) {
+		const struct config_analyzer *an = &d->cfg->discovery.analyzers[a];
+		struct disc_entity e;
+		char err[200];
+		int match = 1, idx;
+
+		if (!an->active)
+			continue;
+		for (size_t f = 0; f < an->nfilters && match; f++) {
+			if (tmpl__filter(an->filters[f], &ctx, &match, err, sizeof(err))) {
+				log_render_error(d, "analyzer filter", err);
+				match = 0;
+			}
+		}
+		if (!match)
+			continue;
+		memset(&e, 0, sizeof(e));
+		ctx.layer = an->layer;
+		snprintf(e.layer, sizeof(e.layer), "%s", an->layer ? an->layer : "");
+		if (render(d, an->service_name, &ctx, "service_name", e.service, sizeof(e.service)) ||
+		    render(d, an->instance_name, &ctx, "instance_name", e.instance,
+			   sizeof(e.instance)) ||
+		    render(d, an->process_name, &ctx, "process_name", e.process, sizeof(e.process)))
+			continue;
+		if (!e.service[0] || !e.instance[0] || !e.process[0]) {
+			log_render_error(d, "names", "a service, instance or process name rendered "
+						     "empty");
+			continue;
+		}
+		/* Upstream's rule: the cluster prefixes a service that has none. */
+		if (d->cfg->cluster_name && d->cfg->cluster_name[0] && !strstr(e.service, "::")) {
+			char svc[DISC_NAME_LEN];
+
+			snprintf(svc, sizeof(svc), "%s::%s", d->cfg->cluster_name, e.service);
+			memcpy(e.service, svc, sizeof(svc));
+		}
+		for (size_t l = 0; l < an->nlabels && e.nlabels < DISC_MAX_LABELS; l++)
+			snprintf(e.labels[e.nlabels++], DISC_NAME_LEN, "%s", an->labels[l]);
+		e.pid = kp->pid;
+		snprintf(e.cmdline, sizeof(e.cmdline), "%s", kp->cmdline);
+		e.k8s = 1;
+		snprintf(e.pod, sizeof(e.pod), "%s", p->name);
+		snprintf(e.container, sizeof(e.container), "%s", v->container->name);
+		snprintf(e.container_ip, sizeof(e.container_ip), "%s", p->ip);
+		snprintf(e.host_ip, sizeof(e.host_ip), "%s",
+			 p->host_ip && p->host_ip[0] ? p->host_ip : d->host->host_ip);
+		idx = entity_add(d, &e);
+		if (idx < 0) {
+			log_render_error(d, "entities", "too many, ignoring new ones");
+			return;
+		}
+		/* Facts that are not part of the identity follow the pod. */
+		snprintf(d->ents[idx].e.container_ip, sizeof(e.container_ip), "%s", e.container_ip);
+		kp->ents[kp->nents++] = (int16_t)idx;
+	}
+}
+
+/* Renders every container process's entities again when the store or the processes changed. */
+static void k8s_pass(struct discovery *d)
+{
+	uint64_t gen = k8s__generation(d->k8s);
+
+	if (gen == d->k8s_gen && !d->k8s_dirty)
+		return;
+	d->k8s_gen = gen;
+	d->k8s_dirty = 0;
+	for (size_t i = 0; i < d->nkprocs; i++) {
+		struct disc_kproc *kp = &d->kprocs[i];
+		struct k8s_render r = { d, kp };
+
+		kp->nents = 0;
+		for (int k = 0; k < kp->nids; k++)
+			if (k8s__with_container(d->k8s, kp->ids[k], on_container, &r))
+				break;
+	}
+}
+
 /*
  * A new pid, or a known one that is due (p): reads it and matches it when new or changed.
  * Returns with the lock held, as on entry; when the process went, or matching must be tried
@@ -584,7 +837,31 @@ static void scan_one(struct discovery *d, int dirfd, int pid, struct disc_proc *
 		schedule(d, p);
 		return; /* matched or not, as it was */
 	}
-	f = cmdline[0] ? match(d, cmdline, groups, &ngroups, store, sizeof(store)) : NULL;
+	if (d->k8s) {
+		char ids[DISC_K8S_IDS][80];
+		int nids = cmdline[0] ? read_container_ids(dirfd, pid, ids) : 0;
+		struct disc_kproc *kp = kproc_find(d, pid);
+
+		if (nids) {
+			struct msg_proc_info info = { 0 };
+			int err;
+
+			/* The launcher's answer (exe, cwd) once per process, as below. */
+			pthread_mutex_unlock(&d->lock);
+			err = d->info ? d->info(d->info_arg, pid, &info) : -ENOSYS;
+			pthread_mutex_lock(&d->lock);
+			if (err == -ESRCH)
+				goto gone;
+			if (kproc_put(d, pid, st, ids, nids, cmdline, argv0, err ? NULL : &info))
+				log_render_error(d, "container processes",
+						 "too many to follow, ignoring new ones");
+		} else if (kp) {
+			kproc_del(d, (size_t)(kp - d->kprocs));
+		}
+	}
+	f = cmdline[0] && d->cfg->discovery.vm_active
+		    ? match(d, cmdline, groups, &ngroups, store, sizeof(store))
+		    : NULL;
 	if (f) {
 		int err;
 
@@ -625,7 +902,7 @@ int discovery__scan(struct discovery *d)
 	uint16_t now;
 	int n = 0;
 
-	if (!d->cfg->discovery.present || !d->cfg->discovery.vm_active)
+	if (!d->cfg->discovery.present || (!d->cfg->discovery.vm_active && !d->k8s))
 		return 0;
 	dir = opendir(d->proc_root);
 	if (!dir)
@@ -672,6 +949,29 @@ int discovery__scan(struct discovery *d)
 		if (p->starttime < e->oldest_start) {
 			e->oldest_start = p->starttime;
 			e->oldest_pid = p->pid;
+		}
+	}
+	if (d->k8s) {
+		/* Container processes that exited (or whose pid was reused) go; the rest render
+		 * again if anything changed, then count for their entities as above. */
+		for (size_t k = d->nkprocs; k-- > 0;) {
+			struct disc_proc *p = proc_find(d, d->kprocs[k].pid);
+
+			if (!p || p->starttime != d->kprocs[k].starttime)
+				kproc_del(d, k);
+		}
+		k8s_pass(d);
+		for (size_t k = 0; k < d->nkprocs; k++) {
+			const struct disc_kproc *kp = &d->kprocs[k];
+
+			for (int j = 0; j < kp->nents; j++) {
+				struct disc_slot *e = &d->ents[kp->ents[j]];
+
+				if (kp->starttime < e->oldest_start) {
+					e->oldest_start = kp->starttime;
+					e->oldest_pid = kp->pid;
+				}
+			}
 		}
 	}
 	for (size_t i = 0; i < d->nents; i++) {
@@ -737,6 +1037,14 @@ int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
 	return found;
 }
 
+static int kproc_in(const struct disc_kproc *kp, int entity)
+{
+	for (int j = 0; j < kp->nents; j++)
+		if (kp->ents[j] == entity)
+			return 1;
+	return 0;
+}
+
 int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pids, int max)
 {
 	int n = 0;
@@ -750,6 +1058,9 @@ int discovery__pids_of(struct discovery *d, const char *process_id, int32_t *pid
 		for (size_t k = 0; k < d->nprocs && n < max; k++)
 			if (d->procs[k].entity == (int)i)
 				pids[n++] = d->procs[k].pid;
+		for (size_t k = 0; k < d->nkprocs && n < max; k++)
+			if (kproc_in(&d->kprocs[k], (int)i))
+				pids[n++] = d->kprocs[k].pid;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return n;
@@ -776,13 +1087,14 @@ int discovery__net_procs_of(struct discovery *d, const char *process_id,
 
 		if (!d->ents[i].used || strcmp(e->process_id, process_id))
 			continue;
-		for (size_t k = 0; k < d->nprocs && n < max; k++) {
+		for (size_t k = 0; k < d->nprocs + d->nkprocs && n < max; k++) {
 			struct msg_net_process *p = &ret[n];
 
-			if (d->procs[k].entity != (int)i)
+			if (k < d->nprocs ? d->procs[k].entity != (int)i
+					  : !kproc_in(&d->kprocs[k - d->nprocs], (int)i))
 				continue;
 			memset(p, 0, sizeof(*p));
-			p->pid = d->procs[k].pid;
+			p->pid = k < d->nprocs ? d->procs[k].pid : d->kprocs[k - d->nprocs].pid;
 			copy_str(p->process_id, sizeof(p->process_id), e->process_id);
 			copy_str(p->service, sizeof(p->service), e->service);
 			copy_str(p->instance, sizeof(p->instance), e->instance);

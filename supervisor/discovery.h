@@ -58,17 +58,27 @@ struct disc_entity {
 	char process_id[ROVER_SW_ID_LEN]; /* the backend's id; "" until it answered */
 	uint64_t generation;              /* bumped when first seen or when its pid changed */
 	uint64_t tried_ms; /* last report without an id in the answer (monotonic ms), 0: none */
+	/* Found through Kubernetes (reported as a k8sProcess), with its pod's facts: */
+	int k8s;
+	char pod[DISC_NAME_LEN], container[DISC_NAME_LEN];
+	char container_ip[64], host_ip[64]; /* status.podIP, status.hostIP */
 };
 
 /* The launcher's answer about a pid; 0 or -errno. */
 typedef int (*disc_proc_info_fn)(void *arg, int pid, struct msg_proc_info *ret);
 
 struct discovery;
+struct k8s_client;
 
 /* proc_root: "/proc", or ROVER_HOST_PROC_MAPPING's value in a container. NULL, errno set. */
 struct discovery *discovery__new(const struct rover_config *cfg, const struct host_facts *host,
 				 const char *proc_root, disc_proc_info_fn info, void *info_arg);
 void discovery__free(struct discovery *d);
+
+/* Kubernetes discovery (process_discovery.kubernetes): containers' processes are matched to
+ * the pods k reports (k8s.h) by their cgroup, and the analyzers render their entities, again
+ * whenever a pod or service changes. Set before the first scan; k outlives d. */
+void discovery__set_k8s(struct discovery *d, struct k8s_client *k);
 
 /* One pass over /proc. Returns the number of entities, or -errno when /proc is unreadable. */
 int discovery__scan(struct discovery *d);

@@ -31,6 +31,7 @@
 #include "common/config/passed.h"
 #include "supervisor/backend.h"
 #include "supervisor/discovery.h"
+#include "supervisor/k8s.h"
 
 #define MAX_CLIENTS 16
 #define MAX_TASKS 32
@@ -81,6 +82,7 @@ struct supervisor {
 	struct rover_config *cfg;
 	struct host_facts host;
 	struct discovery *disc;
+	struct k8s_client *k8s; /* process_discovery.kubernetes, when active */
 	struct backend *bk;
 	int bk_fd;   /* main loop's end of the socketpair to the backend threads */
 	uint64_t monitor_dropped; /* HTTP monitor counts the backend thread had no room for */
@@ -1050,6 +1052,17 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 		err = -errno;
 		goto cleanup;
 	}
+	if (s->cfg->discovery.present && s->cfg->discovery.k8s_active) {
+		/* Before the sandbox: libcurl's sockets and TLS state are made now. */
+		s->k8s = k8s__new(s->cfg, s->host.host_name, errbuf, sizeof(errbuf));
+		if (!s->k8s) {
+			log_err("%s", errbuf);
+			s->config_refused = 1;
+			err = -EINVAL;
+			goto cleanup;
+		}
+		discovery__set_k8s(s->disc, s->k8s);
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		err = -errno;
 		goto cleanup;
@@ -1185,6 +1198,13 @@ int main(int argc, char **argv)
 		log_err("seccomp: %s", strerror(-err));
 		return 1;
 	}
+	if (s.k8s) {
+		err = k8s__start(s.k8s);
+		if (err) {
+			log_err("starting the kubernetes thread: %s", strerror(-err));
+			return 1;
+		}
+	}
 	if (s.bk) {
 		err = backend__start(s.bk);
 		if (err) {
@@ -1195,5 +1215,6 @@ int main(int argc, char **argv)
 	log_info("ready");
 	err = loop(&s);
 	backend__free(s.bk);
+	k8s__free(s.k8s);
 	return err ? 1 : 0;
 }
