@@ -198,7 +198,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
-		tests/integration/oap_harness.c tests/integration/netreport.c) $(COMMON_OBJS)
+		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
