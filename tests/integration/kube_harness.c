@@ -318,6 +318,10 @@ int kube_api_start(const char *dir, int port, int tls, struct kube_api *ret)
 	    fmt(k.token_path, sizeof(k.token_path), "%s/token", k.sa_dir) ||
 	    fmt(k.log_path, sizeof(k.log_path), "%s/kube.log", dir))
 		return -ENAMETOOLONG;
+	/* The supervisor runs as the rover user and reads serviceaccount/ (a mkdtemp directory
+	 * is 0700). */
+	if (chmod(dir, 0755))
+		return -errno;
 	if (tls) {
 		if (fmt(k.ca_path, sizeof(k.ca_path), "%s/ca.crt", k.sa_dir))
 			return -ENAMETOOLONG;

@@ -42,7 +42,8 @@ struct kube_api {
 	char token[128];      /* the token in force */
 };
 
-/* Starts the fake in dir (which exists) on 127.0.0.1:port (0: a free one), requiring the
+/* Starts the fake in dir (which exists; made 0755, so that a supervisor running as the rover
+ * user reaches serviceaccount/) on 127.0.0.1:port (0: a free one), requiring the
  * bearer token "token-1", over TLS with a CA of its own when tls (else plain HTTP). Returns
  * once it listens; the pid is tracked (oap_harness.h track), so a failed test does not leave
  * it. 0 or -errno (its log on stderr). */

@@ -414,6 +414,18 @@ Test(kube_fake, tls_holds_with_the_ca_the_client_is_given)
 	cr_assert_str_eq(str_at(o, "metadata.name"), "node-a");
 	json_object_put(o);
 
+	/* A supervisor running as the rover user reads both, through the links. */
+	{
+		char *out = NULL;
+		char *argv[] = { "/usr/bin/setpriv", "--reuid", (char *)role_user(), "--regid",
+				 (char *)role_user(), "--clear-groups", "/bin/cat", k.token_path,
+				 k.ca_path, NULL };
+
+		cr_assert_eq(run_capture(NULL, argv, 10000, &out), 0, "as %s: %s", role_user(), out);
+		cr_assert(out && !strncmp(out, "token-1-----BEGIN CERTIFICATE-----", 34), "%s", out);
+		free(out);
+	}
+
 	/* A CA that did not sign the server's certificate: curl refuses it (60). */
 	cr_assert_eq(mkdir(tmp_path("other"), 0700), 0);
 	cr_assert_eq(tls_cert_make(tmp_path("other"), &other), 0);
