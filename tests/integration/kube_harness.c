@@ -90,36 +90,20 @@ static int kube_tls_make(const char *dir)
 		return -EIO;
 	snprintf(serial, sizeof(serial), "0x%016llx", (unsigned long long)(r >> 1));
 	{
-		char *const steps[][32] = {
-			{"openssl",
-			 "req",
-			 "-x509",
-			 "-config",
-			 conf,
-			 "-extensions",
-			 "ca",
-			 "-newkey",
-			 "ec",
-			 "-pkeyopt",
-			 "ec_paramgen_curve:prime256v1",
-			 "-nodes",
-			 "-subj",
-			 "/CN=fake-kube-ca",
-			 "-days",
-			 "1",
-			 "-keyout",
-			 cakey,
-			 "-out",
-			 ca,
-			 NULL},
-			{"openssl", "req", "-new", "-config", conf, "-newkey", "ec", "-pkeyopt",
-			 "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=kube-apiserver",
-			 "-keyout", key, "-out", csr, NULL},
-			{"openssl",	"x509",	  "-req",   "-in",	csr,
-			 "-CA",		ca,	  "-CAkey", cakey,	"-set_serial",
-			 serial,	"-days",  "1",	    "-extfile", conf,
-			 "-extensions", "server", "-out",   crt,	NULL},
-		};
+		char *const ca_req[] = { "openssl", "req", "-x509", "-config", conf, "-extensions",
+					 "ca", "-newkey", "ec", "-pkeyopt",
+					 "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
+					 "/CN=fake-kube-ca", "-days", "1", "-keyout", cakey, "-out",
+					 ca, NULL };
+		char *const server_req[] = { "openssl", "req", "-new", "-config", conf, "-newkey",
+					     "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+					     "-nodes", "-subj", "/CN=kube-apiserver", "-keyout", key,
+					     "-out", csr, NULL };
+		char *const server_sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca,
+					      "-CAkey", cakey, "-set_serial", serial, "-days", "1",
+					      "-extfile", conf, "-extensions", "server", "-out", crt,
+					      NULL };
+		char *const *steps[] = { ca_req, server_req, server_sign };
 
 		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 			int rc = run_capture(NULL, steps[i], 30000, &out);
@@ -222,7 +206,7 @@ static int sa_write(struct kube_api *k, const char *token)
 
 static int sa_make(struct kube_api *k)
 {
-	static const char *const names[] = {"token", "namespace", "ca.crt"};
+	static const char *const names[] = { "token", "namespace", "ca.crt" };
 	int err;
 
 	if (mkdir(k->sa_dir, 0755) && errno != EEXIST)
@@ -310,7 +294,7 @@ static int spawn_fake(struct kube_api *k, int port, const char *objects)
 
 int kube_api_start(const char *dir, int port, int tls, struct kube_api *ret)
 {
-	struct kube_api k = {.tls = !!tls};
+	struct kube_api k = { .tls = !!tls };
 	int err;
 
 	if (fmt(k.dir, sizeof(k.dir), "%s", dir) ||
@@ -395,10 +379,10 @@ static int write_all(int fd, const char *p, size_t len)
  * code, one blocking exchange, 20 s at most each way. The status, or -errno. */
 static int http_post(int port, const char *path, const char *body, char **ret_body)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct timeval tv = {.tv_sec = 20};
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 20 };
 	size_t len = 0, cap = 0;
 	char *buf = NULL, *hdr = NULL, *eoh;
 	int fd, err, code;
@@ -842,7 +826,8 @@ static struct json_object *kv_map(const char *const *kv)
 
 static const char *owner_api_version(const char *kind)
 {
-	static const char *const apps[] = {"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet"};
+	static const char *const apps[] = { "ReplicaSet", "Deployment", "StatefulSet",
+					    "DaemonSet" };
 
 	for (size_t i = 0; i < 4; i++)
 		if (!strcmp(kind, apps[i]))
@@ -1300,7 +1285,7 @@ pid_t kube_spawn_in_cgroup(enum kube_layout layout, const char *pod_uid, const c
 	}
 	if (((int)layout & ~KUBE_V1) == KUBE_CRIO_SYSTEMD) {
 		/* conmon, CRI-O's monitor, is started first, in a scope of its own. */
-		char *const conmon[] = {"/bin/sleep", "infinity", NULL};
+		char *const conmon[] = { "/bin/sleep", "infinity", NULL };
 		char *p = strstr(strcpy(s->conmon_path, s->path), "/crio-");
 
 		memmove(p + strlen("/crio-conmon-"), p + strlen("/crio-"),
@@ -1412,8 +1397,8 @@ static void sweep(const char *dir, time_t before)
 
 void kube_cgroups_cleanup(void)
 {
-	static const char *const hier[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup",
-					   "/sys/fs/cgroup/systemd", "/sys/fs/cgroup/pids"};
+	static const char *const hier[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup",
+					    "/sys/fs/cgroup/systemd", "/sys/fs/cgroup/pids" };
 	time_t before = time(NULL) - 60;
 
 	for (size_t i = 0; i < MAX_SPAWNED; i++)

@@ -65,11 +65,11 @@ static struct json_object *get_json(const struct kube_api *k, const char *path, 
 static void put_pod(const struct kube_api *k, const char *ns, const char *name, const char *node,
 		    const char *const *labels)
 {
-	struct kube_pod p = {.name = name,
-			     .ns = ns,
-			     .node = node,
-			     .labels = labels,
-			     .containers = (struct kube_container[]){{.name = "app"}, {0}}};
+	struct kube_pod p = { .name = name,
+			      .ns = ns,
+			      .node = node,
+			      .labels = labels,
+			      .containers = (struct kube_container[]){ { .name = "app" }, { 0 } } };
 
 	cr_assert_gt(kube_api_put(k, kube_pod_json(&p)), 0, "put pod %s", name);
 }
@@ -169,10 +169,10 @@ Test(kube_fake, a_watch_replays_events_in_order)
 	char *body = NULL;
 	int code;
 
-	put_pod(&k, "default", "a", "node-a", (const char *[]){"app=one", NULL});
-	from = kube_api_put(&k, kube_pod_json(&(struct kube_pod){.name = "b", .node = "node-a"}));
+	put_pod(&k, "default", "a", "node-a", (const char *[]){ "app=one", NULL });
+	from = kube_api_put(&k, kube_pod_json(&(struct kube_pod){ .name = "b", .node = "node-a" }));
 	cr_assert_gt(from, 0);
-	put_pod(&k, "default", "a", "node-a", (const char *[]){"app=two", NULL});
+	put_pod(&k, "default", "a", "node-a", (const char *[]){ "app=two", NULL });
 	put_pod(&k, "default", "c", "node-b", NULL);
 	put_pod(&k, "default", "b", "node-b", NULL); /* leaves node-a */
 	cr_assert_gt(kube_api_delete(&k, "Pod", "default", "a"), 0);
@@ -226,7 +226,7 @@ Test(kube_fake, a_watch_from_before_a_compaction_gets_410)
 	size_t n;
 	int code;
 
-	old = kube_api_put(&k, kube_pod_json(&(struct kube_pod){.name = "a", .node = "node-a"}));
+	old = kube_api_put(&k, kube_pod_json(&(struct kube_pod){ .name = "a", .node = "node-a" }));
 	put_pod(&k, "default", "b", "node-a", NULL);
 	page = get_json(&k, "/api/v1/pods?limit=1", 200);
 	now = kube_api_compact(&k);
@@ -278,7 +278,7 @@ Test(kube_fake, bookmarks_go_to_the_watches_that_asked)
 	without = track(kube_api_watch_spawn(&k, "/api/v1/pods?watch=1&timeoutSeconds=3",
 					     tmp_path("without.out")));
 	cr_assert_eq(kube_api_wait_watches(&k, "pods", 2, 10000), 0);
-	rv = kube_api_put(&k, kube_pod_json(&(struct kube_pod){.name = "x", .node = "node-a"}));
+	rv = kube_api_put(&k, kube_pod_json(&(struct kube_pod){ .name = "x", .node = "node-a" }));
 	cr_assert_eq(kube_api_bookmark(&k), 2);
 	cr_assert_eq(wait_cmd(with, 10000), 0);
 	cr_assert_eq(wait_cmd(without, 10000), 0);
@@ -325,7 +325,7 @@ Test(kube_fake, dropped_watches_end_abruptly_and_gone_clients_cost_nothing)
 
 		snprintf(name, sizeof(name), "s%d", i);
 		cr_assert_gt(
-			kube_api_put(&k, kube_service_json(&(struct kube_service){.name = name})),
+			kube_api_put(&k, kube_service_json(&(struct kube_service){ .name = name })),
 			0);
 	}
 	/* A stream cut without its last chunk: curl reports the transfer as
@@ -417,12 +417,16 @@ Test(kube_fake, tls_holds_with_the_ca_the_client_is_given)
 	/* A supervisor running as the rover user reads both, through the links. */
 	{
 		char *out = NULL;
-		char *argv[] = { "/usr/bin/setpriv", "--reuid", (char *)role_user(), "--regid",
-				 (char *)role_user(), "--clear-groups", "/bin/cat", k.token_path,
-				 k.ca_path, NULL };
+		char *argv[] = { "/usr/bin/setpriv",  "--reuid",
+				 (char *)role_user(), "--regid",
+				 (char *)role_user(), "--clear-groups",
+				 "/bin/cat",	      k.token_path,
+				 k.ca_path,	      NULL };
 
-		cr_assert_eq(run_capture(NULL, argv, 10000, &out), 0, "as %s: %s", role_user(), out);
-		cr_assert(out && !strncmp(out, "token-1-----BEGIN CERTIFICATE-----", 34), "%s", out);
+		cr_assert_eq(run_capture(NULL, argv, 10000, &out), 0, "as %s: %s", role_user(),
+			     out);
+		cr_assert(out && !strncmp(out, "token-1-----BEGIN CERTIFICATE-----", 34), "%s",
+			  out);
 		free(out);
 	}
 
@@ -501,8 +505,26 @@ Test(kube_fake, garbage_answers_are_what_they_claim)
 Test(kube_fake, owners_services_and_nodes)
 {
 	struct kube_api k = start(0);
-	struct kube_owner deploy = {.kind = "Deployment", .name = "web", .controller = 1};
-	struct kube_owner rs = {.kind = "ReplicaSet", .name = "web-5d8f", .controller = 1};
+	struct kube_owner deploy = { .kind = "Deployment", .name = "web", .controller = 1 };
+	struct kube_owner rs = { .kind = "ReplicaSet", .name = "web-5d8f", .controller = 1 };
+	struct kube_env env[] = { { "A", "1" }, { "POD", NULL }, { 0 } };
+	struct kube_container containers[] = {
+		{ .name = "web", .env = env, .id = "0123", .runtime = KUBE_RT_CRIO },
+		{ .name = "setup", .id = "4567", .init = 1 },
+		{ 0 },
+	};
+	struct kube_owner owners[] = { rs, { 0 } };
+	struct kube_pod pod = { .name = "web-5d8f-abcde",
+				.ns = "shop",
+				.node = "node-a",
+				.labels = (const char *[]){ "app=web", NULL },
+				.owners = owners,
+				.pod_ip = "10.1.0.7",
+				.host_ip = "192.168.0.2",
+				.containers = containers };
+	struct kube_service svc = { .name = "web",
+				    .ns = "shop",
+				    .selector = (const char *[]){ "app=web", NULL } };
 	struct json_object *o;
 
 	cr_assert_gt(kube_api_put(&k, kube_owned_json("Deployment", "shop", "web", NULL, NULL)), 0);
@@ -510,33 +532,8 @@ Test(kube_fake, owners_services_and_nodes)
 		kube_api_put(&k, kube_owned_json("ReplicaSet", "shop", "web-5d8f", NULL, &deploy)),
 		0);
 	cr_assert_gt(kube_api_put(&k, kube_owned_json("Job", "shop", "migrate", NULL, NULL)), 0);
-	cr_assert_gt(
-		kube_api_put(
-			&k,
-			kube_pod_json(
-				&(struct kube_pod){
-					.name = "web-5d8f-abcde",
-					.ns = "shop",
-					.node = "node-a",
-					.labels = (const char *[]){"app=web", NULL},
-					.owners = (struct kube_owner[]){rs, {0}},
-					.pod_ip = "10.1.0.7",
-					.host_ip = "192.168.0.2",
-					.containers =
-						(struct kube_container[]){
-							{.name = "web",
-							 .env = (struct kube_env[]){{"A", "1"}, {"POD", NULL}, {0}},
-							 .id =
-								 "0123",
-							 .runtime = KUBE_RT_CRIO},
-							{.name = "setup", .id = "4567", .init = 1},
-							{0}}})),
-		0);
-	cr_assert_gt(kube_api_put(&k, kube_service_json(&(struct kube_service){
-					      .name = "web",
-					      .ns = "shop",
-					      .selector = (const char *[]){"app=web", NULL}})),
-		     0);
+	cr_assert_gt(kube_api_put(&k, kube_pod_json(&pod)), 0);
+	cr_assert_gt(kube_api_put(&k, kube_service_json(&svc)), 0);
 
 	o = get_json(&k, "/api/v1/namespaces/shop/pods", 200);
 	cr_assert_str_eq(str_at(o, "items.0.metadata.ownerReferences.0.kind"), "ReplicaSet");
@@ -589,7 +586,7 @@ Test(kube_fake, restarts_and_outages)
 	int code, rc;
 
 	put_pod(&k, "default", "a", "node-a", NULL);
-	rv = kube_api_put(&k, kube_pod_json(&(struct kube_pod){.name = "b", .node = "node-a"}));
+	rv = kube_api_put(&k, kube_pod_json(&(struct kube_pod){ .name = "b", .node = "node-a" }));
 	cr_assert_eq(kube_api_restart(&k), 0);
 	o = get_json(&k, "/api/v1/pods", 200);
 	cr_assert_eq(rv_of(o), rv, "the resourceVersion outlives a restart");
@@ -654,15 +651,16 @@ Test(kube_fake, cgroup_layouts)
 		enum kube_layout layout;
 		const char *fmt; /* independent of kube_cgroup_path: pod uid with '_', then id */
 	} layouts[] = {
-		{KUBE_CONTAINERD_SYSTEMD, "/kubepods.slice/kubepods-burstable.slice/"
-					  "kubepods-burstable-pod%s.slice/cri-containerd-%s.scope"},
-		{KUBE_CRIO_SYSTEMD, "/kubepods.slice/kubepods-burstable.slice/"
-				    "kubepods-burstable-pod%s.slice/crio-%s.scope"},
-		{KUBE_DOCKER_SYSTEMD, "/kubepods.slice/kubepods-burstable.slice/"
-				      "kubepods-burstable-pod%s.slice/docker-%s.scope"},
-		{KUBE_CGROUPFS, "/kubepods/burstable/pod%s/%s"},
+		{ KUBE_CONTAINERD_SYSTEMD,
+		  "/kubepods.slice/kubepods-burstable.slice/"
+		  "kubepods-burstable-pod%s.slice/cri-containerd-%s.scope" },
+		{ KUBE_CRIO_SYSTEMD, "/kubepods.slice/kubepods-burstable.slice/"
+				     "kubepods-burstable-pod%s.slice/crio-%s.scope" },
+		{ KUBE_DOCKER_SYSTEMD, "/kubepods.slice/kubepods-burstable.slice/"
+				       "kubepods-burstable-pod%s.slice/docker-%s.scope" },
+		{ KUBE_CGROUPFS, "/kubepods/burstable/pod%s/%s" },
 	};
-	char *const argv[] = {"/bin/sleep", "600", NULL};
+	char *const argv[] = { "/bin/sleep", "600", NULL };
 
 	for (int v1 = 0; v1 <= 1; v1++) {
 		for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
