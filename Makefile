@@ -198,7 +198,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c -lcurl
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
-		tests/integration/oap_harness.c tests/integration/netreport.c) $(COMMON_OBJS)
+		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
 
@@ -206,10 +206,10 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 # tls_attach_worker: the worker's TLS attach (worker/netcap.c) under the worker's own drop and
 # filters, for test_tls_attach.c to send hostile messages to.
 $(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS) \
-		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o \
+		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o $(CONFIG_OBJS) \
 		| $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_CONFIG) $(LIBS_COMMON)
 $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker.o $(WORKER_OBJS) \
 		$(COMMON_OBJS)
 	$(call msg,LINK,$@)

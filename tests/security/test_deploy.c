@@ -2,7 +2,8 @@
 /*
  * The deployment files: the systemd unit keeps its measured exposure and exactly the
  * launcher's capabilities; the DaemonSet runs no container privileged, as nobody, with a
- * writable root, unfiltered, unbounded, or with a service-account token.
+ * writable root, unfiltered or unbounded; the service account's token is mounted in the
+ * supervisor's container alone, and its RBAC reads what discovery reads and nothing more.
  * scripts/check-unit.sh runs the launcher under the unit's sandbox itself.
  */
 #define _GNU_SOURCE
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config/config.h"
 #include "tests/integration/harness.h"
 
 TestSuite(deploy, .timeout = 60);
@@ -216,4 +218,217 @@ Test(deploy, spawner_seccomp_profile)
 	cr_assert_null(strstr(text, "\"ptrace\""), "the spawner's profile allows ptrace");
 	free(text);
 	free(path);
+}
+
+/*
+ * deploy/kubernetes as `kubectl apply -f deploy/kubernetes/` takes it (its files in name
+ * order): argv[1] the directory, argv[2] where to write the agent's config from the
+ * DaemonSet's ConfigMap. Prints each problem on stderr; exits 0 when there is none, 3 when
+ * PyYAML is missing.
+ */
+static const char kube_check[] =
+	"import glob, os, sys\n"
+	"try:\n"
+	"    import yaml\n"
+	"except ImportError:\n"
+	"    sys.exit(3)\n"
+	"d, cfg_out = sys.argv[1], sys.argv[2]\n"
+	"bad = []\n"
+	"docs = []\n"
+	"namespaces = {'default'}\n"
+	"files = sorted(f for f in os.listdir(d) if f.endswith(('.yaml', '.yml', '.json')))\n"
+	"for f in files:\n"
+	"    for doc in yaml.safe_load_all(open(os.path.join(d, f))):\n"
+	"        if not doc:\n"
+	"            continue\n"
+	"        meta = doc.get('metadata', {})\n"
+	"        if doc['kind'] == 'Namespace':\n"
+	"            namespaces.add(meta['name'])\n"
+	"        elif meta.get('namespace') and meta['namespace'] not in namespaces:\n"
+	"            bad.append('%s: %s %s is in namespace %s, which no file before it makes' %\n"
+	"                       (f, doc['kind'], meta.get('name'), meta['namespace']))\n"
+	"        docs.append(doc)\n"
+	"def kind(k):\n"
+	"    return [x for x in docs if x['kind'] == k]\n"
+	"\n"
+	"# RBAC: get, list and watch only, no wildcard, no secret or configmap, no subresource\n"
+	"# (pods/exec, nodes/proxy ...), and exactly what discovery reads (rbac.yaml says who).\n"
+	"want = {('', 'nodes', 'get'), ('', 'pods', 'list'), ('', 'pods', 'watch'),\n"
+	"        ('', 'services', 'list'), ('', 'services', 'watch'),\n"
+	"        ('apps', 'replicasets', 'get'), ('apps', 'deployments', 'get'),\n"
+	"        ('batch', 'jobs', 'get')}\n"
+	"grants = set()\n"
+	"for role in kind('ClusterRole') + kind('Role'):\n"
+	"    name = role['kind'] + ' ' + role['metadata']['name']\n"
+	"    if 'aggregationRule' in role:\n"
+	"        bad.append(name + ': aggregates other roles')\n"
+	"    for r in role.get('rules', []):\n"
+	"        if 'nonResourceURLs' in r:\n"
+	"            bad.append(name + ': nonResourceURLs')\n"
+	"        for field in ('apiGroups', 'resources', 'verbs', 'resourceNames'):\n"
+	"            if any('*' in v for v in r.get(field) or []):\n"
+	"                bad.append('%s: a wildcard in %s' % (name, field))\n"
+	"        more = set(r.get('verbs', [])) - {'get', 'list', 'watch'}\n"
+	"        if more:\n"
+	"            bad.append('%s: verbs %s' % (name, sorted(more)))\n"
+	"        for res in r.get('resources', []):\n"
+	"            if res.split('/')[0] in ('secrets', 'configmaps') or '/' in res:\n"
+	"                bad.append('%s: %s' % (name, res))\n"
+	"            for g in r.get('apiGroups', []):\n"
+	"                for v in r.get('verbs', []):\n"
+	"                    grants.add((g, res, v))\n"
+	"if grants - want:\n"
+	"    bad.append('RBAC grants more than discovery uses: %s' % sorted(grants - want))\n"
+	"if want - grants:\n"
+	"    bad.append('RBAC lacks what discovery uses: %s' % sorted(want - grants))\n"
+	"\n"
+	"pods = [x for x in kind('DaemonSet')]\n"
+	"if len(pods) != 1:\n"
+	"    bad.append('%d DaemonSets, expected one' % len(pods))\n"
+	"for ds in pods:\n"
+	"    spec = ds['spec']['template']['spec']\n"
+	"    ns = ds['metadata'].get('namespace', 'default')\n"
+	"    sa = spec.get('serviceAccountName')\n"
+	"    sas = [x for x in kind('ServiceAccount') if x['metadata']['name'] == sa and\n"
+	"           x['metadata'].get('namespace', 'default') == ns]\n"
+	"    if not sas:\n"
+	"        bad.append('serviceAccountName %r: no such ServiceAccount in %s' % (sa, ns))\n"
+	"    elif sas[0].get('automountServiceAccountToken') is not False:\n"
+	"        bad.append('ServiceAccount %s automounts its token' % sa)\n"
+	"    roles = {(b['roleRef']['kind'], b['roleRef']['name'])\n"
+	"             for b in kind('ClusterRoleBinding') + kind('RoleBinding')\n"
+	"             if {'kind': 'ServiceAccount', 'name': sa, 'namespace': ns} in b['subjects']}\n"
+	"    if not roles:\n"
+	"        bad.append('no binding gives %s/%s a role' % (ns, sa))\n"
+	"    if spec.get('automountServiceAccountToken') is not False:\n"
+	"        bad.append('automountServiceAccountToken is not false: every container gets the token')\n"
+	"    token = {}\n"
+	"    for v in spec.get('volumes', []):\n"
+	"        srcs = (v.get('projected') or {}).get('sources', [])\n"
+	"        if any('serviceAccountToken' in x for x in srcs):\n"
+	"            token[v['name']] = v['projected']\n"
+	"        if 'secret' in v:\n"
+	"            bad.append('volume %s: a secret (a legacy token?)' % v['name'])\n"
+	"    holders = []\n"
+	"    for c in spec.get('initContainers', []) + spec.get('containers', []):\n"
+	"        for m in c.get('volumeMounts', []):\n"
+	"            if m['name'] in token or '/secrets/kubernetes.io' in m['mountPath']:\n"
+	"                holders.append(c['name'])\n"
+	"                if m['mountPath'] != '/var/run/secrets/kubernetes.io/serviceaccount':\n"
+	"                    bad.append('%s: the token at %s, not where in-cluster clients look' %\n"
+	"                               (c['name'], m['mountPath']))\n"
+	"                if m.get('readOnly') is not True:\n"
+	"                    bad.append(c['name'] + ': the token mounted writable')\n"
+	"        env = {e['name']: e for e in c.get('env', [])}\n"
+	"        node = env.get('ROVER_PROCESS_DISCOVERY_KUBERNETES_NODE_NAME', {})\n"
+	"        if '--config' in c.get('command', []) and \\\n"
+	"                node.get('valueFrom', {}).get('fieldRef', {}).get('fieldPath') != 'spec.nodeName':\n"
+	"            bad.append(c['name'] + ': reads the config without its node name (spec.nodeName)')\n"
+	"    if holders != ['supervisor']:\n"
+	"        bad.append('the token is mounted in %s: the supervisor alone may' % holders)\n"
+	"    for name, p in token.items():\n"
+	"        # Without fsGroup, kubelet writes the files root's with defaultMode (0644 unset)\n"
+	"        # when the containers run as different users: the supervisor (10001) reads them\n"
+	"        # through the other bits.\n"
+	"        modes = [p.get('defaultMode', 0o644)] + [it.get('mode', p.get('defaultMode', 0o644))\n"
+	"                 for x in p['sources'] for it in (list(x.values())[0] or {}).get('items', [])]\n"
+	"        if spec.get('securityContext', {}).get('fsGroup') is None and \\\n"
+	"                any(not m & 0o004 for m in modes):\n"
+	"            bad.append('volume %s: modes %s, unreadable to the supervisor (uid 10001)' %\n"
+	"                       (name, [oct(m) for m in modes]))\n"
+	"        if not any(x.get('configMap', {}).get('name') == 'kube-root-ca.crt' for x in p['sources']):\n"
+	"            bad.append('volume %s: no ca.crt (configMap kube-root-ca.crt)' % name)\n"
+	"    cfgvol = [v for v in spec.get('volumes', []) if 'configMap' in v]\n"
+	"    cms = [x for x in kind('ConfigMap') for v in cfgvol\n"
+	"           if x['metadata']['name'] == v['configMap']['name']]\n"
+	"    if len(cms) != 1:\n"
+	"        bad.append('%d ConfigMaps for the config volume, expected one' % len(cms))\n"
+	"        continue\n"
+	"    text = cms[0]['data']['rover_configs.yaml']\n"
+	"    open(cfg_out, 'w').write(text)\n"
+	"    k8s = yaml.safe_load(text).get('process_discovery', {}).get('kubernetes', {})\n"
+	"    if k8s.get('active') is not True:\n"
+	"        bad.append('process_discovery.kubernetes.active is not true')\n"
+	"    if 'ROVER_PROCESS_DISCOVERY_KUBERNETES_NODE_NAME' not in str(k8s.get('node_name')):\n"
+	"        bad.append('process_discovery.kubernetes.node_name is not the env from spec.nodeName')\n"
+	"    layers = [a.get('layer') for a in k8s.get('analyzers', [])]\n"
+	"    if layers != ['MESH_DP', 'MESH', 'K8S_SERVICE']:\n"
+	"        bad.append('analyzers %s, not upstream\\'s three' % layers)\n"
+	"for b in bad:\n"
+	"    print(b, file=sys.stderr)\n"
+	"sys.exit(1 if bad else 0)\n";
+
+/* Runs kube_check, its findings failing the test when strict; the ConfigMap's config in
+ * cfg_path (a temporary file). */
+static void check_kubernetes(char cfg_path[64], int strict)
+{
+	char *dir = src_path("deploy/kubernetes"), *err = NULL;
+	int rc, fd;
+
+	if (access("/usr/bin/python3", X_OK))
+		cr_skip_test("no /usr/bin/python3 to read the manifests' YAML with");
+	strcpy(cfg_path, "/tmp/rover-test-kcfg.XXXXXX");
+	fd = mkstemp(cfg_path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	rc = run_cmd((char *const[]){ "/usr/bin/python3", "-c", (char *)kube_check, dir, cfg_path,
+				      NULL },
+		     &err);
+	if (rc == 3) {
+		unlink(cfg_path);
+		cr_skip_test("no PyYAML for /usr/bin/python3: Debian's python3-yaml is not installed");
+	}
+	if (strict)
+		cr_assert_eq(rc, 0, "%s:\n%s", dir, err);
+	else
+		cr_assert(rc == 0 || rc == 1, "%s: exit %d:\n%s", dir, rc, err);
+	free(err);
+	free(dir);
+}
+
+/* The token only where the API server is spoken to, readable there; RBAC as the rules say. */
+Test(deploy, kubernetes_token_and_rbac)
+{
+	char cfg[64];
+
+	check_kubernetes(cfg, 1);
+	unlink(cfg);
+}
+
+static const char *daemonset_env(const char *name)
+{
+	/* What the DaemonSet gives the supervisor and shipper, kubelet filling the node. */
+	if (!strcmp(name, "ROVER_PROCESS_DISCOVERY_KUBERNETES_NODE_NAME"))
+		return "node-a";
+	if (!strcmp(name, "ROVER_BACKEND_ADDR"))
+		return "oap.skywalking:11800";
+	return NULL;
+}
+
+static void count_warning(void *ctx, const char *msg)
+{
+	fprintf(stderr, "config warning: %s\n", msg);
+	(*(int *)ctx)++;
+}
+
+/* The ConfigMap's config is one the agent takes, with no key it does not know. */
+Test(deploy, the_daemonset_config_loads)
+{
+	struct rover_config cfg;
+	char path[64], err[256] = "";
+	size_t len;
+	char *text;
+	int warnings = 0, rc;
+
+	check_kubernetes(path, 0);
+	text = slurp(path, &len);
+	unlink(path);
+	cr_assert(text && len, "no ConfigMap with the agent's config");
+	rc = config__load(text, len, &cfg, err, sizeof(err), count_warning, &warnings, daemonset_env);
+	cr_assert_eq(rc, 0, "the DaemonSet's config is refused: %s", err);
+	cr_assert_eq(warnings, 0, "unknown keys in the DaemonSet's config");
+	cr_assert_str_eq(cfg.backend.addr, "oap.skywalking:11800");
+	cr_assert_eq(cfg.discovery.vm_active, 0, "the DaemonSet discovers pods, not command lines");
+	config__free(&cfg);
+	free(text);
 }
