@@ -41,8 +41,6 @@
 /* Events of a file: a 1 MiB file of "[a,a,...]" makes ~500k; no real config comes close. */
 #define CONFIG_MAX_EVENTS 200000
 #define CONFIG_MAX_VALUE TMPL_MAX_SOURCE /* a value, after substitution */
-#define CONFIG_MAX_ANALYZERS 64
-#define CONFIG_MAX_FILTERS 64
 #define PATH_MAX_LEN 256
 
 enum kind {
@@ -57,8 +55,9 @@ enum kind {
 	K_HOOKS,   /* uint32_t, enum attach_pref of a NETWORK task: auto, sock, syscalls, raw_tp */
 	K_MODE,    /* scanner mode: REGEX only */
 	K_FINDERS, /* list of finders; sub: their keys */
-	K_MAPLIST, /* list of mappings, validated and not kept; sub: their keys */
-	K_STRLIST, /* list of strings, validated and not kept */
+	K_ANALYZERS, /* list of Kubernetes analyzers; sub: their keys */
+	K_STRLIST, /* list of non-empty strings: char ** at off, size_t count at count_off */
+	K_CSV,     /* comma list, trimmed, empty parts dropped, at most max: as K_STRLIST */
 };
 
 struct key {
@@ -66,10 +65,12 @@ struct key {
 	enum kind kind;
 	ptrdiff_t off; /* into the base the walk writes to; -1: validate only */
 	const struct key *sub;
-	uint64_t min, max; /* numbers (durations in their unit) */
+	uint64_t min, max; /* numbers (durations in their unit); K_CSV: max items */
+	ptrdiff_t count_off; /* K_STRLIST, K_CSV: the size_t count */
 };
 
 #define NO_FIELD ((ptrdiff_t)-1)
+#define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define CF(field) offsetof(struct rover_config, field)
 #define DAY_US (86400ULL * 1000000)
 #define DAY_MS (86400ULL * 1000)
@@ -120,22 +121,40 @@ static const struct key scanner_keys[] = {
 	{ NULL },
 };
 
+/* What an analyzer is written as, before its templates are compiled. */
+struct analyzer_src {
+	int active; /* upstream's zero value: an analyzer without "active: true" is off */
+	char **filters;
+	size_t nfilters;
+	char *layer, *service, *instance, *process;
+	char **labels;
+	size_t nlabels;
+};
+#define AS(field) offsetof(struct analyzer_src, field)
+
 static const struct key analyzer_keys[] = {
-	{ "active", K_BOOL, NO_FIELD },
-	{ "filters", K_STRLIST, NO_FIELD },
-	{ "layer", K_STR, NO_FIELD },
-	{ "service_name", K_STR, NO_FIELD },
-	{ "instance_name", K_STR, NO_FIELD },
-	{ "process_name", K_STR, NO_FIELD },
-	{ "labels", K_STR, NO_FIELD },
+	{ "active", K_BOOL, AS(active) },
+	{ "filters", K_STRLIST, AS(filters), NULL, 0, CONFIG_MAX_FILTERS, AS(nfilters) },
+	{ "layer", K_STR, AS(layer) },
+	{ "service_name", K_STR, AS(service) },
+	{ "instance_name", K_STR, AS(instance) },
+	{ "process_name", K_STR, AS(process) },
+	/* Upstream does not trim; " a" is no label anyone means. */
+	{ "labels", K_CSV, AS(labels), NULL, 0, TMPL_MAX_OUTPUT, AS(nlabels) },
 	{ NULL },
 };
 
 static const struct key kubernetes_keys[] = {
-	{ "active", K_BOOL, NO_FIELD },
-	{ "node_name", K_STR, NO_FIELD },
-	{ "namespaces", K_STR, NO_FIELD },
-	{ "analyzers", K_MAPLIST, NO_FIELD, analyzer_keys },
+	{ "active", K_BOOL, CF(discovery.k8s_active) },
+	{ "node_name", K_STR, CF(discovery.k8s_node_name) },
+	/* Upstream does not trim either; "a, b" would watch " b", which cannot exist. */
+	{ "namespaces", K_CSV, CF(discovery.k8s_namespaces), NULL, 0, CONFIG_MAX_NAMESPACES,
+	  CF(discovery.k8s_nnamespaces) },
+	{ "analyzers", K_ANALYZERS, NO_FIELD, analyzer_keys },
+	/* Ours: a cluster reached from outside instead of the in-cluster service account. */
+	{ "api_server", K_STR, CF(discovery.k8s_api_server) },
+	{ "token_file", K_STR, CF(discovery.k8s_token_file) },
+	{ "ca_file", K_STR, CF(discovery.k8s_ca_file) },
 	{ NULL },
 };
 
@@ -299,6 +318,208 @@ static int bad(struct loader *L, const char *why)
 	return -EINVAL;
 }
 
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A comma list into *ret_v (malloc'd strings), each part trimmed, empty ones dropped.
+ * -E2BIG past max parts. */
+static int split_csv(const char *v, size_t max, char ***ret_v, size_t *ret_n)
+{
+	size_t n = 0, cap = 1;
+	char **out;
+
+	for (const char *p = v; *p; p++)
+		cap += *p == ',';
+	out = calloc(cap, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (const char *p = v;;) {
+		const char *comma = strchr(p, ','), *b = p, *e = comma ? comma : p + strlen(p);
+
+		while (b < e && isspace((unsigned char)*b))
+			b++;
+		while (e > b && isspace((unsigned char)e[-1]))
+			e--;
+		if (e > b) {
+			if (n == max) {
+				free_strv(out, n);
+				return -E2BIG;
+			}
+			out[n] = strndup(b, (size_t)(e - b));
+			if (!out[n]) {
+				free_strv(out, n);
+				return -ENOMEM;
+			}
+			n++;
+		}
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	*ret_v = out;
+	*ret_n = n;
+	return 0;
+}
+
+static void free_analyzer(struct config_analyzer *a)
+{
+	for (size_t i = 0; i < a->nfilters; i++)
+		tmpl__free(a->filters[i]);
+	free(a->filters);
+	free(a->layer);
+	tmpl__free(a->service_name);
+	tmpl__free(a->instance_name);
+	tmpl__free(a->process_name);
+	free_strv(a->labels, a->nlabels);
+	memset(a, 0, sizeof(*a));
+}
+
+static void free_analyzers(struct rover_config *cfg)
+{
+	for (size_t i = 0; i < cfg->discovery.nanalyzers; i++)
+		free_analyzer(&cfg->discovery.analyzers[i]);
+	free(cfg->discovery.analyzers);
+	cfg->discovery.analyzers = NULL;
+	cfg->discovery.nanalyzers = 0;
+}
+
+/*
+ * Compiles an active analyzer from its source (its layer and labels are taken from s).
+ * -EINVAL with what set to the key at fault ("filters[1]", "service_name") and why to the
+ * reason, or -ENOMEM.
+ */
+static int build_analyzer(struct analyzer_src *s, struct config_analyzer *ret, char *what,
+			  size_t whatlen, char *why, size_t whylen)
+{
+	struct config_analyzer a = { .active = 1 };
+	char terr[160], buf[84];
+	struct {
+		const char *key, *src;
+		struct tmpl **dst;
+	} t[] = {
+		{ "service_name", s->service, &a.service_name },
+		{ "instance_name", s->instance, &a.instance_name },
+		{ "process_name", s->process, &a.process_name },
+	};
+	int r = -EINVAL;
+
+	a.filters = calloc(s->nfilters ? s->nfilters : 1, sizeof(*a.filters));
+	if (!a.filters)
+		return -ENOMEM;
+	for (; a.nfilters < s->nfilters; a.nfilters++) {
+		struct tmpl *f = tmpl__compile_filter(s->filters[a.nfilters], terr, sizeof(terr));
+
+		if (!f) {
+			r = -errno;
+			snprintf(what, whatlen, "filters[%zu]", a.nfilters);
+			set_err(why, whylen, "bad filter '%s' (%s)", shown(s->filters[a.nfilters], buf),
+				terr);
+			goto fail;
+		}
+		a.filters[a.nfilters] = f;
+	}
+	if (!s->layer) {
+		snprintf(what, whatlen, "layer");
+		set_err(why, whylen, "required (an OAP layer, e.g. K8S_SERVICE)");
+		goto fail;
+	}
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!t[i].src) {
+			snprintf(what, whatlen, "%s", t[i].key);
+			set_err(why, whylen, "required");
+			goto fail;
+		}
+		*t[i].dst = tmpl__compile_as(t[i].src, TMPL_K8S_ENTITY, terr, sizeof(terr));
+		if (!*t[i].dst) {
+			r = -errno;
+			snprintf(what, whatlen, "%s", t[i].key);
+			set_err(why, whylen, "bad template '%s' (%s)", shown(t[i].src, buf), terr);
+			goto fail;
+		}
+	}
+	a.layer = s->layer;
+	s->layer = NULL;
+	a.labels = s->labels;
+	a.nlabels = s->nlabels;
+	s->labels = NULL;
+	s->nlabels = 0;
+	*ret = a;
+	return 0;
+fail:
+	free_analyzer(&a);
+	return r;
+}
+
+static void free_analyzer_src(struct analyzer_src *s)
+{
+	free_strv(s->filters, s->nfilters);
+	free(s->layer);
+	free(s->service);
+	free(s->instance);
+	free(s->process);
+	free_strv(s->labels, s->nlabels);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The analyzers of upstream's configs/rover_configs.yaml (reference B4), in its order. */
+#define ISTIO_SERVICE_NAME                                                                  \
+	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" "  \
+	"\"\"}}.{{.Pod.Namespace}}"
+static const struct {
+	const char *filters[2];
+	const char *layer, *service, *labels;
+} shipped_analyzers[] = {
+	{ { ".Pod.HasContainer \"istio-proxy\"", "eq .Container.Name \"istio-proxy\"" },
+	  "MESH_DP",
+	  ISTIO_SERVICE_NAME,
+	  "mesh-envoy" },
+	{ { ".Pod.HasContainer \"istio-proxy\"", "ne .Container.Name \"istio-proxy\"" },
+	  "MESH",
+	  ISTIO_SERVICE_NAME,
+	  "mesh-application" },
+	{ { ".Pod.HasServiceName", NULL },
+	  "K8S_SERVICE",
+	  "{{.Pod.ServiceName}}.{{.Pod.Namespace}}",
+	  "k8s-service" },
+};
+
+static int default_analyzers(struct rover_config *cfg)
+{
+	size_t n = sizeof(shipped_analyzers) / sizeof(shipped_analyzers[0]);
+	char what[32], why[256];
+	int r = 0;
+
+	cfg->discovery.analyzers = calloc(n, sizeof(*cfg->discovery.analyzers));
+	if (!cfg->discovery.analyzers)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !r; i++) {
+		struct analyzer_src s = { .active = 1 };
+		char *filters[2] = { 0 };
+
+		s.filters = filters;
+		for (; s.nfilters < 2 && shipped_analyzers[i].filters[s.nfilters]; s.nfilters++)
+			filters[s.nfilters] = (char *)shipped_analyzers[i].filters[s.nfilters];
+		s.service = (char *)shipped_analyzers[i].service;
+		s.instance = (char *)"{{.Pod.Name}}";
+		s.process = (char *)"{{.Process.ExeName}}";
+		s.layer = strdup(shipped_analyzers[i].layer);
+		r = s.layer ? split_csv(shipped_analyzers[i].labels, 1, &s.labels, &s.nlabels) : -ENOMEM;
+		if (!r)
+			r = build_analyzer(&s, &cfg->discovery.analyzers[i], what, sizeof(what), why,
+					   sizeof(why));
+		if (!r)
+			cfg->discovery.nanalyzers++;
+		free(s.layer);
+		free_strv(s.labels, s.nlabels);
+	}
+	/* The table compiles (a unit test says so): any failure is memory. */
+	return r ? -ENOMEM : 0;
+}
+
 void config__free(struct rover_config *cfg)
 {
 	if (!cfg)
@@ -325,6 +546,12 @@ void config__free(struct rover_config *cfg)
 		tmpl__free(f->labels);
 	}
 	free(cfg->discovery.finders);
+	free(cfg->discovery.k8s_node_name);
+	free_strv(cfg->discovery.k8s_namespaces, cfg->discovery.k8s_nnamespaces);
+	free_analyzers(cfg);
+	free(cfg->discovery.k8s_api_server);
+	free(cfg->discovery.k8s_token_file);
+	free(cfg->discovery.k8s_ca_file);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -348,6 +575,10 @@ int config__defaults(struct rover_config *ret_cfg)
 	c.discovery.properties_report_period = 10;
 	c.discovery.vm_active = 1;
 	c.discovery.scan_period_ms = 3000;
+	c.discovery.k8s_node_name = strdup("");
+	c.discovery.k8s_api_server = strdup("");
+	c.discovery.k8s_token_file = strdup(K8S_SA_DIR "/token");
+	c.discovery.k8s_ca_file = strdup(K8S_SA_DIR "/ca.crt");
 	c.profiling.active = 1;
 	c.profiling.check_interval_ms = 10000;
 	c.profiling.flush_interval_ms = 5000;
@@ -364,7 +595,9 @@ int config__defaults(struct rover_config *ret_cfg)
 	if (!c.logger_level || !c.cluster_name || !c.backend.addr || !c.backend.client_pem_path ||
 	    !c.backend.client_key_path || !c.backend.ca_pem_path || !c.backend.authentication ||
 	    !c.backend.spool_dir || !c.profiling.network_meter_prefix ||
-	    !c.profiling.continuous_meter_prefix) {
+	    !c.profiling.continuous_meter_prefix || !c.discovery.k8s_node_name ||
+	    !c.discovery.k8s_api_server || !c.discovery.k8s_token_file ||
+	    !c.discovery.k8s_ca_file || default_analyzers(&c)) {
 		config__free(&c);
 		return -ENOMEM;
 	}
@@ -717,6 +950,31 @@ static int set_scalar(struct loader *L, const yaml_node_t *n, const struct key *
 			*(uint64_t *)dst = x;
 		break;
 	}
+	case K_CSV: {
+		char **parts;
+		size_t n;
+
+		r = split_csv(v, (size_t)k->max, &parts, &n);
+		if (r == -E2BIG) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "more than %llu items in",
+				 (unsigned long long)k->max);
+			r = bad_value(L, why, v);
+		}
+		if (r)
+			break;
+		if (dst) {
+			size_t *count = (size_t *)((char *)base + k->count_off);
+
+			free_strv(*(char ***)dst, *count);
+			*(char ***)dst = parts;
+			*count = n;
+		} else {
+			free_strv(parts, n);
+		}
+		break;
+	}
 	case K_MODE:
 		if (!strcasecmp(v, "AGENT_SENSOR"))
 			r = bad_value(L, "mode not supported (only REGEX)", v);
@@ -822,9 +1080,36 @@ fail:
 	return r;
 }
 
-static int walk_list(struct loader *L, const yaml_node_t *n, const struct key *k)
+/* Compiles an active analyzer and appends it; an inactive one is dropped. */
+static int add_analyzer(struct loader *L, struct analyzer_src *s)
+{
+	struct rover_config *cfg = L->cfg;
+	struct config_analyzer a, *na;
+	char what[32], why[256];
+	int r;
+
+	if (!s->active)
+		return 0;
+	r = build_analyzer(s, &a, what, sizeof(what), why, sizeof(why));
+	if (r) {
+		if (r == -EINVAL)
+			set_err(L->err, L->errlen, "%s.%s: %s", L->path, what, why);
+		return r;
+	}
+	na = realloc(cfg->discovery.analyzers, (cfg->discovery.nanalyzers + 1) * sizeof(*na));
+	if (!na) {
+		free_analyzer(&a);
+		return -ENOMEM;
+	}
+	cfg->discovery.analyzers = na;
+	na[cfg->discovery.nanalyzers++] = a;
+	return 0;
+}
+
+static int walk_list(struct loader *L, const yaml_node_t *n, const struct key *k, void *base)
 {
 	size_t plen = strlen(L->path), count, max;
+	char ***strv = field(base, k);
 	int r = 0;
 
 	if (n->type == YAML_SCALAR_NODE && is_null(n))
@@ -835,11 +1120,19 @@ static int walk_list(struct loader *L, const yaml_node_t *n, const struct key *k
 	}
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	max = k->kind == K_FINDERS ? CONFIG_MAX_FINDERS
-	      : k->kind == K_MAPLIST ? CONFIG_MAX_ANALYZERS
-				     : CONFIG_MAX_FILTERS;
+	      : k->kind == K_ANALYZERS ? CONFIG_MAX_ANALYZERS
+				       : (size_t)k->max;
 	if (count > max) {
 		set_err(L->err, L->errlen, "%s: more than %zu items", L->path, max);
 		return -EINVAL;
+	}
+	/* A list given replaces the default one, even when empty. */
+	if (k->kind == K_ANALYZERS)
+		free_analyzers(L->cfg);
+	if (k->kind == K_STRLIST && strv) {
+		*strv = calloc(count ? count : 1, sizeof(char *));
+		if (!*strv)
+			return -ENOMEM;
 	}
 	for (size_t i = 0; i < count && !r; i++) {
 		yaml_node_t *item = yaml_document_get_node(L->doc, n->data.sequence.items.start[i]);
@@ -851,9 +1144,19 @@ static int walk_list(struct loader *L, const yaml_node_t *n, const struct key *k
 			char *v;
 
 			r = scalar_of(L, item, &v);
-			free(v);
-		} else if (k->kind == K_MAPLIST) {
-			r = walk_map(L, item, k->sub, NULL);
+			if (!r && !v)
+				r = bad(L, "empty");
+			if (!r && strv)
+				(*strv)[(*(size_t *)((char *)base + k->count_off))++] = v;
+			else
+				free(v);
+		} else if (k->kind == K_ANALYZERS) {
+			struct analyzer_src s = { 0 };
+
+			r = walk_map(L, item, k->sub, &s);
+			if (!r)
+				r = add_analyzer(L, &s);
+			free_analyzer_src(&s);
 		} else {
 			struct finder_src s = { 0 };
 
@@ -943,9 +1246,9 @@ static int walk_map(struct loader *L, const yaml_node_t *n, const struct key *ke
 			r = walk_map(L, vn, k->sub, base);
 			break;
 		case K_FINDERS:
-		case K_MAPLIST:
+		case K_ANALYZERS:
 		case K_STRLIST:
-			r = walk_list(L, vn, k);
+			r = walk_list(L, vn, k, base);
 			break;
 		default:
 			r = set_scalar(L, vn, k, base);
@@ -1016,6 +1319,32 @@ static int check_shape(const char *text, size_t len, char *err, size_t errlen)
 	return r;
 }
 
+/*
+ * The API server, when given, is a URL the supervisor can speak to; a plain-HTTP one (a
+ * kubectl proxy, a test server) has no use for a CA, so ca_file becomes "" (the shipped file
+ * writes the in-cluster path, which a host reaching a proxy does not have).
+ */
+static int check_kubernetes(struct loader *L)
+{
+	struct rover_config *cfg = L->cfg;
+	const char *url = cfg->discovery.k8s_api_server;
+	int http = !strncasecmp(url, "http://", 7);
+
+	if (*url && ((!http && strncasecmp(url, "https://", 8)) || !url[http ? 7 : 8])) {
+		snprintf(L->path, sizeof(L->path), "process_discovery.kubernetes.api_server");
+		return bad_value(L, "not an http:// or https:// URL", url);
+	}
+	if (http && *cfg->discovery.k8s_ca_file) {
+		char *none = strdup("");
+
+		if (!none)
+			return -ENOMEM;
+		free(cfg->discovery.k8s_ca_file);
+		cfg->discovery.k8s_ca_file = none;
+	}
+	return 0;
+}
+
 int config__load(const char *text, size_t len, struct rover_config *ret_cfg, char *err,
 		 size_t errlen, config_warn_fn warn, void *warn_ctx,
 		 const char *(*getenv_fn)(const char *name))
@@ -1058,6 +1387,8 @@ int config__load(const char *text, size_t len, struct rover_config *ret_cfg, cha
 	root = yaml_document_get_root_node(&doc);
 	if (root)
 		r = walk_map(&L, root, root_keys, &cfg);
+	if (!r)
+		r = check_kubernetes(&L);
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&p);
 	if (r) {

@@ -16,6 +16,9 @@
 
 #define CONFIG_MAX_BYTES (1u << 20) /* a config file larger than this is refused */
 #define CONFIG_MAX_FINDERS 64
+#define CONFIG_MAX_ANALYZERS 64
+#define CONFIG_MAX_FILTERS 64     /* of one analyzer */
+#define CONFIG_MAX_NAMESPACES 256 /* the supervisor watches each one */
 
 /* One plain-host discovery rule: a process whose command line matches becomes an entity. */
 struct config_finder {
@@ -24,6 +27,22 @@ struct config_finder {
 	char *layer;           /* plain string, default OS_LINUX */
 	struct tmpl *service_name, *instance_name, *process_name;
 	struct tmpl *labels; /* renders to a comma-separated list; NULL: none */
+};
+
+/*
+ * One Kubernetes analyzer (process_discovery.kubernetes.analyzers[]): a process in a pod's
+ * container for which every filter is true becomes an entity named by the templates. Only
+ * active analyzers are kept (active is always 1); an inactive one is checked for the types of
+ * its values and dropped.
+ */
+struct config_analyzer {
+	int active;
+	struct tmpl **filters; /* tmpl__compile_filter(); all must be true, none: every process */
+	size_t nfilters;
+	char *layer; /* plain string, required */
+	struct tmpl *service_name, *instance_name, *process_name; /* TMPL_K8S_ENTITY, required */
+	char **labels; /* the comma list, each trimmed, empty ones dropped */
+	size_t nlabels;
 };
 
 struct rover_config {
@@ -52,6 +71,19 @@ struct rover_config {
 		uint64_t scan_period_ms;      /* 3 s */
 		struct config_finder *finders;
 		size_t nfinders;
+		/* process_discovery.kubernetes */
+		int k8s_active;      /* 0 (upstream's file says true, which fails on a plain host) */
+		char *k8s_node_name; /* "" */
+		char **k8s_namespaces; /* comma list, trimmed, empty ones dropped; none: all */
+		size_t k8s_nnamespaces;
+		/* Absent key: the three upstream ships (MESH_DP, MESH, K8S_SERVICE). */
+		struct config_analyzer *analyzers;
+		size_t nanalyzers;
+		/* Ours, for a cluster reached from outside (tests, kubectl-proxy-like setups). */
+		char *k8s_api_server; /* "": in-cluster, https://$KUBERNETES_SERVICE_HOST:PORT */
+		char *k8s_token_file; /* /var/run/secrets/kubernetes.io/serviceaccount/token */
+		char *k8s_ca_file;    /* .../serviceaccount/ca.crt; always "" when api_server is
+				       * http:// */
 	} discovery;
 
 	struct {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The config loader (common/config/config.h) against the upstream format: defaults of
- * rover-behaviour.md, ${NAME:default} substitution, both plain-host discovery shapes, an error
- * naming key and value for each kind of bad value, a warning naming each unknown key, and the
- * shipped configs/rover_configs.yaml loading clean.
+ * rover-behaviour.md, ${NAME:default} substitution, both plain-host discovery shapes, the
+ * Kubernetes keys and analyzers (continuous-and-kubernetes.md B1, B4), an error naming key and
+ * value for each kind of bad value, a warning naming each unknown key, and the shipped
+ * configs/rover_configs.yaml loading clean.
  */
 #include <criterion/criterion.h>
 
@@ -84,6 +85,42 @@ static void load_fails(const char *yaml, ...)
 	va_end(ap);
 }
 
+/* Upstream's three analyzers (reference B4), as configs/rover_configs.yaml writes them. */
+#define ISTIO_SVC                                                                           \
+	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" "  \
+	"\"\"}}.{{.Pod.Namespace}}"
+
+static void check_analyzer(const struct config_analyzer *a, const char *layer,
+			   const char *const *filters, size_t nfilters, const char *service,
+			   const char *label)
+{
+	cr_assert_eq(a->active, 1);
+	cr_assert_str_eq(a->layer, layer);
+	cr_assert_eq(a->nfilters, nfilters, "%s: %zu filters", layer, a->nfilters);
+	for (size_t i = 0; i < nfilters; i++)
+		cr_assert_str_eq(tmpl__source(a->filters[i]), filters[i]);
+	cr_assert_str_eq(tmpl__source(a->service_name), service);
+	cr_assert_str_eq(tmpl__source(a->instance_name), "{{.Pod.Name}}");
+	cr_assert_str_eq(tmpl__source(a->process_name), "{{.Process.ExeName}}");
+	cr_assert_eq(a->nlabels, 1);
+	cr_assert_str_eq(a->labels[0], label);
+}
+
+static void check_shipped_analyzers(const struct rover_config *c)
+{
+	static const char *const envoy[] = { ".Pod.HasContainer \"istio-proxy\"",
+					     "eq .Container.Name \"istio-proxy\"" };
+	static const char *const app[] = { ".Pod.HasContainer \"istio-proxy\"",
+					   "ne .Container.Name \"istio-proxy\"" };
+	static const char *const svc[] = { ".Pod.HasServiceName" };
+
+	cr_assert_eq(c->discovery.nanalyzers, 3);
+	check_analyzer(&c->discovery.analyzers[0], "MESH_DP", envoy, 2, ISTIO_SVC, "mesh-envoy");
+	check_analyzer(&c->discovery.analyzers[1], "MESH", app, 2, ISTIO_SVC, "mesh-application");
+	check_analyzer(&c->discovery.analyzers[2], "K8S_SERVICE", svc, 1,
+		       "{{.Pod.ServiceName}}.{{.Pod.Namespace}}", "k8s-service");
+}
+
 static void check_defaults(const struct rover_config *c)
 {
 	cr_assert_str_eq(c->logger_level, "INFO");
@@ -118,6 +155,15 @@ static void check_defaults(const struct rover_config *c)
 	cr_assert_eq(c->profiling.continuous_check_interval_ms, 5000);
 	cr_assert_eq(c->profiling.trigger_execute_duration_ms, 600000);
 	cr_assert_eq(c->profiling.trigger_silence_duration_ms, 1200000);
+	cr_assert_eq(c->discovery.k8s_active, 0);
+	cr_assert_str_eq(c->discovery.k8s_node_name, "");
+	cr_assert_eq(c->discovery.k8s_nnamespaces, 0);
+	cr_assert_str_eq(c->discovery.k8s_api_server, "");
+	cr_assert_str_eq(c->discovery.k8s_token_file,
+			 "/var/run/secrets/kubernetes.io/serviceaccount/token");
+	cr_assert_str_eq(c->discovery.k8s_ca_file,
+			 "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+	check_shipped_analyzers(c);
 }
 
 Test(config, defaults_empty_and_comments_only)
@@ -544,4 +590,326 @@ Test(config, read_fd_bounds)
 	cr_assert_null(config__read_fd(fd, &len));
 	cr_assert_eq(errno, EFBIG);
 	close(fd);
+}
+
+/* An analyzer as the supervisor uses it: its filters on a pod's container, then its names. */
+static int apply(const struct config_analyzer *a, const struct tmpl_ctx *ctx, char *names,
+		 size_t len)
+{
+	char out[3][TMPL_MAX_OUTPUT + 1], err[200];
+
+	for (size_t i = 0; i < a->nfilters; i++) {
+		int match = -1;
+
+		cr_assert_eq(tmpl__filter(a->filters[i], ctx, &match, err, sizeof(err)), 0, "%s",
+			     err);
+		if (!match)
+			return 0;
+	}
+	cr_assert_eq(tmpl__render(a->service_name, ctx, out[0], sizeof(out[0]), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(tmpl__render(a->instance_name, ctx, out[1], sizeof(out[1]), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(tmpl__render(a->process_name, ctx, out[2], sizeof(out[2]), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_lt((size_t)snprintf(names, len, "%s %s|%s|%s", a->layer, out[0], out[1], out[2]),
+		     len);
+	return 1;
+}
+
+Test(config, kubernetes_keys)
+{
+	struct rover_config c;
+
+	load_ok("process_discovery:\n  kubernetes:\n    active: true\n    node_name: node-7\n"
+		"    namespaces: \" prod, staging ,,  dev,\"\n"
+		"    api_server: http://127.0.0.1:8001\n    token_file: /tmp/token\n"
+		"    analyzers:\n"
+		"      - active: true\n"
+		"        filters:\n          - .Pod.LabelSelector \"tier=web\"\n"
+		"          - 'ne .Container.Name \"istio-proxy\"'\n"
+		"        layer: GENERAL\n"
+		"        service_name: \"{{.Pod.Namespace}}::{{.Pod.OwnerName \\\"Deployment\\\"}}\"\n"
+		"        instance_name: \"{{.Pod.Name}}@{{.Rover.HostName}}\"\n"
+		"        process_name: \"{{.Container.Name}}-{{.Process.ExeName}}\"\n"
+		"        labels: \" web, ,blue ,\"\n"
+		"      - active: false\n        layer: X\n"
+		"      - service_name: \"{{.Pod.Name}}\"\n"
+		"      - active: ${T_TRUE:false}\n        layer: K8S_SERVICE\n"
+		"        service_name: \"{{.Pod.ServiceName}}\"\n"
+		"        instance_name: \"{{.Pod.Name}}\"\n        process_name: p\n",
+		&c);
+	cr_assert_eq(warns.n, 0, "%s", warns.all);
+	cr_assert_eq(c.discovery.k8s_active, 1);
+	cr_assert_str_eq(c.discovery.k8s_node_name, "node-7");
+	/* Trimmed, empty parts dropped (upstream would watch " staging"). */
+	cr_assert_eq(c.discovery.k8s_nnamespaces, 3);
+	cr_assert_str_eq(c.discovery.k8s_namespaces[0], "prod");
+	cr_assert_str_eq(c.discovery.k8s_namespaces[1], "staging");
+	cr_assert_str_eq(c.discovery.k8s_namespaces[2], "dev");
+	cr_assert_str_eq(c.discovery.k8s_api_server, "http://127.0.0.1:8001");
+	cr_assert_str_eq(c.discovery.k8s_token_file, "/tmp/token");
+	/* A plain-HTTP server has no CA. */
+	cr_assert_str_eq(c.discovery.k8s_ca_file, "");
+	/* The list replaces the shipped analyzers; inactive ones (explicitly, or without an
+	 * "active" as upstream reads it) are dropped, unchecked. */
+	cr_assert_eq(c.discovery.nanalyzers, 2);
+	const struct config_analyzer *a = &c.discovery.analyzers[0], *b = &c.discovery.analyzers[1];
+
+	cr_assert_str_eq(a->layer, "GENERAL");
+	cr_assert_eq(a->nfilters, 2);
+	cr_assert_str_eq(tmpl__source(a->filters[0]), ".Pod.LabelSelector \"tier=web\"");
+	cr_assert_str_eq(tmpl__source(a->filters[1]), "ne .Container.Name \"istio-proxy\"");
+	cr_assert_eq(a->nlabels, 2);
+	cr_assert_str_eq(a->labels[0], "web");
+	cr_assert_str_eq(a->labels[1], "blue");
+	cr_assert_str_eq(b->layer, "K8S_SERVICE");
+	cr_assert_eq(b->nfilters, 0);
+	cr_assert_eq(b->nlabels, 0);
+
+	/* Used on a pod: the first needs tier=web, the second has no filter. */
+	static const struct tmpl_kv labels[] = { { "tier", "web" } };
+	static const struct tmpl_kv owners[] = { { "ReplicaSet", "shop-5d8" },
+						 { "Deployment", "shop" } };
+	static const char *const containers[] = { "shop" };
+	struct tmpl_pod pod = { .name = "shop-5d8-x", .ns = "prod", .service_name = "shop-svc",
+				.labels = labels, .nlabels = 1, .containers = containers,
+				.ncontainers = 1, .owners = owners, .nowners = 2 };
+	struct tmpl_container co = { .name = "shop", .id = "containerd://1" };
+	struct tmpl_ctx ctx = { .host_name = "n7", .exe_name = "node", .pod = &pod,
+				.container = &co };
+	char names[512];
+
+	cr_assert_eq(apply(a, &ctx, names, sizeof(names)), 1);
+	cr_assert_str_eq(names, "GENERAL prod::shop|shop-5d8-x@n7|shop-node");
+	cr_assert_eq(apply(b, &ctx, names, sizeof(names)), 1);
+	cr_assert_str_eq(names, "K8S_SERVICE shop-svc|shop-5d8-x|p");
+	pod.nlabels = 0;
+	cr_assert_eq(apply(a, &ctx, names, sizeof(names)), 0);
+	config__free(&c);
+
+	/* An https server keeps the service account's CA or the one given; http has none. */
+	load_ok("process_discovery:\n  kubernetes:\n    api_server: https://10.0.0.1:6443\n", &c);
+	cr_assert_str_eq(c.discovery.k8s_ca_file,
+			 "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+	check_shipped_analyzers(&c);
+	config__free(&c);
+	load_ok("process_discovery:\n  kubernetes:\n    api_server: https://h:1\n"
+		"    ca_file: /etc/ca.pem\n",
+		&c);
+	cr_assert_str_eq(c.discovery.k8s_ca_file, "/etc/ca.pem");
+	config__free(&c);
+	load_ok("process_discovery:\n  kubernetes:\n    api_server: HTTP://h:1\n"
+		"    ca_file: /etc/ca.pem\n",
+		&c);
+	cr_assert_str_eq(c.discovery.k8s_ca_file, "");
+	config__free(&c);
+
+	/* An empty list means none; a null one keeps the shipped three. */
+	load_ok("process_discovery:\n  kubernetes:\n    analyzers: []\n", &c);
+	cr_assert_eq(c.discovery.nanalyzers, 0);
+	config__free(&c);
+	load_ok("process_discovery:\n  kubernetes:\n    analyzers:\n    namespaces: ${T_EMPTY}\n", &c);
+	check_shipped_analyzers(&c);
+	cr_assert_eq(c.discovery.k8s_nnamespaces, 0);
+	config__free(&c);
+}
+
+/* The analyzer "A" with one key replaced by line (NULL: left out). */
+static void bad_analyzer(const char *key, const char *line, ...)
+{
+	static const char *const keys[] = { "filters", "layer", "service_name", "instance_name",
+					     "process_name" };
+	static const char *const lines[] = {
+		"        filters:\n          - .Pod.HasServiceName\n",
+		"        layer: K8S_SERVICE\n",
+		"        service_name: \"{{.Pod.ServiceName}}\"\n",
+		"        instance_name: \"{{.Pod.Name}}\"\n",
+		"        process_name: \"{{.Process.ExeName}}\"\n",
+	};
+	char yaml[2048] = "process_discovery:\n  kubernetes:\n    analyzers:\n"
+			  "      - active: true\n        layer: L\n"
+			  "        service_name: s\n        instance_name: i\n"
+			  "        process_name: p\n"
+			  "      - active: true\n";
+	struct rover_config cfg;
+	char err[256] = "";
+	va_list ap;
+	int r;
+
+	for (size_t i = 0; i < 5; i++)
+		strcat(yaml, strcmp(keys[i], key) ? lines[i] : line ? line : "");
+	memset(&cfg, 0x5a, sizeof(cfg));
+	r = config__load(yaml, strlen(yaml), &cfg, err, sizeof(err), NULL, NULL, fake_env);
+	cr_assert_eq(r, -EINVAL, "%s: %d (%s)\n%s", key, r, err, yaml);
+	cr_assert_eq(((unsigned char *)&cfg)[0], 0x5a, "ret_cfg written on failure");
+	va_start(ap, line);
+	for (const char *want; (want = va_arg(ap, const char *));)
+		cr_assert(strstr(err, want), "error '%s' does not say '%s'", err, want);
+	va_end(ap);
+}
+
+Test(config, bad_analyzers_name_key_and_why)
+{
+	/* Each required key missing. */
+	bad_analyzer("layer", NULL, "process_discovery.kubernetes.analyzers[1].layer: required",
+		     NULL);
+	bad_analyzer("service_name", NULL,
+		     "process_discovery.kubernetes.analyzers[1].service_name: required", NULL);
+	bad_analyzer("instance_name", "        instance_name: ${T_EMPTY}\n",
+		     "analyzers[1].instance_name: required", NULL);
+	bad_analyzer("process_name", NULL, "analyzers[1].process_name: required", NULL);
+	/* Templates and filters that do not compile, with where and why. */
+	bad_analyzer("filters", "        filters:\n          - .Pod.HasServiceName\n"
+				"          - eq .Rover.HostName \"h\"\n",
+		     "process_discovery.kubernetes.analyzers[1].filters[1]: bad filter "
+		     "'eq .Rover.HostName \"h\"'",
+		     "field .Rover.HostName at 3 is not available in a kubernetes analyzer filter",
+		     NULL);
+	bad_analyzer("filters", "        filters:\n          - .Pod.HasContainer\n",
+		     "analyzers[1].filters[0]: bad filter", "want 1 got 0", NULL);
+	bad_analyzer("filters", "        filters:\n          - \"\"\n",
+		     "process_discovery.kubernetes.analyzers[1].filters[0]: empty", NULL);
+	bad_analyzer("filters", "        filters: .Pod.HasServiceName\n",
+		     "analyzers[1].filters: expected a list", NULL);
+	bad_analyzer("service_name", "        service_name: \"{{.Finder.Layer}}\"\n",
+		     "analyzers[1].service_name: bad template '{{.Finder.Layer}}'",
+		     "not available in a kubernetes analyzer name", NULL);
+	bad_analyzer("instance_name", "        instance_name: \"{{.Pod.HasServiceName}}\"\n",
+		     "analyzers[1].instance_name: bad template", "not available", NULL);
+	bad_analyzer("process_name", "        process_name: \"{{.Process.Exe}}\"\n",
+		     "analyzers[1].process_name: bad template", "unknown field .Process.Exe", NULL);
+
+	/* The values' types, active or not. */
+	load_fails("process_discovery:\n  kubernetes:\n    analyzers:\n      - active: maybe\n",
+		   "process_discovery.kubernetes.analyzers[0].active", "'maybe'", NULL);
+	load_fails("process_discovery:\n  kubernetes:\n    active: on\n",
+		   "process_discovery.kubernetes.active", "'on'", NULL);
+	load_fails("process_discovery:\n  kubernetes:\n    api_server: 10.0.0.1:6443\n",
+		   "process_discovery.kubernetes.api_server: not an http:// or https:// URL "
+		   "'10.0.0.1:6443'",
+		   NULL);
+	load_fails("process_discovery:\n  kubernetes:\n    api_server: https://\n",
+		   "kubernetes.api_server", NULL);
+	load_fails("process_discovery:\n  kubernetes:\n    analyzers: x\n",
+		   "process_discovery.kubernetes.analyzers: expected a list", NULL);
+	load_fails("process_discovery:\n  kubernetes:\n    namespaces: [a, b]\n",
+		   "process_discovery.kubernetes.namespaces: expected a value", NULL);
+
+	/* An inactive analyzer's templates are not compiled, its values' types are checked. */
+	struct rover_config c;
+
+	load_ok("process_discovery:\n  kubernetes:\n    analyzers:\n      - active: false\n"
+		"        service_name: \"{{.Nope}}\"\n        filters: [\"(\"]\n",
+		&c);
+	cr_assert_eq(c.discovery.nanalyzers, 0);
+	config__free(&c);
+}
+
+Test(config, kubernetes_bounds)
+{
+	char *big = malloc(64 << 10);
+	struct rover_config c;
+
+	/* CONFIG_MAX_NAMESPACES namespaces load, one more does not. */
+	strcpy(big, "process_discovery:\n  kubernetes:\n    namespaces: n0");
+	for (int i = 1; i < CONFIG_MAX_NAMESPACES; i++)
+		sprintf(big + strlen(big), ",n%d", i);
+	strcat(big, "\n");
+	load_ok(big, &c);
+	cr_assert_eq(c.discovery.k8s_nnamespaces, CONFIG_MAX_NAMESPACES);
+	cr_assert_str_eq(c.discovery.k8s_namespaces[CONFIG_MAX_NAMESPACES - 1], "n255");
+	config__free(&c);
+	strcpy(big + strlen(big) - 1, ",x\n");
+	load_fails(big, "process_discovery.kubernetes.namespaces: more than 256 items", NULL);
+
+	/* Analyzers and filters. */
+	strcpy(big, "process_discovery:\n  kubernetes:\n    analyzers:\n");
+	for (int i = 0; i <= CONFIG_MAX_ANALYZERS; i++)
+		strcat(big, "      - {active: false}\n");
+	load_fails(big, "process_discovery.kubernetes.analyzers: more than 64 items", NULL);
+	strcpy(big, "process_discovery:\n  kubernetes:\n    analyzers:\n      - filters: [");
+	for (int i = 0; i <= CONFIG_MAX_FILTERS; i++)
+		strcat(big, i ? ", 'true'" : "'true'");
+	strcat(big, "]\n");
+	load_fails(big, "analyzers[0].filters: more than 64 items", NULL);
+	free(big);
+}
+
+/* The shipped file's environment names for Kubernetes, upstream's, its typo included. */
+static const char *k8s_env(const char *name)
+{
+	static const struct {
+		const char *name, *value;
+	} env[] = {
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ACTIVE", "true" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_NODE_NAME", "worker-3" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_NAMESPACES", "shop,  payments" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_API_SERVER", "http://127.0.0.1:18080" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_TOKEN_FILE", "/run/t" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_ISTIO_ENVOY_ACTIVE", "false" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_LABLES", "svc, k8s" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_HAS_SERVICE",
+		  "or (.Pod.HasContainer \"service\") (.Pod.HasContainer \"nginx\")" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_NAME", "{{.Container.Name}}" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_ISTIO_APPLICATION_PROCESS_NAME",
+		  "{{.Process.ExeNameInCommandLine}}" },
+	};
+	for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+		if (!strcmp(name, env[i].name))
+			return env[i].value;
+	return NULL;
+}
+
+Test(config, shipped_file_kubernetes_section)
+{
+	const char *src = getenv("ROVER_SRC");
+	char path[4096], err[256] = "";
+	struct rover_config c;
+	size_t len = 0;
+	char *text;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/configs/rover_configs.yaml", src ? src : ".");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	text = config__read_fd(fd, &len);
+	close(fd);
+	cr_assert_not_null(text);
+
+	/* Without the environment: off, and the analyzers are exactly the built-in ones. */
+	cr_assert_eq(config__load(text, len, &c, err, sizeof(err), NULL, NULL, fake_env), 0, "%s",
+		     err);
+	cr_assert_eq(c.discovery.k8s_active, 0);
+	cr_assert_eq(c.discovery.vm_active, 1);
+	check_shipped_analyzers(&c);
+	config__free(&c);
+
+	/* The DaemonSet's way: upstream's environment names, as they are spelled upstream. */
+	memset(&warns, 0, sizeof(warns));
+	cr_assert_eq(config__load(text, len, &c, err, sizeof(err), collect, &warns, k8s_env), 0,
+		     "%s", err);
+	cr_assert_eq(warns.n, 0, "%s", warns.all);
+	cr_assert_eq(c.discovery.k8s_active, 1);
+	cr_assert_str_eq(c.discovery.k8s_node_name, "worker-3");
+	cr_assert_eq(c.discovery.k8s_nnamespaces, 2);
+	cr_assert_str_eq(c.discovery.k8s_namespaces[1], "payments");
+	cr_assert_str_eq(c.discovery.k8s_api_server, "http://127.0.0.1:18080");
+	cr_assert_str_eq(c.discovery.k8s_token_file, "/run/t");
+	cr_assert_str_eq(c.discovery.k8s_ca_file, "");
+	/* Envoy's analyzer off: MESH and K8S_SERVICE are left. */
+	cr_assert_eq(c.discovery.nanalyzers, 2);
+	const struct config_analyzer *app = &c.discovery.analyzers[0], *svc = &c.discovery.analyzers[1];
+
+	cr_assert_str_eq(app->layer, "MESH");
+	cr_assert_str_eq(tmpl__source(app->process_name), "{{.Process.ExeNameInCommandLine}}");
+	cr_assert_str_eq(svc->layer, "K8S_SERVICE");
+	cr_assert_str_eq(tmpl__source(svc->filters[0]),
+			 "or (.Pod.HasContainer \"service\") (.Pod.HasContainer \"nginx\")");
+	cr_assert_str_eq(tmpl__source(svc->service_name), "{{.Container.Name}}");
+	cr_assert_eq(svc->nlabels, 2);
+	cr_assert_str_eq(svc->labels[0], "svc");
+	cr_assert_str_eq(svc->labels[1], "k8s");
+	config__free(&c);
+	free(text);
 }
