@@ -559,7 +559,8 @@ static int parse_operand(struct parser *P, size_t *pos, struct expr *e)
 				return perr(P, "function %s is not supported at %zu",
 					    unsupported_funcs[f], at(P, e->pos));
 		for (f = 0; f < NFUNCS; f++)
-			if (strlen(func_defs[f].name) == n && !memcmp(func_defs[f].name, src + e->pos, n))
+			if (strlen(func_defs[f].name) == n &&
+			    !memcmp(func_defs[f].name, src + e->pos, n))
 				break;
 		if (f == NFUNCS)
 			return perr(P, "unknown function %.*s at %zu", n > 64 ? 64 : (int)n,
@@ -588,7 +589,12 @@ static const char *expr_name(const struct expr *e)
 
 static enum vtype literal_type(const struct expr *e)
 {
-	return e->type == E_STR ? V_STR : e->type == E_INT ? V_INT : e->type == E_BOOL ? V_BOOL : V_ANY;
+	switch (e->type) {
+	case E_STR: return V_STR;
+	case E_INT: return V_INT;
+	case E_BOOL: return V_BOOL;
+	default: return V_ANY;
+	}
 }
 
 /* printf's format, when it is a literal: every verb one that is supported. */
@@ -707,8 +713,8 @@ static int parse_cmd(struct parser *P, size_t *pos, struct cmd *ret)
 		n++;
 		if (i < P->end && !is_space(src[i]) && src[i] != '|' && src[i] != ')')
 			return perr(P, "unexpected byte 0x%02x ('%c') after an operand at %zu",
-				    (unsigned char)src[i], src[i] > 0x20 && src[i] < 0x7f ? src[i] : '?',
-				    at(P, i));
+				    (unsigned char)src[i],
+				    src[i] > 0x20 && src[i] < 0x7f ? src[i] : '?', at(P, i));
 	}
 	if (!n)
 		return perr(P, "missing value for command at %zu", at(P, ret->pos));
@@ -1380,8 +1386,9 @@ static int label_selector(struct rt *R, const struct tmpl_pod *pod, const struct
 		trim(&k, &kn);
 		trim(&v, &vn);
 		if (!label_key_ok(k, kn) || !label_name_ok(v, vn, 1))
-			return rerr(R, -EINVAL, "bad label selector '%.64s': bad key or value in '%.*s'",
-				    s, (int)(e - b > 64 ? 64 : e - b), s + b);
+			return rerr(R, -EINVAL,
+				    "bad label selector '%.64s': bad key or value in '%.*s'", s,
+				    (int)(e - b > 64 ? 64 : e - b), s + b);
 		if (!match)
 			continue; /* the rest is still validated, as Kubernetes does first */
 		/* Only the last pair of a key counts, as in the map it is read into. */
@@ -1473,8 +1480,8 @@ static int call_field(struct rt *R, const struct expr *e, struct val *args, int 
 				 : -ENOENT;
 		if (r) {
 			r = r < 0 ? r : -r;
-			rerr(R, r, "interface '%s' has no IPv%c address: %s", args[0].s, v6 ? '6' : '4',
-			     strerror(-r));
+			rerr(R, r, "interface '%s' has no IPv%c address: %s", args[0].s,
+			     v6 ? '6' : '4', strerror(-r));
 			break;
 		}
 		ip[sizeof(ip) - 1] = '\0';

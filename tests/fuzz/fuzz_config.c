@@ -5,10 +5,11 @@
  * config__load() with a fixed environment (so ${NAME:default} substitution runs with set,
  * empty, unset and long variables), then every finder is used as the supervisor would: its
  * regex matched against a command line (with a match limit, as discovery sets one) and its
- * templates rendered.
+ * templates rendered; and every Kubernetes analyzer: its filters and names on a fixed pod.
  *
  * Contracts checked: 0 or -EINVAL and nothing else; an error message on failure; on success
- * every string set, at most CONFIG_MAX_FINDERS finders, each complete.
+ * every string set, at most CONFIG_MAX_FINDERS finders and CONFIG_MAX_ANALYZERS analyzers,
+ * each complete, namespaces and labels trimmed and not empty.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -114,6 +115,49 @@ static void use_finder(const struct config_finder *f, pcre2_match_context *mc)
 	render(f->labels, &ctx);
 }
 
+static int trimmed(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n && s[0] != ' ' && s[n - 1] != ' ' && !strchr(s, ',');
+}
+
+static void use_analyzer(const struct config_analyzer *a)
+{
+	static const struct tmpl_kv labels[] = { { "app", "web" }, { "tier", "" } };
+	static const char *const containers[] = { "web", "istio-proxy" };
+	static const struct tmpl_kv owners[] = { { "ReplicaSet", "web-1" },
+						 { "Deployment", "web" } };
+	static const struct tmpl_pod pod = { .name = "web-1-x", .ns = "default", .node = "n",
+					     .service_name = "web", .labels = labels, .nlabels = 2,
+					     .containers = containers, .ncontainers = 2,
+					     .owners = owners, .nowners = 2 };
+	static const struct tmpl_kv env[] = { { "A", "1" } };
+	static const struct tmpl_container co = { .name = "web", .id = "containerd://1",
+						  .env = env, .nenv = 1 };
+	struct tmpl_ctx ctx = { .instance_id = "i", .host_name = "h", .exe_name = "nginx",
+				.pid = 42, .host_ip = fake_ip, .pod = &pod, .container = &co };
+	char err[128];
+
+	if (!a->active || !a->layer || !*a->layer || !a->service_name || !a->instance_name ||
+	    !a->process_name || a->nfilters > CONFIG_MAX_FILTERS || (a->nfilters && !a->filters))
+		abort();
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (!trimmed(a->labels[i]))
+			abort();
+	for (size_t i = 0; i < a->nfilters; i++) {
+		int match = 42, r;
+
+		err[0] = '\0';
+		r = tmpl__filter(a->filters[i], &ctx, &match, err, sizeof(err));
+		if (r ? (!err[0] || match != 42) : (match != 0 && match != 1))
+			abort();
+	}
+	render(a->service_name, &ctx);
+	render(a->instance_name, &ctx);
+	render(a->process_name, &ctx);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -142,8 +186,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!cfg.logger_level || !cfg.cluster_name || !cfg.backend.addr ||
 	    !cfg.backend.client_pem_path || !cfg.backend.client_key_path ||
 	    !cfg.backend.ca_pem_path || !cfg.backend.authentication || !cfg.backend.spool_dir ||
-	    !cfg.profiling.network_meter_prefix || !cfg.profiling.continuous_meter_prefix)
+	    !cfg.profiling.network_meter_prefix || !cfg.profiling.continuous_meter_prefix ||
+	    !cfg.discovery.k8s_node_name || !cfg.discovery.k8s_api_server ||
+	    !cfg.discovery.k8s_token_file || !cfg.discovery.k8s_ca_file)
 		abort();
+	if (cfg.discovery.nanalyzers > CONFIG_MAX_ANALYZERS ||
+	    cfg.discovery.k8s_nnamespaces > CONFIG_MAX_NAMESPACES)
+		abort();
+	for (size_t i = 0; i < cfg.discovery.k8s_nnamespaces; i++)
+		if (!trimmed(cfg.discovery.k8s_namespaces[i]))
+			abort();
+	for (size_t i = 0; i < cfg.discovery.nanalyzers; i++)
+		use_analyzer(&cfg.discovery.analyzers[i]);
 	if (cfg.discovery.nfinders > CONFIG_MAX_FINDERS || cfg.profiling.dump_period_us < 1000 ||
 	    !cfg.profiling.check_interval_ms || !cfg.discovery.properties_report_period)
 		abort();

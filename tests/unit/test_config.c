@@ -431,6 +431,11 @@ Test(config, kubernetes_keys_are_read_without_warnings)
 		&c);
 	cr_assert_eq(warns.n, 0, "%s", warns.all);
 	cr_assert_eq(c.discovery.nfinders, 0);
+	cr_assert_eq(c.discovery.k8s_active, 0);
+	cr_assert_str_eq(c.discovery.k8s_node_name, "n1");
+	cr_assert_eq(c.discovery.k8s_nnamespaces, 2);
+	cr_assert_eq(c.discovery.nanalyzers, 1);
+	cr_assert_str_eq(c.discovery.analyzers[0].layer, "MESH_DP");
 	config__free(&c);
 	load_fails("process_discovery:\n  kubernetes:\n    analyzers:\n      - active: maybe\n",
 		   "process_discovery.kubernetes.analyzers[0].active", "'maybe'", NULL);
