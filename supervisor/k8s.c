@@ -635,9 +635,10 @@ static void w_line(struct kw *w, const char *line, size_t len)
 	pthread_mutex_lock(&k->lock);
 	k->st.events++;
 	if (!o || k8sobj__event(o, &type, &obj, rv, sizeof(rv), &code, err, sizeof(err))) {
-		/* An event we cannot read may have changed anything: list again after it. */
+		/* An event we cannot read may have changed anything: list again (after a
+		 * backoff: a server that keeps sending such lines is not hammered). */
 		bad_object(k, "watch event", err);
-		w->relist = 1;
+		w->relist = 2;
 		goto out;
 	}
 	if (type == K8S_ERROR) {
@@ -651,6 +652,10 @@ static void w_line(struct kw *w, const char *line, size_t len)
 		apply(w, type, obj, w->mark);
 	if (rv[0])
 		snprintf(w->rv, sizeof(w->rv), "%s", rv);
+	pthread_mutex_unlock(&k->lock);
+	json_object_put(o);
+	w_ok(w); /* a watch resumed after a failure: said when its first event comes */
+	return;
 out:
 	pthread_mutex_unlock(&k->lock);
 	json_object_put(o);
@@ -681,7 +686,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		x->len += n;
 		return n;
 	}
-	/* Watch: handle each complete line now; keep the rest. */
+	/* Watch: an answer other than 200 (a Status body) is not a stream; w_done says why. */
+	{
+		long code = 0;
+
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+		if (code != 200)
+			return n;
+	}
+	/* Handle each complete line now; keep the rest. */
 	for (size_t off = 0; off < n;) {
 		const char *nl = memchr(data + off, '\n', n - off);
 		size_t take = nl ? (size_t)(nl - (data + off)) + 1 : n - off;
@@ -701,11 +714,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 			log_warn("kubernetes: a %s watch event over %u bytes was dropped; listing "
 				 "again",
 				 res_name(w->res), K8S_MAX_LINE);
-			w->relist = 1;
-			x->len = 0;
-			x->skipping = !nl;
-			off += take;
-			continue;
+			w->relist = 2;
+			return 0; /* ends this stream: w_done lists again */
 		}
 		if (x->len + take + 1 > x->cap) {
 			size_t cap = x->cap ? x->cap : 65536;
@@ -725,6 +735,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		if (nl) {
 			w_line(w, x->buf, x->len);
 			x->len = 0;
+			if (w->relist)
+				return 0; /* ends this stream: w_done lists again */
 		}
 	}
 	return n;
@@ -842,12 +854,18 @@ static void w_done(struct kw *w, CURLcode rc)
 		return;
 	}
 	if (w->relist || code == 410) {
+		int bad = w->relist == 2;
+
 		pthread_mutex_lock(&w->k->lock);
 		w->k->st.relists++;
 		pthread_mutex_unlock(&w->k->lock);
 		w->state = W_LIST;
 		w->relist = 0;
-		if (rc == CURLE_OK && (code == 200 || code == 410)) {
+		if (bad) {
+			w_failed(w, "a watch event could not be read; listing again");
+			return;
+		}
+		if ((rc == CURLE_OK || rc == CURLE_WRITE_ERROR) && (code == 200 || code == 410)) {
 			w_ok(w);
 			w->due_ms = 0;
 			return;

@@ -585,6 +585,10 @@ int k8sobj__cgroup_ids(const char *text, char ids[][80], int max)
 		if (!path)
 			goto next;
 		path++;
+		/* Only kubelet's tree: a user's delegated cgroups (systemd user@UID.service)
+		 * may be named anything, cri-containerd-<a pod's id>.scope included. */
+		if (strncmp(path, "/kubepods/", 10) && strncmp(path, "/kubepods.slice/", 16))
+			goto next;
 		seg = strrchr(path, '/');
 		if (!seg || !seg[1])
 			goto next;

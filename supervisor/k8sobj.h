@@ -105,7 +105,8 @@ const char *k8sobj__bare_id(const char *container_id);
 int k8sobj__selects(const struct k8s_service *s, const struct k8s_kv *labels, int nlabels);
 
 /*
- * The container id a /proc/PID/cgroup text names (the kubelet layouts of README "Kubernetes":
+ * The container id a /proc/PID/cgroup text names, on lines under kubelet's tree only
+ * (/kubepods/ or /kubepods.slice/: a user's own delegated cgroups cannot pass for a pod's) (the kubelet layouts of README "Kubernetes":
  * cri-containerd-<id>.scope, crio-<id>.scope, docker-<id>.scope, cgroupfs .../pod<uid>/<id>),
  * each candidate into ids (at most max, each < idlen bytes). Returns how many.
  */

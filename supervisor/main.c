@@ -1093,7 +1093,10 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	}
 	log_info("agent %s: backend %s%s, discovery %s, profiling %s", s->host.instance_id,
 		 s->cfg->backend.addr, s->cfg->backend.enable_tls ? " (TLS)" : "",
-		 s->cfg->discovery.present && s->cfg->discovery.vm_active ? "on" : "off",
+		 !s->cfg->discovery.present ? "off"
+		 : s->cfg->discovery.vm_active && s->k8s ? "on (host and kubernetes)"
+		 : s->cfg->discovery.vm_active ? "on (host)"
+		 : s->k8s ? "on (kubernetes)" : "off",
 		 s->cfg->profiling.active ? "on" : "off");
 cleanup:
 	/* PEM bytes: gRPC copied them into its credentials. */

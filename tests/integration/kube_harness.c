@@ -330,7 +330,7 @@ void kube_api_stop(struct kube_api *k)
 	k->pid = 0;
 }
 
-int kube_api_restart(struct kube_api *k)
+int kube_api_down(struct kube_api *k)
 {
 	struct json_object *cmd = json_object_new_object(), *dump = NULL;
 	char state[320];
@@ -350,7 +350,23 @@ int kube_api_restart(struct kube_api *k)
 	if (err)
 		return err;
 	kube_api_stop(k);
+	return 0;
+}
+
+int kube_api_up(struct kube_api *k)
+{
+	char state[320];
+
+	if (fmt(state, sizeof(state), "%s/kube.state.json", k->dir))
+		return -ENAMETOOLONG;
 	return spawn_fake(k, k->port, state);
+}
+
+int kube_api_restart(struct kube_api *k)
+{
+	int err = kube_api_down(k);
+
+	return err ? err : kube_api_up(k);
 }
 
 int kube_api_set_token(struct kube_api *k, const char *token)

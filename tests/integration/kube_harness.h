@@ -55,6 +55,10 @@ void kube_api_stop(struct kube_api *k);
  * resourceVersion gets 410). In between, connections are refused: the API server down for
  * real. 0 or -errno. */
 int kube_api_restart(struct kube_api *k);
+/* The two halves of a restart: down (its state kept in dir) for as long as a test wants,
+ * then up again on the same port. 0 or -errno. */
+int kube_api_down(struct kube_api *k);
+int kube_api_up(struct kube_api *k);
 /* Rotates the token as kubelet rotates a projected one: a new timestamped directory, then
  * ..data renamed over it. From then on the fake answers 401 to the old token. 0 or -errno. */
 int kube_api_set_token(struct kube_api *k, const char *token);

@@ -290,5 +290,15 @@ Test(k8sobj, container_ids_from_each_cgroup_layout)
 					2),
 		     0);
 	cr_expect_eq(k8sobj__cgroup_ids("0::/\n", ids, 2), 0);
+	/* The attack: a local user names a cgroup of its own delegated tree after a pod's
+	 * container, to be reported (and profiled) as that pod. */
+	cr_expect_eq(k8sobj__cgroup_ids("0::/user.slice/user-1000.slice/user@1000.service/"
+					"cri-containerd-0123456789abcdef0123456789abcdef.scope\n",
+					ids, 2),
+		     0);
+	cr_expect_eq(k8sobj__cgroup_ids("0::/user.slice/user-1000.slice/user@1000.service/"
+					"kubepods.slice/crio-0123456789abcdef0123456789abcdef.scope\n",
+					ids, 2),
+		     0);
 	cr_expect_eq(k8sobj__cgroup_ids("garbage without colons\n::\n", ids, 2), 0);
 }
