@@ -2,7 +2,10 @@
 /*
  * The supervisor: owns tasks, talks to clients and the backend (gRPC: the shared table in
  * policy/grpc.c), discovers processes from /proc, asks the launcher for workers. It holds no
- * capability; the only files it opens are /proc's, read-only.
+ * capability; the only files it opens are /proc's and, with Kubernetes discovery, the
+ * service-account token (at every API request) and CA, all read-only. libcurl's multi handle
+ * (its wake-up socket pair) and TLS state are made before this filter; its transfers use the
+ * calls the gRPC table allows (socket, connect, poll, sendto, recvfrom).
  */
 #define _GNU_SOURCE
 #include <errno.h>
