@@ -102,6 +102,8 @@ struct k8s_client {
 	uint64_t generation;
 	struct k8s_stats st;
 	int logged_refused;
+	struct k8s_stats said; /* the drops last said in the log */
+	uint64_t said_ms;
 };
 
 static uint64_t now_ms(void)
@@ -1029,6 +1031,29 @@ static void owner_done(struct k8s_client *k, CURLcode rc)
 
 /* ---- the thread ---- */
 
+/* Every drop is said: a line when a count moved, at most once a minute (the first at once). */
+static void say_drops(struct k8s_client *k, uint64_t now)
+{
+	struct k8s_stats st;
+
+	pthread_mutex_lock(&k->lock);
+	st = k->st;
+	pthread_mutex_unlock(&k->lock);
+	if (st.bad_objects == k->said.bad_objects && st.refused == k->said.refused &&
+	    st.lines_skipped == k->said.lines_skipped && st.unauthorized == k->said.unauthorized)
+		return;
+	if (k->said_ms && now - k->said_ms < 60000)
+		return;
+	log_warn("kubernetes: so far %llu objects refused as malformed, %llu over the store's "
+		 "bounds, %llu watch events too large, %llu requests unauthorized (%d pods, %d "
+		 "services held)",
+		 (unsigned long long)st.bad_objects, (unsigned long long)st.refused,
+		 (unsigned long long)st.lines_skipped, (unsigned long long)st.unauthorized, st.pods,
+		 st.services);
+	k->said = st;
+	k->said_ms = now;
+}
+
 static void *k8s_main(void *arg)
 {
 	struct k8s_client *k = arg;
@@ -1080,6 +1105,7 @@ static void *k8s_main(void *arg)
 			k->st.synced &= k->ws[i].synced;
 		pthread_mutex_unlock(&k->lock);
 		now = now_ms();
+		say_drops(k, now);
 		curl_multi_poll(k->multi, NULL, 0, next > now ? (int)(next - now) : 0, NULL);
 	}
 	return NULL;

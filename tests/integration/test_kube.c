@@ -49,9 +49,7 @@ static const char config_fmt[] =
 	"process_discovery:\n"
 	"  heartbeat_period: 1s\n"
 	"  properties_report_period: 1000\n"
-	"  vm:\n"
-	"    active: false\n"
-	"    period: 500ms\n"
+	"%s"
 	"  kubernetes:\n"
 	"    active: true\n"
 	"    node_name: node-a\n"
@@ -69,17 +67,27 @@ struct env {
 	pid_t rover;
 };
 
-static void start_all(struct env *e, const char *namespaces, const char *analyzers)
+static const char vm_off[] = "  vm:\n"
+			    "    active: false\n"
+			    "    period: 500ms\n";
+
+static void start_all_vm(struct env *e, const char *namespaces, const char *analyzers,
+			 const char *vm)
 {
 	char cfg[8192];
 
 	cr_assert_eq(kube_api_start(tmp, 0, 1, &e->k), 0, "fake API server did not start");
 	cr_assert_gt(kube_api_put(&e->k, kube_node_json("node-a", "192.168.49.2")), 0);
 	start_oap(0, &e->oap_port);
-	snprintf(cfg, sizeof(cfg), config_fmt, e->oap_port, namespaces, e->k.url, e->k.token_path,
-		 e->k.ca_path, analyzers ? analyzers : "");
+	snprintf(cfg, sizeof(cfg), config_fmt, e->oap_port, vm, namespaces, e->k.url,
+		 e->k.token_path, e->k.ca_path, analyzers ? analyzers : "");
 	e->rover = track(start_rover_cfg(cfg));
 	cr_assert_gt(e->rover, 0);
+}
+
+static void start_all(struct env *e, const char *namespaces, const char *analyzers)
+{
+	start_all_vm(e, namespaces, analyzers, vm_off);
 }
 
 /* A copy of sleep named name in tmp: the process's ExeName. */
@@ -516,6 +524,7 @@ Test(kube, garbage_from_the_api_server_is_refused_and_counted)
 	cr_expect_eq(in_last_keepalive("c1::web.shop"), 1);
 	cr_expect_gt(count_in_log("was refused") + count_in_log("was dropped"), 0, "%s",
 		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_log("objects refused as malformed", 5000), "the drops were not counted");
 }
 
 /* A user's own analyzer: owners walked (ReplicaSet -> Deployment), env and labels read. */
@@ -560,4 +569,46 @@ Test(kube, a_users_analyzer_sees_owners_env_and_labels)
 	cr_expect_str_eq(str_at(kp, "entity.processName"), "cart");
 	cr_expect_str_eq(label0(kp), "owned");
 	json_object_put(kp);
+}
+
+/* Both discovery modes at once: a host process by a finder (hostProcess), a pod's by the
+ * analyzers (k8sProcess), each reported once in its own branch. */
+Test(kube, host_and_kubernetes_discovery_run_together)
+{
+	static const char vm_on[] = "  vm:\n"
+				    "    active: true\n"
+				    "    period: 500ms\n"
+				    "    finders:\n"
+				    "      - match_cmd_regex: \"/host_svc 600$\"\n"
+				    "        layer: OS_LINUX\n"
+				    "        service_name: host-svc\n"
+				    "        instance_name: \"{{.Rover.HostName}}\"\n"
+				    "        process_name: \"{{.Process.ExeName}}\"\n";
+	struct env e;
+	char uid[37], id[65];
+	const char *web = exe_named("web"), *host = exe_named("host_svc");
+	pid_t pid = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid), uid), id, web);
+	pid_t hp = track(spawn_cmd((char *[]){ (char *)host, "600", NULL }, tmp_path("host.err")));
+	const char *l1[] = { "app=web", NULL };
+	struct kube_pod p = {
+		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
+		.containers = (struct kube_container[]){
+			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+	};
+	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
+	struct json_object *kp, *h, *got[8];
+
+	cr_assert_gt(hp, 0);
+	start_all_vm(&e, "", NULL, vm_on);
+	cr_assert_gt(kube_api_put(&e.k, kube_service_json(&s1)), 0);
+	cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p)), 0);
+	kp = wait_entity(pid, "c1::web.shop", 30000);
+	cr_assert(kp, "the pod's process not reported; log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(kp);
+	h = wait_reported(hp, 20000);
+	cr_assert(h, "the host process not reported");
+	cr_expect_str_eq(str_at(h, "entity.serviceName"), "c1::host-svc");
+	json_object_put(h);
+	/* The host process is no pod's: no k8sProcess for it. */
+	cr_expect_eq(reported(hp, got, 8), 0);
 }
