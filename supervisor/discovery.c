@@ -551,6 +551,10 @@ static int entity_add(struct discovery *d, const struct disc_entity *e)
 	d->ents[free_slot].e = *e;
 	d->ents[free_slot].e.generation = ++d->generation;
 	d->ents[free_slot].used = 1;
+	/* Kubernetes entities are added after a scan's count of processes per entity began:
+	 * a new one starts that count empty. */
+	d->ents[free_slot].oldest_pid = 0;
+	d->ents[free_slot].oldest_start = UINT64_MAX;
 	return free_slot;
 }
 
