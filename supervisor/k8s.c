@@ -780,6 +780,13 @@ static void w_list_done(struct kw *w)
 	json_object_put(o);
 	free(w->cont);
 	w->cont = NULL;
+	if (w->x.cap > (1u << 20)) {
+		/* A big page is not kept for the watch that follows. */
+		free(w->x.buf);
+		w->x.buf = NULL;
+		w->x.cap = 0;
+	}
+	w->x.len = 0;
 	w_ok(w);
 	if (cont[0]) {
 		w->cont = strdup(cont);
