@@ -677,20 +677,35 @@ static void wait_uploads(const char *id, const char *leaf, long want, int timeou
 
 /* ---- what the agent holds ---- */
 
-static int count_fds(pid_t pid)
+/* pid's descriptors, but pidfds, which are counted in *ret_pidfds (may be NULL). */
+static int count_fds(pid_t pid, int *ret_pidfds)
 {
 	char path[64];
 	struct dirent *de;
 	DIR *d;
-	int n = 0;
+	int n = 0, pidfds = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	d = opendir(path);
 	if (!d)
 		return -1;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
+	while ((de = readdir(d))) {
+		char link[400], target[64];
+		ssize_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		target[len > 0 ? len : 0] = '\0';
+		if (!strcmp(target, "anon_inode:[pidfd]"))
+			pidfds++;
+		else
+			n++;
+	}
 	closedir(d);
+	if (ret_pidfds)
+		*ret_pidfds = pidfds;
 	return n;
 }
 
@@ -776,7 +791,8 @@ static void bpf_ours(uid_t uid, struct bpf_count *ret)
 
 struct roles_now {
 	pid_t pid[3]; /* launcher, supervisor, shipper */
-	int fds[3];
+	int fds[3];   /* pidfds apart */
+	int pidfds;   /* the launcher's: workers' targets, held through their grace */
 	long rss[3];
 };
 
@@ -788,7 +804,7 @@ static void roles_read(pid_t launcher, struct roles_now *r)
 	r->pid[1] = find_child(launcher, SUPERVISOR_COMM);
 	r->pid[2] = find_child(launcher, SHIPPER_COMM);
 	for (int i = 0; i < 3; i++) {
-		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i]) : -1;
+		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i ? NULL : &r->pidfds) : -1;
 		r->rss[i] = r->pid[i] > 0 ? rss_kb(r->pid[i]) : -1;
 	}
 }
@@ -1010,7 +1026,7 @@ static void sample_take(struct sample *x, double t0, pid_t launcher, uid_t uid, 
 
 static void sample_header(void)
 {
-	say("| t (s) | tasks ok / failed | launcher fds, RSS MB | supervisor fds, RSS MB | "
+	say("| t (s) | tasks ok / failed | launcher fds + pidfds, RSS MB | supervisor fds, RSS MB | "
 	    "shipper fds, RSS MB | BPF progs / maps / links | agent CPU %% | processes started |");
 	say("|---|---|---|---|---|---|---|---|");
 }
@@ -1022,6 +1038,8 @@ static void sample_print(const struct sample *x)
 	for (int i = 0; i < 3; i++)
 		snprintf(roles[i], sizeof(roles[i]), "%d, %.1f", x->r.fds[i],
 			 (double)x->r.rss[i] / 1024.0);
+	snprintf(roles[0], sizeof(roles[0]), "%d + %d, %.1f", x->r.fds[0], x->r.pidfds,
+		 (double)x->r.rss[0] / 1024.0);
 	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f | %ld |", x->t, x->tasks_ok,
 	    x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps, x->b.links,
 	    x->cpu_pct, x->churned);
@@ -1089,6 +1107,18 @@ Test(endurance, churn)
 
 		snprintf(t->id, sizeof(t->id), "churn-%s-%ld", tag, ntasks);
 		set_task(t->id, ids, (int)task_s);
+		/* Sampled while a task runs: its BPF objects are loaded then. */
+		if (now_s() >= next_sample) {
+			char started[96];
+
+			snprintf(started, sizeof(started), "task %s: ON_CPU for", t->id);
+			if (wait_log(started, 20000))
+				sleep_ms(1000);
+			sample_take(&rows[nrows], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
+				    tmp_path("churn.out"));
+			sample_print(&rows[nrows++]);
+			next_sample += (double)every;
+		}
 		wait_task_end(t->id, (int)task_s * 1000 + 60000, &t->e);
 		if (t->e.ended && !t->e.failed)
 			ok++;
@@ -1098,12 +1128,6 @@ Test(endurance, churn)
 			say("churn: task %s never ended", t->id);
 		else if (t->e.failed)
 			say("churn: task %s %s", t->id, t->e.why);
-		if (now_s() >= next_sample) {
-			sample_take(&rows[nrows], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
-				    tmp_path("churn.out"));
-			sample_print(&rows[nrows++]);
-			next_sample += (double)every;
-		}
 	}
 	sample_take(&rows[nrows], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
 		    tmp_path("churn.out"));
@@ -1155,8 +1179,12 @@ Test(endurance, churn)
 	for (long i = 0; i < nrows; i++) {
 		/* One ON_CPU task at a time: at most its program, maps and a link per CPU. */
 		cr_expect_leq(rows[i].b.progs, 1, "%d programs at %.0f s", rows[i].b.progs, rows[i].t);
+		cr_expect_leq(rows[i].b.maps, 8, "%d maps at %.0f s", rows[i].b.maps, rows[i].t);
 		cr_expect_leq(rows[i].b.links, sysconf(_SC_NPROCESSORS_ONLN), "%d links at %.0f s",
 			      rows[i].b.links, rows[i].t);
+		/* Ended workers' live targets, 32 workers' at most (launcher/spawner.c). */
+		cr_expect_leq(rows[i].r.pidfds, 32 * 11, "%d pidfds at %.0f s", rows[i].r.pidfds,
+			      rows[i].t);
 	}
 	cr_expect_eq(idle.progs + idle.maps + idle.links, 0, "BPF objects left with no task");
 	cr_expect_eq(failed, 0, "%ld of %ld tasks failed", failed, ntasks);
