@@ -1196,3 +1196,138 @@ Test(endurance, churn)
 	free(rows);
 	free(tasks);
 }
+
+/* ---- B2. backend outage ---- */
+
+/* Batch files in the spool directory and their bytes. */
+static void spool_usage(long *ret_files, long *ret_bytes)
+{
+	DIR *d = opendir(spooldir);
+	struct dirent *de;
+
+	*ret_files = *ret_bytes = 0;
+	while (d && (de = readdir(d))) {
+		char path[512];
+		struct stat st;
+
+		if (!strstr(de->d_name, ".batch"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", spooldir, de->d_name);
+		if (!stat(path, &st)) {
+			(*ret_files)++;
+			*ret_bytes += (long)st.st_size;
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+Test(endurance, backend_outage)
+{
+	long outage = size_of("SOAK_OUTAGE_S", 20, 600), every = soak_mode() ? 60 : 5;
+	long task_s = outage + 20, files, bytes, max_files = 0, max_bytes = 0, max_rss = 0;
+	/* 16 processes, each its own process id: 16 streams a flush, enough to fill the memory
+	 * spool in seconds. */
+	char *argv[] = { (char *)bin("tests/programs/many_burn"), "16", tag, "2000", NULL };
+	char id[64], up[128], down[128], ids[512] = "";
+	struct task_end e;
+	struct upload_sum s;
+	pid_t shipper, kids[20];
+	double t_down, t_up, t_drained = -1, next;
+	int port2 = 0;
+
+	watchdog(outage + 300);
+	start_ready(argv, tmp_path("mb.out"));
+	cr_assert_eq(children_of(atoi(slurp(tmp_path("mb.out"), NULL) + 6), kids, 20), 16);
+	for (int k = 0; k < 16; k++)
+		sprintf(ids + strlen(ids), "%s@process:mb-%d", k ? "," : "", k);
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &oap_port);
+	/* The smallest memory spool, 64 KiB: the outage's uploads go on to files (64 MiB). */
+	agent = agent_start("64KiB");
+	shipper = find_child(agent, SHIPPER_COMM);
+	snprintf(id, sizeof(id), "outage-%s", tag);
+	set_task(id, ids, (int)task_s);
+	for (int i = 0; i < 100; i++) {
+		wait_uploads(id, NULL, 1, 0, &s);
+		if (s.dump_count)
+			break;
+		sleep_ms(100);
+	}
+	cr_assert_gt(s.dump_count, 0, "no upload before the outage:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	sleep_ms(3000);
+
+	say("\nbackend outage: %ld s in the middle of a %ld s ON_CPU task on 16 processes (flush "
+	    "every 1 s), spool: 64 KiB in memory, then files up to 64 MiB",
+	    outage, task_s);
+	say("| t (s) | OAP | spool batch files | spool bytes | shipper RSS MB |");
+	say("|---|---|---|---|---|");
+	stop(oap, SIGTERM);
+	cr_assert_eq(rename(tmp_path("rec.jsonl"), tmp_path("rec.1.jsonl")), 0);
+	t_down = next = now_s();
+	while (now_s() - t_down < (double)outage) {
+		long rss = rss_kb(shipper);
+
+		spool_usage(&files, &bytes);
+		max_files = files > max_files ? files : max_files;
+		max_bytes = bytes > max_bytes ? bytes : max_bytes;
+		max_rss = rss > max_rss ? rss : max_rss;
+		if (now_s() >= next) {
+			say("| %.0f | down | %ld | %ld | %.1f |", now_s() - t_down, files, bytes,
+			    (double)rss / 1024);
+			next += (double)every;
+		}
+		sleep_ms(500);
+	}
+	oap = track(start_oap(oap_port, &port2));
+	cr_assert_eq(port2, oap_port);
+	t_up = now_s();
+	for (int i = 0; i < 1200 && t_drained < 0; i++) {
+		spool_usage(&files, &bytes);
+		if (!files)
+			t_drained = now_s() - t_up;
+		else
+			sleep_ms(100);
+	}
+	say("| %.0f | back | %ld | %ld | %.1f |", now_s() - t_down, files, bytes,
+	    (double)rss_kb(shipper) / 1024);
+	wait_task_end(id, (int)task_s * 1000 + 60000, &e);
+	cr_assert(e.ended && !e.failed, "task %s: %s\n%s", id, e.why,
+		  slurp(tmp_path("rover.log"), NULL));
+	wait_uploads(id, NULL, e.kernel, 30000, &s);
+	snprintf(up, sizeof(up), "backend 127.0.0.1:%d reachable", oap_port);
+	snprintf(down, sizeof(down), "backend 127.0.0.1:%d unreachable", oap_port);
+	/* The supervisor's calls back off up to 30 s: it may see the OAP back after the task. */
+	for (int i = 0; i < 600 && count_in_log(up) < 2; i++)
+		sleep_ms(100);
+	{
+		struct uploads u;
+
+		uploads_read(&u, NULL);
+		say("backend outage: spool files gone %.1f s after the OAP was back; the kernel "
+		    "counted %ld, the shipper %ld, the OAP holds %ld in %ld streams (%ld sent twice, "
+		    "counted once); spool at most %ld files, %ld bytes; shipper RSS at most %.1f MB; "
+		    "log lines: supervisor %d unreachable, %d reachable; shipper %d unreachable, %d "
+		    "reachable",
+		    t_drained, e.kernel, e.samples, s.dump_count, s.streams, u.resent, max_files,
+		    max_bytes, (double)max_rss / 1024, count_in_log(down), count_in_log(up),
+		    count_in_log("backend unreachable:"), count_in_log("backend reachable,"));
+		uploads_free(&u);
+	}
+	cr_expect_eq(s.dump_count, e.kernel, "the OAP holds %ld samples, the kernel counted %ld",
+		     s.dump_count, e.kernel);
+	cr_expect_eq(e.samples, e.kernel);
+	cr_expect_gt(max_files, 0, "the outage's uploads never reached the spool's files");
+	cr_expect_leq(max_bytes, 64l << 20, "spool files %ld bytes over 64 MiB", max_bytes);
+	cr_expect_geq(t_drained, 0, "the spool did not drain once the OAP was back");
+	/* One line per change of state: down once, up at the start and once back. */
+	cr_expect_eq(count_in_log(down), 1, "supervisor: %d unreachable lines", count_in_log(down));
+	cr_expect_eq(count_in_log(up), 2, "supervisor: %d reachable lines", count_in_log(up));
+	cr_expect_eq(count_in_log("backend unreachable:"), 1, "shipper: %d unreachable lines",
+		     count_in_log("backend unreachable:"));
+	cr_expect_eq(count_in_log("backend reachable,"), 2, "shipper: %d reachable lines",
+		     count_in_log("backend reachable,"));
+	cr_expect_eq(count_in_log("dropped by the spool so far"),
+		     count_in_log("0 dropped by the spool so far"), "the spool dropped uploads");
+}
