@@ -279,7 +279,7 @@ static uid_t roles_uid(void)
 }
 
 /* Processes of the roles' user: none once an agent is gone for good. */
-__attribute__((unused)) static int roles_alive(uid_t uid)
+static int roles_alive(uid_t uid)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -1330,4 +1330,170 @@ Test(endurance, backend_outage)
 		     count_in_log("backend reachable,"));
 	cr_expect_eq(count_in_log("dropped by the spool so far"),
 		     count_in_log("0 dropped by the spool so far"), "the spool dropped uploads");
+}
+
+/* ---- B3. kill -9 of each role ---- */
+
+/* `rover profile --connect` for pid, in the background; its stderr to err. */
+static pid_t profile_start(pid_t pid, const char *duration, const char *out, const char *err)
+{
+	static char pids[32];
+	char *argv[] = { (char *)bin("rover"), "profile", "--connect", sockdir, "--pid", pids,
+			 "--duration", (char *)duration, "--dump-period", "5ms", "--output",
+			 (char *)out, NULL };
+
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	return spawn_cmd(argv, err);
+}
+
+/* A short task through the agent works: its profile holds the burner's hot function. */
+static int task_works(pid_t burner)
+{
+	char out[4200], err[4200];
+	struct folded f;
+	int rc, ok;
+
+	snprintf(out, sizeof(out), "%s", tmp_path("recover.folded"));
+	snprintf(err, sizeof(err), "%s", tmp_path("recover.err"));
+	unlink(out);
+	rc = wait_cmd(profile_start(burner, "1s", out, err), 30000);
+	if (rc || folded_read(out, &f))
+		return 0;
+	ok = folded_with_leaf(&f, "burn_a") > 0;
+	folded_free(&f);
+	return ok;
+}
+
+enum { R_WORKER, R_SHIPPER, R_SUPERVISOR, R_LAUNCHER, NROLES };
+static const char *const kill_names[NROLES] = { "worker", "shipper", "supervisor", "launcher" };
+
+struct kill_stats {
+	long kills, recovered, orphan_progs, orphan_links;
+	double sum_s, max_s;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+Test(endurance, kill_9_each_role)
+{
+	long rounds = size_of("SOAK_KILLS", 3, 100);
+	struct kill_stats st[NROLES] = { { 0 } };
+	double *times[NROLES];
+	struct bpf_count b;
+	uid_t uid = roles_uid();
+	pid_t burner;
+	char out[4200], err[4200];
+
+	watchdog(rounds * NROLES * 45 + 120);
+	for (int r = 0; r < NROLES; r++)
+		times[r] = calloc((size_t)rounds, sizeof(double));
+	burner = start_burner();
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &oap_port);
+	agent = agent_start("16MiB");
+	cr_assert(task_works(burner), "the first task failed:\n%s\n%s",
+		  slurp(tmp_path("recover.err"), NULL), slurp(tmp_path("rover.log"), NULL));
+	bpf_ours(uid, &b);
+	cr_assert_eq(b.progs + b.links, 0, "BPF objects of ours before any kill");
+	snprintf(out, sizeof(out), "%s", tmp_path("killed.folded"));
+	snprintf(err, sizeof(err), "%s", tmp_path("killed.err"));
+	for (long round = 0; round < rounds; round++) {
+		for (int role = 0; role < NROLES; role++) {
+			pid_t c = profile_start(burner, "30s", out, err), worker, victim = -1;
+			double t_kill, t_ok = -1;
+
+			worker = wait_child(agent, WORKER_COMM, 20000);
+			cr_assert_gt(worker, 0, "round %ld: no worker for the task:\n%s", round,
+				     slurp(err, NULL));
+			sleep_ms(300);
+			switch (role) {
+			case R_WORKER:
+				victim = worker;
+				break;
+			case R_SHIPPER:
+				victim = find_child(agent, SHIPPER_COMM);
+				break;
+			case R_SUPERVISOR:
+				victim = find_child(agent, SUPERVISOR_COMM);
+				break;
+			case R_LAUNCHER:
+				victim = agent;
+				break;
+			}
+			cr_assert_gt(victim, 0, "round %ld: no %s to kill", round, kill_names[role]);
+			t_kill = now_s();
+			kill(victim, SIGKILL);
+			st[role].kills++;
+			/* The task in flight fails (or ends short); its client is told. */
+			wait_cmd(c, 60000);
+			if (role == R_LAUNCHER) {
+				waitpid(agent, NULL, 0);
+				/* The roles go with it (PR_SET_PDEATHSIG), workers included. */
+				for (int i = 0; i < 300 && roles_alive(uid); i++)
+					sleep_ms(100);
+				cr_assert_eq(roles_alive(uid), 0,
+					     "round %ld: the roles outlived their launcher", round);
+				/* Nothing holds our programs now: any left is an orphan. */
+				bpf_ours(uid, &b);
+				st[role].orphan_progs += b.progs;
+				st[role].orphan_links += b.links;
+				/* As systemd's Restart=on-failure would. */
+				agent = agent_start("16MiB");
+			} else if (role != R_WORKER) {
+				for (int i = 0; i < 300; i++) {
+					pid_t now = find_child(agent, role == R_SHIPPER ? SHIPPER_COMM
+											: SUPERVISOR_COMM);
+
+					if (now > 0 && now != victim)
+						break;
+					sleep_ms(100);
+				}
+			}
+			for (int i = 0; i < 120 && t_ok < 0; i++) {
+				if (task_works(burner))
+					t_ok = now_s() - t_kill;
+				else
+					sleep_ms(500);
+			}
+			if (t_ok >= 0) {
+				times[role][st[role].recovered++] = t_ok;
+				st[role].sum_s += t_ok;
+				st[role].max_s = t_ok > st[role].max_s ? t_ok : st[role].max_s;
+			} else {
+				say("kill -9: round %ld: no working task after the %s was killed",
+				    round, kill_names[role]);
+			}
+			/* The recovery task is over: nothing of ours is loaded. */
+			sleep_ms(200);
+			bpf_ours(uid, &b);
+			st[role].orphan_progs += b.progs;
+			st[role].orphan_links += b.links;
+			if (b.progs || b.links)
+				say("kill -9: round %ld, %s: %d programs, %d links of ours with no task",
+				    round, kill_names[role], b.progs, b.links);
+		}
+	}
+	say("\nkill -9: each role in turn during a 30 s task, %ld rounds; recovered = a 1 s task "
+	    "through the agent gets the target's samples",
+	    rounds);
+	say("| role | kills | recovered | to a working task: median s | max s | BPF programs / "
+	    "links left |");
+	say("|---|---|---|---|---|---|");
+	for (int r = 0; r < NROLES; r++) {
+		qsort(times[r], (size_t)st[r].recovered, sizeof(double), cmp_double);
+		say("| %s | %ld | %ld | %.1f | %.1f | %ld / %ld |", kill_names[r], st[r].kills,
+		    st[r].recovered, st[r].recovered ? times[r][st[r].recovered / 2] : -1.0,
+		    st[r].max_s, st[r].orphan_progs, st[r].orphan_links);
+		cr_expect_eq(st[r].recovered, st[r].kills, "%s: %ld of %ld kills recovered",
+			     kill_names[r], st[r].recovered, st[r].kills);
+		cr_expect_eq(st[r].orphan_progs + st[r].orphan_links, 0,
+			     "%s: BPF objects left behind", kill_names[r]);
+		free(times[r]);
+	}
+	stop(agent, SIGTERM);
 }
