@@ -1497,3 +1497,94 @@ Test(endurance, kill_9_each_role)
 	}
 	stop(agent, SIGTERM);
 }
+
+/* ---- B4. a target that forks and execs ---- */
+
+/* utime + stime of pid, in clock ticks; 0 when it is gone. */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], *text, *p;
+	long long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	text = slurp(path, NULL);
+	p = text ? strrchr(text, ')') : NULL;
+	/* After the comm: state is field 3, utime 14, stime 15. */
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &ut, &st);
+	free(text);
+	return ut + st;
+}
+
+/* What the agent may take while a target forks and execs as fast as it can. */
+#define STORM_AGENT_PCT 5.0
+
+Test(endurance, fork_storm)
+{
+	long dur = size_of("SOAK_STORM_S", 15, 600), rate = env_long("SOAK_STORM_RATE", 1000);
+	char rate_s[16], id[64];
+	char *argv[] = { (char *)bin("tests/programs/fork_storm"), rate_s, tag, "30", "4", NULL };
+	long long roles0[3], roles1[3], ticks = sysconf(_SC_CLK_TCK);
+	struct roles_now r;
+	struct task_end e;
+	struct upload_sum s;
+	struct json_object *h;
+	uint64_t cpu0, cpu1;
+	long spawned0, spawned1;
+	double t0, t1, pct, role_pct[3];
+	pid_t storm;
+	char started[128];
+
+	watchdog(dur + 240);
+	snprintf(rate_s, sizeof(rate_s), "%ld", rate);
+	storm = start_ready(argv, tmp_path("storm.out"));
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &oap_port);
+	agent = agent_start("16MiB");
+	h = wait_reported(storm, 30000);
+	cr_assert_not_null(h, "fork_storm not reported:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(h);
+	snprintf(id, sizeof(id), "storm-%s", tag);
+	set_task(id, "@process:storm", (int)dur);
+	snprintf(started, sizeof(started), "task %s: ON_CPU for", id);
+	cr_assert(wait_log(started, 30000), "the task did not start:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	roles_read(agent, &r);
+	for (int i = 0; i < 3; i++)
+		roles0[i] = cpu_ticks(r.pid[i]);
+	cpu0 = cg_usec();
+	spawned0 = last_count(tmp_path("storm.out"), "spawned ");
+	t0 = now_s();
+	wait_task_end(id, (int)dur * 1000 + 60000, &e);
+	t1 = now_s();
+	cpu1 = cg_usec();
+	spawned1 = last_count(tmp_path("storm.out"), "spawned ");
+	for (int i = 0; i < 3; i++) {
+		roles1[i] = cpu_ticks(r.pid[i]);
+		role_pct[i] = 100.0 * (double)(roles1[i] - roles0[i]) / (double)ticks / (t1 - t0);
+	}
+	cr_assert(e.ended && !e.failed, "task %s: %s\n%s", id, e.why,
+		  slurp(tmp_path("rover.log"), NULL));
+	wait_uploads(id, "storm_burn", e.kernel, 20000, &s);
+	pct = cg[0] ? (double)(cpu1 - cpu0) / 1e4 / (t1 - t0) : -1;
+	say("\nfork storm: a target asking for %ld fork+exec a second (4 threads spawning; "
+	    "children match a finder too), a %ld s ON_CPU task on it from the backend",
+	    rate, dur);
+	say("| fork+exec a second | samples (kernel) | uploaded | with storm_burn innermost | "
+	    "agent CPU %% of a core | launcher | supervisor | shipper | the worker (the rest) |");
+	say("|---|---|---|---|---|---|---|---|---|");
+	say("| %.0f | %ld | %ld | %ld | %.2f | %.2f | %.2f | %.2f | %.2f |",
+	    (double)(spawned1 - spawned0) / (t1 - t0), e.kernel, s.dump_count, s.leaf_samples, pct,
+	    role_pct[0], role_pct[1], role_pct[2],
+	    pct - role_pct[0] - role_pct[1] - role_pct[2]);
+	cr_expect_eq(s.dump_count, e.kernel, "uploaded %ld, the kernel counted %ld", s.dump_count,
+		     e.kernel);
+	cr_expect_eq(e.samples, e.kernel);
+	/* The parent burns 30% of a core in storm_burn; its spawning threads take the rest. */
+	cr_expect_gt(s.leaf_samples, e.kernel / 5, "storm_burn has %ld of %ld samples",
+		     s.leaf_samples, e.kernel);
+	cr_expect_gt(spawned1 - spawned0, (long)(t1 - t0) * 50, "only %ld spawned",
+		     spawned1 - spawned0);
+	if (cg[0])
+		cr_expect_leq(pct, STORM_AGENT_PCT, "the agent took %.2f%% of a core", pct);
+}
