@@ -1047,8 +1047,8 @@ static void sample_print(const struct sample *x)
 
 /* Tolerances of the no-growth check, from the sample at a third of the run to the last. */
 #define GROW_FDS 8	   /* descriptors per role */
-#define GROW_RSS_KB 4096   /* plus ... */
-#define GROW_RSS_PCT 20	   /* ... percent of RSS per role */
+#define GROW_RSS_KB 2048   /* plus ... */
+#define GROW_RSS_PCT 5	   /* ... percent of RSS per role */
 
 struct task_rec {
 	char id[64];
