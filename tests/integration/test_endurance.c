@@ -789,11 +789,28 @@ static void bpf_ours(uid_t uid, struct bpf_count *ret)
 	ret->maps = nmaps;
 }
 
+/* utime + stime of pid, in clock ticks; 0 when it is gone. */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], *text, *p;
+	long long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	text = slurp(path, NULL);
+	p = text ? strrchr(text, ')') : NULL;
+	/* After the comm: state is field 3, utime 14, stime 15. */
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &ut, &st);
+	free(text);
+	return ut + st;
+}
+
 struct roles_now {
 	pid_t pid[3]; /* launcher, supervisor, shipper */
 	int fds[3];   /* pidfds apart */
 	int pidfds;   /* the launcher's: workers' targets, held through their grace */
 	long rss[3];
+	long long ticks[3]; /* CPU so far */
 };
 
 static const char *const role_names[3] = { "launcher", "supervisor", "shipper" };
@@ -806,6 +823,7 @@ static void roles_read(pid_t launcher, struct roles_now *r)
 	for (int i = 0; i < 3; i++) {
 		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i ? NULL : &r->pidfds) : -1;
 		r->rss[i] = r->pid[i] > 0 ? rss_kb(r->pid[i]) : -1;
+		r->ticks[i] = r->pid[i] > 0 ? cpu_ticks(r->pid[i]) : 0;
 	}
 }
 
@@ -1003,22 +1021,30 @@ struct sample {
 	long tasks_ok, tasks_failed;
 	struct roles_now r;
 	struct bpf_count b;
-	double cpu_pct;
+	double cpu_pct;	    /* the agent's, workers included (its cgroup) */
+	double role_pct[3]; /* each long-lived role's */
 	long churned;
 };
 
-static void sample_take(struct sample *x, double t0, pid_t launcher, uid_t uid, long ok,
-			long failed, uint64_t *cpu_prev, double *t_prev, const char *churn_out)
+/* x follows prev (NULL for the first): CPU percentages are over the time between them. */
+static void sample_take(struct sample *x, const struct sample *prev, double t0, pid_t launcher,
+			uid_t uid, long ok, long failed, uint64_t *cpu_prev, double *t_prev,
+			const char *churn_out)
 {
 	uint64_t cpu = cg_usec();
-	double now = now_s();
+	double now = now_s(), dt = now - *t_prev;
 
 	x->t = now - t0;
 	x->tasks_ok = ok;
 	x->tasks_failed = failed;
 	roles_read(launcher, &x->r);
 	bpf_ours(uid, &x->b);
-	x->cpu_pct = now > *t_prev ? (double)(cpu - *cpu_prev) / 1e4 / (now - *t_prev) : 0;
+	x->cpu_pct = now > *t_prev ? (double)(cpu - *cpu_prev) / 1e4 / dt : 0;
+	for (int i = 0; i < 3; i++)
+		x->role_pct[i] = prev && dt > 0 && prev->r.pid[i] == x->r.pid[i]
+					 ? 100.0 * (double)(x->r.ticks[i] - prev->r.ticks[i]) /
+						   (double)sysconf(_SC_CLK_TCK) / dt
+					 : 0;
 	x->churned = churn_out ? last_count(churn_out, "started ") : 0;
 	*cpu_prev = cpu;
 	*t_prev = now;
@@ -1027,7 +1053,8 @@ static void sample_take(struct sample *x, double t0, pid_t launcher, uid_t uid, 
 static void sample_header(void)
 {
 	say("| t (s) | tasks ok / failed | launcher fds + pidfds, RSS MB | supervisor fds, RSS MB | "
-	    "shipper fds, RSS MB | BPF progs / maps / links | agent CPU %% | processes started |");
+	    "shipper fds, RSS MB | BPF progs / maps / links | agent CPU %%: all (launcher, "
+	    "supervisor, shipper) | processes started |");
 	say("|---|---|---|---|---|---|---|---|");
 }
 
@@ -1040,9 +1067,9 @@ static void sample_print(const struct sample *x)
 			 (double)x->r.rss[i] / 1024.0);
 	snprintf(roles[0], sizeof(roles[0]), "%d + %d, %.1f", x->r.fds[0], x->r.pidfds,
 		 (double)x->r.rss[0] / 1024.0);
-	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f | %ld |", x->t, x->tasks_ok,
-	    x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps, x->b.links,
-	    x->cpu_pct, x->churned);
+	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f (%.2f, %.2f, %.2f) | %ld |", x->t,
+	    x->tasks_ok, x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps,
+	    x->b.links, x->cpu_pct, x->role_pct[0], x->role_pct[1], x->role_pct[2], x->churned);
 }
 
 /* Tolerances of the no-growth check, from the sample at a third of the run to the last. */
@@ -1057,7 +1084,8 @@ struct task_rec {
 
 Test(endurance, churn)
 {
-	long dur = size_of("SOAK_CHURN_S", 40, 3600), every = env_long("SOAK_SAMPLE_S", soak_mode() ? 60 : 10);
+	long dur = size_of("SOAK_CHURN_S", 40, 3600);
+	long every = env_long("SOAK_SAMPLE_S", soak_mode() ? 60 : 10);
 	long rate = env_long("SOAK_CHURN_RATE", 200), task_s = env_long("SOAK_TASK_S", 4);
 	char rate_s[16], life_s[16] = "2000";
 	char *churn_argv[] = { (char *)bin("tests/programs/churn"), rate_s, life_s, "10", "cPP",
@@ -1099,7 +1127,8 @@ Test(endurance, churn)
 	sample_header();
 	t0 = t_prev = now_s();
 	cpu_prev = cg_usec();
-	sample_take(&rows[nrows], t0, agent, uid, 0, 0, &cpu_prev, &t_prev, tmp_path("churn.out"));
+	sample_take(&rows[nrows], NULL, t0, agent, uid, 0, 0, &cpu_prev, &t_prev,
+		    tmp_path("churn.out"));
 	sample_print(&rows[nrows++]);
 	next_sample = t0 + (double)every;
 	while (now_s() - t0 < (double)dur && ntasks < maxtasks) {
@@ -1114,8 +1143,8 @@ Test(endurance, churn)
 			snprintf(started, sizeof(started), "task %s: ON_CPU for", t->id);
 			if (wait_log(started, 20000))
 				sleep_ms(1000);
-			sample_take(&rows[nrows], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
-				    tmp_path("churn.out"));
+			sample_take(&rows[nrows], &rows[nrows - 1], t0, agent, uid, ok, failed,
+				    &cpu_prev, &t_prev, tmp_path("churn.out"));
 			sample_print(&rows[nrows++]);
 			next_sample += (double)every;
 		}
@@ -1129,8 +1158,8 @@ Test(endurance, churn)
 		else if (t->e.failed)
 			say("churn: task %s %s", t->id, t->e.why);
 	}
-	sample_take(&rows[nrows], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
-		    tmp_path("churn.out"));
+	sample_take(&rows[nrows], &rows[nrows - 1], t0, agent, uid, ok, failed, &cpu_prev,
+		    &t_prev, tmp_path("churn.out"));
 	sample_print(&rows[nrows++]);
 	/* No task now: nothing of ours is loaded. */
 	sleep_ms(1500);
@@ -1499,22 +1528,6 @@ Test(endurance, kill_9_each_role)
 }
 
 /* ---- B4. a target that forks and execs ---- */
-
-/* utime + stime of pid, in clock ticks; 0 when it is gone. */
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], *text, *p;
-	long long ut = 0, st = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	text = slurp(path, NULL);
-	p = text ? strrchr(text, ')') : NULL;
-	/* After the comm: state is field 3, utime 14, stime 15. */
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &ut, &st);
-	free(text);
-	return ut + st;
-}
 
 /* What the agent may take while a target forks and execs as fast as it can. */
 #define STORM_AGENT_PCT 5.0
