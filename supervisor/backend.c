@@ -377,12 +377,12 @@ struct left_out {
 
 static void log_left_out(const struct sw_task *t, const struct left_out *l)
 {
-	if (l->busy)
-		log_warn("task %s: %u of its processes left out: already in %d %s task(s)",
-			 t->task_id, l->busy,
-			 t->target_type == TASK_NETWORK ? SW_MAX_NET_TASKS_PER_PROCESS
-							: SW_MAX_TASKS_PER_PROCESS,
-			 t->target_type == TASK_NETWORK ? "NETWORK" : "ON_CPU or OFF_CPU");
+	if (l->busy && t->target_type == TASK_NETWORK)
+		log_warn("task %s: %u of its processes left out: already in %d NETWORK task(s)",
+			 t->task_id, l->busy, SW_MAX_NET_TASKS_PER_PROCESS);
+	else if (l->busy)
+		log_warn("task %s: %u of its processes skipped: %u already in %d tasks", t->task_id,
+			 l->busy, l->busy, SW_MAX_TASKS_PER_PROCESS);
 	if (l->ids_cut || l->pids_cut || t->ids_left_out)
 		log_warn("task %s: %u process id(s) and %u pid(s) left out: one task takes %d "
 			 "process ids and %d pids, in the order the backend lists them",
