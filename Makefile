@@ -77,7 +77,7 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
-.PHONY: all deps test unit integration security demo bench clean format fuzz install
+.PHONY: all deps test unit integration security demo bench soak clean format fuzz install
 all: $(BINS)
 
 deps:
@@ -264,6 +264,14 @@ bench: deps
 	scripts/bench_network_protocols.sh
 	scripts/bench_continuous.sh
 	scripts/bench_discovery.sh
+
+# The endurance scenarios at full length (scripts/soak.sh: about 1 h 45 min; SOAK_SCALE=0.1
+# for a tenth), then 5 s of fuzzing per target. Not part of `make test`, which runs the same
+# scenarios short (tests/integration/test_endurance.c).
+soak: deps
+	$(MAKE) all $(OUT)/tests/integration/runner $(TEST_PROGS)
+	scripts/soak.sh
+	$(MAKE) fuzz-short
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
 $(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \

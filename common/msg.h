@@ -379,18 +379,30 @@ struct msg_output {
 
 #define ROVER_SW_ID_LEN 256 /* a SkyWalking task or process id, NUL included */
 
+/* A pid of a backend task and the process id (index into process_id[]) it uploads under. */
+struct msg_bk_pid {
+	int32_t pid;
+	uint32_t proc;
+};
+
 /*
  * A backend task's upload identity: every collectProfilingData stream of the task starts with
- * EBPFProfilingTaskMetadata{taskId, processId, profilingStartTime, currentTime}. One process id
- * per rover task: the supervisor splits a backend task over several processes into several.
+ * EBPFProfilingTaskMetadata{taskId, processId, profilingStartTime, currentTime}, which names one
+ * process id. A backend task runs one rover task (one worker) for all of its processes here, up
+ * to ROVER_MAX_PIDS pids: each flush goes out as one stream per process id, a pid's samples
+ * under the process id pid_proc gives it; a pid pid_proc does not name goes under
+ * process_id[0], which also names the task to the supervisor's backend thread.
  */
 struct msg_output_backend {
 	uint64_t task_id;
-	uint32_t type; /* enum task_type */
-	uint32_t pad;
+	uint32_t type;	 /* enum task_type */
+	uint32_t nprocs; /* process ids in process_id[]: 1..ROVER_MAX_PIDS */
 	uint64_t start_unix_ms; /* profilingStartTime */
+	uint32_t npids;	 /* entries in pid_proc: 0..ROVER_MAX_PIDS */
+	uint32_t pad;
 	char sw_task_id[ROVER_SW_ID_LEN];
-	char process_id[ROVER_SW_ID_LEN];
+	struct msg_bk_pid pid_proc[ROVER_MAX_PIDS];
+	char process_id[ROVER_MAX_PIDS][ROVER_SW_ID_LEN];
 };
 
 #define ROVER_NET_MAX_RULES 16
@@ -502,10 +514,11 @@ struct msg_bk_stop {
 
 struct msg_bk_ended {
 	char sw_task_id[ROVER_SW_ID_LEN];
-	char process_id[ROVER_SW_ID_LEN];
+	char process_id[ROVER_SW_ID_LEN]; /* the task's first: process_id[0] */
 	int32_t err;
-	uint32_t pad;
-	uint64_t samples;
+	uint32_t nprocs; /* process ids the task covered */
+	uint64_t samples; /* the shipper's: uploaded or queued */
+	uint64_t kernel_samples; /* the worker's: counted in the kernel */
 };
 
 struct msg_output_abort {

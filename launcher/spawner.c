@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -101,6 +103,21 @@ struct spawner *spawner__new(const struct spawner_config *cfg)
 		if (sp->lsock < 0) {
 			err = sp->lsock;
 			goto cleanup;
+		}
+	}
+	/*
+	 * Every worker pins up to ROVER_MAX_PIDS processes with pidfds, held through its grace:
+	 * room for all of them, whatever soft limit we were started with (systemd's is 1024).
+	 */
+	{
+		struct rlimit rl;
+		rlim_t want = MAX_WORKERS * ROVER_MAX_PIDS + 256;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < want) {
+			rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				log_warn("raising the descriptor limit to %llu: %s, ignoring",
+					 (unsigned long long)want, strerror(errno));
 		}
 	}
 	/* The kernel shows real addresses to readers of a descriptor whose opener held
@@ -390,6 +407,8 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 	struct msg_worker rep;
 	char exe[4096], why[96];
 	int32_t refused = 0;
+	uint32_t alive = 0;
+	int free_slot;
 	pid_t pid;
 	int err;
 
@@ -402,6 +421,18 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		if (!sp->workers[i].pid ||
 		    (sp->workers[i].open_until_ms && sp->workers[i].open_until_ms < now_mono_ms()))
 			w = &sp->workers[i];
+	free_slot = w != NULL;
+	/*
+	 * Else the ended worker whose grace ends first: tasks back to back would otherwise find
+	 * every slot held by a grace (MAX_WORKERS tasks in OPEN_GRACE_MS) and no worker at all.
+	 * Its shipper's late opens are refused from here; frames fall back to module+offset.
+	 */
+	for (int i = 0; i < MAX_WORKERS && !free_slot; i++) {
+		struct sp_worker *c = &sp->workers[i];
+
+		if (c->open_until_ms && (!w || c->open_until_ms < w->open_until_ms))
+			w = c;
+	}
 	if (!w) {
 		send_spawn_failed(p->fd, req->task_id, EBUSY, "too many workers");
 		return;
@@ -410,23 +441,40 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		send_spawn_failed(p->fd, req->task_id, EAGAIN, "no shipper is running");
 		return;
 	}
-	/* Each pid pinned to its process now: checked, opened for and profiled as that one.
-	 * npids counts the pidfds taken so far, which worker_release closes. */
+	/*
+	 * Each pid pinned to its process now: checked, opened for and profiled as that one.
+	 * npids counts the pidfds taken so far, which worker_release closes. A process that has
+	 * exited since discovery named it (a backend task over processes that come and go) is
+	 * left out, -1, as the worker leaves out a target that exits while it runs; the task
+	 * needs one.
+	 */
 	for (uint32_t i = 0; i < req->npids; i++) {
 		nw.pids[i] = req->pids[i];
 		nw.pidfds[i] = req->pids[i] > 0 ? (int)syscall(SYS_pidfd_open, req->pids[i], 0) : -1;
-		if (nw.pidfds[i] < 0) {
+		nw.npids = i + 1;
+		if (nw.pidfds[i] >= 0) {
+			alive++;
+		} else if (errno != ESRCH || req->pids[i] <= 0 || req->check_access) {
+			/* A client's pids are all its own to check: one gone fails its task. */
+			snprintf(why, sizeof(why), "process %d: %s", req->pids[i], strerror(errno));
 			worker_release(&nw);
-			snprintf(why, sizeof(why), "process %d", req->pids[i]);
 			send_spawn_failed(p->fd, req->task_id, ESRCH, why);
 			return;
 		}
-		nw.npids = i + 1;
 	}
+	if (!alive) {
+		worker_release(&nw);
+		snprintf(why, sizeof(why), "its %u process(es) have exited", req->npids);
+		send_spawn_failed(p->fd, req->task_id, ESRCH, why);
+		return;
+	}
+	if (alive < nw.npids)
+		log_info("task %llu: %u of its %u processes exited before it started, left out",
+			 (unsigned long long)req->task_id, nw.npids - alive, nw.npids);
 	if (req->check_access) {
 		err = requester_may_trace(req, &refused);
 		for (uint32_t i = 0; !err && i < nw.npids; i++)
-			if (!pidfd_alive(nw.pidfds[i]))
+			if (nw.pidfds[i] >= 0 && !pidfd_alive(nw.pidfds[i]))
 				err = -ESRCH, refused = nw.pids[i];
 		if (err) {
 			log_warn("task %llu: uid %u may not trace process %d: refused",
@@ -458,12 +506,14 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
 				 "--pidfds", npin, NULL };
 		int fds[2 + ROVER_MAX_PIDS] = { sv[1], sh[1] };
+		uint32_t nfds = 0;
 
 		/* The processes checked are the ones it profiles: it gets our pidfds. */
 		for (uint32_t i = 0; i < nw.npids; i++)
-			fds[2 + i] = nw.pidfds[i];
-		snprintf(npin, sizeof(npin), "%u", nw.npids);
-		if (spawner__child_prepare(fds, 2 + (int)nw.npids))
+			if (nw.pidfds[i] >= 0)
+				fds[2 + nfds++] = nw.pidfds[i];
+		snprintf(npin, sizeof(npin), "%u", nfds);
+		if (spawner__child_prepare(fds, 2 + (int)nfds))
 			_exit(127);
 		execv(exe, argv);
 		_exit(127);
@@ -778,6 +828,15 @@ int spawner__child_exited(struct spawner *sp, pid_t pid, int status)
 			x.exit_code = WEXITSTATUS(status);
 		}
 		w->open_until_ms = now_mono_ms() + OPEN_GRACE_MS;
+		/* A target that has exited has nothing left to open: its pidfd goes now. */
+		for (uint32_t k = 0; k < w->npids; k++) {
+			struct pollfd pf = { .fd = w->pidfds[k], .events = POLLIN };
+
+			if (w->pidfds[k] >= 0 && poll(&pf, 1, 0) == 1) {
+				close(w->pidfds[k]);
+				w->pidfds[k] = -1;
+			}
+		}
 		sv = peer_of_kind(sp, PEER_SUPERVISOR);
 		if (sv && ipc_send(sv->fd, MSG_WORKER_EXITED, &x, sizeof(x), -1))
 			drop_peer(sp, sv, "send failed");

@@ -159,6 +159,28 @@ static void queue_batches(struct shipper *s, struct ship_task *t)
 	}
 }
 
+/*
+ * A task's targets' mappings go with it, unless another task still profiles them: kept, the
+ * processes of a host where they come and go (tasks on each) would fill the cache with the
+ * dead's, up to its 64 MiB. A later task on a pid takes its snapshot afresh anyway
+ * (ship_task__begin); symbol tables stay, cached by file.
+ */
+static void forget_targets(struct shipper *s, const struct ship_task *t)
+{
+	for (uint32_t i = 0; t->have_spec && i < t->spec.npids; i++) {
+		int shared = 0;
+
+		for (int k = 0; k < MAX_TASKS && !shared; k++) {
+			const struct ship_task *o = s->tasks[k];
+
+			for (uint32_t j = 0; o && o != t && o->have_spec && j < o->spec.npids; j++)
+				shared |= o->spec.pids[j] == t->spec.pids[i];
+		}
+		if (!shared)
+			symbolizer__forget_pid(s->sym, t->spec.pids[i]);
+	}
+}
+
 /* sh_answer_written: the profile of a task is out, tell the supervisor and forget the task. */
 static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 {
@@ -185,6 +207,7 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 	if (s->supervisor >= 0 &&
 	    ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
 		drop_peer(s, s->supervisor, "send failed");
+	forget_targets(s, t);
 	ship_task__free(t);
 	*slot = NULL;
 }
@@ -413,6 +436,7 @@ static int refuse_backend(struct shipper *s, uint64_t task_id)
 	struct ship_task **slot = task_slot(s, task_id, 0);
 
 	if (slot) {
+		forget_targets(s, *slot);
 		ship_task__free(*slot);
 		*slot = NULL;
 	}
@@ -518,6 +542,7 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 		if (slot && ((*slot)->out_fd >= 0 || (*slot)->backend))
 			finish_task(s, slot, 1);
 		else if (slot) {
+			forget_targets(s, *slot);
 			ship_task__free(*slot);
 			*slot = NULL;
 		}

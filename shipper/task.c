@@ -59,6 +59,20 @@ struct ship_task *ship_task__new(uint64_t task_id)
 	return t;
 }
 
+static void pending_free(struct pending_flush *p)
+{
+	for (uint32_t i = 0; p && i < p->n; i++)
+		free(p->g[i].b.data);
+	free(p);
+}
+
+/* Flushes kept for an upload that will not be: a file output, or the task's end. */
+static void drop_pending(struct ship_task *t)
+{
+	for (; t->npending; t->npending--)
+		pending_free(t->pending[t->npending - 1]);
+}
+
 void ship_task__free(struct ship_task *t)
 {
 	if (!t)
@@ -73,8 +87,8 @@ void ship_task__free(struct ship_task *t)
 		stored_free(t->unwound[i]);
 	free(t->unwound);
 	free(t->agg);
-	for (uint32_t i = 0; i < t->npending; i++)
-		free(t->pending[i].b.data);
+	drop_pending(t);
+	free(t->be);
 	profile__free(t->profile);
 	if (t->out_fd >= 0)
 		close(t->out_fd);
@@ -224,27 +238,65 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 	return 0;
 }
 
-static const char *comm_of(const struct ship_task *t, int32_t tgid)
+/* The index of tgid among the task's targets, -1 for none. */
+static int target_of(const struct ship_task *t, int32_t tgid)
 {
 	for (uint32_t i = 0; i < t->spec.npids; i++)
 		if (t->spec.pids[i] == tgid)
-			return t->comms[i];
-	return NULL;
+			return (int)i;
+	return -1;
 }
 
-/* Keeps a flush's batch until it can go to the spool; the oldest goes when there is no room. */
-static void keep_pending(struct ship_task *t, struct spool_batch *b)
+/* A flush's upload being built: a batch per target (by its index in the spec). */
+struct flush_build {
+	struct spool_batch b[ROVER_MAX_PIDS];
+};
+
+static void build_init(struct ship_task *t, struct flush_build *fb)
 {
+	for (uint32_t i = 0; i < ROVER_MAX_PIDS; i++)
+		fb->b[i] = (struct spool_batch){ .task_id = t->task_id };
+}
+
+static void build_free(struct flush_build *fb)
+{
+	for (uint32_t i = 0; i < ROVER_MAX_PIDS; i++)
+		free(fb->b[i].data);
+}
+
+/*
+ * Keeps a flush's batches until they can go to the spool; the oldest flush goes when there is
+ * no room. The batches are the flush's from here (fb is left empty). 0 or -ENOMEM.
+ */
+static int keep_pending(struct ship_task *t, struct flush_build *fb)
+{
+	struct pending_flush *p = NULL;
+	uint64_t samples = 0;
+
+	for (uint32_t i = 0; i < t->spec.npids && i < ROVER_MAX_PIDS; i++) {
+		if (!fb->b[i].nmsgs)
+			continue;
+		if (!p && !(p = calloc(1, sizeof(*p))))
+			return -ENOMEM;
+		p->g[p->n].pid = t->spec.pids[i];
+		p->g[p->n++].b = fb->b[i];
+		samples += fb->b[i].samples;
+		fb->b[i] = (struct spool_batch){ .task_id = t->task_id };
+	}
+	if (!p)
+		return 0;
+	t->up_taken += samples;
+	p->now_ms = (int64_t)now_unix_ms();
 	if (t->npending == SHIP_MAX_PENDING) {
-		t->up_dropped += t->pending[0].b.samples;
-		free(t->pending[0].b.data);
+		for (uint32_t i = 0; i < t->pending[0]->n; i++)
+			if (!t->pending[0]->g[i].taken)
+				t->up_dropped += t->pending[0]->g[i].b.samples;
+		pending_free(t->pending[0]);
 		memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * (SHIP_MAX_PENDING - 1));
 		t->npending--;
 	}
-	t->pending[t->npending].b = *b;
-	t->pending[t->npending].now_ms = (int64_t)now_unix_ms();
-	t->npending++;
-	b->data = NULL;
+	t->pending[t->npending++] = p;
+	return 0;
 }
 
 static void upload_stack_of(struct upload_stack *u, const struct stored_stack *st, int32_t id)
@@ -258,17 +310,17 @@ static void upload_stack_of(struct upload_stack *u, const struct stored_stack *s
 	u->cut = st->kind == 0 ? strlen(KERNEL_SUFFIX) : 0;
 }
 
-/* Names one count, adds it to the profile and, when batch is given, to the upload. */
+/* Names one count, adds it to the profile and, when fb is given, to the upload. */
 static int count_one(struct ship_task *t, const struct ship_count *c, struct symbolizer *sym,
-		     const char **frames, struct spool_batch *batch)
+		     const char **frames, struct flush_build *fb)
 {
 	struct stored_stack *us = NULL, *ks = NULL;
-	const char *comm = comm_of(t, c->tgid);
+	int target = target_of(t, c->tgid);
 	uint64_t value;
 	uint32_t nf = 0;
 	int err;
 
-	if (!comm || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID ||
+	if (target < 0 || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID ||
 	    c->kstack < -1 || c->kstack >= SHIP_MAX_STACK_ID)
 		return -EPROTO;
 	if (c->ustack >= 0) {
@@ -300,18 +352,18 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		frames[nf++] = "[no stack]";
 	value = t->spec.type == TASK_OFF_CPU ? (c->value + 500) / 1000 : c->value;
 	if (value) {
-		err = profile__add(t->profile, comm, frames, nf, value);
+		err = profile__add(t->profile, t->comms[target], frames, nf, value);
 		if (err)
 			return err;
 	}
 	t->samples += value;
 	t->switches += c->value2;
-	if (batch && (c->value || c->value2)) {
+	if (fb && (c->value || c->value2)) {
 		struct upload_stack uk, uu;
 
 		upload_stack_of(&uk, ks, c->kstack);
 		upload_stack_of(&uu, us, c->ustack);
-		err = upload__add(batch, t->spec.type, &uk, &uu, c->value, c->value2);
+		err = upload__add(&fb->b[target], t->spec.type, &uk, &uu, c->value, c->value2);
 		if (err)
 			return err;
 	}
@@ -328,12 +380,13 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 
 struct agg_entry {
 	int32_t kid, uid; /* uid 0 with kid 0: free (ids of unwound stacks are > 0) */
+	int32_t target;	  /* the target's index: its batch */
 	struct stored_stack *ks, *us;
 	uint64_t value, value2;
 };
 
-/* Adds every entry to batch and empties the table. 0 or -errno. */
-static int agg_flush(struct ship_task *t, struct agg_entry *agg, struct spool_batch *batch)
+/* Adds every entry to its target's batch and empties the table. 0 or -errno. */
+static int agg_flush(struct ship_task *t, struct agg_entry *agg, struct flush_build *fb)
 {
 	int err = 0;
 
@@ -345,33 +398,39 @@ static int agg_flush(struct ship_task *t, struct agg_entry *agg, struct spool_ba
 		upload_stack_of(&uk, agg[i].ks, agg[i].kid);
 		upload_stack_of(&uu, agg[i].us, agg[i].uid);
 		if (!err)
-			err = upload__add(batch, t->spec.type, &uk, &uu, agg[i].value, agg[i].value2);
+			err = upload__add(&fb->b[agg[i].target], t->spec.type, &uk, &uu, agg[i].value,
+					  agg[i].value2);
 		memset(&agg[i], 0, sizeof(agg[i]));
 	}
 	return err;
 }
 
-/* Adds values to the entry of (kid, uid); a full table is flushed first. 0 or -errno. */
-static int agg_add(struct ship_task *t, struct agg_entry *agg, struct spool_batch *batch,
-		   struct stored_stack *ks, int32_t kid, struct stored_stack *us, int32_t uid,
-		   uint64_t value, uint64_t value2)
+/*
+ * Adds values to the entry of (target, kid, uid); a full table is flushed first. 0 or -errno.
+ * A user stack is one target's (unwound_get), a kernel stack may be any target's.
+ */
+static int agg_add(struct ship_task *t, struct agg_entry *agg, struct flush_build *fb,
+		   int32_t target, struct stored_stack *ks, int32_t kid, struct stored_stack *us,
+		   int32_t uid, uint64_t value, uint64_t value2)
 {
-	size_t h = ((size_t)(uint32_t)kid * 2654435761u) ^ (size_t)(uint32_t)uid;
+	size_t h = ((size_t)(uint32_t)kid * 2654435761u) ^ (size_t)(uint32_t)uid ^
+		   ((size_t)(uint32_t)target << 20);
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t k = 0; k < AGG_SLOTS; k++) {
 			struct agg_entry *e = &agg[(h + k) % AGG_SLOTS];
 
 			if (!e->uid && !e->kid) {
-				*e = (struct agg_entry){ .kid = kid, .uid = uid, .ks = ks, .us = us };
-			} else if (e->kid != kid || e->uid != uid) {
+				*e = (struct agg_entry){ .kid = kid, .uid = uid, .target = target,
+							 .ks = ks, .us = us };
+			} else if (e->kid != kid || e->uid != uid || e->target != target) {
 				continue;
 			}
 			e->value += value;
 			e->value2 += value2;
 			return 0;
 		}
-		int err = agg_flush(t, agg, batch);
+		int err = agg_flush(t, agg, fb);
 
 		if (err)
 			return err;
@@ -385,23 +444,22 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
 	/* Until the output is known to be a file, the flush may have to be uploaded. */
 	int upload = t->backend || t->out_fd < 0;
-	struct spool_batch batch = { .task_id = t->task_id };
+	struct flush_build fb;
 	int err = 0;
 
 	if (!t->have_spec || hdr->task_id != t->task_id)
 		return -EPROTO;
+	build_init(t, &fb);
 	for (int k = 0; k < LOSS_MAX; k++)
 		t->losses[k] += hdr->losses[k];
 	for (size_t i = 0; i < n && !err; i++)
-		err = count_one(t, &c[i], sym, frames, upload ? &batch : NULL);
+		err = count_one(t, &c[i], sym, frames, upload ? &fb : NULL);
 	/* The flush's counts come after its snapshots: one stream carries both. */
 	if (!err && upload && t->agg)
-		err = agg_flush(t, t->agg, &batch);
-	if (!err && upload && batch.nmsgs) {
-		t->up_taken += batch.samples;
-		keep_pending(t, &batch);
-	}
-	free(batch.data);
+		err = agg_flush(t, t->agg, &fb);
+	if (!err && upload)
+		err = keep_pending(t, &fb);
+	build_free(&fb);
 	return err;
 }
 
@@ -444,16 +502,15 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 
 int ship_task__end_uploads(struct ship_task *t)
 {
-	struct spool_batch batch = { .task_id = t->task_id };
+	struct flush_build fb;
 	int err = 0;
 
+	build_init(t, &fb);
 	if (t->agg)
-		err = agg_flush(t, t->agg, &batch);
-	if (!err && batch.nmsgs) {
-		t->up_taken += batch.samples;
-		keep_pending(t, &batch);
-	}
-	free(batch.data);
+		err = agg_flush(t, t->agg, &fb);
+	if (!err)
+		err = keep_pending(t, &fb);
+	build_free(&fb);
 	return err;
 }
 
@@ -464,7 +521,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	uint64_t uips[ROVER_MAX_STACK_DEPTH], kips[ROVER_MAX_STACK_DEPTH];
 	/* As ship_task__counts: until the output is known to be a file, it may be uploaded. */
 	int upload = t->backend || t->out_fd < 0;
-	struct spool_batch batch = { .task_id = t->task_id };
+	struct flush_build fb;
 	struct agg_entry *agg = NULL;
 	struct snapshot_iter it;
 	struct snapshot_view v;
@@ -472,6 +529,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 
 	if (!t->have_spec || snapshots__begin(&it, buf, len) || it.task_id != t->task_id)
 		return -EPROTO;
+	build_init(t, &fb);
 	if (upload && !t->agg && !(t->agg = calloc(AGG_SLOTS, sizeof(*t->agg))))
 		return -ENOMEM;
 	agg = upload ? t->agg : NULL;
@@ -482,14 +540,14 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	}
 	while ((rc = snapshots__next(&it, &v)) == 1) {
 		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
-		const char *comm = comm_of(t, v.s.tgid);
+		int target = target_of(t, v.s.tgid);
 		struct stored_stack *us, *ks = NULL;
 		int32_t uid, kid = -1;
 		uint32_t nu, nf = 0;
 		uint64_t value;
 		struct stored_stack *old[2] = { NULL, NULL };
 
-		if (!comm) {
+		if (target < 0) {
 			rc = -EPROTO;
 			break;
 		}
@@ -501,7 +559,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks, &kid, &old[1]);
 		/* A stack that took the slot of another: entries naming the old one go out first. */
 		if (!rc && (old[0] || old[1]) && agg)
-			rc = agg_flush(t, agg, &batch);
+			rc = agg_flush(t, agg, &fb);
 		stored_free(old[0]);
 		stored_free(old[1]);
 		if (rc)
@@ -515,25 +573,23 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			frames[nf++] = "[no stack]";
 		value = t->spec.type == TASK_OFF_CPU ? (v.s.value + 500) / 1000 : v.s.value;
 		if (value) {
-			rc = profile__add(t->profile, comm, frames, nf, value);
+			rc = profile__add(t->profile, t->comms[target], frames, nf, value);
 			if (rc)
 				break;
 		}
 		t->samples += value;
 		t->switches += v.s.value2;
 		if (upload && (v.s.value || v.s.value2)) {
-			rc = agg_add(t, agg, &batch, ks, kid, us, uid, v.s.value, v.s.value2);
+			rc = agg_add(t, agg, &fb, target, ks, kid, us, uid, v.s.value, v.s.value2);
 			if (rc)
 				break;
 		}
 	}
-	/* What agg holds goes with the flush's counts (ship_task__counts); batch has only what
-	 * a replaced cache slot forced out. */
-	if (!rc && upload && batch.nmsgs) {
-		t->up_taken += batch.samples;
-		keep_pending(t, &batch);
-	}
-	free(batch.data);
+	/* What agg holds goes with the flush's counts (ship_task__counts); fb has only what a
+	 * replaced cache slot forced out. */
+	if (!rc && upload)
+		rc = keep_pending(t, &fb);
+	build_free(&fb);
 	return rc;
 }
 
@@ -581,8 +637,7 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 	if (t->net)
 		return net_write(t, ret);
 	/* A file output: flushes kept in case the data went to the backend are moot. */
-	for (; t->npending; t->npending--)
-		free(t->pending[t->npending - 1].b.data);
+	drop_pending(t);
 	if (!t->profile) {
 		t->profile = profile__new("samples", "count", 0);
 		if (!t->profile)
@@ -653,33 +708,96 @@ int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend 
 {
 	if (t->backend || t->out_fd >= 0 || (be->type != TASK_ON_CPU && be->type != TASK_OFF_CPU) ||
 	    !memchr(be->sw_task_id, '\0', sizeof(be->sw_task_id)) || !be->sw_task_id[0] ||
-	    !memchr(be->process_id, '\0', sizeof(be->process_id)) || !be->process_id[0])
+	    !be->nprocs || be->nprocs > ROVER_MAX_PIDS || be->npids > ROVER_MAX_PIDS)
 		return -EPROTO;
-	t->be = *be;
+	for (uint32_t i = 0; i < be->nprocs; i++)
+		if (!memchr(be->process_id[i], '\0', sizeof(be->process_id[i])) ||
+		    !be->process_id[i][0])
+			return -EPROTO;
+	for (uint32_t i = 0; i < be->npids; i++)
+		if (be->pid_proc[i].proc >= be->nprocs)
+			return -EPROTO;
+	t->be = malloc(sizeof(*t->be));
+	if (!t->be)
+		return -ENOMEM;
+	memcpy(t->be, be, sizeof(*be));
 	t->backend = 1;
+	return 0;
+}
+
+/* The process id pid's samples go under: its own, else the task's first. */
+static uint32_t proc_of(const struct ship_task *t, int32_t pid)
+{
+	for (uint32_t i = 0; i < t->be->npids; i++)
+		if (t->be->pid_proc[i].pid == pid)
+			return t->be->pid_proc[i].proc;
+	return 0;
+}
+
+/* Appends the messages of from to into (the same wire format: length-prefixed messages). */
+static int batch_join(struct spool_batch *into, struct spool_batch *from)
+{
+	uint8_t *d;
+
+	if ((uint64_t)into->len + from->len > SPOOL_MAX_BATCH)
+		return -E2BIG;
+	d = realloc(into->data, (size_t)into->len + from->len);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d + into->len, from->data, from->len);
+	into->data = d;
+	into->len += from->len;
+	into->cap = into->len;
+	into->nmsgs += from->nmsgs;
+	into->samples += from->samples;
+	free(from->data);
+	*from = (struct spool_batch){ 0 };
 	return 0;
 }
 
 int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret)
 {
-	struct pending_batch *p = &t->pending[0];
-	struct upload_meta m;
-	int err;
+	while (t->backend && t->npending) {
+		struct pending_flush *p = t->pending[0];
+		struct pending_group *g = NULL;
+		struct upload_meta m;
+		uint32_t proc;
+		int err = 0;
 
-	if (!t->backend || !t->npending)
-		return 0;
-	m = (struct upload_meta){ .task_id = t->be.sw_task_id, .process_id = t->be.process_id,
-				  .start_ms = (int64_t)t->be.start_unix_ms, .now_ms = p->now_ms };
-	err = upload__finish(&p->b, &m);
-	if (err) {
-		t->up_dropped += p->b.samples;
-		free(p->b.data);
-	} else {
-		*ret = p->b;
+		for (uint32_t i = 0; i < p->n && !g; i++)
+			if (!p->g[i].taken)
+				g = &p->g[i];
+		if (!g) {
+			pending_free(p);
+			t->npending--;
+			memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * t->npending);
+			continue;
+		}
+		/* One stream per process id of the flush: its other pids' batches join this one. */
+		proc = proc_of(t, g->pid);
+		for (struct pending_group *o = g + 1; o < p->g + p->n && !err; o++)
+			if (!o->taken && proc_of(t, o->pid) == proc) {
+				err = batch_join(&g->b, &o->b);
+				o->taken = !err;
+			}
+		g->taken = 1;
+		m = (struct upload_meta){ .task_id = t->be->sw_task_id,
+					  .process_id = t->be->process_id[proc],
+					  .start_ms = (int64_t)t->be->start_unix_ms,
+					  .now_ms = p->now_ms };
+		if (!err)
+			err = upload__finish(&g->b, &m);
+		if (err) {
+			t->up_dropped += g->b.samples;
+			free(g->b.data);
+			g->b = (struct spool_batch){ 0 };
+			return err;
+		}
+		*ret = g->b;
+		g->b = (struct spool_batch){ 0 };
+		return 1;
 	}
-	t->npending--;
-	memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * t->npending);
-	return err ? err : 1;
+	return 0;
 }
 
 int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, size_t len,

@@ -21,6 +21,21 @@
 /* Flushes kept while the supervisor has not said where the task's data goes. */
 #define SHIP_MAX_PENDING 16
 
+/*
+ * One flush of a backend task, built and waiting for the spool: a batch per target pid that
+ * had samples in it. The pids of one process id go out as one stream (ship_task__next_batch
+ * joins them), so their process ids need not be known when the flush is built.
+ */
+struct pending_flush {
+	int64_t now_ms; /* currentTime: when the flush arrived */
+	uint32_t n;
+	struct pending_group {
+		int32_t pid;
+		int taken; /* handed to the spool, or joined to another group's batch */
+		struct spool_batch b;
+	} g[ROVER_MAX_PIDS];
+};
+
 struct stored_stack;
 struct agg_entry;
 
@@ -49,11 +64,8 @@ struct ship_task {
 	 * SHIP_MAX_PENDING; a local output discards them.
 	 */
 	int backend;
-	struct msg_output_backend be;
-	struct pending_batch {
-		struct spool_batch b;
-		int64_t now_ms; /* currentTime: when the flush arrived */
-	} pending[SHIP_MAX_PENDING];
+	struct msg_output_backend *be;
+	struct pending_flush *pending[SHIP_MAX_PENDING];
 	uint32_t npending;
 	/* Samples (ON_CPU dumpCount, OFF_CPU switchCount) in flushes, handed to the spool, dropped. */
 	uint64_t up_taken, up_queued, up_dropped;
@@ -90,7 +102,10 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 /* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
 
-/* The data goes to the backend with be's identity. 0, or -EPROTO (bad strings, output known). */
+/*
+ * The data goes to the backend with be's identity, each pid's under its process id. 0, or
+ * -EPROTO (bad strings or counts, output known), -ENOMEM.
+ */
 int ship_task__set_backend(struct ship_task *t, const struct msg_output_backend *be);
 
 /*
@@ -105,9 +120,10 @@ int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, si
 /* NETWORK: the backend half of the task (labels, sampling rules); again to add rules. */
 int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o);
 /*
- * The oldest flush ready for the spool, its first message carrying the task metadata: 1 and
- * *ret (the caller owns ret->data), 0 when none is ready, -errno when that flush could not be
- * finished (it is dropped and counted in up_dropped: call again for the next).
+ * The oldest stream ready for the spool, the samples of one process id in one flush, its first
+ * message carrying the task metadata: 1 and *ret (the caller owns ret->data), 0 when none is
+ * ready, -errno when that stream could not be finished (it is dropped and counted in
+ * up_dropped: call again for the next).
  */
 int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret);
 /* What the supervisor is told at the end of a backend task: ret filled, err 0. */

@@ -393,58 +393,102 @@ static uint32_t worker_ms(uint64_t run_ms)
 }
 
 /*
+ * Live pids of a process id counted beyond what a task takes: enough to say how many were
+ * left out, without copying all of a process id that names thousands.
+ */
+#define COUNT_PIDS_MAX 4096
+
+/* What a task could not take on this host, said once when it starts. */
+struct left_out {
+	uint32_t busy;	   /* process ids already in as many tasks of the kind as they may be */
+	uint32_t ids_cut;  /* process ids none of whose pids fit in the task */
+	uint32_t pids_cut; /* pids over ROVER_MAX_PIDS, those of ids_cut included */
+};
+
+static void log_left_out(const struct sw_task *t, const struct left_out *l)
+{
+	if (l->busy && t->target_type == TASK_NETWORK)
+		log_warn("task %s: %u of its processes left out: already in %d NETWORK task(s)",
+			 t->task_id, l->busy, SW_MAX_NET_TASKS_PER_PROCESS);
+	else if (l->busy)
+		log_warn("task %s: %u of its processes skipped: %u already in %d tasks", t->task_id,
+			 l->busy, l->busy, SW_MAX_TASKS_PER_PROCESS);
+	if (l->ids_cut || l->pids_cut || t->ids_left_out)
+		log_warn("task %s: %u process id(s) and %u pid(s) left out: one task takes %d "
+			 "process ids and %d pids, in the order the backend lists them",
+			 t->task_id, l->ids_cut + t->ids_left_out, l->pids_cut, SW_MAX_PROCESSES,
+			 ROVER_MAX_PIDS);
+}
+
+/*
+ * How many of a process id's live pids, of n, a task with npids already may take; the rest
+ * counted in l.
+ */
+static int pids_room(uint32_t npids, int n, struct left_out *l)
+{
+	int room = ROVER_MAX_PIDS - (int)npids;
+
+	if (!room) {
+		l->ids_cut++;
+		l->pids_cut += (uint32_t)n;
+		return 0;
+	}
+	if (n > room)
+		l->pids_cut += (uint32_t)(n - room);
+	return n > room ? room : n;
+}
+
+/*
  * A NETWORK task: one rover task over every pid of its processes found here (upstream runs
- * one analysis for all of them). Processes already in SW_MAX_TASKS_PER_PROCESS tasks are left
- * out. Returns 1 when it started, 0 when it could not.
+ * one analysis for all of them). Processes already in SW_MAX_NET_TASKS_PER_PROCESS NETWORK
+ * tasks are left out, and so is what is over ROVER_MAX_PIDS pids. Returns 1 when it started,
+ * 0 when it could not.
  */
 static int start_network(struct backend *b, const struct sw_task *t, uint64_t run_ms)
 {
 	struct msg_bk_net_start *m = calloc(1, sizeof(*m));
-	char (*ids)[SW_ID_LEN] = calloc(SW_MAX_PROCESSES, SW_ID_LEN);
-	uint32_t nids = 0, busy = 0, cut = 0;
+	int32_t *all = calloc(COUNT_PIDS_MAX, sizeof(*all));
+	struct left_out l = { 0 };
 	int err, started = 0;
 
-	if (!m || !ids) {
+	if (!m || !all) {
 		log_warn("task %s: %s, skipping", t->task_id, strerror(ENOMEM));
 		goto cleanup;
 	}
 	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
 		const char *id = t->process_ids[i];
-		int n;
+		int n = discovery__pids_of(b->disc, id, all, COUNT_PIDS_MAX), take;
 
-		if (m->net.nprocs == ROVER_MAX_PIDS) {
-			cut++;
-			continue;
-		}
-		n = discovery__net_procs_of(b->disc, id, m->net.procs + m->net.nprocs,
-					    ROVER_MAX_PIDS - (int)m->net.nprocs);
 		if (n <= 0) {
 			log_info("task %s: process %s is not one of this host's, skipping it",
 				 t->task_id, id);
 			continue;
 		}
 		if (sw_runs__busy(&b->runs, id, TASK_NETWORK)) {
-			busy++;
-			memset(m->net.procs + m->net.nprocs, 0, (size_t)n * sizeof(m->net.procs[0]));
+			l.busy++;
 			continue;
 		}
-		memcpy(ids[nids++], id, SW_ID_LEN);
+		take = pids_room(m->net.nprocs, n, &l);
+		if (!take)
+			continue;
+		/* Taken again with the names: the set may have moved since, by a pid or two. */
+		n = discovery__net_procs_of(b->disc, id, m->net.procs + m->net.nprocs, take);
+		if (n <= 0)
+			continue;
+		ipc_strlcpy(m->out.process_id[m->out.nprocs++], id, sizeof(m->out.process_id[0]));
 		m->net.nprocs += (uint32_t)n;
 	}
-	if (cut)
-		log_warn("task %s: %u of its processes left out: over %d pids in one task",
-			 t->task_id, cut, ROVER_MAX_PIDS);
-	if (!nids) {
-		log_warn("task %s: all of its processes here are already in %d NETWORK task(s), "
-			 "skipping",
-			 t->task_id, SW_MAX_NET_TASKS_PER_PROCESS);
+	log_left_out(t, &l);
+	if (!m->out.nprocs) {
+		if (l.busy)
+			log_warn("task %s: all of its processes here are already in %d NETWORK "
+				 "task(s), skipping",
+				 t->task_id, SW_MAX_NET_TASKS_PER_PROCESS);
 		goto cleanup;
 	}
-	if (busy)
-		log_warn("task %s: %u of its processes left out: already in %d NETWORK task(s)",
-			 t->task_id, busy, SW_MAX_NET_TASKS_PER_PROCESS);
-	err = sw_runs__add_set(&b->runs, t->task_id, TASK_NETWORK, (const char(*)[SW_ID_LEN])ids,
-			       nids, now_unix_ms() + run_ms + RUN_GRACE_MS);
+	err = sw_runs__add_set(&b->runs, t->task_id, TASK_NETWORK,
+			       (const char(*)[SW_ID_LEN])m->out.process_id, m->out.nprocs,
+			       now_unix_ms() + run_ms + RUN_GRACE_MS);
 	if (err) {
 		log_warn("task %s: over the %d backend workers at once, skipping", t->task_id,
 			 SW_MAX_RUNS);
@@ -462,39 +506,39 @@ static int start_network(struct backend *b, const struct sw_task *t, uint64_t ru
 	m->out.type = TASK_NETWORK;
 	m->out.start_unix_ms = now_unix_ms();
 	ipc_strlcpy(m->out.sw_task_id, t->task_id, sizeof(m->out.sw_task_id));
-	ipc_strlcpy(m->out.process_id, ids[0], sizeof(m->out.process_id));
 	m->net.start_unix_ms = (int64_t)m->out.start_unix_ms;
 	ipc_strlcpy(m->net.sw_task_id, t->task_id, sizeof(m->net.sw_task_id));
 	m->net.nrules = t->nrules;
 	memcpy(m->net.rules, t->rules, sizeof(m->net.rules));
 	if (ipc_send(b->main_fd, MSG_BK_NET_START, m, sizeof(*m), -1)) {
 		log_warn("task %s: main loop unreachable", t->task_id);
-		sw_runs__ended(&b->runs, t->task_id, ids[0]);
+		sw_runs__ended(&b->runs, t->task_id, m->out.process_id[0]);
 		goto cleanup;
 	}
 	keep_running(b, t, run_ms);
 	log_info("task %s: NETWORK for %llu ms on %u process(es), %u pid(s), %u sampling rule(s)",
-		 t->task_id, (unsigned long long)run_ms, nids, m->net.nprocs, t->nrules);
+		 t->task_id, (unsigned long long)run_ms, m->out.nprocs, m->net.nprocs, t->nrules);
 	started = 1;
 cleanup:
 	free(m);
-	free(ids);
+	free(all);
 	return started;
 }
 
 /*
- * Starts t now for run_ms: one rover task per process id found on this host. Returns how many
- * started, or -ENOENT when none of its processes is known here (yet).
+ * Starts t now for run_ms: one rover task, so one worker, for all of its processes found here
+ * (upstream runs one profiler per task too), each flush uploaded per process id. Returns 1 when
+ * it started, 0 when it could not, -ENOENT when none of its processes is known here (yet).
  */
 static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_ms)
 {
-	int started = 0, known = 0, process_busy = 0, full = 0;
+	struct msg_bk_start *m;
+	struct left_out l = { 0 };
+	int32_t *all, one;
+	int known = 0, started = 0;
 
-	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
-		int32_t pids[ROVER_MAX_PIDS];
-
-		known += discovery__pids_of(b->disc, t->process_ids[i], pids, ROVER_MAX_PIDS) > 0;
-	}
+	for (uint32_t i = 0; i < t->nprocess_ids && !known; i++)
+		known = discovery__pids_of(b->disc, t->process_ids[i], &one, 1) > 0;
 	if (!known)
 		return -ENOENT;
 	/* A new task of the same identity replaces the one running. */
@@ -510,53 +554,67 @@ static int start_task(struct backend *b, const struct sw_task *t, uint64_t run_m
 	}
 	if (t->target_type == TASK_NETWORK)
 		return start_network(b, t, run_ms);
+	m = calloc(1, sizeof(*m));
+	all = calloc(COUNT_PIDS_MAX, sizeof(*all));
+	if (!m || !all) {
+		log_warn("task %s: %s, skipping", t->task_id, strerror(ENOMEM));
+		goto cleanup;
+	}
 	for (uint32_t i = 0; i < t->nprocess_ids; i++) {
-		struct msg_bk_start m = { 0 };
-		int n = discovery__pids_of(b->disc, t->process_ids[i], m.spec.pids, ROVER_MAX_PIDS);
+		const char *id = t->process_ids[i];
+		int n = discovery__pids_of(b->disc, id, all, COUNT_PIDS_MAX), take;
 
 		if (n <= 0) {
 			log_info("task %s: process %s is not one of this host's, skipping it",
-				 t->task_id, t->process_ids[i]);
+				 t->task_id, id);
 			continue;
 		}
-		switch (sw_runs__add(&b->runs, t->task_id, t->process_ids[i],
-				     now_unix_ms() + run_ms + RUN_GRACE_MS)) {
-		case -EBUSY:
-			process_busy++;
-			continue;
-		case -ENOSPC:
-			full++;
+		if (sw_runs__busy(&b->runs, id, t->target_type)) {
+			l.busy++;
 			continue;
 		}
-		m.spec.type = t->target_type;
-		m.spec.format = FORMAT_FOLDED;
-		m.spec.npids = (uint32_t)n;
-		m.spec.duration_ms = worker_ms(run_ms);
-		m.spec.period_us = (uint32_t)b->cfg->profiling.dump_period_us;
-		m.spec.flush_ms = (uint32_t)b->cfg->profiling.flush_interval_ms;
-		m.out.type = t->target_type;
-		m.out.start_unix_ms = now_unix_ms();
-		ipc_strlcpy(m.out.sw_task_id, t->task_id, sizeof(m.out.sw_task_id));
-		ipc_strlcpy(m.out.process_id, t->process_ids[i], sizeof(m.out.process_id));
-		if (ipc_send(b->main_fd, MSG_BK_START, &m, sizeof(m), -1)) {
-			log_warn("task %s: main loop unreachable", t->task_id);
-			sw_runs__ended(&b->runs, t->task_id, t->process_ids[i]);
-			continue;
+		take = pids_room(m->spec.npids, n, &l);
+		for (int k = 0; k < take; k++) {
+			m->out.pid_proc[m->out.npids++] =
+				(struct msg_bk_pid){ .pid = all[k], .proc = m->out.nprocs };
+			m->spec.pids[m->spec.npids++] = all[k];
 		}
-		started++;
+		if (take)
+			ipc_strlcpy(m->out.process_id[m->out.nprocs++], id,
+				    sizeof(m->out.process_id[0]));
 	}
 	/* Not kept to retry: a backend that asks for more than the bounds is not waited for. */
-	if (process_busy || full)
-		log_warn("task %s: %d of its processes skipped: %d already in %d tasks, %d over "
-			 "the %d backend workers at once",
-			 t->task_id, process_busy + full, process_busy, SW_MAX_TASKS_PER_PROCESS,
-			 full, SW_MAX_RUNS);
-	if (started)
-		keep_running(b, t, run_ms);
-	if (started)
-		log_info("task %s: %s for %llu ms on %d process(es)", t->task_id,
-			 t->target_type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU",
-			 (unsigned long long)run_ms, started);
+	log_left_out(t, &l);
+	if (!m->out.nprocs)
+		goto cleanup;
+	if (sw_runs__add_set(&b->runs, t->task_id, t->target_type,
+			     (const char(*)[SW_ID_LEN])m->out.process_id, m->out.nprocs,
+			     now_unix_ms() + run_ms + RUN_GRACE_MS)) {
+		log_warn("task %s: over the %d backend workers at once, skipping", t->task_id,
+			 SW_MAX_RUNS);
+		goto cleanup;
+	}
+	m->spec.type = t->target_type;
+	m->spec.format = FORMAT_FOLDED;
+	m->spec.duration_ms = worker_ms(run_ms);
+	m->spec.period_us = (uint32_t)b->cfg->profiling.dump_period_us;
+	m->spec.flush_ms = (uint32_t)b->cfg->profiling.flush_interval_ms;
+	m->out.type = t->target_type;
+	m->out.start_unix_ms = now_unix_ms();
+	ipc_strlcpy(m->out.sw_task_id, t->task_id, sizeof(m->out.sw_task_id));
+	if (ipc_send(b->main_fd, MSG_BK_START, m, sizeof(*m), -1)) {
+		log_warn("task %s: main loop unreachable", t->task_id);
+		sw_runs__ended(&b->runs, t->task_id, m->out.process_id[0]);
+		goto cleanup;
+	}
+	keep_running(b, t, run_ms);
+	log_info("task %s: %s for %llu ms on %u process(es), %u pid(s), one worker", t->task_id,
+		 t->target_type == TASK_ON_CPU ? "ON_CPU" : "OFF_CPU", (unsigned long long)run_ms,
+		 m->out.nprocs, m->spec.npids);
+	started = 1;
+cleanup:
+	free(m);
+	free(all);
 	return started;
 }
 
@@ -738,12 +796,15 @@ static void drain_main(struct backend *b)
 		    ipc_check_str(e->process_id, sizeof(e->process_id)))
 			break;
 		sw_runs__ended(&b->runs, e->sw_task_id, e->process_id);
+		/* " done: N samples": the tests and the soak read that number. */
 		if (e->err)
 			log_warn("task %s on process %s failed (%s)", e->sw_task_id, e->process_id,
 				 strerror(e->err));
 		else
-			log_info("task %s on process %s done: %llu samples uploaded or queued",
-				 e->sw_task_id, e->process_id, (unsigned long long)e->samples);
+			log_info("task %s on process %s done: %llu samples uploaded or queued, "
+				 "%llu counted in the kernel, %u process id(s)",
+				 e->sw_task_id, e->process_id, (unsigned long long)e->samples,
+				 (unsigned long long)e->kernel_samples, e->nprocs);
 	}
 	ipc_msg_release(&msg);
 }
@@ -812,7 +873,8 @@ static int cont_monitor(void *ctx, const char *name, const char (*ids)[SW_ID_LEN
 	m->out.type = TASK_NETWORK;
 	m->out.start_unix_ms = now_unix_ms();
 	ipc_strlcpy(m->out.sw_task_id, name, sizeof(m->out.sw_task_id));
-	ipc_strlcpy(m->out.process_id, ids[0], sizeof(m->out.process_id));
+	ipc_strlcpy(m->out.process_id[0], ids[0], sizeof(m->out.process_id[0]));
+	m->out.nprocs = 1;
 	m->net.start_unix_ms = (int64_t)m->out.start_unix_ms;
 	ipc_strlcpy(m->net.sw_task_id, name, sizeof(m->net.sw_task_id));
 	if (ipc_send(b->main_fd, MSG_BK_NET_START, m, sizeof(*m), -1))

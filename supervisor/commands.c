@@ -116,16 +116,19 @@ static int parse_ids(const char *v, struct sw_task *t, char *why, size_t whylen)
 		if ((size_t)(e - s) >= SW_ID_LEN || has_control(s, (size_t)(e - s)))
 			return why_set(why, whylen, "ProcessId: bad process id in '%s'",
 				       shown(v, buf));
-		if (t->nprocess_ids == SW_MAX_PROCESSES)
-			return why_set(why, whylen, "ProcessId: more than %d process ids in '%s'",
-				       SW_MAX_PROCESSES, shown(v, buf));
-		memcpy(t->process_ids[t->nprocess_ids], s, (size_t)(e - s));
-		t->process_ids[t->nprocess_ids][e - s] = '\0';
-		for (uint32_t i = 0; i < t->nprocess_ids; i++)
-			if (!strcmp(t->process_ids[i], t->process_ids[t->nprocess_ids]))
-				return why_set(why, whylen, "ProcessId: process id given twice in '%s'",
-					       shown(v, buf));
-		t->nprocess_ids++;
+		if (t->nprocess_ids == SW_MAX_PROCESSES) {
+			/* Still checked above, so a bad one anywhere is refused as before. */
+			t->ids_left_out++;
+		} else {
+			memcpy(t->process_ids[t->nprocess_ids], s, (size_t)(e - s));
+			t->process_ids[t->nprocess_ids][e - s] = '\0';
+			for (uint32_t i = 0; i < t->nprocess_ids; i++)
+				if (!strcmp(t->process_ids[i], t->process_ids[t->nprocess_ids]))
+					return why_set(why, whylen,
+						       "ProcessId: process id given twice in '%s'",
+						       shown(v, buf));
+			t->nprocess_ids++;
+		}
 		if (!comma)
 			return 0;
 		p = comma + 1;

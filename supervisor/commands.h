@@ -15,13 +15,19 @@
 #include "common/msg.h"
 
 #define SW_ID_LEN 256       /* longest TaskId / ProcessId accepted, NUL included */
-#define SW_MAX_PROCESSES 16 /* process ids per task */
+/*
+ * Process ids a task takes: as many as the pids one worker profiles (ROVER_MAX_PIDS), since a
+ * task runs one worker for all of its processes. The OAP lists every process of the service
+ * or instance; those past this many are counted (ids_left_out), not refused.
+ */
+#define SW_MAX_PROCESSES ROVER_MAX_PIDS
 
 /* One EBPFProfilingTaskQuery command. */
 struct sw_task {
 	char task_id[SW_ID_LEN];
 	char process_ids[SW_MAX_PROCESSES][SW_ID_LEN];
 	uint32_t nprocess_ids;
+	uint32_t ids_left_out; /* process ids the command listed past SW_MAX_PROCESSES */
 	uint64_t update_time_ms;
 	uint32_t target_type; /* enum task_type (common/msg.h) */
 	uint64_t start_time_ms;
@@ -43,7 +49,8 @@ struct sw_task {
  * Parses one command. 0 with ret_task filled; -ENOENT when cmd is not an
  * "EBPFProfilingTaskQuery" (not ours to run here); -EINVAL with why naming the arg and value
  * (missing TaskId, non-numeric TaskUpdateTime, TriggerType other than FIXED_TIME, unknown
- * TargetType, too many or empty process ids, an oversized value...).
+ * TargetType, empty or repeated process ids, an oversized value...). Process ids past
+ * SW_MAX_PROCESSES are counted in ids_left_out, the first ones kept.
  *
  * ExtensionConfigJSON: "", "null" or an object. Of ON_CPU and OFF_CPU tasks it must be valid
  * (else -EINVAL) and is otherwise unused. Of NETWORK tasks it is read into rules: absent or null
@@ -96,8 +103,8 @@ int sw_task__cap_duration(struct sw_task *t, uint32_t max_s);
 uint32_t sw_task__capture_bytes(const struct sw_task *t);
 
 /*
- * What one backend can make this host run at once. An ON_CPU or OFF_CPU task runs one worker
- * per process id (up to SW_MAX_PROCESSES of them), a NETWORK task one worker for all; the
+ * What one backend can make this host run at once. A task runs one worker for all of its
+ * processes here (up to ROVER_MAX_PIDS pids); the
  * supervisor and the launcher hold 32 tasks and workers in all (MAX_TASKS, MAX_WORKERS). The
  * backend gets half: the rest is for local `rover profile` tasks and for replaced workers that
  * are still finishing.
@@ -108,7 +115,7 @@ uint32_t sw_task__capture_bytes(const struct sw_task *t);
 /* NETWORK tasks are counted apart: one of them on a process, besides its profiling tasks. */
 #define SW_MAX_NET_TASKS_PER_PROCESS 1
 
-/* One worker the backend started: a task on one process id, or (NETWORK) on several. */
+/* One worker the backend started: a task on its process ids here. */
 struct sw_run {
 	char task_id[SW_ID_LEN];
 	char process_ids[SW_MAX_PROCESSES][SW_ID_LEN]; /* [0] names the run */

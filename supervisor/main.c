@@ -169,10 +169,12 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 	if (t->client >= 0)
 		ipc_send(t->client, MSG_CTL_DONE, &d, sizeof(d), -1);
 	if (t->backend && s->bk_fd >= 0) {
-		struct msg_bk_ended e = { .err = d.err, .samples = t->out.samples };
+		struct msg_bk_ended e = { .err = d.err, .samples = t->out.samples,
+					  .kernel_samples = d.kernel_samples,
+					  .nprocs = t->bk.nprocs };
 
 		ipc_strlcpy(e.sw_task_id, t->bk.sw_task_id, sizeof(e.sw_task_id));
-		ipc_strlcpy(e.process_id, t->bk.process_id, sizeof(e.process_id));
+		ipc_strlcpy(e.process_id, t->bk.process_id[0], sizeof(e.process_id));
 		ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
 	}
 	close_fd(&t->worker);
@@ -381,7 +383,8 @@ static void backend_refuse(struct supervisor *s, const struct msg_output_backend
 
 	log_warn("backend task %s: %s", out->sw_task_id, why);
 	ipc_strlcpy(e.sw_task_id, out->sw_task_id, sizeof(e.sw_task_id));
-	ipc_strlcpy(e.process_id, out->process_id, sizeof(e.process_id));
+	ipc_strlcpy(e.process_id, out->process_id[0], sizeof(e.process_id));
+	e.nprocs = out->nprocs;
 	ipc_send(s->bk_fd, MSG_BK_ENDED, &e, sizeof(e), -1);
 }
 
@@ -408,9 +411,34 @@ static int backend_start(struct supervisor *s, struct task_spec *spec,
 		return 0;
 	}
 	task_begin(s, t, spec, -1, NULL, out, net, -1);
-	log_info("task %llu is backend task %s for process %s%s",
-		 (unsigned long long)t->spec.task_id, out->sw_task_id, out->process_id,
-		 net ? " and the others of its instance" : "");
+	log_info("task %llu is backend task %s for process %s%s (%u pid(s))",
+		 (unsigned long long)t->spec.task_id, out->sw_task_id, out->process_id[0],
+		 net ? " and the others of its instance"
+		 : out->nprocs > 1 ? " and the others it names" : "", t->spec.npids);
+	return 0;
+}
+
+/*
+ * A backend task's identity from our own threads, checked as a peer's would be: its process
+ * ids, and a process id for each pid of spec that it names (the shipper uploads by them).
+ */
+static int check_bk_out(const struct msg_output_backend *o, const struct task_spec *spec)
+{
+	if (ipc_check_str(o->sw_task_id, sizeof(o->sw_task_id)) || !o->nprocs ||
+	    o->nprocs > ROVER_MAX_PIDS || o->npids > ROVER_MAX_PIDS)
+		return -EPROTO;
+	for (uint32_t i = 0; i < o->nprocs; i++)
+		if (ipc_check_str(o->process_id[i], sizeof(o->process_id[i])) ||
+		    !o->process_id[i][0])
+			return -EPROTO;
+	for (uint32_t i = 0; i < o->npids; i++) {
+		int known = 0;
+
+		for (uint32_t k = 0; k < spec->npids && k < ROVER_MAX_PIDS; k++)
+			known |= spec->pids[k] == o->pid_proc[i].pid;
+		if (!known || o->pid_proc[i].proc >= o->nprocs)
+			return -EPROTO;
+	}
 	return 0;
 }
 
@@ -419,8 +447,7 @@ static int check_net_start(const struct msg_bk_net_start *m)
 {
 	const struct msg_output_network *n = &m->net;
 
-	if (ipc_check_str(m->out.sw_task_id, sizeof(m->out.sw_task_id)) ||
-	    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)) ||
+	if (check_bk_out(&m->out, &m->spec) ||
 	    ipc_check_str(n->sw_task_id, sizeof(n->sw_task_id)) ||
 	    m->spec.type != TASK_NETWORK || n->nprocs > ROVER_MAX_PIDS ||
 	    n->nprocs != m->spec.npids || n->nrules > ROVER_NET_MAX_RULES || n->monitor > 1)
@@ -534,9 +561,7 @@ static int on_backend(struct supervisor *s)
 		const struct msg_bk_start *m = s->msg.buf;
 		struct task_spec spec = m->spec;
 
-		if (ipc_check_str(m->out.sw_task_id, sizeof(m->out.sw_task_id)) ||
-		    ipc_check_str(m->out.process_id, sizeof(m->out.process_id)) ||
-		    spec.type == TASK_NETWORK)
+		if (check_bk_out(&m->out, &spec) || spec.type == TASK_NETWORK)
 			return -EPROTO;
 		return backend_start(s, &spec, &m->out, NULL);
 	}

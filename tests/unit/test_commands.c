@@ -214,7 +214,7 @@ Test(commands, process_id_lists)
 {
 	struct cmd m;
 	struct sw_task t;
-	char many[64 * 4] = "";
+	char many[SW_MAX_PROCESSES * 8] = "";
 
 	make(&m, "ProcessId", "only");
 	t = parse_ok(&m);
@@ -240,9 +240,17 @@ Test(commands, process_id_lists)
 		sprintf(many + strlen(many), "%sp%d", i ? "," : "", i);
 	make(&m, "ProcessId", many);
 	cr_assert_eq(parse_ok(&m).nprocess_ids, SW_MAX_PROCESSES);
-	strcat(many, ",one-more");
+	/* One task takes SW_MAX_PROCESSES: the rest are counted, the task still runs. */
+	strcat(many, ",one-more,two-more");
 	make(&m, "ProcessId", many);
-	refused(&m, "ProcessId", "more than");
+	t = parse_ok(&m);
+	cr_assert_eq(t.nprocess_ids, SW_MAX_PROCESSES);
+	cr_assert_eq(t.ids_left_out, 2);
+	cr_assert_str_eq(t.process_ids[SW_MAX_PROCESSES - 1], "p63");
+	/* Ids past the bound are still checked: a bad one refuses the command. */
+	strcat(many, ",,");
+	make(&m, "ProcessId", many);
+	refused(&m, "ProcessId", "empty");
 
 	char longid[SW_ID_LEN + 1];
 	memset(longid, 'x', SW_ID_LEN);

@@ -81,7 +81,8 @@ static void set_backend(void)
 					 .start_unix_ms = 1700000000123ull };
 
 	snprintf(be.sw_task_id, sizeof(be.sw_task_id), "sw-task-1");
-	snprintf(be.process_id, sizeof(be.process_id), "sw-proc-9");
+	snprintf(be.process_id[0], sizeof(be.process_id[0]), "sw-proc-9");
+	be.nprocs = 1;
 	cr_assert_eq(ship_task__set_backend(task, &be), 0);
 }
 
@@ -288,6 +289,76 @@ Test(upload, flushes_before_the_output_is_known_wait_for_it)
 	task_end();
 }
 
+/*
+ * One worker for a task over several process ids: each flush goes out as one stream per process
+ * id, the pids of one id joined in it, whether the identity came before the flushes or after.
+ */
+Test(upload, one_stream_per_process_id_of_a_flush)
+{
+	struct task_spec spec = { .task_id = 7, .type = TASK_ON_CPU, .period_us = 9000, .npids = 3 };
+	struct msg_output_backend be = { .task_id = 7, .type = TASK_ON_CPU, .nprocs = 2,
+					 .start_unix_ms = 1700000000123ull, .npids = 3 };
+	struct ship_counts_hdr h = { .task_id = 7 };
+	struct ship_count c[3] = { { .ustack = -1, .kstack = 6, .value = 5 },
+				   { .ustack = -1, .kstack = 6, .value = 7 },
+				   { .ustack = -1, .kstack = 6, .value = 11 } };
+	uint64_t per_proc[2] = { 0 }, total = 0;
+	struct spool_batch b;
+	pdata *m[8];
+
+	/* Pids 1 and getppid() are the process id "pa", getpid() is "pb". */
+	spec.pids[0] = 1;
+	spec.pids[1] = getpid();
+	spec.pids[2] = getppid();
+	sym = symbolizer__new(&fd_opener_direct, 0);
+	task = ship_task__new(7);
+	cr_assert_eq(ship_task__begin(task, &spec, sym), 0);
+	send_stacks();
+	for (int i = 0; i < 3; i++)
+		c[i].tgid = spec.pids[i];
+	/* The first flush before the identity is known, the second after. */
+	cr_assert_eq(ship_task__counts(task, &h, c, 3, sym), 0);
+	snprintf(be.sw_task_id, sizeof(be.sw_task_id), "sw-task-1");
+	snprintf(be.process_id[0], sizeof(be.process_id[0]), "pa");
+	snprintf(be.process_id[1], sizeof(be.process_id[1]), "pb");
+	be.pid_proc[0] = (struct msg_bk_pid){ .pid = 1, .proc = 0 };
+	be.pid_proc[1] = (struct msg_bk_pid){ .pid = getpid(), .proc = 1 };
+	be.pid_proc[2] = (struct msg_bk_pid){ .pid = getppid(), .proc = 0 };
+	cr_assert_eq(ship_task__set_backend(task, &be), 0);
+	cr_assert_eq(ship_task__counts(task, &h, c, 3, sym), 0);
+	for (int flush = 0; flush < 2; flush++) {
+		int seen[2] = { 0, 0 };
+
+		for (int k = 0; k < 2; k++) {
+			size_t n;
+			int proc;
+
+			cr_assert_eq(ship_task__next_batch(task, &b), 1, "flush %d stream %d", flush, k);
+			n = unpack_all(&b, m, 8);
+			cr_assert_not_null(m[0]->task);
+			cr_assert_str_eq(m[0]->task->taskid, "sw-task-1");
+			proc = !strcmp(m[0]->task->processid, "pb");
+			cr_assert(proc || !strcmp(m[0]->task->processid, "pa"), "%s",
+				  m[0]->task->processid);
+			cr_assert_eq(seen[proc]++, 0, "two streams of %s in one flush",
+				     m[0]->task->processid);
+			/* pa: pids 1 and getppid(), one message each; pb: getpid()'s one. */
+			cr_assert_eq(n, proc ? 1u : 2u);
+			for (size_t i = 1; i < n; i++)
+				cr_assert_null(m[i]->task, "only a stream's first message has it");
+			per_proc[proc] += b.samples;
+			total += b.samples;
+			free_all(m, n);
+			free(b.data);
+		}
+	}
+	cr_assert_eq(ship_task__next_batch(task, &b), 0);
+	cr_assert_eq(per_proc[0], 2 * (5 + 11));
+	cr_assert_eq(per_proc[1], 2 * 7);
+	cr_assert_eq(total, task->up_taken);
+	task_end();
+}
+
 Test(upload, file_output_builds_no_batches)
 {
 	struct ship_count f[] = { { .ustack = 5, .kstack = -1, .value = 2 } };
@@ -300,7 +371,8 @@ Test(upload, file_output_builds_no_batches)
 	send_counts(f, 1);
 	cr_assert_eq(task->npending, 0);
 	snprintf(be.sw_task_id, sizeof(be.sw_task_id), "x");
-	snprintf(be.process_id, sizeof(be.process_id), "y");
+	snprintf(be.process_id[0], sizeof(be.process_id[0]), "y");
+	be.nprocs = 1;
 	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO, "a task has one output");
 	cr_assert_eq(ship_task__next_batch(task, &b), 0);
 	task_end();
@@ -312,11 +384,26 @@ Test(upload, backend_identity_checked)
 
 	task_begin(TASK_ON_CPU);
 	memset(be.sw_task_id, 'a', sizeof(be.sw_task_id)); /* no NUL */
-	snprintf(be.process_id, sizeof(be.process_id), "p");
+	snprintf(be.process_id[0], sizeof(be.process_id[0]), "p");
+	be.nprocs = 1;
 	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO);
 	snprintf(be.sw_task_id, sizeof(be.sw_task_id), "t");
-	be.process_id[0] = '\0';
+	be.process_id[0][0] = '\0';
 	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO);
+	/* Process ids: some, each named, and every pid's one of them. */
+	snprintf(be.process_id[0], sizeof(be.process_id[0]), "p");
+	be.nprocs = 0;
+	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO);
+	be.nprocs = ROVER_MAX_PIDS + 1;
+	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO);
+	be.nprocs = 2;
+	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO, "process id 1 is empty");
+	snprintf(be.process_id[1], sizeof(be.process_id[1]), "q");
+	be.npids = 1;
+	be.pid_proc[0] = (struct msg_bk_pid){ .pid = 5, .proc = 2 };
+	cr_assert_eq(ship_task__set_backend(task, &be), -EPROTO, "pid 5 names no process id");
+	be.pid_proc[0].proc = 1;
+	cr_assert_eq(ship_task__set_backend(task, &be), 0);
 	task_end();
 }
 
