@@ -265,7 +265,7 @@ bench: deps
 	scripts/bench_continuous.sh
 	scripts/bench_discovery.sh
 
-# The endurance scenarios at full length (scripts/soak.sh: about 1 h 45 min; SOAK_SCALE=0.1
+# The endurance scenarios at full length (scripts/soak.sh: about 1 h 40 min; SOAK_SCALE=0.1
 # for a tenth), then 5 s of fuzzing per target. Not part of `make test`, which runs the same
 # scenarios short (tests/integration/test_endurance.c).
 soak: deps

@@ -33,10 +33,10 @@ for t in $SCENARIOS; do
 	echo "soak: $t"
 	# Criterion's own limit is a backstop: each test ends itself (alarm) past its length.
 	ROVER_SOAK=1 SOAK_REPORT="$REPORT" ROVER_BUILD="$B" ROVER_SRC="$PWD" \
-		"$B/tests/integration/runner" --jobs 1 --timeout 30000 --filter "endurance/$t" \
-		> "$B/soak/$t.log" 2>&1
+		"$B/tests/integration/runner" --jobs 1 --verbose --timeout 30000 \
+		--filter "endurance/$t" > "$B/soak/$t.log" 2>&1
 	rc=$?
-	grep -E '^\[(PASS|FAIL)\]|Assertion|^\[----\]   [^r]' "$B/soak/$t.log" | grep -v SKIP | head -40
+	grep -E '^\[(PASS|FAIL)\]|Assertion|^\[----\]   [^r]' "$B/soak/$t.log" | head -40
 	[ "$rc" -eq 0 ] || status=1
 done
 echo

@@ -1114,7 +1114,8 @@ Test(endurance, churn)
 	start_ready(churn_argv, tmp_path("churn.out"));
 	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(0, &oap_port);
-	/* Heartbeats every 5 s: each keepAlive lists the ~400 live churn processes. */
+	/* The churn is 10 entities of many processes each: what is reported changes little, and
+	 * keepAlive every 5 s keeps the OAP's record file small over an hour. */
 	agent = agent_start_hb("16MiB", "5s");
 	h = wait_reported(burner, 30000);
 	cr_assert_not_null(h, "soak-burn not reported:\n%s", slurp(tmp_path("rover.log"), NULL));
