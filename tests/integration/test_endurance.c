@@ -1254,22 +1254,22 @@ static void spool_usage(long *ret_files, long *ret_bytes)
 
 Test(endurance, backend_outage)
 {
-	long outage = size_of("SOAK_OUTAGE_S", 20, 600), every = soak_mode() ? 60 : 5;
-	long task_s = outage + 20, files, bytes, max_files = 0, max_bytes = 0, max_rss = 0;
-	/* 16 processes, each its own process id: 16 streams a flush, enough to fill the memory
+	long outage = size_of("SOAK_OUTAGE_S", 15, 600), every = soak_mode() ? 60 : 5;
+	long task_s = outage + 12, files, bytes, max_files = 0, max_bytes = 0, max_rss = 0;
+	/* 32 processes, each its own process id: 32 streams a flush, enough to fill the memory
 	 * spool in seconds. */
-	char *argv[] = { (char *)bin("tests/programs/many_burn"), "16", tag, "2000", NULL };
-	char id[64], up[128], down[128], ids[512] = "";
+	char *argv[] = { (char *)bin("tests/programs/many_burn"), "32", tag, "2000", NULL };
+	char id[64], up[128], down[128], ids[1024] = "";
 	struct task_end e;
 	struct upload_sum s;
-	pid_t shipper, kids[20];
+	pid_t shipper, kids[40];
 	double t_down, t_up, t_drained = -1, next;
 	int port2 = 0;
 
 	watchdog(outage + 300);
 	start_ready(argv, tmp_path("mb.out"));
-	cr_assert_eq(children_of(atoi(slurp(tmp_path("mb.out"), NULL) + 6), kids, 20), 16);
-	for (int k = 0; k < 16; k++)
+	cr_assert_eq(children_of(atoi(slurp(tmp_path("mb.out"), NULL) + 6), kids, 40), 32);
+	for (int k = 0; k < 32; k++)
 		sprintf(ids + strlen(ids), "%s@process:mb-%d", k ? "," : "", k);
 	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
 	oap = start_oap(0, &oap_port);
@@ -1288,7 +1288,7 @@ Test(endurance, backend_outage)
 		     slurp(tmp_path("rover.log"), NULL));
 	sleep_ms(3000);
 
-	say("\nbackend outage: %ld s in the middle of a %ld s ON_CPU task on 16 processes (flush "
+	say("\nbackend outage: %ld s in the middle of a %ld s ON_CPU task on 32 processes (flush "
 	    "every 1 s), spool: 64 KiB in memory, then files up to 64 MiB",
 	    outage, task_s);
 	say("| t (s) | OAP | spool batch files | spool bytes | shipper RSS MB |");
