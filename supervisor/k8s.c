@@ -663,6 +663,26 @@ out:
 	json_object_put(o);
 }
 
+/* Appends n bytes to x's buffer (room for a NUL kept). 0, or -ENOMEM. Callers check x->max. */
+static int xfer_append(struct xfer *x, const char *data, size_t n)
+{
+	if (x->len + n + 1 > x->cap) {
+		size_t cap = x->cap ? x->cap : 16384;
+		char *b;
+
+		while (cap < x->len + n + 1)
+			cap *= 2;
+		b = realloc(x->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		x->buf = b;
+		x->cap = cap;
+	}
+	memcpy(x->buf + x->len, data, n);
+	x->len += n;
+	return 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct kw *w = arg;
@@ -670,22 +690,9 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 
 	if (!x->lines) {
-		if (x->len + n > x->max)
-			return 0; /* too large: the transfer fails, w_done says so */
-		if (x->len + n + 1 > x->cap) {
-			size_t cap = x->cap ? x->cap : 65536;
-			char *b;
-
-			while (cap < x->len + n + 1)
-				cap *= 2;
-			b = realloc(x->buf, cap);
-			if (!b)
-				return 0;
-			x->buf = b;
-			x->cap = cap;
-		}
-		memcpy(x->buf + x->len, data, n);
-		x->len += n;
+		/* Too large, or no memory: the transfer fails, w_done says so. */
+		if (x->len + n > x->max || xfer_append(x, data, n))
+			return 0;
 		return n;
 	}
 	/* Watch: an answer other than 200 (a Status body) is not a stream; w_done says why. */
@@ -719,20 +726,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 			w->relist = 2;
 			return 0; /* ends this stream: w_done lists again */
 		}
-		if (x->len + take + 1 > x->cap) {
-			size_t cap = x->cap ? x->cap : 65536;
-			char *b;
-
-			while (cap < x->len + take + 1)
-				cap *= 2;
-			b = realloc(x->buf, cap);
-			if (!b)
-				return 0;
-			x->buf = b;
-			x->cap = cap;
-		}
-		memcpy(x->buf + x->len, data + off, take);
-		x->len += take;
+		if (xfer_append(x, data + off, take))
+			return 0;
 		off += take;
 		if (nl) {
 			w_line(w, x->buf, x->len);
@@ -899,22 +894,8 @@ static size_t on_get(char *data, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
 
-	if (x->len + n > x->max)
+	if (x->len + n > x->max || xfer_append(x, data, n))
 		return 0;
-	if (x->len + n + 1 > x->cap) {
-		size_t cap = x->cap ? x->cap : 16384;
-		char *b;
-
-		while (cap < x->len + n + 1)
-			cap *= 2;
-		b = realloc(x->buf, cap);
-		if (!b)
-			return 0;
-		x->buf = b;
-		x->cap = cap;
-	}
-	memcpy(x->buf + x->len, data, n);
-	x->len += n;
 	return n;
 }
 
