@@ -255,14 +255,22 @@ static __always_inline void stat_add(__u32 which, __u64 n)
 		*v += n;
 }
 
+/* The last bucket whose bound is <= v: a binary search, 6 steps for 34 buckets, not 33. */
 static __always_inline __u32 bucket_of(__u64 v)
 {
-	__u32 b = 0;
+	__u32 lo = 0, hi = NET_L4_BUCKETS;
 
-	for (__u32 i = 1; i < NET_L4_BUCKETS; i++)
-		if (v >= l4_bounds[i])
-			b = i;
-	return b;
+	for (int i = 0; i < 6; i++) {
+		__u32 mid = (lo + hi) / 2;
+
+		if (hi - lo <= 1)
+			break;
+		if (mid < NET_L4_BUCKETS && v >= l4_bounds[mid])
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static __always_inline void hist_add(__u32 *hist, __u64 v)
@@ -1137,13 +1145,6 @@ struct {
 	__uint(max_entries, 8192);
 } tls_calls SEC(".maps");
 
-/* Thread -> the call it runs (Go: the goroutine that entered on it). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u64);
-	__type(value, struct tls_ckey);
-	__uint(max_entries, 8192);
-} tls_tid SEC(".maps");
 
 /* (tgid, SSL object) -> the connection it was last joined to. */
 struct {
@@ -1153,13 +1154,25 @@ struct {
 	__uint(max_entries, 16384);
 } tls_sess SEC(".maps");
 
-/* Thread -> its last socket call that moved bytes (memory BIOs). */
+/*
+ * A thread: the TLS call it runs (Go: the goroutine that entered on it), and its last socket
+ * call that moved bytes (memory BIOs). One map, so that a socket call makes one lookup for
+ * both; only the thread itself writes its entry, in place (an LRU map's update takes its locks
+ * with interrupts off).
+ */
+struct tls_thread {
+	struct tls_ckey call; /* when in_call */
+	struct tls_bind last; /* when has_last */
+	__u8 in_call, has_last;
+	__u8 pad[6];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
-	__type(value, struct tls_bind);
+	__type(value, struct tls_thread);
 	__uint(max_entries, 8192);
-} last_sock SEC(".maps");
+} tls_threads SEC(".maps");
 
 static __always_inline void tls_mark(struct net_conn_state *st, __u8 lib)
 {
@@ -1202,10 +1215,10 @@ static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 
 				     struct net_conn_state *st, __u32 dir, __u64 now)
 {
 	struct tls_bind b = { .key = key, .sk = sk, .conn_id = st ? st->conn.id : 0, .fd = fd };
-	struct tls_ckey *ck = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
+	struct tls_thread *t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
 
-	if (ck) {
-		struct tls_call *c = bpf_map_lookup_elem(&tls_calls, ck);
+	if (t && t->in_call) {
+		struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &t->call);
 
 		if (c && c->tid == (__u32)pid_tgid && !c->bound) {
 			c->b = b;
@@ -1220,18 +1233,16 @@ static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 
 			}
 		}
 	}
-	if (st) {
-		struct tls_bind *l = bpf_map_lookup_elem(&last_sock, &pid_tgid);
+	if (!st)
+		return;
+	if (!t) {
+		struct tls_thread n = { .last = b, .has_last = 1 };
 
-		/*
-		 * In place when the thread has an entry (only this thread writes it): an LRU
-		 * map's update takes its locks with interrupts off, at every call.
-		 */
-		if (!l)
-			bpf_map_update_elem(&last_sock, &pid_tgid, &b, BPF_ANY);
-		else if (l->key != b.key || l->sk != b.sk || l->conn_id != b.conn_id ||
-			 l->fd != b.fd)
-			*l = b;
+		bpf_map_update_elem(&tls_threads, &pid_tgid, &n, BPF_ANY);
+	} else if (!t->has_last || t->last.key != b.key || t->last.sk != b.sk ||
+		   t->last.conn_id != b.conn_id || t->last.fd != b.fd) {
+		t->last = b;
+		t->has_last = 1;
 	}
 }
 
@@ -1728,11 +1739,14 @@ static __always_inline void tls_done(const struct tls_call *c, __u64 pid_tgid, _
 			st = conn_valid(&b);
 		}
 		/* An SSL object freed and made again at the same address names a new socket. */
-		if (!st && c->lib != NET_TLS_GO &&
-		    (p = bpf_map_lookup_elem(&last_sock, &pid_tgid))) {
-			b = *p;
-			st = conn_valid(&b);
-			adjacent = st != NULL;
+		if (!st && c->lib != NET_TLS_GO) {
+			struct tls_thread *t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+
+			if (t && t->has_last) {
+				b = t->last;
+				st = conn_valid(&b);
+				adjacent = st != NULL;
+			}
 		}
 	}
 	if (!st) {
@@ -1754,6 +1768,7 @@ static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 
 				      __u64 len, __u64 exlen, __u8 fn, __u8 lib)
 {
 	struct tls_call c = {};
+	struct tls_thread *t;
 
 	c.ssl = ssl;
 	c.buf = buf;
@@ -1770,7 +1785,15 @@ static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 
 		stat_add(NET_STAT_TLS_CALLS_FULL, 1);
 		return;
 	}
-	bpf_map_update_elem(&tls_tid, &pid_tgid, k, BPF_ANY);
+	t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (t) {
+		t->call = *k;
+		t->in_call = 1;
+	} else {
+		struct tls_thread n = { .call = *k, .in_call = 1 };
+
+		bpf_map_update_elem(&tls_threads, &pid_tgid, &n, BPF_ANY);
+	}
 }
 
 /* SSL_read, SSL_write and their _ex variants: entry (OpenSSL, BoringSSL, node's OpenSSL). */
@@ -1799,12 +1822,15 @@ int BPF_KRETPROBE(tls_exit, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), bytes;
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
 	struct tls_call *cp = bpf_map_lookup_elem(&tls_calls, &k), c;
+	struct tls_thread *t;
 
 	if (!cp)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
-	bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (t)
+		t->in_call = 0;
 	if (c.exlen) {
 		if ((int)ret != 1 || bpf_probe_read_user(&bytes, sizeof(bytes), (void *)c.exlen))
 			return 0;
@@ -1831,7 +1857,7 @@ int go_tls(struct pt_regs *ctx)
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = ctx->r14 };
 	struct tls_call *cp, c;
 	__u8 fn = cookie & 0xff;
-	struct tls_ckey *cur;
+	struct tls_thread *cur;
 	long n;
 
 	if (!is_target(pid_tgid >> 32))
@@ -1854,9 +1880,9 @@ int go_tls(struct pt_regs *ctx)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
-	cur = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
-	if (cur && cur->id == k.id)
-		bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	cur = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (cur && cur->in_call && cur->call.id == k.id)
+		cur->in_call = 0;
 	if (fn == NET_TLS_FN_GO_HS_RET) {
 		struct tls_ckey sess = { .tgid = pid_tgid >> 32, .id = c.ssl };
 
