@@ -432,6 +432,8 @@ static __always_inline struct head_rec *small_rec(struct net_conn_state *st, __u
 	h->rec.fn = fn;
 	h->rec.proto = st->conn.proto;
 	h->rec.dgram = 0;
+	h->rec.held = 0;
+	h->rec.held_end_ns = 0;
 	return h;
 }
 
@@ -479,11 +481,11 @@ static __always_inline void hold_flush(struct net_conn_state *st)
 
 /*
  * What st holds, taken for a call going dir: into s->buf when it goes the same way (its bytes
- * follow in one segment; returns their count, *ret_start the held call's start), else sent
- * alone ahead of it (0). An exchange takes it, so a call on another thread cannot send it too.
+ * follow in one segment; returns their count, with the held call's start and end in s->rec),
+ * else sent alone ahead of it (0). An exchange takes it, so a call on another thread cannot
+ * send it too.
  */
-static __always_inline __u32 hold_take(struct net_conn_state *st, __u32 dir, struct scratch *s,
-				       __u64 *ret_start)
+static __always_inline __u32 hold_take(struct net_conn_state *st, __u32 dir, struct scratch *s)
 {
 	__u64 n = __sync_lock_test_and_set(&st->hold_len, 0);
 
@@ -494,7 +496,8 @@ static __always_inline __u32 hold_take(struct net_conn_state *st, __u32 dir, str
 		return 0;
 	}
 	__builtin_memcpy(s->buf, st->hold, NET_HOLD_MAX);
-	*ret_start = st->hold_start_ns;
+	s->rec.start_ns = st->hold_start_ns;
+	s->rec.held_end_ns = st->hold_end_ns;
 	return n;
 }
 
@@ -896,7 +899,9 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		return;
 	/* Only a connection whose protocol is known holds bytes. */
 	if (st->hold_len)
-		held = hold_take(st, dir, s, &start);
+		held = hold_take(st, dir, s);
+	if (held)
+		start = s->rec.start_ns;
 	if (a->kind != K_SENDFILE && a->kind != K_NONE) {
 		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16
 			    : opts.capture_bytes > held ? opts.capture_bytes - held
@@ -1019,6 +1024,9 @@ send:
 	s->rec.fn = fn;
 	s->rec.proto = st->conn.proto;
 	s->rec.dgram = (st->conn.flags & NET_CONN_UDP) != 0;
+	s->rec.held = held;
+	if (!held)
+		s->rec.held_end_ns = 0;
 	len = s->rec.hdr.len;
 	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
 	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));

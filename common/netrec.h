@@ -201,7 +201,14 @@ struct net_rec_data {
 	__u8 fn;	/* enum net_fn */
 	__u8 proto;	/* enum net_proto when sent */
 	__u8 dgram;	/* 1: a UDP datagram, a whole message */
-	__u8 pad[2];
+	/*
+	 * The first `held` bytes (<= NET_HOLD_MAX) came from an earlier read of this direction
+	 * that returned at held_end_ns (start_ns is its entry): the program held them for this
+	 * call (struct net_conn_state). Each part's bytes are timed by their own read.
+	 */
+	__u8 held;
+	__u8 pad;
+	__u64 held_end_ns;
 };
 
 struct net_rec_close {
