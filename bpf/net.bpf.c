@@ -145,15 +145,30 @@ struct {
 	__uint(max_entries, 16384);
 } tuples SEC(".maps");
 
+/*
+ * 32 MiB: what the worker has not read yet waits here, and the worker waits for the shipper,
+ * which the scheduler may leave runnable but off the CPU for most of a second while the
+ * targets' threads wake each other (0.64 s seen on this 2-core VM under mariadb-slap, at
+ * 13 MB/s of records: 8 MiB overflowed).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, 32 << 20);
 } events SEC(".maps");
 
 struct scratch {
 	struct net_rec_data rec;
 	__u8 buf[2 * NET_CAPTURE_MAX];
+	/*
+	 * Payload bytes this CPU took from the flush's budget and has not sent yet: the shared
+	 * budget is touched once per BUDGET_CHUNK, not at every segment (its cache line would
+	 * move between CPUs at each call of a busy target). At most a chunk per CPU more than
+	 * the budget goes out in a flush.
+	 */
+	__s64 credit;
 };
+
+#define BUDGET_CHUNK (64 << 10)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -162,10 +177,13 @@ struct {
 	__uint(max_entries, 1);
 } scratch_map SEC(".maps");
 
-/* A record of the few bytes gathered before a call told the protocol (see capture()). */
+/*
+ * A record of a few bytes: those gathered before a call told the protocol, or those a
+ * connection held (see capture()).
+ */
 struct head_rec {
 	struct net_rec_data rec;
-	__u8 buf[8];
+	__u8 buf[NET_HOLD_MAX];
 };
 
 struct {
@@ -218,12 +236,21 @@ static const __u64 l4_bounds[NET_L4_BUCKETS] = {
 
 /*
  * The worker reads the ring buffer at least every 100 ms; a wakeup per record would cost more
- * than the record. It is woken early only once 2 MiB wait.
+ * than the record. It is woken early when a record of len bytes takes the ring past 2 MiB
+ * waiting, and again at each further MiB: a wakeup for every record past the mark (as once)
+ * is an interrupt each (irq_work, a self-IPI: 3-5 us on this VM's hypervisor), which made
+ * every call of a busy target dearer exactly while the worker was behind. A crossing two CPUs
+ * both miss is made up for at the next MiB, or by the worker's own 100 ms.
  */
-static __always_inline __u64 wake_flag(void)
+#define WAKE_AT (2ull << 20)
+
+static __always_inline __u64 wake_flag(__u64 len)
 {
-	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= (2 << 20) ? BPF_RB_FORCE_WAKEUP
-									 : BPF_RB_NO_WAKEUP;
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+
+	if (avail + len < WAKE_AT || (avail >> 20) == ((avail + len) >> 20))
+		return BPF_RB_NO_WAKEUP;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void stat_add(__u32 which, __u64 n)
@@ -234,14 +261,22 @@ static __always_inline void stat_add(__u32 which, __u64 n)
 		*v += n;
 }
 
+/* The last bucket whose bound is <= v: a binary search, 6 steps for 34 buckets, not 33. */
 static __always_inline __u32 bucket_of(__u64 v)
 {
-	__u32 b = 0;
+	__u32 lo = 0, hi = NET_L4_BUCKETS;
 
-	for (__u32 i = 1; i < NET_L4_BUCKETS; i++)
-		if (v >= l4_bounds[i])
-			b = i;
-	return b;
+	for (int i = 0; i < 6; i++) {
+		__u32 mid = (lo + hi) / 2;
+
+		if (hi - lo <= 1)
+			break;
+		if (mid < NET_L4_BUCKETS && v >= l4_bounds[mid])
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static __always_inline void hist_add(__u32 *hist, __u64 v)
@@ -380,6 +415,130 @@ static __always_inline void tuple_of(const struct net_conn *c, struct tuple *t)
 	t->family = c->family;
 }
 
+/* A segment of n <= NET_HOLD_MAX bytes, to be copied into the record's buf by the caller. */
+static __always_inline struct head_rec *small_rec(struct net_conn_state *st, __u32 dir, __u32 tgid,
+						  __u64 start, __u64 end, __u8 fn, __u32 n)
+{
+	struct head_rec *h;
+	__u32 zero = 0;
+
+	h = bpf_map_lookup_elem(&head_map, &zero);
+	if (!h)
+		return NULL;
+	h->rec.hdr.kind = NET_REC_DATA;
+	h->rec.hdr.len = sizeof(*h);
+	h->rec.conn_id = st->conn.id;
+	h->rec.start_ns = start;
+	h->rec.end_ns = end;
+	h->rec.seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
+	h->rec.tgid = tgid;
+	h->rec.actual = n;
+	h->rec.captured = n;
+	h->rec.dir = dir;
+	h->rec.fn = fn;
+	h->rec.proto = st->conn.proto;
+	h->rec.dgram = 0;
+	h->rec.held = 0;
+	h->rec.held_end_ns = 0;
+	return h;
+}
+
+static __always_inline void small_send(struct head_rec *h)
+{
+	if (bpf_ringbuf_output(&events, h, sizeof(*h), wake_flag(sizeof(*h)))) {
+		stat_add(NET_STAT_DATA_RINGBUF, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, h->rec.actual);
+	}
+}
+
+/* The bytes gathered in st->head as a segment of their own, ahead of the call that told. */
+static __always_inline void emit_head(struct net_conn_state *st, __u32 dir, __u32 tgid, __u64 now,
+				      __u8 fn)
+{
+	struct head_rec *h = small_rec(st, dir, tgid, now, now, fn, st->head_len & 7);
+
+	st->head_len = 0;
+	if (!h)
+		return;
+	__builtin_memcpy(h->buf, st->head, 8);
+	small_send(h);
+}
+
+/* The n bytes st held (taken already) as a segment of their own. */
+static __always_inline void hold_emit(struct net_conn_state *st, __u64 n)
+{
+	struct head_rec *h = small_rec(st, st->hold_dir, st->conn.tgid, st->hold_start_ns,
+				       st->hold_end_ns, st->hold_fn, n);
+
+	if (!h)
+		return;
+	__builtin_memcpy(h->buf, st->hold, NET_HOLD_MAX);
+	small_send(h);
+}
+
+/* What st holds, if anything: sent now, alone (a close, a TLS library's calls begin). */
+static __always_inline void hold_flush(struct net_conn_state *st)
+{
+	__u64 n = __sync_lock_test_and_set(&st->hold_len, 0);
+
+	if (n && n <= NET_HOLD_MAX)
+		hold_emit(st, n);
+}
+
+/*
+ * What st holds, taken for a call going dir: into s->buf when it goes the same way (its bytes
+ * follow in one segment; returns their count, with the held call's start and end in s->rec),
+ * else sent alone ahead of it (0). An exchange takes it, so a call on another thread cannot
+ * send it too.
+ */
+static __always_inline __u32 hold_take(struct net_conn_state *st, __u32 dir, struct scratch *s)
+{
+	__u64 n = __sync_lock_test_and_set(&st->hold_len, 0);
+
+	if (!n || n > NET_HOLD_MAX)
+		return 0;
+	if (st->hold_dir != dir) {
+		hold_emit(st, n);
+		return 0;
+	}
+	__builtin_memcpy(s->buf, st->hold, NET_HOLD_MAX);
+	s->rec.start_ns = st->hold_start_ns;
+	s->rec.held_end_ns = st->hold_end_ns;
+	return n;
+}
+
+/*
+ * Whether a read's bytes (all captured) may wait in st for the next call: a protocol we parse,
+ * a stream, and a small read that got exactly what it asked for, so that more of the same
+ * message follows at once (a header read before its body). A read that asked for more is a
+ * whole message, perhaps the last for a while: it goes now.
+ */
+static __always_inline int holdable(const struct net_conn_state *st, __u32 dir,
+				    const struct args *a, __u64 bytes, __u32 captured)
+{
+	return dir == NET_DIR_INGRESS && !(st->conn.flags & NET_CONN_UDP) &&
+	       (a->kind == K_READ || a->kind == K_RECVFROM) && bytes && bytes <= NET_HOLD_MAX &&
+	       captured == bytes && a->a2 == bytes;
+}
+
+/* Takes n payload bytes from the flush's budget (see struct scratch); 0, or -1: spent. */
+static __always_inline int budget_take(struct scratch *s, __u32 n)
+{
+	if (s->credit >= n) {
+		s->credit -= n;
+		return 0;
+	}
+	if (budget >= BUDGET_CHUNK) {
+		if (__sync_fetch_and_add(&budget, -BUDGET_CHUNK) >= BUDGET_CHUNK) {
+			s->credit += BUDGET_CHUNK - n;
+			return 0;
+		}
+		__sync_fetch_and_add(&budget, BUDGET_CHUNK);
+	}
+	/* The budget's last bytes, segment by segment. */
+	return __sync_fetch_and_add(&budget, -(__s64)n) < (__s64)n ? -1 : 0;
+}
+
 /* Sends the connection's last counters and forgets it. */
 static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64 now, __u64 exe)
 {
@@ -387,6 +546,7 @@ static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64
 	__u64 sk = st->sk;
 	struct tuple t;
 
+	hold_flush(st);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (r) {
 		r->hdr.kind = NET_REC_CLOSE;
@@ -395,7 +555,7 @@ static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64
 		r->conn.flags |= NET_CONN_CLOSED;
 		r->conn.close_ns = now;
 		r->conn.close_exe_ns = exe;
-		bpf_ringbuf_submit(r, wake_flag());
+		bpf_ringbuf_submit(r, wake_flag(sizeof(*r)));
 	} else {
 		stat_add(NET_STAT_CLOSE_RINGBUF, 1);
 	}
@@ -514,23 +674,27 @@ static __always_inline __u64 mmsg_bytes(__u64 vec, long n)
 	return total;
 }
 
-/* Copies up to want bytes of the call's payload into s->buf; returns the bytes copied. */
 /*
+ * Copies up to want bytes of the call's payload into s->buf after the at bytes already there
+ * (held ones, at most NET_HOLD_MAX; at + want <= NET_CAPTURE_MAX); returns the bytes copied.
  * A global function: verified once, its loop walked once, not at every call site (inlined with
  * COPY_IOV iovecs, the socket programs passed the verifier's bound).
  */
-__noinline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 want)
+__noinline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 want, __u32 at)
 {
-	__u64 w = want, off = 0;
+	__u64 w = want, off = 0, a = at, pos;
 
 	if (!s || !b)
 		return 0;
 	/* Bounds the verifier keeps: its arguments are unknown 64-bit values here. */
 	asm volatile("%[w] &= 0x1fff" : [w] "+r"(w));
-	if (w > NET_CAPTURE_MAX)
-		w = NET_CAPTURE_MAX;
+	asm volatile("%[a] &= 0x1f" : [a] "+r"(a));
+	if (a > NET_HOLD_MAX)
+		return 0;
+	if (w > NET_CAPTURE_MAX - a)
+		w = NET_CAPTURE_MAX - a;
 	if (b->base) {
-		if (!w || bpf_probe_read_user(s->buf, w, (void *)b->base))
+		if (!w || bpf_probe_read_user(s->buf + a, w, (void *)b->base))
 			return 0;
 		return w;
 	}
@@ -543,11 +707,14 @@ __noinline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 wan
 		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(b->iov + i * sizeof(iov))))
 			break;
 		len = iov.iov_len < w - off ? iov.iov_len : w - off;
+		/* a + off < NET_CAPTURE_MAX: the masks change nothing but the verifier's view. */
 		asm volatile("%[o] &= 0xfff" : [o] "+r"(off));
+		pos = a + off;
+		asm volatile("%[p] &= 0xfff" : [p] "+r"(pos));
 		asm volatile("%[l] &= 0x1fff" : [l] "+r"(len));
 		if (len > NET_CAPTURE_MAX)
 			len = NET_CAPTURE_MAX;
-		if (len && bpf_probe_read_user(s->buf + off, len, iov.iov_base))
+		if (len && bpf_probe_read_user(s->buf + pos, len, iov.iov_base))
 			break;
 		off += len;
 	}
@@ -723,59 +890,45 @@ static __always_inline __u32 dir_of(__u32 kind)
  * detecting the protocol first while it is not known (tries: the calls seen so far). a->kind
  * K_NONE: bytes moved by a call whose buffer is unknown (sent as a gap of that size).
  */
-/* The bytes gathered in st->head as a segment of their own, ahead of the call that told. */
-static __always_inline void emit_head(struct net_conn_state *st, __u32 dir, __u32 tgid, __u64 now,
-				      __u8 fn)
-{
-	struct head_rec *h;
-	__u32 zero = 0, n = st->head_len & 7;
-
-	h = bpf_map_lookup_elem(&head_map, &zero);
-	if (!h)
-		return;
-	__builtin_memcpy(h->buf, st->head, 8);
-	h->rec.hdr.kind = NET_REC_DATA;
-	h->rec.hdr.len = sizeof(*h);
-	h->rec.conn_id = st->conn.id;
-	h->rec.start_ns = now;
-	h->rec.end_ns = now;
-	h->rec.seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
-	h->rec.tgid = tgid;
-	h->rec.actual = n;
-	h->rec.captured = n;
-	h->rec.dir = dir;
-	h->rec.fn = fn;
-	h->rec.proto = st->conn.proto;
-	h->rec.dgram = 0;
-	if (bpf_ringbuf_output(&events, h, sizeof(*h), wake_flag())) {
-		stat_add(NET_STAT_DATA_RINGBUF, 1);
-		stat_add(NET_STAT_DATA_BYTES_LOST, n);
-	}
-	st->head_len = 0;
-}
-
 static __always_inline void capture(struct net_conn_state *st, __u32 dir, const struct args *a,
 				    __u64 bytes, __u32 tgid, __u64 now, __u64 tries, __u8 fn)
 {
+	__u32 zero = 0, captured = 0, held = 0, len;
+	__u64 seq, start = a->ts ? a->ts : now;
 	struct scratch *s;
 	struct bufs b = {};
-	__u32 zero = 0, captured = 0, len;
-	__u64 seq;
 
 	if (st->conn.proto == NET_PROTO_NONE)
 		return;
 	s = bpf_map_lookup_elem(&scratch_map, &zero);
 	if (!s)
 		return;
+	/* Only a connection whose protocol is known holds bytes. */
+	if (st->hold_len)
+		held = hold_take(st, dir, s);
+	if (held)
+		start = s->rec.start_ns;
 	if (a->kind != K_SENDFILE && a->kind != K_NONE) {
-		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16 : opts.capture_bytes;
+		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16
+			    : opts.capture_bytes > held ? opts.capture_bytes - held
+							   : 0;
 
 		if (bytes < want)
 			want = bytes;
 		if (bufs_of(a, &b) == 0)
-			captured = copy_payload(s, &b, want);
+			captured = copy_payload(s, &b, want, held);
 		if (captured < want)
 			stat_add(NET_STAT_READ_FAULT, want - captured);
+	}
+	if (st->conn.proto != NET_PROTO_UNKNOWN && !held && holdable(st, dir, a, bytes, captured)) {
+		__builtin_memcpy(st->hold, s->buf, NET_HOLD_MAX);
+		st->hold_start_ns = start;
+		st->hold_end_ns = now;
+		st->hold_dir = dir;
+		st->hold_fn = fn;
+		/* Two threads reading one stream at once: the one that could not hold sends. */
+		if (__sync_val_compare_and_swap(&st->hold_len, 0, (__u64)captured) == 0)
+			return;
 	}
 	if (st->conn.proto == NET_PROTO_UNKNOWN) {
 		__u8 p;
@@ -847,13 +1000,16 @@ detected:
 		if (bytes > captured && opts.capture_bytes > captured) {
 			__u32 want = opts.capture_bytes < bytes ? opts.capture_bytes : bytes;
 
-			captured = copy_payload(s, &b, want);
+			captured = copy_payload(s, &b, want, 0);
 		}
 	}
 
 send:
+	/* The held bytes lead this segment. */
+	captured += held;
+	bytes += held;
 	seq = __sync_fetch_and_add(&st->conn.data_seq[dir & 1], 1) + 1;
-	if (__sync_fetch_and_add(&budget, -(__s64)captured) < (__s64)captured) {
+	if (budget_take(s, captured)) {
 		stat_add(NET_STAT_DATA_BUDGET, 1);
 		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
 		return;
@@ -864,7 +1020,7 @@ send:
 	s->rec.hdr.kind = NET_REC_DATA;
 	s->rec.hdr.len = (sizeof(s->rec) + captured + 7) & ~7u;
 	s->rec.conn_id = st->conn.id;
-	s->rec.start_ns = a->ts ? a->ts : now;
+	s->rec.start_ns = start;
 	s->rec.end_ns = now;
 	s->rec.seq = seq;
 	s->rec.tgid = tgid;
@@ -874,10 +1030,13 @@ send:
 	s->rec.fn = fn;
 	s->rec.proto = st->conn.proto;
 	s->rec.dgram = (st->conn.flags & NET_CONN_UDP) != 0;
+	s->rec.held = held;
+	if (!held)
+		s->rec.held_end_ns = 0;
 	len = s->rec.hdr.len;
 	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
 	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
-	if (bpf_ringbuf_output(&events, s, len, wake_flag())) {
+	if (bpf_ringbuf_output(&events, s, len, wake_flag(len))) {
 		stat_add(NET_STAT_DATA_RINGBUF, 1);
 		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
 	}
@@ -1000,13 +1159,6 @@ struct {
 	__uint(max_entries, 8192);
 } tls_calls SEC(".maps");
 
-/* Thread -> the call it runs (Go: the goroutine that entered on it). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u64);
-	__type(value, struct tls_ckey);
-	__uint(max_entries, 8192);
-} tls_tid SEC(".maps");
 
 /* (tgid, SSL object) -> the connection it was last joined to. */
 struct {
@@ -1016,18 +1168,32 @@ struct {
 	__uint(max_entries, 16384);
 } tls_sess SEC(".maps");
 
-/* Thread -> its last socket call that moved bytes (memory BIOs). */
+/*
+ * A thread: the TLS call it runs (Go: the goroutine that entered on it), and its last socket
+ * call that moved bytes (memory BIOs). One map, so that a socket call makes one lookup for
+ * both; only the thread itself writes its entry, in place (an LRU map's update takes its locks
+ * with interrupts off).
+ */
+struct tls_thread {
+	struct tls_ckey call; /* when in_call */
+	struct tls_bind last; /* when has_last */
+	__u8 in_call, has_last;
+	__u8 pad[6];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);
-	__type(value, struct tls_bind);
+	__type(value, struct tls_thread);
 	__uint(max_entries, 8192);
-} last_sock SEC(".maps");
+} tls_threads SEC(".maps");
 
 static __always_inline void tls_mark(struct net_conn_state *st, __u8 lib)
 {
 	if (st->conn.flags & NET_CONN_TLS)
 		return;
+	/* Bytes held from the wire (a handshake's) go before the plaintext's. */
+	hold_flush(st);
 	st->conn.flags |= NET_CONN_TLS;
 	st->conn.tls_lib = lib;
 	st->head_len = 0;
@@ -1047,6 +1213,7 @@ static __always_inline void tls_emit(const struct tls_call *c, struct net_conn_s
 	tries = __sync_fetch_and_add(&st->conn.tls_calls, 1) + 1;
 	a.kind = K_READ;
 	a.a1 = c->buf;
+	a.a2 = c->len; /* asked for: see holdable() */
 	a.ts = c->ts;
 	capture(st, c->dir, &a, bytes, tgid, now, tries,
 		c->dir == NET_DIR_EGRESS ? NET_FN_TLS_WRITE : NET_FN_TLS_READ);
@@ -1062,10 +1229,10 @@ static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 
 				     struct net_conn_state *st, __u32 dir, __u64 now)
 {
 	struct tls_bind b = { .key = key, .sk = sk, .conn_id = st ? st->conn.id : 0, .fd = fd };
-	struct tls_ckey *ck = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
+	struct tls_thread *t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
 
-	if (ck) {
-		struct tls_call *c = bpf_map_lookup_elem(&tls_calls, ck);
+	if (t && t->in_call) {
+		struct tls_call *c = bpf_map_lookup_elem(&tls_calls, &t->call);
 
 		if (c && c->tid == (__u32)pid_tgid && !c->bound) {
 			c->b = b;
@@ -1080,8 +1247,17 @@ static __always_inline void tls_note(__u64 pid_tgid, __u64 key, __u64 sk, __s32 
 			}
 		}
 	}
-	if (st)
-		bpf_map_update_elem(&last_sock, &pid_tgid, &b, BPF_ANY);
+	if (!st)
+		return;
+	if (!t) {
+		struct tls_thread n = { .last = b, .has_last = 1 };
+
+		bpf_map_update_elem(&tls_threads, &pid_tgid, &n, BPF_ANY);
+	} else if (!t->has_last || t->last.key != b.key || t->last.sk != b.sk ||
+		   t->last.conn_id != b.conn_id || t->last.fd != b.fd) {
+		t->last = b;
+		t->has_last = 1;
+	}
 }
 
 static __always_inline void on_data(const struct args *a, __u32 tgid, long ret, __u64 now)
@@ -1249,6 +1425,31 @@ static __always_inline long mmsg_next(__u64 pid_tgid, __u64 vec, __u64 vlen)
 	return n.idx;
 }
 
+/*
+ * The system call's number and arguments, from the registers bpf_task_pt_regs() gives: a BTF
+ * pointer, read with plain loads (BPF_CORE_READ is a bpf_probe_read_kernel() call each, five
+ * a call).
+ */
+#if defined(__TARGET_ARCH_x86)
+#define REGS_NR(r) ((long)(r)->orig_ax)
+#define REGS_ARG1(r) ((r)->di)
+#define REGS_ARG2(r) ((r)->si)
+#define REGS_ARG3(r) ((r)->dx)
+#define REGS_ARG5(r) ((r)->r8)
+#elif defined(__TARGET_ARCH_arm64)
+#define REGS_NR(r) ((long)(r)->regs[8])
+#define REGS_ARG1(r) ((r)->orig_x0)
+#define REGS_ARG2(r) ((r)->regs[1])
+#define REGS_ARG3(r) ((r)->regs[2])
+#define REGS_ARG5(r) ((r)->regs[4])
+#else
+#define REGS_NR(r) syscall_nr(r)
+#define REGS_ARG1(r) PT_REGS_PARM1_CORE_SYSCALL(r)
+#define REGS_ARG2(r) PT_REGS_PARM2_CORE_SYSCALL(r)
+#define REGS_ARG3(r) PT_REGS_PARM3_CORE_SYSCALL(r)
+#define REGS_ARG5(r) PT_REGS_PARM5_CORE_SYSCALL(r)
+#endif
+
 static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32 dir)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, key = (__u64)sk;
@@ -1270,12 +1471,12 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (ret < 0) {
 		/* A TLS library's read that would block still names its socket. */
-		fd = kind_of(syscall_nr(regs)) != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
+		fd = kind_of(REGS_NR(regs)) != K_NONE ? (__s32)REGS_ARG1(regs) : -1;
 		tls_note(pid_tgid, key, key, fd, NULL, dir, 0);
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	kind = kind_of(syscall_nr(regs));
+	kind = kind_of(REGS_NR(regs));
 	/*
 	 * A vector of messages fires once per message: which buffer is known for a vector of
 	 * one, and for sendmmsg by counting (it sends them in order, and a thread's next call
@@ -1283,19 +1484,18 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	 * fewer than it asks for.
 	 */
 	if (kind == K_SENDMMSG && dir == NET_DIR_EGRESS)
-		mmsg_idx = mmsg_next(pid_tgid, PT_REGS_PARM2_CORE_SYSCALL(regs),
-				     PT_REGS_PARM3_CORE_SYSCALL(regs));
-	else if (kind == K_RECVMMSG && PT_REGS_PARM3_CORE_SYSCALL(regs) != 1)
+		mmsg_idx = mmsg_next(pid_tgid, REGS_ARG2(regs), REGS_ARG3(regs));
+	else if (kind == K_RECVMMSG && REGS_ARG3(regs) != 1)
 		mmsg_idx = -1;
 	if (mmsg_idx < 0 || kind == K_NONE || kind == K_CONNECT || kind == K_ACCEPT ||
 	    kind == K_CLOSE || dir_of(kind) != dir)
 		kind = kind == K_SENDFILE ? K_SENDFILE : K_NONE;
-	fd = kind != K_NONE ? (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs) : -1;
+	fd = kind != K_NONE ? (__s32)REGS_ARG1(regs) : -1;
 	a.kind = kind;
 	a.a0 = fd;
-	a.a1 = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	a.a2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	a.a1 = REGS_ARG2(regs);
+	a.a2 = REGS_ARG3(regs);
+	a.a4 = REGS_ARG5(regs);
 	if (kind == K_SENDMMSG || kind == K_RECVMMSG) {
 		a.a1 += (__u64)mmsg_idx * sizeof(struct mmsghdr);
 		a.a2 = 1;
@@ -1553,11 +1753,14 @@ static __always_inline void tls_done(const struct tls_call *c, __u64 pid_tgid, _
 			st = conn_valid(&b);
 		}
 		/* An SSL object freed and made again at the same address names a new socket. */
-		if (!st && c->lib != NET_TLS_GO &&
-		    (p = bpf_map_lookup_elem(&last_sock, &pid_tgid))) {
-			b = *p;
-			st = conn_valid(&b);
-			adjacent = st != NULL;
+		if (!st && c->lib != NET_TLS_GO) {
+			struct tls_thread *t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+
+			if (t && t->has_last) {
+				b = t->last;
+				st = conn_valid(&b);
+				adjacent = st != NULL;
+			}
 		}
 	}
 	if (!st) {
@@ -1579,6 +1782,7 @@ static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 
 				      __u64 len, __u64 exlen, __u8 fn, __u8 lib)
 {
 	struct tls_call c = {};
+	struct tls_thread *t;
 
 	c.ssl = ssl;
 	c.buf = buf;
@@ -1595,7 +1799,15 @@ static __always_inline void tls_begin(__u64 pid_tgid, struct tls_ckey *k, __u64 
 		stat_add(NET_STAT_TLS_CALLS_FULL, 1);
 		return;
 	}
-	bpf_map_update_elem(&tls_tid, &pid_tgid, k, BPF_ANY);
+	t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (t) {
+		t->call = *k;
+		t->in_call = 1;
+	} else {
+		struct tls_thread n = { .call = *k, .in_call = 1 };
+
+		bpf_map_update_elem(&tls_threads, &pid_tgid, &n, BPF_ANY);
+	}
 }
 
 /* SSL_read, SSL_write and their _ex variants: entry (OpenSSL, BoringSSL, node's OpenSSL). */
@@ -1624,12 +1836,15 @@ int BPF_KRETPROBE(tls_exit, long ret)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), bytes;
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
 	struct tls_call *cp = bpf_map_lookup_elem(&tls_calls, &k), c;
+	struct tls_thread *t;
 
 	if (!cp)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
-	bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (t)
+		t->in_call = 0;
 	if (c.exlen) {
 		if ((int)ret != 1 || bpf_probe_read_user(&bytes, sizeof(bytes), (void *)c.exlen))
 			return 0;
@@ -1656,7 +1871,7 @@ int go_tls(struct pt_regs *ctx)
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = ctx->r14 };
 	struct tls_call *cp, c;
 	__u8 fn = cookie & 0xff;
-	struct tls_ckey *cur;
+	struct tls_thread *cur;
 	long n;
 
 	if (!is_target(pid_tgid >> 32))
@@ -1679,9 +1894,9 @@ int go_tls(struct pt_regs *ctx)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
-	cur = bpf_map_lookup_elem(&tls_tid, &pid_tgid);
-	if (cur && cur->id == k.id)
-		bpf_map_delete_elem(&tls_tid, &pid_tgid);
+	cur = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
+	if (cur && cur->in_call && cur->call.id == k.id)
+		cur->in_call = 0;
 	if (fn == NET_TLS_FN_GO_HS_RET) {
 		struct tls_ckey sess = { .tgid = pid_tgid >> 32, .id = c.ssl };
 

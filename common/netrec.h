@@ -21,6 +21,8 @@
 #define NET_L4_BUCKETS 34
 /* Bytes of one syscall's payload the program may copy, at most (net_opts.capture_bytes). */
 #define NET_CAPTURE_MAX 4096
+/* Bytes of a small read the program may hold for the next (struct net_conn_state). */
+#define NET_HOLD_MAX 16
 
 enum net_role {
 	NET_ROLE_UNKNOWN = 0,
@@ -162,7 +164,18 @@ struct net_conn_state {
 	 * a TLS request a byte at a time). */
 	__u8 head[8];
 	__u32 head_len;
-	__u32 pad;
+	/*
+	 * A read of a known protocol that got all it asked for and at most NET_HOLD_MAX bytes
+	 * (a length-prefixed protocol's header: MariaDB reads a packet's 4 bytes, then the
+	 * rest): held here, and sent with the connection's next call in the same direction as
+	 * one segment, else alone ahead of the next call in the other (or the close). One
+	 * record fewer per message, which is most of what a call costs the program.
+	 */
+	__u8 hold_dir, hold_fn;
+	__u8 pad[2];
+	__u64 hold_len; /* taken with an exchange: 0 while nothing is held */
+	__u8 hold[NET_HOLD_MAX];
+	__u64 hold_start_ns, hold_end_ns;
 };
 
 enum net_rec_kind {
@@ -188,7 +201,14 @@ struct net_rec_data {
 	__u8 fn;	/* enum net_fn */
 	__u8 proto;	/* enum net_proto when sent */
 	__u8 dgram;	/* 1: a UDP datagram, a whole message */
-	__u8 pad[2];
+	/*
+	 * The first `held` bytes (<= NET_HOLD_MAX) came from an earlier read of this direction
+	 * that returned at held_end_ns (start_ns is its entry): the program held them for this
+	 * call (struct net_conn_state). Each part's bytes are timed by their own read.
+	 */
+	__u8 held;
+	__u8 pad;
+	__u64 held_end_ns;
 };
 
 struct net_rec_close {

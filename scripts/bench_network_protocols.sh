@@ -9,6 +9,11 @@
 # shipper's alone per 1000 requests, and for each B side the requests of the report against
 # the server's own count (nginx's access log; the queries mariadb-slap ran).
 #
+# Then, per server, one more task with kernel.bpf_stats_enabled on (it costs every BPF run two
+# clock reads, so it stays off while the rounds measure throughput): the programs' runs and
+# time per request, and per run of each program. The client's own socket calls run them too
+# (a load and a bit test each: it is not a target), so a run's average mixes both.
+#
 # One figure a line, `network.proto_<name> <value>`, then a summary against the target
 # (<= 3% throughput lost). Every task's losses are printed: 0 or counted.
 set -euo pipefail
@@ -150,6 +155,24 @@ for r in $(seq "$ROUNDS"); do
 	done
 done
 
+# The BPF window: "proto requests prog ns runs" lines, one per program that ran.
+STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+: > "$work/bpf"
+for proto in http2 mysql; do
+	r=stats
+	if [ "$proto" = http2 ]; then task_start "$proto$r" "$TASK_S"; else task_start "$proto$r" "$TASK_S" "$DBPID"; fi
+	sysctl -q -w kernel.bpf_stats_enabled=1
+	bpf_progs > "$work/bpf0"
+	if [ "$proto" = http2 ]; then read -r req _ < <(h2load_run); else read -r req _ < <(slap_run); fi
+	bpf_progs > "$work/bpf1"
+	sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
+	task_stop "$proto$r"
+	task_losses "$proto$r" > /dev/null
+	join <(sort "$work/bpf0") <(sort "$work/bpf1") |
+		awk -v p="$proto" -v q="$req" '$5 > $3 { print p, q, $1, $4 - $2, $5 - $3 }' >> "$work/bpf"
+done
+STATS_WAS=""
+
 # Figures: throughput as the ratio of sums over rounds; CPU per 1000 requests of B less A.
 awk '{ k = $1 $2; n[k]++; req[k] += $3; rate[k] += $4; ag[k] += $5; sh[k] += $6; tr[k] += $7
 		ep[k] += $8; lo[k] += $9; ll[k] += $10 }
@@ -172,6 +195,16 @@ awk '{ k = $1 $2; n[k]++; req[k] += $3; rate[k] += $4; ag[k] += $5; sh[k] += $6;
 			printf "network.proto_%s_rover_lost_lines %d\n", p, ll[b]
 		}
 	}' "$work/rounds" > "$work/figures"
+awk '{ ns[$1] += $4; runs[$1] += $5; q[$1] = $2
+		if ($3 ~ /^net_(recv|send)_btf$/) {
+			printf "network.proto_%s_bpf_%s_runs_per_request %.2f\n", $1, substr($3, 5, 4), $5 / $2
+			printf "network.proto_%s_bpf_%s_ns_per_run %.0f\n", $1, substr($3, 5, 4), $4 / $5
+		}
+	}
+	END { for (p in q) {
+		printf "network.proto_%s_bpf_runs_per_request %.2f\n", p, runs[p] / q[p]
+		printf "network.proto_%s_bpf_ns_per_request %.0f\n", p, ns[p] / q[p]
+	} }' "$work/bpf" >> "$work/figures"
 cat "$work/figures" "$work/lost"
 grep -h '^rover: lost:' "$work"/http2*.err "$work"/mysql*.err 2>/dev/null || true
 
@@ -189,5 +222,8 @@ awk '{ v[$1] = $2 }
 				v[p "_agent_cpu_ms_per_1000_requests"], v[p "_shipper_cpu_ms_per_1000_requests"],
 				v[p "_task_requests_report"], v[p "_task_requests_server"],
 				v[p "_task_requests_report"] == v[p "_task_requests_server"] ? "equal" : "DIFFERENT"
+			printf "network: %s: BPF %.0f ns per request (%.1f runs: receive %.0f ns a run, send %.0f ns)\n",
+				names[i], v[p "_bpf_ns_per_request"], v[p "_bpf_runs_per_request"],
+				v[p "_bpf_recv_ns_per_run"], v[p "_bpf_send_ns_per_run"]
 		}
 	}' "$work/figures"

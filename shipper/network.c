@@ -1508,7 +1508,9 @@ static bool data_valid(const struct net_rec_data *d)
 	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->dgram <= 1 &&
 	       d->fn >= NET_FN_READ &&
 	       d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX && d->captured <= d->actual &&
-	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns;
+	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns &&
+	       d->held <= NET_HOLD_MAX && d->held <= d->captured && d->held < d->actual &&
+	       (!d->held || (d->held_end_ns >= d->start_ns && d->held_end_ns <= d->end_ns));
 }
 
 /*
@@ -1553,6 +1555,9 @@ static void l7_data(struct net_task *t, struct net_conn_st *c, const struct net_
 	l7_pop_all(t, c);
 }
 
+static void segment(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		    const uint8_t *bytes, bool hole);
+
 static void on_data(struct net_task *t, const struct net_rec_data *d, const uint8_t *bytes)
 {
 	struct net_conn_st *c;
@@ -1579,6 +1584,31 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 	c->seq_next[d->dir] = d->seq + 1;
 	if (d->fn == NET_FN_TLS_READ || d->fn == NET_FN_TLS_WRITE)
 		c->tls = true;
+	if (d->held) {
+		/*
+		 * Two reads in one segment (a header the program held, then the rest): each
+		 * part goes to the parser with its own read's time, as two segments would.
+		 */
+		struct net_rec_data h = *d, rest = *d;
+
+		h.captured = h.actual = d->held;
+		h.end_ns = d->held_end_ns;
+		h.held = 0;
+		rest.captured = (uint16_t)(d->captured - d->held);
+		rest.actual = d->actual - d->held;
+		rest.start_ns = d->held_end_ns;
+		rest.held = 0;
+		segment(t, c, &h, bytes, hole);
+		segment(t, c, &rest, bytes + d->held, false);
+		return;
+	}
+	segment(t, c, d, bytes, hole);
+}
+
+/* One segment of connection c, its sequence number checked: to the parser of its protocol. */
+static void segment(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		    const uint8_t *bytes, bool hole)
+{
 	if (c->closed || c->h_failed)
 		return;
 	if (c->upgrade && d->actual)

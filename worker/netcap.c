@@ -373,6 +373,37 @@ static void set_target(struct netcap *n, uint32_t tgid, int on)
 		__atomic_and_fetch(w, ~(1ull << (tgid & 63)), __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The bytes a connection of an ended process held (struct net_conn_state): a segment of their
+ * own, as the program would have sent them at its next call.
+ */
+static void send_held(struct netcap *n, struct net_conn_state *st)
+{
+	struct {
+		struct net_rec_data d;
+		uint8_t buf[NET_HOLD_MAX];
+	} r = { 0 };
+	uint32_t len = (uint32_t)st->hold_len;
+
+	if (!len || len > NET_HOLD_MAX)
+		return;
+	r.d.hdr.kind = NET_REC_DATA;
+	r.d.hdr.len = (uint32_t)((sizeof(r.d) + len + 7) & ~7ul);
+	r.d.conn_id = st->conn.id;
+	r.d.start_ns = st->hold_start_ns;
+	r.d.end_ns = st->hold_end_ns;
+	r.d.seq = ++st->conn.data_seq[st->hold_dir & 1];
+	r.d.tgid = st->conn.tgid;
+	r.d.actual = len;
+	r.d.captured = (uint16_t)len;
+	r.d.dir = st->hold_dir;
+	r.d.fn = st->hold_fn;
+	r.d.proto = st->conn.proto;
+	memcpy(r.buf, st->hold, len);
+	st->hold_len = 0;
+	on_record(n, &r, r.d.hdr.len);
+}
+
 int netcap__forget(struct netcap *n, int32_t pid, int shipper)
 {
 	uint32_t tgid = (uint32_t)pid;
@@ -395,6 +426,7 @@ int netcap__forget(struct netcap *n, int32_t pid, int shipper)
 
 		if (n->vals[i].conn.tgid != tgid)
 			continue;
+		send_held(n, &n->vals[i]);
 		r.conn = n->vals[i].conn;
 		r.conn.flags |= NET_CONN_CLOSED | NET_CONN_EXITED;
 		r.conn.close_ns = now;

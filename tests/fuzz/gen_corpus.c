@@ -436,6 +436,28 @@ static void netrec_seeds(void)
 	nput(&n, &s, sizeof(s));
 	net_end(&n, at);
 	write_file("fuzz_netrec", "gzip_events", n.b, n.len);
+
+	/* a request whose first 4 bytes came by a read of their own (held), then its answer */
+	n.len = 0;
+	at = net_begin(&n, 0, 2);
+	net_data(&n, 2, 2, 1, 1, 3000, req);
+	{
+		/* records follow the 3-byte op and length: not aligned, edited by copy */
+		uint8_t *p = n.b + n.len - ((sizeof(struct net_rec_data) + sizeof(req) - 1 + 7) & ~(size_t)7);
+		struct net_rec_data d;
+
+		memcpy(&d, p, sizeof(d));
+		d.held = 4;
+		d.start_ns = 1000;
+		d.held_end_ns = 2000;
+		memcpy(p, &d, sizeof(d));
+	}
+	net_data(&n, 2, 2, 0, 1, 90000000, resp);
+	net_end(&n, at);
+	at = net_begin(&n, 1 | 2, 1);
+	nput(&n, &s, sizeof(s));
+	net_end(&n, at);
+	write_file("fuzz_netrec", "held_header", n.b, n.len);
 }
 
 /* fuzz_netcontent: u16 max size, then a message. */

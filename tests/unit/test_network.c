@@ -1309,3 +1309,74 @@ Test(network, a_target_opening_thousands_of_connections_gets_a_bounded_number_of
 	cr_assert_eq(st.parsers_refused, (2100 - 2048) + (300 - 256), "room again after the closes");
 	net_task__free(t);
 }
+
+/*
+ * A segment of two reads (bpf/net.bpf.c holds a small read that got what it asked for and
+ * sends it with the next): its first `held` bytes are timed by their own read, so a request
+ * whose first bytes came 100 ms before the rest starts with them. A `held` the segment does
+ * not hold is refused.
+ */
+Test(network, a_held_read_is_timed_by_its_own_read)
+{
+	static const char req[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	struct net_conn s = conn4(2, 200, NET_ROLE_SERVER, "127.0.0.1", 8080, "127.0.0.1", 40000);
+	char path[] = "/tmp/netrep.XXXXXX", buf[16384];
+	struct json_object *j, *eps, *e = NULL, *l, *v;
+	struct net_task *t = task();
+	struct net_rec_data *d;
+	struct net_stats st;
+	struct fb f;
+	size_t rec = (sizeof(struct net_rec_data) + strlen(req) + 7) & ~(size_t)7;
+	ssize_t n;
+	int fd;
+
+	cr_assert_eq(net_task__set_comm(t, 200, "srv"), 0);
+	fb_init(&f);
+	fb_data(&f, 2, 200, NET_DIR_INGRESS, 1, T0 + 100 * MS, req, strlen(req), strlen(req));
+	d = (struct net_rec_data *)(f.buf + f.len - rec);
+	d->held = 4;
+	d->start_ns = T0;
+	d->held_end_ns = T0;
+	fb_data(&f, 2, 200, NET_DIR_EGRESS, 1, T0 + 150 * MS, resp, strlen(resp), strlen(resp));
+	/* held beyond the bytes it came with, or with a time outside the segment's */
+	fb_data(&f, 2, 200, NET_DIR_INGRESS, 2, T0 + 200 * MS, req, 3, 3);
+	((struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + 3 + 7) & ~(size_t)7)))
+		->held = 4;
+	fb_data(&f, 2, 200, NET_DIR_INGRESS, 2, T0 + 200 * MS, req, 8, 8);
+	d = (struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + 8 + 7) & ~(size_t)7));
+	d->held = 4;
+	d->held_end_ns = T0 + 300 * MS;
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
+	fb_init(&f);
+	fb_conn(&f, &s);
+	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_CONNS), 0);
+	net_task__stats(t, &st);
+	cr_assert_eq(st.bad_records, 2);
+	cr_assert_eq(st.http_exchanges, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	unlink(path);
+	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	j = json_tokener_parse(buf);
+	cr_assert(j, "%s", buf);
+	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
+	for (size_t i = 0; i < json_object_array_length(eps); i++) {
+		struct json_object *x = json_object_array_get_idx(eps, i), *p;
+
+		if (json_object_object_get_ex(x, "path", &p) &&
+		    !strcmp(json_object_get_string(p), "/a"))
+			e = x;
+	}
+	cr_assert(e, "%s", buf);
+	cr_assert(json_object_object_get_ex(e, "latency_ms", &l) &&
+		  json_object_object_get_ex(l, "p50", &v), "%s", buf);
+	cr_assert_float_eq(json_object_get_double(v), 150.0, 0.001, "%s", buf);
+	json_object_put(j);
+	close(fd);
+	net_task__free(t);
+}
