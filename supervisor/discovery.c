@@ -72,8 +72,27 @@ struct disc_kproc {
 	char *cmdline, *argv0, *exe, *cwd;
 };
 
+/*
+ * What a render fills, on the stack, each name at its bound; entity_add keeps it packed
+ * (struct disc_entity's strings in one allocation of their lengths, strs below).
+ */
+struct disc_draft {
+	char layer[DISC_NAME_LEN];
+	char service[DISC_NAME_LEN];
+	char instance[DISC_NAME_LEN];
+	char process[DISC_NAME_LEN];
+	char labels[DISC_MAX_LABELS][DISC_NAME_LEN];
+	int nlabels;
+	int pid;
+	char cmdline[DISC_CMDLINE_LEN];
+	int k8s;
+	char pod[DISC_NAME_LEN], container[DISC_NAME_LEN];
+	char container_ip[64], host_ip[64];
+};
+
 struct disc_slot {
 	struct disc_entity e;
+	char *strs; /* what e's strings point into, owned */
 	uint64_t seen;
 	int used;
 	int oldest_pid; /* during a scan's end */
@@ -103,6 +122,77 @@ struct discovery {
 	uint64_t k8s_gen; /* the store's generation the entities were rendered for */
 	int k8s_dirty;    /* processes came or went since */
 };
+
+/* The addresses of e's string fields (its labels included); returns how many. */
+#define ENT_MAX_STRS (9 + DISC_MAX_LABELS)
+static int ent_strs(struct disc_entity *e, const char **f[ENT_MAX_STRS])
+{
+	int n = 0;
+
+	f[n++] = &e->layer;
+	f[n++] = &e->service;
+	f[n++] = &e->instance;
+	f[n++] = &e->process;
+	f[n++] = &e->cmdline;
+	f[n++] = &e->pod;
+	f[n++] = &e->container;
+	f[n++] = &e->container_ip;
+	f[n++] = &e->host_ip;
+	for (int i = 0; i < e->nlabels; i++)
+		f[n++] = &e->labels[i];
+	return n;
+}
+
+/* Bytes e's strings take, their NULs included. */
+static size_t ent_size(const struct disc_entity *e)
+{
+	struct disc_entity c = *e;
+	const char **f[ENT_MAX_STRS];
+	int n = ent_strs(&c, f);
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(*f[i]) + 1;
+	return len;
+}
+
+/* Copies e's strings to buf (ent_size(e) bytes of room) and points e at the copies. */
+static size_t ent_move(struct disc_entity *e, char *buf)
+{
+	const char **f[ENT_MAX_STRS];
+	int n = ent_strs(e, f);
+	size_t off = 0;
+
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(*f[i]) + 1;
+
+		memcpy(buf + off, *f[i], len);
+		*f[i] = buf + off;
+		off += len;
+	}
+	return off;
+}
+
+/* Gives the slot's entity strings of its own (whatever they pointed to, its old ones
+ * included, which are freed then). 0 or -ENOMEM (the slot unchanged). */
+static int slot_own(struct disc_slot *s)
+{
+	char *strs = malloc(ent_size(&s->e));
+
+	if (!strs)
+		return -ENOMEM;
+	ent_move(&s->e, strs);
+	free(s->strs);
+	s->strs = strs;
+	return 0;
+}
+
+static void slot_release(struct disc_slot *s)
+{
+	free(s->strs);
+	s->strs = NULL;
+	s->used = 0;
+}
 
 int host_facts__gather(struct host_facts *ret)
 {
@@ -244,6 +334,8 @@ void discovery__free(struct discovery *d)
 	pcre2_match_context_free(d->mctx);
 	free(d->index);
 	free(d->procs);
+	for (size_t i = 0; i < d->nents; i++)
+		slot_release(&d->ents[i]);
 	free(d->ents);
 	free(d);
 }
@@ -461,7 +553,7 @@ static int render(struct discovery *d, const struct tmpl *t, const struct tmpl_c
 /* Renders the entity of a matching process. 0, or -errno when a template fails. */
 static int make_entity(struct discovery *d, const struct config_finder *f, int pid,
 		       const char *cmdline, const char *argv0, const char **groups, int ngroups,
-		       struct disc_entity *e)
+		       struct disc_draft *e)
 {
 	struct msg_proc_info info = { 0 };
 	struct tmpl_ctx ctx = { 0 };
@@ -532,13 +624,37 @@ static int same_entity(const struct disc_entity *a, const struct disc_entity *b)
 	return 1;
 }
 
-/* Finds or adds the entity; index, or -ENOSPC. */
-static int entity_add(struct discovery *d, const struct disc_entity *e)
+/* The draft as an entity whose strings are the draft's. */
+static struct disc_entity *draft_view(const struct disc_draft *r, struct disc_entity *e)
 {
+	*e = (struct disc_entity){
+		.layer = r->layer,
+		.service = r->service,
+		.instance = r->instance,
+		.process = r->process,
+		.nlabels = r->nlabels,
+		.pid = r->pid,
+		.cmdline = r->cmdline,
+		.k8s = r->k8s,
+		.pod = r->pod,
+		.container = r->container,
+		.container_ip = r->container_ip,
+		.host_ip = r->host_ip,
+	};
+	for (int i = 0; i < r->nlabels; i++)
+		e->labels[i] = r->labels[i];
+	return e;
+}
+
+/* Finds or adds the entity; index, or -ENOSPC / -ENOMEM. */
+static int entity_add(struct discovery *d, const struct disc_draft *e)
+{
+	struct disc_entity view_mem, *view = draft_view(e, &view_mem);
+	struct disc_slot *s;
 	int free_slot = -1;
 
 	for (size_t i = 0; i < d->nents; i++) {
-		if (d->ents[i].used && same_entity(&d->ents[i].e, e))
+		if (d->ents[i].used && same_entity(&d->ents[i].e, view))
 			return (int)i;
 		if (!d->ents[i].used && free_slot < 0)
 			free_slot = (int)i;
@@ -548,15 +664,20 @@ static int entity_add(struct discovery *d, const struct disc_entity *e)
 			return -ENOSPC;
 		free_slot = (int)d->nents++;
 	}
-	d->ents[free_slot].e = *e;
-	d->ents[free_slot].e.generation = ++d->generation;
-	d->ents[free_slot].used = 1;
+	s = &d->ents[free_slot];
+	s->e = *view;
+	s->e.generation = ++d->generation;
+	s->strs = NULL;
+	if (slot_own(s))
+		return -ENOMEM;
+	s->used = 1;
 	/* Kubernetes entities are added after a scan's count of processes per entity began:
 	 * a new one starts that count empty. */
-	d->ents[free_slot].oldest_pid = 0;
-	d->ents[free_slot].oldest_start = UINT64_MAX;
+	s->oldest_pid = 0;
+	s->oldest_start = UINT64_MAX;
 	return free_slot;
 }
+
 
 /* Which finder matches cmdline first; its match groups into groups (pointers into store). */
 static const struct config_finder *match(struct discovery *d, const char *cmdline,
@@ -739,7 +860,7 @@ static void on_container(void *arg, const struct k8s_view *v)
 
 	for (size_t a = 0; a < d->cfg->discovery.nanalyzers && kp->nents < DISC_K8S_ENTS; a++) {
 		const struct config_analyzer *an = &d->cfg->discovery.analyzers[a];
-		struct disc_entity e;
+		struct disc_draft e;
 		char err[200];
 		int match = 1, idx;
 
@@ -789,7 +910,14 @@ static void on_container(void *arg, const struct k8s_view *v)
 			return;
 		}
 		/* Facts that are not part of the identity follow the pod. */
-		snprintf(d->ents[idx].e.container_ip, sizeof(e.container_ip), "%s", e.container_ip);
+		if (strcmp(d->ents[idx].e.container_ip, e.container_ip)) {
+			struct disc_slot *slot = &d->ents[idx];
+			const char *was = slot->e.container_ip;
+
+			slot->e.container_ip = e.container_ip;
+			if (slot_own(slot))
+				slot->e.container_ip = was; /* the next render tries again */
+		}
 		kp->ents[kp->nents++] = (int16_t)idx;
 	}
 }
@@ -826,7 +954,7 @@ static void scan_one(struct discovery *d, int dirfd, int pid, struct disc_proc *
 	const char *groups[TMPL_MAX_GROUPS];
 	uint16_t now = (uint16_t)d->scan;
 	const struct config_finder *f;
-	struct disc_entity e;
+	struct disc_draft e;
 	int ngroups = 0, idx = -1;
 	uint32_t hash;
 	uint64_t st;
@@ -984,7 +1112,7 @@ int discovery__scan(struct discovery *d)
 		if (!s->used)
 			continue;
 		if (!s->oldest_pid) {
-			s->used = 0;
+			slot_release(s);
 			continue;
 		}
 		/* The oldest process stands for the entity; the backend hears of a change. */
@@ -1003,17 +1131,27 @@ int discovery__scan(struct discovery *d)
 int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *ret_n)
 {
 	struct disc_entity *out;
-	size_t n = 0;
+	size_t n = 0, size = 0;
+	char *strs;
 
 	pthread_mutex_lock(&d->lock);
-	out = malloc((d->nents ? d->nents : 1) * sizeof(*out));
+	for (size_t i = 0; i < d->nents; i++)
+		if (d->ents[i].used) {
+			size += ent_size(&d->ents[i].e);
+			n++;
+		}
+	out = malloc((n ? n : 1) * sizeof(*out) + size);
 	if (!out) {
 		pthread_mutex_unlock(&d->lock);
 		return -ENOMEM;
 	}
+	strs = (char *)(out + (n ? n : 1));
+	n = 0;
 	for (size_t i = 0; i < d->nents; i++)
-		if (d->ents[i].used)
-			out[n++] = d->ents[i].e;
+		if (d->ents[i].used) {
+			out[n] = d->ents[i].e;
+			strs += ent_move(&out[n++], strs);
+		}
 	pthread_mutex_unlock(&d->lock);
 	*ret = out;
 	*ret_n = n;

@@ -46,22 +46,26 @@ struct host_facts {
 /* Fills facts from uname, getifaddrs and getrandom. 0 or -errno. */
 int host_facts__gather(struct host_facts *ret);
 
+/*
+ * An entity as the supervisor keeps it and hands it out: its names point into memory owned
+ * with it (an entity's own allocation inside discovery, the copy's block outside), so that an
+ * entity costs its strings' lengths, not their bounds (a few hundred bytes, not 10 KiB: 2000
+ * entities copied at every heartbeat). Names are at most DISC_NAME_LEN - 1 bytes, the command
+ * line DISC_CMDLINE_LEN - 1; the Kubernetes ones are "" for a host process.
+ */
 struct disc_entity {
-	char layer[DISC_NAME_LEN];
-	char service[DISC_NAME_LEN];
-	char instance[DISC_NAME_LEN];
-	char process[DISC_NAME_LEN];
-	char labels[DISC_MAX_LABELS][DISC_NAME_LEN];
+	const char *layer, *service, *instance, *process;
+	const char *labels[DISC_MAX_LABELS];
 	int nlabels;
 	int pid; /* the process reported for it: the oldest still alive */
-	char cmdline[DISC_CMDLINE_LEN];
+	const char *cmdline;
 	char process_id[ROVER_SW_ID_LEN]; /* the backend's id; "" until it answered */
 	uint64_t generation;              /* bumped when first seen or when its pid changed */
 	uint64_t tried_ms; /* last report without an id in the answer (monotonic ms), 0: none */
 	/* Found through Kubernetes (reported as a k8sProcess), with its pod's facts: */
 	int k8s;
-	char pod[DISC_NAME_LEN], container[DISC_NAME_LEN];
-	char container_ip[64], host_ip[64]; /* status.podIP, status.hostIP */
+	const char *pod, *container;
+	const char *container_ip, *host_ip; /* status.podIP, status.hostIP */
 };
 
 /* The launcher's answer about a pid; 0 or -errno. */
@@ -83,7 +87,8 @@ void discovery__set_k8s(struct discovery *d, struct k8s_client *k);
 /* One pass over /proc. Returns the number of entities, or -errno when /proc is unreadable. */
 int discovery__scan(struct discovery *d);
 
-/* A copy of every entity (free with free()). 0 or -ENOMEM. */
+/* A copy of every entity, their strings in the same block (one free() frees all). 0 or
+ * -ENOMEM. */
 int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *ret_n);
 
 /* The backend's answer for the entity reported with pid: stores its process id. 1 when an

@@ -3,7 +3,8 @@
  * Many light CPU users for tests/integration/test_endurance.c: COUNT processes, each with a
  * command line of its own (`many_burn --child K TAG`, so a finder can make each one an entity)
  * and the comm mb-K (so a folded profile tells them apart), each burning BURN_US (default
- * 2000) of CPU time in burn_many() every 200 ms: 64 of them take 0.64 of a core. Not shorter
+ * 2000) of CPU time in burn_many() every 200 ms on average (180-220 ms, at random): 64 of
+ * them take 0.64 of a core. Not shorter
  * periods: 64 processes waking every 20 ms starve everything else on a VM where each wakeup
  * costs a trip through the hypervisor (a Python program took 46 s instead of 1.5 s to start).
  * The parent prints "ready" once every child runs its own command line, then sleeps; the
@@ -42,6 +43,7 @@ __attribute__((noinline)) void burn_many(long ns)
 
 static int child(int k, long burn_us)
 {
+	unsigned int seed = (unsigned int)getpid();
 	struct timespec next;
 	char comm[16];
 
@@ -50,7 +52,9 @@ static int child(int k, long burn_us)
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		burn_many(burn_us * 1000);
-		next.tv_nsec += PERIOD_NS;
+		/* 180-220 ms, at random: a fixed period locks some children's bursts to the
+		 * sampling timer's phase (a run had 50 samples for some, none for others). */
+		next.tv_nsec += PERIOD_NS - 20000000L + (long)(rand_r(&seed) % 40000) * 1000;
 		if (next.tv_nsec >= 1000000000L) {
 			next.tv_nsec -= 1000000000L;
 			next.tv_sec++;
