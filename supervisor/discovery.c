@@ -9,6 +9,7 @@
 #include <net/if.h>
 #include <pcre2.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,23 @@
  * start time and /proc/PID's inode, and no field of a file we would not read anyway changes.
  * A pid reused between two listings is told by its start time at the next of these reads.
  *
+ * The listing itself is most of a scan's cost on a host of many processes (the kernel looks
+ * up a dentry for each pid it lists: 1.2% of a core for 10 000 pids a second here), so most
+ * scans do without it. The kernel gives pids out in increasing order, wrapping at pid_max, and
+ * /proc/loadavg's last field is the last one it gave out: the pids after the previous scan's
+ * value up to this one's are the only new ones, each looked up alone (its status tells a
+ * process from another thread, which also takes a pid). When tasks came or went (loadavg's
+ * count of tasks or its last pid moved), processes with an entity are checked alive (kill with signal
+ * 0, the one signal the supervisor's filter lets through: a syscall costs about a
+ * microsecond on a VM, so not at every scan when nothing came or went); a process due for
+ * its exec check has its command line read (its stat only when that changed: a reused pid
+ * is a new one of the range); the others are checked alive when due, and all
+ * of them at the full listing, which comes every DISC_RECHECK_SCANS scans, and at once when
+ * the range wrapped or is wider than DISC_PROBE_MAX pids. This needs /proc to be of our own
+ * pid namespace (loadavg counts in the reader's): when it is not (a container given the
+ * host's /proc), every scan lists. A pid set by hand (clone3's set_tid, ns_last_pid: CRIU)
+ * can fall outside the range: it is found at the next full listing.
+ *
  * Memory per known process, matching or not: the 24-byte record below, plus 2 index slots of
  * 4 bytes per record allocated (capacity doubles: 32 bytes each, at most 64 just after a
  * growth). Growth is the only allocation of a scan, and follows new processes.
@@ -49,6 +67,9 @@ struct disc_proc {
 _Static_assert(sizeof(struct disc_proc) == 24, "the per-process cost stated above");
 _Static_assert(DISC_MAX_ENTITIES <= INT16_MAX, "entity indexes are int16_t");
 _Static_assert(DISC_RECHECK_SCANS < 32768 / 2, "due scans compare in 16 bits");
+
+/* New pids looked up one by one at most; more take a listing. */
+#define DISC_PROBE_MAX 1024
 
 /* Processes followed at most: /proc/sys/kernel/pid_max's highest value. */
 #define DISC_MAX_PROCS (4 * 1024 * 1024)
@@ -119,6 +140,9 @@ struct discovery {
 	struct k8s_client *k8s;
 	struct disc_kproc *kprocs;
 	size_t nkprocs, kcap;
+	int probe;        /* 1: new pids from loadavg's last pid; 0: list /proc; -1: not known yet */
+	int32_t last_pid; /* loadavg's last pid at the previous scan, 0: none */
+	int32_t tasks;    /* and its count of tasks */
 	uint64_t k8s_gen; /* the store's generation the entities were rendered for */
 	int k8s_dirty;    /* processes came or went since */
 };
@@ -288,6 +312,7 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	d->info = info;
 	d->info_arg = info_arg;
 	snprintf(d->proc_root, sizeof(d->proc_root), "%s", proc_root ? proc_root : "/proc");
+	d->probe = -1;
 	d->cap = 1024;
 	d->nslots = 2 * d->cap;
 	d->procs = calloc(d->cap, sizeof(*d->procs));
@@ -1027,9 +1052,121 @@ gone:
 		p->seen = (uint16_t)(now - 1);
 }
 
+/* Whether proc_root is our pid namespace's /proc: its "self" is us. */
+static int own_namespace(int dirfd)
+{
+	char buf[64];
+
+	return read_small(dirfd, "self/stat", buf, sizeof(buf)) > 0 && atoi(buf) == getpid();
+}
+
+/* loadavg's last two fields: tasks (threads) that exist and the last pid given out, in the
+ * reader's pid namespace ("0.10 0.20 0.30 RUNNING/TASKS LAST"). */
+static int read_loadavg(int dirfd, int32_t *ret_tasks, int32_t *ret_last)
+{
+	char buf[128], *p, *slash, *end;
+	long last, tasks;
+
+	if (read_small(dirfd, "loadavg", buf, sizeof(buf)) <= 0)
+		return -EIO;
+	p = strrchr(buf, ' ');
+	slash = strrchr(buf, '/');
+	if (!p || !slash || slash > p)
+		return -EINVAL;
+	last = strtol(p + 1, &end, 10);
+	if (end == p + 1 || (*end && *end != '\n') || last <= 0 || last > INT32_MAX)
+		return -EINVAL;
+	tasks = strtol(slash + 1, &end, 10);
+	if (end == slash + 1 || end != p || tasks < 0 || tasks > INT32_MAX)
+		return -EINVAL;
+	*ret_tasks = (int32_t)tasks;
+	*ret_last = (int32_t)last;
+	return 0;
+}
+
+/* Whether pid is a process (its thread group's leader) rather than one of its threads. */
+static int is_process(int dirfd, int pid)
+{
+	char path[32], buf[512];
+	const char *t;
+
+	snprintf(path, sizeof(path), "%d/status", pid);
+	if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
+		return 0;
+	t = strstr(buf, "\nTgid:");
+	return t && atoi(t + 6) == pid;
+}
+
+/* Whether pid exists (signal 0 sends nothing; EPERM: another user's, alive). Only in our
+ * own pid namespace, as the lookups of new pids. */
+static int alive(int pid)
+{
+	return !kill(pid, 0) || errno == EPERM;
+}
+
+/*
+ * A due process in a scan without the listing: its command line alone (a reused pid is a new
+ * pid of the range, and its stat is read then), read in full again only when it changed.
+ */
+static void recheck(struct discovery *d, int dirfd, struct disc_proc *p)
+{
+	char cmdline[DISC_CMDLINE_LEN], argv0[DISC_CMDLINE_LEN];
+
+	if (read_cmdline(dirfd, p->pid, cmdline, sizeof(cmdline), argv0, sizeof(argv0)))
+		cmdline[0] = 0; /* a kernel thread, or gone (seen at its check or the listing) */
+	if (hash_str(cmdline) == p->cmd_hash)
+		schedule(d, p);
+	else
+		scan_one(d, dirfd, p->pid, p); /* p stays: only a new pid adds records */
+}
+
+/*
+ * A scan without the listing: the pids (from, to] are the new ones (see the top). Whether a
+ * process with an entity still lives is asked only when tasks came or went since the last
+ * scan (exits: loadavg's task count moved, or pids were given out).
+ */
+static void probe_scan(struct discovery *d, int dirfd, int32_t from, int32_t to, int exits)
+{
+	uint16_t now = (uint16_t)d->scan;
+
+	for (size_t k = 0; k < d->nprocs; k++) {
+		struct disc_proc *p = &d->procs[k];
+
+		p->seen = now;
+		if ((int16_t)(uint16_t)(p->due - now) <= 0)
+			recheck(d, dirfd, p);
+		else if (exits && p->entity >= 0 && !alive(p->pid))
+			p->seen = (uint16_t)(now - 1);
+	}
+	for (size_t k = 0; k < d->nkprocs && exits; k++) {
+		struct disc_proc *p;
+
+		if (alive(d->kprocs[k].pid))
+			continue;
+		p = proc_find(d, d->kprocs[k].pid);
+		if (p)
+			p->seen = (uint16_t)(now - 1);
+	}
+	for (int32_t pid = from + 1; pid > from && pid <= to; pid++) {
+		struct disc_proc *p = proc_find(d, pid);
+
+		if (!is_process(dirfd, pid)) {
+			/* Gone already, or a thread: a record of that pid is a process that went. */
+			if (p)
+				p->seen = (uint16_t)(now - 1);
+			continue;
+		}
+		if (p)
+			p->seen = now;
+		scan_one(d, dirfd, pid, p);
+	}
+}
+
 int discovery__scan(struct discovery *d)
 {
 	struct dirent *de;
+	int32_t last = 0, tasks = 0;
+	int full;
 	DIR *dir;
 	uint16_t now;
 	int n = 0;
@@ -1042,8 +1179,20 @@ int discovery__scan(struct discovery *d)
 	pthread_mutex_lock(&d->lock);
 	d->scan++;
 	now = (uint16_t)d->scan;
+	if (d->probe < 0)
+		d->probe = own_namespace(dirfd(dir));
+	/* Read before the listing or the lookups: a pid given out meanwhile is looked up (again)
+	 * at the next scan. */
+	if (d->probe && read_loadavg(dirfd(dir), &tasks, &last))
+		last = 0;
+	full = !last || !d->last_pid || d->scan % DISC_RECHECK_SCANS == 1 || last < d->last_pid ||
+	       last - d->last_pid > DISC_PROBE_MAX;
+	if (!full)
+		probe_scan(d, dirfd(dir), d->last_pid, last, last != d->last_pid || tasks != d->tasks);
+	d->last_pid = last;
+	d->tasks = tasks;
 	/* readdir is getdents64 underneath: one call per 32 KiB of names, no per-pid syscall. */
-	while ((de = readdir(dir))) {
+	while (full && (de = readdir(dir))) {
 		struct disc_proc *p;
 		char *end;
 		long pid;

@@ -186,6 +186,47 @@ Test(seccomp, sockets_by_family_and_type)
 	expect_exit(under(nospool_chain, sock, (void *)udp6), 0, "shipper UDP");
 }
 
+/* ---- signals ---- */
+
+static int send_signal(void *arg)
+{
+	const int *a = arg;
+
+	return result(kill(a[0], a[1]));
+}
+
+/*
+ * The supervisor may ask whether a pid exists (signal 0: discovery), and send nothing: a
+ * compromised supervisor killing the shipper, a worker or the launcher (the same uid, or root
+ * in this test) gets EPERM. A signal through tgkill or a queue dies with SIGSYS.
+ */
+Test(seccomp, supervisor_asks_if_a_process_lives_and_signals_nothing)
+{
+	pid_t victim = fork();
+	int status;
+
+	cr_assert_geq(victim, 0);
+	if (victim == 0) {
+		pause();
+		_exit(0);
+	}
+	{
+		const int probe[] = { victim, 0 }, term[] = { victim, SIGTERM },
+			  killsig[] = { victim, SIGKILL }, stop[] = { victim, SIGSTOP },
+			  group[] = { 0, SIGKILL };
+
+		expect_exit(under(supervisor_chain, send_signal, (void *)probe), 0, "signal 0");
+		expect_exit(under(supervisor_chain, send_signal, (void *)term), EPERM, "SIGTERM");
+		expect_exit(under(supervisor_chain, send_signal, (void *)killsig), EPERM, "SIGKILL");
+		expect_exit(under(supervisor_chain, send_signal, (void *)stop), EPERM, "SIGSTOP");
+		expect_exit(under(supervisor_chain, send_signal, (void *)group), EPERM,
+			    "SIGKILL to its process group");
+	}
+	cr_expect_eq(waitpid(victim, &status, WNOHANG), 0, "the victim still runs");
+	kill(victim, SIGKILL);
+	waitpid(victim, &status, 0);
+}
+
 /* ---- executable memory ---- */
 
 static int map_exec(void *arg)

@@ -8,11 +8,14 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/config/config.h"
@@ -480,4 +483,128 @@ Test(discovery, exited_processes_are_dropped)
 	cr_assert_eq(discovery__scan(d), 0);
 	cr_expect_eq(discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS), 0);
 	discovery__free(d);
+}
+
+/* The fake /proc made our namespace's: self is us, loadavg's last pid is last (and its count
+ * of tasks another at each call: tasks came or went). */
+static void own_namespace(int last)
+{
+	static int tasks = 200;
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/self", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/self/stat", root);
+	f = fopen(path, "w");
+	fprintf(f, "%d (runner) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n", (int)getpid());
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/loadavg", root);
+	f = fopen(path, "w");
+	fprintf(f, "0.10 0.20 0.30 1/%d %d\n", tasks++, last);
+	fclose(f);
+}
+
+static void add_status(int pid, int tgid)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%d/status", root, pid);
+	f = fopen(path, "w");
+	fprintf(f, "Name:\tx\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\n",
+		tgid, pid);
+	fclose(f);
+}
+
+/* A real process that waits to be killed: alive as kill(pid, 0) sees it. */
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void end(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void *thread_wait(void *arg)
+{
+	pid_t *tid = arg;
+
+	__atomic_store_n(tid, gettid(), __ATOMIC_SEQ_CST);
+	pause();
+	return NULL;
+}
+
+/*
+ * In our own pid namespace, a scan looks up only the pids given out since the last one
+ * (loadavg's last pid), not the listing: a thread's pid is not taken for a process, a process
+ * with an entity that exits is seen at once, and a pid outside the range (set by hand) waits
+ * for the full listing, within DISC_RECHECK_SCANS scans. The pid directories are fakes named
+ * after real processes (liveness is asked of the kernel).
+ */
+Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
+{
+	pid_t worker = sleeper(), other = sleeper(), server, late, tid = 0;
+	struct discovery *d;
+	struct disc_entity *e;
+	pthread_t th;
+	int scans = 0, n;
+
+	load(finders);
+	own_namespace(other > worker ? other : worker);
+	add_proc(worker, 5, "/usr/bin/worker", NULL);
+	add_status(worker, worker);
+	add_proc(other, 6, "/usr/bin/other", NULL);
+	add_status(other, other);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "the first scan lists");
+
+	server = sleeper();
+	cr_assert_eq(pthread_create(&th, NULL, thread_wait, &tid), 0);
+	while (!__atomic_load_n(&tid, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	late = sleeper();
+	if (!(server > worker && server > other && tid > server && late > tid))
+		cr_skip_test("pids wrapped around during the test");
+	add_proc(server, 7, "/opt/shop/bin/server", "--port 8080");
+	add_status(server, server);
+	add_proc(tid, 8, "/opt/shop/bin/server", "--port 9090");
+	add_status(tid, getpid()); /* a thread of this test */
+	add_proc(late, 9, "/opt/shop/bin/server", "--port 7070");
+	add_status(late, late); /* beyond the last pid given out: not looked up */
+	own_namespace(tid);
+	cr_assert_eq(discovery__scan(d), 2);
+	cr_assert_eq(entities(d, &e), 2);
+	cr_expect_str_eq(e[0].process, "server-8080");
+	cr_expect_str_eq(e[1].process, "worker");
+	free(e);
+
+	del_proc(tid); /* /proc lists no thread */
+	cr_expect_eq(discovery__scan(d), 2, "nothing came or went");
+	end(worker);
+	del_proc(worker);
+	own_namespace(tid); /* one task fewer */
+	cr_expect_eq(discovery__scan(d), 1, "an exited process with an entity goes at once");
+
+	do {
+		n = discovery__scan(d);
+	} while (n == 1 && ++scans < DISC_RECHECK_SCANS);
+	cr_expect_eq(n, 2, "the pid outside the range was never found (%d scans)", scans);
+	cr_assert_eq(entities(d, &e), 2);
+	cr_expect_str_eq(e[0].process, "server-7070");
+	free(e);
+	discovery__free(d);
+	end(other);
+	end(server);
+	end(late);
 }
