@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -341,15 +342,25 @@ static void start_roles(struct launcher *l, int which)
 	}
 }
 
+static long cpu_ms(const struct rusage *ru)
+{
+	return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+}
+
 static void reap(struct launcher *l)
 {
 	static const char *const names[2] = { "supervisor", "shipper" };
+	struct rusage ru;
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (spawner__child_exited(l->sp, pid, status))
+	while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+		if (spawner__child_exited(l->sp, pid, status)) {
+			log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB", (int)pid,
+				  cpu_ms(&ru), ru.ru_maxrss);
 			continue;
+		}
 		for (int i = 0; i < 2; i++) {
 			if (pid != l->role_pid[i])
 				continue;
@@ -600,8 +611,16 @@ static void teardown(struct launcher *l)
 	/* 5 s to end in order (the shipper sends what waits); then they are killed. */
 	for (int i = 0; i < 2; i++) {
 		for (int waited = 0; l->role_pid[i] > 0; waited += 50) {
-			if (waitpid(l->role_pid[i], NULL, WNOHANG) == l->role_pid[i])
+			struct rusage ru;
+
+			if (wait4(l->role_pid[i], NULL, WNOHANG, &ru) == l->role_pid[i]) {
+				log_debug("%s used %ld ms of CPU (user %ld, system %ld), peak RSS %ld kB",
+					  i ? "shipper" : "supervisor", cpu_ms(&ru),
+					  ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000,
+					  ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000,
+					  ru.ru_maxrss);
 				break;
+			}
 			if (waited == 5000) {
 				log_warn("%s %d did not stop in 5 s; killing it",
 					 i ? "shipper" : "supervisor", (int)l->role_pid[i]);
@@ -899,6 +918,12 @@ static int cmd_profile(int argc, char **argv)
 	status = run(&l, client, output, spec.type);
 	close(client);
 	teardown(&l);
+	{
+		struct rusage ru;
+
+		if (!getrusage(RUSAGE_SELF, &ru))
+			log_debug("the launcher used %ld ms of CPU", cpu_ms(&ru));
+	}
 	return status;
 }
 
