@@ -631,8 +631,16 @@ static void teardown(struct launcher *l)
 			usleep(50000);
 		}
 	}
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	for (;;) {
+		struct rusage ru;
+		pid_t pid = wait4(-1, NULL, WNOHANG, &ru);
+
+		if (pid <= 0)
+			break;
+		/* The roles were waited for above: what is left are workers. */
+		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB", (int)pid, cpu_ms(&ru),
+			  ru.ru_maxrss);
+	}
 	spawner__free(l->sp);
 	if (l->dirfd >= 0) {
 		unlinkat(l->dirfd, "ctl.sock", 0);

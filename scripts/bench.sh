@@ -23,8 +23,9 @@ sysctl -q -w kernel.bpf_stats_enabled=1 || true
 ONE=$(cg_new oneshot)
 watch_rss "$ONE" "$work/oneshot.done" > "$work/oneshot.rss" &
 RW=$!
-( run_in "$ONE" "$B/rover" profile --pid "$W" --duration "${DUR}s" --dump-period "${PERIOD_MS}ms" \
-	--output "$work/oneshot.folded" 2> "$work/oneshot.err" )
+# ROVER_LOG_LEVEL=debug: the launcher says each role's CPU as it reaps it (the breakdown).
+( ROVER_LOG_LEVEL=debug run_in "$ONE" "$B/rover" profile --pid "$W" --duration "${DUR}s" \
+	--dump-period "${PERIOD_MS}ms" --output "$work/oneshot.folded" 2> "$work/oneshot.err" )
 touch "$work/oneshot.done"
 wait "$RW"
 oneshot_cpu=$(sec "$(cg_usec "$ONE")")
@@ -76,6 +77,12 @@ awk -v o="$oneshot_cpu" -v a="$agent_cpu" -v p="$perf_cpu" -v d="$DUR" 'BEGIN {
 	printf "targets (agent): <= 0.300%% of one core: %s; <= 0.200 of perf: %s\n",
 		(100 * a / d <= 0.3 ? "met" : "NOT met"), (a / p <= 0.2 ? "met" : "NOT met")
 }'
+# The one-shot by role, from the launcher's debug lines ("worker 123 used 55 ms of CPU").
+sed -n 's/.*debug: \(worker\|supervisor\|shipper\|the launcher\)[ 0-9]* used \([0-9]*\) ms of CPU.*/\1 \2/p' \
+	"$work/oneshot.err" | awk '{ sub(/^the /, ""); ms[$1] += $2 }
+	END { printf "one-shot by role (ms of CPU):"; n = split("launcher supervisor shipper worker", r, " ")
+	      for (i = 1; i <= n; i++) printf " %s %s", r[i], (r[i] in ms ? ms[r[i]] : "(not reaped)")
+	      printf "\n" }'
 awk -v ns="$bpf_ns" -v c="$bpf_cnt" -v d="$DUR" 'BEGIN {
 	if (c > 0) printf "in-kernel BPF program (charged to the workload): %d runs, %.0f ns per run, %.4f%% of one core\n", c, ns / c, 100 * ns / 1e9 / d
 }'
