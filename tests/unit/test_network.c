@@ -478,6 +478,26 @@ Test(network, remote_labels)
 	net_task__free(t);
 }
 
+/* The task's JSON report, its text in buf (for messages), parsed. */
+static struct json_object *report_json(struct net_task *t, char *buf, size_t size)
+{
+	char path[] = "/tmp/rover-test-report.XXXXXX";
+	struct json_object *j;
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	cr_assert(fd >= 0);
+	unlink(path);
+	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
+	n = pread(fd, buf, size - 1, 0);
+	close(fd);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	j = json_tokener_parse(buf);
+	cr_assert(j, "%s", buf);
+	return j;
+}
+
 static struct json_object *log_json(const uint8_t *msg, size_t len, char *trace, size_t tl)
 {
 	Skywalking__V3__LogData *d = skywalking__v3__log_data__unpack(NULL, len, msg);
@@ -1166,9 +1186,7 @@ Test(network, mysql_session_meters_and_report)
 	const struct mtr *x;
 	struct net_stats st;
 	size_t n, ncoll, found = 0;
-	char path[] = "/tmp/rover-test-report.XXXXXX", buf[65536];
-	int fd;
-	ssize_t got;
+	char buf[65536];
 	struct fb f;
 
 	procs(t, "inst");
@@ -1216,16 +1234,7 @@ Test(network, mysql_session_meters_and_report)
 	x = find(m, n, "rover_net_p_server_read_counts_counter", NULL);
 	cr_assert(x && strstr(x->labels, "protocol=mysql"), "L4 meters say mysql too");
 
-	fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	unlink(path);
-	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
-	got = pread(fd, buf, sizeof(buf) - 1, 0);
-	cr_assert(got > 0);
-	buf[got] = '\0';
-	close(fd);
-	j = json_tokener_parse(buf);
-	cr_assert(j, "%s", buf);
+	j = report_json(t, buf, sizeof(buf));
 	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
 	for (size_t i = 0; i < json_object_array_length(eps); i++) {
 		struct json_object *e = json_object_array_get_idx(eps, i), *v;
@@ -1321,15 +1330,13 @@ Test(network, a_held_read_is_timed_by_its_own_read)
 	static const char req[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
 	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 	struct net_conn s = conn4(2, 200, NET_ROLE_SERVER, "127.0.0.1", 8080, "127.0.0.1", 40000);
-	char path[] = "/tmp/netrep.XXXXXX", buf[16384];
+	char buf[16384];
 	struct json_object *j, *eps, *e = NULL, *l, *v;
 	struct net_task *t = task();
 	struct net_rec_data *d;
 	struct net_stats st;
 	struct fb f;
 	size_t rec = (sizeof(struct net_rec_data) + strlen(req) + 7) & ~(size_t)7;
-	ssize_t n;
-	int fd;
 
 	cr_assert_eq(net_task__set_comm(t, 200, "srv"), 0);
 	fb_init(&f);
@@ -1355,15 +1362,7 @@ Test(network, a_held_read_is_timed_by_its_own_read)
 	cr_assert_eq(st.bad_records, 2);
 	cr_assert_eq(st.http_exchanges, 1);
 	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
-	fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	unlink(path);
-	cr_assert_eq(net_task__write_report(t, fd, NET_REPORT_JSON, NULL, 0), 0);
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	cr_assert(n > 0);
-	buf[n] = '\0';
-	j = json_tokener_parse(buf);
-	cr_assert(j, "%s", buf);
+	j = report_json(t, buf, sizeof(buf));
 	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
 	for (size_t i = 0; i < json_object_array_length(eps); i++) {
 		struct json_object *x = json_object_array_get_idx(eps, i), *p;
@@ -1377,6 +1376,5 @@ Test(network, a_held_read_is_timed_by_its_own_read)
 		  json_object_object_get_ex(l, "p50", &v), "%s", buf);
 	cr_assert_float_eq(json_object_get_double(v), 150.0, 0.001, "%s", buf);
 	json_object_put(j);
-	close(fd);
 	net_task__free(t);
 }
