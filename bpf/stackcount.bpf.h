@@ -61,6 +61,31 @@ struct {
 	__uint(max_entries, SC_STAT_MAX);
 } stats SEC(".maps");
 
+/* Kernel addresses to name and their names (common/stackcount.h), in the mmapped .bss. */
+__u64 ksym_addrs[SC_KSYM_BATCH];
+__s32 ksym_lens[SC_KSYM_BATCH];
+char ksym_out[SC_KSYM_BATCH][SC_KSYM_SLOT];
+
+/*
+ * Names ksym_addrs up to the first 0, each name's length (NUL included, as bpf_snprintf
+ * counts it: more than SC_KSYM_SLOT when cut) in ksym_lens. Run by the worker
+ * (BPF_PROG_RUN), never on a target's path.
+ */
+SEC("syscall")
+int ksym_names(void *ctx)
+{
+	static const char fmt[] = "%ps";
+
+	for (__u32 i = 0; i < SC_KSYM_BATCH; i++) {
+		__u64 addr = ksym_addrs[i];
+
+		if (!addr)
+			break;
+		ksym_lens[i] = bpf_snprintf(ksym_out[i], SC_KSYM_SLOT, fmt, &addr, sizeof(addr));
+	}
+	return 0;
+}
+
 static __always_inline void stat_inc(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);

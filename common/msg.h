@@ -99,6 +99,9 @@ enum msg_type {
 	MSG_NET_TLS_ATTACH, /* struct msg_tls_attach + fd of the file (the launcher opened it) */
 	MSG_NET_TLS_RESULT, /* struct msg_tls_result: what the worker made of it */
 
+	/* worker -> shipper: names of kernel frames, ahead of the stacks and snapshots holding them */
+	MSG_SHIP_KSYMS, /* struct ship_ksyms_hdr + struct ship_ksym records, see there */
+
 	MSG_TYPE_MAX,
 };
 
@@ -331,6 +334,25 @@ struct ship_snapshot {
 };
 
 #define SHIP_SNAPSHOT_MAX_STACK 65536
+
+/*
+ * MSG_SHIP_KSYMS: after struct ship_ksyms_hdr, `count` records, each a struct ship_ksym then
+ * len bytes of name (no NUL) and zero padding to a multiple of 8 bytes. A name is a kernel
+ * symbol as the kernel's own lookup gives it: bytes 0x21-0x7e but ';'. len 0: the kernel has
+ * no symbol at addr. An address named again in a task keeps its first name.
+ */
+#define SHIP_KSYM_NAME_MAX 512
+struct ship_ksyms_hdr {
+	uint64_t task_id;
+	uint32_t count;
+	uint32_t pad;
+};
+
+struct ship_ksym {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t pad;
+};
 
 struct ship_snapshots_hdr {
 	uint64_t task_id;

@@ -57,6 +57,18 @@ enum sc_stat {
 #define SC_SNAP_RINGBUF_MIN (2u << 20)
 #define SC_SNAP_RINGBUF_MAX (8u << 20)
 
+/*
+ * Naming kernel frames without /proc/kallsyms: the worker writes up to SC_KSYM_BATCH kernel
+ * addresses its stacks hold into ksym_addrs (then a 0) and runs ksym_names, which asks the
+ * kernel's own lookup (bpf_snprintf "%ps") for each: a binary search in the kernel, where
+ * reading kallsyms formats 120 000 lines (about 40 ms of CPU here) for the few hundred
+ * addresses a task has. A "syscall" program: its load needs no kernel BTF, which would cost
+ * the worker more than kallsyms costs the shipper. Names longer than a slot are left to
+ * kallsyms; "0x..." is the kernel saying no symbol holds the address.
+ */
+#define SC_KSYM_BATCH 128
+#define SC_KSYM_SLOT 256
+
 enum sc_rec_kind {
 	SC_REC_SNAP = 1, /* struct sc_snap */
 	SC_REC_DONE = 2, /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */

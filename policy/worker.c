@@ -114,12 +114,14 @@ static const size_t ndrain_calls = sizeof(drain_calls) / sizeof(drain_calls[0]);
 
 /*
  * Once attached: a late open (libc's lazy files, such as the time zone for a log line) gets
- * EACCES and the task goes on; no other call is added to drain_calls, so a program load, any
- * other bpf command and perf_event_open kill the worker.
+ * EACCES and the task goes on; BPF_PROG_RUN is added to drain_calls for the kernel frames'
+ * names, so a program load, any other bpf command and perf_event_open kill the worker.
  */
 static const struct seccomp_entry attached_calls[] = {
 	{ "openat", EACCES, "nothing is opened once attached" },
 	{ "open", EACCES, "nothing is opened once attached" },
+	MAP_CMD(BPF_PROG_RUN, "naming kernel frames: runs its loaded ksym_names program, which "
+			      "asks the kernel for the names of addresses (worker/ksyms.c)"),
 };
 
 /*

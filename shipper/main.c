@@ -85,6 +85,7 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_NET_DATA, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_SHIP_NET_CONNS, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_NET_TLS_RESULT, sizeof(struct msg_tls_result), sizeof(struct msg_tls_result), 0, 0 },
+	{ MSG_SHIP_KSYMS, sizeof(struct ship_ksyms_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 static const struct ipc_rule supervisor_rules[] = {
@@ -402,6 +403,8 @@ static int on_worker(struct shipper *s, struct peer *p)
 		return on_net_frame(s, *slot, m);
 	case MSG_SHIP_STACKS:
 		return ship_task__stacks(*slot, m->buf, m->len / sizeof(struct ship_stack));
+	case MSG_SHIP_KSYMS:
+		return ship_task__ksyms(*slot, m->buf, m->len);
 	case MSG_SHIP_COUNTS:
 		err = ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
 					(m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),

@@ -1214,6 +1214,22 @@ int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t 
 	return 1;
 }
 
+int symbolizer__kernel_named(struct symbolizer *sym, const char *name, char *buf, size_t len)
+{
+	if (!sym || (!buf && len)) {
+		write_name(buf, len, unknown);
+		return -EINVAL;
+	}
+	sym->stats.lookups++;
+	if (!*name) {
+		sym->stats.unnamed++;
+		write_name(buf, len, unknown);
+		return 0;
+	}
+	write_name(buf, len, name);
+	return 1;
+}
+
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ret_stats)
 {
 	if (!sym || !ret_stats)

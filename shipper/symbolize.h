@@ -49,12 +49,17 @@ int symbolizer__user(struct symbolizer *sym, int pid, uint64_t addr, char *buf, 
 
 /* Same for kernel addresses, from /proc/kallsyms, modules included ("[unknown]" fallback). */
 int symbolizer__kernel(struct symbolizer *sym, uint64_t addr, char *buf, size_t len);
+/*
+ * As symbolizer__kernel, for a frame the worker named with the kernel's lookup (name; "" when
+ * the kernel had no symbol): counted in the same statistics, kallsyms not read.
+ */
+int symbolizer__kernel_named(struct symbolizer *sym, const char *name, char *buf, size_t len);
 
 /*
- * Reads /proc/kallsyms now if it was never read (symbolizer__kernel does it at the first
- * kernel address otherwise). Generating it costs the kernel tens of milliseconds: the shipper
- * pays that once, at its first task, rather than in whichever later task first meets a kernel
- * frame.
+ * Reads /proc/kallsyms now if it was never read; symbolizer__kernel does it at the first
+ * address it is asked for. Generating it costs the kernel about 40 ms of CPU here: a task's
+ * worker names its kernel frames itself (worker/ksyms.c), so kallsyms is read only for a
+ * worker that could not.
  */
 void symbolizer__load_kernel(struct symbolizer *sym);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "shipper/knames.h"
 #include "shipper/network.h"
 #include "shipper/tlsfind.h"
 #include "shipper/task.h"
@@ -79,6 +80,7 @@ void ship_task__free(struct ship_task *t)
 		return;
 	net_task__free(t->net);
 	tls_finder__free(t->tls);
+	knames__free(t->knames);
 	free(t->net_pending);
 	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
 		stored_free(t->stacks[i]);
@@ -159,7 +161,6 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 			     : profile__new("samples", "count", (uint64_t)spec->period_us * 1000);
 	if (!t->profile)
 		return -ENOMEM;
-	symbolizer__load_kernel(sym);
 	for (uint32_t i = 0; i < spec->npids; i++) {
 		read_comm(spec->pids[i], t->comms[i]);
 		/* Mappings now, while the process surely exists; failures show up as [unknown]. */
@@ -191,8 +192,32 @@ int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n)
 	return 0;
 }
 
+int ship_task__ksyms(struct ship_task *t, const void *buf, size_t len)
+{
+	if (!t->have_spec || t->net)
+		return -EPROTO;
+	if (!t->knames && !(t->knames = knames__new()))
+		return -ENOMEM;
+	return knames__add_frame(t->knames, t->task_id, buf, len);
+}
+
+/*
+ * A kernel frame's name: the worker's when it gave one, else kallsyms' (read at the first such
+ * frame: a worker without the kernel's lookup, or past its bound). 1 when named.
+ */
+static int kernel_name(const struct knames *kn, struct symbolizer *sym, uint64_t ip, char *buf,
+		       size_t len)
+{
+	const char *name;
+
+	if (!knames__get(kn, ip, &name))
+		return symbolizer__kernel(sym, ip, buf, len);
+	return symbolizer__kernel_named(sym, name, buf, len);
+}
+
 /* Names st's frames (outermost first) for tgid, once. 0 or -errno. */
-static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *sym)
+static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *sym,
+		      const struct knames *kn)
 {
 	char buf[FRAME_NAME_MAX];
 
@@ -217,7 +242,7 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 		if (st->kind == 0) {
 			size_t len;
 
-			named = symbolizer__kernel(sym, ip, buf, sizeof(buf) - 4);
+			named = kernel_name(kn, sym, ip, buf, sizeof(buf) - 4);
 			len = strlen(buf);
 			memcpy(buf + len, KERNEL_SUFFIX, sizeof(KERNEL_SUFFIX));
 		} else {
@@ -334,7 +359,7 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 			return -EPROTO;
 	}
 	if (us) {
-		err = name_stack(us, c->tgid, sym);
+		err = name_stack(us, c->tgid, sym, t->knames);
 		if (err)
 			return err;
 		for (uint32_t k = 0; k < us->nr; k++)
@@ -342,7 +367,7 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		t->frames_unnamed += us->unnamed * c->value;
 	}
 	if (ks) {
-		err = name_stack(ks, c->tgid, sym);
+		err = name_stack(ks, c->tgid, sym, t->knames);
 		if (err)
 			return err;
 		for (uint32_t k = 0; k < ks->nr; k++)
@@ -488,7 +513,7 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 	st->kind = kind;
 	st->nr = nr;
 	memcpy(st->ips, ips, nr * sizeof(*ips));
-	err = name_stack(st, tgid, sym);
+	err = name_stack(st, tgid, sym, t->knames);
 	if (err) {
 		stored_free(st);
 		return err;

@@ -73,6 +73,7 @@ struct ship_task {
 	/* NETWORK: the analysis (shipper/network.h) in place of a profile. */
 	struct net_task *net;
 	struct tls_finder *tls; /* the targets' TLS libraries (NETWORK) */
+	struct knames *knames; /* kernel frames the worker named; NULL: none yet */
 	int monitor; /* continuous profiling's HTTP monitor: counts to the supervisor, no upload */
 	uint64_t tls_next_ms; /* monotonic: the next look for TLS libraries */
 	int said_adjacent, said_unbound; /* TLS calls named by adjacency, or not at all */
@@ -88,6 +89,8 @@ void ship_task__free(struct ship_task *t);
 /* From the worker. Each returns 0, or -EPROTO for content that breaks the rules. */
 int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym);
 int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
+/* MSG_SHIP_KSYMS (shipper/knames.h): names of kernel frames from the worker. 0 or -errno. */
+int ship_task__ksyms(struct ship_task *t, const void *buf, size_t len);
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym);
 

@@ -11,9 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/stackcount.h"
 #include "offcpu.skel.h"
 #include "oncpu.skel.h"
+#include "worker/ksyms.h"
 #include "worker/profiler.h"
 
 /*
@@ -72,6 +74,7 @@ struct profiler {
 	int rb_err;
 	struct pending *pending[PENDING_BUCKETS];
 	uint32_t npending;
+	struct ksym_namer *kn; /* NULL: the shipper names kernel frames from kallsyms */
 };
 
 static int perf_open_cpu_clock(int cpu, uint64_t freq)
@@ -120,6 +123,7 @@ void profiler__free(struct profiler *p)
 		return;
 	profiler__stop(p);
 	ring_buffer__free(p->rb);
+	ksym_namer__free(p->kn);
 	pending_clear(p);
 	free(p->links);
 	free(p->pfds);
@@ -164,8 +168,7 @@ static int dwarf_mode(const struct task_spec *spec)
 	return spec->unwind != UNWIND_FP;
 }
 
-static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
-			struct msg_task_started *ret)
+static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int namer)
 {
 	uint64_t freq = 1000000 / spec->period_us;
 	uint32_t ring;
@@ -179,7 +182,29 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 		  p->on->maps.snaps, ring);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	p->on->rodata->snap_wake_bytes = ring / 4;
+	/*
+	 * The kernel-frame namer's program comes with the task's (one object), unless the task
+	 * keeps kernel frames to itself; a kernel that refuses it (before 5.14: no "syscall"
+	 * programs) gets the object without it (start_on_cpu, load_off_cpu_namer).
+	 */
+	bpf_program__set_autoload(p->on->progs.ksym_names, namer);
 	err = oncpu_bpf__load(p->on);
+	if (err) {
+		oncpu_bpf__destroy(p->on);
+		p->on = NULL;
+	}
+	return err;
+}
+
+static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
+			struct msg_task_started *ret)
+{
+	uint64_t freq = 1000000 / spec->period_us;
+	int err;
+
+	err = load_on_cpu(p, spec, !p->user_only);
+	if (err && !p->user_only)
+		err = load_on_cpu(p, spec, 0);
 	if (err)
 		return err;
 	p->counts_fd[0] = bpf_map__fd(p->on->maps.counts0);
@@ -214,7 +239,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
  * arguments from kernel BTF); raw_tp where the kernel refuses it. Probed by loading, not by
  * kernel version.
  */
-static int load_off_cpu(struct profiler *p, int use_btf, int dwarf)
+static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 {
 	int err;
 
@@ -229,11 +254,22 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf)
 	p->off->rodata->unwind_dwarf = dwarf;
 	p->off->rodata->snap_wake_bytes = SC_SNAP_RINGBUF_MAX / 4;
 	bpf_map__set_max_entries(p->off->maps.starts, STARTS_ENTRIES);
+	bpf_program__set_autoload(p->off->progs.ksym_names, namer); /* as in load_on_cpu */
 	err = offcpu_bpf__load(p->off);
 	if (err) {
 		offcpu_bpf__destroy(p->off);
 		p->off = NULL;
 	}
+	return err;
+}
+
+/* With the namer, then (a kernel without "syscall" programs) without it. */
+static int load_off_cpu_namer(struct profiler *p, int use_btf, int dwarf)
+{
+	int err = load_off_cpu(p, use_btf, dwarf, !p->user_only);
+
+	if (err && !p->user_only)
+		err = load_off_cpu(p, use_btf, dwarf, 0);
 	return err;
 }
 
@@ -244,10 +280,10 @@ static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
 	struct bpf_program *prog;
 	int use_btf = attach != ATTACH_RAW_TP, err;
 
-	err = load_off_cpu(p, use_btf, dwarf_mode(spec));
+	err = load_off_cpu_namer(p, use_btf, dwarf_mode(spec));
 	if (err && attach == ATTACH_AUTO) {
 		use_btf = 0;
-		err = load_off_cpu(p, 0, dwarf_mode(spec));
+		err = load_off_cpu_namer(p, 0, dwarf_mode(spec));
 	}
 	if (err)
 		return err;
@@ -328,6 +364,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (p->user_only)
 			s.nkips = 0;
 		if (!r->ts) {
+			ksym_namer__want(p->kn, (const uint64_t *)r->kips, s.nkips);
 			p->rb_err = ship_batch_add_snapshot(b, &s, r->kips, stack);
 			return p->rb_err;
 		}
@@ -368,6 +405,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		p->npending--;
 		pe->s.value = d->value;
 		pe->s.value2 = d->value2;
+		ksym_namer__want(p->kn, pe->kips, pe->s.nkips);
 		p->rb_err = ship_batch_add_snapshot(b, &pe->s, pe->kips, pe->stack);
 		free(pe);
 		return p->rb_err;
@@ -387,7 +425,9 @@ int profiler__read_snapshots(struct profiler *p, struct ship_batch *b)
 	p->rb_batch = NULL;
 	if (p->rb_err)
 		return p->rb_err;
-	return n < 0 ? n : 0;
+	if (n < 0)
+		return n;
+	return ksym_namer__name(p->kn, b);
 }
 
 int profiler__snapshots_fd(const struct profiler *p)
@@ -396,6 +436,23 @@ int profiler__snapshots_fd(const struct profiler *p)
 	if (!p->rb)
 		return -1;
 	return bpf_map__fd(p->on ? p->on->maps.snaps : p->off->maps.snaps);
+}
+
+/* Without a namer the shipper reads kallsyms: slower, not wrong; said once. */
+static void start_namer(struct profiler *p)
+{
+	struct bpf_program *prog = p->on ? p->on->progs.ksym_names : p->off->progs.ksym_names;
+
+	if (p->user_only)
+		return;
+	if (bpf_program__autoload(prog))
+		p->kn = p->on ? ksym_namer__new(prog, (uint64_t *)p->on->bss->ksym_addrs,
+						p->on->bss->ksym_lens, p->on->bss->ksym_out)
+			      : ksym_namer__new(prog, (uint64_t *)p->off->bss->ksym_addrs,
+						p->off->bss->ksym_lens, p->off->bss->ksym_out);
+	if (!p->kn)
+		log_info("kernel frames named by the shipper from kallsyms: the kernel refused "
+			 "our symbol lookup program");
 }
 
 struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started)
@@ -434,6 +491,7 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 					   : -EOPNOTSUPP;
 	if (err)
 		goto cleanup;
+	start_namer(p);
 	if (dwarf_mode(spec)) {
 		int fd = bpf_map__fd(p->on ? p->on->maps.snaps : p->off->maps.snaps);
 		size_t n = strlen(ret_started->attach);
@@ -510,6 +568,8 @@ static int take_stack(struct profiler *p, int32_t id, uint32_t kind, struct ship
 	if (p->sent_hash[id] == h)
 		return 0;
 	p->sent_hash[id] = h;
+	if (kind == 0)
+		ksym_namer__want(p->kn, st.ips, nr);
 	return ship_batch_add_stack(b, &st);
 }
 
@@ -610,7 +670,7 @@ int profiler__drain(struct profiler *p, struct ship_batch *b)
 	evict_stale_stacks(p);
 	for (int k = 0; k < LOSS_MAX; k++)
 		p->losses[k] += b->losses[k];
-	return 0;
+	return ksym_namer__name(p->kn, b);
 }
 
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,

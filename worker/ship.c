@@ -79,8 +79,34 @@ int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 	return 0;
 }
 
+static size_t ksym_bytes(const struct ship_ksym *k)
+{
+	return sizeof(*k) + ((k->len + 7u) & ~7u);
+}
+
+int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, size_t len)
+{
+	struct ship_ksym k = { .addr = addr, .len = (uint32_t)len };
+	/* Room for the first frame's header, as for snapshots. */
+	size_t at = b->ksyms_len ? b->ksyms_len : sizeof(struct ship_ksyms_hdr);
+	size_t need = ksym_bytes(&k);
+	int err;
+
+	if (len > SHIP_KSYM_NAME_MAX)
+		return -EINVAL;
+	err = grow((void **)&b->ksyms, &b->ksyms_cap, at + need, 1);
+	if (err)
+		return err;
+	memcpy(b->ksyms + at, &k, sizeof(k));
+	memcpy(b->ksyms + at + sizeof(k), name, len);
+	memset(b->ksyms + at + sizeof(k) + len, 0, need - sizeof(k) - len);
+	b->ksyms_len = at + need;
+	return 0;
+}
+
 void ship_batch_reset(struct ship_batch *b)
 {
+	b->ksyms_len = 0;
 	b->snaps_len = 0;
 	b->snaps_value = 0;
 	b->nstacks = 0;
@@ -93,6 +119,7 @@ void ship_batch_free(struct ship_batch *b)
 	free(b->stacks);
 	free(b->counts);
 	free(b->snaps);
+	free(b->ksyms);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -105,11 +132,39 @@ int wk_send_begin(int sock, const struct task_spec *spec)
 	return err ? err : ipc_send(sock, MSG_SHIP_BEGIN, spec, sizeof(*spec), -1);
 }
 
-int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b)
+/*
+ * Frames of whole records, at most KSYMS_FRAME_MAX bytes, sent in place as snapshots are
+ * (below); the records are forgotten once sent.
+ */
+#define KSYMS_FRAME_MAX (256u << 10)
+
+static int send_ksyms(int sock, uint64_t task_id, struct ship_batch *b)
+{
+	size_t off = sizeof(struct ship_ksyms_hdr), end;
+	int err = 0;
+
+	while (!err && off < b->ksyms_len) {
+		struct ship_ksyms_hdr hdr = { .task_id = task_id };
+
+		for (end = off; end < b->ksyms_len && end - off < KSYMS_FRAME_MAX; hdr.count++)
+			end += ksym_bytes((const void *)(b->ksyms + end));
+		memcpy(b->ksyms + off - sizeof(hdr), &hdr, sizeof(hdr));
+		err = ipc_send(sock, MSG_SHIP_KSYMS, b->ksyms + off - sizeof(hdr),
+			       (uint32_t)(sizeof(hdr) + end - off), -1);
+		off = end;
+	}
+	b->ksyms_len = 0;
+	return err;
+}
+
+int wk_send_batch(int sock, uint64_t task_id, struct ship_batch *b)
 {
 	struct ship_counts_hdr *hdr;
 	size_t i, n;
-	int err = 0;
+	int err = send_ksyms(sock, task_id, b);
+
+	if (err)
+		return err;
 
 	for (i = 0; i < b->nstacks; i += n) {
 		n = b->nstacks - i < STACKS_PER_FRAME ? b->nstacks - i : STACKS_PER_FRAME;
@@ -149,7 +204,7 @@ int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b)
 int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b)
 {
 	size_t off = sizeof(struct ship_snapshots_hdr), end;
-	int err = 0;
+	int err = send_ksyms(sock, task_id, b);
 
 	while (!err && off < b->snaps_len) {
 		struct ship_snapshots_hdr hdr = { .task_id = task_id };

@@ -19,6 +19,9 @@ struct ship_batch {
 	uint8_t *snaps;
 	size_t snaps_len, snaps_cap;
 	uint64_t snaps_value; /* sum of their values, counted lost if they are not sent */
+	/* kernel frames' names: packed records as MSG_SHIP_KSYMS carries them, sent first */
+	uint8_t *ksyms;
+	size_t ksyms_len, ksyms_cap;
 };
 
 /* Snapshot bytes a batch holds before the worker sends them without waiting for the flush. */
@@ -32,13 +35,21 @@ int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c);
  */
 int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 			    const void *kips, const uint8_t *stack);
+/* Appends the name of kernel address addr (len 0: none). 0 or -errno. */
+int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, size_t len);
 void ship_batch_reset(struct ship_batch *b);
 void ship_batch_free(struct ship_batch *b);
 
 int wk_send_begin(int sock, const struct task_spec *spec);
-/* Sends the batch's stacks, then its counts (stacks first: counts refer to them). 0 or -errno. */
-int wk_send_batch(int sock, uint64_t task_id, const struct ship_batch *b);
-/* Sends the batch's snapshots (frames of at most 1 MiB) and forgets them. 0 or -errno. */
+/*
+ * Sends the batch's kernel names, stacks, then its counts (names and stacks first: counts refer
+ * to them). 0 or -errno.
+ */
+int wk_send_batch(int sock, uint64_t task_id, struct ship_batch *b);
+/*
+ * Sends the batch's kernel names, then its snapshots (frames of at most 1 MiB), and forgets
+ * them. 0 or -errno.
+ */
 int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b);
 int wk_send_end(int sock, uint64_t task_id, uint32_t reason);
 

@@ -532,6 +532,15 @@ static int open_ro(void *arg)
 	return result(openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC));
 }
 
+/* Any bpf command, with a zeroed attribute: whatever the kernel says of it, if it gets it. */
+static int bpf_cmd(void *arg)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	return result(sys_bpf((int)(intptr_t)arg, &a));
+}
+
 Test(seccomp, attached_worker_keeps_map_commands_only)
 {
 	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
@@ -550,8 +559,27 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	expect_exit(under(worker_chain, perf_open, NULL), 0, "worker opens a perf event");
 	expect_exit(under(worker_chain, open_ro, NULL), 0, "worker opens BTF and sysfs files");
 
-	/* Attached: the drain loop's map commands, and nothing that loads, opens or attaches. */
+	/*
+	 * Attached: the drain loop's map commands and BPF_PROG_RUN (the worker runs its loaded
+	 * ksym_names program to name kernel frames), and nothing that loads, opens or attaches.
+	 */
 	expect_exit(under(attached_chain, map_lookup, NULL), 0, "lookup on a real map");
+	for (int cmd = 0; cmd < 64; cmd++) {
+		static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
+					       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
+					       BPF_PROG_RUN };
+		char what[64];
+		int ok = 0, st;
+
+		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+			ok |= cmd == allowed[i];
+		snprintf(what, sizeof(what), "bpf command %d once attached", cmd);
+		st = under(attached_chain, bpf_cmd, (void *)(intptr_t)cmd);
+		if (ok)
+			cr_expect(WIFEXITED(st), "%s: killed", what);
+		else
+			expect_killed(st, what);
+	}
 	expect_killed(under(attached_chain, prog_load, NULL), "BPF_PROG_LOAD once attached");
 	expect_killed(under(attached_chain, map_create, NULL), "BPF_MAP_CREATE once attached");
 	expect_killed(under(attached_chain, perf_open, NULL), "perf_event_open once attached");
@@ -568,15 +596,6 @@ static int link_create(void *arg)
 	memset(&a, 0, sizeof(a));
 	a.link_create.prog_fd = (uint32_t)-1;
 	return result(sys_bpf(BPF_LINK_CREATE, &a));
-}
-
-/* Any bpf command, with a zeroed attribute: whatever the kernel says of it, if it gets it. */
-static int bpf_cmd(void *arg)
-{
-	union bpf_attr a;
-
-	memset(&a, 0, sizeof(a));
-	return result(sys_bpf((int)(intptr_t)arg, &a));
 }
 
 static int elf_fd = -1;

@@ -866,3 +866,179 @@ Test(ipc, task_valid_content_totals)
 	ship_task__free(t);
 	symbolizer__free(s);
 }
+
+/* Kernel frames the worker named (MSG_SHIP_KSYMS): a frame of these (addr, name) records. */
+struct ksym_rec {
+	uint64_t addr;
+	const char *name;
+};
+
+static size_t ksyms_frame(uint8_t *buf, size_t cap, uint64_t task_id, const struct ksym_rec *r,
+			  uint32_t n)
+{
+	struct ship_ksyms_hdr h = { .task_id = task_id, .count = n };
+	size_t off = sizeof(h);
+
+	memset(buf, 0, cap);
+	memcpy(buf, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		struct ship_ksym k = { .addr = r[i].addr, .len = (uint32_t)strlen(r[i].name) };
+
+		cr_assert_leq(off + sizeof(k) + k.len + 8, cap);
+		memcpy(buf + off, &k, sizeof(k));
+		memcpy(buf + off + sizeof(k), r[i].name, k.len);
+		off += sizeof(k) + ((k.len + 7u) & ~7u);
+	}
+	return off;
+}
+
+static int kallsyms_opens;
+
+static int count_kallsyms(void *ctx)
+{
+	(void)ctx;
+	kallsyms_opens++;
+	return open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * A worker that named its kernel frames: the names are used as given (and "no symbol" as
+ * [unknown]), and kallsyms is not read; a frame it did not name still is, from kallsyms.
+ */
+Test(ipc, kernel_frames_named_by_the_worker_need_no_kallsyms)
+{
+	const struct fd_opener opener = { deny_maps, deny_mapped, count_kallsyms, NULL };
+	struct symbolizer *s = symbolizer__new(&opener, 0);
+	struct ship_task *t = ship_task__new(TASK_ID);
+	struct task_spec spec = spec_of(getpid());
+	struct ship_stack st[2] = { stack_of(1, 0, 2), stack_of(2, 0, 1) };
+	struct ship_counts_hdr h = { .task_id = TASK_ID };
+	struct ship_count c[2] = {
+		{ .tgid = getpid(), .ustack = -1, .kstack = 1, .value = 3 },
+		{ .tgid = getpid(), .ustack = -1, .kstack = 2, .value = 4 },
+	};
+	uint64_t kaddr = kallsyms_addr("schedule");
+	const struct ksym_rec named[2] = { { 0xffffffff81000010ull, "worker_named_fn" },
+					   { 0xffffffff81000020ull, "" } };
+	struct msg_output_written w;
+	uint8_t frame[512];
+	size_t len;
+	char *out;
+
+	cr_assert_not_null(s);
+	cr_assert_not_null(t);
+	kallsyms_opens = 0;
+	cr_assert_eq(ship_task__begin(t, &spec, s), 0);
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, named, 2);
+	cr_assert_eq(ship_task__ksyms(t, frame, len), 0);
+	/* Innermost first: the caller (outermost) is the unnamed one. */
+	st[0].ips[0] = named[0].addr;
+	st[0].ips[1] = named[1].addr;
+	cr_assert_eq(ship_task__stacks(t, st, 1), 0);
+	cr_assert_eq(ship_task__counts(t, &h, c, 1, s), 0);
+	cr_assert_eq(kallsyms_opens, 0, "kallsyms was read for frames the worker named");
+	/* A frame it did not name: from kallsyms, once. */
+	st[1].ips[0] = kaddr + 1;
+	cr_assert_eq(ship_task__stacks(t, st + 1, 1), 0);
+	cr_assert_eq(ship_task__counts(t, &h, c + 1, 1, s), 0);
+	cr_assert_eq(kallsyms_opens, 1);
+
+	t->out_fd = tmp_fd();
+	t->format = FORMAT_FOLDED;
+	cr_assert_eq(ship_task__write(t, &w), 0);
+	out = read_all(t->out_fd);
+	cr_assert_not_null(strstr(out, ";[unknown]_[k];worker_named_fn_[k] 3\n"), "%s", out);
+	if (kaddr)
+		cr_assert_not_null(strstr(out, ";schedule_[k] 4\n"), "%s", out);
+	free(out);
+	ship_task__free(t);
+	symbolizer__free(s);
+}
+
+/*
+ * A compromised worker naming kernel frames: names that would forge frames or columns of the
+ * folded output, records past the frame, lengths past the bound, another task's frame. Each
+ * is refused whole; the names of the good frame before stay, and stay first.
+ */
+Test(ipc, forged_kernel_names_are_refused, .init = task_setup, .fini = task_teardown)
+{
+	static const char *const bad_names[] = { "a;b",	    "two words", "tab\there", "nl\n",
+						  "del\x7f", "\x80high" };
+	const struct ksym_rec good = { 0xffffffff81000100ull, "good_fn" };
+	const struct ksym_rec again = { 0xffffffff81000100ull, "renamed_fn" };
+	char longname[SHIP_KSYM_NAME_MAX + 2];
+	uint8_t frame[2048];
+	struct ship_ksyms_hdr *h = (void *)frame;
+	struct ship_ksym *k = (void *)(frame + sizeof(*h));
+	size_t len;
+
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &good, 1);
+	cr_assert_eq(ship_task__ksyms(task, frame, len), 0);
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		const struct ksym_rec r[2] = { { 0xffffffff81000200ull, "fine" },
+					       { 0xffffffff81000300ull, bad_names[i] } };
+
+		len = ksyms_frame(frame, sizeof(frame), TASK_ID, r, 2);
+		cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "name %zu taken", i);
+	}
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID,
+			  &(struct ksym_rec){ 0xffffffff81000400ull, longname }, 1);
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "a name past the bound");
+	/* Lengths and counts that do not match the frame. */
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &good, 1);
+	k->len = 200;
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "a name past the frame");
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &good, 1);
+	h->count = 2;
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "a record past the frame");
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &good, 1);
+	h->count = 0;
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "bytes after the records");
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &good, 1);
+	h->count = UINT32_MAX;
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "a count of 2^32 - 1");
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID + 1, &good, 1);
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "another task's names");
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &(struct ksym_rec){ 0, "zero" }, 1);
+	cr_assert_eq(ship_task__ksyms(task, frame, len), -EPROTO, "address 0");
+	cr_assert_eq(ship_task__ksyms(task, frame, sizeof(*h) - 1), -EPROTO, "a short header");
+	/* Named again: the first name stays. */
+	len = ksyms_frame(frame, sizeof(frame), TASK_ID, &again, 1);
+	cr_assert_eq(ship_task__ksyms(task, frame, len), 0);
+	{
+		struct ship_stack st = stack_of(3, 0, 1);
+		struct msg_output_written w;
+		char *out;
+
+		st.ips[0] = good.addr;
+		cr_assert_eq(stacks1(st), 0);
+		cr_assert_eq(counts1(getpid(), -1, 3, 2), 0);
+		task->out_fd = tmp_fd();
+		task->format = FORMAT_FOLDED;
+		cr_assert_eq(ship_task__write(task, &w), 0);
+		out = read_all(task->out_fd);
+		cr_assert_not_null(strstr(out, ";good_fn_[k] 2\n"), "%s", out);
+		cr_assert_null(strstr(out, "fine"), "a name of a refused frame was kept: %s", out);
+		free(out);
+	}
+}
+
+/* A NETWORK task has no stacks: kernel names for it are a protocol error. */
+Test(ipc, kernel_names_for_a_network_task_are_refused)
+{
+	struct symbolizer *s = symbolizer__new(&deny_opener, 0);
+	struct ship_task *t = ship_task__new(TASK_ID);
+	struct task_spec spec = spec_of(getpid());
+	const struct ksym_rec r = { 0xffffffff81000100ull, "fn" };
+	uint8_t frame[64];
+	size_t len = ksyms_frame(frame, sizeof(frame), TASK_ID, &r, 1);
+
+	cr_assert_eq(ship_task__ksyms(t, frame, len), -EPROTO, "before the task's begin");
+	spec.type = TASK_NETWORK;
+	cr_assert_eq(ship_task__begin(t, &spec, s), 0);
+	cr_assert_eq(ship_task__ksyms(t, frame, len), -EPROTO);
+	ship_task__free(t);
+	symbolizer__free(s);
+}
