@@ -215,6 +215,14 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl
 
+# The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
+# libraries under the same names).
+$(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/grpc/oap_load.o \
+		$(OUT)/supervisor/curl_load.o $(OUT)/proto/common/Command.pb-c.o \
+		$(OUT)/proto/common/Common.pb-c.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -lprotobuf-c
+
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
 		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -233,8 +241,9 @@ $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
+unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2
+	$(OUT)/tests/unit/load_runner --jobs 2
 
 integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
 	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
