@@ -39,10 +39,14 @@ SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 COMMON_SRCS     := $(wildcard common/*.c)
 # common/config: the config file and name templates (launcher, supervisor, shipper).
 # common/grpc: the OAP client (supervisor, shipper): never in the launcher or the worker.
+# oap.c, the only code that calls gRPC, is the module $(OUT)/librover-oap.so, which the two
+# roles load only with a backend configured; they link oap_load.c (its forwarders and
+# oap__load) and backoff.c. Tests, fuzz targets and benches link the client itself (GRPC_OBJS).
 CONFIG_SRCS     := $(wildcard common/config/*.c)
-GRPC_SRCS       := $(wildcard common/grpc/*.c)
+GRPC_SRCS       := common/grpc/oap.c common/grpc/backoff.c
 LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
-SUPERVISOR_SRCS := $(filter-out supervisor/main.c,$(wildcard supervisor/*.c))
+# supervisor/curl_load.c: libcurl loaded at run time, in the binary only (tests link -lcurl).
+SUPERVISOR_SRCS := $(filter-out supervisor/main.c supervisor/curl_load.c,$(wildcard supervisor/*.c))
 WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
 SHIPPER_SRCS    := $(filter-out shipper/main.c,$(wildcard shipper/*.c))
 
@@ -51,21 +55,24 @@ obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 COMMON_OBJS     := $(call obj,$(COMMON_SRCS))
 CONFIG_OBJS     := $(call obj,$(CONFIG_SRCS))
 GRPC_OBJS       := $(call obj,$(GRPC_SRCS)) $(OUT)/policy/grpc.o
+OAP_SHIM_OBJS   := $(OUT)/common/grpc/oap_load.o $(OUT)/common/grpc/backoff.o $(OUT)/policy/grpc.o
+OAP_MODULE      := $(OUT)/librover-oap.so
 LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS)) $(OUT)/policy/launcher.o
 SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
-                   $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)
+                   $(CONFIG_OBJS) $(SW_PROTO_OBJS)
 WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o
 SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
-                   $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)
+                   $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(SW_PROTO_OBJS)
 
-# Each role links only what it needs: the worker never links protobuf, gRPC or YAML.
+# Each role links only what it needs: the worker never links protobuf, gRPC or YAML; no binary
+# links gRPC or libcurl (the OAP module and supervisor/curl_load.c load them when configured).
 LIBS_COMMON     := -lcap-ng -lseccomp
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
-LIBS_SUPERVISOR := $(LIBS_CONFIG) $(LIBS_GRPC) -ljson-c -lcurl $(LIBS_COMMON)
+LIBS_SUPERVISOR := $(LIBS_CONFIG) -lprotobuf-c -ljson-c $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_GRPC) $(LIBS_COMMON)
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_COMMON)
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
@@ -78,7 +85,7 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
 .PHONY: all deps test unit integration security demo bench soak clean format fuzz install
-all: $(BINS)
+all: $(BINS) $(OAP_MODULE)
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -130,7 +137,8 @@ $(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(CONFIG_OBJS) $(COMMON_OB
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_LAUNCHER)
 
-$(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(COMMON_OBJS)
+$(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(OAP_SHIM_OBJS) \
+		$(OUT)/supervisor/curl_load.o $(COMMON_OBJS) | $(OAP_MODULE)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SUPERVISOR)
 
@@ -138,9 +146,19 @@ $(OUT)/rover-worker: $(OUT)/worker/main.o $(WORKER_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-$(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(COMMON_OBJS)
+$(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(OAP_SHIM_OBJS) $(COMMON_OBJS) \
+		| $(OAP_MODULE)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SHIPPER)
+
+# The OAP client as a module (common/grpc/oap_load.c): position-independent, its entry points
+# (OAP_EXPORT) the only symbols it exports, every relocation done at load (-z now).
+$(OUT)/pic/%.o: %.c | $(GENERATED)
+	$(call msg,CC-PIC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+$(OAP_MODULE): $(OUT)/pic/common/grpc/oap.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -shared -Wl,-z,relro,-z,now,-z,defs -Wl,-soname,$(notdir $@) $^ -o $@ $(LIBS_GRPC)
 
 # Test targets: programs the tests profile (built with frame pointers, as the ON_CPU
 # unwinder of this issue needs), unit tests, integration tests against the real kernel.
@@ -195,7 +213,15 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 		$(OUT)/policy/launcher.o \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) -ljson-c -lcurl
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl
+
+# The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
+# libraries under the same names).
+$(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/grpc/oap_load.o \
+		$(OUT)/supervisor/curl_load.o $(OUT)/proto/common/Command.pb-c.o \
+		$(OUT)/proto/common/Common.pb-c.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -lprotobuf-c
 
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
 		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
@@ -215,8 +241,9 @@ $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-unit: deps-check $(OUT)/tests/unit/runner $(TEST_PROGS)
+unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS)
 	$(OUT)/tests/unit/runner --jobs 2
+	$(OUT)/tests/unit/load_runner --jobs 2
 
 integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
 	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
@@ -230,12 +257,14 @@ test: deps
 	$(MAKE) integration
 	$(MAKE) security
 
-# Installs the binaries, the rover user (deploy/sysusers.d) and the systemd unit.
+# Installs the binaries, the OAP module beside them (the roles look for it next to their own
+# executable), the rover user (deploy/sysusers.d) and the systemd unit.
 PREFIX ?= /usr/local
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/lib/sysusers.d \
 		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(OAP_MODULE) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 deploy/sysusers.d/rover.conf $(DESTDIR)/usr/lib/sysusers.d/rover.conf
 	install -m 0644 deploy/systemd/rover.service $(DESTDIR)/etc/systemd/system/rover.service
 	[ -e $(DESTDIR)/etc/rover/rover_configs.yaml ] || \
@@ -315,7 +344,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
                 -Wno-missing-field-initializers -I. -I$(OUT) -idirafter $(OUT)/proto \
                 -DROVER_DEBUG=0 $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_LIBS    := $(LIBS_SHIPPER) -ljson-c -lpthread
+FUZZ_LIBS    := $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lpthread
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
 # What the shipper links (its OAP client included), main.c and its seccomp policy excepted;

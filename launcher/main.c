@@ -137,7 +137,7 @@ enum { BLOB_CONFIG, BLOB_CA, BLOB_CERT, BLOB_KEY, NBLOBS };
 struct launcher {
 	char *blob[NBLOBS];
 	size_t blob_len[NBLOBS];
-	int fatal; /* a role refused its configuration: stop */
+	int fatal; /* a role refused its configuration (exit 78): stop */
 	char sockdir[PATH_MAX];
 	int own_sockdir;
 	int dirfd; /* the socket directory, -1 until set up */
@@ -365,7 +365,11 @@ static void reap(struct launcher *l)
 			if (pid != l->role_pid[i])
 				continue;
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 78) {
-				log_err("%s refused its configuration; stopping", names[i]);
+				/* EX_CONFIG: its config, or a library it needs for it (the
+				 * OAP module, libcurl): a restart would fail the same way. */
+				log_err("%s refused its configuration or what it needs for it "
+					"(its message above); stopping",
+					names[i]);
 				l->role_pid[i] = 0;
 				l->fatal = 1;
 				continue;

@@ -19,6 +19,7 @@
 
 #include "common/config/config.h"
 #include "common/config/passed.h"
+#include "common/grpc/oap.h"
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/msg.h"
@@ -879,6 +880,14 @@ int main(int argc, char **argv)
 	if (err) {
 		log_err("dropping privileges: %s", strerror(-err));
 		return 1;
+	}
+	/* A config names a backend: its client module, before the filter forbids mapping code. */
+	if (config__passed_given(&passed) && (err = oap__load(why, sizeof(why)))) {
+		log_err("loading the OAP client: %s; it is built with the binaries and installed "
+			"beside them (make, make install): put it back, or profile without a backend "
+			"(rover profile)",
+			why);
+		return 78; /* EX_CONFIG: the launcher stops; a restart would find the same file */
 	}
 	if (config__passed_given(&passed) && backend_setup(&s, &passed))
 		return 1;

@@ -29,7 +29,9 @@
 #include "common/util.h"
 #include "common/config/config.h"
 #include "common/config/passed.h"
+#include "common/grpc/oap.h"
 #include "supervisor/backend.h"
+#include "supervisor/curl_load.h"
 #include "supervisor/discovery.h"
 #include "supervisor/k8s.h"
 
@@ -1078,6 +1080,14 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 		goto cleanup;
 	}
 	if (s->cfg->discovery.present && s->cfg->discovery.k8s_active) {
+		/* Loaded only now that Kubernetes is known to be on (curl_load.c); before the
+		 * sandbox, which forbids mapping code. */
+		err = curl__load(errbuf, sizeof(errbuf));
+		if (err) {
+			log_err("%s", errbuf);
+			s->config_refused = 1;
+			goto cleanup;
+		}
 		/* Before the sandbox: libcurl's sockets and TLS state are made now. */
 		s->k8s = k8s__new(s->cfg, s->host.host_name, errbuf, sizeof(errbuf));
 		if (!s->k8s) {
@@ -1207,6 +1217,14 @@ int main(int argc, char **argv)
 	/* Spawner replies may take a while to come; no timeout on that connection's reads. */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* A config names a backend: its client module, before the filter forbids mapping code. */
+	if (config__passed_given(&passed) && (err = oap__load(why, sizeof(why)))) {
+		log_err("loading the OAP client: %s; it is built with the binaries and installed "
+			"beside them (make, make install): put it back, or profile without a backend "
+			"(rover profile)",
+			why);
+		return 78; /* EX_CONFIG: a restart would find the same file */
+	}
 	if (config__passed_given(&passed) && backend_setup(&s, &passed)) {
 		log_err("backend setup failed");
 		/* EX_CONFIG stops the agent (a restart would refuse it again); anything else is

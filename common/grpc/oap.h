@@ -8,6 +8,11 @@
  * Every call has a deadline. Calls are blocking for the calling thread only: each caller runs
  * its calls from its own thread, so a slow or dead backend holds no other call, no discovery
  * and no profiling. Any number of threads may call on one oap_conn at once.
+ *
+ * The client (oap.c) is built as a module, librover-oap.so, that the two roles load with
+ * oap__load() only when a backend is configured: gRPC, abseil, OpenSSL and c-ares are then
+ * mapped only by an agent that talks to an OAP (oap_load.c says why). The oap_backoff__*
+ * helpers call no gRPC and stay in the binaries (backoff.c).
  */
 #ifndef ROVER_COMMON_GRPC_OAP_H
 #define ROVER_COMMON_GRPC_OAP_H
@@ -43,18 +48,44 @@ struct oap_status {
 #define OAP_E_TOO_BIG 1000 /* status code used for an oversized answer */
 #define OAP_E_DECODE 1001  /* status code used for an answer that does not decode */
 
+/* The module's file name, found in the directory of the role's executable. */
+#define OAP_MODULE "librover-oap.so"
+/*
+ * What the module and the binaries must agree on, checked at load: raise it with any change
+ * to a signature or a structure of this header (an older module left beside newer binaries
+ * is then refused by name, not called with the wrong layout).
+ */
+#define OAP_MODULE_ABI 1u
+/* The entry points the module exports; everything else in it is hidden (-fvisibility). */
+#define OAP_EXPORT __attribute__((visibility("default")))
+struct oap_module_abi {
+	uint32_t version; /* OAP_MODULE_ABI */
+	uint32_t opts_size, status_size;
+};
+/* In the module only (oap.c): what it was built against. */
+OAP_EXPORT extern const struct oap_module_abi oap_module_abi;
+
+/*
+ * Loads OAP_MODULE from beside /proc/self/exe (RTLD_NOW, RTLD_LOCAL) and resolves every entry
+ * point; once is enough, a second call returns 0. Before the role's seccomp filter: it opens
+ * files and maps code, which the filter forbids. 0, or -errno with a sentence for the user
+ * in why (the path and what is wrong). Without it, oap_conn__new and oap_stream__open fail
+ * with ELIBACC and oap_conn__call returns -ELIBACC.
+ */
+int oap__load(char *why, size_t whylen);
+
 struct oap_conn;
 
 /* NULL with errno set (EINVAL for bad options, ENOMEM). Calls grpc_init() once per process. */
-struct oap_conn *oap_conn__new(const struct oap_opts *opts);
-void oap_conn__free(struct oap_conn *c);
+OAP_EXPORT struct oap_conn *oap_conn__new(const struct oap_opts *opts);
+OAP_EXPORT void oap_conn__free(struct oap_conn *c);
 
 /*
  * A unary call to method, e.g. "/skywalking.v3.EBPFProcessService/keepAlive". On OK, returns 0
  * and *ret_answer (free with protobuf_c_message_free_unpacked(*ret_answer, NULL)); otherwise
  * -EIO with st filled (st may be NULL). Never longer than the deadline.
  */
-int oap_conn__call(struct oap_conn *c, const char *method, const ProtobufCMessage *req,
+OAP_EXPORT int oap_conn__call(struct oap_conn *c, const char *method, const ProtobufCMessage *req,
 		   const ProtobufCMessageDescriptor *answer_desc, ProtobufCMessage **ret_answer,
 		   struct oap_status *st);
 
@@ -65,11 +96,11 @@ int oap_conn__call(struct oap_conn *c, const char *method, const ProtobufCMessag
  * finish half-closes, waits for the answer and status, frees s; 0 when the status is OK.
  */
 struct oap_stream;
-struct oap_stream *oap_stream__open(struct oap_conn *c, const char *method);
-int oap_stream__send(struct oap_stream *s, const ProtobufCMessage *msg);
+OAP_EXPORT struct oap_stream *oap_stream__open(struct oap_conn *c, const char *method);
+OAP_EXPORT int oap_stream__send(struct oap_stream *s, const ProtobufCMessage *msg);
 /* Sends bytes that are already a packed message (from the spool). */
-int oap_stream__send_packed(struct oap_stream *s, const void *buf, size_t len);
-int oap_stream__finish(struct oap_stream *s, const ProtobufCMessageDescriptor *answer_desc,
+OAP_EXPORT int oap_stream__send_packed(struct oap_stream *s, const void *buf, size_t len);
+OAP_EXPORT int oap_stream__finish(struct oap_stream *s, const ProtobufCMessageDescriptor *answer_desc,
 		       ProtobufCMessage **ret_answer, struct oap_status *st);
 
 /*

@@ -374,6 +374,25 @@ pid_t wait_child(pid_t ppid, const char *comm, int timeout_ms)
 	return 0;
 }
 
+char *proc_maps_grep(pid_t pid, const char *needle)
+{
+	char path[64], *text, *line, *save = NULL, *out;
+	size_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	text = slurp(path, NULL);
+	if (!text)
+		return NULL;
+	out = calloc(1, strlen(text) + 1);
+	for (line = strtok_r(text, "\n", &save); out && line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strstr(line, needle))
+			continue;
+		n += (size_t)sprintf(out + n, "%s%s", n ? "\n" : "", line);
+	}
+	free(text);
+	return out;
+}
+
 int proc_status(pid_t pid, const char *key, char *buf, size_t len)
 {
 	char path[64], *text, *line, *save = NULL;

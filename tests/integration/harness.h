@@ -56,6 +56,10 @@ pid_t find_child(pid_t ppid, const char *comm);
 /* Waits up to timeout_ms for such a child. */
 pid_t wait_child(pid_t ppid, const char *comm, int timeout_ms);
 
+/* The lines of /proc/PID/maps that contain needle, joined by '\n' (malloc'd; "" when none), or
+ * NULL when the file cannot be read. */
+char *proc_maps_grep(pid_t pid, const char *needle);
+
 /* A "Key:\tvalue" line of /proc/PID/status, into buf. 0 or -errno. */
 int proc_status(pid_t pid, const char *key, char *buf, size_t len);
 

@@ -100,6 +100,19 @@ static pid_t start_rover(int port, const char *spool)
 	return start_rover_extra(port, spool, NULL);
 }
 
+/* Whether pid maps a file whose path contains lib, as want says. */
+static void expect_maps(pid_t pid, const char *who, const char *lib, int want)
+{
+	char *hit = proc_maps_grep(pid, lib);
+
+	cr_assert_not_null(hit, "cannot read the maps of the %s (%d)", who, (int)pid);
+	if (want)
+		cr_expect_str_not_empty(hit, "the %s does not map %s", who, lib);
+	else
+		cr_expect_str_empty(hit, "the %s maps %s:\n%s", who, lib, hit);
+	free(hit);
+}
+
 /* Every thread of pid: no capability, NoNewPrivs, seccomp filter, not root. */
 static void expect_unprivileged(pid_t pid, const char *who)
 {
@@ -296,6 +309,14 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	json_object_put(h);
 	expect_unprivileged(wait_child(rover, "rover-superviso", 5000), "supervisor");
 	expect_unprivileged(wait_child(rover, "rover-shipper", 5000), "shipper");
+	/* With a backend, both roles load the OAP module and gRPC behind it (not linked: a
+	 * one-shot maps neither, startup::a_one_shot_maps_neither_grpc_nor_curl); no
+	 * Kubernetes here, so no libcurl. */
+	expect_maps(find_child(rover, "rover-superviso"), "supervisor", "librover-oap.so", 1);
+	expect_maps(find_child(rover, "rover-superviso"), "supervisor", "libgrpc", 1);
+	expect_maps(find_child(rover, "rover-superviso"), "supervisor", "libcurl", 0);
+	expect_maps(find_child(rover, "rover-shipper"), "shipper", "librover-oap.so", 1);
+	expect_maps(find_child(rover, "rover-shipper"), "shipper", "libgrpc", 1);
 
 	add_task("it-task-1", "ON_CPU", 4);
 	samples = wait_task_done("it-task-1", 30000);

@@ -372,6 +372,13 @@ Test(kube, the_nodes_pods_are_reported_with_the_shipped_analyzers)
 	/* Only this node's pods were asked for. */
 	cr_expect_gt(kube_api_requests(&e.k, "list pods"), 0);
 	cr_expect_gt(kube_api_requests(&e.k, "watch pods"), 0);
+	/* libcurl is loaded at run time, with Kubernetes on only (supervisor/curl_load.c). */
+	{
+		char *hit = proc_maps_grep(find_child(e.rover, "rover-superviso"), "libcurl");
+
+		cr_expect(hit && hit[0], "the supervisor does not map libcurl");
+		free(hit);
+	}
 }
 
 Test(kube, labels_services_and_deletions_are_followed)
