@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the bytes a worker writes to shipper.sock. The input goes into one end of
  * a socketpair as one byte stream; the other end runs what shipper/main.c's on_worker() does
- * with each frame (ipc_recv() against the worker rules, then ship_task__begin / __stacks /
+ * with each frame (ipc_recv() against the worker rules, then ship_task__begin / __ksyms / __stacks /
  * __counts, and the profile written at MSG_SHIP_END or when the stream stops, as the
  * supervisor's MSG_OUTPUT_ABORT would) until an error ends the peer. Nothing may crash, leak,
  * block, or fail other than as a rejected peer does.
@@ -40,6 +40,7 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD, sizeof(struct ship_count),
 	  0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
+	{ MSG_SHIP_KSYMS, sizeof(struct ship_ksyms_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
@@ -185,6 +186,9 @@ static int run_peer(int sock, struct symbolizer *sym)
 		switch (m.type) {
 		case MSG_SHIP_STACKS:
 			err = ship_task__stacks(t, m.buf, m.len / sizeof(struct ship_stack));
+			break;
+		case MSG_SHIP_KSYMS:
+			err = ship_task__ksyms(t, m.buf, m.len);
 			break;
 		case MSG_SHIP_COUNTS:
 			err = ship_task__counts(

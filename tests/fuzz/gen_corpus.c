@@ -150,6 +150,34 @@ static void worker_streams(void)
 	end(&s, 3);
 	save("whole_task", &s);
 
+	/* The worker names the kernel stack's frames first (one with no symbol): no kallsyms. */
+	s.len = 0;
+	begin(&s, 5, 1, one);
+	{
+		uint8_t kb[sizeof(struct ship_ksyms_hdr) + 2 * sizeof(struct ship_ksym) + 16] = { 0 };
+		struct ship_ksyms_hdr h = { .task_id = 5, .count = 2 };
+		struct ship_ksym k0 = { .addr = KERNEL_BASE + 5, .len = 7 },
+				 k1 = { .addr = KERNEL_BASE + 0x45 };
+		size_t off = sizeof(h);
+
+		memcpy(kb, &h, sizeof(h));
+		memcpy(kb + off, &k0, sizeof(k0));
+		memcpy(kb + off + sizeof(k0), "fn_name", 7);
+		off += sizeof(k0) + 8;
+		memcpy(kb + off, &k1, sizeof(k1));
+		off += sizeof(k1);
+		frame(&s, MSG_SHIP_KSYMS, kb, (uint32_t)off);
+	}
+	{
+		struct ship_stack st = stack(2, 0, 2, KERNEL_BASE);
+		struct ship_count c = { .tgid = 1, .ustack = -1, .kstack = 2, .value = 4 };
+
+		frame(&s, MSG_SHIP_STACKS, &st, sizeof(st));
+		counts(&s, 5, &c, 1);
+	}
+	end(&s, 5);
+	save("kernel_names", &s);
+
 	/* Two targets, a stack id reused between flushes, a library mapping. pprof output. */
 	s.len = 0;
 	begin(&s, 4, 2, two);
