@@ -8,21 +8,22 @@
 
 #include "common/log.h"
 #include "common/stackcount.h"
+#include "common/u64map.h"
 #include "worker/ksyms.h"
 
 /*
- * Addresses named in one task, at most: a task's kernel frames are a few thousand addresses;
- * past this the shipper names the rest from kallsyms (nothing is lost, it costs more).
+ * Addresses named in one task, at most (the shipper's KNAMES_MAX): a task's kernel frames are
+ * a few thousand addresses; past this the shipper names the rest from kallsyms (nothing is
+ * lost, it costs more).
  */
-#define SEEN_MAX (1u << 16)
+#define SEEN_MAX (1u << 15)
 
 struct ksym_namer {
 	int prog_fd;
 	uint64_t *addrs; /* the program's arrays, in the mmapped .bss */
 	int32_t *lens;
 	char (*out)[SC_KSYM_SLOT];
-	uint64_t *seen; /* open addressing, 0: empty */
-	uint32_t seen_cap, nseen;
+	struct u64map seen; /* addresses wanted once (values unused) */
 	uint64_t *want;
 	uint32_t nwant;
 	int broken;
@@ -39,10 +40,8 @@ struct ksym_namer *ksym_namer__new(struct bpf_program *prog, uint64_t *addrs, in
 	k->addrs = addrs;
 	k->lens = lens;
 	k->out = out;
-	k->seen_cap = 1024;
-	k->seen = calloc(k->seen_cap, sizeof(*k->seen));
-	k->want = malloc(SEEN_MAX / 2 * sizeof(*k->want));
-	if (k->prog_fd < 0 || !k->seen || !k->want) {
+	k->want = malloc(SEEN_MAX * sizeof(*k->want));
+	if (k->prog_fd < 0 || !k->want) {
 		ksym_namer__free(k);
 		errno = ENOMEM;
 		return NULL;
@@ -54,44 +53,15 @@ void ksym_namer__free(struct ksym_namer *k)
 {
 	if (!k)
 		return;
-	free(k->seen);
+	u64map__free(&k->seen);
 	free(k->want);
 	free(k);
 }
 
-static uint32_t slot_of(uint64_t addr, uint32_t cap)
-{
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
-
-/* 1 when addr was not in the set (and now is), 0 when it was or the set is full. */
+/* 1 when addr was never wanted (and now is), 0 when it was or the set is full. */
 static int seen_add(struct ksym_namer *k, uint64_t addr)
 {
-	uint32_t i;
-
-	if (k->nseen + 1 > k->seen_cap / 2) {
-		uint64_t *old = k->seen, *grown;
-		uint32_t cap = k->seen_cap * 2;
-
-		if (cap > SEEN_MAX || !(grown = calloc(cap, sizeof(*grown))))
-			return 0;
-		for (uint32_t j = 0; j < k->seen_cap; j++) {
-			if (!old[j])
-				continue;
-			for (i = slot_of(old[j], cap); grown[i]; i = (i + 1) & (cap - 1))
-				;
-			grown[i] = old[j];
-		}
-		free(old);
-		k->seen = grown;
-		k->seen_cap = cap;
-	}
-	for (i = slot_of(addr, k->seen_cap); k->seen[i]; i = (i + 1) & (k->seen_cap - 1))
-		if (k->seen[i] == addr)
-			return 0;
-	k->seen[i] = addr;
-	k->nseen++;
-	return 1;
+	return !u64map__reserve(&k->seen, 1, SEEN_MAX) && u64map__add(&k->seen, addr, 0);
 }
 
 void ksym_namer__want(struct ksym_namer *k, const uint64_t *ips, uint32_t n)

@@ -25,6 +25,7 @@
 
 #include "common/ipc.h"
 #include "common/msg.h"
+#include "shipper/knames.h"
 #include "shipper/profile.h"
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
@@ -1041,4 +1042,52 @@ Test(ipc, kernel_names_for_a_network_task_are_refused)
 	cr_assert_eq(ship_task__ksyms(t, frame, len), -EPROTO);
 	ship_task__free(t);
 	symbolizer__free(s);
+}
+
+/*
+ * Many names: the table grows and keeps every one; past KNAMES_MAX a frame is refused whole
+ * (a worker never names more: worker/ksyms.c stops at the same bound).
+ */
+Test(ipc, kernel_names_grow_to_their_bound_and_no_further, .init = task_setup,
+     .fini = task_teardown)
+{
+	const uint32_t per = 4096;
+	size_t cap = sizeof(struct ship_ksyms_hdr) + per * (sizeof(struct ship_ksym) + 8);
+	uint8_t *frame = malloc(cap);
+	uint32_t sent = 0;
+
+	cr_assert_not_null(frame);
+	for (int f = 0; sent < 32768; f++) {
+		struct ship_ksyms_hdr h = { .task_id = TASK_ID, .count = per };
+		size_t off = sizeof(h);
+
+		memcpy(frame, &h, sizeof(h));
+		for (uint32_t i = 0; i < per; i++, sent++) {
+			struct ship_ksym k = { .addr = 0xffffffff81000000ull + sent * 16, .len = 8 };
+
+			memcpy(frame + off, &k, sizeof(k));
+			snprintf((char *)frame + off + sizeof(k), 9, "f%07u", sent);
+			off += sizeof(k) + 8;
+		}
+		cr_assert_eq(ship_task__ksyms(task, frame, off), 0, "frame %d", f);
+	}
+	for (uint32_t i = 0; i < sent; i += 997) {
+		const char *name;
+		char want[16];
+
+		snprintf(want, sizeof(want), "f%07u", i);
+		cr_assert(knames__get(task->knames, 0xffffffff81000000ull + i * 16, &name));
+		cr_assert_str_eq(name, want);
+	}
+	/* One more address: past the bound. */
+	{
+		const struct ksym_rec r = { 0xffffffff90000000ull, "one_more" };
+		uint8_t small[64];
+		size_t len = ksyms_frame(small, sizeof(small), TASK_ID, &r, 1);
+		const char *name;
+
+		cr_assert_eq(ship_task__ksyms(task, small, len), -ENOSPC);
+		cr_assert_not(knames__get(task->knames, r.addr, &name));
+	}
+	free(frame);
 }
