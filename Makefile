@@ -242,14 +242,16 @@ $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
 unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS)
-	$(OUT)/tests/unit/runner --jobs 2
-	$(OUT)/tests/unit/load_runner --jobs 2
+	scripts/run-suite.sh $(OUT)/unit.tap $(OUT)/tests/unit/runner --jobs 2
+	scripts/run-suite.sh $(OUT)/load.tap $(OUT)/tests/unit/load_runner --jobs 2
 
 integration: deps-check all $(OUT)/tests/integration/runner $(TEST_PROGS)
-	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/integration/runner --jobs 1 --verbose=0
+	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) \
+		scripts/run-suite.sh $(OUT)/integration.tap $(OUT)/tests/integration/runner --jobs 1 --verbose=0
 
 security: deps-check all $(OUT)/tests/security/runner $(TEST_PROGS)
-	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) $(OUT)/tests/security/runner --jobs 1 --verbose=0
+	ROVER_BUILD=$(abspath $(OUT)) ROVER_SRC=$(CURDIR) \
+		scripts/run-suite.sh $(OUT)/security.tap $(OUT)/tests/security/runner --jobs 1 --verbose=0
 
 test: deps
 	$(MAKE) unit
