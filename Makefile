@@ -48,7 +48,8 @@ LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
 # supervisor/curl_load.c: libcurl loaded at run time, in the binary only (tests link -lcurl).
 SUPERVISOR_SRCS := $(filter-out supervisor/main.c supervisor/curl_load.c,$(wildcard supervisor/*.c))
 WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
-SHIPPER_SRCS    := $(filter-out shipper/main.c,$(wildcard shipper/*.c))
+# shipper/capstone_load.c: libcapstone loaded at run time, in the binary only (tests link it).
+SHIPPER_SRCS    := $(filter-out shipper/main.c shipper/capstone_load.c,$(wildcard shipper/*.c))
 
 obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 
@@ -65,14 +66,16 @@ SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
                    $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(SW_PROTO_OBJS)
 
 # Each role links only what it needs: the worker never links protobuf, gRPC or YAML; no binary
-# links gRPC or libcurl (the OAP module and supervisor/curl_load.c load them when configured).
+# links gRPC, libcurl or libcapstone (the OAP module, supervisor/curl_load.c and
+# shipper/capstone_load.c load them when configured or needed).
 LIBS_COMMON     := -lcap-ng -lseccomp
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
 LIBS_SUPERVISOR := $(LIBS_CONFIG) -lprotobuf-c -ljson-c $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw -lcapstone $(LIBS_CONFIG) $(LIBS_COMMON)
+LIBS_SHIPPER_BIN := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw $(LIBS_CONFIG) $(LIBS_COMMON)
+LIBS_SHIPPER    := $(LIBS_SHIPPER_BIN) -lcapstone
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
@@ -146,10 +149,10 @@ $(OUT)/rover-worker: $(OUT)/worker/main.o $(WORKER_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-$(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(OAP_SHIM_OBJS) $(COMMON_OBJS) \
-		| $(OAP_MODULE)
+$(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(OAP_SHIM_OBJS) \
+		$(OUT)/shipper/capstone_load.o $(COMMON_OBJS) | $(OAP_MODULE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SHIPPER)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SHIPPER_BIN)
 
 # The OAP client as a module (common/grpc/oap_load.c): position-independent, its entry points
 # (OAP_EXPORT) the only symbols it exports, every relocation done at load (-z now).
@@ -218,7 +221,8 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
 $(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/grpc/oap_load.o \
-		$(OUT)/supervisor/curl_load.o $(OUT)/proto/common/Command.pb-c.o \
+		$(OUT)/supervisor/curl_load.o $(OUT)/shipper/capstone_load.o \
+		$(OUT)/proto/common/Command.pb-c.o \
 		$(OUT)/proto/common/Common.pb-c.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -lprotobuf-c

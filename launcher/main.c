@@ -146,6 +146,7 @@ struct launcher {
 	uid_t uid;
 	gid_t gid;
 	int manage_roles; /* start and restart the supervisor and the shipper */
+	int stack_only;	  /* a one-shot ON_CPU/OFF_CPU task: the shipper serves no NETWORK task */
 	pid_t role_pid[2]; /* supervisor, shipper */
 	uint64_t role_restart_at[2];
 	uint64_t role_started_at[2];
@@ -285,10 +286,13 @@ static pid_t start_role(struct launcher *l, const char *bin, int role)
 		static const char *const opt[NBLOBS] = { "--config-fd", "--ca-fd", "--cert-fd",
 							 "--key-fd" };
 		char fdnum[NBLOBS][16];
-		char *argv[4 + 2 * NBLOBS] = { (char *)bin, "--user",
+		char *argv[5 + 2 * NBLOBS] = { (char *)bin, "--user",
 					       (char *)(l->user ? l->user : "") };
 		int argc = 3;
 
+		/* It then skips loading the Go TLS disassembler (shipper/capstone_load.c). */
+		if (role == ROLE_SHIPPER && l->stack_only)
+			argv[argc++] = "--stack-only";
 		/* Our ends first, so the memfds below land above them. */
 		if (spawner__child_prepare(child_fds, 2)) {
 			fprintf(stderr, "rover: preparing %s: %s\n", bin, strerror(errno));
@@ -872,6 +876,7 @@ static int cmd_profile(int argc, char **argv)
 	}
 	log_init("rover");
 	if (!connect_dir) {
+		l.stack_only = spec.type != TASK_NETWORK;
 		err = setup(&l, NULL);
 		if (err) {
 			fprintf(stderr, "rover: starting: %s\n", strerror(-err));

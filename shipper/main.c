@@ -25,6 +25,7 @@
 #include "common/msg.h"
 #include "common/util.h"
 #include "common/privdrop.h"
+#include "shipper/capstone_load.h"
 #include "shipper/network.h"
 #include "shipper/opener.h"
 #include "shipper/tlsfind.h"
@@ -826,6 +827,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = { { "socket-dir", required_argument, NULL, 'd' },
 					      { "user", required_argument, NULL, 'u' },
+					      { "stack-only", no_argument, NULL, 'S' },
 					      CONFIG_PASSED_OPTIONS,
 					      { "help", no_argument, NULL, 'h' },
 					      { 0 } };
@@ -837,7 +839,7 @@ int main(int argc, char **argv)
 	const char *dir = NULL, *user = NULL;
 	struct sigaction sa = { .sa_handler = on_term };
 	gid_t gid;
-	int c, err;
+	int c, err, stack_only = 0;
 
 	log_init("rover-shipper");
 	config__passed_init(&passed);
@@ -857,9 +859,12 @@ int main(int argc, char **argv)
 		case 'u':
 			user = optarg;
 			break;
+		case 'S':
+			stack_only = 1;
+			break;
 		default:
 			fprintf(stderr, "usage: rover-shipper [--socket-dir DIR] [--user USER] "
-					CONFIG_PASSED_USAGE "\n");
+					"[--stack-only] " CONFIG_PASSED_USAGE "\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -881,6 +886,14 @@ int main(int argc, char **argv)
 		log_err("dropping privileges: %s", strerror(-err));
 		return 1;
 	}
+	/*
+	 * The Go TLS finder's disassembler, unless the launcher says no NETWORK task comes (a
+	 * one-shot ON_CPU or OFF_CPU task): before Landlock and the filter forbid mapping it.
+	 * Without it NETWORK tasks still run; their Go TLS libraries report why they have no
+	 * probes.
+	 */
+	if (!stack_only && (err = capstone__load(why, sizeof(why))))
+		log_warn("%s: Go TLS traffic will not be decrypted", why);
 	/* A config names a backend: its client module, before the filter forbids mapping code. */
 	if (config__passed_given(&passed) && (err = oap__load(why, sizeof(why)))) {
 		log_err("loading the OAP client: %s; it is built with the binaries and installed "

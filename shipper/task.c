@@ -82,7 +82,8 @@ void ship_task__free(struct ship_task *t)
 	tls_finder__free(t->tls);
 	knames__free(t->knames);
 	free(t->net_pending);
-	for (size_t i = 0; i < SHIP_MAX_STACK_ID; i++)
+	/* Not all 65536 ids: the table's untouched pages stay unmapped (a fault each). */
+	for (int32_t i = 0; t->stacks && i < t->stacks_end; i++)
 		stored_free(t->stacks[i]);
 	free(t->stacks);
 	for (size_t i = 0; t->unwound && i < UNWOUND_SLOTS; i++)
@@ -188,6 +189,8 @@ int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n)
 		/* A reused id: the counts sent before were already named with the old content. */
 		stored_free(t->stacks[s[i].id]);
 		t->stacks[s[i].id] = st;
+		if (s[i].id >= t->stacks_end)
+			t->stacks_end = s[i].id + 1;
 	}
 	return 0;
 }

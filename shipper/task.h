@@ -49,6 +49,7 @@ struct ship_task {
 	uint32_t format;
 	struct profile *profile;
 	struct stored_stack **stacks; /* by id */
+	int32_t stacks_end;	       /* ids below it may be set (freeing looks no further) */
 	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
 	struct agg_entry *agg;

@@ -186,8 +186,10 @@ static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t siz
 		return -EIO;
 	}
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+		/* The shipper loads the library unless it serves no NETWORK task (capstone_load.c). */
 		free(buf);
-		return -ENOMEM;
+		*why = "no disassembler: libcapstone is not loaded in this shipper";
+		return -ELIBACC;
 	}
 	insn = cs_malloc(cs);
 	if (!insn) {

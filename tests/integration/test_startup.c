@@ -3,7 +3,9 @@
  * What the roles load at start: a one-shot `rover profile` (no backend, no Kubernetes) maps
  * neither gRPC nor libcurl in its supervisor and shipper (they cost ~30 ms of ld.so each,
  * README.md "One-shot start-up"); an agent with a backend whose OAP module is missing or
- * broken stops at once and names the file, rather than restarting its roles forever.
+ * broken stops at once and names the file, rather than restarting its roles forever. The Go
+ * TLS disassembler (libcapstone, 15 ms of relocations) is loaded by the shipper of a NETWORK
+ * task only.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -25,6 +27,20 @@ TestSuite(startup, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 /* What a backend or Kubernetes brings, and a one-shot must not map. */
 static const char *const backend_libs[] = { "librover-oap", "libgrpc", "libgpr", "libabsl",
 					    "libcares", "libre2", "libssl", "libcurl" };
+
+static void expect_maps_capstone(pid_t ship, int want)
+{
+	char *hit;
+
+	cr_assert_gt(ship, 0, "no shipper");
+	hit = proc_maps_grep(ship, "libcapstone");
+	cr_assert_not_null(hit, "cannot read the maps of the shipper (%d)", (int)ship);
+	if (want)
+		cr_expect_str_not_empty(hit, "the NETWORK task's shipper has no libcapstone");
+	else
+		cr_expect_str_empty(hit, "the ON_CPU one-shot's shipper maps libcapstone:\n%s", hit);
+	free(hit);
+}
 
 static void expect_maps_none(pid_t pid, const char *who)
 {
@@ -57,6 +73,28 @@ Test(startup, a_one_shot_maps_neither_grpc_nor_curl)
 	ship = find_child(task, SHIPPER_COMM);
 	expect_maps_none(sup, "supervisor");
 	expect_maps_none(ship, "shipper");
+	expect_maps_capstone(ship, 0);
+	rc = wait_cmd(task, 30000);
+	stop_program(target);
+	cr_expect_eq(rc, 0, "rover profile exited %d:\n%s", rc, slurp(errpath, NULL));
+}
+
+/* A NETWORK one-shot may meet Go TLS: its shipper loads the disassembler before its filter. */
+Test(startup, a_network_one_shot_loads_the_disassembler)
+{
+	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL);
+	char pid[16], *out = tmp_path("net.txt"), *errpath = tmp_path("profile.err");
+	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", pid,
+			 "--duration", "3s", "--output", out, NULL };
+	pid_t task;
+	int rc;
+
+	cr_assert_gt(target, 0);
+	snprintf(pid, sizeof(pid), "%d", (int)target);
+	task = spawn_cmd(argv, errpath);
+	cr_assert_gt(wait_child(task, WORKER_COMM, 10000), 0, "no worker started:\n%s",
+		     slurp(errpath, NULL));
+	expect_maps_capstone(find_child(task, SHIPPER_COMM), 1);
 	rc = wait_cmd(task, 30000);
 	stop_program(target);
 	cr_expect_eq(rc, 0, "rover profile exited %d:\n%s", rc, slurp(errpath, NULL));

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The forwarders the supervisor and the shipper link instead of gRPC and libcurl
- * (common/grpc/oap_load.c, supervisor/curl_load.c), before anything is loaded: a caller that
- * skipped the load gets an errno, never a call through a null pointer. Its own runner: the
- * unit runner links the real client and libcurl under the same names. Loading the module for
+ * The forwarders the supervisor and the shipper link instead of gRPC, libcurl and libcapstone
+ * (common/grpc/oap_load.c, supervisor/curl_load.c, shipper/capstone_load.c), before anything
+ * is loaded: a caller that skipped the load gets an error, never a call through a null
+ * pointer. Its own runner: the unit runner links the real libraries under the same names. Loading the module for
  * real is tests/integration/test_startup.c's and the backend suite's.
  */
 #define _GNU_SOURCE
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <capstone/capstone.h>
 #include <curl/curl.h>
 
 #include "common/Command.pb-c.h"
@@ -64,4 +65,19 @@ Test(load, curl_calls_fail_cleanly_before_libcurl_is_loaded)
 	cr_expect_neq(curl_easy_setopt(NULL, CURLOPT_URL, "http://x/"), CURLE_OK);
 	curl_easy_cleanup(NULL);
 	curl_slist_free_all(NULL);
+}
+
+Test(load, capstone_calls_fail_cleanly_before_the_library_is_loaded)
+{
+	csh h = 0;
+	const uint8_t code[] = { 0xc3 }, *p = code;
+	size_t left = sizeof(code);
+	uint64_t addr = 0;
+
+	cr_expect_neq(cs_open(CS_ARCH_X86, CS_MODE_64, &h), CS_ERR_OK);
+	cr_expect_null(cs_malloc(h));
+	cr_expect_not(cs_disasm_iter(h, &p, &left, &addr, NULL));
+	cr_expect_eq(left, sizeof(code), "nothing decoded");
+	cr_expect_neq(cs_close(&h), CS_ERR_OK);
+	cs_free(NULL, 1); /* no call through a null pointer */
 }
