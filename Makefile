@@ -50,6 +50,9 @@ SUPERVISOR_SRCS := $(filter-out supervisor/main.c supervisor/curl_load.c,$(wildc
 WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
 # shipper/capstone_load.c: libcapstone loaded at run time, in the binary only (tests link it).
 SHIPPER_SRCS    := $(filter-out shipper/main.c shipper/capstone_load.c,$(wildcard shipper/*.c))
+# policy/: the tables the roles link; compile.c and filtergen.c turn them into seccomp programs
+# at build time ($(OUT)/policy/filters.c), so that no role links libseccomp.
+POLICY_TABLES   := $(filter-out policy/compile.c policy/filtergen.c,$(wildcard policy/*.c))
 
 obj = $(patsubst %.c,$(OUT)/%.o,$(1))
 
@@ -58,17 +61,18 @@ CONFIG_OBJS     := $(call obj,$(CONFIG_SRCS))
 GRPC_OBJS       := $(call obj,$(GRPC_SRCS)) $(OUT)/policy/grpc.o
 OAP_SHIM_OBJS   := $(OUT)/common/grpc/oap_load.o $(OUT)/common/grpc/backoff.o $(OUT)/policy/grpc.o
 OAP_MODULE      := $(OUT)/librover-oap.so
-LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS)) $(OUT)/policy/launcher.o
-SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
+FILTERS_OBJ     := $(OUT)/policy/filters.o
+LAUNCHER_OBJS   := $(call obj,$(LAUNCHER_SRCS)) $(OUT)/policy/launcher.o $(FILTERS_OBJ)
+SUPERVISOR_OBJS := $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o $(FILTERS_OBJ) \
                    $(CONFIG_OBJS) $(SW_PROTO_OBJS)
-WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o
-SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o \
+WORKER_OBJS     := $(call obj,$(WORKER_SRCS)) $(OUT)/policy/worker.o $(FILTERS_OBJ)
+SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o $(FILTERS_OBJ) \
                    $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(SW_PROTO_OBJS)
 
 # Each role links only what it needs: the worker never links protobuf, gRPC or YAML; no binary
 # links gRPC, libcurl or libcapstone (the OAP module, supervisor/curl_load.c and
 # shipper/capstone_load.c load them when configured or needed).
-LIBS_COMMON     := -lcap-ng -lseccomp
+LIBS_COMMON     := -lcap-ng
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
@@ -135,6 +139,17 @@ GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS) \
 $(OUT)/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# Every role's seccomp program, compiled from policy/*.c here rather than at each start.
+$(OUT)/policy/filtergen: $(OUT)/policy/filtergen.o $(OUT)/policy/compile.o $(call obj,$(POLICY_TABLES))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lseccomp
+$(OUT)/policy/filters.c: $(OUT)/policy/filtergen
+	$(call msg,GEN,$@)
+	$(Q)$< > $@.tmp && mv $@.tmp $@
+$(FILTERS_OBJ): $(OUT)/policy/filters.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(CONFIG_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -213,10 +228,10 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
-		$(OUT)/policy/launcher.o \
+		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
 		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp
 
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
@@ -236,10 +251,11 @@ $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harn
 # tls_attach_worker: the worker's TLS attach (worker/netcap.c) under the worker's own drop and
 # filters, for test_tls_attach.c to send hostile messages to.
 $(OUT)/tests/security/runner: $(call obj,$(SEC_SRCS) tests/integration/harness.c) $(COMMON_OBJS) \
-		$(call obj,$(wildcard policy/*.c)) $(OUT)/launcher/spawner.o $(CONFIG_OBJS) \
+		$(call obj,$(POLICY_TABLES)) $(OUT)/policy/compile.o $(FILTERS_OBJ) \
+		$(OUT)/launcher/spawner.o $(CONFIG_OBJS) \
 		| $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_CONFIG) $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_CONFIG) $(LIBS_COMMON) -lseccomp
 $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker.o $(WORKER_OBJS) \
 		$(COMMON_OBJS)
 	$(call msg,LINK,$@)

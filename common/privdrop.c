@@ -7,7 +7,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <linux/landlock.h>
-#include <seccomp.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -177,68 +177,41 @@ int role_landlock(int writable_dirfd)
 static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 {
 	char line[128];
-	char *name;
 	int n;
 
 	(void)sig;
 	(void)uctx;
-	name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, si->si_syscall);
-	n = snprintf(line, sizeof(line), "seccomp: forbidden syscall %s (%d)\n",
-		     name ? name : "?", si->si_syscall);
+	n = snprintf(line, sizeof(line),
+		     "seccomp: forbidden syscall %d (its name: ausyscall %d, or scmp_sys_resolver)\n",
+		     si->si_syscall, si->si_syscall);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, line, (size_t)n);
 	_exit(128 + SIGSYS);
 }
 #endif
 
+/*
+ * The program was compiled from the policy's table at build time (policy/filtergen.c): the
+ * kernel gets it as is, with every thread of the process synchronised to it, as libseccomp
+ * loaded it when it compiled it here at each start.
+ */
 int sandbox_apply(const struct role_policy *pol)
 {
-	scmp_filter_ctx ctx;
-	int err = 0;
+	long rc;
 
 #if ROVER_DEBUG
 	struct sigaction sa = { .sa_sigaction = sigsys_handler, .sa_flags = SA_SIGINFO };
 
 	if (sigaction(SIGSYS, &sa, NULL))
 		return -errno;
-	ctx = seccomp_init(pol->default_allow ? SCMP_ACT_ALLOW : SCMP_ACT_TRAP);
-#else
-	ctx = seccomp_init(pol->default_allow ? SCMP_ACT_ALLOW : SCMP_ACT_KILL_PROCESS);
 #endif
-	if (!ctx)
-		return -ENOMEM;
-	/* Threads a library started before the filter (gRPC's) get it too. */
-	err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	if (err)
-		goto cleanup;
-	size_t nshared = pol->nshared ? *pol->nshared : 0;
-
-	for (size_t i = 0; i < pol->nseccomp + nshared; i++) {
-		const struct seccomp_entry *e =
-			i < pol->nseccomp ? &pol->seccomp[i] : &pol->shared[i - pol->nseccomp];
-		int nr = seccomp_syscall_resolve_name(e->name);
-		uint32_t action = e->action == SC_ALLOW ? SCMP_ACT_ALLOW
-							: SCMP_ACT_ERRNO((unsigned)e->action);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not a call of this architecture */
-		struct scmp_arg_cmp cmp[2];
-		unsigned ncmp = 0;
-
-		if (!e->mask && e->value == SC_ELSE)
-			cmp[ncmp++] = SCMP_CMP(e->argno, SCMP_CMP_GE, 0);
-		else if (e->mask)
-			cmp[ncmp++] = SCMP_CMP(e->argno, SCMP_CMP_MASKED_EQ, e->mask, e->value);
-		if (e->mask2)
-			cmp[ncmp++] = SCMP_CMP(e->argno2, SCMP_CMP_MASKED_EQ, e->mask2, e->value2);
-		err = seccomp_rule_add_array(ctx, action, nr, ncmp, cmp);
-		if (err == -EEXIST)
-			err = 0; /* listed by the role and by a shared table */
-		if (err)
-			goto cleanup;
-	}
-	err = seccomp_load(ctx);
-cleanup:
-	seccomp_release(ctx);
-	return err;
+	if (!pol->compiled || !pol->compiled->len)
+		return -ENOENT; /* a binary built without $(OUT)/policy/filters.o */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+		     pol->compiled);
+	if (rc < 0)
+		return -errno;
+	return rc ? -ESRCH : 0; /* rc: a thread that could not take the filter */
 }

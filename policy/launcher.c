@@ -105,4 +105,5 @@ const struct role_policy launcher_policy = {
 	.seccomp = calls,
 	.nseccomp = sizeof(calls) / sizeof(calls[0]),
 	.default_allow = 1,
+	.compiled = &rover_filter_launcher_policy,
 };

@@ -6,6 +6,7 @@
 #ifndef ROVER_POLICY_H
 #define ROVER_POLICY_H
 
+#include <linux/filter.h>
 #include <stddef.h>
 
 #define SC_ALLOW 0
@@ -51,7 +52,24 @@ struct role_policy {
 	const size_t *nshared;
 	/* A denylist (the launcher's, inherited by all it starts): calls not listed run. */
 	int default_allow;
+	/* The filter the tables above make, compiled at build time (below); NULL: none. */
+	const struct sock_fprog *compiled;
 };
+
+/*
+ * Each policy's seccomp program, written at build time by policy/filtergen.c (libseccomp,
+ * from the tables) into $(OUT)/policy/filters.c, which every binary that applies a policy
+ * links. Weak: the generator links the tables without them (NULL there).
+ */
+#define POLICY_COMPILED(name) \
+	extern const struct sock_fprog rover_filter_##name __attribute__((weak))
+POLICY_COMPILED(launcher_policy);
+POLICY_COMPILED(supervisor_policy);
+POLICY_COMPILED(worker_policy);
+POLICY_COMPILED(worker_attached_policy);
+POLICY_COMPILED(worker_attached_net_policy);
+POLICY_COMPILED(shipper_policy);
+POLICY_COMPILED(shipper_nospool_policy);
 
 /* What the gRPC C core of an OAP client calls (supervisor, shipper). */
 extern const struct seccomp_entry grpc_client_calls[];

@@ -94,6 +94,7 @@ const struct role_policy shipper_policy = {
 	/* The upload thread's gRPC client. */
 	.shared = grpc_client_calls,
 	.nshared = &ngrpc_client_calls,
+	.compiled = &rover_filter_shipper_policy,
 };
 
 /* No spool directory (none configured, or it could not be opened): no writing open at all. */
@@ -105,4 +106,5 @@ const struct role_policy shipper_nospool_policy = {
 	.nseccomp = sizeof(calls) / sizeof(calls[0]),
 	.shared = grpc_client_calls,
 	.nshared = &ngrpc_client_calls,
+	.compiled = &rover_filter_shipper_nospool_policy,
 };

@@ -84,4 +84,5 @@ const struct role_policy supervisor_policy = {
 	.nseccomp = sizeof(calls) / sizeof(calls[0]),
 	.shared = grpc_client_calls,
 	.nshared = &ngrpc_client_calls,
+	.compiled = &rover_filter_supervisor_policy,
 };

@@ -145,6 +145,7 @@ const struct role_policy worker_policy = {
 	.nseccomp = sizeof(load_calls) / sizeof(load_calls[0]),
 	.shared = drain_calls,
 	.nshared = &ndrain_calls,
+	.compiled = &rover_filter_worker_policy,
 };
 
 const struct role_policy worker_attached_policy = {
@@ -155,6 +156,7 @@ const struct role_policy worker_attached_policy = {
 	.nseccomp = sizeof(attached_calls) / sizeof(attached_calls[0]),
 	.shared = drain_calls,
 	.nshared = &ndrain_calls,
+	.compiled = &rover_filter_worker_attached_policy,
 };
 
 const struct role_policy worker_attached_net_policy = {
@@ -165,4 +167,5 @@ const struct role_policy worker_attached_net_policy = {
 	.nseccomp = sizeof(attached_net_calls) / sizeof(attached_net_calls[0]),
 	.shared = drain_calls,
 	.nshared = &ndrain_calls,
+	.compiled = &rover_filter_worker_attached_net_policy,
 };

@@ -1084,7 +1084,6 @@ Test(oap, backoff_bounds)
 static int sandboxed_calls(const struct role_policy *role, int filter_first, int port,
 			   int tls_port, const char *ca, int dns_port)
 {
-	struct role_policy pol = *role;
 	char addr[64], tls_addr[64], dns_addr[96];
 	struct oap_opts o = { .addr = addr, .authentication = "tok", .deadline_ms = 5000 };
 	struct oap_opts t = { .addr = tls_addr, .tls = 1, .ca_pem = ca, .deadline_ms = 5000 };
@@ -1094,20 +1093,18 @@ static int sandboxed_calls(const struct role_policy *role, int filter_first, int
 	struct oap_status st;
 	struct oap_stream *s;
 
-	pol.shared = grpc_client_calls;
-	pol.nshared = &ngrpc_client_calls;
 	addr_of(addr, sizeof(addr), "127.0.0.1", port);
 	/* localhost: from /etc/hosts; oap.test: a DNS query (UDP) to the fake DNS server. */
 	addr_of(tls_addr, sizeof(tls_addr), "localhost", tls_port);
 	snprintf(dns_addr, sizeof(dns_addr), "dns://127.0.0.1:%d/oap.test:%d", dns_port, port);
-	if (filter_first && sandbox_apply(&pol))
+	if (filter_first && sandbox_apply(role))
 		return 10;
 	c = oap_conn__new(&o);
 	tc = oap_conn__new(&t);
 	dc = oap_conn__new(&d);
 	if (!c || !tc || !dc)
 		return 11;
-	if (!filter_first && sandbox_apply(&pol))
+	if (!filter_first && sandbox_apply(role))
 		return 10;
 	if (keepalive(c, &st))
 		return 12;
