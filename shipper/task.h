@@ -51,6 +51,7 @@ struct ship_task {
 	struct stored_stack **stacks; /* by id */
 	int32_t stacks_end;	       /* ids below it may be set (freeing looks no further) */
 	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
+	uint32_t agg_gen;	       /* agg flushes so far (task.c, unwound_get) */
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
 	struct agg_entry *agg;
 	char comms[ROVER_MAX_PIDS][16];
