@@ -61,6 +61,11 @@ static const struct seccomp_entry calls[] = {
 	{ "getdents64", SC_ALLOW, "discovery lists /proc" },
 	/* Signal 0 sends nothing: whether a pid still exists, for discovery's processes with an
 	 * entity at every scan (a path lookup in /proc costs 5 times more). Any signal: EPERM. */
+	{ "pidfd_open", SC_ALLOW, "discovery: a process with an entity is watched for its end "
+				  "(its pidfd gives no signal: pidfd_send_signal is not allowed)" },
+	{ "epoll_ctl", SC_ALLOW, "discovery: the set of those pidfds" },
+	{ "epoll_wait", SC_ALLOW, "discovery: which of them ended, once a scan" },
+	{ "epoll_pwait", SC_ALLOW, "discovery: as epoll_wait (architectures without it)" },
 	{ "kill", SC_ALLOW, "signal 0 only: is a process alive", 1, SC_INT, 0 },
 	{ "kill", EPERM, "no signal to anyone", 1, 0, SC_ELSE },
 	{ "lseek", SC_ALLOW, "libc readdir" },

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -37,6 +38,8 @@
 
 #define MAX_CLIENTS 16
 #define MAX_TASKS 32
+/* Descriptors the supervisor asks for (discovery's pidfds, supervisor/discovery.c). */
+#define SUPERVISOR_NOFILE 65536
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
 #define SIZED(t, s) t, sizeof(s), sizeof(s)
 
@@ -1073,6 +1076,16 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	if (s->disc_fd < 0)
 		log_warn("no discovery connection to the launcher; names fall back to the command "
 			 "line");
+	/* Discovery watches each process with an entity through a pidfd: room for many. */
+	{
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < SUPERVISOR_NOFILE &&
+		    rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max < SUPERVISOR_NOFILE ? rl.rlim_max : SUPERVISOR_NOFILE;
+			(void)setrlimit(RLIMIT_NOFILE, &rl); /* else fewer pidfds, kill(pid, 0) */
+		}
+	}
 	s->disc = discovery__new(s->cfg, &s->host, proc_root && proc_root[0] ? proc_root : "/proc",
 				 proc_info, s);
 	if (!s->disc) {

@@ -809,6 +809,7 @@ struct roles_now {
 	pid_t pid[3]; /* launcher, supervisor, shipper */
 	int fds[3];   /* pidfds apart */
 	int pidfds;   /* the launcher's: workers' targets, held through their grace */
+	int sup_pidfds; /* the supervisor's: discovery's live processes with an entity */
 	long rss[3];
 	long long ticks[3]; /* CPU so far */
 };
@@ -821,7 +822,10 @@ static void roles_read(pid_t launcher, struct roles_now *r)
 	r->pid[1] = find_child(launcher, SUPERVISOR_COMM);
 	r->pid[2] = find_child(launcher, SHIPPER_COMM);
 	for (int i = 0; i < 3; i++) {
-		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i ? NULL : &r->pidfds) : -1;
+		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i == 0   ? &r->pidfds
+								  : i == 1 ? &r->sup_pidfds
+									   : NULL)
+					  : -1;
 		r->rss[i] = r->pid[i] > 0 ? rss_kb(r->pid[i]) : -1;
 		r->ticks[i] = r->pid[i] > 0 ? cpu_ticks(r->pid[i]) : 0;
 	}
@@ -1062,7 +1066,7 @@ static void sample_take(struct sample *x, const struct sample *prev, double t0, 
 
 static void sample_header(void)
 {
-	say("| t (s) | tasks ok / failed | launcher fds + pidfds, RSS MB | supervisor fds, RSS MB | "
+	say("| t (s) | tasks ok / failed | launcher fds + pidfds, RSS MB | supervisor fds + pidfds, RSS MB | "
 	    "shipper fds, RSS MB | BPF progs / maps / links | agent CPU %%: all (launcher, "
 	    "supervisor, shipper) | processes started |");
 	say("|---|---|---|---|---|---|---|---|");
@@ -1077,6 +1081,8 @@ static void sample_print(const struct sample *x)
 			 (double)x->r.rss[i] / 1024.0);
 	snprintf(roles[0], sizeof(roles[0]), "%d + %d, %.1f", x->r.fds[0], x->r.pidfds,
 		 (double)x->r.rss[0] / 1024.0);
+	snprintf(roles[1], sizeof(roles[1]), "%d + %d, %.1f", x->r.fds[1], x->r.sup_pidfds,
+		 (double)x->r.rss[1] / 1024.0);
 	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f (%.2f, %.2f, %.2f) | %ld |", x->t,
 	    x->tasks_ok, x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps,
 	    x->b.links, x->cpu_pct, x->role_pct[0], x->role_pct[1], x->role_pct[2], x->churned);
@@ -1227,6 +1233,10 @@ Test(endurance, churn)
 			      rows[i].b.links, rows[i].t);
 		/* Ended workers' live targets, 32 workers' at most (launcher/spawner.c). */
 		cr_expect_leq(rows[i].r.pidfds, 32 * 11, "%d pidfds at %.0f s", rows[i].r.pidfds,
+			      rows[i].t);
+		/* Discovery's: the live matching processes (rate x 2 s), twice for slack. */
+		cr_expect_leq(rows[i].r.sup_pidfds, rate * 2 * 2 + 64,
+			      "the supervisor holds %d pidfds at %.0f s", rows[i].r.sup_pidfds,
 			      rows[i].t);
 	}
 	cr_expect_eq(idle.progs + idle.maps + idle.links, 0, "BPF objects left with no task");

@@ -196,9 +196,32 @@ static int send_signal(void *arg)
 }
 
 /*
+ * Discovery holds a pidfd of each process with an entity: a compromised supervisor may open
+ * one (it learns nothing kill(pid, 0) did not tell) but signal nothing through it, nor take
+ * the process's descriptors (pidfd_getfd) or its memory (process_madvise): each dies with
+ * SIGSYS (not in its allowlist) or gets EPERM (the launcher's denylist).
+ */
+static int pidfd_attack(void *arg)
+{
+	const int *a = arg;
+	int fd = (int)syscall(SYS_pidfd_open, a[0], 0);
+
+	if (fd < 0)
+		return 200; /* opening must work: discovery needs it */
+	switch (a[1]) {
+	case 0:
+		return result(syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0));
+	case 1:
+		return result(syscall(SYS_pidfd_getfd, fd, 0, 0));
+	default:
+		return result(syscall(SYS_process_madvise, fd, NULL, 0, 0, 0));
+	}
+}
+
+/*
  * The supervisor may ask whether a pid exists (signal 0: discovery), and send nothing: a
  * compromised supervisor killing the shipper, a worker or the launcher (the same uid, or root
- * in this test) gets EPERM. A signal through tgkill or a queue dies with SIGSYS.
+ * in this test) gets EPERM. A signal through tgkill, a queue or a pidfd dies with SIGSYS.
  */
 Test(seccomp, supervisor_asks_if_a_process_lives_and_signals_nothing)
 {
@@ -221,6 +244,17 @@ Test(seccomp, supervisor_asks_if_a_process_lives_and_signals_nothing)
 		expect_exit(under(supervisor_chain, send_signal, (void *)stop), EPERM, "SIGSTOP");
 		expect_exit(under(supervisor_chain, send_signal, (void *)group), EPERM,
 			    "SIGKILL to its process group");
+	}
+	{
+		const int sig[] = { victim, 0 }, getfd[] = { victim, 1 }, madv[] = { victim, 2 };
+		int st = under(supervisor_chain, pidfd_attack, (void *)getfd);
+
+		expect_killed(under(supervisor_chain, pidfd_attack, (void *)sig),
+			      "pidfd_send_signal(SIGKILL)");
+		cr_expect((WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) ||
+				  (WIFEXITED(st) && WEXITSTATUS(st) == EPERM),
+			  "pidfd_getfd: neither SIGSYS nor EPERM (status %#x)", st);
+		expect_killed(under(supervisor_chain, pidfd_attack, (void *)madv), "process_madvise");
 	}
 	cr_expect_eq(waitpid(victim, &status, WNOHANG), 0, "the victim still runs");
 	kill(victim, SIGKILL);

@@ -608,3 +608,35 @@ Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
 	end(server);
 	end(late);
 }
+
+/*
+ * A process with an entity is watched through a pidfd: its end is seen at the next scan even
+ * when loadavg shows nothing came or went (its count of tasks and last pid the same, as when
+ * one process ends and another starts between two scans), which kill(pid, 0) asked only when
+ * it moved.
+ */
+Test(discovery, an_exit_is_seen_through_its_pidfd_without_loadavg_moving)
+{
+	pid_t worker = sleeper(), other = sleeper();
+	struct discovery *d;
+	int32_t pids[ROVER_MAX_PIDS];
+
+	load(finders);
+	own_namespace(other > worker ? other : worker);
+	add_proc(worker, 5, "/usr/bin/worker", NULL);
+	add_status(worker, worker);
+	add_proc(other, 6, "/usr/bin/other", NULL);
+	add_status(other, other);
+	d = discovery__new(&cfg, &host, root, NULL, NULL);
+	cr_assert_eq(discovery__scan(d), 1, "the first scan lists");
+	cr_assert_eq(discovery__scan(d), 1);
+	cr_assert_eq(discovery__set_process_id(d, worker, "GENERAL", "jobs", "10.0.0.5", "worker",
+					       "w"),
+		     1);
+	/* Its directory stays (a listing would still find it): only the kernel says it ended. */
+	end(worker);
+	cr_expect_eq(discovery__scan(d), 0, "the ended process is still counted");
+	cr_expect_eq(discovery__pids_of(d, "w", pids, ROVER_MAX_PIDS), 0);
+	discovery__free(d);
+	end(other);
+}
