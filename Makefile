@@ -236,7 +236,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
 $(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/grpc/oap_load.o \
-		$(OUT)/supervisor/curl_load.o $(OUT)/shipper/capstone_load.o \
+		$(OUT)/supervisor/curl_load.o $(OUT)/shipper/capstone_load.o $(OUT)/common/dynload.o \
 		$(OUT)/proto/common/Command.pb-c.o \
 		$(OUT)/proto/common/Common.pb-c.o
 	$(call msg,LINK,$@)

@@ -10,13 +10,13 @@
  * Not linked into the unit and fuzz runners: they link tlsfind.c with -lcapstone.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <capstone/capstone.h>
 
+#include "common/dynload.h"
 #include "shipper/capstone_load.h"
 
 /* Debian's libcapstone4, as the shipper linked it before. */
@@ -34,39 +34,26 @@ static int loaded;
 
 int capstone__load(char *why, size_t whylen)
 {
-	struct {
-		const char *name;
-		void *slot;
-	} syms[] = {
+	const struct dynload_sym syms[] = {
 		{ "cs_open", &fn.open },     { "cs_close", &fn.close },
 		{ "cs_malloc", &fn.malloc }, { "cs_free", &fn.free },
 		{ "cs_disasm_iter", &fn.disasm_iter },
 	};
-	void *h;
+	const char *missing = NULL;
+	char err[256];
+	int rc;
 
 	if (loaded)
 		return 0;
-	/* RTLD_NOW: nothing left to resolve under the seccomp filter. */
-	h = dlopen(CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
+	rc = dynload(CAPSTONE_SONAME, syms, sizeof(syms) / sizeof(syms[0]), &missing, err,
+		     sizeof(err));
+	if (rc == -ELIBACC)
 		snprintf(why, whylen, "loading the disassembler for Go TLS: %s; install libcapstone4",
-			 dlerror());
-		return -ELIBACC;
-	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(h, syms[i].name);
-
-		if (!p) {
-			snprintf(why, whylen, "%s has no %s", CAPSTONE_SONAME, syms[i].name);
-			memset(&fn, 0, sizeof(fn));
-			dlclose(h);
-			return -ELIBBAD;
-		}
-		/* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
-		memcpy(syms[i].slot, &p, sizeof(p));
-	}
-	loaded = 1;
-	return 0;
+			 err);
+	else if (rc)
+		snprintf(why, whylen, "%s has no %s", CAPSTONE_SONAME, missing);
+	loaded = !rc;
+	return rc;
 }
 
 /* Without the library cs_open fails, and nothing else is reached (tlsfind.c stops there). */

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 /* The type-checking macros of curl.h would rename the definitions below. */
 #define CURL_DISABLE_TYPECHECK
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 
 #include <curl/curl.h>
 
+#include "common/dynload.h"
 #include "supervisor/curl_load.h"
 
 /* Debian's libcurl4 (OpenSSL flavour), as the supervisor linked it before. */
@@ -52,10 +52,7 @@ static int loaded;
 
 int curl__load(char *why, size_t whylen)
 {
-	struct {
-		const char *name;
-		void *slot;
-	} syms[] = {
+	const struct dynload_sym syms[] = {
 		{ "curl_global_init", &fn.global_init },
 		{ "curl_easy_init", &fn.easy_init },
 		{ "curl_easy_setopt", &fn.easy_setopt },
@@ -76,33 +73,21 @@ int curl__load(char *why, size_t whylen)
 		{ "curl_multi_info_read", &fn.multi_info_read },
 		{ "curl_multi_cleanup", &fn.multi_cleanup },
 	};
-	void *h;
+	const char *missing = NULL;
+	char err[256];
+	int rc;
 
 	if (loaded)
 		return 0;
-	/* RTLD_NOW: nothing left to resolve under the seccomp filter. */
-	h = dlopen(CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		snprintf(why, whylen, "kubernetes: loading libcurl: %s; install libcurl4", dlerror());
-		return -ELIBACC;
-	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		void *p = dlsym(h, syms[i].name);
-
-		if (!p) {
-			/* curl_multi_wakeup is the newest (7.68). */
-			snprintf(why, whylen,
-				 "kubernetes: %s has no %s: libcurl 7.68 or newer is needed",
-				 CURL_SONAME, syms[i].name);
-			memset(&fn, 0, sizeof(fn));
-			dlclose(h);
-			return -ELIBBAD;
-		}
-		/* POSIX guarantees a data pointer from dlsym converts to a function pointer. */
-		memcpy(syms[i].slot, &p, sizeof(p));
-	}
-	loaded = 1;
-	return 0;
+	rc = dynload(CURL_SONAME, syms, sizeof(syms) / sizeof(syms[0]), &missing, err, sizeof(err));
+	if (rc == -ELIBACC)
+		snprintf(why, whylen, "kubernetes: loading libcurl: %s; install libcurl4", err);
+	else if (rc)
+		/* curl_multi_wakeup is the newest (7.68). */
+		snprintf(why, whylen, "kubernetes: %s has no %s: libcurl 7.68 or newer is needed",
+			 CURL_SONAME, missing);
+	loaded = !rc;
+	return rc;
 }
 
 /* Without the library nothing below is reached: k8s__new is called only after curl__load.

@@ -54,50 +54,54 @@ static void expect_maps_none(pid_t pid, const char *who)
 	}
 }
 
-Test(startup, a_one_shot_maps_neither_grpc_nor_curl)
+/*
+ * `rover profile` of a burning process as type (NULL: ON_CPU); once its worker runs (both
+ * roles past their start-up and sandbox), check(supervisor, shipper); then its exit status.
+ */
+static void one_shot(const char *type, void (*check)(pid_t sup, pid_t ship))
 {
 	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL);
-	char pid[16], *out = tmp_path("x.folded"), *errpath = tmp_path("profile.err");
+	char pid[16], *out = tmp_path("out"), *errpath = tmp_path("profile.err");
 	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pid, "--duration", "3s",
-			 "--output", out, NULL };
-	pid_t task, sup, ship;
-	int rc;
-
-	cr_assert_gt(target, 0);
-	snprintf(pid, sizeof(pid), "%d", (int)target);
-	task = spawn_cmd(argv, errpath);
-	/* A worker running means both roles are past their start-up and sandbox. */
-	cr_assert_gt(wait_child(task, WORKER_COMM, 10000), 0, "no worker started:\n%s",
-		     slurp(errpath, NULL));
-	sup = find_child(task, SUPERVISOR_COMM);
-	ship = find_child(task, SHIPPER_COMM);
-	expect_maps_none(sup, "supervisor");
-	expect_maps_none(ship, "shipper");
-	expect_maps_capstone(ship, 0);
-	rc = wait_cmd(task, 30000);
-	stop_program(target);
-	cr_expect_eq(rc, 0, "rover profile exited %d:\n%s", rc, slurp(errpath, NULL));
-}
-
-/* A NETWORK one-shot may meet Go TLS: its shipper loads the disassembler before its filter. */
-Test(startup, a_network_one_shot_loads_the_disassembler)
-{
-	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL);
-	char pid[16], *out = tmp_path("net.txt"), *errpath = tmp_path("profile.err");
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", pid,
-			 "--duration", "3s", "--output", out, NULL };
+			 "--output", out, "--type", (char *)type, NULL };
 	pid_t task;
 	int rc;
 
 	cr_assert_gt(target, 0);
 	snprintf(pid, sizeof(pid), "%d", (int)target);
+	if (!type)
+		argv[8] = NULL;
 	task = spawn_cmd(argv, errpath);
 	cr_assert_gt(wait_child(task, WORKER_COMM, 10000), 0, "no worker started:\n%s",
 		     slurp(errpath, NULL));
-	expect_maps_capstone(find_child(task, SHIPPER_COMM), 1);
+	check(find_child(task, SUPERVISOR_COMM), find_child(task, SHIPPER_COMM));
 	rc = wait_cmd(task, 30000);
 	stop_program(target);
 	cr_expect_eq(rc, 0, "rover profile exited %d:\n%s", rc, slurp(errpath, NULL));
+}
+
+static void stack_roles_map_no_extras(pid_t sup, pid_t ship)
+{
+	expect_maps_none(sup, "supervisor");
+	expect_maps_none(ship, "shipper");
+	expect_maps_capstone(ship, 0);
+}
+
+Test(startup, a_one_shot_maps_neither_grpc_nor_curl)
+{
+	one_shot(NULL, stack_roles_map_no_extras);
+}
+
+static void network_shipper_has_capstone(pid_t sup, pid_t ship)
+{
+	(void)sup;
+	expect_maps_capstone(ship, 1);
+}
+
+/* A NETWORK one-shot may meet Go TLS: its shipper loads the disassembler before its filter. */
+Test(startup, a_network_one_shot_loads_the_disassembler)
+{
+	one_shot("network", network_shipper_has_capstone);
 }
 
 /*

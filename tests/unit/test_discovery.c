@@ -546,19 +546,13 @@ static void *thread_wait(void *arg)
 }
 
 /*
- * In our own pid namespace, a scan looks up only the pids given out since the last one
- * (loadavg's last pid), not the listing: a thread's pid is not taken for a process, a process
- * with an entity that exits is seen at once, and a pid outside the range (set by hand) waits
- * for the full listing, within DISC_RECHECK_SCANS scans. The pid directories are fakes named
- * after real processes (liveness is asked of the kernel).
+ * Two real processes in the fake /proc, made our namespace's: worker matches a finder (an
+ * entity), other does not. Returns discovery after its first scan (a listing).
  */
-Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
+static struct discovery *worker_and_other(pid_t *ret_worker, pid_t *ret_other)
 {
-	pid_t worker = sleeper(), other = sleeper(), server, late, tid = 0;
+	pid_t worker = sleeper(), other = sleeper();
 	struct discovery *d;
-	struct disc_entity *e;
-	pthread_t th;
-	int scans = 0, n;
 
 	load(finders);
 	own_namespace(other > worker ? other : worker);
@@ -568,6 +562,25 @@ Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
 	add_status(other, other);
 	d = discovery__new(&cfg, &host, root, NULL, NULL);
 	cr_assert_eq(discovery__scan(d), 1, "the first scan lists");
+	*ret_worker = worker;
+	*ret_other = other;
+	return d;
+}
+
+/*
+ * In our own pid namespace, a scan looks up only the pids given out since the last one
+ * (loadavg's last pid), not the listing: a thread's pid is not taken for a process, a process
+ * with an entity that exits is seen at once, and a pid outside the range (set by hand) waits
+ * for the full listing, within DISC_RECHECK_SCANS scans. The pid directories are fakes named
+ * after real processes (liveness is asked of the kernel).
+ */
+Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
+{
+	pid_t worker, other, server, late, tid = 0;
+	struct discovery *d = worker_and_other(&worker, &other);
+	struct disc_entity *e;
+	pthread_t th;
+	int scans = 0, n;
 
 	server = sleeper();
 	cr_assert_eq(pthread_create(&th, NULL, thread_wait, &tid), 0);
@@ -617,18 +630,10 @@ Test(discovery, new_pids_come_from_the_last_pid_without_a_listing)
  */
 Test(discovery, an_exit_is_seen_through_its_pidfd_without_loadavg_moving)
 {
-	pid_t worker = sleeper(), other = sleeper();
-	struct discovery *d;
+	pid_t worker, other;
+	struct discovery *d = worker_and_other(&worker, &other);
 	int32_t pids[ROVER_MAX_PIDS];
 
-	load(finders);
-	own_namespace(other > worker ? other : worker);
-	add_proc(worker, 5, "/usr/bin/worker", NULL);
-	add_status(worker, worker);
-	add_proc(other, 6, "/usr/bin/other", NULL);
-	add_status(other, other);
-	d = discovery__new(&cfg, &host, root, NULL, NULL);
-	cr_assert_eq(discovery__scan(d), 1, "the first scan lists");
 	cr_assert_eq(discovery__scan(d), 1);
 	cr_assert_eq(discovery__set_process_id(d, worker, "GENERAL", "jobs", "10.0.0.5", "worker",
 					       "w"),
