@@ -342,6 +342,11 @@ struct ship_snapshot {
  * no symbol at addr. An address named again in a task keeps its first name.
  */
 #define SHIP_KSYM_NAME_MAX 512
+/* A byte a name may hold: what the worker keeps (worker/ksyms.c), the shipper checks. */
+static inline int ship_ksym_byte_ok(char c)
+{
+	return (unsigned char)c > ' ' && (unsigned char)c < 0x7f && c != ';';
+}
 struct ship_ksyms_hdr {
 	uint64_t task_id;
 	uint32_t count;

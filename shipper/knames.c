@@ -49,11 +49,10 @@ static int reserve(struct knames *k, uint32_t more, size_t bytes)
 	return 0;
 }
 
-/* Bytes a kernel symbol has: what the worker keeps (worker/ksyms.c), and never ';'. */
 static int name_ok(const char *s, uint32_t len)
 {
 	for (uint32_t i = 0; i < len; i++)
-		if (s[i] <= ' ' || s[i] >= 0x7f || s[i] == ';')
+		if (!ship_ksym_byte_ok(s[i]))
 			return 0;
 	return 1;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/msg.h"
 #include "common/stackcount.h"
 #include "common/u64map.h"
 #include "worker/ksyms.h"
@@ -78,7 +79,7 @@ static size_t name_len(const char *s, size_t max)
 {
 	size_t n = 0;
 
-	while (n < max && s[n] > ' ' && s[n] < 0x7f && s[n] != ';')
+	while (n < max && ship_ksym_byte_ok(s[n]))
 		n++;
 	return n;
 }

@@ -575,6 +575,25 @@ static int bpf_cmd(void *arg)
 	return result(sys_bpf((int)(intptr_t)arg, &a));
 }
 
+/* Every bpf command under chain: those in allowed[n] reach the kernel, the others kill. */
+static void expect_bpf_commands(const struct role_policy *const *chain, const int *allowed,
+				size_t n, const char *who)
+{
+	for (int cmd = 0; cmd < 64; cmd++) {
+		char what[96];
+		int ok = 0, st;
+
+		for (size_t i = 0; i < n; i++)
+			ok |= cmd == allowed[i];
+		snprintf(what, sizeof(what), "bpf command %d, %s", cmd, who);
+		st = under(chain, bpf_cmd, (void *)(intptr_t)cmd);
+		if (ok)
+			cr_expect(WIFEXITED(st), "%s: killed", what);
+		else
+			expect_killed(st, what);
+	}
+}
+
 Test(seccomp, attached_worker_keeps_map_commands_only)
 {
 	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
@@ -598,21 +617,13 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	 * ksym_names program to name kernel frames), and nothing that loads, opens or attaches.
 	 */
 	expect_exit(under(attached_chain, map_lookup, NULL), 0, "lookup on a real map");
-	for (int cmd = 0; cmd < 64; cmd++) {
+	{
 		static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
 					       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
 					       BPF_PROG_RUN };
-		char what[64];
-		int ok = 0, st;
 
-		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-			ok |= cmd == allowed[i];
-		snprintf(what, sizeof(what), "bpf command %d once attached", cmd);
-		st = under(attached_chain, bpf_cmd, (void *)(intptr_t)cmd);
-		if (ok)
-			cr_expect(WIFEXITED(st), "%s: killed", what);
-		else
-			expect_killed(st, what);
+		expect_bpf_commands(attached_chain, allowed, sizeof(allowed) / sizeof(allowed[0]),
+				    "once attached");
 	}
 	expect_killed(under(attached_chain, prog_load, NULL), "BPF_PROG_LOAD once attached");
 	expect_killed(under(attached_chain, map_create, NULL), "BPF_MAP_CREATE once attached");
@@ -658,7 +669,6 @@ Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
 			     .max_entries = 1 };
 	uint32_t key = 0;
 	uint64_t value = 42;
-	char what[64];
 
 	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
 	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
@@ -674,19 +684,8 @@ Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
 	/* The other worker once attached has neither. */
 	expect_killed(under(attached_chain, link_create, NULL), "BPF_LINK_CREATE, not NETWORK");
 	expect_killed(under(attached_chain, pread_header, NULL), "pread64, not NETWORK");
-	for (int cmd = 0; cmd < 64; cmd++) {
-		int ok = 0;
-		int st;
-
-		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-			ok |= cmd == allowed[i];
-		snprintf(what, sizeof(what), "bpf command %d", cmd);
-		st = under(attached_net_chain, bpf_cmd, (void *)(intptr_t)cmd);
-		if (ok)
-			cr_expect(WIFEXITED(st), "%s: killed", what);
-		else
-			expect_killed(st, what);
-	}
+	expect_bpf_commands(attached_net_chain, allowed, sizeof(allowed) / sizeof(allowed[0]),
+			    "NETWORK, once attached");
 	expect_killed(under(attached_net_chain, prog_load, NULL), "BPF_PROG_LOAD");
 	expect_killed(under(attached_net_chain, map_create, NULL), "BPF_MAP_CREATE");
 	expect_killed(under(attached_net_chain, perf_open, NULL), "perf_event_open");
