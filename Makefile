@@ -75,11 +75,21 @@ SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o $(FILTERS
 LIBS_COMMON     := -lcap-ng
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
-LIBS_LAUNCHER   := $(LIBS_CONFIG) $(LIBS_COMMON)
-LIBS_SUPERVISOR := $(LIBS_CONFIG) -lprotobuf-c -ljson-c $(LIBS_COMMON)
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER_BIN := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw $(LIBS_CONFIG) $(LIBS_COMMON)
-LIBS_SHIPPER    := $(LIBS_SHIPPER_BIN) -lcapstone
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw $(LIBS_CONFIG) \
+                   $(LIBS_COMMON) -lcapstone
+
+# The four binaries take their libraries from the static archives, but for glibc and
+# protobuf-c: each role is exec'd anew for every task, and ld.so mapping and relocating a
+# dozen shared objects was a third of a role's start (README, "One-shot start-up"). protobuf-c
+# stays shared because the OAP module, loaded beside it, links it too: one copy of its
+# globals. Tests link the same objects against the shared libraries.
+static = -Wl,-Bstatic $(1) -Wl,-Bdynamic
+LIBS_LAUNCHER_BIN   := $(call static,$(LIBS_CONFIG) $(LIBS_COMMON))
+LIBS_SUPERVISOR_BIN := $(call static,$(LIBS_CONFIG) -ljson-c $(LIBS_COMMON)) -lprotobuf-c
+LIBS_WORKER_BIN     := $(call static,-lbpf -lelf -lz -lzstd $(LIBS_COMMON))
+LIBS_SHIPPER_BIN    := $(call static,-ldw -lelf -lnghttp2 -liberty $(LIBS_CONFIG) $(LIBS_COMMON) \
+                       -lz -llzma -lbz2 -lzstd) -lprotobuf-c
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
 
@@ -153,16 +163,16 @@ $(FILTERS_OBJ): $(OUT)/policy/filters.c
 
 $(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(CONFIG_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_LAUNCHER)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_LAUNCHER_BIN)
 
 $(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(OAP_SHIM_OBJS) \
 		$(OUT)/supervisor/curl_load.o $(COMMON_OBJS) | $(OAP_MODULE)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SUPERVISOR)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SUPERVISOR_BIN)
 
 $(OUT)/rover-worker: $(OUT)/worker/main.o $(WORKER_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER_BIN)
 
 $(OUT)/rover-shipper: $(OUT)/shipper/main.o $(SHIPPER_OBJS) $(OAP_SHIM_OBJS) \
 		$(OUT)/shipper/capstone_load.o $(COMMON_OBJS) | $(OAP_MODULE)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages rover builds, tests and benchmarks with, when any is missing.
 set -eu
-PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libcap-ng-dev libseccomp-dev \
+PKGS="clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libbz2-dev libcap-ng-dev libseccomp-dev \
 libprotobuf-c-dev protobuf-c-compiler libiberty-dev libcriterion-dev linux-perf gdb make gcc g++ \
 binutils libclang-rt-dev liblzma-dev xz-utils golang-go libcapstone-dev \
 libgrpc-dev libcurl4-openssl-dev libyaml-dev libpcre2-dev libdw-dev protobuf-compiler python3-grpcio python3-protobuf openssl libjson-c-dev libllvm15 python3-yaml \

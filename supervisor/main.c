@@ -297,6 +297,7 @@ static int wait_shipper(struct supervisor *s, unsigned wait_ms)
 }
 
 static void shipper_lost(struct supervisor *s, int err);
+static volatile sig_atomic_t stopping; /* SIGTERM: the launcher ends the agent */
 
 /*
  * Takes slot t for spec: the output goes to the shipper (out_fd for a client's file, bk for
@@ -834,9 +835,12 @@ static int on_shipper(struct supervisor *s)
 
 static void shipper_lost(struct supervisor *s, int err)
 {
-	log_warn("shipper connection lost (%s); tasks it held fail until the launcher links a "
-		 "new one",
-		 strerror(-err));
+	if (stopping)
+		log_debug("shipper connection closed (%s) while ending", strerror(-err));
+	else
+		log_warn("shipper connection lost (%s); tasks it held fail until the launcher "
+			 "links a new one",
+			 strerror(-err));
 	close_fd(&s->shipper);
 	for (int i = 0; i < MAX_TASKS; i++) {
 		struct sv_task *t = &s->tasks[i];
@@ -853,8 +857,6 @@ static void shipper_lost(struct supervisor *s, int err)
 		task_fail(s, t, EPIPE, "the shipper stopped; the task's data was lost");
 	}
 }
-
-static volatile sig_atomic_t stopping;
 
 static void on_term(int sig)
 {
@@ -948,6 +950,10 @@ static int loop(struct supervisor *s)
 				continue;
 			return -errno;
 		}
+		/* Told to end while poll returned: the launcher ends the shipper too, whose
+		 * hang-up is no loss to report. */
+		if (stopping)
+			break;
 		for (int i = 0; i < MAX_TASKS; i++) {
 			struct sv_task *t = &s->tasks[i];
 
