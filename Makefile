@@ -239,7 +239,7 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 # The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
-		$(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
+		$(OUT)/worker/stackhint.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp
 

@@ -102,6 +102,9 @@ enum msg_type {
 	/* worker -> shipper: names of kernel frames, ahead of the stacks and snapshots holding them */
 	MSG_SHIP_KSYMS, /* struct ship_ksyms_hdr + struct ship_ksym records, see there */
 
+	/* shipper -> worker: how much user stack a target's snapshots need (UNWIND_DWARF) */
+	MSG_SHIP_STACK_HINT, /* struct msg_stack_hint */
+
 	MSG_TYPE_MAX,
 };
 
@@ -327,13 +330,30 @@ struct ship_snapshot {
 	int32_t tgid;
 	uint32_t nkips; /* <= ROVER_MAX_STACK_DEPTH */
 	uint32_t stack_len; /* <= SHIP_SNAPSHOT_MAX_STACK */
-	uint32_t pad;
+	uint32_t flags;	    /* SHIP_SNAP_* */
 	uint64_t value;	 /* as in struct ship_count */
 	uint64_t value2;
 	uint64_t ip, sp, bp; /* user registers at the event */
 };
 
 #define SHIP_SNAPSHOT_MAX_STACK 65536
+/* The worker cut the stack to the shipper's hint (struct msg_stack_hint): more was copied. */
+#define SHIP_SNAP_TRIMMED 1u
+
+/*
+ * MSG_SHIP_STACK_HINT: the user stack bytes above sp the shipper wants of tgid's snapshots,
+ * from what its unwinder read of the earlier ones (a thread's stack top holds its TLS and the
+ * environment, which no unwinding reads: most of a 16 KiB snapshot). The worker sends at most
+ * that many, at least SHIP_STACK_HINT_MIN, and flags the snapshots it cut; a hint for a
+ * process not among the task's targets is ignored. A hostile shipper can only starve its own
+ * unwinding.
+ */
+#define SHIP_STACK_HINT_MIN 512
+struct msg_stack_hint {
+	uint64_t task_id;
+	int32_t tgid;
+	uint32_t bytes;
+};
 
 /*
  * MSG_SHIP_KSYMS: after struct ship_ksyms_hdr, `count` records, each a struct ship_ksym then

@@ -52,9 +52,10 @@ enum sc_stat {
 /*
  * Ring buffer bytes in dwarf mode, sized by the worker for the event rate between these
  * bounds: a record takes sizeof(struct sc_snap) whatever the stack holds, about 17 KiB. The
- * ring is mapped into the worker, so its size is the worker's memory.
+ * ring is mapped into the worker, so its size is the worker's memory, and the kernel zeroes
+ * it page by page at every task's start (README, "One-shot start-up").
  */
-#define SC_SNAP_RINGBUF_MIN (2u << 20)
+#define SC_SNAP_RINGBUF_MIN (512u << 10)
 #define SC_SNAP_RINGBUF_MAX (8u << 20)
 
 /*

@@ -207,6 +207,12 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 		log_info("task %llu: profile written: %llu samples, %llu stacks%s",
 			 (unsigned long long)t->task_id, (unsigned long long)w.samples,
 			 (unsigned long long)w.stacks, aborted ? " (task aborted)" : "");
+	if (t->stacks_cut)
+		log_info("task %llu: %llu user stacks lost outer frames to a stack hint too short "
+			 "(each raised it)",
+			 (unsigned long long)t->task_id, (unsigned long long)t->stacks_cut);
+	log_debug("task %llu: %llu bytes of user stack in snapshots", (unsigned long long)t->task_id,
+		  (unsigned long long)t->snap_bytes);
 	if (s->supervisor >= 0 &&
 	    ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
 		drop_peer(s, s->supervisor, "send failed");
@@ -345,6 +351,28 @@ static void on_tls_result(struct ship_task *t, const struct msg_tls_result *r)
 	}
 }
 
+/*
+ * The stack bytes the worker should send of each target (MSG_SHIP_STACK_HINT). Not sent, the
+ * worker goes on sending whole snapshots: nothing is lost, so a failure is only said.
+ */
+static void send_stack_hints(struct ship_task *t, struct peer *p)
+{
+	struct msg_stack_hint h[ROVER_MAX_PIDS];
+	size_t n = ship_task__stack_hints(t, h, ROVER_MAX_PIDS);
+
+	for (size_t i = 0; i < n; i++) {
+		int err = ipc_send(p->fd, MSG_SHIP_STACK_HINT, &h[i], sizeof(h[i]), -1);
+
+		if (err) {
+			log_debug("task %llu: stack hint to the worker: %s",
+				  (unsigned long long)t->task_id, strerror(-err));
+			return;
+		}
+		log_debug("task %llu: snapshots of process %d: %u bytes of stack",
+			  (unsigned long long)t->task_id, h[i].tgid, h[i].bytes);
+	}
+}
+
 static int on_worker(struct shipper *s, struct peer *p)
 {
 	struct ipc_msg *m = &s->msg;
@@ -416,6 +444,8 @@ static int on_worker(struct shipper *s, struct peer *p)
 		return err;
 	case MSG_SHIP_SNAPSHOTS:
 		err = ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
+		if (!err)
+			send_stack_hints(*slot, p);
 		if (!err && (*slot)->backend)
 			queue_batches(s, *slot);
 		return err;

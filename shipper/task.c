@@ -575,6 +575,77 @@ int ship_task__end_uploads(struct ship_task *t)
 	return err;
 }
 
+/*
+ * Snapshots of a target unwound before its first hint: the stack its threads use is seen by
+ * then (they are its busiest), and the first flush brings that many at 100 Hz.
+ */
+#define STACK_HINT_LEARN 16
+
+/*
+ * The bytes a target's snapshots should hold when its unwindings read up to top: twice that
+ * and 1 KiB more, for the deeper calls not seen yet, in 256-byte steps.
+ */
+static uint32_t stack_hint_for(uint64_t top)
+{
+	uint64_t want = (top * 2 + 1024 + 255) & ~(uint64_t)255;
+
+	if (want > SHIP_SNAPSHOT_MAX_STACK)
+		return SHIP_SNAPSHOT_MAX_STACK;
+	return want < SHIP_STACK_HINT_MIN ? SHIP_STACK_HINT_MIN : (uint32_t)want;
+}
+
+/*
+ * What one unwinding of target's snapshot read, for its next hint. A stack cut short by the
+ * hint lifts it (the worker sends whole snapshots again) and the hint is learnt anew, so that
+ * the deeper stacks are in what it learns; otherwise it only grows.
+ */
+static void stack_reach_seen(struct ship_task *t, int target, const struct ship_snapshot *s,
+			     const struct unwind_reach *r)
+{
+	uint32_t want;
+
+	t->snap_bytes += s->stack_len;
+	if (r->cut && (s->flags & SHIP_SNAP_TRIMMED)) {
+		/* Its outer frames are lost. Sent before the hint was lifted: counted only. */
+		t->stacks_cut++;
+		if (t->stack_hint[target] < SHIP_SNAPSHOT_MAX_STACK) {
+			t->stack_hint[target] = SHIP_SNAPSHOT_MAX_STACK;
+			t->stack_hint_due[target] = 1;
+			t->stack_seen[target] = 0;
+		}
+		return;
+	}
+	if (r->top > t->stack_top[target])
+		t->stack_top[target] = r->top;
+	if (t->stack_seen[target] < STACK_HINT_LEARN) {
+		if (++t->stack_seen[target] < STACK_HINT_LEARN)
+			return;
+		/* Learnt: the hint, smaller than a lifted one or not. */
+		t->stack_hint[target] = stack_hint_for(t->stack_top[target]);
+		t->stack_hint_due[target] = 1;
+		return;
+	}
+	want = stack_hint_for(t->stack_top[target]);
+	if (want > t->stack_hint[target]) {
+		t->stack_hint[target] = want;
+		t->stack_hint_due[target] = 1;
+	}
+}
+
+size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < t->spec.npids && n < max; i++) {
+		if (!t->stack_hint_due[i])
+			continue;
+		t->stack_hint_due[i] = 0;
+		ret[n++] = (struct msg_stack_hint){ .task_id = t->task_id, .tgid = t->spec.pids[i],
+						    .bytes = t->stack_hint[i] };
+	}
+	return n;
+}
+
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
 			 struct unwinder *unw)
 {
@@ -602,6 +673,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	while ((rc = snapshots__next(&it, &v)) == 1) {
 		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
 		int target = target_of(t, v.s.tgid);
+		struct unwind_reach reach;
 		struct stored_stack *us, *ks = NULL;
 		int32_t uid, kid = -1;
 		uint32_t nu, nf = 0;
@@ -612,8 +684,9 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			rc = -EPROTO;
 			break;
 		}
-		nu = (uint32_t)unwinder__unwind(unw, v.s.tgid, &regs, v.stack, v.s.stack_len, uips,
-						ROVER_MAX_STACK_DEPTH);
+		nu = (uint32_t)unwinder__unwind_reach(unw, v.s.tgid, &regs, v.stack, v.s.stack_len,
+						      uips, ROVER_MAX_STACK_DEPTH, &reach);
+		stack_reach_seen(t, target, &v.s, &reach);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
 		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us, &uid, &old[0]);
 		if (!rc && v.s.nkips)

@@ -55,6 +55,15 @@ struct ship_task {
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
 	struct agg_entry *agg;
 	char comms[ROVER_MAX_PIDS][16];
+	/*
+	 * UNWIND_DWARF, by target: the most stack bytes above sp one unwinding read, snapshots
+	 * seen, the hint the worker has (0: none yet) and whether a new one is due
+	 * (ship_task__stack_hints); snapshot stack bytes received and stacks a hint cut short.
+	 */
+	uint32_t stack_top[ROVER_MAX_PIDS], stack_seen[ROVER_MAX_PIDS];
+	uint32_t stack_hint[ROVER_MAX_PIDS];
+	uint8_t stack_hint_due[ROVER_MAX_PIDS];
+	uint64_t snap_bytes, stacks_cut;
 	uint64_t samples;  /* ON_CPU: samples; OFF_CPU: microseconds off the CPU */
 	uint64_t switches; /* OFF_CPU: times switched back in */
 	uint64_t frames_unnamed;
@@ -103,6 +112,13 @@ int ship_task__end_uploads(struct ship_task *t);
 /* A MSG_SHIP_SNAPSHOTS payload: each snapshot unwound, named and counted. */
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
 			 struct unwinder *unw);
+
+/*
+ * The stack hints due to the worker since the last call (struct msg_stack_hint, at most max):
+ * each target's first once STACK_HINT_LEARN of its snapshots were unwound, then a larger one
+ * whenever an unwinding read near or past the hint. Returns how many.
+ */
+size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, size_t max);
 
 /* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
 int ship_task__write(struct ship_task *t, struct msg_output_written *ret);

@@ -467,13 +467,20 @@ struct stack_mem {
 	const uint8_t *bytes;
 	uint64_t start; /* address of bytes[0] */
 	size_t len;
+	struct unwind_reach *reach; /* what the reads asked for */
 };
 
 static bool mem_read(const struct stack_mem *m, uint64_t addr, uint64_t *ret)
 {
-	if (addr < m->start || addr - m->start > m->len || m->len - (addr - m->start) < 8)
+	if (addr < m->start || addr - m->start > m->len || m->len - (addr - m->start) < 8) {
+		/* Above the bytes, within what a snapshot could hold: more bytes might have done. */
+		if (addr >= m->start + m->len && addr - m->start < SHIP_SNAPSHOT_MAX_STACK)
+			m->reach->cut = true;
 		return false;
+	}
 	memcpy(ret, m->bytes + (addr - m->start), 8);
+	if (addr - m->start + 8 > m->reach->top)
+		m->reach->top = (uint32_t)(addr - m->start + 8);
 	return true;
 }
 
@@ -688,10 +695,21 @@ static enum step fp_step(struct frame *fr, const struct stack_mem *m)
 size_t unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *regs,
 			const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max)
 {
-	struct stack_mem m = { .bytes = stack, .start = regs->sp, .len = stack ? stack_len : 0 };
+	struct unwind_reach reach;
+
+	return unwinder__unwind_reach(u, pid, regs, stack, stack_len, ips, max, &reach);
+}
+
+size_t unwinder__unwind_reach(struct unwinder *u, int pid, const struct unwind_regs *regs,
+			      const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max,
+			      struct unwind_reach *ret_reach)
+{
+	struct stack_mem m = { .bytes = stack, .start = regs->sp, .len = stack ? stack_len : 0,
+			       .reach = ret_reach };
 	struct frame fr = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true };
 	size_t n = 0;
 
+	*ret_reach = (struct unwind_reach){ 0 };
 	if (!max)
 		return 0;
 	u->stats.stacks++;

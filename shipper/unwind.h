@@ -9,6 +9,7 @@
 #ifndef ROVER_SHIPPER_UNWIND_H
 #define ROVER_SHIPPER_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,21 @@ int unwinder__load_pid(struct unwinder *u, int pid);
  */
 size_t unwinder__unwind(struct unwinder *u, int pid, const struct unwind_regs *regs,
 			const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max);
+
+/*
+ * What an unwinding read of the stack bytes it was given: top, the bytes above sp up to the
+ * end of the highest word read; cut, a read wanted bytes past the end of what was given (the
+ * unwinding may have ended there for want of them).
+ */
+struct unwind_reach {
+	uint32_t top;
+	bool cut;
+};
+
+/* unwinder__unwind, saying in *ret_reach what it read of stack. */
+size_t unwinder__unwind_reach(struct unwinder *u, int pid, const struct unwind_regs *regs,
+			      const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max,
+			      struct unwind_reach *ret_reach);
 
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *ret_stats);
 

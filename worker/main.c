@@ -133,7 +133,8 @@ static void read_snapshots(struct worker *w)
 	}
 	err = profiler__read_snapshots(w->prof, &w->batch);
 
-	if (!err && w->batch.snaps_len >= SHIP_SNAPS_SEND_AT && w->shipper >= 0)
+	if (!err && (w->batch.snaps_len >= SHIP_SNAPS_SEND_AT ||
+		     w->batch.nsnaps >= SHIP_SNAPS_SEND_COUNT) && w->shipper >= 0)
 		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
 	if (err && w->shipper >= 0) {
 		log_warn("task %llu: snapshots to shipper: %s; its samples are counted lost",
@@ -146,6 +147,7 @@ static void read_snapshots(struct worker *w)
 		w->send_lost += w->batch.snaps_value;
 		w->batch.snaps_len = 0;
 		w->batch.snaps_value = 0;
+		w->batch.nsnaps = 0;
 	}
 }
 
@@ -198,9 +200,32 @@ static int open_targets(struct worker *w)
 	return w->npidfds ? 0 : -ESRCH;
 }
 
+/* A stack task's hint from the shipper: how much user stack its snapshots need. */
+static void on_stack_hint(struct worker *w)
+{
+	static const struct ipc_rule from_shipper[] = {
+		{ MSG_SHIP_STACK_HINT, sizeof(struct msg_stack_hint), sizeof(struct msg_stack_hint),
+		  0, 0 },
+	};
+	struct ipc_msg msg = { .fd = -1 };
+	struct msg_stack_hint h;
+	int err = ipc_recv(w->shipper, from_shipper, 1, &msg);
+
+	if (err) {
+		net_lost(w, err, "receiving");
+		return;
+	}
+	memcpy(&h, msg.buf, sizeof(h));
+	ipc_msg_release(&msg);
+	/* Another task's, or a process not ours: nothing to do with this task. */
+	if (h.task_id == w->spec.task_id && !profiler__stack_hint(w->prof, h.tgid, h.bytes))
+		log_debug("task %llu: snapshots of process %d cut to %u bytes of stack",
+			  (unsigned long long)w->spec.task_id, h.tgid, h.bytes);
+}
+
 /*
- * A message from the shipper (NETWORK): a TLS library to probe. Anything else, or a broken
- * connection, loses the shipper as a failed send does.
+ * A message from the shipper: for NETWORK, a TLS library to probe; for a stack task, a stack
+ * hint. Anything else, or a broken connection, loses the shipper as a failed send does.
  */
 static void on_shipper(struct worker *w)
 {
@@ -211,8 +236,13 @@ static void on_shipper(struct worker *w)
 	struct ipc_msg msg = { .fd = -1 };
 	struct msg_tls_attach m;
 	struct msg_tls_result r;
-	int pidfd = -1, err = ipc_recv(w->shipper, from_shipper, 1, &msg);
+	int pidfd = -1, err;
 
+	if (!w->net) {
+		on_stack_hint(w);
+		return;
+	}
+	err = ipc_recv(w->shipper, from_shipper, 1, &msg);
 	if (err) {
 		net_lost(w, err, "receiving");
 		return;
@@ -269,9 +299,10 @@ static uint32_t run(struct worker *w)
 		/* The programs wake it once a part of the ring buffer is full. */
 		if (snap_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = snap_fd, .events = POLLIN };
-		/* NETWORK: the shipper names the TLS libraries it finds in the targets. */
+		/* NETWORK: the shipper names the TLS libraries it finds in the targets; stack
+		 * snapshots: it says how much stack they need. */
 		ship_idx = -1;
-		if (w->net && w->shipper >= 0) {
+		if ((w->net || snap_fd >= 0) && w->shipper >= 0) {
 			ship_idx = n;
 			pfd[n++] = (struct pollfd){ .fd = w->shipper, .events = POLLIN };
 		}

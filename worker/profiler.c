@@ -17,6 +17,7 @@
 #include "oncpu.skel.h"
 #include "worker/ksyms.h"
 #include "worker/profiler.h"
+#include "worker/stackhint.h"
 
 /*
  * Stack map size: distinct stacks of a busy process over two flushes fit comfortably; ids of
@@ -77,6 +78,7 @@ struct profiler {
 	struct pending *pending[PENDING_BUCKETS];
 	uint32_t npending;
 	struct ksym_namer *kn; /* NULL: the shipper names kernel frames from kallsyms */
+	struct stack_hints hints; /* the user stack bytes the shipper wants of each target */
 };
 
 static int perf_open_cpu_clock(int cpu, uint64_t freq)
@@ -316,8 +318,17 @@ static struct pending **pending_slot(struct profiler *p, uint32_t pid)
 	return pp;
 }
 
-/* A snapshot from the ring buffer, its stack trimmed to what lies at and above sp. */
-static int snap_convert(const struct sc_snap *r, struct ship_snapshot *ret, const uint8_t **ret_stack)
+int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
+{
+	return stack_hints__set(&p->hints, tgid, bytes);
+}
+
+/*
+ * A snapshot from the ring buffer, its stack trimmed to what lies at and above sp, and to
+ * limit bytes (0: none), flagged when that cut it.
+ */
+static int snap_convert(const struct sc_snap *r, uint32_t limit, struct ship_snapshot *ret,
+			const uint8_t **ret_stack)
 {
 	uint64_t skip;
 
@@ -334,6 +345,10 @@ static int snap_convert(const struct sc_snap *r, struct ship_snapshot *ret, cons
 		.sp = r->sp,
 		.bp = r->bp,
 	};
+	if (limit && ret->stack_len > limit) {
+		ret->stack_len = limit;
+		ret->flags = SHIP_SNAP_TRIMMED;
+	}
 	if (ret->nkips > SC_STACK_DEPTH)
 		ret->nkips = SC_STACK_DEPTH;
 	while (ret->nkips && !r->kips[ret->nkips - 1])
@@ -361,7 +376,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (kind == SC_REC_SNAP && size >= sizeof(struct sc_snap)) {
 		const struct sc_snap *r = data;
 
-		if (snap_convert(r, &s, &stack))
+		if (snap_convert(r, stack_hints__limit(&p->hints, r->tgid), &s, &stack))
 			return 0;
 		if (p->user_only)
 			s.nkips = 0;
@@ -506,6 +521,7 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 		snprintf(ret_started->attach + n, sizeof(ret_started->attach) - n,
 			 ", stack snapshots");
 	}
+	stack_hints__init(&p->hints, spec->pids, spec->npids);
 	for (uint32_t i = 0; i < spec->npids; i++) {
 		uint32_t tgid = (uint32_t)spec->pids[i];
 

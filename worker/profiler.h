@@ -35,6 +35,13 @@ int profiler__read_snapshots(struct profiler *p, struct ship_batch *batch);
  */
 int profiler__snapshots_fd(const struct profiler *p);
 
+/*
+ * The shipper's hint (MSG_SHIP_STACK_HINT): tgid's snapshots carry at most bytes of user stack
+ * above sp (at least SHIP_STACK_HINT_MIN), flagged SHIP_SNAP_TRIMMED when cut. 0, or -ESRCH
+ * when tgid is not a target of the task.
+ */
+int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes);
+
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
 /* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */

@@ -76,6 +76,7 @@ int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 	memset(p + sizeof(*s) + kb + s->stack_len, 0, need - sizeof(*s) - kb - s->stack_len);
 	b->snaps_len += need;
 	b->snaps_value += s->value;
+	b->nsnaps++;
 	return 0;
 }
 
@@ -109,6 +110,7 @@ void ship_batch_reset(struct ship_batch *b)
 	b->ksyms_len = 0;
 	b->snaps_len = 0;
 	b->snaps_value = 0;
+	b->nsnaps = 0;
 	b->nstacks = 0;
 	b->ncounts = 0;
 	memset(b->losses, 0, sizeof(b->losses));
@@ -222,6 +224,7 @@ int wk_send_snapshots(int sock, uint64_t task_id, struct ship_batch *b)
 		off = end;
 	}
 	b->snaps_len = 0;
+	b->nsnaps = 0;
 	if (!err)
 		b->snaps_value = 0;
 	return err;

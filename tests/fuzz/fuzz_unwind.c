@@ -84,7 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct unwinder *unw;
 	struct ship_task *t;
 	uint8_t *payload;
-	size_t n, plen;
+	size_t n, plen, nh;
+	struct msg_stack_hint hints[ROVER_MAX_PIDS];
 	int err;
 
 	if (size < 2)
@@ -119,6 +120,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "ship_task__snapshots: %d (%s)\n", err, strerror(-err));
 		abort();
 	}
+	/* Hints for the task's own targets only, within a snapshot's bounds. */
+	nh = ship_task__stack_hints(t, hints, ROVER_MAX_PIDS);
+	for (size_t i = 0; i < nh; i++)
+		if (hints[i].tgid != FUZZ_PID || hints[i].bytes < SHIP_STACK_HINT_MIN ||
+		    hints[i].bytes > SHIP_SNAPSHOT_MAX_STACK || hints[i].task_id != spec.task_id)
+			abort();
 	ship_task__free(t);
 	unwinder__free(unw);
 	symbolizer__free(sym);

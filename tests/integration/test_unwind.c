@@ -69,6 +69,18 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0;
 }
 
+/* The number just before the first text in log ("task 1: 42 bytes"), 0 when none. */
+static unsigned long long number_before(const char *log, const char *text)
+{
+	const char *p = log ? strstr(log, text) : NULL;
+
+	if (!p)
+		return 0;
+	while (p > log && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return strtoull(p, NULL, 10);
+}
+
 Test(unwind, off_cpu_both_callers_of_libc_nanosleep_are_kept)
 {
 	struct folded f;
@@ -138,13 +150,24 @@ Test(unwind, a_binary_without_frame_pointers_keeps_its_callers)
 	struct folded f;
 	char *err = NULL;
 	uint64_t chain;
+	unsigned long long bytes;
 
+	setenv("ROVER_LOG_LEVEL", "debug", 1);
 	profile("tests/programs/nofp_chain", "on_cpu", "dwarf", "3s", &f, &err);
+	unsetenv("ROVER_LOG_LEVEL");
 	chain = with_seq(&f, "_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b");
-	cr_log_info("main;chain_a;chain_b %lu of %lu", chain, f.total);
+	bytes = number_before(err, " bytes of user stack in snapshots");
+	cr_log_info("main;chain_a;chain_b %lu of %lu, %llu bytes of stack", chain, f.total, bytes);
 	cr_assert_gt(f.total, 500);
 	cr_assert_gt(chain, f.total * 95 / 100, "whole for %lu of %lu samples:\n%s", chain, f.total,
 		     f.n ? f.stacks[0] : "");
+	/*
+	 * Whole, in the bytes the shipper's hint asked: the kernel copies up to 16 KiB (the
+	 * environment above main's frames); unwinding reads a few hundred, the hint asks for
+	 * twice that and 1 KiB more.
+	 */
+	cr_assert_gt(bytes, 0, "%s", err);
+	cr_assert_lt(bytes / f.total, 4096, "%llu bytes of stack for %lu samples", bytes, f.total);
 	folded_free(&f);
 	free(err);
 }
@@ -157,6 +180,38 @@ Test(unwind, frame_pointers_cannot_unwind_that_binary)
 	profile("tests/programs/nofp_chain", "on_cpu", "fp", "2s", &f, &err);
 	cr_assert_gt(f.total, 300);
 	cr_assert_lt(with_seq(&f, "main;chain_a;chain_b"), f.total / 10);
+	folded_free(&f);
+	free(err);
+}
+
+/*
+ * The shipper tells the worker how much of each target's stack its unwinding reads, and the
+ * worker sends that, not the 16 KiB the kernel copied; when the stack deepens past it, the few
+ * stacks cut short are said, the hint is lifted and learnt again: the deep stacks stay whole.
+ */
+Test(unwind, a_stack_deepening_past_the_hint_is_kept_whole)
+{
+	struct folded f;
+	char *err = NULL;
+	uint64_t shallow, deep, deep_whole;
+	unsigned long long cut;
+
+	setenv("ROVER_LOG_LEVEL", "debug", 1);
+	profile("tests/programs/deep_later", "on_cpu", "dwarf", "6s", &f, &err);
+	unsetenv("ROVER_LOG_LEVEL");
+	shallow = with_seq(&f, "_start;__libc_start_main;__libc_start_call_main;main;shallow_burn");
+	deep = folded_with_frame(&f, "deep_leaf");
+	deep_whole = with_seq(&f, "_start;__libc_start_main;__libc_start_call_main;main;deep_step");
+	cut = number_before(err, " user stacks lost outer frames");
+	cr_log_info("shallow %lu, deep %lu (whole %lu) of %lu; %llu said cut", shallow, deep,
+		    deep_whole, f.total, cut);
+	cr_assert(strstr(err, "cut to"), "the worker took no stack hint:\n%s", err);
+	cr_assert_gt(shallow, 50);
+	cr_assert_gt(deep, 100);
+	/* Every deep stack is whole or said to be cut; most are whole. */
+	cr_assert_geq(deep_whole + cut, deep, "%lu deep stacks, %lu whole, %llu said cut", deep,
+		      deep_whole, cut);
+	cr_assert_gt(deep_whole, deep / 2, "%lu deep stacks, %lu whole", deep, deep_whole);
 	folded_free(&f);
 	free(err);
 }

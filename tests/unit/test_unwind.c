@@ -14,7 +14,9 @@
 
 #include "common/msg.h"
 #include "shipper/symbolize.h"
+#include "shipper/task.h"
 #include "shipper/unwind.h"
+#include "worker/stackhint.h"
 
 #define SNAP_MAX (16 << 10)
 
@@ -208,4 +210,200 @@ Test(unwind, snapshot_payloads_are_walked_and_malformed_ones_refused)
 	cr_assert_eq(snapshots__begin(&it, buf, len), 0);
 	cr_assert_eq(snapshots__next(&it, &v), -EPROTO);
 	cr_assert_eq(snapshots__begin(&it, buf, 3), -EPROTO);
+}
+
+/*
+ * The stack hint's ground: an unwinding says how far above sp it read; given exactly that
+ * many bytes it finds the same frames, given fewer it loses callers and says it was cut.
+ */
+Test(unwind, an_unwinding_says_how_much_of_the_stack_it_read)
+{
+	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
+	struct unwinder *u = unwinder__new(sym);
+	uint64_t ips[ROVER_MAX_STACK_DEPTH], again[ROVER_MAX_STACK_DEPTH];
+	struct unwind_reach all, exact, half;
+	size_t n, n_exact, n_half;
+
+	cr_assert_not_null(u);
+	unwind_level1();
+	cr_assert_eq(symbolizer__load_pid(sym, getpid()), 0);
+	cr_assert_eq(unwinder__load_pid(u, getpid()), 0);
+	n = unwinder__unwind_reach(u, getpid(), &snap_regs, snap_stack, snap_len, ips,
+				   ROVER_MAX_STACK_DEPTH, &all);
+	cr_log_info("%zu frames read %u of %zu bytes", n, all.top, snap_len);
+	cr_assert_geq(n, 5);
+	cr_assert_gt(all.top, 0);
+	cr_assert_leq(all.top, snap_len);
+	n_exact = unwinder__unwind_reach(u, getpid(), &snap_regs, snap_stack, all.top, again,
+					 ROVER_MAX_STACK_DEPTH, &exact);
+	cr_assert_eq(n_exact, n, "%u bytes found %zu frames of %zu", all.top, n_exact, n);
+	cr_assert_eq(memcmp(again, ips, n * sizeof(ips[0])), 0);
+	cr_assert_eq(exact.top, all.top);
+	n_half = unwinder__unwind_reach(u, getpid(), &snap_regs, snap_stack, all.top / 2, again,
+					ROVER_MAX_STACK_DEPTH, &half);
+	cr_assert_lt(n_half, n);
+	cr_assert(half.cut, "an unwinding short of bytes did not say so");
+	cr_assert_leq(half.top, all.top / 2);
+	unwinder__free(u);
+	symbolizer__free(sym);
+}
+
+/* A payload of count copies of a snapshot (regs, stack), stack_len bytes of it, flags. */
+static size_t own_payload(uint8_t *buf, const struct unwind_regs *regs, const uint8_t *stack,
+			  uint32_t count, uint32_t stack_len, uint32_t flags)
+{
+	struct ship_snapshots_hdr h = { .task_id = 9, .count = count };
+	struct ship_snapshot s = { .tgid = getpid(), .stack_len = stack_len, .flags = flags,
+				   .value = 1, .ip = regs->ip, .sp = regs->sp, .bp = regs->bp };
+	size_t off = sizeof(h), sb = (stack_len + 7) & ~7u;
+
+	memcpy(buf, &h, sizeof(h));
+	for (uint32_t i = 0; i < count; i++) {
+		memcpy(buf + off, &s, sizeof(s));
+		off += sizeof(s);
+		memset(buf + off, 0, sb);
+		memcpy(buf + off, stack, stack_len);
+		off += sb;
+	}
+	return off;
+}
+
+static struct unwind_regs deep_regs;
+static uint8_t deep_stack[SNAP_MAX];
+static size_t deep_len;
+
+/* A snapshot taken n frames of 512 bytes deeper than unwind_level1's, into deep_*. */
+__attribute__((noinline)) static int deep_chain(int n)
+{
+	volatile char pad[512];
+	int r;
+
+	pad[0] = (char)n;
+	if (n == 0) {
+		unwind_level1();
+		deep_regs = snap_regs;
+		deep_len = snap_len;
+		memcpy(deep_stack, snap_stack, snap_len);
+		return pad[0];
+	}
+	r = deep_chain(n - 1);
+	__asm__ volatile("" ::: "memory"); /* no tail call */
+	return r + pad[0];
+}
+
+/*
+ * The shipper's side of the hint: none before the first snapshots were unwound, then one with
+ * room over what they read; a deeper stack the worker trimmed to it is cut short, counted,
+ * and raises it at once, enough for that stack.
+ */
+Test(unwind, the_stack_hint_follows_what_unwinding_read)
+{
+	static uint8_t buf[1 << 20];
+	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
+	struct unwinder *u = unwinder__new(sym);
+	struct task_spec spec = { .task_id = 9, .type = TASK_ON_CPU, .unwind = UNWIND_DWARF,
+				  .npids = 1 };
+	uint64_t ips[ROVER_MAX_STACK_DEPTH];
+	struct msg_stack_hint h[ROVER_MAX_PIDS];
+	struct ship_task *t = ship_task__new(9);
+	struct unwind_reach all, deep;
+	uint32_t first;
+	size_t len, n_deep;
+
+	cr_assert(u && t);
+	spec.pids[0] = getpid();
+	unwind_level1();
+	cr_assert_eq(symbolizer__load_pid(sym, getpid()), 0);
+	cr_assert_eq(unwinder__load_pid(u, getpid()), 0);
+	cr_assert_eq(ship_task__begin(t, &spec, sym), 0);
+	unwinder__unwind_reach(u, getpid(), &snap_regs, snap_stack, snap_len, ips,
+			       ROVER_MAX_STACK_DEPTH, &all);
+
+	len = own_payload(buf, &snap_regs, snap_stack, 15, (uint32_t)snap_len, 0);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 0, "a hint before 16 stacks");
+	len = own_payload(buf, &snap_regs, snap_stack, 1, (uint32_t)snap_len, 0);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1);
+	cr_assert_eq(h[0].task_id, 9);
+	cr_assert_eq(h[0].tgid, getpid());
+	cr_assert_geq(h[0].bytes, 2 * all.top, "%u bytes for stacks reading %u", h[0].bytes,
+		      all.top);
+	first = h[0].bytes;
+	/* The same stacks again: nothing new to say. */
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 0);
+
+	/* A stack deeper than the hint (frames of 512 bytes past it), trimmed to it. */
+	deep_chain((int)(first / 512) + 2);
+	n_deep = unwinder__unwind_reach(u, getpid(), &deep_regs, deep_stack, deep_len, ips,
+					ROVER_MAX_STACK_DEPTH, &deep);
+	cr_log_info("hint %u for stacks reading %u; a deeper one reads %u of %zu, %zu frames",
+		    first, all.top, deep.top, deep_len, n_deep);
+	cr_assert_gt(deep.top, first);
+	cr_assert_lt(deep.top, SNAP_MAX, "the deeper stack does not fit a snapshot");
+	len = own_payload(buf, &deep_regs, deep_stack, 1, first, SHIP_SNAP_TRIMMED);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(t->stacks_cut, 1);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1, "a cut raised no hint");
+	cr_assert_gt(h[0].bytes, first);
+	/* Raised until it holds that stack: each cut at most doubles it. */
+	for (int k = 0; k < 8 && h[0].bytes < deep.top; k++) {
+		len = own_payload(buf, &deep_regs, deep_stack, 1, h[0].bytes, SHIP_SNAP_TRIMMED);
+		cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+		cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1);
+	}
+	cr_assert_geq(h[0].bytes, deep.top);
+	/* Trimmed to a hint that holds it, the deeper stack is whole: not cut. */
+	first = (uint32_t)t->stacks_cut;
+	len = own_payload(buf, &deep_regs, deep_stack, 1,
+			  h[0].bytes < deep_len ? h[0].bytes : (uint32_t)deep_len, SHIP_SNAP_TRIMMED);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(t->stacks_cut, first, "a stack whole within the hint counted as cut");
+	ship_task__free(t);
+	unwinder__free(u);
+	symbolizer__free(sym);
+}
+
+/*
+ * The worker's side, against a hostile shipper (the peer that parses the targets' files): a
+ * hint can name only the task's targets and only shorten what is sent, never below
+ * SHIP_STACK_HINT_MIN; the largest number lifts the limit, it cannot overflow one.
+ */
+Test(unwind, a_hostile_shipper_can_only_shorten_its_own_stacks)
+{
+	int32_t pids[3] = { 100, 200, 0 };
+	struct stack_hints h;
+
+	stack_hints__init(&h, pids, 3);
+	cr_assert_eq(h.n, 2, "pid 0 taken for a target");
+	cr_assert_eq(stack_hints__limit(&h, 100), 0, "a limit before any hint");
+	/* Processes of no target, and pid 0 or negative: refused, nothing changed. */
+	cr_assert_eq(stack_hints__set(&h, 300, 1024), -ESRCH);
+	cr_assert_eq(stack_hints__set(&h, 0, 1024), -ESRCH);
+	cr_assert_eq(stack_hints__set(&h, -100, 1024), -ESRCH);
+	cr_assert_eq(stack_hints__limit(&h, 300), 0);
+	cr_assert_eq(stack_hints__limit(&h, 100), 0);
+	cr_assert_eq(stack_hints__limit(&h, 200), 0);
+	/* Nothing at all, or one byte: the floor. */
+	cr_assert_eq(stack_hints__set(&h, 100, 0), 0);
+	cr_assert_eq(stack_hints__limit(&h, 100), SHIP_STACK_HINT_MIN);
+	cr_assert_eq(stack_hints__set(&h, 100, 1), 0);
+	cr_assert_eq(stack_hints__limit(&h, 100), SHIP_STACK_HINT_MIN);
+	cr_assert_eq(stack_hints__limit(&h, 200), 0, "a hint for one target moved another");
+	/* The largest: no shorter than what the kernel copied, i.e. no limit in effect. */
+	cr_assert_eq(stack_hints__set(&h, 200, UINT32_MAX), 0);
+	cr_assert_eq(stack_hints__limit(&h, 200), UINT32_MAX);
+	cr_assert_eq(stack_hints__set(&h, 200, 4096), 0);
+	cr_assert_eq(stack_hints__limit(&h, 200), 4096);
+	/* More targets than a task holds: only the first ROVER_MAX_PIDS. */
+	{
+		int32_t many[ROVER_MAX_PIDS + 8];
+
+		for (int i = 0; i < ROVER_MAX_PIDS + 8; i++)
+			many[i] = 1000 + i;
+		stack_hints__init(&h, many, ROVER_MAX_PIDS + 8);
+		cr_assert_eq(h.n, ROVER_MAX_PIDS);
+		cr_assert_eq(stack_hints__set(&h, 1000 + ROVER_MAX_PIDS, 1024), -ESRCH);
+	}
 }
