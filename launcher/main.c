@@ -451,7 +451,8 @@ static int shed_privileges(void)
 
 /*
  * The first process, other than ours, whose real, effective, saved or file-system uid is uid;
- * 0 when none. Processes on their way out (a previous agent's roles) get 3 s to go.
+ * 0 when none. Processes on their way out (a previous agent's roles) get 6 s to go: more than
+ * the 5 s their own launcher gives them before it kills them (teardown).
  *
  * The kernel answers first, in one call, whether any task of this pid namespace has uid as
  * its real uid (getpriority(PRIO_USER) walks its task list; ESRCH: none). Only then is /proc
@@ -460,11 +461,11 @@ static int shed_privileges(void)
  * 10 000. What the fast answer misses, a process holding uid as its effective or saved uid but
  * not as its real one, comes only from a set-user-ID file of the roles' user or from root; such
  * a process could as well start a moment after this check, which no start-time check sees
- * (policy/README.md: the roles' user owns no file but what rover makes).
+ * (policy/README.md, "The rover user": it must own no set-user-ID file).
  */
 static pid_t uid_taken(uid_t uid, char comm[32])
 {
-	uint64_t until = now_mono_ms() + 3000;
+	uint64_t until = now_mono_ms() + 6000;
 	pid_t self = getpid();
 
 	errno = 0;
