@@ -653,13 +653,22 @@ static void teardown(struct launcher *l)
 			usleep(50000);
 		}
 	}
-	for (;;) {
+	/*
+	 * The roles were waited for above: what is left are workers, told to stop at the start
+	 * of the teardown. Up to 2 s for them to end (one unloading its programs may still be
+	 * at it), so that none outlives the launcher unreaped and each one's CPU is said.
+	 */
+	for (int waited = 0;;) {
 		struct rusage ru;
 		pid_t pid = wait4(-1, NULL, WNOHANG, &ru);
 
-		if (pid <= 0)
+		if (pid < 0 || (pid == 0 && waited >= 2000))
 			break;
-		/* The roles were waited for above: what is left are workers. */
+		if (pid == 0) {
+			usleep(20000);
+			waited += 20;
+			continue;
+		}
 		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB", (int)pid, cpu_ms(&ru),
 			  ru.ru_maxrss);
 	}
