@@ -24,6 +24,7 @@ static const struct {
 	{ &supervisor_policy, "supervisor_policy" },
 	{ &worker_policy, "worker_policy" },
 	{ &worker_attached_policy, "worker_attached_policy" },
+	{ &worker_attached_norun_policy, "worker_attached_norun_policy" },
 	{ &worker_attached_net_policy, "worker_attached_net_policy" },
 	{ &shipper_policy, "shipper_policy" },
 	{ &shipper_nospool_policy, "shipper_nospool_policy" },

@@ -67,6 +67,7 @@ POLICY_COMPILED(launcher_policy);
 POLICY_COMPILED(supervisor_policy);
 POLICY_COMPILED(worker_policy);
 POLICY_COMPILED(worker_attached_policy);
+POLICY_COMPILED(worker_attached_norun_policy);
 POLICY_COMPILED(worker_attached_net_policy);
 POLICY_COMPILED(shipper_policy);
 POLICY_COMPILED(shipper_nospool_policy);
@@ -79,10 +80,12 @@ extern const struct role_policy supervisor_policy;
 extern const struct role_policy worker_policy;
 /*
  * The worker once its programs are loaded and attached (worker/main.c): stacked on
- * worker_policy, it leaves bpf() the map commands of the drain loop only, and no
- * perf_event_open or open.
+ * worker_policy, it leaves bpf() the map commands of the drain loop and BPF_PROG_RUN (the
+ * kernel-frame namer) only, and no perf_event_open or open.
  */
 extern const struct role_policy worker_attached_policy;
+/* The same without BPF_PROG_RUN: a worker without the namer (OFF_CPU on raw_tp). */
+extern const struct role_policy worker_attached_norun_policy;
 /* NETWORK tasks: also BPF_LINK_CREATE and pread64 (TLS libraries found as the task runs). */
 extern const struct role_policy worker_attached_net_policy;
 /* The shipper with a spool directory at SPOOL_DIR_FD, and without one (no writing open). */

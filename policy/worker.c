@@ -125,6 +125,18 @@ static const struct seccomp_entry attached_calls[] = {
 };
 
 /*
+ * A stack task's that runs no program of its own, once attached: an OFF_CPU task on raw_tp, or
+ * a kernel that refused the kernel-frame namer. Without BPF_PROG_RUN: a raw_tp program can be
+ * run on made-up arguments, and the OFF_CPU one reads through the task pointers it is given,
+ * a read of any kernel word for a compromised worker. Its kernel frames are named by the
+ * shipper from kallsyms instead.
+ */
+static const struct seccomp_entry attached_norun_calls[] = {
+	{ "openat", EACCES, "nothing is opened once attached" },
+	{ "open", EACCES, "nothing is opened once attached" },
+};
+
+/*
  * A NETWORK task's, once attached: the TLS libraries a target maps are found as it runs (the
  * shipper hands each file's descriptor over), so it may still link its loaded uprobe programs
  * to them (BPF_LINK_CREATE, uprobe_multi limited to one target) and read the file's program
@@ -157,6 +169,17 @@ const struct role_policy worker_attached_policy = {
 	.shared = drain_calls,
 	.nshared = &ndrain_calls,
 	.compiled = &rover_filter_worker_attached_policy,
+};
+
+const struct role_policy worker_attached_norun_policy = {
+	.role = "worker",
+	.caps = caps,
+	.ncaps = sizeof(caps) / sizeof(caps[0]),
+	.seccomp = attached_norun_calls,
+	.nseccomp = sizeof(attached_norun_calls) / sizeof(attached_norun_calls[0]),
+	.shared = drain_calls,
+	.nshared = &ndrain_calls,
+	.compiled = &rover_filter_worker_attached_norun_policy,
 };
 
 const struct role_policy worker_attached_net_policy = {

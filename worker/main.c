@@ -444,7 +444,9 @@ int main(int argc, char **argv)
 		else
 			profiler__forget(w.prof, w.spec.pids[i]);
 	}
-	err = sandbox_apply(w.net ? &worker_attached_net_policy : &worker_attached_policy);
+	err = sandbox_apply(w.net				  ? &worker_attached_net_policy
+			    : profiler__runs_programs(w.prof) ? &worker_attached_policy
+							      : &worker_attached_norun_policy);
 	if (err) {
 		wk_send_error(w.sv, w.spec.task_id, -err, "narrowing the sandbox");
 		return 1;

@@ -267,12 +267,17 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 	return err;
 }
 
-/* With the namer, then (a kernel without "syscall" programs) without it. */
+/*
+ * With the namer, then (a kernel without "syscall" programs) without it. On raw_tp, never: the
+ * namer needs BPF_PROG_RUN, which would let a compromised worker run the raw_tp program too,
+ * on made-up task pointers (policy/README.md); the shipper names kernel frames from kallsyms.
+ */
 static int load_off_cpu_namer(struct profiler *p, int use_btf, int dwarf)
 {
-	int err = load_off_cpu(p, use_btf, dwarf, !p->user_only);
+	int namer = !p->user_only && use_btf;
+	int err = load_off_cpu(p, use_btf, dwarf, namer);
 
-	if (err && !p->user_only)
+	if (err && namer)
 		err = load_off_cpu(p, use_btf, dwarf, 0);
 	return err;
 }
@@ -468,8 +473,15 @@ static void start_namer(struct profiler *p)
 			      : ksym_namer__new(prog, (uint64_t *)p->off->bss->ksym_addrs,
 						p->off->bss->ksym_lens, p->off->bss->ksym_out);
 	if (!p->kn)
-		log_info("kernel frames named by the shipper from kallsyms: the kernel refused "
-			 "our symbol lookup program");
+		log_info("kernel frames named by the shipper from kallsyms: %s",
+			 p->off && !bpf_program__autoload(p->off->progs.off_cpu_btf)
+				 ? "a raw_tp worker runs no program of its own"
+				 : "the kernel refused our symbol lookup program");
+}
+
+int profiler__runs_programs(const struct profiler *p)
+{
+	return p->kn != NULL;
 }
 
 struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started)

@@ -42,6 +42,9 @@ int profiler__snapshots_fd(const struct profiler *p);
  */
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes);
 
+/* Whether the worker runs a program of its own (the kernel-frame namer, BPF_PROG_RUN). */
+int profiler__runs_programs(const struct profiler *p);
+
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
 /* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */

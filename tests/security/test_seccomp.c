@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/io_uring.h>
 #include <linux/perf_event.h>
 #include <linux/sched.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,6 +47,9 @@ static const struct role_policy *const worker_chain[] = { &launcher_policy, &wor
 							   NULL };
 static const struct role_policy *const attached_chain[] = { &launcher_policy, &worker_policy,
 							     &worker_attached_policy, NULL };
+static const struct role_policy *const attached_norun_chain[] = {
+	&launcher_policy, &worker_policy, &worker_attached_norun_policy, NULL
+};
 static const struct role_policy *const attached_net_chain[] = {
 	&launcher_policy, &worker_policy, &worker_attached_net_policy, NULL
 };
@@ -630,6 +635,92 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	expect_killed(under(attached_chain, perf_open, NULL), "perf_event_open once attached");
 	expect_exit(under(attached_chain, open_ro, NULL), EACCES, "openat once attached");
 	close(map_fd);
+}
+
+/*
+ * A worker that runs no program of its own once attached (an OFF_CPU task on raw_tp): the map
+ * commands only. Its raw_tp program reads through the task pointers it is handed, so
+ * BPF_PROG_RUN on made-up ones would read any kernel word: that is a kill.
+ */
+Test(seccomp, a_raw_tp_worker_cannot_run_its_program)
+{
+	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
+				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY };
+	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
+			     .max_entries = 1 };
+
+	uint32_t key = 0;
+	uint64_t value = 42;
+
+	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
+	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
+	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+			      .value = (uintptr_t)&value };
+	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+	expect_exit(under(attached_norun_chain, map_lookup, NULL), 0, "lookup on a real map");
+	expect_bpf_commands(attached_norun_chain, allowed, sizeof(allowed) / sizeof(allowed[0]),
+			    "running no program, once attached");
+	expect_killed(under(attached_norun_chain, prog_load, NULL), "BPF_PROG_LOAD");
+	expect_killed(under(attached_norun_chain, perf_open, NULL), "perf_event_open");
+	expect_exit(under(attached_norun_chain, open_ro, NULL), EACCES, "openat");
+	close(map_fd);
+}
+
+/* The newest seccomp filter of a live process (root: PTRACE_SECCOMP_GET_FILTER); n: its size. */
+static struct sock_filter *newest_filter(pid_t pid, long *ret_n)
+{
+	struct sock_filter *f = NULL;
+	long n, i;
+	int status;
+
+	cr_assert_eq(ptrace(PTRACE_SEIZE, pid, 0, 0), 0, "seize %d: %s", (int)pid, strerror(errno));
+	cr_assert_eq(ptrace(PTRACE_INTERRUPT, pid, 0, 0), 0);
+	cr_assert_eq(waitpid(pid, &status, __WALL), pid);
+	for (i = 0; ptrace(PTRACE_SECCOMP_GET_FILTER, pid, i, NULL) > 0; i++)
+		;
+	cr_assert_gt(i, 0, "process %d has no filter", (int)pid);
+	n = ptrace(PTRACE_SECCOMP_GET_FILTER, pid, i - 1, NULL);
+	f = calloc((size_t)n, sizeof(*f));
+	cr_assert_not_null(f);
+	cr_assert_eq(ptrace(PTRACE_SECCOMP_GET_FILTER, pid, i - 1, f), n);
+	cr_assert_eq(ptrace(PTRACE_DETACH, pid, 0, 0), 0);
+	*ret_n = n;
+	return f;
+}
+
+/* The filter a live OFF_CPU worker attached with hook stacked last, against prog. */
+static void off_cpu_worker_filter_is(const char *hook, const struct sock_fprog *prog)
+{
+	char pids[16];
+	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu", "--attach",
+			 (char *)hook, "--pid", pids, "--duration", "4s", "--output",
+			 "/tmp/rover-offcpu-filter.folded", NULL };
+	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL), rover, worker;
+	struct sock_filter *f;
+	long n;
+
+	cr_assert_gt(target, 0);
+	snprintf(pids, sizeof(pids), "%d", (int)target);
+	rover = spawn_cmd(argv, NULL);
+	worker = wait_child(rover, "rover-worker", 10000);
+	cr_assert_gt(worker, 0, "no worker");
+	sleep_ms(1500); /* attached, its last filter stacked */
+	f = newest_filter(worker, &n);
+	cr_assert_eq(n, prog->len, "%s worker: a filter of %ld instructions, not %u", hook, n,
+		     prog->len);
+	cr_assert_eq(memcmp(f, prog->filter, (size_t)n * sizeof(*f)), 0,
+		     "%s worker: not the expected filter", hook);
+	free(f);
+	cr_assert_eq(wait_cmd(rover, 30000), 0);
+	stop_program(target);
+	unlink("/tmp/rover-offcpu-filter.folded");
+}
+
+/* Live: an OFF_CPU worker on raw_tp stacks the filter without BPF_PROG_RUN; on tp_btf, not. */
+Test(seccomp, a_live_raw_tp_worker_stacks_the_filter_without_prog_run, .timeout = 90)
+{
+	off_cpu_worker_filter_is("raw_tp", &rover_filter_worker_attached_norun_policy);
+	off_cpu_worker_filter_is("tp_btf", &rover_filter_worker_attached_policy);
 }
 
 /* BPF_LINK_CREATE naming no program: the kernel's EBADF once the filters let it through. */

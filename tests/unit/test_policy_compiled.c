@@ -35,6 +35,7 @@ Test(policy_compiled, every_program_is_what_its_table_compiles_to)
 	expect_same(&supervisor_policy, "supervisor");
 	expect_same(&worker_policy, "worker");
 	expect_same(&worker_attached_policy, "attached worker");
+	expect_same(&worker_attached_norun_policy, "attached worker running no program");
 	expect_same(&worker_attached_net_policy, "attached NETWORK worker");
 	expect_same(&shipper_policy, "shipper");
 	expect_same(&shipper_nospool_policy, "shipper without spool");
