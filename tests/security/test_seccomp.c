@@ -599,7 +599,8 @@ static void expect_bpf_commands(const struct role_policy *const *chain, const in
 	}
 }
 
-Test(seccomp, attached_worker_keeps_map_commands_only)
+/* map_fd: a one-entry array map holding 42 at key 0, for the map commands a filter allows. */
+static void make_map(void)
 {
 	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
 			     .max_entries = 1 };
@@ -611,6 +612,11 @@ Test(seccomp, attached_worker_keeps_map_commands_only)
 	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
 			      .value = (uintptr_t)&value };
 	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+}
+
+Test(seccomp, attached_worker_keeps_map_commands_only)
+{
+	make_map();
 
 	/* Loading: the first filter lets every bpf command and perf_event_open reach the kernel. */
 	expect_exit(under(worker_chain, prog_load, NULL), 0, "worker loads a program");
@@ -646,17 +652,8 @@ Test(seccomp, a_raw_tp_worker_cannot_run_its_program)
 {
 	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
 				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY };
-	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
-			     .max_entries = 1 };
 
-	uint32_t key = 0;
-	uint64_t value = 42;
-
-	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
-	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
-	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
-			      .value = (uintptr_t)&value };
-	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+	make_map();
 	expect_exit(under(attached_norun_chain, map_lookup, NULL), 0, "lookup on a real map");
 	expect_bpf_commands(attached_norun_chain, allowed, sizeof(allowed) / sizeof(allowed[0]),
 			    "running no program, once attached");
@@ -756,16 +753,8 @@ Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
 	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
 				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
 				       BPF_LINK_CREATE };
-	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
-			     .max_entries = 1 };
-	uint32_t key = 0;
-	uint64_t value = 42;
 
-	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
-	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
-	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
-			      .value = (uintptr_t)&value };
-	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
+	make_map();
 	elf_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(elf_fd, 0);
 
