@@ -236,7 +236,8 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 		GOCACHE=$(abspath $(OUT))/gocache CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" \
 		go build -o $(abspath $@) .
 
-# The unit runner links every role's code but main.c (never the worker's: BPF is tested live).
+# The unit runner links every role's code but main.c, and of the worker's only its stack-hint
+# table (worker/stackhint.c): its BPF is tested live.
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
 		$(OUT)/worker/stackhint.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)

@@ -618,7 +618,8 @@ static void stack_reach_seen(struct ship_task *t, int target, const struct ship_
 	if (r->top > t->stack_top[target])
 		t->stack_top[target] = r->top;
 	if (t->stack_seen[target] < STACK_HINT_LEARN) {
-		if (++t->stack_seen[target] < STACK_HINT_LEARN)
+		/* Learnt from whole snapshots only: those cut before a lift arrive after it. */
+		if ((s->flags & SHIP_SNAP_TRIMMED) || ++t->stack_seen[target] < STACK_HINT_LEARN)
 			return;
 		/* Learnt: the hint, smaller than a lifted one or not. */
 		t->stack_hint[target] = stack_hint_for(t->stack_top[target]);

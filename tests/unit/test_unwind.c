@@ -268,6 +268,9 @@ static size_t own_payload(uint8_t *buf, const struct unwind_regs *regs, const ui
 	return off;
 }
 
+/* shipper/task.c STACK_HINT_LEARN: whole snapshots of a target before its hint. */
+#define STACK_HINT_LEARN_N 16
+
 static struct unwind_regs deep_regs;
 static uint8_t deep_stack[SNAP_MAX];
 static size_t deep_len;
@@ -346,14 +349,22 @@ Test(unwind, the_stack_hint_follows_what_unwinding_read)
 	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
 	cr_assert_eq(t->stacks_cut, 1);
 	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1, "a cut raised no hint");
-	cr_assert_gt(h[0].bytes, first);
-	/* Raised until it holds that stack: each cut at most doubles it. */
-	for (int k = 0; k < 8 && h[0].bytes < deep.top; k++) {
-		len = own_payload(buf, &deep_regs, deep_stack, 1, h[0].bytes, SHIP_SNAP_TRIMMED);
-		cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
-		cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1);
-	}
-	cr_assert_geq(h[0].bytes, deep.top);
+	cr_assert_geq(h[0].bytes, deep.top, "the hint was not lifted");
+	/*
+	 * Learnt again from whole snapshots only: shallow ones trimmed before the lift, still
+	 * arriving, teach nothing; 16 whole deep ones give a hint that holds the deep stack.
+	 */
+	unwind_level1(); /* the shallow snapshot again (deep_chain took its place) */
+	len = own_payload(buf, &snap_regs, snap_stack, STACK_HINT_LEARN_N, first,
+			  SHIP_SNAP_TRIMMED);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 0,
+		     "relearnt from snapshots trimmed before the lift");
+	len = own_payload(buf, &deep_regs, deep_stack, STACK_HINT_LEARN_N, (uint32_t)deep_len, 0);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	cr_assert_eq(ship_task__stack_hints(t, h, ROVER_MAX_PIDS), 1);
+	cr_assert_geq(h[0].bytes, 2 * deep.top, "%u bytes for a stack reading %u", h[0].bytes,
+		      deep.top);
 	/* Trimmed to a hint that holds it, the deeper stack is whole: not cut. */
 	first = (uint32_t)t->stacks_cut;
 	len = own_payload(buf, &deep_regs, deep_stack, 1,
