@@ -246,10 +246,10 @@ static int has_privileges(void)
 	return 1;
 }
 
-/* In the child: a memfd holding len bytes at the lowest free descriptor, kept across exec. */
+/* A sealed memfd holding len bytes, close-on-exec here (the role gets its own copy). */
 static int blob_fd(const char *name, const char *buf, size_t len)
 {
-	int fd = memfd_create(name, MFD_ALLOW_SEALING);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t off = 0;
 
 	if (fd < 0)
@@ -270,56 +270,45 @@ static int blob_fd(const char *name, const char *buf, size_t len)
 
 static pid_t start_role(struct launcher *l, const char *bin, int role)
 {
-	char exe[PATH_MAX + 32];
-	int child_fds[2], err;
-	pid_t pid;
+	static const char *const opt[NBLOBS] = { "--config-fd", "--ca-fd", "--cert-fd",
+						 "--key-fd" };
+	char exe[PATH_MAX + 32], fdnum[NBLOBS][16];
+	char *argv[5 + 2 * NBLOBS] = { (char *)bin, "--user", (char *)(l->user ? l->user : "") };
+	int fds[2 + NBLOBS], nfds = 2, argc = 3, err = 0;
+	pid_t pid = -1;
 
 	snprintf(exe, sizeof(exe), "%s/%s", l->bindir, bin);
 	/* Its connections to us (and, through us, to the other roles) are made here. */
-	err = spawner__role_fds(l->sp, role, child_fds);
+	err = spawner__role_fds(l->sp, role, fds);
 	if (err) {
 		errno = -err;
 		return -1;
 	}
-	pid = fork();
-	if (pid == 0) {
-		static const char *const opt[NBLOBS] = { "--config-fd", "--ca-fd", "--cert-fd",
-							 "--key-fd" };
-		char fdnum[NBLOBS][16];
-		char *argv[5 + 2 * NBLOBS] = { (char *)bin, "--user",
-					       (char *)(l->user ? l->user : "") };
-		int argc = 3;
-
-		/* It then skips loading the Go TLS disassembler (shipper/capstone_load.c). */
-		if (role == ROLE_SHIPPER && l->stack_only)
-			argv[argc++] = "--stack-only";
-		/* Our ends first, so the memfds below land above them. */
-		if (spawner__child_prepare(child_fds, 2)) {
-			fprintf(stderr, "rover: preparing %s: %s\n", bin, strerror(errno));
-			_exit(127);
+	/* It then skips loading the Go TLS disassembler (shipper/capstone_load.c). */
+	if (role == ROLE_SHIPPER && l->stack_only)
+		argv[argc++] = "--stack-only";
+	/* The blobs land after its connections, in the order given here. */
+	for (int i = 0; i < NBLOBS && !err; i++) {
+		if (!l->blob[i])
+			continue;
+		fds[nfds] = blob_fd(opt[i] + 2, l->blob[i], l->blob_len[i]);
+		if (fds[nfds] < 0) {
+			err = errno;
+			break;
 		}
-		for (int i = 0; i < NBLOBS; i++) {
-			int fd;
-
-			if (!l->blob[i])
-				continue;
-			fd = blob_fd(opt[i] + 2, l->blob[i], l->blob_len[i]);
-			if (fd < 0) {
-				fprintf(stderr, "rover: passing %s: %s\n", opt[i] + 2, strerror(errno));
-				_exit(127);
-			}
-			snprintf(fdnum[i], sizeof(fdnum[i]), "%d", fd);
-			argv[argc++] = (char *)opt[i];
-			argv[argc++] = fdnum[i];
-		}
-		argv[argc] = NULL;
-		execv(exe, argv);
-		fprintf(stderr, "rover: exec %s: %s\n", exe, strerror(errno));
-		_exit(127);
+		snprintf(fdnum[i], sizeof(fdnum[i]), "%d", ROLE_FD_LAUNCHER + nfds);
+		argv[argc++] = (char *)opt[i];
+		argv[argc++] = fdnum[i];
+		nfds++;
 	}
-	err = errno;
-	close(child_fds[0]);
-	close(child_fds[1]);
+	argv[argc] = NULL;
+	if (!err) {
+		pid = spawner__exec(exe, argv, fds, nfds);
+		if (pid < 0)
+			err = (int)-pid;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
 	errno = err;
 	return pid;
 }
@@ -361,8 +350,8 @@ static void reap(struct launcher *l)
 
 	while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
 		if (spawner__child_exited(l->sp, pid, status)) {
-			log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB", (int)pid,
-				  cpu_ms(&ru), ru.ru_maxrss);
+			log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB, %ld page faults",
+				  (int)pid, cpu_ms(&ru), ru.ru_maxrss, ru.ru_minflt + ru.ru_majflt);
 			continue;
 		}
 		for (int i = 0; i < 2; i++) {
@@ -636,11 +625,12 @@ static void teardown(struct launcher *l)
 			struct rusage ru;
 
 			if (wait4(l->role_pid[i], NULL, WNOHANG, &ru) == l->role_pid[i]) {
-				log_debug("%s used %ld ms of CPU (user %ld, system %ld), peak RSS %ld kB",
+				log_debug("%s used %ld ms of CPU (user %ld, system %ld), peak RSS %ld kB, "
+					  "%ld page faults",
 					  i ? "shipper" : "supervisor", cpu_ms(&ru),
 					  ru.ru_utime.tv_sec * 1000 + ru.ru_utime.tv_usec / 1000,
 					  ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000,
-					  ru.ru_maxrss);
+					  ru.ru_maxrss, ru.ru_minflt + ru.ru_majflt);
 				break;
 			}
 			if (waited == 5000) {
@@ -669,8 +659,8 @@ static void teardown(struct launcher *l)
 			waited += 20;
 			continue;
 		}
-		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB", (int)pid, cpu_ms(&ru),
-			  ru.ru_maxrss);
+		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB, %ld page faults", (int)pid,
+			  cpu_ms(&ru), ru.ru_maxrss, ru.ru_minflt + ru.ru_majflt);
 	}
 	spawner__free(l->sp);
 	if (l->dirfd >= 0) {
@@ -962,7 +952,8 @@ static int cmd_profile(int argc, char **argv)
 		struct rusage ru;
 
 		if (!getrusage(RUSAGE_SELF, &ru))
-			log_debug("the launcher used %ld ms of CPU", cpu_ms(&ru));
+			log_debug("the launcher used %ld ms of CPU, %ld page faults", cpu_ms(&ru),
+				  ru.ru_minflt + ru.ru_majflt);
 	}
 	return status;
 }

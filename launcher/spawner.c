@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,30 +302,47 @@ void spawner__set_role_pid(struct spawner *sp, int role, pid_t pid)
 	}
 }
 
-int spawner__child_prepare(const int *fds, int n)
+pid_t spawner__exec(const char *exe, char *const argv[], const int *fds, int n)
 {
-	int high[SPAWNER_CHILD_MAX_FDS], null;
-	sigset_t none;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	int err, high = ROLE_FD_LAUNCHER + SPAWNER_CHILD_MAX_FDS;
+	pid_t pid = -1;
 
 	if (n > SPAWNER_CHILD_MAX_FDS)
 		return -EINVAL;
-	/* Out of the way first, so that moving one never closes another. */
-	for (int i = 0; i < n; i++) {
-		high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, ROLE_FD_LAUNCHER + SPAWNER_CHILD_MAX_FDS);
-		if (high[i] < 0)
-			return -errno;
+	if (posix_spawn_file_actions_init(&fa))
+		return -ENOMEM;
+	if (posix_spawnattr_init(&attr)) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -ENOMEM;
 	}
-	for (int i = 0; i < n; i++)
-		if (dup2(high[i], ROLE_FD_LAUNCHER + i) < 0)
-			return -errno;
-	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-		return -errno;
-	if (setsid() < 0)
-		return -errno;
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	return 0;
+	sigfillset(&all);
+	/* Out of the way first, so that moving one never closes another; then in place (dup2
+	 * clears close-on-exec: only these are kept) and the copies closed. */
+	err = 0;
+	for (int i = 0; !err && i < n; i++)
+		err = posix_spawn_file_actions_adddup2(&fa, fds[i], high + i);
+	for (int i = 0; !err && i < n; i++)
+		err = posix_spawn_file_actions_adddup2(&fa, high + i, ROLE_FD_LAUNCHER + i);
+	for (int i = 0; !err && i < n; i++)
+		err = posix_spawn_file_actions_addclose(&fa, high + i);
+	if (!err)
+		err = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (!err)
+		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+							      POSIX_SPAWN_SETSIGDEF);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&attr, &none);
+	if (!err)
+		err = posix_spawnattr_setsigdefault(&attr, &all);
+	if (!err)
+		err = posix_spawn(&pid, exe, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	return err ? -err : pid;
 }
 
 static void send_spawn_failed(int fd, uint64_t task_id, int err, const char *what)
@@ -399,13 +417,31 @@ static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused
 }
 
 /* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
+/* A worker for nw's task, its supervisor and shipper links at sv and sh: its pid or -errno. */
+static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, int sv, int sh)
+{
+	char exe[PATH_MAX + 32], npin[16];
+	char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
+			 "--pidfds", npin, NULL };
+	int fds[2 + ROVER_MAX_PIDS] = { sv, sh };
+	uint32_t nfds = 0;
+
+	/* The processes checked are the ones it profiles: it gets our pidfds. */
+	for (uint32_t i = 0; i < nw->npids; i++)
+		if (nw->pidfds[i] >= 0)
+			fds[2 + nfds++] = nw->pidfds[i];
+	snprintf(npin, sizeof(npin), "%u", nfds);
+	snprintf(exe, sizeof(exe), "%s/rover-worker", sp->cfg.bindir);
+	return spawner__exec(exe, argv, fds, 2 + (int)nfds);
+}
+
 static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct msg_spawn *req)
 {
 	struct sp_peer *ship = peer_of_kind(sp, PEER_SHIPPER_PEERS);
 	int sv[2] = { -1, -1 }, sh[2] = { -1, -1 };
 	struct sp_worker *w = NULL, nw = { 0 };
 	struct msg_worker rep;
-	char exe[4096], why[96];
+	char why[96];
 	int32_t refused = 0;
 	uint32_t alive = 0;
 	int free_slot;
@@ -494,29 +530,11 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 		send_spawn_failed(p->fd, req->task_id, -err, "socketpair");
 		goto out;
 	}
-	snprintf(exe, sizeof(exe), "%s/rover-worker", sp->cfg.bindir);
-	pid = fork();
+	pid = exec_worker(sp, &nw, sv[1], sh[1]);
 	if (pid < 0) {
 		worker_release(&nw);
-		send_spawn_failed(p->fd, req->task_id, errno, "fork");
+		send_spawn_failed(p->fd, req->task_id, (int)-pid, "starting rover-worker");
 		goto out;
-	}
-	if (pid == 0) {
-		char npin[16];
-		char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
-				 "--pidfds", npin, NULL };
-		int fds[2 + ROVER_MAX_PIDS] = { sv[1], sh[1] };
-		uint32_t nfds = 0;
-
-		/* The processes checked are the ones it profiles: it gets our pidfds. */
-		for (uint32_t i = 0; i < nw.npids; i++)
-			if (nw.pidfds[i] >= 0)
-				fds[2 + nfds++] = nw.pidfds[i];
-		snprintf(npin, sizeof(npin), "%u", nfds);
-		if (spawner__child_prepare(fds, 2 + (int)nfds))
-			_exit(127);
-		execv(exe, argv);
-		_exit(127);
 	}
 	if (w->pid)
 		worker_release(w);
