@@ -104,11 +104,15 @@ struct strbuf {
 	size_t cap;
 };
 
-/* A symbol read from a table, before the merge picks one per address. */
+/*
+ * A symbol read from a table, before the merge picks one per address. Its name stays where
+ * the table's strings are (libelf's copy of the section, or the decompressed MiniDebugInfo)
+ * until the merge copies the kept ones: no copy of every name first.
+ */
 struct cand {
 	uint64_t addr;
 	uint64_t size;
-	uint32_t name;
+	const char *name; /* len bytes, not terminated */
 	uint32_t len;
 	uint8_t bind; /* 0 global, 1 weak, 2 local, 3 .gopclntab: the order of preference */
 };
@@ -117,6 +121,9 @@ struct cands {
 	struct cand *v;
 	size_t n;
 	size_t cap;
+	/* Where the names of v are, beside the file's own handle: ended after the merge. */
+	Elf *held[3];
+	void *held_buf; /* the decompressed MiniDebugInfo */
 };
 
 struct elfsym {
@@ -538,11 +545,7 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 		if (err)
 			return err;
 		v = &c->v[c->n];
-		err = strbuf__add(&es->strs, name, len, &v->name, es);
-		if (err == -EFBIG)
-			break;
-		if (err)
-			return err;
+		v->name = name;
 		v->addr = sym.st_value;
 		/* On 32-bit ARM the low bit of a function address selects Thumb code. */
 		if (machine == EM_ARM && type == STT_FUNC)
@@ -601,11 +604,37 @@ static int open_debug_file(const char *path)
 	return fd;
 }
 
+/*
+ * Keeps elf (its data holds the names of the candidates from n on) until the merge; ends it
+ * now when none came from it.
+ */
+static void cands__hold(struct cands *c, Elf *elf, size_t n)
+{
+	for (size_t i = 0; c->n > n && i < sizeof(c->held) / sizeof(c->held[0]); i++) {
+		if (!c->held[i]) {
+			c->held[i] = elf;
+			return;
+		}
+	}
+	c->n = n < c->n ? n : c->n;
+	elf_end(elf);
+}
+
+static void cands__release(struct cands *c)
+{
+	for (size_t i = 0; i < sizeof(c->held) / sizeof(c->held[0]); i++)
+		elf_end(c->held[i]);
+	free(c->held_buf);
+	free(c->v);
+	*c = (struct cands){};
+}
+
 /* Adds the .symtab functions of the debug file fd when it passes check. 1 if used. */
 static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bool by_build_id)
 {
 	uint8_t id[ELFSYM_BUILD_ID_MAX];
 	bool symtab = false;
+	size_t n = c->n;
 	Elf *elf;
 	int err = 0;
 
@@ -621,7 +650,8 @@ static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bo
 	if (!err && symtab)
 		err = 1;
 cleanup:
-	elf_end(elf);
+	/* libelf read the tables whole: the file itself is not read again. */
+	cands__hold(c, elf, n);
 	return err;
 }
 
@@ -867,6 +897,7 @@ static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 {
 	size_t len, cap, max = ELFSYM_MAX_MINIDEBUG < es->left ? ELFSYM_MAX_MINIDEBUG : es->left;
 	bool symtab = false;
+	size_t n = c->n;
 	Elf_Data *d;
 	void *buf;
 	Elf *mini;
@@ -889,10 +920,14 @@ static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 		goto cleanup;
 	if (elf_kind(mini) == ELF_K_ELF)
 		err = elfsym__scan(es, c, mini, false, &symtab, es->machine);
-	elf_end(mini);
-	/* The names were copied: the decompressed file can go. */
 	if (!err && symtab)
 		err = 1;
+	/* The names are in the decompressed file: it stays until the merge. */
+	cands__hold(c, mini, n);
+	if (c->n > n) {
+		c->held_buf = buf;
+		return err;
+	}
 cleanup:
 	free(buf);
 	return err;
@@ -918,11 +953,7 @@ static int go_add(void *ctx, uint64_t entry, uint64_t size, const char *name, si
 	if (len > ELFSYM_MAX_NAME)
 		len = ELFSYM_MAX_NAME;
 	v = &g->c->v[g->c->n];
-	err = strbuf__add(&g->es->strs, name, len, &v->name, g->es);
-	if (err == -EFBIG)
-		return 1;
-	if (err)
-		return err;
+	v->name = name;
 	v->addr = entry;
 	v->size = size;
 	v->len = (uint32_t)len;
@@ -1010,11 +1041,11 @@ static int elfsym__gopclntab(struct elfsym *es, struct cands *c)
 	return n < 0 && n != -ENOEXEC ? (int)n : 0;
 }
 
-static unsigned leading_underscores(const char *s)
+static unsigned leading_underscores(const char *s, uint32_t len)
 {
 	unsigned n = 0;
 
-	while (s[n] == '_')
+	while (n < len && s[n] == '_')
 		n++;
 	return n;
 }
@@ -1022,12 +1053,11 @@ static unsigned leading_underscores(const char *s)
 /*
  * Aliases share an address (glibc's malloc and __libc_malloc): one name is kept per address,
  * sized over unsized, global over weak over local, then the fewest leading underscores, then
- * the shortest, so that the choice does not depend on table order.
+ * the shortest, then the bytes, so that the choice does not depend on table order. < 0 when
+ * x comes first.
  */
-static int cand_cmp(const void *a, const void *b, void *ctx)
+static int cand_cmp(const struct cand *x, const struct cand *y)
 {
-	const struct cand *x = a, *y = b;
-	const char *cand_strs = ctx;
 	unsigned ux, uy;
 
 	if (x->addr != y->addr)
@@ -1036,13 +1066,98 @@ static int cand_cmp(const void *a, const void *b, void *ctx)
 		return x->size ? -1 : 1;
 	if (x->bind != y->bind)
 		return x->bind < y->bind ? -1 : 1;
-	ux = leading_underscores(cand_strs + x->name);
-	uy = leading_underscores(cand_strs + y->name);
+	ux = leading_underscores(x->name, x->len);
+	uy = leading_underscores(y->name, y->len);
 	if (ux != uy)
 		return ux < uy ? -1 : 1;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
-	return strcmp(cand_strs + x->name, cand_strs + y->name);
+	return memcmp(x->name, y->name, x->len);
+}
+
+static void cand_swap(struct cand *a, struct cand *b)
+{
+	struct cand t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void cand_heapsort(struct cand *v, size_t n)
+{
+	/* Heapify, then take the largest out n - 1 times. */
+	for (size_t start = n / 2; start-- > 0;) {
+		for (size_t root = start, child; (child = 2 * root + 1) < n; root = child) {
+			if (child + 1 < n && cand_cmp(&v[child], &v[child + 1]) < 0)
+				child++;
+			if (cand_cmp(&v[root], &v[child]) >= 0)
+				break;
+			cand_swap(&v[root], &v[child]);
+		}
+	}
+	for (size_t end = n; end-- > 1;) {
+		cand_swap(&v[0], &v[end]);
+		for (size_t root = 0, child; (child = 2 * root + 1) < end; root = child) {
+			if (child + 1 < end && cand_cmp(&v[child], &v[child + 1]) < 0)
+				child++;
+			if (cand_cmp(&v[root], &v[child]) >= 0)
+				break;
+			cand_swap(&v[root], &v[child]);
+		}
+	}
+}
+
+/*
+ * Sorts v[0..n) by cand_cmp, in place: quicksort with the comparison inlined (glibc's qsort
+ * called it through a pointer and sorted through a copy, half the cost of reading libc's
+ * 13 000 symbols), insertion sort for short ranges, and heapsort past 2 log2(n) levels, so
+ * that no table, however a hostile file orders it, costs more than n log n.
+ */
+static void cand_sort(struct cand *v, size_t n)
+{
+	unsigned depth = 0;
+
+	for (size_t m = n; m > 1; m >>= 1)
+		depth += 2;
+	while (n > 16) {
+		struct cand *mid = &v[n / 2], *last = &v[n - 1];
+		size_t i = 0, j = n - 1;
+
+		if (depth-- == 0) {
+			cand_heapsort(v, n);
+			return;
+		}
+		/* Median of three at v[0]: the pivot; v[n - 1] is then no smaller. */
+		if (cand_cmp(mid, v) < 0)
+			cand_swap(mid, v);
+		if (cand_cmp(last, v) < 0)
+			cand_swap(last, v);
+		if (cand_cmp(last, mid) < 0)
+			cand_swap(last, mid);
+		cand_swap(v, mid);
+		for (;;) {
+			while (cand_cmp(&v[++i], v) < 0)
+				;
+			while (cand_cmp(v, &v[--j]) < 0)
+				;
+			if (i >= j)
+				break;
+			cand_swap(&v[i], &v[j]);
+		}
+		cand_swap(v, &v[j]);
+		/* The smaller side by recursion (at most log2(n) deep), the larger in the loop. */
+		if (j < n - j - 1) {
+			cand_sort(v, j);
+			v += j + 1;
+			n -= j + 1;
+		} else {
+			cand_sort(v + j + 1, n - j - 1);
+			n = j;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && cand_cmp(&v[k], &v[k - 1]) < 0; k--)
+			cand_swap(&v[k], &v[k - 1]);
 }
 
 /* Sorts c, keeps one symbol per address, and copies only the kept names. */
@@ -1054,15 +1169,16 @@ static int elfsym__finish(struct elfsym *es, struct cands *c)
 
 	if (c->n == 0)
 		return 0;
-	qsort_r(c->v, c->n, sizeof(*c->v), cand_cmp, es->strs.p);
+	cand_sort(c->v, c->n);
 	for (i = 0; i < c->n; i++) {
 		if (n > 0 && c->v[n - 1].addr == c->v[i].addr)
 			continue;
 		c->v[n++] = c->v[i];
 		bytes += c->v[i].len + 1;
 	}
+	/* Each name is in a table charged to the file's budget: bytes < ELFSYM_MAX_STRINGS. */
 	syms = malloc(n * sizeof(*syms));
-	strs = malloc(bytes);
+	strs = malloc(bytes ? bytes : 1);
 	if (!syms || !strs) {
 		free(syms);
 		free(strs);
@@ -1071,7 +1187,8 @@ static int elfsym__finish(struct elfsym *es, struct cands *c)
 	for (i = 0; i < n; i++) {
 		const struct cand *v = &c->v[i];
 
-		memcpy(strs + at, es->strs.p + v->name, v->len + 1);
+		memcpy(strs + at, v->name, v->len);
+		strs[at + v->len] = '\0';
 		syms[i] = (struct esym){
 			.addr = v->addr,
 			.size = v->size > ELFSYM_MAX_FUNC_SIZE ? ELFSYM_MAX_FUNC_SIZE
@@ -1092,6 +1209,7 @@ int elfsym__load_symbols(struct elfsym *es, const char *path)
 {
 	struct cands c = {};
 	bool symtab = false;
+	size_t ndyn;
 	int err;
 
 	if (!es || !es->elf)
@@ -1100,9 +1218,17 @@ int elfsym__load_symbols(struct elfsym *es, const char *path)
 	if (err)
 		goto cleanup;
 	if (!symtab) {
+		ndyn = c.n;
 		err = elfsym__debug_by_build_id(es, &c);
 		if (err == 0)
 			err = elfsym__debug_by_link(es, &c, path);
+		/* A debug file's .symtab is the whole of the unstripped file's, .dynsym's functions
+		 * included: those go (libc: 3000 of 13 000 to sort). MiniDebugInfo holds only
+		 * what .dynsym lacks. */
+		if (err == 1) {
+			memmove(c.v, c.v + ndyn, (c.n - ndyn) * sizeof(*c.v));
+			c.n -= ndyn;
+		}
 		if (err == 0)
 			err = elfsym__minidebug(es, &c);
 		if (err < 0)
@@ -1115,7 +1241,7 @@ int elfsym__load_symbols(struct elfsym *es, const char *path)
 cleanup:
 	if (err < 0)
 		strbuf__free(&es->strs);
-	free(c.v);
+	cands__release(&c);
 	elf_end(es->elf);
 	es->elf = NULL;
 	return err < 0 ? err : 0;

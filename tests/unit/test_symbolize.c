@@ -1922,3 +1922,141 @@ Test(symbolize, gopclntab_garbage, .timeout = 300)
 	free(buf);
 	free(orig);
 }
+
+/*
+ * An ELF64 file in memory with one .symtab of the functions given, in that order: what a
+ * hostile binary can choose. Its size to *ret_len.
+ */
+struct table_sym {
+	uint64_t addr;
+	uint8_t bind;
+	char name[24];
+};
+
+static unsigned char *symtab_elf(const struct table_sym *t, size_t n, size_t *ret_len)
+{
+	static const char shstr[] = "\0.symtab\0.strtab\0.shstrtab";
+	size_t strsz = 1, off_sym, off_str, off_shstr, off_sh, len;
+	unsigned char *buf;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh;
+	Elf64_Sym *st;
+	char *strs;
+
+	for (size_t i = 0; i < n; i++)
+		strsz += strlen(t[i].name) + 1;
+	off_sym = sizeof(Elf64_Ehdr);
+	off_str = off_sym + (n + 1) * sizeof(Elf64_Sym);
+	off_shstr = off_str + strsz;
+	off_sh = (off_shstr + sizeof(shstr) + 7) & ~(size_t)7;
+	len = off_sh + 4 * sizeof(Elf64_Shdr);
+	buf = calloc(1, len);
+	cr_assert_not_null(buf);
+	eh = (Elf64_Ehdr *)buf;
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shoff = off_sh;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 4;
+	eh->e_shstrndx = 3;
+	st = (Elf64_Sym *)(buf + off_sym);
+	strs = (char *)buf + off_str;
+	for (size_t i = 0, at = 1; i < n; i++) {
+		st[i + 1] = (Elf64_Sym){ .st_name = (uint32_t)at,
+					 .st_info = ELF64_ST_INFO(t[i].bind, STT_FUNC),
+					 .st_shndx = 1,
+					 .st_value = t[i].addr,
+					 .st_size = 16 };
+		strcpy(strs + at, t[i].name);
+		at += strlen(t[i].name) + 1;
+	}
+	memcpy(buf + off_shstr, shstr, sizeof(shstr));
+	sh = (Elf64_Shdr *)(buf + off_sh);
+	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_SYMTAB, .sh_offset = off_sym,
+			      .sh_size = (n + 1) * sizeof(Elf64_Sym), .sh_link = 2,
+			      .sh_entsize = sizeof(Elf64_Sym) };
+	sh[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = off_str,
+			      .sh_size = strsz };
+	sh[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = off_shstr,
+			      .sh_size = sizeof(shstr) };
+	*ret_len = len;
+	return buf;
+}
+
+/*
+ * Every order a binary may list its functions in (sorted, reversed, organ pipe, shuffled,
+ * one address for thousands of aliases) names every address alike: the alias rule decides,
+ * never the table's order or the sort's path through it.
+ */
+Test(symbolize, any_symbol_order_names_alike)
+{
+	enum { ADDRS = 3000, ALIASES = 3, CROWD = 2000, N = ADDRS * ALIASES + CROWD };
+	struct table_sym *t = calloc(N, sizeof(*t)), *o = calloc(N, sizeof(*o));
+	unsigned seed = 7;
+
+	cr_assert(t && o);
+	for (size_t i = 0; i < ADDRS; i++) {
+		uint64_t addr = 0x10000 + i * 64;
+
+		/* Kept: global over weak, fewer leading underscores. */
+		t[i * ALIASES] = (struct table_sym){ addr, STB_WEAK, "" };
+		snprintf(t[i * ALIASES].name, sizeof(t->name), "w_%zu", i);
+		t[i * ALIASES + 1] = (struct table_sym){ addr, STB_GLOBAL, "" };
+		snprintf(t[i * ALIASES + 1].name, sizeof(t->name), "__f_%zu", i);
+		t[i * ALIASES + 2] = (struct table_sym){ addr, STB_GLOBAL, "" };
+		snprintf(t[i * ALIASES + 2].name, sizeof(t->name), "f_%zu", i);
+	}
+	/* One address, 2000 names of one length: the bytes decide. */
+	for (size_t i = 0; i < CROWD; i++) {
+		t[ADDRS * ALIASES + i] = (struct table_sym){ 0x8000, STB_GLOBAL, "" };
+		snprintf(t[ADDRS * ALIASES + i].name, sizeof(t->name), "g%04zu", CROWD - 1 - i);
+	}
+	for (int order = 0; order < 5; order++) {
+		struct elfsym *es;
+		unsigned char *buf;
+		char name[64], want[32];
+		size_t len;
+
+		for (size_t i = 0; i < N; i++) {
+			size_t k = order == 0 ? i
+				   : order == 1 ? N - 1 - i
+				   : order == 2 ? (i % 2 ? i / 2 : N - 1 - i / 2)
+						: i;
+			o[i] = t[k];
+		}
+		if (order == 3)
+			for (size_t i = N - 1; i > 0; i--) {
+				size_t k = (size_t)rand_r(&seed) % (i + 1);
+				struct table_sym x = o[i];
+
+				o[i] = o[k];
+				o[k] = x;
+			}
+		if (order == 4) /* the addresses descending, each one's aliases together */
+			for (size_t i = 0; i < ADDRS * ALIASES; i++)
+				o[i] = t[(ADDRS - 1 - i / ALIASES) * ALIASES + i % ALIASES];
+		buf = symtab_elf(o, N, &len);
+		es = elfsym__open_memory(buf, len);
+		cr_assert_not_null(es);
+		cr_assert_eq(elfsym__load_symbols(es, NULL), 0);
+		cr_assert_eq(elfsym__count(es), ADDRS + 1, "order %d: %zu symbols", order,
+			     elfsym__count(es));
+		cr_assert_eq(elfsym__name(es, 0x8000, name, sizeof(name)), 1);
+		cr_assert_str_eq(name, "g0000", "order %d", order);
+		for (size_t i = 0; i < ADDRS; i++) {
+			snprintf(want, sizeof(want), "f_%zu", i);
+			cr_assert_eq(elfsym__name(es, 0x10000 + i * 64 + 3, name, sizeof(name)), 1);
+			cr_assert_str_eq(name, want, "order %d", order);
+		}
+		elfsym__free(es);
+		free(buf);
+	}
+	free(t);
+	free(o);
+}
