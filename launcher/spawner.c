@@ -312,6 +312,10 @@ pid_t spawner__exec(const char *exe, char *const argv[], const int *fds, int n)
 
 	if (n > SPAWNER_CHILD_MAX_FDS)
 		return -EINVAL;
+	/* Above every source: a copy must never land on one not yet copied. */
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= high)
+			high = fds[i] + 1;
 	if (posix_spawn_file_actions_init(&fa))
 		return -ENOMEM;
 	if (posix_spawnattr_init(&attr)) {
