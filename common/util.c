@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,4 +72,29 @@ int write_full(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+void heap_prefault(size_t bytes)
+{
+	const uintptr_t page = 4096;
+	uintptr_t from, to;
+	char *p;
+
+	if (!bytes)
+		return;
+	/* Large blocks from the heap, and the heap kept: what is populated stays for reuse. */
+	mallopt(M_MMAP_THRESHOLD, 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 16 << 20);
+	p = malloc(bytes);
+	if (!p)
+		return;
+	from = ((uintptr_t)p + page - 1) & ~(page - 1);
+	to = ((uintptr_t)p + bytes) & ~(page - 1);
+	if (to > from)
+		(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+	free(p);
 }

@@ -872,6 +872,8 @@ int main(int argc, char **argv)
 	int c, err, stack_only = 0;
 
 	log_init("rover-shipper");
+	/* Its message buffer, the targets' symbol tables and CFI, the profile. */
+	heap_prefault(1u << 20);
 	config__passed_init(&passed);
 	while ((c = getopt_long(argc, argv, "d:u:h", opts, NULL)) != -1) {
 		int r = config__passed_option(&passed, c, optarg, why, sizeof(why));

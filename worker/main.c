@@ -374,6 +374,8 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-worker");
+	/* Its snapshot batches and libbpf's object (the ring buffer is the kernel's). */
+	heap_prefault(512u << 10);
 	while ((c = getopt_long(argc, argv, "u:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
