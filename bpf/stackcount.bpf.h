@@ -45,6 +45,25 @@ struct {
 	__uint(max_entries, 4096);
 } snaps SEC(".maps");
 
+/*
+ * Bytes of user stack above sp a target's snapshots need (the shipper's stack hint, set by
+ * the worker): pages past them are not copied. No entry: all SC_SNAP_STACK.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, SC_MAX_TARGETS);
+} snap_limits SEC(".maps");
+
+/* Where a snapshot is made before the ring buffer takes the bytes it holds, no more. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sc_snap);
+	__uint(max_entries, 1);
+} snap_scratch SEC(".maps");
+
 struct counts_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct sc_key);
@@ -164,22 +183,29 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 
 /*
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
- * kernel stack (kskip as in take_stacks) and the top of the user stack. 0, or -1 when none was
- * taken (counted): the caller then takes frame-pointer stacks instead, so the event still
- * counts. The worker is woken only once snap_wake_bytes wait in the ring buffer.
+ * kernel stack (kskip as in take_stacks) and the top of the user stack, as many pages of it
+ * as the target's limit in snap_limits covers. The record is as long as what it holds (about
+ * 5 KiB with a hint, not 17): the ring buffer holds more of them and the target's CPU copies
+ * less. 0, or -1 when none was taken (counted): the caller then takes frame-pointer stacks
+ * instead, so the event still counts. The worker is woken only once snap_wake_bytes wait in
+ * the ring buffer.
  */
 static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u32 kskip,
 					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
 {
-	__u64 start = sp & ~(__u64)(SC_SNAP_PAGE - 1);
+	__u64 start = sp & ~(__u64)(SC_SNAP_PAGE - 1), end = start + SC_SNAP_STACK;
+	__u32 zero = 0, len = 0, *limit;
 	struct sc_snap *s;
-	__u32 len = 0;
+	__u64 size;
 
-	s = bpf_ringbuf_reserve(&snaps, sizeof(*s), 0);
+	s = bpf_map_lookup_elem(&snap_scratch, &zero);
 	if (!s) {
 		stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
 		return -1;
 	}
+	limit = bpf_map_lookup_elem(&snap_limits, &tgid);
+	if (limit && *limit < SC_SNAP_STACK && sp + *limit < end)
+		end = sp + *limit;
 	/*
 	 * Page by page: a read that crosses into an unmapped or absent page fails whole, so a
 	 * failing page ends the copy with what came before it. In the sched_switch and perf
@@ -187,7 +213,7 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	 */
 #pragma unroll
 	for (int i = 0; i < SC_SNAP_PAGES; i++) {
-		if (len != i * SC_SNAP_PAGE ||
+		if (len != i * SC_SNAP_PAGE || start + i * SC_SNAP_PAGE >= end ||
 		    bpf_probe_read_user(s->stack + i * SC_SNAP_PAGE, SC_SNAP_PAGE,
 					(void *)(start + i * SC_SNAP_PAGE)))
 			break;
@@ -195,7 +221,6 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	}
 	if (!len || !sp) {
 		stat_inc(SC_STAT_SNAP_FAULT);
-		bpf_ringbuf_discard(s, BPF_RB_NO_WAKEUP);
 		return -1;
 	}
 	s->kind = SC_REC_SNAP;
@@ -210,7 +235,13 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	s->stack_len = len;
 	s->pad = 0;
 	s->kbytes = bpf_get_stack(ctx, s->kips, sizeof(s->kips), kskip & BPF_F_SKIP_FIELD_MASK);
-	bpf_ringbuf_submit(s, snap_wake_flag());
+	size = __builtin_offsetof(struct sc_snap, stack) + len;
+	if (size > sizeof(*s))
+		return -1;
+	if (bpf_ringbuf_output(&snaps, s, size, snap_wake_flag())) {
+		stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
+		return -1;
+	}
 	return 0;
 }
 

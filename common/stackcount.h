@@ -51,12 +51,13 @@ enum sc_stat {
 #define SC_SNAP_STACK (SC_SNAP_PAGE * SC_SNAP_PAGES)
 /*
  * Ring buffer bytes in dwarf mode, sized by the worker for the event rate between these
- * bounds: a record takes sizeof(struct sc_snap) whatever the stack holds, about 17 KiB. The
- * ring is mapped into the worker, so its size is the worker's memory. Not smaller: the worker
- * is woken once a quarter of it waits, and at 1 MiB its wakeups (about 70 us each on this VM)
- * cost more than zeroing the second MiB saved (README, "One-shot start-up").
+ * bounds, counting every record whole (about 17 KiB) as it is before the shipper's first stack
+ * hint; with one, a record holds the pages the hint covers (a few KiB), so the ring holds
+ * several times the 200 ms the rule asks. The kernel allocates and zeroes it at the map's
+ * creation (2 MiB cost the worker 2.8 ms of its start on this VM), and it is mapped into the
+ * worker, so its size is the worker's memory. The default rate on two CPUs gets 1 MiB.
  */
-#define SC_SNAP_RINGBUF_MIN (2u << 20)
+#define SC_SNAP_RINGBUF_MIN (512u << 10)
 #define SC_SNAP_RINGBUF_MAX (8u << 20)
 
 /*

@@ -483,6 +483,16 @@ int main(int argc, char **argv)
 		netcap__totals(w.net, &done.samples, done.losses);
 	else
 		profiler__totals(w.prof, &done.samples, done.losses);
+	if (w.prof) {
+		uint64_t records, bytes;
+
+		profiler__ring_totals(w.prof, &records, &bytes);
+		if (records)
+			log_debug("task %llu: %llu snapshot records, %llu bytes of them from the "
+				  "kernel",
+				  (unsigned long long)w.spec.task_id, (unsigned long long)records,
+				  (unsigned long long)bytes);
+	}
 	done.losses[LOSS_SEND_FAILED] += w.send_lost;
 	ipc_send(w.sv, MSG_TASK_DONE, &done, sizeof(done), -1);
 	netcap__free(w.net);

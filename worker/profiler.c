@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,13 +62,14 @@ struct profiler {
 	int *pfds;
 	int ncpus;
 	/* the maps both programs share, by fd */
-	int counts_fd[2], stacks_fd, stats_fd, targets_fd;
+	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd;
 	volatile __u32 *active;
 	uint64_t flush_no;
 	uint64_t *sent_hash; /* per stack id: content hash last sent to the shipper, 0: none */
 	uint64_t *last_seen; /* per stack id: flush number it was last counted in */
 	uint64_t stat_prev[SC_STAT_MAX];
 	uint64_t events;
+	uint64_t ring_records, ring_bytes; /* snapshot records read, their bytes */
 	uint64_t losses[LOSS_MAX];
 	struct sc_key *keys;
 	struct sc_value *vals;
@@ -216,6 +218,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 	p->stacks_fd = bpf_map__fd(p->on->maps.stacks);
 	p->stats_fd = bpf_map__fd(p->on->maps.stats);
 	p->targets_fd = bpf_map__fd(p->on->maps.targets);
+	p->limits_fd = bpf_map__fd(p->on->maps.snap_limits);
 	p->active = &p->on->bss->active_counts;
 	for (int cpu = 0; cpu < p->ncpus; cpu++) {
 		int fd = perf_open_cpu_clock(cpu, freq);
@@ -302,6 +305,7 @@ static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
 	p->stacks_fd = bpf_map__fd(p->off->maps.stacks);
 	p->stats_fd = bpf_map__fd(p->off->maps.stats);
 	p->targets_fd = bpf_map__fd(p->off->maps.targets);
+	p->limits_fd = bpf_map__fd(p->off->maps.snap_limits);
 	p->active = &p->off->bss->active_counts;
 	p->links[0] = use_btf ? bpf_program__attach(prog)
 			      : bpf_program__attach_raw_tracepoint(prog, "sched_switch");
@@ -325,7 +329,16 @@ static struct pending **pending_slot(struct profiler *p, uint32_t pid)
 
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 {
-	return stack_hints__set(&p->hints, tgid, bytes);
+	uint32_t key = (uint32_t)tgid, limit;
+	int err = stack_hints__set(&p->hints, tgid, bytes);
+
+	if (err)
+		return err;
+	/* The programs then copy only the pages it covers; the cut itself is made here. */
+	limit = stack_hints__limit(&p->hints, key);
+	if (bpf_map_update_elem(p->limits_fd, &key, &limit, BPF_ANY))
+		log_debug("stack hint of process %d for the programs: %s", tgid, strerror(errno));
+	return 0;
 }
 
 /*
@@ -378,9 +391,13 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(kind) || !b)
 		return 0;
 	memcpy(&kind, data, sizeof(kind));
-	if (kind == SC_REC_SNAP && size >= sizeof(struct sc_snap)) {
+	/* A snapshot record holds its header and the stack bytes copied, no more. */
+	if (kind == SC_REC_SNAP && size >= offsetof(struct sc_snap, stack) &&
+	    ((const struct sc_snap *)data)->stack_len <= size - offsetof(struct sc_snap, stack)) {
 		const struct sc_snap *r = data;
 
+		p->ring_records++;
+		p->ring_bytes += size;
 		if (snap_convert(r, stack_hints__limit(&p->hints, r->tgid), &s, &stack))
 			return 0;
 		if (p->user_only)
@@ -701,6 +718,12 @@ int profiler__drain(struct profiler *p, struct ship_batch *b)
 	for (int k = 0; k < LOSS_MAX; k++)
 		p->losses[k] += b->losses[k];
 	return ksym_namer__name(p->kn, b);
+}
+
+void profiler__ring_totals(const struct profiler *p, uint64_t *ret_records, uint64_t *ret_bytes)
+{
+	*ret_records = p->ring_records;
+	*ret_bytes = p->ring_bytes;
 }
 
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,

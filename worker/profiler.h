@@ -54,6 +54,9 @@ int profiler__forget(struct profiler *p, int32_t pid);
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,
 		      uint64_t ret_losses[LOSS_MAX]);
 
+/* Snapshot records read from the ring buffer and their bytes, since the start. */
+void profiler__ring_totals(const struct profiler *p, uint64_t *ret_records, uint64_t *ret_bytes);
+
 void profiler__free(struct profiler *p);
 
 #endif
