@@ -934,17 +934,24 @@ static int loop(struct supervisor *s)
 			if (s->tasks[i].state != T_FREE && s->tasks[i].worker >= 0)
 				ADD(s->tasks[i].worker, K_WORKER, i);
 #undef ADD
-		int timeout = 1000;
+		/* Woken for the next discovery scan and a starting task's deadline, else only by
+		 * a message or a signal (a wakeup costs about 70 us on this VM). */
+		uint64_t now = now_mono_ms(), wake = UINT64_MAX;
+		int timeout;
 
-		/* Woken for the next discovery scan, not more often. */
-		if (s->disc) {
-			uint64_t now = now_mono_ms();
+		if (s->disc)
+			wake = s->next_scan_ms;
+		for (int i = 0; i < MAX_TASKS; i++) {
+			const struct sv_task *t = &s->tasks[i];
 
-			if (s->next_scan_ms <= now)
-				timeout = 0;
-			else if (s->next_scan_ms - now < (uint64_t)timeout)
-				timeout = (int)(s->next_scan_ms - now);
+			if ((t->state == T_SPAWNING || t->state == T_STARTING) && !t->failed &&
+			    t->accepted_ms + TASK_START_TIMEOUT_MS + 1 < wake)
+				wake = t->accepted_ms + TASK_START_TIMEOUT_MS + 1;
 		}
+		timeout = wake == UINT64_MAX ? -1
+			  : wake <= now	     ? 0
+			  : wake - now > 60000 ? 60000
+					       : (int)(wake - now);
 		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
