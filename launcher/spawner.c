@@ -420,7 +420,6 @@ static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused
 	return -EPERM;
 }
 
-/* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
 /* A worker for nw's task, its supervisor and shipper links at sv and sh: its pid or -errno. */
 static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, int sv, int sh)
 {
@@ -439,6 +438,7 @@ static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, i
 	return spawner__exec(exe, argv, fds, 2 + (int)nfds);
 }
 
+/* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
 static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct msg_spawn *req)
 {
 	struct sp_peer *ship = peer_of_kind(sp, PEER_SHIPPER_PEERS);

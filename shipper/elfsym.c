@@ -42,8 +42,9 @@
  * What reading one file may allocate, checked before each allocation, since anyone can make
  * the shipper read a file whose sparse tables claim any size: the section data libelf reads
  * (notes, symbol and string tables, .gopclntab, a Go file's .data.rel.ro, the same of the
- * debug file), the symbols and names gathered and the decompressed MiniDebugInfo. The final
- * tables are a copy of at most what was gathered, so a read peaks at twice this. The largest
+ * debug file), the symbols gathered, the decompressed MiniDebugInfo and the names kept (the
+ * gathered symbols point into the tables until then). The final symbol array is half the size
+ * of the gathered one at most, so a read peaks below one and a half times this. The largest
  * files seen need far less: node's .symtab and .strtab take 10 MiB, the largest .gopclntab
  * (a 170 MiB Go binary) 36 MiB. A file over it keeps what was read within it, is reported
  * once, and its other addresses are named module+offset.
@@ -1170,14 +1171,21 @@ static int elfsym__finish(struct elfsym *es, struct cands *c)
 	if (c->n == 0)
 		return 0;
 	cand_sort(c->v, c->n);
+	/*
+	 * The kept names are charged as they are copied: many symbols may name the same bytes
+	 * of a string table (a hostile file: 2 million addresses, one 4 KiB name), which were
+	 * charged once. Past the budget the rest of the addresses go unnamed, and the file is
+	 * reported as any other over it. The budget keeps bytes below ELFSYM_MAX_STRINGS.
+	 */
 	for (i = 0; i < c->n; i++) {
 		if (n > 0 && c->v[n - 1].addr == c->v[i].addr)
 			continue;
+		if (!elfsym__charge(es, c->v[i].len + 1))
+			break;
 		c->v[n++] = c->v[i];
 		bytes += c->v[i].len + 1;
 	}
-	/* Each name is in a table charged to the file's budget: bytes < ELFSYM_MAX_STRINGS. */
-	syms = malloc(n * sizeof(*syms));
+	syms = malloc((n ? n : 1) * sizeof(*syms));
 	strs = malloc(bytes ? bytes : 1);
 	if (!syms || !strs) {
 		free(syms);

@@ -1925,7 +1925,8 @@ Test(symbolize, gopclntab_garbage, .timeout = 300)
 
 /*
  * An ELF64 file in memory with one .symtab of the functions given, in that order: what a
- * hostile binary can choose. Its size to *ret_len.
+ * hostile binary can choose. With shared, every one of them is named by the same bytes of the
+ * string table (their own names unused). Its size to *ret_len.
  */
 struct table_sym {
 	uint64_t addr;
@@ -1933,7 +1934,8 @@ struct table_sym {
 	char name[24];
 };
 
-static unsigned char *symtab_elf(const struct table_sym *t, size_t n, size_t *ret_len)
+static unsigned char *symtab_elf(const struct table_sym *t, size_t n, const char *shared,
+				 size_t *ret_len)
 {
 	static const char shstr[] = "\0.symtab\0.strtab\0.shstrtab";
 	size_t strsz = 1, off_sym, off_str, off_shstr, off_sh, len;
@@ -1943,8 +1945,10 @@ static unsigned char *symtab_elf(const struct table_sym *t, size_t n, size_t *re
 	Elf64_Sym *st;
 	char *strs;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && !shared; i++)
 		strsz += strlen(t[i].name) + 1;
+	if (shared)
+		strsz += strlen(shared) + 1;
 	off_sym = sizeof(Elf64_Ehdr);
 	off_str = off_sym + (n + 1) * sizeof(Elf64_Sym);
 	off_shstr = off_str + strsz;
@@ -1967,12 +1971,16 @@ static unsigned char *symtab_elf(const struct table_sym *t, size_t n, size_t *re
 	eh->e_shstrndx = 3;
 	st = (Elf64_Sym *)(buf + off_sym);
 	strs = (char *)buf + off_str;
+	if (shared)
+		strcpy(strs + 1, shared);
 	for (size_t i = 0, at = 1; i < n; i++) {
 		st[i + 1] = (Elf64_Sym){ .st_name = (uint32_t)at,
 					 .st_info = ELF64_ST_INFO(t[i].bind, STT_FUNC),
 					 .st_shndx = 1,
 					 .st_value = t[i].addr,
 					 .st_size = 16 };
+		if (shared)
+			continue;
 		strcpy(strs + at, t[i].name);
 		at += strlen(t[i].name) + 1;
 	}
@@ -2041,7 +2049,7 @@ Test(symbolize, any_symbol_order_names_alike)
 		if (order == 4) /* the addresses descending, each one's aliases together */
 			for (size_t i = 0; i < ADDRS * ALIASES; i++)
 				o[i] = t[(ADDRS - 1 - i / ALIASES) * ALIASES + i % ALIASES];
-		buf = symtab_elf(o, N, &len);
+		buf = symtab_elf(o, N, NULL, &len);
 		es = elfsym__open_memory(buf, len);
 		cr_assert_not_null(es);
 		cr_assert_eq(elfsym__load_symbols(es, NULL), 0);
@@ -2059,4 +2067,47 @@ Test(symbolize, any_symbol_order_names_alike)
 	}
 	free(t);
 	free(o);
+}
+
+/*
+ * A file whose 2 million functions all have the same 4000-byte name: 4 KiB of string table,
+ * 8 GB of names if each kept a copy. The names kept are charged to the file's budget: the
+ * load stops within it, reports the file, and this process does not grow by gigabytes.
+ */
+Test(symbolize, one_name_for_millions_of_functions_stays_within_the_budget, .timeout = 120)
+{
+	enum { N = 2000000 };
+	struct table_sym *t = calloc(N, sizeof(*t));
+	char *name = malloc(4001), out[64];
+	uint64_t bytes = 0, limit = 0;
+	struct elfsym *es;
+	unsigned char *buf;
+	struct rusage ru;
+	long before;
+	size_t len;
+
+	cr_assert(t && name);
+	memset(name, 'a', 4000);
+	name[4000] = 0;
+	for (size_t i = 0; i < N; i++)
+		t[i] = (struct table_sym){ 0x10000 + i * 16, STB_GLOBAL, "" };
+	buf = symtab_elf(t, N, name, &len);
+	free(t);
+	getrusage(RUSAGE_SELF, &ru);
+	before = ru.ru_maxrss;
+	es = elfsym__open_memory(buf, len);
+	cr_assert_not_null(es);
+	cr_assert_eq(elfsym__load_symbols(es, NULL), 0);
+	getrusage(RUSAGE_SELF, &ru);
+	cr_log_info("%zu symbols kept, %zu bytes, peak RSS +%ld KiB", elfsym__count(es),
+		    elfsym__bytes(es), ru.ru_maxrss - before);
+	cr_expect(elfsym__refused(es, &bytes, &limit), "not reported over its budget");
+	cr_expect_lt(elfsym__bytes(es), 128u << 20, "%zu bytes kept", elfsym__bytes(es));
+	cr_expect_lt(ru.ru_maxrss - before, 256 << 10, "peak RSS grew by %ld KiB",
+		     ru.ru_maxrss - before);
+	/* The first addresses are named, the rest module+offset (not here: no name). */
+	cr_expect_eq(elfsym__name(es, 0x10000, out, sizeof(out)), 1);
+	elfsym__free(es);
+	free(buf);
+	free(name);
 }
