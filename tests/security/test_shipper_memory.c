@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
+#include "tests/elf_header.h"
 
 /* README.md, "Whole stacks": the shipper's peak RSS with default budgets. */
 #define SHIPPER_PEAK_RSS_KIB (400u << 10)
@@ -50,16 +51,9 @@ static void write_sparse_elf(const char *path)
 	size_t str_off = 4096 + 6 * sizeof(Elf64_Shdr);
 	int fd;
 
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	test_elf64_header(eh, ET_DYN);
 	eh->e_phoff = sizeof(*eh);
 	eh->e_shoff = 4096;
-	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
 	eh->e_phnum = 1;
 	eh->e_shentsize = sizeof(*sh);

@@ -44,6 +44,7 @@
 #include "common/msg.h"
 #include "common/netrec.h"
 #include "tests/integration/harness.h"
+#include "tests/elf_header.h"
 
 #define TASK_ID 4242
 /* worker/netcap.c TLS_MAX_LINKS: uprobe links a task may hold. */
@@ -631,15 +632,8 @@ Test(tls_attach, offsets_outside_executable_segments_are_refused)
 		Elf64_Ehdr *eh = (Elf64_Ehdr *)b;
 		Elf64_Phdr *ph = (Elf64_Phdr *)(b + sizeof(*eh));
 
-		memcpy(eh->e_ident, ELFMAG, SELFMAG);
-		eh->e_ident[EI_CLASS] = ELFCLASS64;
-		eh->e_ident[EI_DATA] = ELFDATA2LSB;
-		eh->e_ident[EI_VERSION] = EV_CURRENT;
-		eh->e_type = ET_DYN;
-		eh->e_machine = EM_X86_64;
-		eh->e_version = EV_CURRENT;
+		test_elf64_header(eh, ET_DYN);
 		eh->e_phoff = sizeof(*eh);
-		eh->e_ehsize = sizeof(*eh);
 		eh->e_phentsize = sizeof(*ph);
 		eh->e_phnum = 1;
 		*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,

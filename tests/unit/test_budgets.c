@@ -19,6 +19,7 @@
 
 #include "shipper/symbolize.h"
 #include "shipper/unwind.h"
+#include "tests/elf_header.h"
 
 #define BIG_OFFSET (64u << 10)
 #define HDR_OFFSET 2048
@@ -56,16 +57,9 @@ static void write_sparse_elf(const char *path, size_t frame_size, bool search_ta
 	uint32_t one = 1;
 	int fd;
 
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_DYN;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	test_elf64_header(eh, ET_DYN);
 	eh->e_phoff = sizeof(*eh);
 	eh->e_shoff = 4096;
-	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
 	eh->e_phnum = 1;
 	eh->e_shentsize = sizeof(*sh);

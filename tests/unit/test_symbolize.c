@@ -1583,6 +1583,7 @@ Test(symbolize, minidebuginfo_damaged, .timeout = 120)
 
 /* Here rather than at the top: the Go tests are appended as one block. */
 #include "shipper/gopclntab.h"
+#include "tests/elf_header.h"
 
 static bool have_go(void)
 {
@@ -1957,14 +1958,7 @@ static unsigned char *symtab_elf(const struct table_sym *t, size_t n, const char
 	buf = calloc(1, len);
 	cr_assert_not_null(buf);
 	eh = (Elf64_Ehdr *)buf;
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_ehsize = sizeof(*eh);
+	test_elf64_header(eh, ET_EXEC);
 	eh->e_shoff = off_sh;
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	eh->e_shnum = 4;
