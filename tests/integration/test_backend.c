@@ -778,7 +778,7 @@ static void net_start(struct net_env *e, int nhs, const char *process_name,
 		      const char *more_finders)
 {
 	char ports[128] = "", regex[192], cfg[4096];
-	int port = 0, lo = 32000;
+	int port = 0;
 	struct tls_proc tls = e->tls;
 
 	memset(e, 0, sizeof(*e));
@@ -793,13 +793,17 @@ static void net_start(struct net_env *e, int nhs, const char *process_name,
 	e->start_ms = wall_ms();
 	gethostname(e->host, sizeof(e->host));
 	for (int i = 0; i < nhs; i++) {
-		int p = free_port(lo, 39999);
+		/* The whole range each time: the servers started listen, so each port differs (a
+		 * range starting past the last port would have run off its end when the first
+		 * port fell near it). */
+		int p = free_port(32000, 39999);
 
 		cr_assert_gt(p, 0);
+		for (int j = 0; j < i; j++)
+			cr_assert_neq(p, e->hs[j].port, "port %d given twice", p);
 		cr_assert_eq(http_server_start(NULL, p, &e->hs[i]), 0, "http_server on %d", p);
 		track(e->hs[i].pid);
 		e->nhs++;
-		lo = p + 1;
 		snprintf(ports + strlen(ports), sizeof(ports) - strlen(ports), "%s%d", i ? "|" : "",
 			 p);
 	}
