@@ -56,11 +56,19 @@ struct {
 	__uint(max_entries, SC_MAX_TARGETS);
 } snap_limits SEC(".maps");
 
-/* Where a snapshot is made before the ring buffer takes the bytes it holds, no more. */
+/*
+ * Where a snapshot is made before the ring buffer takes the bytes it holds, no more. The slack
+ * is for the verifier only: a piece of stack starts at an offset it knows only as bounded
+ * (after the kernel frames and the pieces before it), never past the data's end.
+ */
+struct sc_snap_scratch {
+	struct sc_snap s;
+	__u8 slack[SC_SNAP_PAGE];
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct sc_snap);
+	__type(value, struct sc_snap_scratch);
 	__uint(max_entries, 1);
 } snap_scratch SEC(".maps");
 
@@ -183,43 +191,63 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 
 /*
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
- * kernel stack (kskip as in take_stacks) and the top of the user stack, as many pages of it
- * as the target's limit in snap_limits covers. The record is as long as what it holds (about
- * 5 KiB with a hint, not 17): the ring buffer holds more of them and the target's CPU copies
- * less. 0, or -1 when none was taken (counted): the caller then takes frame-pointer stacks
- * instead, so the event still counts. The worker is woken only once snap_wake_bytes wait in
- * the ring buffer.
+ * kernel stack (kskip as in take_stacks) and the user stack from sp up, as much of it as the
+ * target's limit in snap_limits covers. The record is as long as what it holds (about 2 KiB
+ * with a hint and no kernel frames, not 17): the ring buffer holds more of them, the worker
+ * is woken less often and the target's CPU copies less. 0, or -1 when none was taken
+ * (counted): the caller then takes frame-pointer stacks instead, so the event still counts.
+ * The worker is woken only once snap_wake_bytes wait in the ring buffer.
  */
 static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u32 kskip,
 					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
 {
-	__u64 start = sp & ~(__u64)(SC_SNAP_PAGE - 1), end = start + SC_SNAP_STACK;
-	__u32 zero = 0, len = 0, *limit;
+	__u64 pos = sp, end = sp + SC_SNAP_STACK, size;
+	__u32 zero = 0, len = 0, *limit, off, flags = 0;
+	struct sc_snap_scratch *scratch;
 	struct sc_snap *s;
-	__u64 size;
+	long kb;
 
-	s = bpf_map_lookup_elem(&snap_scratch, &zero);
-	if (!s) {
+	scratch = bpf_map_lookup_elem(&snap_scratch, &zero);
+	if (!scratch) {
 		stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
 		return -1;
 	}
+	s = &scratch->s;
+	if (!sp) {
+		stat_inc(SC_STAT_SNAP_FAULT);
+		return -1;
+	}
 	limit = bpf_map_lookup_elem(&snap_limits, &tgid);
-	if (limit && *limit < SC_SNAP_STACK && sp + *limit < end)
+	if (limit && *limit < SC_SNAP_STACK) {
 		end = sp + *limit;
+		flags = SC_SNAP_LIMITED;
+	}
+	kb = bpf_get_stack(ctx, s->data, SC_STACK_DEPTH * 8, kskip & BPF_F_SKIP_FIELD_MASK);
+	off = kb > 0 && kb <= SC_STACK_DEPTH * 8 ? (__u32)kb : 0;
 	/*
-	 * Page by page: a read that crosses into an unmapped or absent page fails whole, so a
-	 * failing page ends the copy with what came before it. In the sched_switch and perf
-	 * event contexts a page fault cannot be served, only present pages are copied.
+	 * Piece by piece, none crossing a page: a read that crosses into an unmapped or absent
+	 * page fails whole, so a failing piece ends the copy with what came before it. In the
+	 * sched_switch and perf event contexts a page fault cannot be served, only present pages
+	 * are copied.
 	 */
 #pragma unroll
-	for (int i = 0; i < SC_SNAP_PAGES; i++) {
-		if (len != i * SC_SNAP_PAGE || start + i * SC_SNAP_PAGE >= end ||
-		    bpf_probe_read_user(s->stack + i * SC_SNAP_PAGE, SC_SNAP_PAGE,
-					(void *)(start + i * SC_SNAP_PAGE)))
+	for (int i = 0; i <= SC_SNAP_PAGES; i++) {
+		__u64 next = (pos | (SC_SNAP_PAGE - 1)) + 1, n;
+
+		if (pos >= end)
 			break;
-		len += SC_SNAP_PAGE;
+		if (next > end)
+			next = end;
+		n = next - pos;
+		/* Always true; bounds the verifier can see. */
+		if (n > SC_SNAP_PAGE || len > SC_SNAP_STACK || off > SC_STACK_DEPTH * 8)
+			break;
+		if (bpf_probe_read_user(s->data + off + len, n, (void *)pos))
+			break;
+		len += n;
+		pos = next;
 	}
-	if (!len || !sp) {
+	if (!len) {
 		stat_inc(SC_STAT_SNAP_FAULT);
 		return -1;
 	}
@@ -231,11 +259,12 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	s->ip = ip;
 	s->sp = sp;
 	s->bp = bp;
-	s->stack_start = start;
+	s->stack_start = sp;
 	s->stack_len = len;
-	s->pad = 0;
-	s->kbytes = bpf_get_stack(ctx, s->kips, sizeof(s->kips), kskip & BPF_F_SKIP_FIELD_MASK);
-	size = __builtin_offsetof(struct sc_snap, stack) + len;
+	/* Cut by the limit only if the copy reached it: the stack may go on above. */
+	s->flags = pos == end ? flags : 0;
+	s->kbytes = (__s32)off;
+	size = __builtin_offsetof(struct sc_snap, data) + off + len;
 	if (size > sizeof(*s))
 		return -1;
 	if (bpf_ringbuf_output(&snaps, s, size, snap_wake_flag())) {

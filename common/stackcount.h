@@ -41,10 +41,9 @@ enum sc_stat {
 
 /*
  * Stack snapshots (unwind mode "dwarf"), through the ring buffer: the user registers and the
- * user stack from the page holding sp up to SC_SNAP_PAGES pages, copied page by page so that
- * the end of the stack mapping (or a page not present) ends the copy instead of failing it.
- * Copying whole pages keeps every copy's offset and size constant, which the verifier needs;
- * the bytes below sp are dropped by the worker.
+ * user stack from sp up to SC_SNAP_STACK bytes (or the target's limit), copied a page at a
+ * time so that the end of the stack mapping (or a page not present) ends the copy instead of
+ * failing it: the first piece runs from sp to its page's end, the last stops at the limit.
  */
 #define SC_SNAP_PAGE 4096
 #define SC_SNAP_PAGES 4
@@ -77,19 +76,23 @@ enum sc_rec_kind {
 	SC_REC_DONE = 2, /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
 };
 
+/* The copy stopped at the target's limit (snap_limits), not at the stack's end or SC_SNAP_STACK. */
+#define SC_SNAP_LIMITED 1u
+
 struct sc_snap {
 	__u32 kind;
 	__u32 tgid;
 	__u32 pid;
-	__s32 kbytes; /* bytes of kips[] filled, <= 0: none */
+	__s32 kbytes; /* bytes of kernel frames at the start of data, <= 0: none */
 	__u64 ts;     /* OFF_CPU: switch-out time, with pid the key of the sc_done; ON_CPU: 0 */
 	__u64 value;  /* ON_CPU: 1 */
 	__u64 ip, sp, bp;
-	__u64 stack_start; /* sp rounded down to a page */
-	__u32 stack_len;   /* bytes copied from stack_start */
-	__u32 pad;
-	__u64 kips[SC_STACK_DEPTH];
-	__u8 stack[SC_SNAP_STACK];
+	__u64 stack_start; /* the address of the first stack byte: sp */
+	__u32 stack_len;   /* bytes of stack in data, after the kernel frames */
+	__u32 flags;	   /* SC_SNAP_LIMITED */
+	/* The kernel frames (kbytes of them, none when <= 0), then the stack: a record is as
+	 * long as what it holds. */
+	__u8 data[SC_STACK_DEPTH * 8 + SC_SNAP_STACK];
 };
 
 struct sc_done {

@@ -54,6 +54,15 @@ uint64_t now_unix_ms(void)
 	return clock_ms(CLOCK_REALTIME);
 }
 
+uint64_t cpu_used_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 int write_full(int fd, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;

@@ -13,6 +13,8 @@ int write_full(int fd, const void *buf, size_t len);
 
 uint64_t now_mono_ms(void);
 uint64_t now_unix_ms(void);
+/* CPU time this process has used so far (all threads), microseconds; 0 if unknown. */
+uint64_t cpu_used_us(void);
 
 /*
  * Makes the first bytes of heap a role allocates cost one call instead of a page fault each:

@@ -993,6 +993,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("ready");
+	log_debug("ready after %llu us of CPU", (unsigned long long)cpu_used_us());
 	err = loop(&s);
 	backend_stop(&s);
 	unwinder__free(s.unw);

@@ -1290,6 +1290,7 @@ int main(int argc, char **argv)
 		}
 	}
 	log_info("ready");
+	log_debug("ready after %llu us of CPU", (unsigned long long)cpu_used_us());
 	err = loop(&s);
 	backend__free(s.bk);
 	k8s__free(s.k8s);

@@ -469,6 +469,8 @@ int main(int argc, char **argv)
 		 : w.spec.type == TASK_OFF_CPU ? "OFF_CPU"
 					       : "NETWORK",
 		 w.spec.npids, started.ncpus, started.attach);
+	log_debug("task %llu: started after %llu us of CPU", (unsigned long long)w.spec.task_id,
+		  (unsigned long long)cpu_used_us());
 
 	done.reason = run(&w);
 	if (w.net)

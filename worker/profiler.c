@@ -342,36 +342,40 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 }
 
 /*
- * A snapshot from the ring buffer, its stack trimmed to what lies at and above sp, and to
- * limit bytes (0: none), flagged when that cut it.
+ * A snapshot record of size bytes from the ring buffer: its kernel frames and its stack,
+ * trimmed to limit bytes (0: none), flagged when that or the kernel's copy (which reads the
+ * limit from snap_limits) cut it. -EINVAL for a record that is
+ * not what the programs write.
  */
-static int snap_convert(const struct sc_snap *r, uint32_t limit, struct ship_snapshot *ret,
+static int snap_convert(const struct sc_snap *r, size_t size, uint32_t limit,
+			struct ship_snapshot *ret, const uint64_t **ret_kips,
 			const uint8_t **ret_stack)
 {
-	uint64_t skip;
+	size_t hdr = offsetof(struct sc_snap, data), kb = r->kbytes > 0 ? (size_t)r->kbytes : 0;
+	const uint64_t *kips = (const uint64_t *)(const void *)r->data;
 
-	if (r->sp < r->stack_start || r->stack_len > SC_SNAP_STACK ||
-	    r->sp - r->stack_start >= r->stack_len)
+	if (kb > SC_STACK_DEPTH * 8 || kb % 8 || !r->stack_len || r->stack_len > SC_SNAP_STACK ||
+	    r->stack_start != r->sp || size - hdr < kb + r->stack_len)
 		return -EINVAL;
-	skip = r->sp - r->stack_start;
 	*ret = (struct ship_snapshot){
 		.tgid = (int32_t)r->tgid,
-		.nkips = r->kbytes > 0 ? (uint32_t)r->kbytes / 8 : 0,
-		.stack_len = (uint32_t)(r->stack_len - skip),
+		.nkips = (uint32_t)(kb / 8),
+		.stack_len = r->stack_len,
 		.value = r->value,
 		.ip = r->ip,
 		.sp = r->sp,
 		.bp = r->bp,
 	};
+	if (r->flags & SC_SNAP_LIMITED)
+		ret->flags = SHIP_SNAP_TRIMMED;
 	if (limit && ret->stack_len > limit) {
 		ret->stack_len = limit;
 		ret->flags = SHIP_SNAP_TRIMMED;
 	}
-	if (ret->nkips > SC_STACK_DEPTH)
-		ret->nkips = SC_STACK_DEPTH;
-	while (ret->nkips && !r->kips[ret->nkips - 1])
+	while (ret->nkips && !kips[ret->nkips - 1])
 		ret->nkips--;
-	*ret_stack = r->stack + skip;
+	*ret_kips = kips;
+	*ret_stack = r->data + kb;
 	return 0;
 }
 
@@ -383,6 +387,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct profiler *p = ctx;
 	struct ship_batch *b = p->rb_batch;
+	const uint64_t *kips;
 	const uint8_t *stack;
 	struct pending **pp, *pe;
 	struct ship_snapshot s;
@@ -391,20 +396,22 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size < sizeof(kind) || !b)
 		return 0;
 	memcpy(&kind, data, sizeof(kind));
-	/* A snapshot record holds its header and the stack bytes copied, no more. */
-	if (kind == SC_REC_SNAP && size >= offsetof(struct sc_snap, stack) &&
-	    ((const struct sc_snap *)data)->stack_len <= size - offsetof(struct sc_snap, stack)) {
+	/* A snapshot record holds its header, kernel frames and the stack bytes copied. */
+	if (kind == SC_REC_SNAP && size >= offsetof(struct sc_snap, data)) {
 		const struct sc_snap *r = data;
 
 		p->ring_records++;
 		p->ring_bytes += size;
-		if (snap_convert(r, stack_hints__limit(&p->hints, r->tgid), &s, &stack))
+		if (snap_convert(r, size, stack_hints__limit(&p->hints, r->tgid), &s, &kips,
+				 &stack)) {
+			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
+		}
 		if (p->user_only)
 			s.nkips = 0;
 		if (!r->ts) {
-			ksym_namer__want(p->kn, (const uint64_t *)r->kips, s.nkips);
-			p->rb_err = ship_batch_add_snapshot(b, &s, r->kips, stack);
+			ksym_namer__want(p->kn, kips, s.nkips);
+			p->rb_err = ship_batch_add_snapshot(b, &s, kips, stack);
 			return p->rb_err;
 		}
 		pp = pending_slot(p, r->pid);
@@ -428,7 +435,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		pe->pid = r->pid;
 		pe->ts = r->ts;
 		pe->s = s;
-		memcpy(pe->kips, r->kips, s.nkips * sizeof(uint64_t));
+		memcpy(pe->kips, kips, s.nkips * sizeof(uint64_t));
 		memcpy(pe->stack, stack, s.stack_len);
 		pe->next = p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS];
 		p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS] = pe;
