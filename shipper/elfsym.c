@@ -560,11 +560,15 @@ static long elfsym__add_table(struct elfsym *es, struct cands *c, Elf *elf, Elf_
 	return added;
 }
 
+/* Which tables elfsym__scan reads. */
+#define SCAN_SYMTAB 1u
+#define SCAN_DYNSYM 2u
+
 /*
- * Adds the .symtab (and .dynsym when with_dynsym) functions of elf. *ret_symtab tells whether
- * a .symtab with contents was present.
+ * Adds the functions of elf's tables that which names (SCAN_SYMTAB, SCAN_DYNSYM).
+ * *ret_symtab tells whether a .symtab with contents was present, read or not.
  */
-static int elfsym__scan(struct elfsym *es, struct cands *c, Elf *elf, bool with_dynsym,
+static int elfsym__scan(struct elfsym *es, struct cands *c, Elf *elf, unsigned which,
 			bool *ret_symtab, uint16_t machine)
 {
 	Elf_Scn *scn = NULL;
@@ -578,7 +582,9 @@ static int elfsym__scan(struct elfsym *es, struct cands *c, Elf *elf, bool with_
 		if (sh.sh_type == SHT_SYMTAB) {
 			if (section_readable(&sh))
 				symtab = true;
-		} else if (sh.sh_type != SHT_DYNSYM || !with_dynsym) {
+			if (!(which & SCAN_SYMTAB))
+				continue;
+		} else if (sh.sh_type != SHT_DYNSYM || !(which & SCAN_DYNSYM)) {
 			continue;
 		}
 		n = elfsym__add_table(es, c, elf, scn, &sh, machine);
@@ -647,7 +653,7 @@ static int elfsym__add_debug_file(struct elfsym *es, struct cands *c, int fd, bo
 	if (by_build_id && (elf_build_id(es, elf, id) != es->build_id_len ||
 			    memcmp(id, es->build_id, es->build_id_len)))
 		goto cleanup;
-	err = elfsym__scan(es, c, elf, false, &symtab, es->machine);
+	err = elfsym__scan(es, c, elf, SCAN_SYMTAB, &symtab, es->machine);
 	if (!err && symtab)
 		err = 1;
 cleanup:
@@ -920,7 +926,7 @@ static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 	if (!mini)
 		goto cleanup;
 	if (elf_kind(mini) == ELF_K_ELF)
-		err = elfsym__scan(es, c, mini, false, &symtab, es->machine);
+		err = elfsym__scan(es, c, mini, SCAN_SYMTAB, &symtab, es->machine);
 	if (!err && symtab)
 		err = 1;
 	/* The names are in the decompressed file: it stays until the merge. */
@@ -1217,26 +1223,27 @@ int elfsym__load_symbols(struct elfsym *es, const char *path)
 {
 	struct cands c = {};
 	bool symtab = false;
-	size_t ndyn;
 	int err;
 
 	if (!es || !es->elf)
 		return -EINVAL;
-	err = elfsym__scan(es, &c, es->elf, true, &symtab, es->machine);
+	err = elfsym__scan(es, &c, es->elf, SCAN_SYMTAB, &symtab, es->machine);
+	if (!err && symtab)
+		err = elfsym__scan(es, &c, es->elf, SCAN_DYNSYM, &symtab, es->machine);
 	if (err)
 		goto cleanup;
 	if (!symtab) {
-		ndyn = c.n;
+		/*
+		 * A stripped file: its debug file first. Its .symtab is the whole of the
+		 * unstripped file's, .dynsym's functions included, so .dynsym is read only
+		 * without one (libc: 100 KiB of tables and 3000 functions not read, sorted and
+		 * dropped). MiniDebugInfo holds only what .dynsym lacks.
+		 */
 		err = elfsym__debug_by_build_id(es, &c);
 		if (err == 0)
 			err = elfsym__debug_by_link(es, &c, path);
-		/* A debug file's .symtab is the whole of the unstripped file's, .dynsym's functions
-		 * included: those go (libc: 3000 of 13 000 to sort). MiniDebugInfo holds only
-		 * what .dynsym lacks. */
-		if (err == 1) {
-			memmove(c.v, c.v + ndyn, (c.n - ndyn) * sizeof(*c.v));
-			c.n -= ndyn;
-		}
+		if (err == 0)
+			err = elfsym__scan(es, &c, es->elf, SCAN_DYNSYM, &symtab, es->machine);
 		if (err == 0)
 			err = elfsym__minidebug(es, &c);
 		if (err < 0)
