@@ -18,6 +18,7 @@
 #include "oncpu.skel.h"
 #include "worker/ksyms.h"
 #include "worker/profiler.h"
+#include "worker/snaprec.h"
 #include "worker/stackhint.h"
 
 /*
@@ -342,44 +343,6 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 }
 
 /*
- * A snapshot record of size bytes from the ring buffer: its kernel frames and its stack,
- * trimmed to limit bytes (0: none), flagged when that or the kernel's copy (which reads the
- * limit from snap_limits) cut it. -EINVAL for a record that is
- * not what the programs write.
- */
-static int snap_convert(const struct sc_snap *r, size_t size, uint32_t limit,
-			struct ship_snapshot *ret, const uint64_t **ret_kips,
-			const uint8_t **ret_stack)
-{
-	size_t hdr = offsetof(struct sc_snap, data), kb = r->kbytes > 0 ? (size_t)r->kbytes : 0;
-	const uint64_t *kips = (const uint64_t *)(const void *)r->data;
-
-	if (kb > SC_STACK_DEPTH * 8 || kb % 8 || !r->stack_len || r->stack_len > SC_SNAP_STACK ||
-	    r->stack_start != r->sp || size - hdr < kb + r->stack_len)
-		return -EINVAL;
-	*ret = (struct ship_snapshot){
-		.tgid = (int32_t)r->tgid,
-		.nkips = (uint32_t)(kb / 8),
-		.stack_len = r->stack_len,
-		.value = r->value,
-		.ip = r->ip,
-		.sp = r->sp,
-		.bp = r->bp,
-	};
-	if (r->flags & SC_SNAP_LIMITED)
-		ret->flags = SHIP_SNAP_TRIMMED;
-	if (limit && ret->stack_len > limit) {
-		ret->stack_len = limit;
-		ret->flags = SHIP_SNAP_TRIMMED;
-	}
-	while (ret->nkips && !kips[ret->nkips - 1])
-		ret->nkips--;
-	*ret_kips = kips;
-	*ret_stack = r->data + kb;
-	return 0;
-}
-
-/*
  * Ring buffer records: ON_CPU snapshots go to the batch as they are; an OFF_CPU snapshot waits,
  * by thread, for the sc_done that carries its time.
  */
@@ -402,8 +365,8 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		p->ring_records++;
 		p->ring_bytes += size;
-		if (snap_convert(r, size, stack_hints__limit(&p->hints, r->tgid), &s, &kips,
-				 &stack)) {
+		if (snaprec__convert(r, size, stack_hints__limit(&p->hints, r->tgid), &s, &kips,
+				     &stack)) {
 			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
 		}

@@ -16,6 +16,7 @@
 #include "shipper/symbolize.h"
 #include "shipper/task.h"
 #include "shipper/unwind.h"
+#include "worker/snaprec.h"
 #include "worker/stackhint.h"
 
 #define SNAP_MAX (16 << 10)
@@ -417,4 +418,92 @@ Test(unwind, a_hostile_shipper_can_only_shorten_its_own_stacks)
 		cr_assert_eq(h.n, ROVER_MAX_PIDS);
 		cr_assert_eq(stack_hints__set(&h, 1000 + ROVER_MAX_PIDS, 1024), -ESRCH);
 	}
+}
+
+/* A ring record as the programs write it: 5 kernel frame slots (2 of them zero), 64 bytes of
+ * stack from sp. Returns its size. */
+static size_t snap_record(struct sc_snap *r)
+{
+	uint64_t k[5] = { 0xffffffff81000010ull, 0xffffffff81000020ull, 0xffffffff81000030ull };
+
+	memset(r, 0, sizeof(*r));
+	r->kind = SC_REC_SNAP;
+	r->tgid = 100;
+	r->pid = 101;
+	r->value = 1;
+	r->ip = 0x401000;
+	r->sp = r->stack_start = 0x7ffe0000f000;
+	r->bp = 0x7ffe0000f040;
+	r->kbytes = (int32_t)sizeof(k);
+	memcpy(r->data, k, sizeof(k));
+	r->stack_len = 64;
+	for (int i = 0; i < 64; i++)
+		r->data[sizeof(k) + i] = (uint8_t)i;
+	return offsetof(struct sc_snap, data) + sizeof(k) + 64;
+}
+
+/*
+ * The worker's check of the ring buffer's snapshot records (worker/snaprec.c): a record as
+ * the programs write it comes out whole, the kernel's "cut by the limit" and the worker's own
+ * limit both flag it, and a record whose lengths do not add up is refused (the worker counts
+ * it lost) instead of being read past its end.
+ */
+Test(unwind, ring_snapshot_records_are_checked_before_they_are_read)
+{
+	struct sc_snap *r = calloc(1, sizeof(*r));
+	struct ship_snapshot s;
+	const uint64_t *kips;
+	const uint8_t *stack;
+	size_t size;
+
+	cr_assert_not_null(r);
+	size = snap_record(r);
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(s.tgid, 100);
+	cr_assert_eq(s.nkips, 3, "trailing empty kernel frames kept: %u", s.nkips);
+	cr_assert_eq(kips[2], 0xffffffff81000030ull);
+	cr_assert_eq(s.stack_len, 64);
+	cr_assert_eq(stack, r->data + 40, "the stack does not follow the kernel frames");
+	cr_assert_eq(stack[63], 63);
+	cr_assert_eq(s.sp, 0x7ffe0000f000ull);
+	cr_assert_eq(s.flags, 0);
+	/* No kernel frames (user mode): the stack starts the data. */
+	r->kbytes = -14;
+	memmove(r->data, r->data + 40, 64);
+	cr_assert_eq(snaprec__convert(r, size - 40, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(s.nkips, 0);
+	cr_assert_eq(stack, r->data);
+	/* Cut: by the kernel at the target's limit, or by the worker's own limit. */
+	size = snap_record(r);
+	r->flags = SC_SNAP_LIMITED;
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(s.flags, SHIP_SNAP_TRIMMED);
+	r->flags = 0;
+	cr_assert_eq(snaprec__convert(r, size, 32, &s, &kips, &stack), 0);
+	cr_assert_eq(s.stack_len, 32);
+	cr_assert_eq(s.flags, SHIP_SNAP_TRIMMED);
+	cr_assert_eq(snaprec__convert(r, size, 64, &s, &kips, &stack), 0);
+	cr_assert_eq(s.flags, 0, "a limit that cut nothing flagged the stack");
+	/* Refused: each length wrong in turn. */
+	cr_assert_eq(snaprec__convert(r, offsetof(struct sc_snap, data) - 1, 0, &s, &kips, &stack),
+		     -EINVAL, "a record shorter than its header");
+	cr_assert_eq(snaprec__convert(r, size - 1, 0, &s, &kips, &stack), -EINVAL,
+		     "a stack past the record's end");
+	r->kbytes = 41;
+	cr_assert_eq(snaprec__convert(r, size + 1, 0, &s, &kips, &stack), -EINVAL,
+		     "kernel frames not whole");
+	r->kbytes = SC_STACK_DEPTH * 8 + 8;
+	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &stack), -EINVAL,
+		     "more kernel frames than a stack has");
+	size = snap_record(r);
+	r->stack_len = 0;
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), -EINVAL, "no stack");
+	r->stack_len = SC_SNAP_STACK + 8;
+	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &stack), -EINVAL,
+		     "more stack than the kernel copies");
+	size = snap_record(r);
+	r->stack_start = r->sp - 4096;
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), -EINVAL,
+		     "a stack that does not start at sp");
+	free(r);
 }
