@@ -47,7 +47,7 @@ struct {
 
 /*
  * Bytes of user stack above sp a target's snapshots need (the shipper's stack hint, set by
- * the worker): pages past them are not copied. No entry: all SC_SNAP_STACK.
+ * the worker): bytes past them are not copied. No entry: all SC_SNAP_STACK.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -265,8 +265,11 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	s->flags = pos == end ? flags : 0;
 	s->kbytes = (__s32)off;
 	size = __builtin_offsetof(struct sc_snap, data) + off + len;
-	if (size > sizeof(*s))
+	/* Never true (off and len are bounded above); the verifier needs the bound. */
+	if (size > sizeof(*s)) {
+		stat_inc(SC_STAT_SNAP_FAULT);
 		return -1;
+	}
 	if (bpf_ringbuf_output(&snaps, s, size, snap_wake_flag())) {
 		stat_inc(SC_STAT_SNAP_RINGBUF_FULL);
 		return -1;

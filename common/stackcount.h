@@ -51,7 +51,7 @@ enum sc_stat {
 /*
  * Ring buffer bytes in dwarf mode, sized by the worker for the event rate between these
  * bounds, counting every record whole (about 17 KiB) as it is before the shipper's first stack
- * hint; with one, a record holds the pages the hint covers (a few KiB), so the ring holds
+ * hint; with one, a record holds the bytes the hint covers (about 2 KiB), so the ring holds
  * several times the 200 ms the rule asks. The kernel allocates and zeroes it at the map's
  * creation (2 MiB cost the worker 2.8 ms of its start on this VM), and it is mapped into the
  * worker, so its size is the worker's memory. The default rate on two CPUs gets 1 MiB.

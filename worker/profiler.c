@@ -335,7 +335,8 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 
 	if (err)
 		return err;
-	/* The programs then copy only the pages it covers; the cut itself is made here. */
+	/* The programs then copy only the bytes it covers; records copied before this update
+	 * are cut to it by snaprec__convert. */
 	limit = stack_hints__limit(&p->hints, key);
 	if (bpf_map_update_elem(p->limits_fd, &key, &limit, BPF_ANY))
 		log_debug("stack hint of process %d for the programs: %s", tgid, strerror(errno));
