@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
-#include <elf.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include "common/netrec.h"
 #include "net.skel.h"
 #include "worker/netcap.h"
+#include "worker/tlscheck.h"
 
 /* Open connections per frame: a frame stays well under IPC_MAX_PAYLOAD. */
 #define CONNS_PER_FRAME 4096
@@ -524,48 +523,6 @@ void netcap__stop(struct netcap *n)
 	n->ntls_links = 0;
 }
 
-/*
- * Whether every probe of m lies in an executable PT_LOAD segment of the ELF file fd, and each
- * Go return probe on a RET byte (0xc3). The offsets come from the shipper, which parsed the
- * file; this is the check that a shipper gone wrong cannot make us put a breakpoint in data.
- */
-static int check_offsets(int fd, const struct msg_tls_attach *m)
-{
-	Elf64_Phdr ph[64];
-	Elf64_Ehdr eh;
-	struct stat st;
-	size_t nph;
-
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return -EBADF;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum || eh.e_phnum > 64)
-		return -ENOEXEC;
-	nph = eh.e_phnum;
-	if (pread(fd, ph, nph * sizeof(ph[0]), (off_t)eh.e_phoff) != (ssize_t)(nph * sizeof(ph[0])))
-		return -ENOEXEC;
-	for (uint32_t i = 0; i < m->nprobes; i++) {
-		uint64_t off = m->probes[i].offset;
-		int inside = 0;
-
-		for (size_t k = 0; k < nph && !inside; k++)
-			inside = ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_X) &&
-				 off >= ph[k].p_offset && off - ph[k].p_offset < ph[k].p_filesz &&
-				 off < (uint64_t)st.st_size;
-		if (!inside)
-			return -ERANGE;
-		if ((m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_RET ||
-		    (m->probes[i].cookie & 0xff) == NET_TLS_FN_GO_HS_RET) {
-			uint8_t b = 0;
-
-			if (pread(fd, &b, 1, (off_t)off) != 1 || b != 0xc3)
-				return -EILSEQ;
-		}
-	}
-	return 0;
-}
-
 /* One uprobe_multi link: prog at offsets of the file fd, in process pid only. fd or -errno. */
 static int link_uprobes(int prog_fd, int fd, int pid, const uint64_t *offs, const uint64_t *cookies,
 			uint32_t cnt, uint32_t flags)
@@ -641,7 +598,7 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 		cookies[g][cnt[g]++] = p->cookie;
 	}
 	if (!err)
-		err = check_offsets(fd, m);
+		err = tlscheck__probes(fd, m);
 	progs[0] = bpf_program__fd(n->obj->progs.tls_enter);
 	progs[1] = bpf_program__fd(n->obj->progs.tls_exit);
 	progs[2] = bpf_program__fd(n->obj->progs.go_tls);

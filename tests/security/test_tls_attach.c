@@ -169,6 +169,17 @@ static int elf_in_exec(const struct elf *e, uint64_t off)
 	return 0;
 }
 
+static int elf_has_section(const struct elf *e, uint32_t type)
+{
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(e->b + e->eh->e_shoff);
+
+	cr_assert_leq(e->eh->e_shoff + e->eh->e_shnum * sizeof(Elf64_Shdr), e->len);
+	for (size_t s = 0; s < e->eh->e_shnum; s++)
+		if (sh[s].sh_type == type)
+			return 1;
+	return 0;
+}
+
 /* The file offset of symbol name (dynamic or static), its size in *ret_size. */
 static uint64_t elf_sym(const struct elf *e, const char *name, uint64_t *ret_size)
 {
@@ -576,6 +587,203 @@ Test(tls_attach, a_go_return_probe_or_a_go_ret_off_a_ret_byte_is_refused)
 	cr_expect_eq(l.count, 2);
 	cr_expect_eq(l.flags, 0);
 	close(fd);
+}
+
+/* The file of pid's first executable mapping whose path ends in suffix, into ret. */
+static void mapped_file(pid_t pid, const char *suffix, char ret[4096])
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	ret[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	cr_assert_not_null(f);
+	while (!ret[0] && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		size_t n;
+
+		if (!p || !strstr(line, " r-xp "))
+			continue;
+		n = strcspn(p, "\n");
+		p[n] = '\0';
+		if (n >= strlen(suffix) && !strcmp(p + n - strlen(suffix), suffix))
+			snprintf(ret, 4096, "%s", p);
+	}
+	fclose(f);
+	cr_assert_neq(ret[0], '\0', "process %d maps no %s", (int)pid, suffix);
+}
+
+/* An SSL_read pair (entry and return) at off of a library kind lib. */
+static struct msg_tls_attach ssl_read_pair(pid_t pid, uint32_t lib, uint64_t off)
+{
+	struct msg_tls_attach m = msg_of(pid, lib);
+
+	add(&m, off, NET_TLS_FN_READ, lib, 0);
+	add(&m, off, NET_TLS_FN_READ, lib, 1);
+	return m;
+}
+
+/*
+ * A fake SSL_read: the capture program takes any (x, ptr, n) function for one, and reads up to
+ * capture_bytes from ptr when it returns (policy/README.md, "A compromised shipper, through a
+ * NETWORK worker"). So a probe must be at the very function its cookie names, as the file's
+ * dynamic symbol table names it: not at another function of libssl (SSL_get_finished copies
+ * the handshake's Finished MAC into its buffer; SSL_write is an SSL call, but not SSL_read),
+ * not inside SSL_read, not at libc's read() (every read of the target), not as a library that
+ * is not one (Go's calls on libssl). And an entry comes with its return: a return pairs with
+ * the thread's last entry and reads as many bytes as it returned, from that entry's buffer.
+ */
+Test(tls_attach, a_fake_ssl_pair_at_a_non_ssl_offset_is_refused)
+{
+	struct msg_tls_attach m;
+	struct msg_tls_result r;
+	struct um_link l;
+	char libc[4096];
+	uint64_t rd, wr, fin, read_at;
+	struct elf e;
+	int fd = open_ro(libssl), cfd;
+
+	cr_assert_str_neq(libssl, "", "the target maps no libssl.so.3");
+	elf_read(libssl, &e);
+	rd = elf_sym(&e, "SSL_read", NULL);
+	wr = elf_sym(&e, "SSL_write", NULL);
+	fin = elf_sym(&e, "SSL_get_finished", NULL);
+	cr_assert(elf_in_exec(&e, fin) && elf_in_exec(&e, rd + 4));
+	free(e.b);
+	mapped_file(srv.pid, "/libc.so.6", libc);
+	elf_read(libc, &e);
+	read_at = elf_sym(&e, "read", NULL);
+	cr_assert(elf_in_exec(&e, read_at));
+	free(e.b);
+	cfd = open_ro(libc);
+	wk_start(&srv.pid, 1);
+
+	m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, fin);
+	expect_refused(&m, fd, EFAULT, "SSL_read at libssl's SSL_get_finished");
+	m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, wr);
+	expect_refused(&m, fd, EFAULT, "SSL_read at SSL_write");
+	m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, rd + 4);
+	expect_refused(&m, fd, EFAULT, "SSL_read 4 bytes inside SSL_read");
+	m = ssl_read_pair(srv.pid, NET_TLS_BORINGSSL, read_at);
+	expect_refused(&m, cfd, EFAULT, "SSL_read at libc's read()");
+	m = ssl_read_pair(srv.pid, NET_TLS_NODE, read_at);
+	expect_refused(&m, cfd, EFAULT, "node's SSL_read at libc's read()");
+	/* Among good probes, last: all or nothing. */
+	m = valid_msg(srv.pid);
+	add(&m, fin, NET_TLS_FN_READ_EX, NET_TLS_OPENSSL, 0);
+	add(&m, fin, NET_TLS_FN_READ_EX, NET_TLS_OPENSSL, 1);
+	expect_refused(&m, fd, EFAULT, "SSL_read_ex at SSL_get_finished after four good probes");
+	m = msg_of(srv.pid, NET_TLS_GO);
+	add(&m, rd, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+	expect_refused(&m, fd, EFAULT, "Go's Read at SSL_read (libssl has no Go table)");
+
+	/* Twins: an entry without its return, a return without its entry, a return of another. */
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	expect_refused(&m, fd, EINVAL, "SSL_read's entry alone");
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, wr, NET_TLS_FN_WRITE, NET_TLS_OPENSSL, 1);
+	expect_refused(&m, fd, EINVAL, "SSL_write's return alone");
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	add(&m, wr, NET_TLS_FN_WRITE, NET_TLS_OPENSSL, 1);
+	expect_refused(&m, fd, EINVAL, "SSL_read's entry with SSL_write's return");
+
+	/* The control: the true SSL_read pair is taken. */
+	m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, rd);
+	cr_expect_eq(attack(&m, fd, &r), 0, "SSL_read itself: %s", strerror(-r.err));
+	cr_expect_eq(r.attached, 2);
+	cr_expect_eq(links_on(srv.pid, &l, 1), 2);
+	cr_expect_eq(l.offsets[0], rd);
+	close(cfd);
+	close(fd);
+}
+
+/*
+ * The same for Go, on gotls (its .symtab says where each function is) and on gotls_stripped
+ * (none: the worker reads the runtime's function table, which names them all the same): a
+ * Read entry only at crypto/tls.(*Conn).Read (not at Write, not at net.(*conn).Read, whose
+ * arguments have the same registers), a RET only inside a function whose entry is probed as
+ * the one its cookie says (a Write's RET after a Read's entry reads past the Read's buffer).
+ */
+Test(tls_attach, go_probes_at_other_functions_are_refused)
+{
+	const char *const files[] = { bin("tests/programs/gotls"),
+				      bin("tests/programs/gotls_stripped") };
+	uint64_t rd, rd_size, wr, wr_size, conn, conn_size, rd_ret = 0, wr_ret = 0, conn_ret = 0;
+	struct msg_tls_attach m;
+	struct msg_tls_result r;
+	struct elf e, s;
+
+	elf_read(files[0], &e);
+	rd = elf_sym(&e, "crypto/tls.(*Conn).Read", &rd_size);
+	wr = elf_sym(&e, "crypto/tls.(*Conn).Write", &wr_size);
+	conn = elf_sym(&e, "net.(*conn).Read", &conn_size);
+	for (uint64_t i = 1; i < rd_size && !rd_ret; i++)
+		rd_ret = e.b[rd + i] == 0xc3 ? rd + i : 0;
+	for (uint64_t i = 1; i < wr_size && !wr_ret; i++)
+		wr_ret = e.b[wr + i] == 0xc3 ? wr + i : 0;
+	for (uint64_t i = 1; i < conn_size && !conn_ret; i++)
+		conn_ret = e.b[conn + i] == 0xc3 ? conn + i : 0;
+	cr_assert(rd_ret && wr_ret && conn_ret, "a function without a 0xc3 byte");
+	/*
+	 * -s -w drops symbols and DWARF, which come after the code: the functions are where they
+	 * were (only their references to data moved). The control below proves it: the worker
+	 * takes its Read and Write on gotls_stripped by the file's own table.
+	 */
+	elf_read(files[1], &s);
+	cr_assert(!elf_has_section(&s, SHT_SYMTAB), "gotls_stripped has a .symtab");
+	cr_assert_lt(conn_ret, s.len);
+	cr_assert(s.b[rd_ret] == 0xc3 && s.b[wr_ret] == 0xc3 && s.b[conn_ret] == 0xc3,
+		  "gotls_stripped's code is not laid out as gotls's");
+	free(s.b);
+	free(e.b);
+	wk_start(&srv.pid, 1);
+	for (size_t f = 0; f < 2; f++) {
+		int fd = open_ro(files[f]);
+
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, conn, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		add(&m, conn_ret, NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "Read and its RET at net.(*conn).Read");
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, wr, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "Read's entry at Write");
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, rd, NET_TLS_FN_GO_HANDSHAKE, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "the handshake's entry at Read");
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, rd, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		add(&m, conn_ret, NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "a RET of net.(*conn).Read after Read's entry");
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, rd, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		add(&m, wr_ret, NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "a RET of Write without Write's entry");
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, rd, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		add(&m, rd_ret, NET_TLS_FN_GO_HS_RET, NET_TLS_GO, 0);
+		expect_refused(&m, fd, EFAULT, "a handshake's RET in Read");
+		m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, rd);
+		expect_refused(&m, fd, EFAULT, "SSL_read at Read (a Go binary exports no SSL_read)");
+		close(fd);
+	}
+	/* The control: Read and Write, each with a RET (the target does not map gotls). */
+	for (size_t f = 0; f < 2; f++) {
+		int fd = open_ro(files[f]);
+
+		m = msg_of(srv.pid, NET_TLS_GO);
+		add(&m, rd, NET_TLS_FN_GO_READ, NET_TLS_GO, 0);
+		add(&m, rd_ret, NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		add(&m, wr, NET_TLS_FN_GO_WRITE, NET_TLS_GO, 0);
+		add(&m, wr_ret, NET_TLS_FN_GO_RET, NET_TLS_GO, 0);
+		cr_expect_eq(attack(&m, fd, &r), 0, "%s: Read and Write: %s", files[f],
+			     strerror(-r.err));
+		cr_expect_eq(r.attached, 4);
+		close(fd);
+	}
+	cr_expect_eq(links_on(srv.pid, NULL, 0), 2);
 }
 
 /*
