@@ -99,7 +99,7 @@ struct disc_kproc {
 	int32_t pid;
 	uint8_t nids, nents;
 	uint64_t starttime;
-	char ids[DISC_K8S_IDS][80];
+	struct k8s_cgroup_id ids[DISC_K8S_IDS];
 	int16_t ents[DISC_K8S_ENTS];
 	char *cmdline, *argv0, *exe, *cwd;
 };
@@ -848,8 +848,8 @@ static void kproc_del(struct discovery *d, size_t i)
 	d->k8s_dirty = 1;
 }
 
-/* The container ids /proc/PID/cgroup names, into ids; how many (0: not in a container). */
-static int read_container_ids(int dirfd, int pid, char ids[][80])
+/* The containers /proc/PID/cgroup names, into ids; how many (0: not in a container). */
+static int read_container_ids(int dirfd, int pid, struct k8s_cgroup_id *ids)
 {
 	char path[32], buf[8192];
 
@@ -860,8 +860,8 @@ static int read_container_ids(int dirfd, int pid, char ids[][80])
 }
 
 /* Records (or refreshes) a container's process; lock held. 0 or -ENOMEM/-ENOSPC. */
-static int kproc_put(struct discovery *d, int pid, uint64_t st, char ids[][80], int nids,
-		     const char *cmdline, const char *argv0, const struct msg_proc_info *info)
+static int kproc_put(struct discovery *d, int pid, uint64_t st, struct k8s_cgroup_id *ids,
+		     int nids, const char *cmdline, const char *argv0, const struct msg_proc_info *info)
 {
 	struct disc_kproc *kp = kproc_find(d, pid);
 
@@ -887,7 +887,7 @@ static int kproc_put(struct discovery *d, int pid, uint64_t st, char ids[][80], 
 	kp->starttime = st;
 	kp->nids = (uint8_t)nids;
 	for (int i = 0; i < nids; i++)
-		memcpy(kp->ids[i], ids[i], sizeof(kp->ids[i]));
+		kp->ids[i] = ids[i];
 	kp->cmdline = strdup(cmdline);
 	kp->argv0 = strdup(argv0);
 	kp->exe = strdup(info ? info->exe : "");
@@ -1040,7 +1040,7 @@ static void k8s_pass(struct discovery *d)
 
 		kp->nents = 0;
 		for (int k = 0; k < kp->nids; k++)
-			if (k8s__with_container(d->k8s, kp->ids[k], on_container, &r))
+			if (k8s__with_container(d->k8s, &kp->ids[k], on_container, &r))
 				break;
 	}
 }
@@ -1073,7 +1073,7 @@ static void scan_one(struct discovery *d, int dirfd, int pid, struct disc_proc *
 		return; /* matched or not, as it was */
 	}
 	if (d->k8s) {
-		char ids[DISC_K8S_IDS][80];
+		struct k8s_cgroup_id ids[DISC_K8S_IDS];
 		int nids = cmdline[0] ? read_container_ids(dirfd, pid, ids) : 0;
 		struct disc_kproc *kp = kproc_find(d, pid);
 

@@ -29,12 +29,14 @@ enum res { RES_PODS, RES_SERVICES };
 enum wstate { W_WAIT, W_LIST, W_WATCH };
 
 struct xfer {
+	struct k8s_client *k;
 	CURL *h;
 	struct curl_slist *hdrs;
 	char *buf;
 	size_t len, cap, max;
 	int lines;    /* watch: each complete line is an event, handled as it comes */
 	int skipping; /* the current line passed K8S_MAX_LINE: dropped up to its newline */
+	int over;     /* the answer passed max (1) or the buffers' bound (2): refused */
 	int busy;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -58,11 +60,13 @@ struct kw {
 struct pod_entry {
 	struct k8s_pod p;
 	uint32_t mark;
+	size_t bytes; /* what it holds (pod_bytes) */
 };
 
 struct svc_entry {
 	struct k8s_service s;
 	uint32_t mark;
+	size_t bytes;
 };
 
 struct owner_entry {
@@ -75,6 +79,7 @@ struct owner_entry {
 struct k8s_client {
 	const struct rover_config *cfg;
 	char base[512]; /* https://host:port, no trailing slash */
+	int tls;	/* base is https: the only scheme a token goes over */
 	char node[K8S_NAME_MAX + 1];
 	char token_file[512], ca_file[512];
 	char token[TOKEN_MAX];
@@ -103,6 +108,8 @@ struct k8s_client {
 	struct k8s_stats st;
 	int logged_refused;
 	struct k8s_stats said; /* the drops last said in the log */
+	size_t buffered;       /* bytes of every xfer's buffer (the k8s thread's alone) */
+	size_t store_bytes;    /* bytes of the store's pods and services (under lock) */
 	uint64_t said_ms;
 };
 
@@ -119,10 +126,17 @@ static uint64_t now_ms(void)
 static int read_token(struct k8s_client *k)
 {
 	char buf[TOKEN_MAX];
-	int fd = open(k->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd;
 	ssize_t n = -1;
 	size_t len;
 
+	/* No token_file (a token-less proxy), or plain http: no token, nothing read. */
+	if (!k->token_file[0] || !k->tls) {
+		k->token[0] = 0;
+		k->token_state = 0;
+		return -1;
+	}
+	fd = open(k->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd >= 0) {
 		n = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
@@ -191,8 +205,19 @@ struct k8s_client *k8s__new(const struct rover_config *cfg, const char *host_nam
 		free(k);
 		return NULL;
 	}
+	k->tls = !strncmp(k->base, "https://", 8);
 	snprintf(k->token_file, sizeof(k->token_file), "%s",
 		 cfg->discovery.k8s_token_file ? cfg->discovery.k8s_token_file : "");
+	if (!k->tls && k->token_file[0]) {
+		/* Anyone on the path would read it, and it is the service account's to use. */
+		snprintf(err, errlen,
+			 "kubernetes: api_server '%s' is plain http, and the token of token_file "
+			 "'%s' would go in clear: use https://, or set token_file: \"\" for an "
+			 "API server (a local proxy) that needs none",
+			 k->base, k->token_file);
+		free(k);
+		return NULL;
+	}
 	snprintf(k->ca_file, sizeof(k->ca_file), "%s",
 		 cfg->discovery.k8s_ca_file ? cfg->discovery.k8s_ca_file : "");
 	if (cfg->discovery.k8s_node_name && cfg->discovery.k8s_node_name[0]) {
@@ -235,6 +260,47 @@ struct k8s_client *k8s__new(const struct rover_config *cfg, const char *host_nam
 
 /* ---- the store (callers hold k->lock) ---- */
 
+/* What a decoded object holds: its strings with their NULs and malloc's 16 bytes each. */
+static size_t str_bytes(const char *s)
+{
+	return s ? strlen(s) + 1 + 16 : 0;
+}
+
+static size_t kv_bytes(const struct k8s_kv *kv, int n)
+{
+	size_t b = (size_t)n * sizeof(*kv);
+
+	for (int i = 0; i < n; i++)
+		b += str_bytes(kv[i].key) + str_bytes(kv[i].value);
+	return b;
+}
+
+static size_t pod_bytes(const struct k8s_pod *p)
+{
+	size_t b = sizeof(struct pod_entry) + str_bytes(p->uid) + str_bytes(p->name) +
+		   str_bytes(p->ns) + str_bytes(p->node) + str_bytes(p->ip) +
+		   str_bytes(p->host_ip) + str_bytes(p->rv) + str_bytes(p->mirror_uid) +
+		   kv_bytes(p->labels, p->nlabels) + kv_bytes(p->owners, p->nowners) +
+		   (size_t)p->ncontainers * sizeof(*p->containers);
+
+	for (int i = 0; i < p->ncontainers; i++)
+		b += str_bytes(p->containers[i].name) + str_bytes(p->containers[i].id) +
+		     kv_bytes(p->containers[i].env, p->containers[i].nenv);
+	return b;
+}
+
+static size_t svc_bytes(const struct k8s_service *s)
+{
+	return sizeof(struct svc_entry) + str_bytes(s->name) + str_bytes(s->ns) +
+	       str_bytes(s->rv) + kv_bytes(s->selector, s->nselector);
+}
+
+/* Does an object of bytes, replacing one of old, fit in K8S_MAX_STORE? */
+static int store_fits(struct k8s_client *k, size_t bytes, size_t old)
+{
+	return k->store_bytes - old + bytes <= K8S_MAX_STORE;
+}
+
 static int in_scope(const struct kw *w, const char *ns)
 {
 	return !w->ns[0] || !strcmp(w->ns, ns);
@@ -250,6 +316,7 @@ static int pod_find(struct k8s_client *k, const char *ns, const char *name)
 
 static void pod_del(struct k8s_client *k, int i)
 {
+	k->store_bytes -= k->pods[i].bytes;
 	k8sobj__pod_free(&k->pods[i].p);
 	k->pods[i] = k->pods[--k->npods];
 	memset(&k->pods[k->npods], 0, sizeof(k->pods[0]));
@@ -269,7 +336,16 @@ static void refused(struct k8s_client *k, const char *what)
 static void pod_put(struct k8s_client *k, struct k8s_pod *p, uint32_t mark)
 {
 	int i = pod_find(k, p->ns, p->name);
+	size_t bytes = pod_bytes(p);
 
+	if (!store_fits(k, bytes, i < 0 ? 0 : k->pods[i].bytes)) {
+		/* The old state of a pod that no longer fits is not kept either. */
+		if (i >= 0)
+			pod_del(k, i);
+		refused(k, "bytes of pods and services");
+		k8sobj__pod_free(p);
+		return;
+	}
 	if (i < 0) {
 		if (k->npods == K8S_MAX_PODS) {
 			refused(k, "pods");
@@ -278,8 +354,11 @@ static void pod_put(struct k8s_client *k, struct k8s_pod *p, uint32_t mark)
 		}
 		i = k->npods++;
 	} else {
+		k->store_bytes -= k->pods[i].bytes;
 		k8sobj__pod_free(&k->pods[i].p);
 	}
+	k->store_bytes += bytes;
+	k->pods[i].bytes = bytes;
 	k->pods[i].p = *p;
 	k->pods[i].mark = mark;
 	memset(p, 0, sizeof(*p));
@@ -296,6 +375,7 @@ static int svc_find(struct k8s_client *k, const char *ns, const char *name)
 
 static void svc_del(struct k8s_client *k, int i)
 {
+	k->store_bytes -= k->svcs[i].bytes;
 	k8sobj__service_free(&k->svcs[i].s);
 	k->svcs[i] = k->svcs[--k->nsvcs];
 	memset(&k->svcs[k->nsvcs], 0, sizeof(k->svcs[0]));
@@ -305,7 +385,15 @@ static void svc_del(struct k8s_client *k, int i)
 static void svc_put(struct k8s_client *k, struct k8s_service *s, uint32_t mark)
 {
 	int i = svc_find(k, s->ns, s->name);
+	size_t bytes = svc_bytes(s);
 
+	if (!store_fits(k, bytes, i < 0 ? 0 : k->svcs[i].bytes)) {
+		if (i >= 0)
+			svc_del(k, i);
+		refused(k, "bytes of pods and services");
+		k8sobj__service_free(s);
+		return;
+	}
 	if (i < 0) {
 		if (k->nsvcs == K8S_MAX_SERVICES) {
 			refused(k, "services");
@@ -330,6 +418,8 @@ static void svc_put(struct k8s_client *k, struct k8s_service *s, uint32_t mark)
 		for (int j = 0; same && j < s->nselector; j++)
 			same = !strcmp(k->svcs[i].s.selector[j].key, s->selector[j].key) &&
 			       !strcmp(k->svcs[i].s.selector[j].value, s->selector[j].value);
+		k->store_bytes += bytes - k->svcs[i].bytes;
+		k->svcs[i].bytes = bytes;
 		k8sobj__service_free(&k->svcs[i].s);
 		k->svcs[i].s = *s;
 		k->svcs[i].mark = mark;
@@ -338,6 +428,8 @@ static void svc_put(struct k8s_client *k, struct k8s_service *s, uint32_t mark)
 			k->generation++;
 		return;
 	}
+	k->store_bytes += bytes;
+	k->svcs[i].bytes = bytes;
 	k->svcs[i].s = *s;
 	k->svcs[i].mark = mark;
 	memset(s, 0, sizeof(*s));
@@ -418,14 +510,16 @@ static int xfer_begin(struct k8s_client *k, struct xfer *x, const char *url, lon
 	curl_easy_reset(x->h);
 	curl_slist_free_all(x->hdrs);
 	x->hdrs = NULL;
+	x->k = k;
 	x->len = 0;
 	x->max = max;
 	x->lines = lines;
 	x->skipping = 0;
+	x->over = 0;
 	x->errbuf[0] = 0;
 	read_token(k);
 	x->hdrs = curl_slist_append(x->hdrs, "Accept: application/json");
-	if (k->token_state == 1) {
+	if (k->tls && k->token_state == 1) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", k->token);
 		x->hdrs = curl_slist_append(x->hdrs, auth);
 		explicit_bzero(auth, sizeof(auth));
@@ -446,7 +540,7 @@ static int xfer_begin(struct k8s_client *k, struct xfer *x, const char *url, lon
 	/* Only the API server: no redirects elsewhere, no other protocols, no proxy from the
 	 * environment of a pod. */
 	curl_easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, k->tls ? "https" : "http");
 	curl_easy_setopt(x->h, CURLOPT_PROXY, "");
 	if (k->ca_file[0])
 		curl_easy_setopt(x->h, CURLOPT_CAINFO, k->ca_file);
@@ -464,13 +558,26 @@ static void xfer_end(struct k8s_client *k, struct xfer *x)
 	x->busy = 0;
 }
 
+/* The buffer of a finished answer or line: kept when small, else given back (a big one would
+ * hold part of K8S_MAX_BUFFERED from the other transfers). */
+static void xfer_shrink(struct k8s_client *k, struct xfer *x, size_t keep)
+{
+	x->len = 0;
+	if (x->cap <= keep)
+		return;
+	k->buffered -= x->cap;
+	free(x->buf);
+	x->buf = NULL;
+	x->cap = 0;
+}
+
 static void xfer_free(struct k8s_client *k, struct xfer *x)
 {
 	xfer_end(k, x);
 	if (x->h)
 		curl_easy_cleanup(x->h);
 	curl_slist_free_all(x->hdrs);
-	free(x->buf);
+	xfer_shrink(k, x, 0);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -627,15 +734,16 @@ static void w_line(struct kw *w, const char *line, size_t len)
 	enum k8s_event_type type;
 	struct json_object *o, *obj;
 	char err[256], rv[K8S_ID_MAX + 1];
-	int code;
+	int code, big;
 
 	while (len && strchr(" \t\r\n", line[len - 1]))
 		len--;
 	if (!len)
 		return;
-	o = k8sobj__parse(line, len, err, sizeof(err));
+	o = k8sobj__parse(line, len, &big, err, sizeof(err));
 	pthread_mutex_lock(&k->lock);
 	k->st.events++;
+	k->st.too_large += big;
 	if (!o || k8sobj__event(o, &type, &obj, rv, sizeof(rv), &code, err, sizeof(err))) {
 		/* An event we cannot read may have changed anything: list again (after a
 		 * backoff: a server that keeps sending such lines is not hammered). */
@@ -663,18 +771,32 @@ out:
 	json_object_put(o);
 }
 
-/* Appends n bytes to x's buffer (room for a NUL kept). 0, or -ENOMEM. Callers check x->max. */
+/* Appends n bytes to x's buffer (room for a NUL kept). 0, or -E2BIG past x->max (x->over 1),
+ * -ENOBUFS past K8S_MAX_BUFFERED for every buffer at once (x->over 2), -ENOMEM. */
 static int xfer_append(struct xfer *x, const char *data, size_t n)
 {
+	struct k8s_client *k = x->k;
+
+	if (x->len + n > x->max) {
+		x->over = 1;
+		return -E2BIG;
+	}
 	if (x->len + n + 1 > x->cap) {
 		size_t cap = x->cap ? x->cap : 16384;
 		char *b;
 
 		while (cap < x->len + n + 1)
 			cap *= 2;
+		if (cap > x->max + 1)
+			cap = x->max + 1;
+		if (k->buffered - x->cap + cap > K8S_MAX_BUFFERED) {
+			x->over = 2;
+			return -ENOBUFS;
+		}
 		b = realloc(x->buf, cap);
 		if (!b)
 			return -ENOMEM;
+		k->buffered += cap - x->cap;
 		x->buf = b;
 		x->cap = cap;
 	}
@@ -691,7 +813,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 
 	if (!x->lines) {
 		/* Too large, or no memory: the transfer fails, w_done says so. */
-		if (x->len + n > x->max || xfer_append(x, data, n))
+		if (xfer_append(x, data, n))
 			return 0;
 		return n;
 	}
@@ -714,24 +836,27 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 			off += take;
 			continue;
 		}
-		if (x->len + take > x->max) {
+		if (xfer_append(x, data + off, take)) {
+			if (!x->over)
+				return 0; /* no memory: the stream fails */
 			/* An event too large to hold: dropped, and the state listed again after
 			 * this stream, since it may have changed anything. */
 			pthread_mutex_lock(&w->k->lock);
 			w->k->st.lines_skipped++;
 			pthread_mutex_unlock(&w->k->lock);
-			log_warn("kubernetes: a %s watch event over %u bytes was dropped; listing "
-				 "again",
-				 res_name(w->res), K8S_MAX_LINE);
+			log_warn("kubernetes: a %s watch event over %s was dropped; listing again",
+				 res_name(w->res),
+				 x->over == 1 ? "the bytes an event may take (K8S_MAX_LINE)"
+					      : "the bytes all answers may take at once "
+						"(K8S_MAX_BUFFERED)");
+			xfer_shrink(w->k, x, 0);
 			w->relist = 2;
 			return 0; /* ends this stream: w_done lists again */
 		}
-		if (xfer_append(x, data + off, take))
-			return 0;
 		off += take;
 		if (nl) {
 			w_line(w, x->buf, x->len);
-			x->len = 0;
+			xfer_shrink(w->k, x, 65536);
 			if (w->relist)
 				return 0; /* ends this stream: w_done lists again */
 		}
@@ -746,12 +871,22 @@ static void w_list_done(struct kw *w)
 	struct json_object *o, *items = NULL;
 	char err[256], rv[K8S_ID_MAX + 1], cont[4096];
 	size_t n;
+	int big;
 
-	o = k8sobj__parse(w->x.buf ? w->x.buf : "", w->x.len, err, sizeof(err));
+	o = k8sobj__parse(w->x.buf ? w->x.buf : "", w->x.len, &big, err, sizeof(err));
 	if (!o || k8sobj__list(o, &items, rv, sizeof(rv), cont, sizeof(cont), err, sizeof(err))) {
 		json_object_put(o);
+		xfer_shrink(k, &w->x, 0);
 		free(w->cont);
 		w->cont = NULL;
+		if (big) {
+			pthread_mutex_lock(&k->lock);
+			k->st.too_large++;
+			pthread_mutex_unlock(&k->lock);
+			/* A page that would take too much to parse: fewer items a page. */
+			if (w->page > 1)
+				w->page /= 2;
+		}
 		w_failed(w, err);
 		return;
 	}
@@ -775,13 +910,8 @@ static void w_list_done(struct kw *w)
 	json_object_put(o);
 	free(w->cont);
 	w->cont = NULL;
-	if (w->x.cap > (1u << 20)) {
-		/* A big page is not kept for the watch that follows. */
-		free(w->x.buf);
-		w->x.buf = NULL;
-		w->x.cap = 0;
-	}
-	w->x.len = 0;
+	/* A big page is not kept for the watch that follows. */
+	xfer_shrink(k, &w->x, 65536);
 	w_ok(w);
 	if (cont[0]) {
 		w->cont = strdup(cont);
@@ -821,13 +951,24 @@ static void w_done(struct kw *w, CURLcode rc)
 		pthread_mutex_unlock(&w->k->lock);
 	}
 	if (w->state == W_LIST) {
-		if (rc == CURLE_WRITE_ERROR && w->x.len + CURL_MAX_WRITE_SIZE > w->x.max &&
-		    w->page > 1) {
-			/* A page over K8S_MAX_BODY: ask for smaller ones. */
-			w->page /= 2;
+		if (rc == CURLE_WRITE_ERROR && w->x.over) {
+			/* A page over K8S_MAX_BODY, or over what all answers may hold at once: ask
+			 * for smaller ones (the same page again when it was one item). */
+			int over = w->x.over;
+
+			pthread_mutex_lock(&w->k->lock);
+			w->k->st.too_large++;
+			pthread_mutex_unlock(&w->k->lock);
+			xfer_shrink(w->k, &w->x, 0);
 			free(w->cont);
 			w->cont = NULL;
-			w_failed(w, "a list page too large, asking for fewer items");
+			if (w->page > 1)
+				w->page /= 2;
+			snprintf(why, sizeof(why),
+				 "list: an answer over %u MiB%s was refused; asking for %d items a page",
+				 over == 1 ? K8S_MAX_BODY >> 20 : K8S_MAX_BUFFERED >> 20,
+				 over == 1 ? "" : " with the other answers held", w->page);
+			w_failed(w, why);
 			return;
 		}
 		if (rc == CURLE_OK && code == 410 && w->cont) {
@@ -894,14 +1035,14 @@ static size_t on_get(char *data, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
 
-	if (x->len + n > x->max || xfer_append(x, data, n))
+	if (xfer_append(x, data, n))
 		return 0;
 	return n;
 }
 
 static int get_begin(struct k8s_client *k, struct xfer *x, const char *url)
 {
-	int err = xfer_begin(k, x, url, GET_TIMEOUT_MS, 4u << 20, 0, x);
+	int err = xfer_begin(k, x, url, GET_TIMEOUT_MS, K8S_MAX_BODY, 0, x);
 
 	if (!err) {
 		curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_get);
@@ -926,6 +1067,7 @@ static void node_done(struct k8s_client *k, CURLcode rc)
 
 	curl_easy_getinfo(k->node_x.h, CURLINFO_RESPONSE_CODE, &code);
 	xfer_end(k, &k->node_x);
+	xfer_shrink(k, &k->node_x, 0); /* only its status is read */
 	if (rc == CURLE_OK && code == 200) {
 		if (k->node_state != 1)
 			log_info("kubernetes: node '%s' found; following its pods", k->node);
@@ -986,12 +1128,13 @@ static void owner_done(struct k8s_client *k, CURLcode rc)
 	curl_easy_getinfo(k->owner_x.h, CURLINFO_RESPONSE_CODE, &code);
 	xfer_end(k, &k->owner_x);
 	if (rc == CURLE_OK && code == 200) {
-		o = k8sobj__parse(k->owner_x.buf ? k->owner_x.buf : "", k->owner_x.len, err,
+		o = k8sobj__parse(k->owner_x.buf ? k->owner_x.buf : "", k->owner_x.len, NULL, err,
 				  sizeof(err));
 		ok = o && !k8sobj__controller(o, kind, sizeof(kind), name, sizeof(name), err,
 					      sizeof(err));
 		json_object_put(o);
 	}
+	xfer_shrink(k, &k->owner_x, 65536);
 	pthread_mutex_lock(&k->lock);
 	if (k->owner_busy) {
 		struct owner_entry *e = k->owner_busy;
@@ -1028,16 +1171,17 @@ static void say_drops(struct k8s_client *k, uint64_t now)
 	st = k->st;
 	pthread_mutex_unlock(&k->lock);
 	if (st.bad_objects == k->said.bad_objects && st.refused == k->said.refused &&
-	    st.lines_skipped == k->said.lines_skipped && st.unauthorized == k->said.unauthorized)
+	    st.lines_skipped == k->said.lines_skipped && st.unauthorized == k->said.unauthorized &&
+	    st.too_large == k->said.too_large)
 		return;
 	if (k->said_ms && now - k->said_ms < 60000)
 		return;
 	log_warn("kubernetes: so far %llu objects refused as malformed, %llu over the store's "
-		 "bounds, %llu watch events too large, %llu requests unauthorized (%d pods, %d "
-		 "services held)",
+		 "bounds, %llu watch events too large, %llu answers over the memory bounds, %llu "
+		 "requests unauthorized (%d pods, %d services held)",
 		 (unsigned long long)st.bad_objects, (unsigned long long)st.refused,
-		 (unsigned long long)st.lines_skipped, (unsigned long long)st.unauthorized, st.pods,
-		 st.services);
+		 (unsigned long long)st.lines_skipped, (unsigned long long)st.too_large,
+		 (unsigned long long)st.unauthorized, st.pods, st.services);
 	k->said = st;
 	k->said_ms = now;
 }
@@ -1176,22 +1320,26 @@ static const char *service_of(struct k8s_client *k, const struct k8s_pod *p)
 	return best;
 }
 
-int k8s__with_container(struct k8s_client *k, const char *id,
+int k8s__with_container(struct k8s_client *k, const struct k8s_cgroup_id *cid,
 			void (*fn)(void *arg, const struct k8s_view *v), void *arg)
 {
 	int found = 0;
 
-	if (!id[0])
+	if (!cid->id[0] || !cid->pod[0])
 		return 0;
 	pthread_mutex_lock(&k->lock);
 	for (int i = 0; i < k->npods && !found; i++) {
 		const struct k8s_pod *p = &k->pods[i].p;
 
+		/* The pod its cgroup is under must be the one the API server gives this id:
+		 * an id named under another pod's cgroup is not that container. */
+		if (!k8sobj__pod_is(p, cid->pod))
+			continue;
 		for (int c = 0; c < p->ncontainers && !found; c++) {
 			struct k8s_view v = { 0 };
 
 			if (!p->containers[c].id[0] ||
-			    strcmp(k8sobj__bare_id(p->containers[c].id), id))
+			    strcmp(k8sobj__bare_id(p->containers[c].id), cid->id))
 				continue;
 			v.pod = p;
 			v.container = &p->containers[c];

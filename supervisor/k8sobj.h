@@ -32,6 +32,16 @@
 #define K8S_MAX_OWNER_REFS 16
 #define K8S_MAX_SELECTOR 64
 #define K8S_DEPTH_MAX 64     /* JSON nesting the parser accepts */
+/*
+ * What json-c may allocate for one document, estimated from its bytes before it is parsed
+ * (k8sobj__parse_cost). json-c's tree is far larger than its text: an empty object is a
+ * 16-entry hash table (792 bytes measured with json-c 0.16), so 3 MiB of "{}," would take
+ * 800 MB. The estimate is above what json-c took for each shape tried (1.15-2.5 times); a
+ * pod with the managedFields kubelet and the controllers write costs about 130 KiB (90 KiB
+ * taken), so a node's 110 pods are one page, and k8s.c halves a page over the bound. The
+ * supervisor container's 64 Mi limit holds this beside the buffers and the store (k8s.h).
+ */
+#define K8S_MAX_PARSE (16u << 20)
 
 struct k8s_kv {
 	char *key, *value;
@@ -48,6 +58,9 @@ struct k8s_container {
 
 struct k8s_pod {
 	char *uid, *name, *ns, *node, *ip, *host_ip, *rv; /* ip: status.podIP, host_ip: .hostIP */
+	/* A static pod's mirror: the uid kubelet gave the pod from its manifest (annotation
+	 * kubernetes.io/config.mirror), the one its cgroup is named after; "" for others. */
+	char *mirror_uid;
 	struct k8s_kv *labels;
 	int nlabels;
 	struct k8s_container *containers; /* spec.containers, statuses joined by name */
@@ -70,8 +83,15 @@ enum k8s_event_type {
 	K8S_ERROR,
 };
 
-/* Parses len bytes as one JSON document (bounded depth). NULL with err set. */
-struct json_object *k8sobj__parse(const char *text, size_t len, char *err, size_t errlen);
+/*
+ * Parses len bytes as one JSON document (bounded depth, and refused unparsed when its cost is
+ * over K8S_MAX_PARSE). NULL with err set; *ret_big (may be NULL) says it was the cost.
+ */
+struct json_object *k8sobj__parse(const char *text, size_t len, int *ret_big, char *err,
+				  size_t errlen);
+/* An upper bound of the bytes json-c allocates to parse text (its tree and the tokener's
+ * buffer), from the counts of its brackets, separators and string bytes. */
+size_t k8sobj__parse_cost(const char *text, size_t len);
 
 /* Decoders: 0, or -EINVAL/-E2BIG/-ENOMEM with err naming the field. ret is zeroed first and
  * left empty on failure. Free with the matching _free (safe on a zeroed struct). */
@@ -104,12 +124,33 @@ const char *k8sobj__bare_id(const char *container_id);
 /* The B2 rule: does the service's selector (non-empty) match these labels? */
 int k8sobj__selects(const struct k8s_service *s, const struct k8s_kv *labels, int nlabels);
 
+/* A container as its cgroup names it: the pod's uid ('_' of systemd slice names read as '-')
+ * and the container's id. */
+#define K8S_POD_UID_MAX 64
+struct k8s_cgroup_id {
+	char pod[K8S_POD_UID_MAX + 1];
+	char id[80];
+};
+
 /*
- * The container id a /proc/PID/cgroup text names, on lines under kubelet's tree only
- * (/kubepods/ or /kubepods.slice/: a user's own delegated cgroups cannot pass for a pod's) (the kubelet layouts of README "Kubernetes":
- * cri-containerd-<id>.scope, crio-<id>.scope, docker-<id>.scope, cgroupfs .../pod<uid>/<id>),
- * each candidate into ids (at most max, each < idlen bytes). Returns how many.
+ * The containers a /proc/PID/cgroup text names, each line read as kubelet lays its tree out
+ * (README "Kubernetes"):
+ *   systemd driver  kubepods.slice/[kubepods-<qos>.slice/]kubepods[-<qos>]-pod<uid>.slice/
+ *                   {cri-containerd,crio,docker}-<id>.scope
+ *   cgroupfs driver kubepods/[burstable|besteffort/]pod<uid>/{<id>,crio-<id>}
+ * The container is the segment right below the pod's, at kubelet's depth: what lies under it
+ * (CRI-O's "container" subgroup, or a delegated tree a container made for itself, whatever
+ * it names its cgroups) is the same container. A path from the root must start at kubepods;
+ * one under a cgroup namespace (the supervisor's container), "/../../<below our common
+ * ancestor>", is read from the first segment after the "..": it starts at a level of
+ * kubelet's tree (kubepods, a QoS class or a pod), since the common ancestor is kubelet's
+ * when the reader is a pod's container; a path without a pod segment (another container of
+ * the reader's own pod) names none. At most max entries into ids; returns how many.
  */
-int k8sobj__cgroup_ids(const char *text, char ids[][80], int max);
+int k8sobj__cgroup_ids(const char *text, struct k8s_cgroup_id *ids, int max);
+
+/* Is the pod uid of a cgroup (k8s_cgroup_id.pod) the API server's pod p? Its uid, or for a
+ * static pod's mirror the uid of the pod kubelet runs. */
+int k8sobj__pod_is(const struct k8s_pod *p, const char *cgroup_pod_uid);
 
 #endif

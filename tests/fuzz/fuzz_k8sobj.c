@@ -97,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data + 1, size - 1);
 	if (data[0] % 6 == 5) {
-		char text[8192], ids[2][80];
+		char text[8192];
+		struct k8s_cgroup_id ids[2];
 		size_t n = size - 1 < sizeof(text) - 1 ? size - 1 : sizeof(text) - 1;
 		int k;
 
@@ -107,12 +108,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (k < 0 || k > 2)
 			abort();
 		for (int i = 0; i < k; i++)
-			if (!ids[i][0] || strlen(ids[i]) >= 80 || (i && !strcmp(ids[0], ids[i])))
+			if (!ids[i].id[0] || !ids[i].pod[0] || strlen(ids[i].id) >= sizeof(ids[i].id) ||
+			    strlen(ids[i].pod) > K8S_POD_UID_MAX ||
+			    (i && !strcmp(ids[0].id, ids[i].id) && !strcmp(ids[0].pod, ids[i].pod)))
 				abort();
 		free(buf);
 		return 0;
 	}
-	o = k8sobj__parse(buf, size - 1, err, sizeof(err));
+	o = k8sobj__parse(buf, size - 1, NULL, err, sizeof(err));
 	free(buf);
 	if (!o)
 		return 0;

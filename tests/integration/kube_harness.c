@@ -594,12 +594,19 @@ int kube_api_drop_watches(const struct kube_api *k)
 
 int kube_api_garbage(const struct kube_api *k, const char *mode, int count, const char *target)
 {
+	return kube_api_garbage_bytes(k, mode, count, target, 8 << 20);
+}
+
+int kube_api_garbage_bytes(const struct kube_api *k, const char *mode, int count,
+			   const char *target, long bytes)
+{
 	struct json_object *c = command("garbage"), *ans;
 	int err = 0;
 
 	json_object_object_add(c, "mode", json_object_new_string(mode));
 	json_object_object_add(c, "count", json_object_new_int(count));
 	json_object_object_add(c, "target", json_object_new_string(target ? target : "any"));
+	json_object_object_add(c, "bytes", json_object_new_int64(bytes));
 	ans = control_ok(k, c, &err);
 	json_object_put(ans);
 	return ans ? 0 : err;
@@ -1278,6 +1285,12 @@ static struct spawned *slot_of(pid_t pid)
 pid_t kube_spawn_in_cgroup(enum kube_layout layout, const char *pod_uid, const char *container_id,
 			   char *const argv[])
 {
+	return kube_spawn_below(layout, pod_uid, container_id, NULL, argv);
+}
+
+pid_t kube_spawn_below(enum kube_layout layout, const char *pod_uid, const char *container_id,
+		       const char *below, char *const argv[])
+{
 	struct spawned *s = NULL;
 	const char *roots[2];
 	int nroots = roots_of(layout, roots);
@@ -1295,7 +1308,9 @@ pid_t kube_spawn_in_cgroup(enum kube_layout layout, const char *pod_uid, const c
 	}
 	memset(s, 0, sizeof(*s));
 	s->layout = layout;
-	if (kube_cgroup_path(layout, pod_uid, container_id, s->path, sizeof(s->path))) {
+	if (kube_cgroup_path(layout, pod_uid, container_id, s->path, sizeof(s->path)) ||
+	    (below && fmt(s->path + strlen(s->path), sizeof(s->path) - strlen(s->path), "/%s",
+			  below))) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}

@@ -86,6 +86,10 @@ int kube_api_drop_watches(const struct kube_api *k);
  * are garbage of mode "json" (not JSON), "types" (fields of the wrong JSON types) or "huge"
  * (an object with 8 MiB of labels). 0 or -errno. */
 int kube_api_garbage(const struct kube_api *k, const char *mode, int count, const char *target);
+/* The same with bytes for "huge" (its labels) and "dense" (an object whose spec holds that
+ * many bytes of empty objects, "{},{},...": cheap to send, dear to parse). */
+int kube_api_garbage_bytes(const struct kube_api *k, const char *mode, int count,
+			   const char *target, long bytes);
 /* mode "reset": every API request has its connection closed unanswered, "503": answered 503;
  * both drop the open watches. NULL ends the outage. 0 or -errno. */
 int kube_api_outage(const struct kube_api *k, const char *mode);
@@ -241,6 +245,10 @@ int kube_cgroup_path(enum kube_layout layout, const char *pod_uid, const char *c
  * (ENOENT: no such hierarchy here, for a test to skip on). */
 pid_t kube_spawn_in_cgroup(enum kube_layout layout, const char *pod_uid, const char *container_id,
 			   char *const argv[]);
+/* The same in a cgroup the container made below its own: below is a relative path
+ * ("evil/cri-containerd-<id>.scope"), as a container that can write its cgroupfs makes. */
+pid_t kube_spawn_below(enum kube_layout layout, const char *pod_uid, const char *container_id,
+		       const char *below, char *const argv[]);
 /* The CRI-O conmon process next to container process pid; 0 when it has none. */
 pid_t kube_conmon_pid(pid_t pid);
 /* Kills container process pid, whatever else is in its cgroup, and its conmon; reaps them;

@@ -619,3 +619,209 @@ Test(kube, host_and_kubernetes_discovery_run_together)
 	/* The host process is no pod's: no k8sProcess for it. */
 	cr_expect_eq(reported(hp, got, 8), 0);
 }
+
+/* The supervisor's VmHWM in KiB; -1 when unread. */
+static long supervisor_hwm_kib(pid_t sv)
+{
+	char buf[64];
+
+	return proc_status(sv, "VmHWM", buf, sizeof(buf)) ? -1 : atol(buf);
+}
+
+/*
+ * Issue 23 (5), as the attack: a pod that can write its own cgroupfs makes, under its
+ * container, a cgroup named as another pod's container is and moves a process there; and a
+ * process in a container scope named with the other pod's container id, under its own pod.
+ * Neither is reported as the other pod: the first is the attacker's own container (the
+ * segment below its pod), the second names a container its pod does not have.
+ */
+Test(kube, a_cgroup_named_after_another_pods_container_is_not_that_pod)
+{
+	struct env e;
+	char uid_a[37], uid_b[37], id_a[65], id_b[65], below[128];
+	const char *victim = exe_named("victim"), *attacker = exe_named("attacker");
+	const char *evil = exe_named("evil"), *misplaced = exe_named("misplaced");
+	pid_t p_a, p_b, p_evil, p_misplaced;
+	struct json_object *kp, *got[16];
+	int n;
+
+	kube_random_uid(uid_a);
+	kube_random_uid(uid_b);
+	p_b = container(KUBE_CONTAINERD_SYSTEMD, uid_b, id_b, victim);
+	p_a = container(KUBE_CONTAINERD_SYSTEMD, uid_a, id_a, attacker);
+	snprintf(below, sizeof(below), "evil/cri-containerd-%s.scope", id_b);
+	p_evil = kube_spawn_below(KUBE_CONTAINERD_SYSTEMD, uid_a, id_a, below,
+				  (char *[]){ (char *)evil, "600", NULL });
+	cr_assert_gt(p_evil, 0, "spawn below: %s", strerror(errno));
+	p_misplaced = kube_spawn_in_cgroup(KUBE_CONTAINERD_SYSTEMD, uid_a, id_b,
+					   (char *[]){ (char *)misplaced, "600", NULL });
+	cr_assert_gt(p_misplaced, 0, "spawn: %s", strerror(errno));
+	start_all(&e, "", NULL);
+	{
+		const char *lb[] = { "app=payments", NULL }, *la[] = { "app=tenant", NULL };
+		struct kube_pod b = {
+			.name = "payments-1", .ns = "bank", .uid = uid_b, .node = "node-a",
+			.labels = lb,
+			.containers = (struct kube_container[]){
+				{ .name = "payments", .id = id_b, .runtime = KUBE_RT_CONTAINERD },
+				{ 0 } },
+		};
+		struct kube_pod a = {
+			.name = "tenant-1", .ns = "tenant", .uid = uid_a, .node = "node-a",
+			.labels = la,
+			.containers = (struct kube_container[]){
+				{ .name = "app", .id = id_a, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		};
+		struct kube_service sb = { .name = "payments", .ns = "bank", .selector = lb };
+		struct kube_service sa = { .name = "tenant", .ns = "tenant", .selector = la };
+
+		cr_assert_gt(kube_api_put(&e.k, kube_service_json(&sb)), 0);
+		cr_assert_gt(kube_api_put(&e.k, kube_service_json(&sa)), 0);
+		cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&b)), 0);
+		cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&a)), 0);
+	}
+	kp = wait_entity(p_b, "c1::payments.bank", 30000);
+	cr_assert(kp, "the victim's own process not reported; log:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	json_object_put(kp);
+	kp = wait_entity(p_a, "c1::tenant.tenant", 20000);
+	cr_assert(kp, "the attacker's own process not reported");
+	json_object_put(kp);
+	/* The process in the cgroup it made is its own container's, and reported so. */
+	kp = wait_entity(p_evil, "c1::tenant.tenant", 20000);
+	cr_expect(kp, "the process below the attacker's container is not reported as its pod");
+	json_object_put(kp);
+	/* Two more heartbeats: never as the victim. */
+	sleep_ms(2500);
+	n = reported(p_evil, got, 16);
+	for (int i = 0; i < n; i++) {
+		const char *s = str_at(got[i], "entity.serviceName");
+
+		cr_expect(s && strcmp(s, "c1::payments.bank"),
+			  "a cgroup named cri-containerd-<victim's id>.scope under the attacker's "
+			  "container was reported as the victim's pod");
+		cr_expect_str_eq(prop(got[i], "pod_name"), "tenant-1");
+		json_object_put(got[i]);
+	}
+	n = reported(p_misplaced, got, 16);
+	cr_expect_eq(n, 0,
+		     "a container scope named with the victim's id under the attacker's pod was "
+		     "reported (as %s)",
+		     n ? str_at(got[0], "entity.serviceName") : "");
+	for (int i = 0; i < n; i++)
+		json_object_put(got[i]);
+}
+
+/*
+ * Issue 23 (6), as the attack: a hostile (or compromised) API server sends answers that cost
+ * the supervisor more memory than its container's 64 Mi limit (an OOM-restart loop on
+ * demand): a list page of 6 MiB (the cap was 64 MiB), and a watch event of 1 MiB of empty
+ * objects that json-c would make 300 MB of. Each is refused with a clear error, the
+ * supervisor keeps running within the DaemonSet's limit, and discovery goes on.
+ */
+Test(kube, answers_over_the_memory_bounds_are_refused_and_the_supervisor_stays_small)
+{
+	struct env e;
+	char uid[37], id[65], uid2[37], id2[65];
+	const char *web = exe_named("web"), *api = exe_named("api");
+	pid_t pid = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid), uid), id, web);
+	pid_t pid2 = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid2), uid2), id2, api);
+	const char *l1[] = { "app=web", NULL }, *l2[] = { "app=api", NULL };
+	struct kube_pod p = {
+		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
+		.containers = (struct kube_container[]){
+			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+	};
+	struct kube_pod p2 = {
+		.name = "api-1", .ns = "shop", .uid = uid2, .node = "node-a", .labels = l2,
+		.containers = (struct kube_container[]){
+			{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+	};
+	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
+	struct kube_service s2 = { .name = "api", .ns = "shop", .selector = l2 };
+	struct json_object *kp;
+	long hwm0, hwm;
+	pid_t sv;
+
+	start_all(&e, "", NULL);
+	cr_assert_gt(kube_api_put(&e.k, kube_service_json(&s1)), 0);
+	cr_assert_gt(kube_api_put(&e.k, kube_service_json(&s2)), 0);
+	cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p)), 0);
+	kp = wait_entity(pid, "c1::web.shop", 30000);
+	cr_assert(kp, "not reported; log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	json_object_put(kp);
+	sv = find_child(e.rover, "rover-superviso");
+	cr_assert_gt(sv, 0);
+	hwm0 = supervisor_hwm_kib(sv);
+	cr_assert_gt(hwm0, 0);
+
+	/* A list page over K8S_MAX_BODY: the watches cut, and their resourceVersion compacted
+	 * away before they resume (an object changed meanwhile), so they list again, and the
+	 * first list's answer is 6 MiB. */
+	cr_assert_eq(kube_api_garbage_bytes(&e.k, "huge", 1, "response", 6 << 20), 0);
+	kube_api_drop_watches(&e.k);
+	cr_assert_gt(kube_api_put(&e.k, kube_service_json(&s2)), 0);
+	cr_assert_gt(kube_api_compact(&e.k), 0);
+	cr_expect(wait_log("an answer over 4 MiB was refused", 20000),
+		  "a 6 MiB list page was not refused with a clear error:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+
+	/* A watch event of 1 MiB of "{}," (300 MB in json-c's tree). */
+	cr_assert_eq(kube_api_garbage_bytes(&e.k, "dense", 1, "watch", 1 << 20), 0);
+	cr_assert_eq(kube_api_wait_watches(&e.k, "pods", 1, 20000), 0);
+	cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p2)), 0);
+	cr_expect(wait_log("would take about", 20000),
+		  "a dense watch event was not refused with a clear error:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	/* Discovery goes on: the pod the refused event was about is listed again. */
+	kp = wait_entity(pid2, "c1::api.shop", 40000);
+	cr_expect(kp, "the pod after the refused answers was never found; log:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	json_object_put(kp);
+
+	cr_expect_eq(find_child(e.rover, "rover-superviso"), sv, "the supervisor was restarted");
+	hwm = supervisor_hwm_kib(sv);
+	/* K8S_MAX_BUFFERED + K8S_MAX_PARSE (k8s.h) over what it held before, and under the
+	 * DaemonSet's 64 Mi limit. */
+	cr_expect_leq(hwm, hwm0 + (24 << 10), "VmHWM %ld KiB, %ld KiB before the answers", hwm,
+		      hwm0);
+	cr_expect_lt(hwm, 64 << 10, "VmHWM %ld KiB: over the supervisor container's limit", hwm);
+	fprintf(stderr, "supervisor VmHWM: %ld KiB before, %ld KiB after\n", hwm0, hwm);
+}
+
+/*
+ * Issue 23 (6): an http:// api_server with a token configured would get the service
+ * account's token in clear. The agent refuses the config, with an error that says why, and
+ * the API server never sees a request, let alone the token.
+ */
+Test(kube, an_http_api_server_with_a_token_is_refused_and_never_gets_it)
+{
+	struct kube_api k;
+	char cfg[8192];
+	int oap_port, status = -1;
+	pid_t rover;
+
+	cr_assert_eq(kube_api_start(tmp, 0, 0, &k), 0, "fake API server did not start");
+	cr_assert_eq(strncmp(k.url, "http://", 7), 0);
+	cr_assert_gt(kube_api_put(&k, kube_node_json("node-a", "192.168.49.2")), 0);
+	start_oap(0, &oap_port);
+	snprintf(cfg, sizeof(cfg), config_fmt, oap_port, vm_off, "", k.url, k.token_path, "\"\"",
+		 "");
+	rover = track(start_rover_cfg(cfg));
+	cr_assert_gt(rover, 0);
+	for (int waited = 0; waited < 20000; waited += 100) {
+		if (waitpid(rover, &status, WNOHANG) == rover)
+			break;
+		status = -1;
+		sleep_ms(100);
+	}
+	cr_expect(wait_log("is plain http", 1000), "no clear error:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(status != -1, "the agent runs with a token going over plain http");
+	/* Nothing reached the API server: the token least of all. */
+	cr_expect_eq(kube_api_token_uses(&k, k.token), 0, "the token went over plain http");
+	cr_expect_eq(kube_api_requests(&k, "list pods") + kube_api_requests(&k, "get nodes") +
+			     kube_api_requests(&k, "watch pods"),
+		     0);
+	kube_api_stop(&k);
+}

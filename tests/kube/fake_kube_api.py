@@ -251,7 +251,7 @@ class Store:
 class Garbage:
     """The next `count` answers to API requests and/or watch lines are garbage of a mode."""
 
-    MODES = ("json", "types", "huge")
+    MODES = ("json", "types", "huge", "dense")
     TARGETS = ("any", "response", "watch")
 
     def __init__(self):
@@ -295,6 +295,14 @@ def huge(kind, nbytes):
             "metadata": {"name": "huge", "namespace": "default", "uid": str(uuid.uuid4()),
                          "resourceVersion": "1", "labels": labels},
             "spec": {"nodeName": "", "containers": []}}
+
+
+def dense(kind, nbytes):
+    """An object whose spec holds nbytes of empty objects: a few MiB of "{}," are hundreds of
+    MiB in a JSON parser's tree."""
+    obj = huge(kind, 0)
+    obj["spec"]["dense"] = [{}] * max(1, nbytes // 3)
+    return obj
 
 
 BAD_JSON = b'{"kind": "PodList", "apiVersion": "v1", "items": [{"metadata": {"name": "trunc\xff\xfe'
@@ -647,7 +655,7 @@ class Handler(BaseHTTPRequestHandler):
                 obj = {"kind": list_kind, "apiVersion": "v1", "metadata": {"resourceVersion": 5},
                        "items": [obj, {"metadata": {"name": 5, "labels": [1, 2]}, "spec": 3}]}
         else:
-            obj = huge(kind, nbytes)
+            obj = (dense if mode == "dense" else huge)(kind, nbytes)
             if list_kind:
                 obj = {"kind": list_kind, "apiVersion": "v1",
                        "metadata": {"resourceVersion": "1"}, "items": [obj]}
@@ -776,7 +784,8 @@ class Handler(BaseHTTPRequestHandler):
             if mode == "types":
                 return json.dumps({"type": "ADDED", "object": wrong_types(obj.get("kind", "Pod"))},
                                   separators=(",", ":")).encode() + b"\n"
-            return json.dumps({"type": "ADDED", "object": huge(obj.get("kind", "Pod"), nbytes)},
+            make = dense if mode == "dense" else huge
+            return json.dumps({"type": "ADDED", "object": make(obj.get("kind", "Pod"), nbytes)},
                               separators=(",", ":")).encode() + b"\n"
         return json.dumps({"type": typ, "object": obj}, separators=(",", ":")).encode() + b"\n"
 

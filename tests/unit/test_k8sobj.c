@@ -35,7 +35,7 @@ static const char istio_pod[] =
 static struct json_object *parse(const char *s)
 {
 	char err[256];
-	struct json_object *o = k8sobj__parse(s, strlen(s), err, sizeof(err));
+	struct json_object *o = k8sobj__parse(s, strlen(s), NULL, err, sizeof(err));
 
 	cr_assert(o, "%s", err);
 	return o;
@@ -165,13 +165,13 @@ Test(k8sobj, bad_json_and_deep_nesting_are_errors)
 {
 	char err[256], deep[200];
 
-	cr_expect_null(k8sobj__parse("{\"a\":", 5, err, sizeof(err)));
+	cr_expect_null(k8sobj__parse("{\"a\":", 5, NULL, err, sizeof(err)));
 	cr_expect(strstr(err, "cut short"), "%s", err);
-	cr_expect_null(k8sobj__parse("{} x", 4, err, sizeof(err)));
-	cr_expect_null(k8sobj__parse("nope", 4, err, sizeof(err)));
+	cr_expect_null(k8sobj__parse("{} x", 4, NULL, err, sizeof(err)));
+	cr_expect_null(k8sobj__parse("nope", 4, NULL, err, sizeof(err)));
 	memset(deep, '[', 100);
 	memset(deep + 100, ']', 100);
-	cr_expect_null(k8sobj__parse(deep, sizeof(deep), err, sizeof(err)));
+	cr_expect_null(k8sobj__parse(deep, sizeof(deep), NULL, err, sizeof(err)));
 }
 
 Test(k8sobj, services_and_the_selector_rule)
@@ -250,55 +250,242 @@ Test(k8sobj, watch_events_lists_and_owners)
 	json_object_put(o);
 }
 
+#define A_UID "0d6c2c52-8a3f-4a4b-9c1e-5a1f0c9e7b21"
+#define A_UID_ "0d6c2c52_8a3f_4a4b_9c1e_5a1f0c9e7b21"
+#define B_UID "7e2f9a10-1b2c-4d3e-8f40-112233445566"
+#define B_UID_ "7e2f9a10_1b2c_4d3e_8f40_112233445566"
+#define A_ID "aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000aaaa0000"
+#define B_ID "bbbb1111bbbb1111bbbb1111bbbb1111bbbb1111bbbb1111bbbb1111bbbb1111"
+
+/* One container named by text: its pod and id. */
+static void expect_one(const char *text, const char *pod, const char *id)
+{
+	struct k8s_cgroup_id ids[2];
+
+	cr_assert_eq(k8sobj__cgroup_ids(text, ids, 2), 1, "%s", text);
+	cr_expect_str_eq(ids[0].pod, pod, "%s", text);
+	cr_expect_str_eq(ids[0].id, id, "%s", text);
+}
+
+static void expect_none(const char *text)
+{
+	struct k8s_cgroup_id ids[2];
+
+	cr_expect_eq(k8sobj__cgroup_ids(text, ids, 2), 0, "%s: %s", text, ids[0].id);
+}
+
 /* The lines of /proc/PID/cgroup each runtime and cgroup driver gives (reference B3). */
 Test(k8sobj, container_ids_from_each_cgroup_layout)
 {
 	static const struct {
-		const char *text, *id;
+		const char *text, *pod, *id;
 	} cases[] = {
 		/* containerd, systemd driver, cgroup v2 */
 		{ "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7c1f_22.slice/"
 		  "cri-containerd-4b8fa2e2c5d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80912."
 		  "scope\n",
-		  "4b8fa2e2c5d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80912" },
+		  "7c1f-22", "4b8fa2e2c5d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f80912" },
 		/* CRI-O, systemd driver, cgroup v1 (several hierarchies, one id) */
 		{ "12:pids:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podab_c.slice/"
 		  "crio-0123456789abcdef0123456789abcdef.scope\n"
 		  "1:name=systemd:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podab_"
 		  "c.slice/crio-0123456789abcdef0123456789abcdef.scope\n",
-		  "0123456789abcdef0123456789abcdef" },
-		/* docker with the systemd driver: upstream misses it */
-		{ "0::/kubepods.slice/kubepods-pod1.slice/docker-feedfacefeedfacefeedface.scope\n",
+		  "ab-c", "0123456789abcdef0123456789abcdef" },
+		/* CRI-O with crun on cgroup v2: the container's processes in a subgroup */
+		{ "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_ ".slice/"
+		  "crio-" A_ID ".scope/container\n",
+		  A_UID, A_ID },
+		/* docker with the systemd driver (upstream misses it), a guaranteed pod */
+		{ "0::/kubepods.slice/kubepods-pod1.slice/docker-feedfacefeedfacefeedface.scope\n", "1",
 		  "feedfacefeedfacefeedface" },
-		/* cgroupfs driver, v1 and v2 */
-		{ "4:memory:/kubepods/burstable/pod7c1f-22/abcdefabcdef0123456789\n",
+		/* cgroupfs driver, v1 and v2; CRI-O names its cgroup crio-<id> there */
+		{ "4:memory:/kubepods/burstable/pod7c1f-22/abcdefabcdef0123456789\n", "7c1f-22",
 		  "abcdefabcdef0123456789" },
-		{ "0::/kubepods/besteffort/pod9-9/99887766554433221100aabb\n",
+		{ "0::/kubepods/besteffort/pod9-9/99887766554433221100aabb\n", "9-9",
 		  "99887766554433221100aabb" },
+		{ "0::/kubepods/pod" A_UID "/crio-" A_ID "\n", A_UID, A_ID },
+		/* a static pod: its uid is its manifest's hash */
+		{ "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-"
+		  "pod2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b.slice/cri-containerd-" A_ID ".scope\n",
+		  "2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b", A_ID },
 	};
-	char ids[2][80];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cr_assert_eq(k8sobj__cgroup_ids(cases[i].text, ids, 2), 1, "%s", cases[i].text);
-		cr_expect_str_eq(ids[0], cases[i].id);
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_one(cases[i].text, cases[i].pod, cases[i].id);
 	/* CRI-O's monitor, host services and the root are not containers. */
-	cr_expect_eq(k8sobj__cgroup_ids("0::/kubepods.slice/crio-conmon-0123456789abcdef.scope\n",
-					ids, 2),
-		     0);
-	cr_expect_eq(k8sobj__cgroup_ids("0::/system.slice/nginx.service\n1:name=systemd:/\n", ids,
-					2),
-		     0);
-	cr_expect_eq(k8sobj__cgroup_ids("0::/\n", ids, 2), 0);
+	expect_none("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_
+		    ".slice/crio-conmon-0123456789abcdef.scope\n");
+	expect_none("0::/kubepods/burstable/pod" A_UID "/crio-conmon-0123456789abcdef\n");
+	expect_none("0::/system.slice/nginx.service\n1:name=systemd:/\n");
+	expect_none("0::/\n");
+	/* kubelet's own cgroups above the containers name none. */
+	expect_none("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_
+		    ".slice\n");
+	expect_none("0::/kubepods.slice/kubepods-burstable.slice\n");
 	/* The attack: a local user names a cgroup of its own delegated tree after a pod's
 	 * container, to be reported (and profiled) as that pod. */
-	cr_expect_eq(k8sobj__cgroup_ids("0::/user.slice/user-1000.slice/user@1000.service/"
-					"cri-containerd-0123456789abcdef0123456789abcdef.scope\n",
+	expect_none("0::/user.slice/user-1000.slice/user@1000.service/"
+		    "cri-containerd-0123456789abcdef0123456789abcdef.scope\n");
+	expect_none("0::/user.slice/user-1000.slice/user@1000.service/"
+		    "kubepods.slice/crio-0123456789abcdef0123456789abcdef.scope\n");
+	expect_none("garbage without colons\n::\n");
+}
+
+/*
+ * The attack of issue 23 (5): a pod that can write its own cgroupfs makes, under its
+ * container, a cgroup named as another pod's container is, moves itself there, and would be
+ * reported (and profiled, its stacks shipped) as that pod: the last segment won. The
+ * container is the segment below the pod's: this process is A's, whatever it names below.
+ */
+Test(k8sobj, a_cgroup_a_container_makes_under_itself_is_still_that_container)
+{
+	/* systemd driver: a whole kubelet tree mimicked under A's container */
+	expect_one("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_
+		   ".slice/cri-containerd-" A_ID ".scope/evil/cri-containerd-" B_ID ".scope\n",
+		   A_UID, A_ID);
+	expect_one("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_
+		   ".slice/cri-containerd-" A_ID ".scope/kubepods.slice/kubepods-burstable.slice/"
+		   "kubepods-burstable-pod" B_UID_ ".slice/cri-containerd-" B_ID ".scope\n",
+		   A_UID, A_ID);
+	/* cgroupfs driver */
+	expect_one("0::/kubepods/burstable/pod" A_UID "/" A_ID "/pod" B_UID "/" B_ID "\n", A_UID,
+		   A_ID);
+	expect_one("4:pids:/kubepods/besteffort/pod" A_UID "/" A_ID "/evil/" B_ID "\n", A_UID,
+		   A_ID);
+	/* seen from a cgroup namespace */
+	expect_one("0::/../../kubepods-burstable-pod" A_UID_ ".slice/cri-containerd-" A_ID
+		   ".scope/evil/cri-containerd-" B_ID ".scope\n",
+		   A_UID, A_ID);
+	/* Levels out of kubelet's order are no kubelet cgroup: a pod slice under another's
+	 * QoS class (systemd places a slice by its name), a QoS class under a pod. */
+	expect_none("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-burstable-pod" B_UID_
+		    ".slice/cri-containerd-" B_ID ".scope\n");
+	expect_none("0::/kubepods.slice/kubepods-burstable-pod" B_UID_ ".slice/cri-containerd-" B_ID
+		    ".scope\n");
+	expect_none("0::/kubepods/pod" A_UID "/burstable/pod" B_UID "/" B_ID "\n");
+	expect_none("0::/kubepods.slice/kubepods/burstable/pod" B_UID "/" B_ID "\n");
+}
+
+/*
+ * Under cgroup v2 with a private cgroup namespace (the DaemonSet's supervisor container), a
+ * cgroup outside it reads as the way up from the namespace's root to the common ancestor,
+ * then down: "/../../kubepods-besteffort.slice/...".
+ */
+Test(k8sobj, paths_seen_from_a_cgroup_namespace_are_understood)
+{
+	/* another QoS class: the common ancestor is kubepods.slice */
+	expect_one("0::/../../../kubepods-besteffort.slice/kubepods-besteffort-pod" B_UID_
+		   ".slice/cri-containerd-" B_ID ".scope\n",
+		   B_UID, B_ID);
+	/* the same QoS class */
+	expect_one("0::/../../kubepods-burstable-pod" B_UID_ ".slice/crio-" B_ID ".scope\n", B_UID,
+		   B_ID);
+	/* a guaranteed pod */
+	expect_one("0::/../../kubepods-pod" B_UID_ ".slice/docker-" B_ID ".scope\n", B_UID, B_ID);
+	/* up to the root (kubelet under another root of ours, or a guaranteed reader) */
+	expect_one("0::/../../../../kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" B_UID_
+		   ".slice/cri-containerd-" B_ID ".scope\n",
+		   B_UID, B_ID);
+	expect_one("0::/../../kubepods.slice/kubepods-pod" B_UID_ ".slice/cri-containerd-" B_ID
+		   ".scope\n",
+		   B_UID, B_ID);
+	/* cgroupfs */
+	expect_one("0::/../../besteffort/pod" B_UID "/" B_ID "\n", B_UID, B_ID);
+	expect_one("0::/../pod" B_UID "/" B_ID "\n", B_UID, B_ID);
+	expect_one("0::/../../../../kubepods/burstable/pod" B_UID "/" B_ID "\n", B_UID, B_ID);
+	/* Another container of the reader's own pod: no pod segment, so none named. */
+	expect_none("0::/../cri-containerd-" B_ID ".scope\n");
+	/* The host's services, a user's delegated tree, the reader itself and its children. */
+	expect_none("0::/../../../../system.slice/containerd.service\n");
+	expect_none("0::/../../../../user.slice/user-1000.slice/user@1000.service/app.slice/"
+		    "kubepods-burstable-pod" B_UID_ ".slice/cri-containerd-" B_ID ".scope\n");
+	expect_none("0::/../../../..\n");
+	expect_none("0::/\n");
+	expect_none("0::/evil/cri-containerd-" B_ID ".scope\n");
+	/* ".." is only the way up, at the start (the kernel writes it so, no cgroup is named so) */
+	expect_none("0::/kubepods/../kubepods/burstable/pod" B_UID "/" B_ID "\n");
+	expect_none("0::/../kubepods-burstable-pod" B_UID_ ".slice/../kubepods-burstable-pod" B_UID_
+		    ".slice/cri-containerd-" B_ID ".scope\n");
+}
+
+/* The pod uid a cgroup names is the API server's pod's: its own, with '_' read as '-' by the
+ * parser, or for a static pod's mirror the uid in kubernetes.io/config.mirror. */
+Test(k8sobj, a_cgroup_s_pod_is_the_api_server_s_pod_or_its_mirror)
+{
+	static const char mirror[] =
+		"{\"metadata\":{\"name\":\"etcd-node-a\",\"namespace\":\"kube-system\","
+		"\"uid\":\"" B_UID "\",\"annotations\":{\"kubernetes.io/config.mirror\":"
+		"\"2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b\",\"kubernetes.io/config.hash\":"
+		"\"2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b\"}}}";
+	struct json_object *o = parse(istio_pod);
+	struct k8s_cgroup_id ids[2];
+	struct k8s_pod p;
+	char err[256];
+
+	cr_assert_eq(k8sobj__pod(o, &p, err, sizeof(err)), 0, "%s", err);
+	json_object_put(o);
+	cr_expect_str_eq(p.mirror_uid, "");
+	cr_expect(k8sobj__pod_is(&p, "6f1c-11"));
+	cr_expect(!k8sobj__pod_is(&p, "6f1c-1"));
+	cr_expect(!k8sobj__pod_is(&p, "6f1c-111"));
+	cr_expect(!k8sobj__pod_is(&p, ""));
+	k8sobj__pod_free(&p);
+
+	o = parse(mirror);
+	cr_assert_eq(k8sobj__pod(o, &p, err, sizeof(err)), 0, "%s", err);
+	json_object_put(o);
+	cr_expect_str_eq(p.mirror_uid, "2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b");
+	cr_assert_eq(k8sobj__cgroup_ids("0::/kubepods.slice/kubepods-burstable.slice/"
+					"kubepods-burstable-pod" B_UID_ ".slice/cri-containerd-" B_ID
+					".scope\n",
 					ids, 2),
-		     0);
-	cr_expect_eq(k8sobj__cgroup_ids("0::/user.slice/user-1000.slice/user@1000.service/"
-					"kubepods.slice/crio-0123456789abcdef0123456789abcdef.scope\n",
-					ids, 2),
-		     0);
-	cr_expect_eq(k8sobj__cgroup_ids("garbage without colons\n::\n", ids, 2), 0);
+		     1);
+	cr_expect(k8sobj__pod_is(&p, ids[0].pod));
+	cr_expect(k8sobj__pod_is(&p, "2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b"));
+	cr_expect(!k8sobj__pod_is(&p, A_UID));
+	k8sobj__pod_free(&p);
+
+	/* annotations of another type are an error naming the field */
+	o = parse("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\",\"uid\":\"c\","
+		  "\"annotations\":[1]}}");
+	cr_expect_eq(k8sobj__pod(o, &p, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "annotations"), "%s", err);
+	json_object_put(o);
+}
+
+/*
+ * json-c's tree is far larger than its text (an empty object is a hash table of 16 entries):
+ * 3 MiB of "{}," took 800 MB. The cost is counted before parsing and a document over
+ * K8S_MAX_PARSE is refused unparsed; a real pod's costs what it did.
+ */
+Test(k8sobj, a_document_that_would_take_too_much_to_parse_is_refused_unparsed)
+{
+	size_t n = 3u << 20, len;
+	char *bomb = malloc(n + 64), err[256];
+	int big = 0;
+	struct json_object *o;
+
+	cr_assert(bomb);
+	len = (size_t)sprintf(bomb, "{\"items\":[");
+	while (len + 3 < n) {
+		memcpy(bomb + len, "{},", 3);
+		len += 3;
+	}
+	len += (size_t)sprintf(bomb + len, "{}]}");
+	cr_expect_gt(k8sobj__parse_cost(bomb, len), (size_t)K8S_MAX_PARSE);
+	o = k8sobj__parse(bomb, len, &big, err, sizeof(err));
+	cr_expect_null(o);
+	cr_expect_eq(big, 1);
+	cr_expect(strstr(err, "MiB"), "%s", err);
+	/* The same bytes inside a string cost their bytes only. */
+	bomb[9] = '"';
+	bomb[len - 2] = '"';
+	cr_expect_lt(k8sobj__parse_cost(bomb, len), 3 * len);
+	free(bomb);
+
+	/* A real pod: parsed. */
+	cr_expect_lt(k8sobj__parse_cost(istio_pod, strlen(istio_pod)), (size_t)64 << 10);
+	o = k8sobj__parse(istio_pod, strlen(istio_pod), &big, err, sizeof(err));
+	cr_expect(o && !big, "%s", err);
+	json_object_put(o);
 }
