@@ -328,13 +328,13 @@ static const char kube_check[] =
 	"        bad.append('the token is mounted in %s: the supervisor alone may' % holders)\n"
 	"    for name, p in token.items():\n"
 	"        # Without fsGroup, kubelet writes the files root's with defaultMode (0644 unset)\n"
-	"        # when the containers run as different users: the supervisor (10001) reads them\n"
+	"        # when the containers run as different users: the supervisor (the roles) reads them\n"
 	"        # through the other bits.\n"
 	"        modes = [p.get('defaultMode', 0o644)] + [it.get('mode', p.get('defaultMode', 0o644))\n"
 	"                 for x in p['sources'] for it in (list(x.values())[0] or {}).get('items', [])]\n"
 	"        if spec.get('securityContext', {}).get('fsGroup') is None and \\\n"
 	"                any(not m & 0o004 for m in modes):\n"
-	"            bad.append('volume %s: modes %s, unreadable to the supervisor (uid 10001)' %\n"
+	"            bad.append('volume %s: modes %s, unreadable to the supervisor' %\n"
 	"                       (name, [oct(m) for m in modes]))\n"
 	"        if not any(x.get('configMap', {}).get('name') == 'kube-root-ca.crt' for x in p['sources']):\n"
 	"            bad.append('volume %s: no ca.crt (configMap kube-root-ca.crt)' % name)\n"
@@ -431,4 +431,70 @@ Test(deploy, the_daemonset_config_loads)
 	cr_assert_eq(cfg.discovery.vm_active, 0, "the DaemonSet discovers pods, not command lines");
 	config__free(&cfg);
 	free(text);
+}
+
+/*
+ * Issue 23 (6): any process of the roles' uid may signal the roles, and a hostPID pod of the
+ * same uid is one. The roles' uid is the image's user rover (the Dockerfile's useradd), the
+ * supervisor's and the shipper's runAsUser and runAsGroup are it, and it is none of the uids
+ * images run as by habit. argv[1]: the DaemonSet, argv[2]: the Dockerfile.
+ */
+static const char uid_check[] =
+	"import re, sys\n"
+	"try:\n"
+	"    import yaml\n"
+	"except ImportError:\n"
+	"    sys.exit(3)\n"
+	"# root, nobody, the first users of Debian and RHEL, distroless' nonroot, the uids images\n"
+	"# pick by habit (10001 among them), and those of well-known images (www-data, nginx,\n"
+	"# postgres, grafana, istio's proxy, bitnami's 1001)\n"
+	"common = {0, 1, 33, 70, 99, 100, 101, 472, 999, 1000, 1001, 1337, 2000, 5000, 9999,\n"
+	"          10000, 10001, 10002, 65532, 65534, 65535}\n"
+	"text = open(sys.argv[2]).read().replace('\\\\\\n', ' ')\n"
+	"u = re.findall(r'useradd[^\\n]*--uid ([0-9]+)[^\\n]*\\brover\\b', text)\n"
+	"g = re.findall(r'groupadd[^\\n]*--gid ([0-9]+)[^\\n]*\\brover\\b', text)\n"
+	"bad = []\n"
+	"if len(u) != 1 or len(g) != 1:\n"
+	"    sys.exit('the Dockerfile: %d useradd and %d groupadd of rover, expected one each' %\n"
+	"             (len(u), len(g)))\n"
+	"uid, gid = int(u[0]), int(g[0])\n"
+	"if not re.search(r'useradd[^\\n]*--gid %d\\b' % gid, text):\n"
+	"    bad.append('the Dockerfile: rover is not in its group %d' % gid)\n"
+	"if uid in common or gid in common:\n"
+	"    bad.append('the roles run as %d:%d, a uid images run as by habit' % (uid, gid))\n"
+	"seen = 0\n"
+	"for doc in yaml.safe_load_all(open(sys.argv[1])):\n"
+	"    if doc.get('kind') != 'DaemonSet':\n"
+	"        continue\n"
+	"    for c in doc['spec']['template']['spec']['containers']:\n"
+	"        sc = c.get('securityContext', {})\n"
+	"        if c['name'] == 'spawner':\n"
+	"            continue\n"
+	"        seen += 1\n"
+	"        if (sc.get('runAsUser'), sc.get('runAsGroup')) != (uid, gid):\n"
+	"            bad.append('%s runs as %s:%s, the image\\'s rover is %d:%d' %\n"
+	"                       (c['name'], sc.get('runAsUser'), sc.get('runAsGroup'), uid, gid))\n"
+	"if seen != 2:\n"
+	"    bad.append('%d role containers besides the spawner, expected the supervisor and the shipper' % seen)\n"
+	"for b in bad:\n"
+	"    print(b, file=sys.stderr)\n"
+	"sys.exit(1 if bad else 0)\n";
+
+Test(deploy, the_roles_uid_is_the_images_rover_and_no_common_one)
+{
+	char *yaml = src_path("deploy/kubernetes/rover-daemonset.yaml");
+	char *docker = src_path("deploy/kubernetes/Dockerfile"), *err = NULL;
+	int rc;
+
+	if (access("/usr/bin/python3", X_OK))
+		cr_skip_test("no /usr/bin/python3 to read the DaemonSet's YAML with");
+	rc = run_cmd((char *const[]){ "/usr/bin/python3", "-c", (char *)uid_check, yaml, docker,
+				      NULL },
+		     &err);
+	if (rc == 3)
+		cr_skip_test("no PyYAML for /usr/bin/python3: Debian's python3-yaml is not installed");
+	cr_assert_eq(rc, 0, "%s, %s:\n%s", yaml, docker, err);
+	free(err);
+	free(docker);
+	free(yaml);
 }
