@@ -39,17 +39,14 @@
 /* One symbol or string table, read whole into memory by libelf. */
 #define ELFSYM_MAX_SECTION (256u << 20)
 /*
- * What reading one file may allocate, checked before each allocation, since anyone can make
- * the shipper read a file whose sparse tables claim any size: the section data libelf reads
- * (notes, symbol and string tables, .gopclntab, a Go file's .data.rel.ro, the same of the
- * debug file), the symbols gathered, the decompressed MiniDebugInfo and the names kept (the
- * gathered symbols point into the tables until then). The final symbol array is half the size
- * of the gathered one at most, so a read peaks below one and a half times this. The largest
- * files seen need far less: node's .symtab and .strtab take 10 MiB, the largest .gopclntab
- * (a 170 MiB Go binary) 36 MiB. A file over it keeps what was read within it, is reported
+ * What loading one file's symbols charges to its budget (ELFSYM_FILE_BUDGET, elfsym.h): the
+ * section data libelf reads (notes, symbol and string tables, .gopclntab, a Go file's
+ * .data.rel.ro, the same of the debug file), the symbols gathered, the decompressed
+ * MiniDebugInfo and the names kept (the gathered symbols point into the tables until then).
+ * The final symbol array is half the size of the gathered one at most, so a read peaks below
+ * one and a half times the budget. A file over it keeps what was read within it, is reported
  * once, and its other addresses are named module+offset.
  */
-#define ELFSYM_FILE_BUDGET (64u << 20)
 #define ELFSYM_MAX_SYMS (8u << 20)
 /*
  * Names as in the file, and demangled names (made later, at lookups) each: below 2^30, as a
@@ -143,33 +140,45 @@ struct elfsym {
 	 * front would cost seconds and memory for names no sample ever hits.
 	 */
 	struct strbuf dstrs;
-	size_t left;	   /* of ELFSYM_FILE_BUDGET, while the file is read */
-	uint64_t refused;  /* bytes the read would have needed, 0: within the budget */
+	struct file_budget budget; /* while the file is read */
 };
 
-/* Counts bytes against the file's budget: false (and the refusal kept) when they exceed it. */
-static bool elfsym__charge(struct elfsym *es, uint64_t bytes)
+void file_budget__init(struct file_budget *b)
 {
-	if (bytes <= es->left) {
-		es->left -= bytes;
+	*b = (struct file_budget){ .left = ELFSYM_FILE_BUDGET };
+}
+
+bool file_budget__charge(struct file_budget *b, uint64_t bytes)
+{
+	if (bytes <= b->left) {
+		b->left -= bytes;
 		return true;
 	}
-	if (!es->refused)
-		es->refused = ELFSYM_FILE_BUDGET - es->left + bytes;
+	if (!b->refused)
+		b->refused = ELFSYM_FILE_BUDGET - b->left + bytes;
 	return false;
 }
 
-/* The charge for libelf's copy of section sh of elf, before elf_getdata() makes it. */
-static bool elfsym__charge_section(struct elfsym *es, Elf *elf, const GElf_Shdr *sh)
+bool file_budget__charge_copy(struct file_budget *b, Elf *elf, uint64_t bytes)
 {
 	const char *ident = elf_getident(elf, NULL);
-	uint64_t bytes = sh->sh_size;
 	bool native = ident && ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 							  ? ELFDATA2LSB
 							  : ELFDATA2MSB);
 
 	/* libelf converts the data of a file of the other byte order into a second buffer. */
-	return elfsym__charge(es, native ? bytes : 2 * bytes);
+	return file_budget__charge(b, native || bytes > ELFSYM_FILE_BUDGET ? bytes : 2 * bytes);
+}
+
+static bool elfsym__charge(struct elfsym *es, uint64_t bytes)
+{
+	return file_budget__charge(&es->budget, bytes);
+}
+
+/* The charge for libelf's copy of section sh of elf, before elf_getdata() makes it. */
+static bool elfsym__charge_section(struct elfsym *es, Elf *elf, const GElf_Shdr *sh)
+{
+	return file_budget__charge_copy(&es->budget, elf, sh->sh_size);
 }
 
 static uint64_t rd(const unsigned char *p, size_t n, bool big)
@@ -366,7 +375,7 @@ static struct elfsym *elfsym__open_elf(Elf *elf)
 		return NULL;
 	}
 	es->elf = elf;
-	es->left = ELFSYM_FILE_BUDGET;
+	file_budget__init(&es->budget);
 	err = elfsym__init(es);
 	if (err) {
 		elfsym__free(es);
@@ -683,20 +692,33 @@ static int elfsym__debug_by_build_id(struct elfsym *es, struct cands *c)
 	return err;
 }
 
-/* The first section of that type called name, and its header. NULL: none. */
-static Elf_Scn *elf_named_scn(Elf *elf, const char *name, uint32_t type, GElf_Shdr *ret_sh)
+int elfsym__section_names(Elf *elf, size_t *ret_shstrndx)
 {
-	Elf_Scn *scn = NULL, *str_scn;
-	GElf_Shdr sh, str_sh;
-	const char *secname;
+	Elf_Scn *str_scn;
+	GElf_Shdr str_sh;
 	size_t shstrndx;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	/* elf_strptr() reads the whole section-name table: bound it first. */
+		return -ENOENT;
 	str_scn = elf_getscn(elf, shstrndx);
-	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !section_readable(&str_sh) ||
-	    str_sh.sh_size > ELFSYM_MAX_NOTE)
+	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || str_sh.sh_type == SHT_NOBITS ||
+	    !str_sh.sh_size || (str_sh.sh_flags & SHF_COMPRESSED))
+		return -ENOENT;
+	if (str_sh.sh_size > ELFSYM_MAX_NOTE)
+		return -EFBIG;
+	*ret_shstrndx = shstrndx;
+	return 0;
+}
+
+/* The first section of that type called name, and its header. NULL: none. */
+static Elf_Scn *elf_named_scn(Elf *elf, const char *name, uint32_t type, GElf_Shdr *ret_sh)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	const char *secname;
+	size_t shstrndx;
+
+	if (elfsym__section_names(elf, &shstrndx))
 		return NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
@@ -902,7 +924,8 @@ cleanup:
  */
 static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 {
-	size_t len, cap, max = ELFSYM_MAX_MINIDEBUG < es->left ? ELFSYM_MAX_MINIDEBUG : es->left;
+	size_t len, cap, max = ELFSYM_MAX_MINIDEBUG < es->budget.left ? ELFSYM_MAX_MINIDEBUG
+								       : es->budget.left;
 	bool symtab = false;
 	size_t n = c->n;
 	Elf_Data *d;
@@ -1349,9 +1372,9 @@ size_t elfsym__bytes(const struct elfsym *es)
 
 bool elfsym__refused(const struct elfsym *es, uint64_t *ret_bytes, uint64_t *ret_limit)
 {
-	if (!es || !es->refused)
+	if (!es || !es->budget.refused)
 		return false;
-	*ret_bytes = es->refused;
+	*ret_bytes = es->budget.refused;
 	*ret_limit = ELFSYM_FILE_BUDGET;
 	return true;
 }

@@ -71,4 +71,35 @@ void elfsym__free(struct elfsym *es);
 struct Elf;
 struct Elf *elfsym__elf_begin(int fd);
 
+/*
+ * What reading one target file may take, whoever reads it in the shipper (symbol loading
+ * here, TLS finding in tlsfind.c), since anyone can make the shipper read a file whose sparse
+ * tables claim any size: the bytes of its sections read (whether kept or streamed through),
+ * and what is built from them. Charged before each read or allocation. The largest files
+ * seen need far less: node's .symtab and .strtab take 10 MiB, the largest .gopclntab (a
+ * 170 MiB Go binary) 36 MiB.
+ */
+#define ELFSYM_FILE_BUDGET (64u << 20)
+
+struct file_budget {
+	uint64_t left;	  /* of ELFSYM_FILE_BUDGET */
+	uint64_t refused; /* bytes the read would have needed, 0: within the budget */
+};
+
+void file_budget__init(struct file_budget *b);
+/* Counts bytes against b: false (and the refusal kept) when they exceed what is left. */
+bool file_budget__charge(struct file_budget *b, uint64_t bytes);
+/*
+ * The charge for libelf's copy of bytes of a section of elf (elf_getdata), before it is made:
+ * twice the bytes for a file of the other byte order, which libelf converts into a second
+ * buffer.
+ */
+bool file_budget__charge_copy(struct file_budget *b, struct Elf *elf, uint64_t bytes);
+
+/*
+ * The index of elf's section-name table, for elf_strptr(), which reads that table whole:
+ * 0, -ENOENT when there is none, -EFBIG when it is larger than any linker makes (64 KiB).
+ */
+int elfsym__section_names(struct Elf *elf, size_t *ret_shstrndx);
+
 #endif

@@ -9,8 +9,16 @@
  * `-ldflags=-s` and strip leave), an entry probe and one at each RET instruction, found by
  * decoding the function with Capstone: a uretprobe would rewrite a return address on a stack
  * the Go runtime moves.
+ *
+ * Everything read from one file is charged to one budget (ELFSYM_FILE_BUDGET, elfsym.h, as
+ * symbol loading charges its reads), before it is read: the section names, each symbol table
+ * (streamed through a small buffer, never held whole) and its string table, .gopclntab or
+ * .data.rel.ro, the Go functions decoded. A file over it is not probed, with a reason. A
+ * linker writes one table of each kind (.dynsym, .symtab) and never two over the same bytes:
+ * a file that repeats one or overlaps them is refused without reading any.
  */
 #define _GNU_SOURCE
+#include <byteswap.h>
 #include <capstone/capstone.h>
 #include <errno.h>
 #include <gelf.h>
@@ -28,11 +36,15 @@
 #include "shipper/gopclntab.h"
 #include "shipper/tlsfind.h"
 
-/* A symbol table or .gopclntab larger than this is not read (node's .dynsym: ~2 MiB). */
-#define SECTION_MAX (256u << 20)
+/* Symbols read from the file at a time (12 KiB). */
+#define SYM_CHUNK 512
 /* Bytes of a Go function decoded (crypto/tls.(*Conn).Read: ~1 KiB). */
 #define GO_FUNC_MAX (64u << 10)
 #define MAX_LOADS 64
+
+/* The reason given for a file over its budget, naming it. */
+_Static_assert(ELFSYM_FILE_BUDGET == 64u << 20, "OVER_BUDGET names the budget");
+#define OVER_BUDGET(what) what " over the budget of 64 MiB read from a file"
 
 struct loads {
 	GElf_Phdr ph[MAX_LOADS];
@@ -75,31 +87,149 @@ static const char *const sym_names[NSYMS] = {
 	[SYM_BORING] = "SSL_CTX_set_strict_cipher_list",
 };
 
-static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t addr[NSYMS])
+/* Whether [off, off + size) lies inside a file of file_size bytes. */
+static bool in_file(uint64_t off, uint64_t size, uint64_t file_size)
 {
-	Elf_Data *d;
-	size_t n;
+	return off <= file_size && size <= file_size - off;
+}
 
-	if (!sh->sh_entsize || sh->sh_size > SECTION_MAX)
-		return;
-	d = elf_getdata(scn, NULL);
-	if (!d)
-		return;
-	n = d->d_size / sh->sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym s;
-		const char *name;
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	ssize_t n;
 
-		if (!gelf_getsym(d, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-		    s.st_shndx == SHN_UNDEF || !s.st_value)
+	while (done < len) {
+		n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
 			continue;
-		name = elf_strptr(elf, sh->sh_link, s.st_name);
-		if (!name || name[0] != 'S')
-			continue;
-		for (int k = 0; k < NSYMS; k++)
-			if (!addr[k] && !strcmp(name, sym_names[k]))
-				addr[k] = s.st_value;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
 	}
+	return (ssize_t)done;
+}
+
+/*
+ * The string table sh links to, read whole into *ret_strs (*ret_len bytes) and charged to b.
+ * 0 or -errno with *why.
+ */
+static int read_strtab(int fd, Elf *elf, const GElf_Shdr *sh, uint64_t file_size,
+		       struct file_budget *b, char **ret_strs, size_t *ret_len, const char **why)
+{
+	Elf_Scn *scn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr str;
+	char *strs;
+	ssize_t n;
+
+	if (!scn || !gelf_getshdr(scn, &str) || str.sh_type != SHT_STRTAB || !str.sh_size ||
+	    (str.sh_flags & SHF_COMPRESSED)) {
+		*why = "a symbol table without a string table";
+		return -ENOEXEC;
+	}
+	if (!in_file(str.sh_offset, str.sh_size, file_size)) {
+		*why = "the file is shorter than its headers say";
+		return -EIO;
+	}
+	if (!file_budget__charge(b, str.sh_size)) {
+		*why = OVER_BUDGET("symbol and string tables");
+		return -EFBIG;
+	}
+	strs = malloc(str.sh_size);
+	if (!strs)
+		return -ENOMEM;
+	n = pread_full(fd, strs, str.sh_size, str.sh_offset);
+	if (n != (ssize_t)str.sh_size) {
+		free(strs);
+		*why = n < 0 ? "the file could not be read"
+			     : "the file is shorter than its headers say";
+		return n < 0 ? (int)n : -EIO;
+	}
+	*ret_strs = strs;
+	*ret_len = str.sh_size;
+	return 0;
+}
+
+/* A symbol of a 64-bit table as it is in the file, in this machine's byte order. */
+static void sym_native(Elf64_Sym *s, bool swap)
+{
+	if (!swap)
+		return;
+	s->st_name = bswap_32(s->st_name);
+	s->st_shndx = bswap_16(s->st_shndx);
+	s->st_value = bswap_64(s->st_value);
+	s->st_size = bswap_64(s->st_size);
+}
+
+/*
+ * The SSL calls among the functions of the symbol table sh (of a 64-bit file) into addr. The
+ * table is read SYM_CHUNK symbols at a time; its bytes and its string table are charged to b.
+ * 0 or -errno with *why.
+ */
+static int scan_symbols(int fd, Elf *elf, const GElf_Shdr *sh, uint64_t file_size,
+			struct file_budget *b, uint64_t addr[NSYMS], const char **why)
+{
+	const char *ident = elf_getident(elf, NULL);
+	bool swap = ident && ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+							? ELFDATA2LSB
+							: ELFDATA2MSB);
+	Elf64_Sym chunk[SYM_CHUNK];
+	uint64_t count, done;
+	char *strs = NULL;
+	size_t strs_len = 0;
+	int err;
+
+	if (sh->sh_entsize != sizeof(Elf64_Sym) || (sh->sh_flags & SHF_COMPRESSED)) {
+		*why = "a symbol table of entries this reader does not take";
+		return -ENOEXEC;
+	}
+	if (!in_file(sh->sh_offset, sh->sh_size, file_size)) {
+		*why = "the file is shorter than its headers say";
+		return -EIO;
+	}
+	if (!file_budget__charge(b, sh->sh_size)) {
+		*why = OVER_BUDGET("symbol and string tables");
+		return -EFBIG;
+	}
+	count = sh->sh_size / sizeof(Elf64_Sym);
+	if (!count)
+		return 0;
+	err = read_strtab(fd, elf, sh, file_size, b, &strs, &strs_len, why);
+	if (err)
+		return err;
+	for (done = 0; done < count;) {
+		size_t n = count - done < SYM_CHUNK ? (size_t)(count - done) : SYM_CHUNK;
+		ssize_t got = pread_full(fd, chunk, n * sizeof(Elf64_Sym),
+					 sh->sh_offset + done * sizeof(Elf64_Sym));
+
+		if (got != (ssize_t)(n * sizeof(Elf64_Sym))) {
+			err = got < 0 ? (int)got : -EIO;
+			*why = got < 0 ? "the file could not be read"
+				       : "the file is shorter than its headers say";
+			break;
+		}
+		done += n;
+		for (size_t i = 0; i < n; i++) {
+			Elf64_Sym *s = &chunk[i];
+			const char *name;
+			size_t len;
+
+			sym_native(s, swap);
+			if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_shndx == SHN_UNDEF ||
+			    !s->st_value || s->st_name >= strs_len || strs[s->st_name] != 'S')
+				continue;
+			name = strs + s->st_name;
+			/* A name not ended inside the table is none of ours. */
+			len = strnlen(name, strs_len - s->st_name);
+			for (int k = 0; k < NSYMS; k++)
+				if (!addr[k] && len == strlen(sym_names[k]) &&
+				    !memcmp(name, sym_names[k], len))
+					addr[k] = s->st_value;
+		}
+	}
+	free(strs);
+	return err;
 }
 
 struct go_funcs {
@@ -123,16 +253,22 @@ static int go_find(void *ctx, uint64_t entry, uint64_t size, const char *name, s
 /*
  * The Go runtime's table inside .data.rel.ro (an externally linked Go binary): its header,
  * pointer-aligned, that names the crypto/tls functions. At most 16 candidate headers are
- * walked. 0, or -ENOENT.
+ * walked. The section is charged to b. 0, -ENOENT, or -EFBIG over the budget.
  */
-static int find_merged_table(Elf_Scn *relro, const uint8_t **ret_tab, size_t *ret_len,
-			     struct go_funcs *go)
+static int find_merged_table(Elf *elf, Elf_Scn *relro, struct file_budget *b,
+			     const uint8_t **ret_tab, size_t *ret_len, struct go_funcs *go)
 {
-	Elf_Data *d = elf_getdata(relro, NULL);
 	const uint8_t *p;
+	GElf_Shdr sh;
+	Elf_Data *d;
 	int tries = 0;
 
-	if (!d || !d->d_buf || d->d_size > SECTION_MAX)
+	if (!gelf_getshdr(relro, &sh))
+		return -ENOENT;
+	if (!file_budget__charge_copy(b, elf, sh.sh_size))
+		return -EFBIG;
+	d = elf_getdata(relro, NULL);
+	if (!d || !d->d_buf)
 		return -ENOENT;
 	p = d->d_buf;
 	for (size_t off = 0; off + 8 <= d->d_size && tries < 16; off += 4) {
@@ -160,9 +296,13 @@ static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint3
 	p->ret = (uint32_t)ret;
 }
 
-/* The entry and each RET of one Go function into m. 0 or -errno with *why. */
-static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t size, uint32_t fn,
-		     uint32_t ret_fn, struct msg_tls_attach *m, const char **why)
+/*
+ * The entry and each RET of one Go function into m, its bytes charged to b. 0 or -errno with
+ * *why.
+ */
+static int go_probes(int fd, const struct loads *l, struct file_budget *b, uint64_t entry,
+		     uint64_t size, uint32_t fn, uint32_t ret_fn, struct msg_tls_attach *m,
+		     const char **why)
 {
 	int64_t off = file_offset(l, entry);
 	const uint8_t *code;
@@ -176,6 +316,10 @@ static int go_probes(int fd, const struct loads *l, uint64_t entry, uint64_t siz
 	if (off < 0 || !size || size > GO_FUNC_MAX || file_offset(l, entry + size - 1) < 0) {
 		*why = "a crypto/tls function outside the file's loaded code";
 		return -ERANGE;
+	}
+	if (!file_budget__charge(b, size)) {
+		*why = OVER_BUDGET("tables and code");
+		return -EFBIG;
 	}
 	buf = malloc(size);
 	if (!buf)
@@ -255,13 +399,18 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 	const uint8_t *tab = NULL;
 	size_t tab_len = 0;
 	int gonote = 0;
-	size_t nph = 0, shstrndx;
+	size_t nph = 0, shstrndx = SHN_UNDEF;
+	/* .dynsym and .symtab, in the file's order */
+	GElf_Shdr tables[2];
+	size_t ntables = 0;
+	struct file_budget budget;
 	struct stat st;
 	GElf_Ehdr eh;
 	Elf *elf;
 	int err = 0;
 
 	memset(&m, 0, sizeof(m));
+	file_budget__init(&budget);
 	elf = (Elf *)elfsym__elf_begin(fd);
 	if (!elf) {
 		*ret_why = "not an ELF file this reader takes";
@@ -281,15 +430,43 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		if (gelf_getphdr(elf, (int)i, &l.ph[l.n]) &&
 		    code_in_file(&l.ph[l.n], (uint64_t)st.st_size))
 			l.n++;
+	/* elf_strptr() reads the section-name table whole; without one no section is named. */
+	err = elfsym__section_names(elf, &shstrndx);
+	if (err == -EFBIG) {
+		why = "a section-name table larger than a linker makes";
+		goto cleanup;
+	}
+	if (!err) {
+		GElf_Shdr names;
+
+		if (!gelf_getshdr(elf_getscn(elf, shstrndx), &names) ||
+		    !file_budget__charge(&budget, names.sh_size)) {
+			err = -ENOEXEC;
+			why = "unreadable ELF headers";
+			goto cleanup;
+		}
+	} else {
+		shstrndx = SHN_UNDEF;
+	}
+	err = 0;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB)
-			scan_symbols(elf, scn, &sh, addr);
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
+			/* Of two kinds: a third repeats one. */
+			for (size_t i = 0; i < ntables; i++)
+				if (tables[i].sh_type == sh.sh_type)
+					err = -ENOEXEC;
+			if (err) {
+				why = "two symbol tables of one kind (a linker writes one)";
+				goto cleanup;
+			}
+			tables[ntables++] = sh;
+		}
+		name = shstrndx == SHN_UNDEF ? NULL : elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name || sh.sh_type == SHT_NOBITS)
 			continue;
 		/* The Go linker names it .data.rel.ro.gopclntab where there is a RELRO segment
@@ -306,19 +483,49 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		why = "not a 64-bit ELF file (only 64-bit code is probed)";
 		goto cleanup;
 	}
-	if (pcln) {
-		Elf_Data *d = elf_getdata(pcln, NULL);
+	if (ntables == 2 && tables[0].sh_size && tables[1].sh_size &&
+	    in_file(tables[0].sh_offset, tables[0].sh_size, (uint64_t)st.st_size) &&
+	    in_file(tables[1].sh_offset, tables[1].sh_size, (uint64_t)st.st_size) &&
+	    tables[0].sh_offset < tables[1].sh_offset + tables[1].sh_size &&
+	    tables[1].sh_offset < tables[0].sh_offset + tables[0].sh_size) {
+		err = -ENOEXEC;
+		why = "symbol tables over the same bytes (a linker never writes them so)";
+		goto cleanup;
+	}
+	for (size_t i = 0; i < ntables; i++) {
+		err = scan_symbols(fd, elf, &tables[i], (uint64_t)st.st_size, &budget, addr, &why);
+		if (err)
+			goto cleanup;
+	}
+	if (addr[SYM_READ] && addr[SYM_WRITE]) {
+		/* The SSL calls are probed: no Go table is read. */
+	} else if (pcln) {
+		GElf_Shdr sh;
+		Elf_Data *d;
 
-		if (!d || !d->d_buf || d->d_size < 8 || d->d_size > SECTION_MAX) {
+		if (!gelf_getshdr(pcln, &sh)) {
+			err = -ENOEXEC;
+			why = "an unreadable .gopclntab";
+			goto cleanup;
+		}
+		if (!file_budget__charge_copy(&budget, elf, sh.sh_size)) {
+			err = -EFBIG;
+			why = OVER_BUDGET(".gopclntab and symbol tables");
+			goto cleanup;
+		}
+		d = elf_getdata(pcln, NULL);
+		if (!d || !d->d_buf || d->d_size < 8) {
 			err = -ENOEXEC;
 			why = "an unreadable .gopclntab";
 			goto cleanup;
 		}
 		tab = d->d_buf;
 		tab_len = d->d_size;
-	} else if (gonote && relro && !(addr[SYM_READ] && addr[SYM_WRITE])) {
-		err = find_merged_table(relro, &tab, &tab_len, &go);
-		if (err == -ENOMEM)
+	} else if (gonote && relro) {
+		err = find_merged_table(elf, relro, &budget, &tab, &tab_len, &go);
+		if (err == -EFBIG)
+			why = OVER_BUDGET(".data.rel.ro and symbol tables");
+		if (err == -EFBIG || err == -ENOMEM)
 			goto cleanup;
 		err = 0;
 	}
@@ -370,16 +577,16 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 			goto cleanup;
 		}
 		m.lib = NET_TLS_GO;
-		err = go_probes(fd, &l, go.entry[0], go.size[0], NET_TLS_FN_GO_READ,
+		err = go_probes(fd, &l, &budget, go.entry[0], go.size[0], NET_TLS_FN_GO_READ,
 				NET_TLS_FN_GO_RET, &m, &why);
 		if (!err)
-			err = go_probes(fd, &l, go.entry[1], go.size[1], NET_TLS_FN_GO_WRITE,
-					NET_TLS_FN_GO_RET, &m, &why);
+			err = go_probes(fd, &l, &budget, go.entry[1], go.size[1],
+					NET_TLS_FN_GO_WRITE, NET_TLS_FN_GO_RET, &m, &why);
 		/* Without it (a Go that names it otherwise), a first request read with the
 		 * handshake is missed and counted: not worth refusing the rest for. */
 		if (!err && go.entry[2])
-			err = go_probes(fd, &l, go.entry[2], go.size[2], NET_TLS_FN_GO_HANDSHAKE,
-					NET_TLS_FN_GO_HS_RET, &m, &why);
+			err = go_probes(fd, &l, &budget, go.entry[2], go.size[2],
+					NET_TLS_FN_GO_HANDSHAKE, NET_TLS_FN_GO_HS_RET, &m, &why);
 	} else {
 		err = -ENOENT;
 		if (!strncmp(base, "libssl", 6))

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "common/netrec.h"
 #include "shipper/opener.h"
 #include "shipper/tlsfind.h"
+#include "tests/elf_header.h"
 
 #define LIBSSL3 "/usr/lib/x86_64-linux-gnu/libssl.so.3"
 #define BORINGSSL "/usr/lib/x86_64-linux-gnu/android/libssl.so.0"
@@ -661,6 +663,234 @@ Test(tlsfind, go_ret_other_than_c3, .timeout = 60)
 	cr_expect_eq(err, -EILSEQ, "%s", strerror(-err));
 	cr_assert_not_null(why);
 	cr_expect(strstr(why, "RET"), "reason: %s", why);
+}
+
+/*
+ * ---- files written here: one table of each kind, one budget per file ----
+ *
+ * A 64-bit shared object: one executable page (SSL_read at FAKE_READ, SSL_write at
+ * FAKE_WRITE, file offset = address), the section headers and names at 0x1000, .dynstr at
+ * 0x1400, .dynsym at FAKE_SYMS. The caller sets the sizes and adds headers from sh[4] on; the
+ * file is f.size bytes, sparse past what is written (zeros: no symbols, no table).
+ */
+#define FAKE_READ 0x100
+#define FAKE_WRITE 0x200
+#define FAKE_SYMS 0x2000u
+enum { FAKE_DYNSTR = 1, FAKE_DYNSYM, FAKE_SHSTRTAB, FAKE_NSH_MAX = 8 };
+/* Offsets of the names in fake_shstr. */
+enum { NAME_DYNSTR = 1, NAME_DYNSYM = 9, NAME_SHSTRTAB = 17, NAME_SYMTAB = 27, NAME_PCLN = 35 };
+static const char fake_shstr[] = "\0.dynstr\0.dynsym\0.shstrtab\0.symtab\0.gopclntab";
+static const char fake_dynstr[] = "\0SSL_read\0SSL_write";
+
+struct fake_elf {
+	Elf64_Shdr sh[FAKE_NSH_MAX];
+	unsigned nsh;
+	uint64_t size;
+	/* The index in .dynsym of SSL_write, SSL_read after it; 0: neither is there. */
+	uint64_t ssl_at;
+};
+
+/* .dynsym of nsyms symbols, SSL_write and SSL_read the last two. */
+static void fake_elf_init(struct fake_elf *f, uint64_t nsyms)
+{
+	memset(f, 0, sizeof(*f));
+	f->nsh = FAKE_SHSTRTAB + 1;
+	f->sh[FAKE_DYNSTR] = (Elf64_Shdr){ .sh_name = NAME_DYNSTR, .sh_type = SHT_STRTAB,
+					   .sh_offset = 0x1400, .sh_size = sizeof(fake_dynstr) };
+	f->sh[FAKE_DYNSYM] = (Elf64_Shdr){ .sh_name = NAME_DYNSYM, .sh_type = SHT_DYNSYM,
+					   .sh_offset = FAKE_SYMS,
+					   .sh_size = nsyms * sizeof(Elf64_Sym),
+					   .sh_link = FAKE_DYNSTR, .sh_info = 1,
+					   .sh_entsize = sizeof(Elf64_Sym) };
+	f->sh[FAKE_SHSTRTAB] = (Elf64_Shdr){ .sh_name = NAME_SHSTRTAB, .sh_type = SHT_STRTAB,
+					     .sh_offset = 0x1200, .sh_size = sizeof(fake_shstr) };
+	f->ssl_at = nsyms >= 3 ? nsyms - 2 : 0;
+	f->size = FAKE_SYMS + nsyms * sizeof(Elf64_Sym);
+}
+
+static void fake_elf_write(const struct fake_elf *f, const char *path)
+{
+	static const uint8_t ret = 0xc3;
+	uint8_t head[FAKE_SYMS] = { 0 };
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)head;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(head + sizeof(*eh));
+	Elf64_Sym ssl[2] = {
+		{ .st_name = 10, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1,
+		  .st_value = FAKE_WRITE, .st_size = 1 },
+		{ .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1,
+		  .st_value = FAKE_READ, .st_size = 1 },
+	};
+	int fd;
+
+	test_elf64_header(eh, ET_DYN);
+	eh->e_phoff = sizeof(*eh);
+	eh->e_shoff = 0x1000;
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = (uint16_t)f->nsh;
+	eh->e_shstrndx = FAKE_SHSTRTAB;
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_filesz = 0x1000,
+			    .p_memsz = 0x1000, .p_align = 0x1000 };
+	head[FAKE_READ] = ret;
+	head[FAKE_WRITE] = ret;
+	memcpy(head + 0x1000, f->sh, f->nsh * sizeof(Elf64_Shdr));
+	memcpy(head + 0x1200, fake_shstr, sizeof(fake_shstr));
+	memcpy(head + 0x1400, fake_dynstr, sizeof(fake_dynstr));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, head, sizeof(head)), (ssize_t)sizeof(head));
+	if (f->ssl_at)
+		cr_assert_eq(pwrite(fd, ssl, sizeof(ssl), FAKE_SYMS + f->ssl_at * sizeof(Elf64_Sym)),
+			     (ssize_t)sizeof(ssl));
+	cr_assert_eq(ftruncate(fd, (off_t)f->size), 0);
+	close(fd);
+}
+
+/* The largest resident set of this test's process so far (Criterion runs each in its own). */
+static long maxrss_kib(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/* Past the first chunk of symbols read, and in a table of 48 MiB: found, and never held. */
+Test(tlsfind, symbols_streamed_not_held)
+{
+	uint64_t counts[2] = { 3000, (48u << 20) / sizeof(Elf64_Sym) };
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/libssl-fake.so", tmpdir);
+	for (int i = 0; i < 2; i++) {
+		struct msg_tls_attach m;
+		struct fake_elf f;
+		const char *why;
+		long before;
+		int err;
+
+		fake_elf_init(&f, counts[i]);
+		fake_elf_write(&f, path);
+		before = maxrss_kib();
+		err = probes_of(path, &m, &why);
+		cr_log_info("%llu symbols: the test's peak RSS grew %ld KiB",
+			    (unsigned long long)counts[i], maxrss_kib() - before);
+		cr_assert_eq(err, 0, "%llu symbols: %s: %s", (unsigned long long)counts[i],
+			     strerror(-err), why ? why : "");
+		cr_expect_eq(m.lib, NET_TLS_OPENSSL);
+		cr_assert_eq(m.nprobes, 4);
+		cr_expect_eq(m.probes[0].offset, FAKE_READ);
+		cr_expect_eq(m.probes[1].offset, FAKE_READ);
+		cr_expect_eq(m.probes[2].offset, FAKE_WRITE);
+		cr_expect_eq(m.probes[3].offset, FAKE_WRITE);
+		/* The table read whole would be 48 MiB here. */
+		cr_expect_lt(maxrss_kib() - before, 4096, "%llu symbols: held",
+			     (unsigned long long)counts[i]);
+	}
+}
+
+/*
+ * A linker writes one .dynsym and one .symtab, over bytes of their own: a second table of a
+ * kind, or a .symtab over the .dynsym's bytes, makes the file refused, read or not.
+ */
+Test(tlsfind, repeated_or_overlapping_symbol_tables_refused)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/libssl-fake.so", tmpdir);
+	for (int i = 0; i < 3; i++) {
+		struct msg_tls_attach m;
+		struct fake_elf f;
+		const char *why;
+		int err;
+
+		fake_elf_init(&f, 100);
+		f.sh[f.nsh] = f.sh[FAKE_DYNSYM];
+		if (i == 1) {
+			/* Another .dynsym, over bytes of its own. */
+			f.sh[f.nsh].sh_offset += f.sh[FAKE_DYNSYM].sh_size;
+			f.size += f.sh[FAKE_DYNSYM].sh_size;
+		} else if (i == 2) {
+			/* A .symtab sharing one symbol's bytes with .dynsym. */
+			f.sh[f.nsh].sh_name = NAME_SYMTAB;
+			f.sh[f.nsh].sh_type = SHT_SYMTAB;
+			f.sh[f.nsh].sh_offset += f.sh[FAKE_DYNSYM].sh_size - sizeof(Elf64_Sym);
+			f.size += f.sh[FAKE_DYNSYM].sh_size;
+		}
+		f.nsh++;
+		fake_elf_write(&f, path);
+		err = probes_of(path, &m, &why);
+		cr_expect_eq(err, -ENOEXEC, "case %d: %s", i, strerror(-err));
+		cr_expect_eq(m.nprobes, 0);
+		cr_assert_not_null(why, "case %d: no reason", i);
+		cr_expect(strstr(why, "symbol tables"), "case %d: reason: %s", i, why);
+	}
+	/* The same .symtab beside the .dynsym: taken. */
+	{
+		struct msg_tls_attach m;
+		struct fake_elf f;
+		const char *why;
+		int err;
+
+		fake_elf_init(&f, 100);
+		f.sh[f.nsh] = f.sh[FAKE_DYNSYM];
+		f.sh[f.nsh].sh_name = NAME_SYMTAB;
+		f.sh[f.nsh].sh_type = SHT_SYMTAB;
+		f.sh[f.nsh].sh_offset += f.sh[FAKE_DYNSYM].sh_size;
+		f.size += f.sh[FAKE_DYNSYM].sh_size;
+		f.nsh++;
+		fake_elf_write(&f, path);
+		err = probes_of(path, &m, &why);
+		cr_expect_eq(err, 0, "%s: %s", strerror(-err), why ? why : "");
+		cr_expect_eq(m.nprobes, 4);
+	}
+}
+
+/*
+ * One budget for what a file makes us read (ELFSYM_FILE_BUDGET: 64 MiB): a .dynsym over it,
+ * a .dynsym and a .symtab of 40 MiB each, a .gopclntab over it. Each refused with a reason
+ * naming the budget, before the bytes are read.
+ */
+Test(tlsfind, one_budget_per_file)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/libssl-fake.so", tmpdir);
+	for (int i = 0; i < 3; i++) {
+		struct msg_tls_attach m;
+		struct fake_elf f;
+		const char *why;
+		long before;
+		int err;
+
+		if (i == 0) {
+			fake_elf_init(&f, (65u << 20) / sizeof(Elf64_Sym));
+		} else if (i == 1) {
+			fake_elf_init(&f, (40u << 20) / sizeof(Elf64_Sym));
+			f.sh[f.nsh] = f.sh[FAKE_DYNSYM];
+			f.sh[f.nsh].sh_name = NAME_SYMTAB;
+			f.sh[f.nsh].sh_type = SHT_SYMTAB;
+			f.sh[f.nsh].sh_offset += f.sh[FAKE_DYNSYM].sh_size;
+			f.size += f.sh[FAKE_DYNSYM].sh_size;
+			f.nsh++;
+		} else {
+			/* No SSL calls: the Go table is looked at. */
+			fake_elf_init(&f, 1);
+			f.sh[f.nsh++] = (Elf64_Shdr){ .sh_name = NAME_PCLN,
+						      .sh_type = SHT_PROGBITS,
+						      .sh_offset = f.size, .sh_size = 65u << 20 };
+			f.size += 65u << 20;
+		}
+		fake_elf_write(&f, path);
+		before = maxrss_kib();
+		err = probes_of(path, &m, &why);
+		cr_expect_eq(err, -EFBIG, "case %d: %s", i, strerror(-err));
+		cr_expect_eq(m.nprobes, 0);
+		cr_assert_not_null(why, "case %d: no reason", i);
+		cr_expect(strstr(why, "budget of 64 MiB"), "case %d: reason: %s", i, why);
+		cr_expect_lt(maxrss_kib() - before, 4096, "case %d: read", i);
+	}
 }
 
 /* ---- the finder on a live process ---- */
