@@ -200,6 +200,72 @@ Test(deploy, daemonset)
 	free(yaml);
 }
 
+/*
+ * The shipper's worst case with the default budgets (README.md, "Whole stacks"; policy/
+ * README.md, "Memory budgets"): under 400 MiB whatever files the targets map, perf maps'
+ * 128 MiB and the memory spool's 16 MiB on top.
+ */
+#define SHIPPER_WORST_MIB (400 + 128 + 16)
+
+/*
+ * Memory limits that hold what each role may take: the shipper's container has room for its
+ * worst case, and the unit's MemoryMax= is the three containers' limits added up (the same
+ * processes in one cgroup). argv[1]: the DaemonSet, argv[2]: the unit, argv[3]: the shipper's
+ * worst case in MiB.
+ */
+static const char memory_check[] =
+	"import re, sys\n"
+	"try:\n"
+	"    import yaml\n"
+	"except ImportError:\n"
+	"    sys.exit(3)\n"
+	"def mib(q, units):\n"
+	"    m = re.fullmatch(r'([0-9]+)([A-Za-z]*)', str(q).strip())\n"
+	"    if not m or m.group(2) not in units:\n"
+	"        sys.exit('a size this check does not read: %r' % q)\n"
+	"    return int(m.group(1)) * units[m.group(2)]\n"
+	"k8s = {'Mi': 1, 'Gi': 1024}\n"
+	"unit = {'M': 1, 'G': 1024}\n"
+	"limits = {}\n"
+	"for doc in yaml.safe_load_all(open(sys.argv[1])):\n"
+	"    if doc.get('kind') != 'DaemonSet':\n"
+	"        continue\n"
+	"    for c in doc['spec']['template']['spec']['containers']:\n"
+	"        limits[c['name']] = mib(c['resources']['limits']['memory'], k8s)\n"
+	"maxes = re.findall(r'^MemoryMax=(.*)$', open(sys.argv[2]).read(), re.M)\n"
+	"bad = []\n"
+	"if len(maxes) != 1:\n"
+	"    bad.append('%d MemoryMax= lines in the unit, expected one' % len(maxes))\n"
+	"elif mib(maxes[0], unit) != sum(limits.values()):\n"
+	"    bad.append('MemoryMax=%s, the containers add up to %d MiB: %r'\n"
+	"               % (maxes[0], sum(limits.values()), limits))\n"
+	"if limits.get('shipper', 0) < int(sys.argv[3]):\n"
+	"    bad.append('the shipper container: %r MiB, its worst case %s MiB'\n"
+	"               % (limits.get('shipper'), sys.argv[3]))\n"
+	"for b in bad:\n"
+	"    print(b, file=sys.stderr)\n"
+	"sys.exit(1 if bad else 0)\n";
+
+Test(deploy, memory_limits_hold_the_roles)
+{
+	char *yaml = src_path("deploy/kubernetes/rover-daemonset.yaml");
+	char *unit = src_path("deploy/systemd/rover.service"), *err = NULL, worst[16];
+	int rc;
+
+	if (access("/usr/bin/python3", X_OK))
+		cr_skip_test("no /usr/bin/python3 to read the DaemonSet's YAML with");
+	snprintf(worst, sizeof(worst), "%d", SHIPPER_WORST_MIB);
+	rc = run_cmd((char *const[]){ "/usr/bin/python3", "-c", (char *)memory_check, yaml, unit,
+				      worst, NULL },
+		     &err);
+	if (rc == 3)
+		cr_skip_test("no PyYAML for /usr/bin/python3: Debian's python3-yaml is not installed");
+	cr_assert_eq(rc, 0, "%s, %s:\n%s", yaml, unit, err);
+	free(err);
+	free(unit);
+	free(yaml);
+}
+
 Test(deploy, spawner_seccomp_profile)
 {
 	char *path = src_path("deploy/kubernetes/seccomp/rover-spawner.json"), *text;
