@@ -23,6 +23,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "common/netrec.h"
+#include "bpf/credcheck.bpf.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -259,6 +260,27 @@ static __always_inline void stat_add(__u32 which, __u64 n)
 
 	if (v)
 		*v += n;
+}
+
+/*
+ * tgid is a target and the current thread, one of its own, may be recorded: for a client's
+ * task, still the client's to trace (bpf/credcheck.bpf.h). A target that is not loses its bit
+ * (the worker sees it gone and says so), counted once.
+ */
+static __always_inline int is_traced(__u32 tgid)
+{
+	__u64 bit = 1ull << (tgid & 63);
+	enum cred_verdict v;
+
+	if (!is_target(tgid))
+		return 0;
+	if (!cred_check)
+		return 1;
+	v = cred_judge();
+	if (v == CRED_DROP &&
+	    (__sync_fetch_and_and(&target_bits[(tgid >> 6) & (TARGET_WORDS - 1)], ~bit) & bit))
+		stat_add(NET_STAT_CRED_DROPPED, 1);
+	return v == CRED_OK;
 }
 
 /* The last bucket whose bound is <= v: a binary search, 6 steps for 34 buckets, not 33. */
@@ -1298,7 +1320,7 @@ static __always_inline int on_enter(struct pt_regs *regs, long id)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	tgid = pid_tgid >> 32;
-	if (!is_target(tgid))
+	if (!is_traced(tgid))
 		return 0;
 	a.ts = bpf_ktime_get_ns();
 	a.kind = kind;
@@ -1327,7 +1349,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
 	tgid = pid_tgid >> 32;
-	if (!is_target(tgid))
+	if (!is_traced(tgid))
 		return 0;
 	now = bpf_ktime_get_ns();
 	ap = bpf_map_lookup_elem(&inflight, &pid_tgid);
@@ -1461,7 +1483,7 @@ static __always_inline int on_sock_io(struct sock *sk, int ret, int flags, __u32
 	__u64 *acc;
 	__s32 fd;
 
-	if ((ret <= 0 && !(ret < 0 && tls_on)) || !is_target(tgid))
+	if ((ret <= 0 && !(ret < 0 && tls_on)) || !is_traced(tgid))
 		return 0;
 	if (dir == NET_DIR_INGRESS && (flags & MSG_PEEK))
 		return 0;
@@ -1550,7 +1572,7 @@ int BPF_PROG(net_state_btf, const struct sock *csk, const int oldstate, const in
 	case TCP_SYN_SENT:
 		/* connect(), in the caller's context. */
 		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (!is_target(tgid))
+		if (!is_traced(tgid))
 			return 0;
 		now = bpf_ktime_get_ns();
 		st = conn_get(key, tgid, -1, sk, NET_ROLE_CLIENT, now, 0, now);
@@ -1818,7 +1840,7 @@ int BPF_KPROBE(tls_enter, void *ssl, void *buf, __u64 num, void *exlen)
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
 	__u8 fn = cookie & 0xff;
 
-	if (!is_target(pid_tgid >> 32))
+	if (!is_traced(pid_tgid >> 32))
 		return 0;
 	/* SSL_read/SSL_write take an int: the register's upper half is not theirs. */
 	if (fn == NET_TLS_FN_READ || fn == NET_TLS_FN_WRITE)
@@ -1874,7 +1896,7 @@ int go_tls(struct pt_regs *ctx)
 	struct tls_thread *cur;
 	long n;
 
-	if (!is_target(pid_tgid >> 32))
+	if (!is_traced(pid_tgid >> 32))
 		return 0;
 	if (fn == NET_TLS_FN_GO_READ || fn == NET_TLS_FN_GO_WRITE) {
 		tls_begin(pid_tgid, &k, ctx->ax, ctx->bx, ctx->cx, 0, fn, NET_TLS_GO);

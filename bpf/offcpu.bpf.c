@@ -37,8 +37,12 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	struct off_start *start;
 	__u64 now = bpf_ktime_get_ns();
 
-	/* A thread switched out for the last time (exiting) never comes back: skip it. */
-	if (is_target(prev_tgid) && !(BPF_CORE_READ(prev, __state) & TASK_DEAD)) {
+	/*
+	 * A thread switched out for the last time (exiting) never comes back: skip it. prev is
+	 * the current thread, whose credentials is_traced judges.
+	 */
+	if (is_target(prev_tgid) && !(BPF_CORE_READ(prev, __state) & TASK_DEAD) &&
+	    is_traced(prev_tgid)) {
 		struct off_start s = { .ts = now };
 		__u32 pid = BPF_CORE_READ(prev, pid);
 

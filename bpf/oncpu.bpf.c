@@ -15,7 +15,7 @@ int on_cpu_sample(void *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sc_key key = {};
 
-	if (!is_target(tgid))
+	if (!is_traced(tgid))
 		return 0;
 	stat_inc(SC_STAT_EVENTS);
 	if (unwind_dwarf) {

@@ -8,6 +8,7 @@
 #define ROVER_BPF_STACKCOUNT_H
 
 #include "common/stackcount.h"
+#include "bpf/credcheck.bpf.h"
 
 #define EFAULT 14
 #define ENOMEM 12
@@ -130,6 +131,25 @@ static __always_inline __u64 snap_wake_flag(void)
 static __always_inline int is_target(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+/*
+ * tgid is a target and the current thread, one of its own, may be recorded: for a client's
+ * task, still the client's to trace (bpf/credcheck.bpf.h). A target that is not is deleted
+ * from the targets (the worker sees it gone and says so) and counted once.
+ */
+static __always_inline int is_traced(__u32 tgid)
+{
+	enum cred_verdict v;
+
+	if (!is_target(tgid))
+		return 0;
+	if (!cred_check)
+		return 1;
+	v = cred_judge();
+	if (v == CRED_DROP && !bpf_map_delete_elem(&targets, &tgid))
+		stat_inc(SC_STAT_CRED_DROPPED);
+	return v == CRED_OK;
 }
 
 static __always_inline void add_to(void *map, struct sc_key *key, __u64 value, __u64 value2)

@@ -170,6 +170,9 @@ struct task_spec {
 	uint32_t unwind; /* enum unwind_mode */
 	uint32_t flags;	 /* enum task_flags, set by the supervisor */
 	uint32_t capture_bytes; /* NETWORK: payload bytes copied per syscall; 0: the default */
+	/* TASK_USER_ONLY: the client's uid and gid, set by the supervisor from its socket. */
+	uint32_t req_uid;
+	uint32_t req_gid;
 };
 
 enum task_flags {
@@ -292,6 +295,7 @@ enum loss_kind {
 	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
 	LOSS_NET_TLS,		/* NETWORK: TLS calls not traced or on no connection we could name */
 	LOSS_NET_PARSERS,	/* NETWORK: connections over the task's bound of parsers: L4 only */
+	LOSS_TARGETS_CRED,	/* a client's target dropped: its credentials left the client's */
 	LOSS_MAX,
 };
 

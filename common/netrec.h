@@ -231,6 +231,7 @@ enum net_stat {
 	NET_STAT_TLS_ADJACENT,	  /* of those, named by the thread's last socket call (a
 				   * memory BIO: the library made no system call itself) */
 	NET_STAT_TLS_CALLS_FULL,  /* a TLS call not traced: no room for its arguments */
+	NET_STAT_CRED_DROPPED,	  /* a client's target dropped: no longer the client's to trace */
 	NET_STAT_MAX,
 };
 

@@ -82,6 +82,12 @@ int privdrop_apply(const struct role_policy *pol, uid_t uid, gid_t gid)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 		return -errno;
 	/*
+	 * A peer that closes its end is an error of the call that wrote to it, never a signal
+	 * that ends the role with every task it holds (a client's output socket, a worker gone).
+	 */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return -errno;
+	/*
 	 * Changing ids cleared the parent-death signal: set it again, so a role does not outlive
 	 * a launcher killed with SIGKILL. (Started alone, the parent is the container's init.)
 	 */

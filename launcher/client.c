@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,9 +59,54 @@ int client_connect(const char *sockdir, unsigned wait_ms)
 	return fd;
 }
 
-int client_submit(int sock, const struct task_spec *spec, int out_fd)
+int client_submit(int sock, const struct task_spec *spec, int *ret_out)
 {
-	return ipc_send(sock, MSG_CTL_PROFILE, spec, sizeof(*spec), out_fd);
+	int pair[2], err;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair))
+		return -errno;
+	err = ipc_send(sock, MSG_CTL_PROFILE, spec, sizeof(*spec), pair[1]);
+	close(pair[1]);
+	if (err) {
+		close(pair[0]);
+		return err;
+	}
+	*ret_out = pair[0];
+	return 0;
+}
+
+int client_copy_output(int out, int file)
+{
+	char buf[64 * 1024];
+
+	for (;;) {
+		ssize_t n = recv(out, buf, sizeof(buf), MSG_DONTWAIT);
+		int err;
+
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return errno == EINTR ? 1 : errno == EAGAIN ? 1 : -errno;
+		err = write_full(file, buf, (size_t)n);
+		if (err)
+			return err;
+	}
+}
+
+int client_finish_output(int out, int file, unsigned wait_ms)
+{
+	uint64_t until = now_mono_ms() + wait_ms;
+	int rc;
+
+	while ((rc = client_copy_output(out, file)) == 1) {
+		struct pollfd p = { .fd = out, .events = POLLIN };
+		uint64_t now = now_mono_ms();
+
+		if (now >= until)
+			return -ETIMEDOUT;
+		poll(&p, 1, (int)(until - now));
+	}
+	return rc;
 }
 
 int client_stop(int sock, uint64_t task_id)

@@ -8,8 +8,22 @@
 /* Connects to DIR/ctl.sock, retrying for up to wait_ms while the supervisor starts. */
 int client_connect(const char *sockdir, unsigned wait_ms);
 
-/* Sends the task with its output descriptor; 0 or -errno. */
-int client_submit(int sock, const struct task_spec *spec, int out_fd);
+/*
+ * Sends the task with one end of a new socket pair, the way its output comes back: the
+ * shipper sends the profile there and this client writes it to its file (client_copy_output),
+ * so no role ever writes to, or waits on, a descriptor of a client's choice. The other end
+ * in *ret_out. 0 or -errno.
+ */
+int client_submit(int sock, const struct task_spec *spec, int *ret_out);
+
+/*
+ * Copies what came on out into file, without waiting: 1 while more may come, 0 once the
+ * shipper closed its end (all of it came), -errno (a failed write to file).
+ */
+int client_copy_output(int out, int file);
+
+/* The rest of the output, once the task has ended: until its end or wait_ms. 0 or -errno. */
+int client_finish_output(int out, int file, unsigned wait_ms);
 
 /*
  * Reads one reply: ACCEPTED fills *ret_task_id and returns 1; DONE fills *ret_done and

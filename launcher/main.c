@@ -676,13 +676,34 @@ static void teardown(struct launcher *l)
  * The launcher's loop: spawner requests, children, signals, and (client >= 0) the replies to
  * our own task. Returns the exit status.
  */
-static int run(struct launcher *l, int client, const char *output, uint32_t type)
+/*
+ * The task's output, as it comes on *out, into file (client_copy_output); at its end *out is
+ * closed and -1. 0, or -errno of a failed write, said once.
+ */
+static int take_output(int *out, int file, const char *output, int finish)
 {
-	int fds[16], stopping = 0, status = 0;
+	int rc;
+
+	if (*out < 0)
+		return 0;
+	rc = finish ? client_finish_output(*out, file, 10000) : client_copy_output(*out, file);
+	if (rc == 1)
+		return 0;
+	if (rc < 0)
+		fprintf(stderr, "rover: writing %s: %s\n", output, strerror(-rc));
+	close(*out);
+	*out = -1;
+	return rc;
+}
+
+static int run(struct launcher *l, int client, int out, int file, const char *output,
+	       uint32_t type)
+{
+	int fds[16], stopping = 0, status = 0, out_err = 0;
 	uint64_t task_id = 0;
 
 	for (;;) {
-		struct pollfd pfd[18];
+		struct pollfd pfd[19];
 		int n, np = 0, timeout = -1;
 		uint64_t now = now_mono_ms();
 
@@ -703,6 +724,8 @@ static int run(struct launcher *l, int client, const char *output, uint32_t type
 		pfd[np++] = (struct pollfd){ .fd = l->sigfd, .events = POLLIN };
 		if (client >= 0)
 			pfd[np++] = (struct pollfd){ .fd = client, .events = POLLIN };
+		if (out >= 0)
+			pfd[np++] = (struct pollfd){ .fd = out, .events = POLLIN };
 		for (int i = 0; i < n; i++)
 			pfd[np++] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 		if (poll(pfd, (nfds_t)np, timeout) < 0 && errno != EINTR)
@@ -733,6 +756,11 @@ static int run(struct launcher *l, int client, const char *output, uint32_t type
 
 			if (!pfd[k].revents)
 				continue;
+			if (pfd[k].fd == out) {
+				if (!out_err)
+					out_err = take_output(&out, file, output, 0);
+				continue;
+			}
 			if (pfd[k].fd != client) {
 				spawner__handle(l->sp, pfd[k].fd);
 				continue;
@@ -744,8 +772,10 @@ static int run(struct launcher *l, int client, const char *output, uint32_t type
 				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
 				return 1;
 			}
+			if (!out_err)
+				out_err = take_output(&out, file, output, 1);
 			client_report(&done, output, type);
-			status = done.err ? 1 : 0;
+			status = done.err || out_err ? 1 : 0;
 			return status;
 		}
 	}
@@ -774,7 +804,7 @@ static int cmd_profile(int argc, char **argv)
 	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = 1 };
 	const char *output = NULL, *format = NULL, *connect_dir = NULL;
 	uint32_t period_ms = 9;
-	int c, err, out_fd, client, status, flush_set = 0;
+	int c, err, out_fd, out = -1, client, status, flush_set = 0;
 
 	while ((c = getopt_long(argc, argv, "p:o:f:t:d:u:c:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -907,7 +937,7 @@ static int cmd_profile(int argc, char **argv)
 		}
 	}
 	client = client_connect(connect_dir ? connect_dir : l.sockdir, 10000);
-	if (client < 0 || (err = client_submit(client, &spec, out_fd))) {
+	if (client < 0 || (err = client_submit(client, &spec, &out))) {
 		fprintf(stderr, "rover: cannot reach the supervisor in %s: %s\n",
 			connect_dir ? connect_dir : l.sockdir,
 			strerror(client < 0 ? -client : -err));
@@ -915,13 +945,12 @@ static int cmd_profile(int argc, char **argv)
 			teardown(&l);
 		return 1;
 	}
-	close(out_fd);
 	if (connect_dir) {
 		/* Only a client: wait for our task's end; a first Ctrl-C ends it early. */
 		uint64_t id = 0;
 		struct msg_ctl_done done;
 		sigset_t mask;
-		int sigfd, rc, stopped = 0;
+		int sigfd, rc, stopped = 0, out_err = 0;
 
 		sigemptyset(&mask);
 		sigaddset(&mask, SIGINT);
@@ -929,12 +958,15 @@ static int cmd_profile(int argc, char **argv)
 		sigprocmask(SIG_BLOCK, &mask, NULL);
 		sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 		for (;;) {
-			struct pollfd pfd[2] = { { .fd = client, .events = POLLIN },
-						 { .fd = sigfd, .events = POLLIN } };
+			struct pollfd pfd[3] = { { .fd = client, .events = POLLIN },
+						 { .fd = sigfd, .events = POLLIN },
+						 { .fd = out, .events = POLLIN } };
 			struct signalfd_siginfo si;
 
-			if (poll(pfd, 2, -1) < 0)
+			if (poll(pfd, 3, -1) < 0)
 				continue;
+			if (pfd[2].revents && !out_err)
+				out_err = take_output(&out, out_fd, output, 0);
 			if (pfd[1].revents && read(sigfd, &si, sizeof(si)) == sizeof(si)) {
 				if (stopped || !id)
 					return 128 + (int)si.ssi_signo;
@@ -952,10 +984,13 @@ static int cmd_profile(int argc, char **argv)
 			}
 			break;
 		}
+		if (!out_err)
+			out_err = take_output(&out, out_fd, output, 1);
 		client_report(&done, output, spec.type);
-		return done.err ? 1 : 0;
+		return done.err || out_err ? 1 : 0;
 	}
-	status = run(&l, client, output, spec.type);
+	status = run(&l, client, out, out_fd, output, spec.type);
+	close(out_fd);
 	close(client);
 	teardown(&l);
 	{
@@ -1153,7 +1188,7 @@ static int cmd_serve(int argc, char **argv, enum serve_mode mode)
 	}
 	log_info("%s in %s%s%s", mode == MODE_RUN ? "running" : "serving", l.sockdir,
 		 path ? " with " : "", path ? path : "");
-	status = run(&l, -1, NULL, 0);
+	status = run(&l, -1, -1, -1, NULL, 0);
 	teardown(&l);
 	if (status == 128 + SIGTERM || status == 128 + SIGINT)
 		status = 0;

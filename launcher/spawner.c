@@ -46,6 +46,9 @@ struct sp_worker {
 	/* Taken before the worker starts: a pid is allowed only while it is the same process. */
 	int pidfds[ROVER_MAX_PIDS];
 	uint64_t open_until_ms; /* 0 while it runs */
+	/* A client's task: its pids are opened for only while still that client's to trace. */
+	int check_access, said_refused;
+	uint32_t req_uid, req_gid;
 };
 
 struct spawner {
@@ -545,6 +548,9 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 	*w = nw;
 	w->pid = pid;
 	w->task_id = req->task_id;
+	w->check_access = req->check_access;
+	w->req_uid = req->req_uid;
+	w->req_gid = req->req_gid;
 	/* The shipper learns of the worker from us, with the connection: never by a path. */
 	if (hand_over(sp, ship, ROLE_WORKER, pid, req->task_id, sh[0]))
 		kill(pid, SIGKILL);
@@ -561,8 +567,12 @@ out:
 	}
 }
 
-/* The pidfd pinning pid in a task that may still be opened for: 0, or -EPERM when none. */
-static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd)
+/*
+ * The pidfd pinning pid in a task that may still be opened for, and that task's worker: 0, or
+ * -EPERM when none.
+ */
+static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd,
+		       struct sp_worker **ret_w)
 {
 	uint64_t now = now_mono_ms();
 
@@ -575,6 +585,7 @@ static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd)
 			if (w->pids[k] != pid || w->pidfds[k] < 0)
 				continue;
 			*ret_pidfd = w->pidfds[k];
+			*ret_w = w;
 			return 0;
 		}
 	}
@@ -618,10 +629,44 @@ static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
 	return err;
 }
 
+/*
+ * Whether pid is still a process uid (gid) could ptrace: its real, effective and saved uids
+ * and gids theirs, and dumpable, which /proc/PID's owner tells (root's once the mm is not
+ * dumpable: a set-user-ID exec, a setuid, PR_SET_DUMPABLE 0). What the worker's programs
+ * ask of every event (bpf/credcheck.bpf.h), asked of the files the shipper wants: a task
+ * started by a client names nothing of a process that left the client's hands. 0 or -EPERM.
+ */
+static int still_traceable(int32_t pid, uint32_t uid, uint32_t gid)
+{
+	char path[64], line[256];
+	unsigned long r, e, s;
+	int ok = 0, err;
+	struct stat st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) || st.st_uid != uid)
+		return -EPERM;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -EPERM;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu %lu", &r, &e, &s) == 3)
+			ok += r == uid && e == uid && s == uid;
+		else if (sscanf(line, "Gid: %lu %lu %lu", &r, &e, &s) == 3)
+			ok += r == gid && e == gid && s == gid;
+	}
+	err = ferror(f) || ok != 2 ? -EPERM : 0;
+	fclose(f);
+	return err;
+}
+
 /* lc_answer_open: opens one of the four kinds of file the shipper may ask for, nothing else. */
 static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct msg_open *req)
 {
 	struct msg_open_reply rep = { .what = req->what };
+	struct sp_worker *w = NULL;
 	char path[128];
 	int fd = -1, pidfd = -1;
 
@@ -630,7 +675,7 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 	case OPEN_MAPPED_FILE:
 	case OPEN_PERF_MAP:
 		/* Only processes that a task profiles, while it runs and a while after. */
-		if (req->pid <= 0 || pid_allowed(sp, req->pid, &pidfd)) {
+		if (req->pid <= 0 || pid_allowed(sp, req->pid, &pidfd, &w)) {
 			rep.err = EPERM;
 			break;
 		}
@@ -662,11 +707,24 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 				fd = -1;
 			}
 		}
-		/* Opened by number: still the process the task pinned, or the answer is void. */
+		/*
+		 * Opened by number: still the process the task pinned, or the answer is void. And
+		 * for a client, still its to trace once opened: a change after it leaves this
+		 * descriptor on what the process was before (the maps, the code of the old mm).
+		 */
 		if (fd >= 0 && !pidfd_alive(pidfd)) {
 			close(fd);
 			fd = -1;
 			rep.err = ESRCH;
+		} else if (fd >= 0 && w->check_access &&
+			   still_traceable(req->pid, w->req_uid, w->req_gid)) {
+			if (!w->said_refused++)
+				log_warn("task %llu: process %d is no longer uid %u's to trace: its "
+					 "files refused to the shipper",
+					 (unsigned long long)w->task_id, req->pid, w->req_uid);
+			close(fd);
+			fd = -1;
+			rep.err = EPERM;
 		}
 		break;
 	case OPEN_KALLSYMS:

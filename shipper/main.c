@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "common/privdrop.h"
 #include "shipper/capstone_load.h"
+#include "shipper/clientout.h"
 #include "shipper/network.h"
 #include "shipper/opener.h"
 #include "shipper/tlsfind.h"
@@ -59,6 +60,7 @@ struct shipper {
 	struct unwinder *unw;
 	struct peer peers[MAX_PEERS];
 	struct ship_task *tasks[MAX_TASKS];
+	struct client_out outs[MAX_TASKS]; /* clients' outputs still being sent */
 	int supervisor; /* index in peers, -1 */
 	struct ipc_msg msg;
 	/* Backend output, with --config-fd only. */
@@ -185,11 +187,80 @@ static void forget_targets(struct shipper *s, const struct ship_task *t)
 }
 
 /* sh_answer_written: the profile of a task is out, tell the supervisor and forget the task. */
+static void output_written(struct shipper *s, const struct msg_output_written *w)
+{
+	if (s->supervisor >= 0 &&
+	    ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, w, sizeof(*w), -1))
+		drop_peer(s, s->supervisor, "send failed");
+}
+
+/*
+ * Sends what the client's socket takes of o now; once it is all sent or cannot be, the
+ * supervisor hears how the task ended and o's slot is free.
+ */
+static void push_output(struct shipper *s, struct client_out *o)
+{
+	int rc = clientout__push(o, now_mono_ms());
+
+	if (!rc)
+		return;
+	if (rc < 0) {
+		log_warn("task %llu: output not delivered (%zu of %zu bytes taken): %s%s",
+			 (unsigned long long)o->w.task_id, o->off, o->len, strerror(-rc),
+			 rc == -ENOTSOCK ? " (a client's output must be a stream socket)" : "");
+		if (!o->w.err)
+			o->w.err = -rc;
+	}
+	output_written(s, &o->w);
+	clientout__end(o);
+}
+
+/*
+ * A client's profile or report, rendered in memory and handed to push_output: the client's
+ * end of the socket decides when it is taken, never our loop. 0, or -errno with ret's err set.
+ */
+static int render_output(struct shipper *s, struct ship_task *t, struct msg_output_written *ret)
+{
+	struct client_out *o = NULL;
+	size_t len = 0;
+	char *buf = NULL;
+	FILE *f;
+	int err;
+
+	for (int i = 0; i < MAX_TASKS && !o; i++)
+		if (s->outs[i].fd < 0)
+			o = &s->outs[i];
+	f = open_memstream(&buf, &len);
+	if (!o || !f) {
+		/* One slot per task slot: a full table is a bug, said as such. */
+		err = o ? -errno : -ENOSPC;
+		if (f)
+			fclose(f);
+		free(buf);
+		memset(ret, 0, sizeof(*ret));
+		ret->task_id = t->task_id;
+		ret->err = -err;
+		return err;
+	}
+	err = ship_task__write(t, f, ret);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		ret->err = -err;
+		free(buf);
+		return err;
+	}
+	clientout__start(o, t->out_fd, buf, len, now_mono_ms(), ret);
+	t->out_fd = -1;
+	push_output(s, o);
+	return 0;
+}
+
 static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 {
 	struct ship_task *t = *slot;
 	struct msg_output_written w;
-	int err;
+	int err, pending = 0;
 
 	if (t->backend) {
 		ship_task__end_uploads(t);
@@ -200,22 +271,24 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 			 (unsigned long long)t->task_id, (unsigned long long)t->up_taken,
 			 (unsigned long long)t->up_queued, (unsigned long long)t->up_dropped,
 			 aborted ? " (task aborted)" : "");
-	} else if ((err = ship_task__write(t, &w)))
+	} else if ((err = render_output(s, t, &w))) {
 		log_warn("task %llu: writing profile: %s", (unsigned long long)t->task_id,
 			 strerror(-err));
-	else
-		log_info("task %llu: profile written: %llu samples, %llu stacks%s",
+	} else {
+		pending = 1;
+		log_info("task %llu: profile made: %llu samples, %llu stacks%s",
 			 (unsigned long long)t->task_id, (unsigned long long)w.samples,
 			 (unsigned long long)w.stacks, aborted ? " (task aborted)" : "");
+	}
 	if (t->stacks_cut)
 		log_info("task %llu: %llu user stacks lost outer frames to a stack hint too short "
 			 "(each raised it)",
 			 (unsigned long long)t->task_id, (unsigned long long)t->stacks_cut);
 	log_debug("task %llu: %llu bytes of user stack in snapshots", (unsigned long long)t->task_id,
 		  (unsigned long long)t->snap_bytes);
-	if (s->supervisor >= 0 &&
-	    ipc_send(s->peers[s->supervisor].fd, MSG_OUTPUT_WRITTEN, &w, sizeof(w), -1))
-		drop_peer(s, s->supervisor, "send failed");
+	/* A client's output says so once the client took it (push_output). */
+	if (!pending)
+		output_written(s, &w);
 	forget_targets(s, t);
 	ship_task__free(t);
 	*slot = NULL;
@@ -654,11 +727,12 @@ static void on_term(int sig)
 
 static int loop(struct shipper *s)
 {
-	struct pollfd pfd[MAX_PEERS + 1];
-	int idx[MAX_PEERS + 1];
+	struct pollfd pfd[MAX_PEERS + 1 + MAX_TASKS];
+	int idx[MAX_PEERS + 1 + MAX_TASKS];
 
 	while (!stopping) {
-		int n = 0;
+		int n = 0, npeers, timeout = -1;
+		uint64_t now = now_mono_ms();
 
 		pfd[n] = (struct pollfd){ .fd = s->peers_fd, .events = POLLIN };
 		idx[n++] = -1;
@@ -668,11 +742,32 @@ static int loop(struct shipper *s)
 			pfd[n] = (struct pollfd){ .fd = s->peers[i].fd, .events = POLLIN };
 			idx[n++] = i;
 		}
-		if (poll(pfd, (nfds_t)n, -1) < 0) {
+		npeers = n;
+		/* Clients' outputs: woken when their socket takes more, or at their deadline. */
+		for (int i = 0; i < MAX_TASKS; i++) {
+			struct client_out *o = &s->outs[i];
+			uint64_t left;
+
+			if (o->fd < 0)
+				continue;
+			pfd[n] = (struct pollfd){ .fd = o->fd, .events = POLLOUT };
+			idx[n++] = i;
+			left = o->deadline_ms > now ? o->deadline_ms - now : 0;
+			if (timeout < 0 || left < (uint64_t)timeout)
+				timeout = (int)left;
+		}
+		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		for (int k = npeers; k < n; k++) {
+			struct client_out *o = &s->outs[idx[k]];
+
+			if (o->fd >= 0 && (pfd[k].revents || now_mono_ms() >= o->deadline_ms))
+				push_output(s, o);
+		}
+		n = npeers;
 		if (pfd[0].revents) {
 			int err = take_peer(s);
 
@@ -908,6 +1003,8 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < MAX_PEERS; i++)
 		s.peers[i].fd = -1;
+	for (int i = 0; i < MAX_TASKS; i++)
+		s.outs[i].fd = -1;
 	/* Started unprivileged (a container of its own), it stays who it is. */
 	s.uid = geteuid();
 	gid = getegid();

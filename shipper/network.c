@@ -2523,8 +2523,8 @@ static void summary_of(struct net_task *t, const struct net_stats *s, char *out,
 	free(b.p);
 }
 
-int net_task__write_report(struct net_task *t, int fd, enum net_report_format f, char *summary,
-			   size_t summary_len)
+int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f,
+			   char *summary, size_t summary_len)
 {
 	struct net_stats s;
 	struct sb b = { 0 };
@@ -2542,8 +2542,8 @@ int net_task__write_report(struct net_task *t, int fd, enum net_report_format f,
 	else
 		report_json(t, &s, &b, tmp);
 	err = b.err;
-	if (!err && fd >= 0)
-		err = write_full(fd, b.p, b.len);
+	if (!err && out && fwrite(b.p, 1, b.len, out) != b.len)
+		err = -EIO;
 	if (!err && summary_len)
 		summary_of(t, &s, summary, summary_len, tmp);
 	free(b.p);

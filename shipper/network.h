@@ -24,6 +24,7 @@
 #ifndef ROVER_SHIPPER_NETWORK_H
 #define ROVER_SHIPPER_NETWORK_H
 
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -115,11 +116,11 @@ enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
 
 /*
  * The whole task so far, for a person: per connection pair and per HTTP endpoint, requests,
- * status codes, bytes, latency p50/p90/p99, and every loss. Written to fd; summary gets the top
+ * status codes, bytes, latency p50/p90/p99, and every loss. Written to f; summary gets the top
  * lines (NUL-terminated, at most summary_len). 0 or -errno.
  */
-int net_task__write_report(struct net_task *t, int fd, enum net_report_format f, char *summary,
-			   size_t summary_len);
+int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f,
+			   char *summary, size_t summary_len);
 
 /* What the task counted: conns, exchanges, and every drop by kind. */
 struct net_stats {

@@ -515,11 +515,11 @@ int profile__write_folded(const struct profile *p, FILE *f)
 
 /* ---- pprof ---- */
 
-/* A protobuf-c output buffer that gzips what it is given into fd. */
+/* A protobuf-c output buffer that gzips what it is given into f. */
 struct gz_sink {
 	ProtobufCBuffer base; /* first: the callback casts back */
 	z_stream zs;
-	int fd;
+	FILE *f;
 	int err;
 	unsigned char out[64 * 1024];
 };
@@ -528,16 +528,14 @@ static int gz_deflate(struct gz_sink *g, int flush)
 {
 	for (;;) {
 		int zr = deflate(&g->zs, flush);
-		int err;
 
 		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR)
 			return -EIO;
 		size_t pending = sizeof(g->out) - g->zs.avail_out;
 
 		if (pending == sizeof(g->out) || (zr == Z_STREAM_END && pending)) {
-			err = write_full(g->fd, g->out, pending);
-			if (err)
-				return err;
+			if (fwrite(g->out, 1, pending, g->f) != pending)
+				return -EIO;
 			g->zs.next_out = g->out;
 			g->zs.avail_out = sizeof(g->out);
 		}
@@ -697,18 +695,18 @@ cleanup:
 	return err;
 }
 
-int profile__write_pprof(const struct profile *p, int fd)
+int profile__write_pprof(const struct profile *p, FILE *f)
 {
 	struct gz_sink *g;
 	int err;
 
-	if (!p || fd < 0)
+	if (!p || !f)
 		return -EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	g->base.append = gz_append;
-	g->fd = fd;
+	g->f = f;
 	/* windowBits 15 + 16: a gzip wrapper, which `go tool pprof` expects. */
 	if (deflateInit2(&g->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -721,6 +719,8 @@ int profile__write_pprof(const struct profile *p, int fd)
 	err = pprof_emit(p, g);
 	if (!err)
 		err = gz_deflate(g, Z_FINISH);
+	if (!err && (fflush(f) || ferror(f)))
+		err = -EIO;
 	deflateEnd(&g->zs);
 	free(g);
 	return err;

@@ -38,7 +38,7 @@ size_t profile__nstacks(const struct profile *p);
 /* One line per distinct stack, "comm;outer;...;inner COUNT\n". 0 or -errno. */
 int profile__write_folded(const struct profile *p, FILE *f);
 /* pprof profile.proto, gzipped, as `go tool pprof` reads it. 0 or -errno. */
-int profile__write_pprof(const struct profile *p, int fd);
+int profile__write_pprof(const struct profile *p, FILE *f);
 /* A self-contained SVG flame graph (root at the bottom, hover titles). 0 or -errno. */
 int profile__write_svg(const struct profile *p, FILE *f, const char *title);
 

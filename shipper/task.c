@@ -743,17 +743,16 @@ static void net_summarize(struct ship_task *t, struct msg_output_written *ret)
 	ret->losses[LOSS_NET_CLOSES] += st.kernel[NET_STAT_CLOSE_RINGBUF];
 	ret->losses[LOSS_NET_RECORDS] += st.bad_frames + st.bad_records;
 	ret->losses[LOSS_NET_PARSERS] += st.parsers_refused;
+	ret->losses[LOSS_TARGETS_CRED] += st.kernel[NET_STAT_CRED_DROPPED];
 }
 
-static int net_write(struct ship_task *t, struct msg_output_written *ret)
+static int net_write(struct ship_task *t, FILE *f, struct msg_output_written *ret)
 {
 	int err;
 
-	if (t->out_fd < 0)
-		return -EBADF;
 	/* The last interval: what moved since the last conns frame. */
 	net_task__interval(t->net, now_mono_ms() * 1000000ull);
-	err = net_task__write_report(t->net, t->out_fd,
+	err = net_task__write_report(t->net, f,
 				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON : NET_REPORT_TXT,
 				     ret->summary, sizeof(ret->summary));
 	net_summarize(t, ret);
@@ -761,16 +760,17 @@ static int net_write(struct ship_task *t, struct msg_output_written *ret)
 	return err;
 }
 
-int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
+int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *ret)
 {
 	char title[128];
-	FILE *f = NULL;
-	int err = 0, fd;
+	int err = 0;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = t->task_id;
+	if (!f)
+		return -EBADF;
 	if (t->net)
-		return net_write(t, ret);
+		return net_write(t, f, ret);
 	/* A file output: flushes kept in case the data went to the backend are moot. */
 	drop_pending(t);
 	if (!t->profile) {
@@ -778,8 +778,6 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 		if (!t->profile)
 			return -ENOMEM;
 	}
-	if (t->out_fd < 0)
-		return -EBADF;
 	/* Losses travel with the profile (pprof comments, SVG <desc> and title), never silent. */
 	{
 		char line[192];
@@ -805,27 +803,13 @@ int ship_task__write(struct ship_task *t, struct msg_output_written *ret)
 	}
 	switch (t->format) {
 	case FORMAT_PPROF:
-		err = profile__write_pprof(t->profile, t->out_fd);
+		err = profile__write_pprof(t->profile, f);
 		break;
 	case FORMAT_FOLDED:
+		err = profile__write_folded(t->profile, f);
+		break;
 	case FORMAT_SVG:
-		fd = dup(t->out_fd);
-		if (fd < 0) {
-			err = -errno;
-			break;
-		}
-		f = fdopen(fd, "w");
-		if (!f) {
-			err = -errno;
-			close(fd);
-			break;
-		}
-		if (t->format == FORMAT_FOLDED)
-			err = profile__write_folded(t->profile, f);
-		else
-			err = profile__write_svg(t->profile, f, title);
-		if (fclose(f) && !err)
-			err = -errno;
+		err = profile__write_svg(t->profile, f, title);
 		break;
 	default:
 		err = -EINVAL;

@@ -8,6 +8,7 @@
 #ifndef ROVER_SHIPPER_TASK_H
 #define ROVER_SHIPPER_TASK_H
 
+#include <stdio.h>
 #include <stdint.h>
 
 #include "common/msg.h"
@@ -120,8 +121,8 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
  */
 size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, size_t max);
 
-/* Writes the profile to out_fd in format. 0 or -errno; fills ret (summary included). */
-int ship_task__write(struct ship_task *t, struct msg_output_written *ret);
+/* Writes the profile or report to f in format. 0 or -errno; fills ret (summary included). */
+int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *ret);
 
 /*
  * The data goes to the backend with be's identity, each pid's under its process id. 0, or

@@ -313,6 +313,9 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 
 	memset(t, 0, sizeof(*t));
 	t->spec = *spec;
+	/* Ours to set, whatever a client wrote there. */
+	t->spec.flags = 0;
+	t->spec.req_uid = t->spec.req_gid = 0;
 	t->spec.task_id = ++s->next_id;
 	t->spec.start_unix_ms = now_unix_ms();
 	t->client = client;
@@ -357,7 +360,10 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	/* A client other than root may profile only what it could trace itself: the launcher
 	 * checks with its credentials. Backend tasks name processes discovery reported. */
 	if (cred && cred->uid != 0) {
+		/* The worker's programs drop a target that stops being the client's to trace. */
 		t->spec.flags |= TASK_USER_ONLY;
+		t->spec.req_uid = cred->uid;
+		t->spec.req_gid = cred->gid;
 		sp.check_access = 1;
 		sp.req_uid = cred->uid;
 		sp.req_gid = cred->gid;
@@ -585,6 +591,21 @@ static int on_backend(struct supervisor *s)
 	return -EPROTO;
 }
 
+/*
+ * A client's output descriptor goes to the shipper, which must never wait on it: a stream
+ * socket, which the shipper sends to without blocking (shipper/clientout.h). A file or a pipe
+ * could stall it (a FIFO never read, a file on a FUSE mount its owner answers slowly).
+ */
+static int is_stream_socket(int fd)
+{
+	socklen_t len = sizeof(int);
+	struct stat st;
+	int type = 0;
+
+	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) &&
+	       !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_STREAM;
+}
+
 static void on_client(struct supervisor *s, int idx)
 {
 	int *cfd = &s->clients[idx], out_fd;
@@ -620,6 +641,11 @@ static void on_client(struct supervisor *s, int idx)
 	out_fd = s->msg.fd;
 	s->msg.fd = -1;
 	err = check_client_spec(s, &spec, why, sizeof(why));
+	if (!err && !is_stream_socket(out_fd)) {
+		err = -ENOTSOCK;
+		snprintf(why, sizeof(why), "the output must be a stream socket, which the client "
+					   "reads its profile from");
+	}
 	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");

@@ -266,6 +266,34 @@ static void on_shipper(struct worker *w)
 		net_lost(w, err, "TLS result");
 }
 
+/*
+ * A client's targets that the programs dropped (no longer the client's to trace: a
+ * set-user-ID exec, a setuid, not dumpable; bpf/credcheck.bpf.h): said, and forgotten as an
+ * exited one is. Their count.
+ */
+static int forget_dropped(struct worker *w)
+{
+	int n = 0;
+
+	for (int i = 0; i < w->npidfds; i++) {
+		int32_t pid = w->pidfd_pid[i];
+
+		if (w->pidfds[i] < 0 ||
+		    (w->net ? netcap__tracing(w->net, pid) : profiler__tracing(w->prof, pid)))
+			continue;
+		log_warn("task %llu: process %d dropped: it is no longer its client's to trace "
+			 "(a set-user-ID or file-capability exec, a setuid, or not dumpable)",
+			 (unsigned long long)w->spec.task_id, pid);
+		close(w->pidfds[i]);
+		w->pidfds[i] = -1;
+		n++;
+		if (w->net ? netcap__forget(w->net, pid, w->shipper) : profiler__forget(w->prof, pid))
+			log_warn("task %llu: forgetting dropped target %d: %s",
+				 (unsigned long long)w->spec.task_id, pid, strerror(errno));
+	}
+	return n;
+}
+
 /* Runs the task to its end; returns the end reason. */
 static uint32_t run(struct worker *w)
 {
@@ -291,6 +319,10 @@ static uint32_t run(struct worker *w)
 		if (now >= next_flush) {
 			flush(w);
 			next_flush += w->spec.flush_ms;
+			if (w->spec.flags & TASK_USER_ONLY)
+				alive -= forget_dropped(w);
+			if (!alive)
+				return END_TARGETS_EXITED;
 			continue;
 		}
 		pfd[n++] = (struct pollfd){ .fd = w->sv, .events = POLLIN };

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/netrec.h"
 #include "net.skel.h"
+#include "worker/credcheck.h"
 #include "worker/netcap.h"
 #include "worker/tlscheck.h"
 
@@ -148,6 +149,8 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int
 	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
 		n->obj->rodata->opts.capture_bytes = NET_CAPTURE_MAX;
 	n->obj->rodata->opts.detect_tries = 4;
+	set_cred_check(&n->obj->rodata->cred_check, &n->obj->rodata->cred_uid,
+		       &n->obj->rodata->cred_gid, spec);
 	return net_bpf__load(n->obj) ? -errno : 0;
 }
 
@@ -370,6 +373,16 @@ static void set_target(struct netcap *n, uint32_t tgid, int on)
 		__atomic_or_fetch(w, 1ull << (tgid & 63), __ATOMIC_SEQ_CST);
 	else
 		__atomic_and_fetch(w, ~(1ull << (tgid & 63)), __ATOMIC_SEQ_CST);
+}
+
+int netcap__tracing(const struct netcap *n, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+
+	return (int)((__atomic_load_n(&n->obj->bss->target_bits[(tgid >> 6) & 0xffff],
+				      __ATOMIC_RELAXED) >>
+		      (tgid & 63)) &
+		     1);
 }
 
 /*
@@ -645,6 +658,7 @@ void netcap__totals(const struct netcap *n, uint64_t *ret_events, uint64_t ret_l
 	ret_losses[LOSS_NET_RECORDS] = n->records_lost;
 	ret_losses[LOSS_NET_TLS] =
 		n->stat_prev[NET_STAT_TLS_UNBOUND] + n->stat_prev[NET_STAT_TLS_CALLS_FULL];
+	ret_losses[LOSS_TARGETS_CRED] = n->stat_prev[NET_STAT_CRED_DROPPED];
 }
 
 void netcap__free(struct netcap *n)

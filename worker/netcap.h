@@ -44,6 +44,11 @@ int netcap__flush(struct netcap *n, int shipper);
  * before (they go to shipper first, as in netcap__read). 0 or -errno.
  */
 int netcap__forget(struct netcap *n, int32_t pid, int shipper);
+/*
+ * Whether the programs still trace pid: 0 once they dropped it, a client's target that stopped
+ * being the client's to trace (bpf/credcheck.bpf.h).
+ */
+int netcap__tracing(const struct netcap *n, int32_t pid);
 
 /*
  * Attaches the TLS probes the shipper found in a target's library (m, the file's descriptor

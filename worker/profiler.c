@@ -16,6 +16,7 @@
 #include "common/stackcount.h"
 #include "offcpu.skel.h"
 #include "oncpu.skel.h"
+#include "worker/credcheck.h"
 #include "worker/ksyms.h"
 #include "worker/profiler.h"
 #include "worker/snaprec.h"
@@ -56,6 +57,7 @@ struct pending {
 struct profiler {
 	uint32_t type;
 	int user_only; /* TASK_USER_ONLY: no kernel frame leaves the worker */
+	uint32_t req_uid, req_gid; /* and the client whose targets must stay its own */
 	struct oncpu_bpf *on;
 	struct offcpu_bpf *off;
 	struct bpf_link **links;
@@ -189,6 +191,8 @@ static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int nam
 		  p->on->maps.snaps, ring);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	p->on->rodata->snap_wake_bytes = ring / 4;
+	set_cred_check(&p->on->rodata->cred_check, &p->on->rodata->cred_uid,
+		       &p->on->rodata->cred_gid, spec);
 	/*
 	 * The kernel-frame namer's program comes with the task's (one object), unless the task
 	 * keeps kernel frames to itself; a kernel that refuses it (before 5.14: no "syscall"
@@ -261,6 +265,9 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 		  p->off->maps.snaps, dwarf ? SC_SNAP_RINGBUF_MAX : 0);
 	p->off->rodata->unwind_dwarf = dwarf;
 	p->off->rodata->snap_wake_bytes = SC_SNAP_RINGBUF_MAX / 4;
+	p->off->rodata->cred_check = (uint32_t)p->user_only;
+	p->off->rodata->cred_uid = p->req_uid;
+	p->off->rodata->cred_gid = p->req_gid;
 	bpf_map__set_max_entries(p->off->maps.starts, STARTS_ENTRIES);
 	bpf_program__set_autoload(p->off->progs.ksym_names, namer); /* as in load_on_cpu */
 	err = offcpu_bpf__load(p->off);
@@ -483,6 +490,8 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 		return NULL;
 	p->type = spec->type;
 	p->user_only = !!(spec->flags & TASK_USER_ONLY);
+	p->req_uid = spec->req_uid;
+	p->req_gid = spec->req_gid;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0) {
 		err = p->ncpus ? p->ncpus : -ENODEV;
@@ -546,6 +555,14 @@ int profiler__forget(struct profiler *p, int32_t pid)
 	return 0;
 }
 
+int profiler__tracing(const struct profiler *p, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	uint8_t v;
+
+	return !bpf_map_lookup_elem(p->targets_fd, &tgid, &v);
+}
+
 static uint64_t hash_ips(const uint64_t *ips, uint32_t nr)
 {
 	uint64_t h = 1469598103934665603ULL;
@@ -603,6 +620,7 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		[SC_STAT_STARTS_FULL] = LOSS_STARTS_FULL,
 		[SC_STAT_SNAP_RINGBUF_FULL] = LOSS_SNAP_RINGBUF_FULL,
 		[SC_STAT_SNAP_FAULT] = LOSS_SNAP_FAULT,
+		[SC_STAT_CRED_DROPPED] = LOSS_TARGETS_CRED,
 	};
 	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
 

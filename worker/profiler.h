@@ -49,6 +49,11 @@ int profiler__runs_programs(const struct profiler *p);
 void profiler__stop(struct profiler *p);
 /* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */
 int profiler__forget(struct profiler *p, int32_t pid);
+/*
+ * Whether the programs still count pid: 0 once they dropped it, a client's target that stopped
+ * being the client's to trace (bpf/credcheck.bpf.h).
+ */
+int profiler__tracing(const struct profiler *p, int32_t pid);
 
 /* Events counted in the kernel (samples, or switches back in) and losses, since the start. */
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,

@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct net_stats st;
 	uint64_t now = 0;
 	size_t i = 0;
-	int fd = -1;
+	FILE *out = NULL;
 
 	memset(p, 0, sizeof(p));
 	memset(r, 0, sizeof(r));
@@ -165,9 +165,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (op & 4) {
 			char summary[256];
 
-			if (fd < 0)
-				fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-			if (net_task__write_report(t, fd, op & 8 ? NET_REPORT_JSON : NET_REPORT_TXT,
+			if (!out)
+				out = fopen("/dev/null", "we");
+			if (net_task__write_report(t, out, op & 8 ? NET_REPORT_JSON : NET_REPORT_TXT,
 						   summary, sizeof(summary)))
 				abort();
 			if (strnlen(summary, sizeof(summary)) == sizeof(summary))
@@ -180,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (net_task__interval(t, now + 1))
 		abort();
 	net_task__free(t);
-	if (fd >= 0)
-		close(fd);
+	if (out)
+		fclose(out);
 	return 0;
 }

@@ -4,7 +4,11 @@
 #define ROVER_TESTS_SECURITY_ATTACKER_H
 
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <pwd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -78,6 +82,73 @@ static inline pid_t start_program_as(struct who w, const char *path)
 	}
 	close(pfd[0]);
 	return pid;
+}
+
+/*
+ * A shell of user w on a terminal of its own (a new pty, its controlling one), running
+ * script: what a local user does to reach a set-user-ID program that then waits at the
+ * terminal (passwd's prompt). stdin is a pipe, *ret_go its write end (-1 when ret_go is
+ * NULL: stdin /dev/null), for a script that waits for a line before it goes on; *ret_master
+ * the pty's master, which the caller keeps open. Its pid, or -1.
+ */
+static inline pid_t start_on_pty_as(struct who w, const char *script, int *ret_master,
+				    int *ret_go)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), go[2] = { -1, -1 }, execd[2];
+	const char *slave;
+	char c;
+	pid_t pid;
+
+	if (master < 0 || grantpt(master) || unlockpt(master) || !(slave = ptsname(master)) ||
+	    (ret_go && pipe2(go, O_CLOEXEC)) || pipe2(execd, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int tty, in;
+
+		setsid();
+		tty = open(slave, O_RDWR); /* the first terminal a session leader opens: its own */
+		in = ret_go ? go[0] : open("/dev/null", O_RDONLY);
+		if (tty < 0 || in < 0 || dup2(in, 0) < 0 || dup2(tty, 1) < 0 || dup2(tty, 2) < 0)
+			_exit(125);
+		if (become(w))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	if (go[0] >= 0)
+		close(go[0]);
+	/* Back once the shell runs as w: its end of execd closed at the exec. */
+	close(execd[1]);
+	while (pid > 0 && read(execd[0], &c, 1) > 0)
+		;
+	close(execd[0]);
+	if (pid < 0) {
+		close(master);
+		if (go[1] >= 0)
+			close(go[1]);
+		return -1;
+	}
+	*ret_master = master;
+	if (ret_go)
+		*ret_go = go[1];
+	return pid;
+}
+
+/* Whether pid runs path now (after an exec), checked for up to timeout_ms. */
+static inline int wait_exe(pid_t pid, const char *path, int timeout_ms)
+{
+	char link[64], exe[4096];
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (int waited = 0; waited <= timeout_ms; waited += 20) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+
+		if (n > 0 && (exe[n] = '\0', !strcmp(exe, path)))
+			return 1;
+		sleep_ms(20);
+	}
+	return 0;
 }
 
 #endif

@@ -336,3 +336,37 @@ Test(opener, a_task_from_a_client_names_only_what_that_client_could_trace)
 	req.pids[0] = 2;
 	cr_assert_eq(ask_spawn(&req, why, sizeof(why)), EPERM);
 }
+
+/*
+ * A client's own process that then execs a set-user-ID program (passwd, at its prompt on a
+ * terminal of its own): what was the client's to name is not any more, though the pid and
+ * the process are the same (policy/README.md, "Targets follow their credentials").
+ */
+Test(opener, a_client_s_target_that_execs_a_setuid_program_is_not_opened_for)
+{
+	struct who stranger = { 65534, 65534, (gid_t)-1 };
+	struct msg_spawn req = { .task_id = 21, .npids = 1, .check_access = 1 };
+	int master = -1, go = -1, fd = -1;
+	char why[256] = "";
+	uint64_t cs, ce;
+	pid_t own;
+
+	own = start_on_pty_as(stranger, "read x; exec /usr/bin/passwd </dev/tty", &master, &go);
+	cr_assert_gt(own, 0);
+	others[nothers++] = own;
+	req.req_uid = stranger.uid;
+	req.req_gid = stranger.gid;
+	req.pids[0] = own;
+	cr_assert_eq(ask_spawn(&req, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(ask_open(OPEN_MAPS, own, 0, 0, &fd), 0, "the client's own shell refused");
+	close(fd);
+	cr_assert_eq(write(go, "\n", 1), 1);
+	cr_assert(wait_exe(own, "/usr/bin/passwd", 5000), "the shell did not exec passwd");
+	cr_assert_eq(ask_open(OPEN_MAPS, own, 0, 0, &fd), EPERM,
+		     "passwd's maps were opened for a client's task");
+	code_range(own, &cs, &ce);
+	cr_assert_eq(ask_open(OPEN_MAPPED_FILE, own, cs, ce, &fd), EPERM,
+		     "passwd's code was opened for a client's task");
+	close(go);
+	close(master);
+}

@@ -69,6 +69,20 @@ static int tmp_fd(void)
 	return fd;
 }
 
+/* The task's output into its out_fd, as the shipper renders it. 0 or -errno. */
+static int write_out(struct ship_task *t, struct msg_output_written *w)
+{
+	FILE *f = fdopen(dup(t->out_fd), "w");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = ship_task__write(t, f, w);
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
 /* One sendmsg of hdr + payload with nfds descriptors attached, as any peer could send it. */
 static void send_raw(int sock, const struct ipc_hdr *hdr, const void *payload, size_t len,
 		     const int *fds, int nfds)
@@ -848,7 +862,7 @@ Test(ipc, task_valid_content_totals)
 
 	t->out_fd = tmp_fd();
 	t->format = FORMAT_FOLDED;
-	cr_assert_eq(ship_task__write(t, &w), 0);
+	cr_assert_eq(write_out(t, &w), 0);
 	cr_assert_eq(w.task_id, TASK_ID);
 	cr_assert_eq(w.err, 0);
 	cr_assert_eq(w.samples, 20);
@@ -946,7 +960,7 @@ Test(ipc, kernel_frames_named_by_the_worker_need_no_kallsyms)
 
 	t->out_fd = tmp_fd();
 	t->format = FORMAT_FOLDED;
-	cr_assert_eq(ship_task__write(t, &w), 0);
+	cr_assert_eq(write_out(t, &w), 0);
 	out = read_all(t->out_fd);
 	cr_assert_not_null(strstr(out, ";[unknown]_[k];worker_named_fn_[k] 3\n"), "%s", out);
 	if (kaddr)
@@ -1018,7 +1032,7 @@ Test(ipc, forged_kernel_names_are_refused, .init = task_setup, .fini = task_tear
 		cr_assert_eq(counts1(getpid(), -1, 3, 2), 0);
 		task->out_fd = tmp_fd();
 		task->format = FORMAT_FOLDED;
-		cr_assert_eq(ship_task__write(task, &w), 0);
+		cr_assert_eq(write_out(task, &w), 0);
 		out = read_all(task->out_fd);
 		cr_assert_not_null(strstr(out, ";good_fn_[k] 2\n"), "%s", out);
 		cr_assert_null(strstr(out, "fine"), "a name of a refused frame was kept: %s", out);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A client's task (TASK_USER_ONLY) follows its targets' credentials. The launcher let the
+ * client profile a process because the client could ptrace it; a target that later gains
+ * privilege (an exec of a set-user-ID or file-capability program, a setuid call, a
+ * PR_SET_DUMPABLE 0) is one the client could no longer ptrace, and the kernel's own perf code
+ * stops at such a change, but a filter by tgid alone would not. So each program, before it
+ * records anything of a target thread, asks what ptrace_may_access asks of a reader holding
+ * the client's uid and gid and no capability: are the thread's real, effective and saved uid
+ * the client's, its real, effective and saved gid the client's, and its mm dumpable
+ * (SUID_DUMP_USER)? A target that fails once is dropped for the rest of the task, counted.
+ *
+ * What ptrace also allows and this does not: a process in a user namespace the client owns
+ * (a rootless container of the client's), whose ids are not the client's own. Such a target
+ * passes the launcher's check at start and is dropped at its first event: stricter, never
+ * looser. Backend and root tasks leave cred_check 0 and the verifier drops all of this.
+ */
+#ifndef ROVER_BPF_CREDCHECK_H
+#define ROVER_BPF_CREDCHECK_H
+
+#include "bpf/core_fixes.bpf.h"
+
+/* Set by the worker before load for a client's task: the client's uid and gid. */
+const volatile __u32 cred_check;
+const volatile __u32 cred_uid;
+const volatile __u32 cred_gid;
+
+#define ROVER_MMF_DUMPABLE_MASK 3 /* MMF_DUMPABLE_BITS: the mm's low two flag bits */
+#define ROVER_SUID_DUMP_USER 1
+
+enum cred_verdict {
+	CRED_OK,   /* the client could ptrace this thread: record it */
+	CRED_SKIP, /* no mm (a thread past exit_mm): nothing to judge or record */
+	CRED_DROP, /* no longer the client's to trace: drop its process */
+};
+
+/* The current thread, judged as above. Only called when cred_check is set. */
+static __always_inline enum cred_verdict cred_judge(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	const struct cred *c = BPF_CORE_READ(t, real_cred);
+	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+
+	if (!mm)
+		return CRED_SKIP;
+	if (BPF_CORE_READ(c, uid.val) != cred_uid || BPF_CORE_READ(c, euid.val) != cred_uid ||
+	    BPF_CORE_READ(c, suid.val) != cred_uid || BPF_CORE_READ(c, gid.val) != cred_gid ||
+	    BPF_CORE_READ(c, egid.val) != cred_gid || BPF_CORE_READ(c, sgid.val) != cred_gid)
+		return CRED_DROP;
+	if ((mm_flags_word(mm) & ROVER_MMF_DUMPABLE_MASK) != ROVER_SUID_DUMP_USER)
+		return CRED_DROP;
+	return CRED_OK;
+}
+
+#endif
