@@ -24,8 +24,7 @@ const char *loss_name(unsigned kind)
 		[LOSS_NET_RECORDS] = "network records the shipper did not take",
 		[LOSS_NET_TLS] = "TLS calls not traced or not joined to a connection",
 		[LOSS_NET_PARSERS] = "connections not parsed (the task's bound of parsers), L4 only",
-		[LOSS_TARGETS_CRED] = "processes dropped: no longer the client's to trace (set-user-ID exec, "
-				      "setuid or not dumpable)",
+		[LOSS_TARGETS_CRED] = "processes dropped: no longer the client's to trace (set-user-ID exec, setuid or not dumpable)",
 	};
 
 	return kind < LOSS_MAX && names[kind] ? names[kind] : "unknown loss";

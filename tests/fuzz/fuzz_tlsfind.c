@@ -7,9 +7,9 @@
  *
  * Besides sanitizer reports, it aborts on broken contracts: output written on failure, a
  * failure other than "no TLS" or no memory without a reason, probes of another library than
- * the one announced, and a probe the worker would refuse (worker/netcap.c check_offsets: each
- * offset inside an executable PT_LOAD segment's bytes in the file, each Go RET probe on a
- * 0xc3 byte), which loses the whole library at attach time. A file whose ELF header the
+ * the one announced, and a probe the worker would refuse (the segment and 0xc3 rules of
+ * worker/tlscheck.c tlscheck__probes: each offset inside an executable PT_LOAD segment's bytes
+ * in the file, each Go RET probe on a 0xc3 byte), which loses the whole library at attach time. A file whose ELF header the
  * worker does not take (32-bit, odd e_phentsize, more than 64 program headers) is refused by
  * it whole, with its own error: not checked further here.
  */
@@ -27,8 +27,8 @@
 #include "shipper/tlsfind.h"
 
 /*
- * The worker's check (worker/netcap.c check_offsets), on the bytes of the file: NULL when it
- * takes the probes or refuses the file's header, else which probe it refuses.
+ * The worker's segment and 0xc3 rules (worker/tlscheck.c tlscheck__probes), on the bytes of
+ * the file: NULL when it takes the probes or refuses the file's header, else which probe it refuses.
  */
 static const char *worker_refuses(const uint8_t *data, size_t size, const struct msg_tls_attach *m)
 {
