@@ -44,12 +44,16 @@ COMMON_SRCS     := $(wildcard common/*.c)
 # oap__load) and backoff.c. Tests, fuzz targets and benches link the client itself (GRPC_OBJS).
 CONFIG_SRCS     := $(wildcard common/config/*.c)
 GRPC_SRCS       := common/grpc/oap.c common/grpc/backoff.c
+# A role's sources are every .c under its folder, its rooms included (shipper/stacks/, ...).
+srcs_of = $(sort $(shell find $(1) -name '*.c'))
 LAUNCHER_SRCS   := $(filter-out launcher/main.c,$(wildcard launcher/*.c))
-# supervisor/curl_load.c: libcurl loaded at run time, in the binary only (tests link -lcurl).
-SUPERVISOR_SRCS := $(filter-out supervisor/main.c supervisor/curl_load.c,$(wildcard supervisor/*.c))
+# supervisor/discovery/curl_load.c: libcurl loaded at run time, in the binary only (tests link
+# -lcurl).
+SUPERVISOR_SRCS := $(filter-out supervisor/main.c supervisor/discovery/curl_load.c, \
+                   $(call srcs_of,supervisor))
 WORKER_SRCS     := $(filter-out worker/main.c,$(wildcard worker/*.c))
 # shipper/capstone_load.c: libcapstone loaded at run time, in the binary only (tests link it).
-SHIPPER_SRCS    := $(filter-out shipper/main.c shipper/capstone_load.c,$(wildcard shipper/*.c))
+SHIPPER_SRCS    := $(filter-out shipper/main.c shipper/capstone_load.c,$(call srcs_of,shipper))
 # policy/: the tables the roles link; compile.c and filtergen.c turn them into seccomp programs
 # at build time ($(OUT)/policy/filters.c), so that no role links libseccomp.
 POLICY_TABLES   := $(filter-out policy/compile.c policy/filtergen.c,$(wildcard policy/*.c))
@@ -70,7 +74,7 @@ SHIPPER_OBJS    := $(call obj,$(SHIPPER_SRCS)) $(OUT)/policy/shipper.o $(FILTERS
                    $(OUT)/proto/pprof/profile.pb-c.o $(CONFIG_OBJS) $(SW_PROTO_OBJS)
 
 # Each role links only what it needs: the worker never links protobuf, gRPC or YAML; no binary
-# links gRPC, libcurl or libcapstone (the OAP module, supervisor/curl_load.c and
+# links gRPC, libcurl or libcapstone (the OAP module, supervisor/discovery/curl_load.c and
 # shipper/capstone_load.c load them when configured or needed).
 LIBS_COMMON     := -lcap-ng
 LIBS_CONFIG     := -lyaml -lpcre2-8
@@ -166,7 +170,7 @@ $(OUT)/rover: $(OUT)/launcher/main.o $(LAUNCHER_OBJS) $(CONFIG_OBJS) $(COMMON_OB
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_LAUNCHER_BIN)
 
 $(OUT)/rover-supervisor: $(OUT)/supervisor/main.o $(SUPERVISOR_OBJS) $(OAP_SHIM_OBJS) \
-		$(OUT)/supervisor/curl_load.o $(COMMON_OBJS) | $(OAP_MODULE)
+		$(OUT)/supervisor/discovery/curl_load.o $(COMMON_OBJS) | $(OAP_MODULE)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_SUPERVISOR_BIN)
 
@@ -247,8 +251,8 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
 $(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/grpc/oap_load.o \
-		$(OUT)/supervisor/curl_load.o $(OUT)/shipper/capstone_load.o $(OUT)/common/dynload.o \
-		$(OUT)/proto/common/Command.pb-c.o \
+		$(OUT)/supervisor/discovery/curl_load.o $(OUT)/shipper/capstone_load.o \
+		$(OUT)/common/dynload.o $(OUT)/proto/common/Command.pb-c.o \
 		$(OUT)/proto/common/Common.pb-c.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -lprotobuf-c
@@ -336,13 +340,13 @@ soak: deps
 	$(MAKE) fuzz-short
 
 # Upload cost per 1000 distinct stacks; scripts/bench.sh runs it against the fake OAP.
-$(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/upload.o \
-		$(OUT)/shipper/spool.o $(GRPC_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
+$(OUT)/tests/bench/bench_upload: $(OUT)/tests/bench/bench_upload.o $(OUT)/shipper/output/upload.o \
+		$(OUT)/shipper/output/spool.o $(GRPC_OBJS) $(SW_PROTO_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_GRPC) -lz $(LIBS_COMMON)
 # Symbolization rate and memory, 50 processes mapping libLLVM; scripts/bench.sh runs it.
-SYMBOLIZE_OBJS := $(addprefix $(OUT)/shipper/,symbolize.o elfsym.o demangle.o gopclntab.o \
-		  kallsyms.o lines.o opener.o)
+SYMBOLIZE_OBJS := $(addprefix $(OUT)/shipper/,stacks/symbolize.o stacks/elfsym.o \
+		  stacks/demangle.o stacks/gopclntab.o stacks/kallsyms.o lines.o opener.o)
 $(OUT)/tests/bench/bench_symbolize: $(OUT)/tests/bench/bench_symbolize.o $(SYMBOLIZE_OBJS) \
 		$(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -384,7 +388,8 @@ FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
 # the supervisor's parsers of backend commands and continuous profiling policies. The
 # SkyWalking protocol objects are compiled again by clang as well.
 FUZZ_SRCS    := $(COMMON_SRCS) $(SHIPPER_SRCS) $(CONFIG_SRCS) $(GRPC_SRCS) policy/grpc.c \
-                supervisor/commands.c supervisor/cpolicy.c supervisor/k8sobj.c \
+                supervisor/backend/commands.c supervisor/continuous/cpolicy.c \
+                supervisor/discovery/k8sobj.c \
                 $(patsubst %,tests/fuzz/%.c,$(FUZZ_TARGETS))
 FUZZ_OBJS    := $(patsubst %.c,$(OUT)/fuzz/obj/%.o,$(FUZZ_SRCS))
 FUZZ_SW_OBJS := $(patsubst %,$(OUT)/fuzz/obj/proto/%.pb-c.o,$(SW_PROTOS))

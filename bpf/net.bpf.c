@@ -872,7 +872,7 @@ __noinline int net_detect(const struct det_bytes *d, __u32 n, __u64 actual, __u3
 	/*
 	 * Kafka: size, api_key (0-127), api_version (0-31), correlation id, client id length
 	 * (-1 or short), big-endian; the whole request in this call (clients write one per call).
-	 * The bounds are the shipper's parser's (shipper/kafka.c).
+	 * The bounds are the shipper's parser's (shipper/network/protocols/kafka.c).
 	 */
 	len = (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
 	if (actual && len + 4 == actual && len >= 10 && p[4] == 0 && p[5] <= 127 && p[6] == 0 &&

@@ -2,7 +2,7 @@
 /*
  * An open-addressing map of nonzero 64-bit keys to 32-bit values, kept at most half full and
  * bounded: the worker's set of kernel addresses it named (worker/ksyms.c), the shipper's
- * names of them (shipper/knames.c). Zero-initialised is empty.
+ * names of them (shipper/stacks/knames.c). Zero-initialised is empty.
  */
 #ifndef ROVER_COMMON_U64MAP_H
 #define ROVER_COMMON_U64MAP_H

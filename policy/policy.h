@@ -24,7 +24,7 @@
 #define SC_SOCK_TYPE 0xfULL
 /*
  * The shipper's spool directory, moved to this descriptor number before the filter
- * (shipper/spool.c, spool_opts.fixed_dirfd): its policy allows writing opens, renames and
+ * (shipper/output/spool.c, spool_opts.fixed_dirfd): its policy allows writing opens, renames and
  * unlinks relative to this descriptor only.
  */
 #define SPOOL_DIR_FD 100

@@ -70,7 +70,7 @@
 static const struct seccomp_entry calls[] = { SHIPPER_CALLS };
 
 /*
- * The spool directory is the descriptor SPOOL_DIR_FD (shipper/spool.c moves it there). The
+ * The spool directory is the descriptor SPOOL_DIR_FD (shipper/output/spool.c moves it there). The
  * dirfd binds relative names only: an absolute path ignores it, so what confines a writing
  * open to the directory is, in the end, that the shipper runs as the rover user.
  */

@@ -26,15 +26,15 @@
 #include "common/util.h"
 #include "common/privdrop.h"
 #include "shipper/capstone_load.h"
-#include "shipper/clientout.h"
-#include "shipper/network.h"
+#include "shipper/output/clientout.h"
+#include "shipper/network/network.h"
 #include "shipper/opener.h"
-#include "shipper/tlsfind.h"
-#include "shipper/spool.h"
-#include "shipper/symbolize.h"
+#include "shipper/network/tlsfind.h"
+#include "shipper/output/spool.h"
+#include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
-#include "shipper/upload.h"
-#include "shipper/unwind.h"
+#include "shipper/output/upload.h"
+#include "shipper/stacks/unwind.h"
 
 #define MAX_PEERS 64
 #define MAX_TASKS 64
@@ -103,7 +103,7 @@ static const struct ipc_rule supervisor_rules[] = {
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
 
-/* One line per file a memory budget refused (shipper/unwind.c, shipper/elfsym.c). */
+/* One line per file a memory budget refused (shipper/stacks/unwind.c, shipper/stacks/elfsym.c). */
 static void log_refusal(void *ctx, const struct budget_refusal *r)
 {
 	(void)ctx;

@@ -3,7 +3,7 @@
 #ifndef ROVER_SHIPPER_OPENER_H
 #define ROVER_SHIPPER_OPENER_H
 
-#include "shipper/symbolize.h"
+#include "shipper/stacks/symbolize.h"
 
 /* ctx points to the int socket connected to the launcher's spawner.sock. */
 extern const struct fd_opener fd_opener_launcher_ops;

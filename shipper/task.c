@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "shipper/knames.h"
-#include "shipper/network.h"
-#include "shipper/tlsfind.h"
+#include "shipper/stacks/knames.h"
+#include "shipper/network/network.h"
+#include "shipper/network/tlsfind.h"
 #include "shipper/task.h"
-#include "shipper/upload.h"
+#include "shipper/output/upload.h"
 
 #define FRAME_NAME_MAX 512
 /*

@@ -3,7 +3,7 @@
  * Shipper side: one profiling task's data as it arrives from its worker. Counts are named as
  * they arrive (the target may exit at any time, and stack ids are reused by the kernel), and
  * merged into a profile by name. The local output writes the profile at the end; a backend
- * output also makes each flush an upload batch (shipper/upload.h) for the spool.
+ * output also makes each flush an upload batch (shipper/output/upload.h) for the spool.
  */
 #ifndef ROVER_SHIPPER_TASK_H
 #define ROVER_SHIPPER_TASK_H
@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 #include "common/msg.h"
-#include "shipper/profile.h"
-#include "shipper/spool.h"
-#include "shipper/symbolize.h"
-#include "shipper/unwind.h"
+#include "shipper/output/profile.h"
+#include "shipper/output/spool.h"
+#include "shipper/stacks/symbolize.h"
+#include "shipper/stacks/unwind.h"
 
 /* Stack ids the shipper accepts: the worker's stack map is smaller. */
 #define SHIP_MAX_STACK_ID 65536
@@ -82,7 +82,7 @@ struct ship_task {
 	/* Samples (ON_CPU dumpCount, OFF_CPU switchCount) in flushes, handed to the spool, dropped. */
 	uint64_t up_taken, up_queued, up_dropped;
 
-	/* NETWORK: the analysis (shipper/network.h) in place of a profile. */
+	/* NETWORK: the analysis (shipper/network/network.h) in place of a profile. */
 	struct net_task *net;
 	struct tls_finder *tls; /* the targets' TLS libraries (NETWORK) */
 	struct knames *knames; /* kernel frames the worker named; NULL: none yet */
@@ -101,7 +101,7 @@ void ship_task__free(struct ship_task *t);
 /* From the worker. Each returns 0, or -EPROTO for content that breaks the rules. */
 int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym);
 int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
-/* MSG_SHIP_KSYMS (shipper/knames.h): names of kernel frames from the worker. 0 or -errno. */
+/* MSG_SHIP_KSYMS (shipper/stacks/knames.h): names of kernel frames from the worker. 0 or -errno. */
 int ship_task__ksyms(struct ship_task *t, const void *buf, size_t len);
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * rover-supervisor: owns profiling tasks. Takes them from clients on ctl.sock and, with a
- * config (`rover run`), from the SkyWalking OAP (supervisor/backend.c), asks the launcher for a
+ * config (`rover run`), from the SkyWalking OAP (supervisor/backend/backend.c), asks the launcher for a
  * worker per task, hands the worker its task and the shipper its output, and reports how each
- * task ended. Discovers processes (supervisor/discovery.c) from its main loop. Runs as the
+ * task ended. Discovers processes (supervisor/discovery/discovery.c) from its main loop. Runs as the
  * rover user with no capabilities at all, NoNewPrivs and a seccomp allowlist; the only files
  * it opens are under /proc.
  */
@@ -31,14 +31,14 @@
 #include "common/config/config.h"
 #include "common/config/passed.h"
 #include "common/grpc/oap.h"
-#include "supervisor/backend.h"
-#include "supervisor/curl_load.h"
-#include "supervisor/discovery.h"
-#include "supervisor/k8s.h"
+#include "supervisor/backend/backend.h"
+#include "supervisor/discovery/curl_load.h"
+#include "supervisor/discovery/discovery.h"
+#include "supervisor/discovery/k8s.h"
 
 #define MAX_CLIENTS 16
 #define MAX_TASKS 32
-/* Descriptors the supervisor asks for (discovery's pidfds, supervisor/discovery.c). */
+/* Descriptors the supervisor asks for (discovery's pidfds, supervisor/discovery/discovery.c). */
 #define SUPERVISOR_NOFILE 65536
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
 #define SIZED(t, s) t, sizeof(s), sizeof(s)
@@ -593,7 +593,7 @@ static int on_backend(struct supervisor *s)
 
 /*
  * A client's output descriptor goes to the shipper, which must never wait on it: a stream
- * socket, which the shipper sends to without blocking (shipper/clientout.h). A file or a pipe
+ * socket, which the shipper sends to without blocking (shipper/output/clientout.h). A file or a pipe
  * could stall it (a FIFO never read, a file on a FUSE mount its owner answers slowly).
  */
 static int is_stream_socket(int fd)

@@ -26,7 +26,7 @@
 #define MAX_SHDRS 256
 /* Candidate table headers in an externally linked Go binary's .data.rel.ro, as the shipper. */
 #define MAX_MERGED 16
-/* Functions in a Go table (shipper/gopclntab.h GOPCLNTAB_MAX_FUNCS). */
+/* Functions in a Go table (shipper/stacks/gopclntab.h GOPCLNTAB_MAX_FUNCS). */
 #define GO_MAX_FUNCS (4u << 20)
 /* Bytes of .data.rel.ro read at a time while looking for a Go table's header. */
 #define SCAN_CHUNK (16u << 10)
@@ -336,7 +336,7 @@ static int check_ssl(struct file *f, const struct msg_tls_attach *m)
 
 /* ---- Go: the runtime's function table ---- */
 
-/* A Go 1.18+ table (runtime pcHeader, functab, _func; shipper/gopclntab.c reads them all). */
+/* A Go 1.18+ table (runtime pcHeader, functab, _func; shipper/stacks/gopclntab.c reads them all). */
 struct gotab {
 	uint64_t off, len; /* in the file */
 	uint64_t nfunc, text, names, functab; /* the header's, offsets from off */

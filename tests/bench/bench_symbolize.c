@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shipper/symbolize.h"
+#include "shipper/stacks/symbolize.h"
 
 #define LIB_DIR "/usr/lib/x86_64-linux-gnu/"
 #define DEFAULT_PROCS 50

@@ -20,8 +20,8 @@
 
 #include "common/msg.h"
 #include "common/util.h"
-#include "shipper/spool.h"
-#include "shipper/upload.h"
+#include "shipper/output/spool.h"
+#include "shipper/output/upload.h"
 
 #define NSTACKS 1000
 #define NNAMES 4000

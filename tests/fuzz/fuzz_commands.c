@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the commands a backend answers queryTasks with, bytes unpacked as
  * skywalking.v3.Commands (protobuf-c, as the gRPC client hands them over), each command
- * through sw_task__parse() (supervisor/commands.c), then the parsed tasks through
+ * through sw_task__parse() (supervisor/backend/commands.c), then the parsed tasks through
  * sw_task__when() and sw_task__same_identity().
  *
  * Contracts checked: 0, -ENOENT for another command's name, -EINVAL otherwise, with a reason
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/msg.h"
-#include "supervisor/commands.h"
+#include "supervisor/backend/commands.h"
 
 #define MAX_TASKS 8
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: the continuous profiling policies a backend answers queryPolicies with
- * (ServiceWithPolicyJSON), through cpolicy__parse() (supervisor/cpolicy.c). The input is
+ * (ServiceWithPolicyJSON), through cpolicy__parse() (supervisor/continuous/cpolicy.c). The input is
  * copied to a buffer of its exact size with no NUL after it, so a read past len is caught;
  * it is parsed into a short array as well, so the "more than max" path runs.
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/msg.h"
-#include "supervisor/cpolicy.h"
+#include "supervisor/continuous/cpolicy.h"
 
 #define MAX_POLICIES 8
 

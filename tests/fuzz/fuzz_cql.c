@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a traced TCP connection's bytes as the shipper's CQL parser gets them
- * (shipper/cql.c through l7_cql_ops), in the input format and with the checks of
+ * (shipper/network/protocols/cql.c through l7_cql_ops), in the input format and with the checks of
  * l7_fuzz.h. A run is clean for the split check only if no candidate frame start was
  * refused: resynchronizing on a segment start depends on where segments begin.
  */
-#include "shipper/cql.h"
+#include "shipper/network/protocols/cql.h"
 #include "tests/fuzz/l7_fuzz.h"
 
 static int cql_clean(void *c)

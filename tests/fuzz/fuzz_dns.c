@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: what a traced process writes and reads on one DNS socket, as the
- * shipper's DNS parser gets it (shipper/dns.c through l7_dns_ops): over UDP (each segment one
+ * shipper's DNS parser gets it (shipper/network/protocols/dns.c through l7_dns_ops): over UDP (each segment one
  * datagram) or TCP (length-prefixed messages), segments of either direction with a captured
  * prefix and a gap, lost segments, pops, and a close.
  *

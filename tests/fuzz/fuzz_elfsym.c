@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: an ELF file a traced process chose to map, as shipper/elfsym.c reads it
+ * libFuzzer target: an ELF file a traced process chose to map, as shipper/stacks/elfsym.c reads it
  * (elfsym__open_memory: the header checks, then libelf on a private copy), its build-id,
  * symbol tables and .gnu_debuglink, and lookups at addresses the file itself names.
  *
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/elfsym.h"
+#include "shipper/stacks/elfsym.h"
 
 #define MAX_PROBES 64
 #define FAKE_PATH "/nonexistent-rover-fuzz/bin/prog"

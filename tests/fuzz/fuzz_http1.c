@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: what a traced process writes and reads on one TCP connection, as the
- * shipper's HTTP/1 parser gets it (shipper/http1.c): segments of either direction with a
+ * shipper's HTTP/1 parser gets it (shipper/network/protocols/http/http1.c): segments of either direction with a
  * captured prefix and a gap, lost segments, pops, and a close.
  *
  * Input: a sequence of operations, each an opcode byte
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/http1.h"
+#include "shipper/network/protocols/http/http1.h"
 
 #define MAX_KEEP 256
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: what the Kubernetes API server sends the supervisor (supervisor/k8sobj.c):
+ * libFuzzer target: what the Kubernetes API server sends the supervisor (supervisor/discovery/k8sobj.c):
  * the input's first byte picks how the rest is read (a watch line, a list, a pod, a service,
  * an owner, or a /proc/PID/cgroup text), the rest is copied to a buffer of its exact size with
  * no NUL after it.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/k8sobj.h"
+#include "supervisor/discovery/k8sobj.h"
 
 static void check_str(const char *s, size_t max)
 {

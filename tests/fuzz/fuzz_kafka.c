@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a traced TCP connection's bytes as the shipper's Kafka parser gets them
- * (shipper/kafka.c over shipper/l7msg.c, through l7_kafka_ops). Input format and contracts:
+ * (shipper/network/protocols/kafka.c over shipper/network/protocols/l7msg.c, through l7_kafka_ops). Input format and contracts:
  * tests/fuzz/l7_fuzz.h, with the pending count of l7msg.
  */
 #include "tests/fuzz/l7_fuzz.h"

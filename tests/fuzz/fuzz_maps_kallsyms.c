@@ -2,9 +2,9 @@
 /*
  * libFuzzer target: the text parsers of the symbolizer, all on the same input.
  *
- * - /proc/kallsyms text (shipper/kallsyms.c), through kallsyms__load() on a memfd, then
+ * - /proc/kallsyms text (shipper/stacks/kallsyms.c), through kallsyms__load() on a memfd, then
  *   lookups around every address the input names.
- * - /proc/PID/maps text (the static parser of shipper/symbolize.c), through the symbolizer with
+ * - /proc/PID/maps text (the static parser of shipper/stacks/symbolize.c), through the symbolizer with
  *   an opener that hands out the input as the maps of a fake pid, then user lookups around
  *   every mapping the input names. The mapped files themselves cannot be opened: names fall
  *   back to module+offset, which exercises the path handling.
@@ -24,8 +24,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "shipper/kallsyms.h"
-#include "shipper/symbolize.h"
+#include "shipper/stacks/kallsyms.h"
+#include "shipper/stacks/symbolize.h"
 
 #define FAKE_PID 4242
 /* Addresses looked up per input, at most: a lookup is cheap, but inputs can have many lines. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a traced TCP connection's bytes as the shipper's MongoDB parser gets them
- * (shipper/mongo.c over shipper/l7msg.c, through l7_mongo_ops). Input format and contracts:
+ * (shipper/network/protocols/mongo.c over shipper/network/protocols/l7msg.c, through l7_mongo_ops). Input format and contracts:
  * tests/fuzz/l7_fuzz.h, with the pending count of l7msg.
  */
 #include "tests/fuzz/l7_fuzz.h"

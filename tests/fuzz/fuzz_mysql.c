@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a traced TCP connection's bytes as the shipper's MySQL parser gets them
- * (shipper/mysql.c through l7_mysql_ops), in the input format and with the checks of
+ * (shipper/network/protocols/mysql.c through l7_mysql_ops), in the input format and with the checks of
  * l7_fuzz.h. A run is clean for the split check only if no candidate packet was refused:
  * resynchronizing on a segment start depends on where segments begin.
  */
-#include "shipper/mysql.h"
+#include "shipper/network/protocols/mysql.h"
 #include "tests/fuzz/l7_fuzz.h"
 
 static int mysql_clean(void *c)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a message of a traced connection turned into a span attached event's
- * data_content (shipper/netevent.c net__http_content): header fields, chunked framing and gzip
+ * data_content (shipper/network/netevent.c net__http_content): header fields, chunked framing and gzip
  * data as the traced process wrote or read them.
  *
  * Input: u16 max size, little-endian (0: unlimited), then the message's bytes (a copy of
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/netpriv.h"
+#include "shipper/network/netpriv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a NETWORK task's frames as a worker (or a capture program it trusts too
- * much) could send them to the shipper's analysis (shipper/network.c, netmeter.c,
+ * much) could send them to the shipper's analysis (shipper/network/network.c, netmeter.c,
  * netevent.c).
  *
  * Input: a sequence of frames, each
@@ -27,8 +27,8 @@
 #include "language-agent/Meter.pb-c.h"
 #include "language-agent/Tracing.pb-c.h"
 #include "logging/Logging.pb-c.h"
-#include "shipper/netpriv.h"
-#include "shipper/network.h"
+#include "shipper/network/netpriv.h"
+#include "shipper/network/network.h"
 
 /* Valid UTF-8 without NUL up to len, and NUL at len. */
 static int utf8_ok(const char *s, size_t len)

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "common/netrec.h"
-#include "shipper/tlsfind.h"
+#include "shipper/network/tlsfind.h"
 
 static uint64_t read_bytes;
 

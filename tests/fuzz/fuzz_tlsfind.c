@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: a file a traced process maps, as shipper/tlsfind.c reads it to find TLS
+ * libFuzzer target: a file a traced process maps, as shipper/network/tlsfind.c reads it to find TLS
  * calls to probe (tlsfind__probes: ELF headers and symbol tables through libelf, .gopclntab,
  * Capstone over the Go functions it names). The input is handed over as a file, a memfd, as
  * the launcher hands the shipper a descriptor.
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "common/netrec.h"
-#include "shipper/tlsfind.h"
+#include "shipper/network/tlsfind.h"
 
 /*
  * The worker's segment and 0xc3 rules (worker/tlscheck.c tlscheck__probes), on the bytes of

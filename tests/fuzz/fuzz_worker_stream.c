@@ -26,7 +26,7 @@
 
 #include "common/ipc.h"
 #include "common/msg.h"
-#include "shipper/symbolize.h"
+#include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The body of the libFuzzer targets of the parsers behind shipper/l7.h (fuzz_mysql.c,
+ * The body of the libFuzzer targets of the parsers behind shipper/network/protocols/l7.h (fuzz_mysql.c,
  * fuzz_cql.c, fuzz_mongo.c, fuzz_kafka.c, fuzz_dns.c): what a traced process writes and reads
  * on one connection, as the shipper's parser gets it: segments of either direction with a
  * captured prefix and a gap, lost segments, pops, and a close. Each target is a struct
@@ -38,8 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/l7.h"
-#include "shipper/l7msg.h"
+#include "shipper/network/protocols/l7.h"
+#include "shipper/network/protocols/l7msg.h"
 
 #define L7F_MAX_KEEP 256
 #define L7F_SEC 1000000000ull
@@ -138,7 +138,7 @@ static inline void l7f_check_named_cut(const struct l7_exchange *x)
 		abort();
 }
 
-/* pending of the parsers over shipper/l7msg.c (MongoDB, Kafka). */
+/* pending of the parsers over shipper/network/protocols/l7msg.c (MongoDB, Kafka). */
 static inline unsigned l7f_l7msg_pending(void *c)
 {
 	return l7msg__pending(c);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Integration tests of NETWORK tasks: `rover profile --type network` on some pids, and the
- * JSON report it writes (shipper/network.c, report_json), read as a user would.
+ * JSON report it writes (shipper/network/network.c, report_json), read as a user would.
  */
 #ifndef ROVER_TESTS_NETREPORT_H
 #define ROVER_TESTS_NETREPORT_H

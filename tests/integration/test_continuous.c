@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Continuous profiling (supervisor/continuous.c; reference continuous-and-kubernetes.md A)
+ * Continuous profiling (supervisor/continuous/continuous.c; reference continuous-and-kubernetes.md A)
  * with the whole agent (`rover run --config`) against the fake OAP, which serves the
  * policies of tmp/policies.json and records what the agent sends: what a user would check in
  * the OAP's UI. A policy that holds reports its cause and starts the task the OAP names, whose

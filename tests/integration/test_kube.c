@@ -372,7 +372,7 @@ Test(kube, the_nodes_pods_are_reported_with_the_shipped_analyzers)
 	/* Only this node's pods were asked for. */
 	cr_expect_gt(kube_api_requests(&e.k, "list pods"), 0);
 	cr_expect_gt(kube_api_requests(&e.k, "watch pods"), 0);
-	/* libcurl is loaded at run time, with Kubernetes on only (supervisor/curl_load.c). */
+	/* libcurl is loaded at run time, with Kubernetes on only (supervisor/discovery/curl_load.c). */
 	{
 		char *hit = proc_maps_grep(find_child(e.rover, "rover-superviso"), "libcurl");
 

@@ -823,7 +823,7 @@ static void spool_at_its_number(void)
 	close(fd);
 }
 
-/* What shipper/spool.c does with a batch: write it under a temporary name, rename, remove. */
+/* What shipper/output/spool.c does with a batch: write it under a temporary name, rename, remove. */
 static int spool_cycle(void *arg)
 {
 	int fd;

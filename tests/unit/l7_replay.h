@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit test helpers for the parsers behind shipper/l7.h: a run (one connection fed segment by
+ * Unit test helpers for the parsers behind shipper/network/protocols/l7.h: a run (one connection fed segment by
  * segment, exchanges popped after each feed, close checking that every byte is accounted
  * for), and recordings of real conversations made by tests/tools/tcp_record.py, found under
  * $ROVER_SRC or the current directory.
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/l7.h"
+#include "shipper/network/protocols/l7.h"
 
 #define L7R_MAX_X 512
 #define L7R_MAX_SEGS 256

@@ -17,8 +17,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "shipper/symbolize.h"
-#include "shipper/unwind.h"
+#include "shipper/stacks/symbolize.h"
+#include "shipper/stacks/unwind.h"
 #include "tests/elf_header.h"
 
 #define BIG_OFFSET (64u << 10)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * EBPFProfilingTaskQuery commands (supervisor/commands.h) as an OAP sends them
+ * EBPFProfilingTaskQuery commands (supervisor/backend/commands.h) as an OAP sends them
  * (skywalking-protocol.md): every arg required and checked, the reason of a refusal naming the
  * arg, and when a parsed task runs.
  */
@@ -12,7 +12,7 @@
 
 #include "common/msg.h"
 #include "common/netrec.h"
-#include "supervisor/commands.h"
+#include "supervisor/backend/commands.h"
 
 #define MAX_ARGS 16
 

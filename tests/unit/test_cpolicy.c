@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Continuous profiling policies (supervisor/cpolicy.h) as the OAP's Gson writes them
+ * Continuous profiling policies (supervisor/continuous/cpolicy.h) as the OAP's Gson writes them
  * (reference continuous-and-kubernetes.md A2): every target and monitor, removed policies, and
  * each bad thing skipped alone, with exactly one reason naming it, the rest standing.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/msg.h"
-#include "supervisor/cpolicy.h"
+#include "supervisor/continuous/cpolicy.h"
 
 #define UUID128 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" \
 		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/cql.c: real conversations of the DataStax python driver and npm cassandra-driver
+ * shipper/network/protocols/cql.c: real conversations of the DataStax python driver and npm cassandra-driver
  * with tests/tools/cql_responder.py (recorded by tests/tools/tcp_record.py --per-conn into
  * tests/unit/data/cql/), fed whole, split at every byte, from the middle, as client and as
  * server; hand-made frames for flags, v5, compression, gaps, losses, garbage and bounds.
  * Every run closes and checks that every byte fed is in an exchange or counted unattributed.
  */
-#include "shipper/cql.h"
+#include "shipper/network/protocols/cql.h"
 #include "tests/unit/l7_replay.h"
 
 #define OPS (&l7_cql_ops)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * supervisor/discovery.c over a /proc made of plain files: finders in order, entities rendered
+ * supervisor/discovery/discovery.c over a /proc made of plain files: finders in order, entities rendered
  * from templates, processes that render alike reported once, exited and reused pids, and the
  * launcher's answer (exe, cwd) preferred to the command line. What a scan reads is counted
  * with inotify (IN_OPEN) on the fake /proc: known processes are read only when due.
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "common/config/config.h"
-#include "supervisor/discovery.h"
+#include "supervisor/discovery/discovery.h"
 
 static char root[] = "/tmp/rover-disc-XXXXXX";
 static struct rover_config cfg;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/dns.c: real conversations recorded between dig/kdig and dnsmasq/unbound on
+ * shipper/network/protocols/dns.c: real conversations recorded between dig/kdig and dnsmasq/unbound on
  * 127.0.0.1 (tests/unit/data/dns/, made with tests/tools/tcp_record.py), fed whole and split at
  * every byte, and hand-built messages for what real peers do not send: reordering, expiry,
  * hostile names and lengths, gaps, losses, garbage, the pending limit. Every test closes the
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/l7.h"
+#include "shipper/network/protocols/l7.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS

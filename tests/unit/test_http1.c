@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/http1.c: conversations fed as a worker would capture them, whole, split, cut by the
+ * shipper/network/protocols/http/http1.c: conversations fed as a worker would capture them, whole, split, cut by the
  * capture bound, with segments lost, garbage and hostile sizes. Every test closes the
  * connection at its end and checks that every byte fed is in an exchange or counted.
  */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/http1.h"
+#include "shipper/network/protocols/http/http1.h"
 
 #define EG HTTP1_EGRESS
 #define IN HTTP1_INGRESS

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/http2.c: real conversations recorded on this machine through tests/tools/
+ * shipper/network/protocols/http/http2.c: real conversations recorded on this machine through tests/tools/
  * tcp_record.py (tests/unit/data/http2/: nginx h2c with curl and nghttp, a server push,
  * Apache's h2c upgrade with curl and nghttp, a Python grpcio client and server), fed as a
  * worker would capture them: whole, split at every byte, cut by the capture bound, seen
@@ -21,8 +21,8 @@
 
 #include <nghttp2/nghttp2.h>
 
-#include "shipper/http1.h"
-#include "shipper/http2.h"
+#include "shipper/network/protocols/http/http1.h"
+#include "shipper/network/protocols/http/http2.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG HTTP1_EGRESS

@@ -25,9 +25,9 @@
 
 #include "common/ipc.h"
 #include "common/msg.h"
-#include "shipper/knames.h"
-#include "shipper/profile.h"
-#include "shipper/symbolize.h"
+#include "shipper/stacks/knames.h"
+#include "shipper/output/profile.h"
+#include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))

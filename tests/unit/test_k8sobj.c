@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The Kubernetes API's objects as the supervisor reads them (supervisor/k8sobj.h): pods as
+ * The Kubernetes API's objects as the supervisor reads them (supervisor/discovery/k8sobj.h): pods as
  * the API server writes them (statuses joined to containers by name, env literals only,
  * owner references but those marked controller: false), services and B2's selector rule,
  * watch events and lists; every malformed shape an error naming the field, never a crash;
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/k8sobj.h"
+#include "supervisor/discovery/k8sobj.h"
 
 static const char istio_pod[] =
 	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"reviews-v1-5d8f\","

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/kafka.c: recorded conversations of real clients (tests/unit/data/kafka): v0 ones of
+ * shipper/network/protocols/kafka.c: recorded conversations of real clients (tests/unit/data/kafka): v0 ones of
  * kcat and kafka-python with sarama's MockBroker, modern ones of kcat (librdkafka 2.0.2 with
  * its defaults: ApiVersions v3, Metadata v4, Produce v7) and kafkajs 2.2.4 (ApiVersions v2,
  * Metadata v6, Produce v7) with tests/tools/kafka_broker.py; fed whole, split at every byte and
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/l7.h"
-#include "shipper/l7msg.h"
+#include "shipper/network/protocols/l7.h"
+#include "shipper/network/protocols/l7msg.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS

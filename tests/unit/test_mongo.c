@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/mongo.c: recorded conversations of real drivers with a real wire server (pymongo
+ * shipper/network/protocols/mongo.c: recorded conversations of real drivers with a real wire server (pymongo
  * 3.11 and npm mongodb 7.9 against MockupDB, tests/unit/data/mongo), fed whole, split at every
  * byte and from the server's side; then hand-built messages for what the recordings lack:
  * exhaust streams, out-of-order and orphan replies, legacy opcodes, truncation by the capture
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shipper/l7.h"
-#include "shipper/l7msg.h"
+#include "shipper/network/protocols/l7.h"
+#include "shipper/network/protocols/l7msg.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS

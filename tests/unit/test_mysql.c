@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/mysql.c: real MariaDB conversations (the mariadb CLI, mariadb-admin and npm mysql2,
+ * shipper/network/protocols/mysql.c: real MariaDB conversations (the mariadb CLI, mariadb-admin and npm mysql2,
  * recorded by tests/tools/tcp_record.py --per-conn into tests/unit/data/mysql/) fed whole,
  * split at every byte, from the middle, as client and as server; hand-made packets for what
  * those peers do not send (CLIENT_DEPRECATE_EOF, cursors, continuation packets, pipelining)
  * and for gaps, losses, garbage and hostile counts. Every run closes and checks that every
  * byte fed is in an exchange or counted unattributed.
  */
-#include "shipper/mysql.h"
+#include "shipper/network/protocols/mysql.h"
 #include "tests/unit/l7_replay.h"
 
 #define OPS (&l7_mysql_ops)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/network.c, netmeter.c, netevent.c: frames built by hand as the worker passes the
+ * shipper/network/network.c, netmeter.c, netevent.c: frames built by hand as the worker passes the
  * program's records, then the traffic, the meters, logs and span attached events decoded back
  * with the generated unpackers, and the report.
  */
@@ -19,8 +19,8 @@
 #include "language-agent/Meter.pb-c.h"
 #include "language-agent/Tracing.pb-c.h"
 #include "logging/Logging.pb-c.h"
-#include "shipper/netpriv.h"
-#include "shipper/network.h"
+#include "shipper/network/netpriv.h"
+#include "shipper/network/network.h"
 
 #define TASK 7
 #define MS 1000000ull

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* shipper/profile.c: merging, limits, and the folded, pprof, SVG and top outputs. */
+/* shipper/output/profile.c: merging, limits, and the folded, pprof, SVG and top outputs. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r, open_memstream */
 #endif
@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "proto/pprof/profile.pb-c.h"
-#include "shipper/profile.h"
+#include "shipper/output/profile.h"
 
 #define ADD(p, comm, value, ...)                                                               \
 	do {                                                                                   \

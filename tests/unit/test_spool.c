@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* shipper/spool.c: order, memory then disk, drops at the bound, restart, corrupt files. */
+/* shipper/output/spool.c: order, memory then disk, drops at the bound, restart, corrupt files. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "shipper/spool.h"
+#include "shipper/output/spool.h"
 
 static char dir[64];
 

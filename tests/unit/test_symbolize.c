@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "common/safeopen.h"
-#include "shipper/demangle.h"
-#include "shipper/elfsym.h"
-#include "shipper/kallsyms.h"
-#include "shipper/symbolize.h"
+#include "shipper/stacks/demangle.h"
+#include "shipper/stacks/elfsym.h"
+#include "shipper/stacks/kallsyms.h"
+#include "shipper/stacks/symbolize.h"
 
 #define MAX_CHILDREN 16
 #define MAX_CLEANUP 16
@@ -1582,7 +1582,7 @@ Test(symbolize, minidebuginfo_damaged, .timeout = 120)
 /* ---- Go binaries: .gopclntab ---- */
 
 /* Here rather than at the top: the Go tests are appended as one block. */
-#include "shipper/gopclntab.h"
+#include "shipper/stacks/gopclntab.h"
 #include "tests/elf_header.h"
 
 static bool have_go(void)

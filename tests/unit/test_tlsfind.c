@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
 /*
- * shipper/tlsfind.c on real files: this machine's OpenSSL, Android's BoringSSL
+ * shipper/network/tlsfind.c on real files: this machine's OpenSSL, Android's BoringSSL
  * (android-libboringssl), node's linked-in OpenSSL and the Go peer of the TLS tests
  * (build/tests/programs/gotls, gotls_stripped; `make unit` builds them). Every offset is
  * checked against what binutils says of the same file (readelf's symbols and segments,
@@ -26,7 +26,7 @@
 
 #include "common/netrec.h"
 #include "shipper/opener.h"
-#include "shipper/tlsfind.h"
+#include "shipper/network/tlsfind.h"
 #include "tests/elf_header.h"
 
 #define LIBSSL3 "/usr/lib/x86_64-linux-gnu/libssl.so.3"

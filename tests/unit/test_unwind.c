@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "common/msg.h"
-#include "shipper/symbolize.h"
+#include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
-#include "shipper/unwind.h"
+#include "shipper/stacks/unwind.h"
 #include "worker/snaprec.h"
 #include "worker/stackhint.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/upload.c and the backend side of shipper/task.c: the batches of a flush decoded back
+ * shipper/output/upload.c and the backend side of shipper/task.c: the batches of a flush decoded back
  * with protobuf-c and checked field by field against the counts given; then the upload thread
  * against the fake OAP (tests/oap/fake_oap.py): order, an OAP restart on the same port, and
  * the shipper's seccomp filter around it all.
@@ -25,10 +25,10 @@
 #include "ebpf/profiling/Profile.pb-c.h"
 #include "language-agent/Meter.pb-c.h"
 #include "policy/policy.h"
-#include "shipper/spool.h"
-#include "shipper/symbolize.h"
+#include "shipper/output/spool.h"
+#include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
-#include "shipper/upload.h"
+#include "shipper/output/upload.h"
 #include "tests/unit/listening.h"
 
 #define PYTHON "/usr/bin/python3"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The forwarders the supervisor and the shipper link instead of gRPC, libcurl and libcapstone
- * (common/grpc/oap_load.c, supervisor/curl_load.c, shipper/capstone_load.c), before anything
+ * (common/grpc/oap_load.c, supervisor/discovery/curl_load.c, shipper/capstone_load.c), before anything
  * is loaded: a caller that skipped the load gets an error, never a call through a null
  * pointer. Its own runner: the unit runner links the real libraries under the same names. Loading the module for
  * real is tests/integration/test_startup.c's and the backend suite's.

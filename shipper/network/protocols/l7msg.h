@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side: what the length-prefixed protocols of shipper/network/protocols/l7.h (MongoDB, Kafka) share:
+ * framing of each direction by a length at a message's start, the bounded prefix of a message
+ * its parser reads, gaps, losses and resynchronization, and the ring of exchanges paired by
+ * an id the response carries (MongoDB responseTo, Kafka correlation id), not in FIFO order.
+ * The contract is l7.h's; this file says how it is kept.
+ *
+ * A direction is a sequence of messages. A message begins with a header the protocol's head()
+ * checks as its bytes arrive (it asks for more, up to L7MSG_PREFIX_MAX, until it can tell the
+ * length and the kind); its bytes are then counted up to that length, the first
+ * L7MSG_PREFIX_MAX of them kept, and its parser's done() reads that prefix once the message
+ * has ended. So any split of the same bytes gives the same messages.
+ *
+ * Gaps and losses: inside a message of known length a gap of known size is counted (sizes
+ * stay exact, the prefix stops at the gap, the message is flagged). Anywhere else (a loss of
+ * unknown size, a gap before the length is known or past the message's end, a header head()
+ * refuses) framing is lost: the direction skips to the start of a later segment (a syscall's
+ * data is where a message is likeliest to begin) and tries a header there, with head() told
+ * it is resynchronizing (Kafka then wants a correlation id it waits for). Bytes skipped count
+ * to bytes_unattributed; a message ended by a loss of unknown size keeps what was seen of it.
+ * A direction whose first L7MSG_MAX_BAD_STARTS candidate headers all fail is abandoned.
+ *
+ * Pairing: a request makes an entry keyed by its id; a response completes the pending entry
+ * with its key, else it is a NO_REQUEST exchange. Responses come back in request order on
+ * these protocols' connections (MongoDB serves a connection's requests one at a time, Kafka
+ * guarantees order), so when a request is answered, older ones still without any answer are
+ * pushed out as NO_RESPONSE exchanges (their end_ns the answer's): a lost response then never
+ * holds later exchanges back. A request with no answer to come (Kafka acks=0, MongoDB
+ * moreToCome) is complete when it ends. A request over L7_MAX_PENDING is dropped and its id
+ * remembered (the last L7MSG_DROPPED_IDS of them), so that its response counts as dropped too.
+ *
+ * Memory per connection: the state with two prefixes of L7MSG_PREFIX_MAX (about 9 KiB), and
+ * up to L7_MAX_PENDING entries of about 330 bytes, allocated as needed by doubling from 4.
+ */
+#ifndef ROVER_SHIPPER_L7MSG_H
+#define ROVER_SHIPPER_L7MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shipper/network/protocols/l7.h"
+
+/* A message's bytes a parser reads: what a worker captures of one syscall (NET_CAPTURE_MAX). */
+#define L7MSG_PREFIX_MAX 4096u
+/* Failed candidate headers after which a direction that never carried the protocol is dropped. */
+#define L7MSG_MAX_BAD_STARTS 8u
+/* Ids of dropped requests remembered, so that their responses count as dropped. */
+#define L7MSG_DROPPED_IDS 16u
+
+/* head() results. */
+enum l7msg_verdict {
+	L7MSG_BAD = -1,	 /* not a message start */
+	L7MSG_MORE = 0,	 /* `need` bytes are wanted before deciding */
+	L7MSG_OK = 1,	 /* a message of `total` bytes, of kind `kind` */
+};
+
+enum l7msg_kind {
+	L7MSG_UNKNOWN = 0, /* framed, but whether request or response cannot be told */
+	L7MSG_REQUEST,
+	L7MSG_RESPONSE,
+};
+
+struct l7msg_head {
+	uint64_t total;	     /* bytes of the message, length field included; 0 until known */
+	size_t need;	     /* MORE: bytes wanted (clamped to total and L7MSG_PREFIX_MAX) */
+	enum l7msg_kind kind; /* OK */
+};
+
+/* A message that ended, as done() gets it. */
+struct l7msg_msg {
+	const uint8_t *p; /* its first n bytes, as captured (contiguous from its start) */
+	size_t n;
+	uint64_t total;	   /* its length on the wire */
+	uint64_t bytes;	   /* bytes of it seen, gaps included (total unless ended early) */
+	uint64_t start_ns; /* segment of its first byte */
+	uint64_t end_ns;   /* segment of its last byte seen */
+	bool cut;	   /* some of it was not captured, lost, or never came */
+	bool is_req;
+	enum l7_dir dir;
+};
+
+struct l7msg_entry {
+	struct l7_exchange x;
+	uint64_t key;	/* the id an answer carries */
+	uint32_t aux;	/* the protocol's own (Kafka: API key and version) */
+	bool done;
+	bool answered;	/* a response was paired (more may follow) */
+};
+
+struct l7msg_conn;
+
+struct l7msg_proto {
+	const char *name;
+	size_t hdr_min; /* bytes the first head() call gets */
+	/*
+	 * p[0..n) is a candidate message's start. `final`: no more bytes of it will be seen
+	 * (a gap, a loss, close): decide with these (MORE then counts as BAD). `resync`: the
+	 * candidate follows lost framing. The role (l7msg__role) may be unknown.
+	 */
+	enum l7msg_verdict (*head)(struct l7msg_conn *c, enum l7_dir dir, const uint8_t *p,
+				   size_t n, bool final, bool resync, struct l7msg_head *ret);
+	/*
+	 * A message ended. Returns the entry its bytes go to (req_bytes or resp_bytes by
+	 * m->is_req; the entry may be done already), or NULL: its bytes are unattributed.
+	 */
+	struct l7msg_entry *(*done)(struct l7msg_conn *c, const struct l7msg_msg *m);
+};
+
+/* NULL with errno set (EINVAL for L7_F_DATAGRAM: these protocols run over TCP). */
+struct l7msg_conn *l7msg__new(const struct l7msg_proto *proto, unsigned flags);
+void l7msg__free(struct l7msg_conn *c);
+int l7msg__feed(struct l7msg_conn *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
+		size_t captured, size_t actual);
+int l7msg__lost(struct l7msg_conn *c, enum l7_dir dir, uint64_t nbytes);
+void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns);
+int l7msg__next(struct l7msg_conn *c, struct l7_exchange *ret);
+enum l7_role l7msg__role(const struct l7msg_conn *c);
+void l7msg__stats(const struct l7msg_conn *c, struct l7_stats *ret);
+/* Exchanges held: pending, or complete and not popped. */
+unsigned l7msg__pending(const struct l7msg_conn *c);
+/* Responses whose body the protocol does not parse (Kafka: API keys and versions). */
+uint64_t l7msg__bodies_unparsed(const struct l7msg_conn *c);
+
+/* For the protocols' head() and done(). */
+struct l7_stats *l7msg__st(struct l7msg_conn *c);
+void l7msg__count_unparsed(struct l7msg_conn *c);
+/* A new pending entry for request m with key, or NULL (dropped, counted, id remembered). */
+struct l7msg_entry *l7msg__request(struct l7msg_conn *c, const struct l7msg_msg *m, uint64_t key);
+/* The entry m (a request) made is complete now: no answer is to come. */
+void l7msg__no_reply(struct l7msg_conn *c, struct l7msg_entry *e, const struct l7msg_msg *m);
+/* The pending entry waiting for key, or NULL. */
+struct l7msg_entry *l7msg__find(struct l7msg_conn *c, uint64_t key);
+/*
+ * Response m answers e: older entries without an answer are pushed out. `last`: no more
+ * responses follow (e is complete); else e waits for its next one (the caller re-keys it).
+ */
+void l7msg__answer(struct l7msg_conn *c, struct l7msg_entry *e, const struct l7msg_msg *m,
+		   bool last);
+/*
+ * Response m with key and no pending request: NULL if the request was dropped (counted),
+ * else a complete NO_REQUEST entry (NULL if the ring is full: counted as dropped).
+ */
+struct l7msg_entry *l7msg__orphan(struct l7msg_conn *c, const struct l7msg_msg *m, uint64_t key);
+
+#endif
