@@ -23,9 +23,8 @@
 #include "common/netrec.h"
 #include "common/privdrop.h"
 #include "common/util.h"
-#include "worker/netcap.h"
-#include "worker/profiler.h"
 #include "worker/ship.h"
+#include "worker/worker.h"
 
 #define SUPERVISOR_FD ROLE_FD_LAUNCHER
 #define SHIPPER_FD ROLE_FD_SECOND
@@ -34,20 +33,6 @@ static const struct ipc_rule from_supervisor[] = {
 	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
 	{ MSG_TASK_STOP, 0, 0, 0, 0 },
 	{ MSG_TASK_EXTEND, sizeof(struct msg_task_extend), sizeof(struct msg_task_extend), 0, 0 },
-};
-
-struct worker {
-	int sv;      /* supervisor */
-	int shipper; /* -1 once lost */
-	struct task_spec spec;
-	int pidfds[ROVER_MAX_PIDS];
-	int32_t pidfd_pid[ROVER_MAX_PIDS]; /* the target each pidfd is of */
-	int npidfds;
-	int inherited; /* pidfds the launcher pinned, at ROLE_FD_SECOND + 1 onwards */
-	struct profiler *prof; /* ON_CPU, OFF_CPU */
-	struct netcap *net;    /* NETWORK */
-	struct ship_batch batch;
-	uint64_t send_lost;
 };
 
 static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
@@ -77,78 +62,6 @@ static int check_spec(const struct task_spec *s)
 	    s->attach > ATTACH_RAW_TP || s->unwind > UNWIND_DWARF)
 		return -EINVAL;
 	return 0;
-}
-
-static void net_lost(struct worker *w, int err, const char *what)
-{
-	if (w->shipper < 0)
-		return;
-	log_warn("task %llu: %s to shipper: %s; its records are counted lost",
-		 (unsigned long long)w->spec.task_id, what, strerror(-err));
-	close(w->shipper);
-	w->shipper = -1;
-}
-
-static void flush(struct worker *w)
-{
-	int err;
-
-	if (w->net) {
-		err = netcap__flush(w->net, w->shipper);
-		if (err)
-			net_lost(w, err, "flush");
-		return;
-	}
-	err = profiler__drain(w->prof, &w->batch);
-
-	if (!err && w->shipper >= 0)
-		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
-	if (!err && w->shipper >= 0)
-		err = wk_send_batch(w->shipper, w->spec.task_id, &w->batch);
-	else if (!err)
-		err = -EPIPE;
-	if (err) {
-		for (size_t i = 0; i < w->batch.ncounts; i++)
-			w->send_lost += w->batch.counts[i].value;
-		w->send_lost += w->batch.snaps_value;
-		if (w->shipper >= 0) {
-			log_warn("task %llu: flush to shipper: %s; its samples are counted lost",
-				 (unsigned long long)w->spec.task_id, strerror(-err));
-			close(w->shipper);
-			w->shipper = -1;
-		}
-	}
-	ship_batch_reset(&w->batch);
-}
-
-static void read_snapshots(struct worker *w)
-{
-	int err;
-
-	if (w->net) {
-		err = netcap__read(w->net, w->shipper);
-		if (err)
-			net_lost(w, err, "records");
-		return;
-	}
-	err = profiler__read_snapshots(w->prof, &w->batch);
-
-	if (!err && (w->batch.snaps_len >= SHIP_SNAPS_SEND_AT ||
-		     w->batch.nsnaps >= SHIP_SNAPS_SEND_COUNT) && w->shipper >= 0)
-		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
-	if (err && w->shipper >= 0) {
-		log_warn("task %llu: snapshots to shipper: %s; its samples are counted lost",
-			 (unsigned long long)w->spec.task_id, strerror(-err));
-		close(w->shipper);
-		w->shipper = -1;
-	}
-	if (w->shipper < 0) {
-		/* Nowhere to go: counted lost as the flushes' counts are. */
-		w->send_lost += w->batch.snaps_value;
-		w->batch.snaps_len = 0;
-		w->batch.snaps_value = 0;
-		w->batch.nsnaps = 0;
-	}
 }
 
 /* The pid a pidfd is of (its fdinfo), 0 when gone or not a pidfd. */
@@ -200,72 +113,6 @@ static int open_targets(struct worker *w)
 	return w->npidfds ? 0 : -ESRCH;
 }
 
-/* A stack task's hint from the shipper: how much user stack its snapshots need. */
-static void on_stack_hint(struct worker *w)
-{
-	static const struct ipc_rule from_shipper[] = {
-		{ MSG_SHIP_STACK_HINT, sizeof(struct msg_stack_hint), sizeof(struct msg_stack_hint),
-		  0, 0 },
-	};
-	struct ipc_msg msg = { .fd = -1 };
-	struct msg_stack_hint h;
-	int err = ipc_recv(w->shipper, from_shipper, 1, &msg);
-
-	if (err) {
-		net_lost(w, err, "receiving");
-		return;
-	}
-	memcpy(&h, msg.buf, sizeof(h));
-	ipc_msg_release(&msg);
-	/* Another task's, or a process not ours: nothing to do with this task. */
-	if (h.task_id == w->spec.task_id && !profiler__stack_hint(w->prof, h.tgid, h.bytes))
-		log_debug("task %llu: snapshots of process %d cut to %u bytes of stack",
-			  (unsigned long long)w->spec.task_id, h.tgid, h.bytes);
-}
-
-/*
- * A message from the shipper: for NETWORK, a TLS library to probe; for a stack task, a stack
- * hint. Anything else, or a broken connection, loses the shipper as a failed send does.
- */
-static void on_shipper(struct worker *w)
-{
-	static const struct ipc_rule from_shipper[] = {
-		{ MSG_NET_TLS_ATTACH, sizeof(struct msg_tls_attach), sizeof(struct msg_tls_attach),
-		  0, 1 },
-	};
-	struct ipc_msg msg = { .fd = -1 };
-	struct msg_tls_attach m;
-	struct msg_tls_result r;
-	int pidfd = -1, err;
-
-	if (!w->net) {
-		on_stack_hint(w);
-		return;
-	}
-	err = ipc_recv(w->shipper, from_shipper, 1, &msg);
-	if (err) {
-		net_lost(w, err, "receiving");
-		return;
-	}
-	memcpy(&m, msg.buf, sizeof(m));
-	m.path[sizeof(m.path) - 1] = '\0';
-	/* An ended target's pidfd is closed (-1): its number names nothing. */
-	for (int k = 0; k < w->npidfds; k++)
-		if (w->pidfds[k] >= 0 && w->pidfd_pid[k] == m.pid)
-			pidfd = w->pidfds[k];
-	err = netcap__tls_attach(w->net, &m, msg.fd, pidfd, &r);
-	ipc_msg_release(&msg);
-	if (err)
-		log_warn("task %llu: TLS probes on %s of process %d not attached: %s",
-			 (unsigned long long)w->spec.task_id, m.path, m.pid, strerror(-err));
-	else
-		log_info("task %llu: TLS probes on %s of process %d: %u attached",
-			 (unsigned long long)w->spec.task_id, m.path, m.pid, r.attached);
-	err = ipc_send(w->shipper, MSG_NET_TLS_RESULT, &r, sizeof(r), -1);
-	if (err)
-		net_lost(w, err, "TLS result");
-}
-
 /*
  * A client's targets that the programs dropped (no longer the client's to trace: a
  * set-user-ID exec, a setuid, not dumpable; bpf/credcheck.bpf.h): said, and forgotten as an
@@ -278,8 +125,7 @@ static int forget_dropped(struct worker *w)
 	for (int i = 0; i < w->npidfds; i++) {
 		int32_t pid = w->pidfd_pid[i];
 
-		if (w->pidfds[i] < 0 ||
-		    (w->net ? netcap__tracing(w->net, pid) : profiler__tracing(w->prof, pid)))
+		if (w->pidfds[i] < 0 || w->kind->tracing(w, pid))
 			continue;
 		log_warn("task %llu: process %d dropped: it is no longer its client's to trace "
 			 "(a set-user-ID or file-capability exec, a setuid, or not dumpable)",
@@ -287,7 +133,7 @@ static int forget_dropped(struct worker *w)
 		close(w->pidfds[i]);
 		w->pidfds[i] = -1;
 		n++;
-		if (w->net ? netcap__forget(w->net, pid, w->shipper) : profiler__forget(w->prof, pid))
+		if (w->kind->forget(w, pid))
 			log_warn("task %llu: forgetting dropped target %d: %s",
 				 (unsigned long long)w->spec.task_id, pid, strerror(errno));
 	}
@@ -302,22 +148,21 @@ static uint32_t run(struct worker *w)
 	struct ipc_msg msg = { .fd = -1 };
 	struct pollfd pfd[3 + ROVER_MAX_PIDS];
 	int alive = w->npidfds, ship_idx;
-	int snap_fd = w->net ? netcap__events_fd(w->net) : profiler__snapshots_fd(w->prof);
+	int snap_fd = w->kind->events_fd(w);
 
 	for (;;) {
 		uint64_t now = now_mono_ms(), wake = next_flush < end ? next_flush : end;
 		int n = 0, rc;
 
-		/* NETWORK records are read at least every 100 ms: the program wakes us late. */
-		if (w->net && wake > now + 100)
-			wake = now + 100;
+		if (w->kind->read_every_ms && wake > now + w->kind->read_every_ms)
+			wake = now + w->kind->read_every_ms;
 		if (snap_fd >= 0)
-			read_snapshots(w);
+			w->kind->read(w);
 
 		if (now >= end)
 			return END_DURATION;
 		if (now >= next_flush) {
-			flush(w);
+			w->kind->flush(w);
 			next_flush += w->spec.flush_ms;
 			if (w->spec.flags & TASK_USER_ONLY)
 				alive -= forget_dropped(w);
@@ -332,9 +177,9 @@ static uint32_t run(struct worker *w)
 		if (snap_fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = snap_fd, .events = POLLIN };
 		/* NETWORK: the shipper names the TLS libraries it finds in the targets; stack
-		 * snapshots: it says how much stack they need. */
+		 * snapshots: it says how much stack they need (w->kind->on_shipper). */
 		ship_idx = -1;
-		if ((w->net || snap_fd >= 0) && w->shipper >= 0) {
+		if (w->shipper >= 0) {
 			ship_idx = n;
 			pfd[n++] = (struct pollfd){ .fd = w->shipper, .events = POLLIN };
 		}
@@ -344,7 +189,7 @@ static uint32_t run(struct worker *w)
 		if (rc <= 0)
 			continue;
 		if (ship_idx >= 0 && pfd[ship_idx].revents)
-			on_shipper(w);
+			w->kind->on_shipper(w);
 		if (pfd[0].revents) {
 			/* A stop, or the supervisor gone: either way the task ends now. */
 			int err = ipc_recv(w->sv, from_supervisor, 3, &msg);
@@ -370,8 +215,7 @@ static uint32_t run(struct worker *w)
 				w->pidfds[i - 1] = -1;
 				alive--;
 				/* Its number may go to another process: not counted from here. */
-				if (w->net ? netcap__forget(w->net, w->pidfd_pid[i - 1], w->shipper)
-					   : profiler__forget(w->prof, w->pidfd_pid[i - 1]))
+				if (w->kind->forget(w, w->pidfd_pid[i - 1]))
 					log_warn("task %llu: forgetting exited target %d: %s",
 						 (unsigned long long)w->spec.task_id,
 						 w->pidfd_pid[i - 1], strerror(errno));
@@ -400,7 +244,7 @@ int main(int argc, char **argv)
 	struct msg_task_started started;
 	struct msg_task_done done = { 0 };
 	struct ipc_msg msg = { .fd = -1 };
-	const char *user = NULL;
+	const char *user = NULL, *what = "";
 	uid_t uid;
 	gid_t gid;
 	int c, err;
@@ -454,15 +298,10 @@ int main(int argc, char **argv)
 		wk_send_error(w.sv, w.spec.task_id, -err, "target processes");
 		return 1;
 	}
-	if (w.spec.type == TASK_NETWORK)
-		w.net = netcap__start(&w.spec, &started);
-	else
-		w.prof = profiler__start(&w.spec, &started);
-	if (!w.prof && !w.net) {
-		wk_send_error(w.sv, w.spec.task_id, errno,
-			      w.spec.type == TASK_ON_CPU    ? "loading the ON_CPU sampler"
-			      : w.spec.type == TASK_OFF_CPU ? "loading the OFF_CPU tracer"
-							    : "loading the NETWORK capture");
+	w.kind = task_kind_of(w.spec.type);
+	err = w.kind->start(&w, &started, &what);
+	if (err) {
+		wk_send_error(w.sv, w.spec.task_id, -err, what);
 		return 1;
 	}
 	/* A target already gone has no pidfd: its number is not counted either. */
@@ -473,14 +312,9 @@ int main(int argc, char **argv)
 			pinned |= w.pidfd_pid[k] == w.spec.pids[i];
 		if (pinned)
 			continue;
-		if (w.net)
-			netcap__forget(w.net, w.spec.pids[i], w.shipper);
-		else
-			profiler__forget(w.prof, w.spec.pids[i]);
+		w.kind->forget(&w, w.spec.pids[i]);
 	}
-	err = sandbox_apply(w.net				  ? &worker_attached_net_policy
-			    : profiler__runs_programs(w.prof) ? &worker_attached_policy
-							      : &worker_attached_norun_policy);
+	err = sandbox_apply(w.kind->attached_policy(&w));
 	if (err) {
 		wk_send_error(w.sv, w.spec.task_id, -err, "narrowing the sandbox");
 		return 1;
@@ -505,32 +339,15 @@ int main(int argc, char **argv)
 		  (unsigned long long)cpu_used_us());
 
 	done.reason = run(&w);
-	if (w.net)
-		netcap__stop(w.net);
-	else
-		profiler__stop(w.prof);
-	flush(&w);
+	w.kind->stop(&w);
+	w.kind->flush(&w);
 	if (w.shipper >= 0 && wk_send_end(w.shipper, w.spec.task_id, done.reason))
 		log_warn("task %llu: end to shipper failed", (unsigned long long)w.spec.task_id);
 	done.task_id = w.spec.task_id;
-	if (w.net)
-		netcap__totals(w.net, &done.samples, done.losses);
-	else
-		profiler__totals(w.prof, &done.samples, done.losses);
-	if (w.prof) {
-		uint64_t records, bytes;
-
-		profiler__ring_totals(w.prof, &records, &bytes);
-		if (records)
-			log_debug("task %llu: %llu snapshot records, %llu bytes of them from the "
-				  "kernel",
-				  (unsigned long long)w.spec.task_id, (unsigned long long)records,
-				  (unsigned long long)bytes);
-	}
+	w.kind->totals(&w, &done);
 	done.losses[LOSS_SEND_FAILED] += w.send_lost;
 	ipc_send(w.sv, MSG_TASK_DONE, &done, sizeof(done), -1);
-	netcap__free(w.net);
-	profiler__free(w.prof);
+	w.kind->free(&w);
 	ship_batch_free(&w.batch);
 	return 0;
 }
