@@ -32,6 +32,7 @@
 
 #include "common/config/config.h"
 #include "configs/rover_configs.h" /* generated: rover_default_config */
+#include "common/formats.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/netrec.h"
@@ -183,40 +184,6 @@ static int parse_pids(const char *arg, struct task_spec *spec)
 		spec->pids[spec->npids++] = (int32_t)v;
 	}
 	return spec->npids ? 0 : -EINVAL;
-}
-
-static int format_of(const char *name, const char *output, uint32_t type, uint32_t *ret)
-{
-	size_t n = strlen(output);
-
-	if (type == TASK_NETWORK) {
-		if (name)
-			*ret = !strcmp(name, "txt")    ? FORMAT_NET_TXT
-			       : !strcmp(name, "json") ? FORMAT_NET_JSON
-						       : 0;
-		else
-			*ret = n > 5 && !strcmp(output + n - 5, ".json") ? FORMAT_NET_JSON
-									 : FORMAT_NET_TXT;
-		return *ret ? 0 : -EINVAL;
-	}
-	if (name) {
-		if (!strcmp(name, "folded"))
-			*ret = FORMAT_FOLDED;
-		else if (!strcmp(name, "pprof"))
-			*ret = FORMAT_PPROF;
-		else if (!strcmp(name, "svg"))
-			*ret = FORMAT_SVG;
-		else
-			return -EINVAL;
-		return 0;
-	}
-	if (n > 6 && !strcmp(output + n - 6, ".pb.gz"))
-		*ret = FORMAT_PPROF;
-	else if (n > 4 && !strcmp(output + n - 4, ".svg"))
-		*ret = FORMAT_SVG;
-	else
-		*ret = FORMAT_FOLDED;
-	return 0;
 }
 
 static int duration_ms_arg(const char *opt, const char *arg, uint64_t min_us, uint32_t *ret_ms)
@@ -904,7 +871,7 @@ static int cmd_profile(int argc, char **argv)
 		spec.flush_ms = 2000;
 	if (spec.type != TASK_NETWORK && spec.attach == ATTACH_SYSCALLS)
 		return die_usage("--attach %s is for --type network", "syscalls");
-	if (format_of(format, output, spec.type, &spec.format))
+	if (output_format_of(format, output, spec.type == TASK_NETWORK, &spec.format))
 		return die_usage(spec.type == TASK_NETWORK ? "bad --format '%s': txt or json expected"
 							   : "bad --format '%s': folded, pprof or svg expected",
 				 format);

@@ -801,19 +801,7 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 			 lost ? " - events lost, see the description" : "",
 			 t->ended ? "" : " - cut short");
 	}
-	switch (t->format) {
-	case FORMAT_PPROF:
-		err = profile__write_pprof(t->profile, f);
-		break;
-	case FORMAT_FOLDED:
-		err = profile__write_folded(t->profile, f);
-		break;
-	case FORMAT_SVG:
-		err = profile__write_svg(t->profile, f, title);
-		break;
-	default:
-		err = -EINVAL;
-	}
+	err = profile__write(t->profile, t->format, f, title);
 	ret->err = -err;
 	ret->samples = t->samples;
 	ret->stacks = profile__nstacks(t->profile);

@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
 #endif
+#include "common/msg.h"
 #include "common/util.h"
 #include "shipper/output/profile.h"
 
@@ -1113,4 +1114,35 @@ void profile__top(const struct profile *p, unsigned n, char *buf, size_t len)
 cleanup:
 	free(self);
 	free(v);
+}
+
+/* ---- the writers by format ---- */
+
+static int write_folded(const struct profile *p, FILE *f, const char *title)
+{
+	(void)title;
+	return profile__write_folded(p, f);
+}
+
+static int write_pprof(const struct profile *p, FILE *f, const char *title)
+{
+	(void)title;
+	return profile__write_pprof(p, f);
+}
+
+static const struct {
+	uint32_t format;
+	int (*write)(const struct profile *p, FILE *f, const char *title);
+} writers[] = {
+	{ FORMAT_FOLDED, write_folded },
+	{ FORMAT_PPROF, write_pprof },
+	{ FORMAT_SVG, profile__write_svg },
+};
+
+int profile__write(const struct profile *p, uint32_t format, FILE *f, const char *title)
+{
+	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
+		if (writers[i].format == format)
+			return writers[i].write(p, f, title);
+	return -EINVAL;
 }

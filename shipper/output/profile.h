@@ -41,6 +41,12 @@ int profile__write_folded(const struct profile *p, FILE *f);
 int profile__write_pprof(const struct profile *p, FILE *f);
 /* A self-contained SVG flame graph (root at the bottom, hover titles). 0 or -errno. */
 int profile__write_svg(const struct profile *p, FILE *f, const char *title);
+/*
+ * The profile in format (enum output_format: folded, pprof or svg; title for those that show
+ * one), through the writer its entry in the table of formats names. 0, -EINVAL for a format
+ * that is not a profile's, or the writer's -errno.
+ */
+int profile__write(const struct profile *p, uint32_t format, FILE *f, const char *title);
 
 /* The n hottest functions by self value, "  12.3%  name\n" lines, into buf. */
 void profile__top(const struct profile *p, unsigned n, char *buf, size_t len);

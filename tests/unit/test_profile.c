@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "proto/pprof/profile.pb-c.h"
+#include "common/msg.h"
 #include "shipper/output/profile.h"
 
 #define ADD(p, comm, value, ...)                                                               \
@@ -384,6 +385,28 @@ Test(profile, comments_carry_losses)
 	for (int i = 2; i < 16; i++)
 		cr_assert_eq(profile__add_comment(p, "x"), 0);
 	cr_assert_eq(profile__add_comment(p, "one too many"), -ENOSPC);
+	profile__free(p);
+}
+
+/* Each profile format through the one entry point; the reports' are not a profile's. */
+Test(profile, written_by_format)
+{
+	struct profile *p = profile__new("samples", "count", 0);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ADD(p, "app", 3, "main", "work");
+	cr_assert_eq(profile__write(p, FORMAT_FOLDED, f, "t"), 0);
+	fflush(f);
+	cr_assert_str_eq(out, "app;main;work 3\n");
+	cr_assert_eq(profile__write(p, FORMAT_SVG, f, "a title"), 0);
+	fflush(f);
+	cr_assert_not_null(strstr(out, "a title"));
+	cr_assert_eq(profile__write(p, FORMAT_NET_JSON, f, "t"), -EINVAL);
+	cr_assert_eq(profile__write(p, 0, f, "t"), -EINVAL);
+	fclose(f);
+	free(out);
 	profile__free(p);
 }
 
