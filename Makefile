@@ -85,9 +85,9 @@ LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw $(LIBS_
 
 # The four binaries take their libraries from the static archives, but for glibc and
 # protobuf-c: each role is exec'd anew for every task, and ld.so mapping and relocating a
-# dozen shared objects was a third of a role's start (README, "One-shot start-up"). protobuf-c
-# stays shared because the OAP module, loaded beside it, links it too: one copy of its
-# globals. Tests link the same objects against the shared libraries.
+# dozen shared objects was a third of a role's start (docs/performance.md, "One-shot
+# start-up"). protobuf-c stays shared because the OAP module, loaded beside it, links it too:
+# one copy of its globals. Tests link the same objects against the shared libraries.
 static = -Wl,-Bstatic $(1) -Wl,-Bdynamic
 LIBS_LAUNCHER_BIN   := $(call static,$(LIBS_CONFIG) $(LIBS_COMMON))
 LIBS_SUPERVISOR_BIN := $(call static,$(LIBS_CONFIG) -ljson-c $(LIBS_COMMON)) -lprotobuf-c

@@ -152,7 +152,7 @@ enum output_format {
 	FORMAT_FOLDED = 1,
 	FORMAT_PPROF = 2,
 	FORMAT_SVG = 3,
-	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (README "Network report") */
+	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (docs/network.md, "The report") */
 	FORMAT_NET_JSON = 5, /* NETWORK: the same, for programs */
 };
 
@@ -184,7 +184,7 @@ enum task_flags {
 	TASK_USER_ONLY = 1,
 };
 
-/* How user stacks are unwound (README "Whole stacks"). */
+/* How user stacks are unwound (docs/profiling.md, "Whole stacks"). */
 enum unwind_mode {
 	UNWIND_DEFAULT = 0, /* UNWIND_DWARF */
 	UNWIND_FP = 1,	    /* frame pointers, in the kernel, counted by stack id */

@@ -4,7 +4,7 @@
  * loaded by its SONAME only when the shipper may serve a NETWORK task. Linked, it had ld.so
  * apply its 77 000 relocations (its instruction tables are pointers) at every start of the
  * shipper, about 15 ms of CPU, three quarters of the shipper's whole start, which a one-shot
- * ON_CPU or OFF_CPU `rover profile` paid for nothing (README.md, "One-shot start-up").
+ * ON_CPU or OFF_CPU `rover profile` paid for nothing (docs/performance.md, "One-shot start-up").
  * tlsfind.c calls cs_* as it always did; these definitions forward to the library.
  *
  * Not linked into the unit and fuzz runners: they link tlsfind.c with -lcapstone.

@@ -214,7 +214,7 @@ static const struct key network_keys[] = {
 	{ "report_interval", K_DUR_MS, CF(profiling.network_report_interval_ms), NULL, 100,
 	  600000 },
 	{ "meter_prefix", K_STR, CF(profiling.network_meter_prefix) },
-	/* Not upstream: which kernel hooks capture (README "Network profiling"). */
+	/* Not upstream: which kernel hooks capture (docs/network.md, "How it works, and where"). */
 	{ "hooks", K_HOOKS, CF(profiling.network_attach) },
 	{ "protocol_analyze", K_MAP, NO_FIELD, protocol_analyze_keys },
 	{ NULL },

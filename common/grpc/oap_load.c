@@ -3,8 +3,9 @@
  * The OAP client as the supervisor and the shipper link it: forwarders to librover-oap.so
  * (oap.c built as a module, gRPC behind it). Linking gRPC into the binaries made ld.so map
  * and relocate gRPC, abseil, OpenSSL, c-ares and re2 at every start, about 30 ms of CPU per
- * role, which a one-shot `rover profile` (no backend) paid for nothing (README.md, "One-shot
- * start-up"). Now only a role with a backend configured loads it, before its seccomp filter.
+ * role, which a one-shot `rover profile` (no backend) paid for nothing (docs/performance.md,
+ * "One-shot start-up"). Now only a role with a backend configured loads it, before its
+ * seccomp filter.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

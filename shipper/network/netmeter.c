@@ -410,8 +410,8 @@ static void traffic_meters(struct mb *m, const struct net_traffic *tr)
 	/*
 	 * HTTP/1 and HTTP/2 as upstream's http1 meters, which its OAP rules read; another
 	 * protocol X in the same family, named <prefix>X_..., with an error counter (its own
-	 * codes say which answers failed) and its result codes as `code` (README, "Network
-	 * profiling"; deploy/oap has the rules that aggregate them).
+	 * codes say which answers failed) and its result codes as `code` (docs/network.md,
+	 * "Against the OAP"; deploy/oap has the rules that aggregate them).
 	 */
 	if (tr->proto == NET_PROTO_HTTP1)
 		snprintf(fam, sizeof(fam), "%shttp1", P);

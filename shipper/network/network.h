@@ -8,7 +8,7 @@
  * by (reference network-profiling.md §3.6, §4.2).
  *
  * Two outputs from the same traffic:
- *  - a report a person reads (net_task__write_report, .txt or .json, formats in README.md);
+ *  - a report a person reads (net_task__write_report, .txt or .json, formats in docs/network.md);
  *  - the OAP's meters (net_task__meters): MeterDataCollection messages with upstream's names,
  *    labels and buckets (§4.3), and sampled HTTP traces (LogData, §4.4), with their requests
  *    and responses as span attached events when a rule asks for them (net_task__events).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Whole user stacks from snapshots (README "Whole stacks").
+ * Whole user stacks from snapshots (docs/profiling.md, "Whole stacks").
  *
  * Why snapshots unwound here rather than unwinding in BPF: CFI is a per-address table of rules
  * (where the caller's frame starts, where the return address and rbp were saved) with

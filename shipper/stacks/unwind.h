@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shipper side (no privileges): turns a stack snapshot from a worker (user registers and the
- * top of the user stack, README "Whole stacks") into the return addresses of the whole user
- * stack, with the call frame information (.eh_frame) of the files the target maps, and frame
- * pointers where a file has none (JIT code, Go). Snapshot bytes and mapped files are both
- * untrusted: every read is bounds-checked, every cache bounded.
+ * top of the user stack, docs/profiling.md, "Whole stacks") into the return addresses of the
+ * whole user stack, with the call frame information (.eh_frame) of the files the target maps,
+ * and frame pointers where a file has none (JIT code, Go). Snapshot bytes and mapped files are
+ * both untrusted: every read is bounds-checked, every cache bounded.
  */
 #ifndef ROVER_SHIPPER_UNWIND_H
 #define ROVER_SHIPPER_UNWIND_H

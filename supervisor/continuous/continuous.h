@@ -8,7 +8,7 @@
  * profiling.continuous.check_interval sends the monitors' meters and judges each policy item
  * on its own window; an item that holds reports its causes (reportProfilingTask) and starts
  * the task the OAP names, through the same path as the OAP's own tasks. Upstream's bugs are
- * fixed (README "Continuous profiling" lists them).
+ * fixed (docs/continuous.md lists them).
  */
 #ifndef ROVER_SUPERVISOR_CONTINUOUS_H
 #define ROVER_SUPERVISOR_CONTINUOUS_H

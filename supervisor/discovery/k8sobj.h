@@ -134,7 +134,7 @@ struct k8s_cgroup_id {
 
 /*
  * The containers a /proc/PID/cgroup text names, each line read as kubelet lays its tree out
- * (README "Kubernetes"):
+ * (docs/kubernetes.md, "How it works"):
  *   systemd driver  kubepods.slice/[kubepods-<qos>.slice/]kubepods[-<qos>]-pod<uid>.slice/
  *                   {cri-containerd,crio,docker}-<id>.scope
  *   cgroupfs driver kubepods/[burstable|besteffort/]pod<uid>/{<id>,crio-<id>}

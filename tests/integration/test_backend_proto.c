@@ -2,7 +2,7 @@
 /*
  * The protocols beyond HTTP against the (fake) OAP: a NETWORK task of the backend on a DNS
  * server (unbound) that the agent discovered, and what MeterReportService/collectBatch
- * carries for it: the <prefix>_dns_* meters (README, "Network profiling"; the rules of
+ * carries for it: the <prefix>_dns_* meters (docs/network.md, "Against the OAP"; the rules of
  * deploy/oap/network-profiling-protocols.yaml read them), with upstream's labels in upstream's
  * order and the protocol's own codes, every count what the client (kdig) printed.
  */

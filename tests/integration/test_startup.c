@@ -2,7 +2,7 @@
 /*
  * What the roles load at start: a one-shot `rover profile` (no backend, no Kubernetes) maps
  * neither gRPC nor libcurl in its supervisor and shipper (they cost ~30 ms of ld.so each,
- * README.md "One-shot start-up"); an agent with a backend whose OAP module is missing or
+ * docs/performance.md, "One-shot start-up"); an agent with a backend whose OAP module is missing or
  * broken stops at once and names the file, rather than restarting its roles forever. The Go
  * TLS disassembler (libcapstone, 15 ms of relocations) is loaded by the shipper of a NETWORK
  * task only.

@@ -201,7 +201,7 @@ Test(deploy, daemonset)
 }
 
 /*
- * The shipper's worst case with the default budgets (README.md, "Whole stacks"; policy/
+ * The shipper's worst case with the default budgets (docs/profiling.md, "Whole stacks"; policy/
  * README.md, "Memory budgets"): under 400 MiB whatever files the targets map, perf maps'
  * 128 MiB and the memory spool's 16 MiB on top.
  */

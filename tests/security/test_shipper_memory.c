@@ -4,7 +4,7 @@
  * whose sparse .eh_frame, .eh_frame_hdr, .symtab and .strtab each claim just under 64 MiB
  * (the old per-section caps) while taking a few KiB of disk, and runs code in them. The
  * shipper used to read and keep the CFI of every such file (up to 128 of them) and read each
- * symbol table whole. Its peak RSS must stay under the figure README.md states, and the
+ * symbol table whole. Its peak RSS must stay under the figure docs/profiling.md states, and the
  * profile must still be written and name the target's own function.
  *
  * Finding 3 of the second privilege review (issue 23): the same through TLS finding. A
@@ -28,7 +28,7 @@
 #include "tests/integration/harness.h"
 #include "tests/elf_header.h"
 
-/* README.md, "Whole stacks": the shipper's peak RSS with default budgets. */
+/* docs/profiling.md, "Whole stacks": the shipper's peak RSS with default budgets. */
 #define SHIPPER_PEAK_RSS_KIB (400u << 10)
 #define NFILES 16
 /* Just under the old caps (UNWIND_MAX_EH_FRAME, 64 MiB). */
