@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
 #endif
+#include "common/hindex.h"
 #include "common/msg.h"
 #include "common/util.h"
 #include "shipper/output/profile.h"
@@ -43,19 +44,19 @@ struct stack {
 };
 
 #define PROFILE_MAX_COMMENTS 16
+/* Each index starts with this many slots: most profiles never grow it. */
+#define PROFILE_INDEX_SLOTS 1024
 
 struct profile {
 	/* Interned strings; id 0 is "" so that ids are pprof string_table indices. */
 	char **strs;
 	size_t nstrs, cap_strs;
 	size_t str_bytes;
-	uint32_t *str_slots; /* open addressing, id + 1, 0 = empty */
-	size_t str_mask;
+	struct hindex str_index; /* ids by hash_bytes */
 
 	struct stack **stacks;
 	size_t nstacks, cap_stacks;
-	uint32_t *stack_slots; /* index + 1, 0 = empty */
-	size_t stack_mask;
+	struct hindex stack_index; /* indices by stack_hash */
 
 	uint64_t total;
 	uint64_t period_ns;
@@ -103,51 +104,35 @@ static size_t name_len(const char *s)
 
 static uint32_t strtab_find(const struct profile *p, const char *s, size_t len, uint64_t h)
 {
-	for (size_t i = h & p->str_mask;; i = (i + 1) & p->str_mask) {
-		uint32_t slot = p->str_slots[i];
-		const char *c;
+	size_t pos = hindex__start(&p->str_index, h);
+	uint32_t slot;
 
-		if (!slot)
-			return NO_ID;
-		c = p->strs[slot - 1];
+	while ((slot = hindex__next(&p->str_index, &pos))) {
+		const char *c = p->strs[slot - 1];
+
 		if (!strncmp(c, s, len) && c[len] == '\0')
 			return slot - 1;
 	}
+	return NO_ID;
 }
 
-static int strtab_grow(struct profile *p)
+static uint64_t str_hash_of(const void *ctx, uint32_t id)
 {
-	size_t cap = (p->str_mask + 1) * 2;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
+	const struct profile *p = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t id = 0; id < p->nstrs; id++) {
-		size_t i = hash_bytes(p->strs[id], strlen(p->strs[id])) & (cap - 1);
-
-		while (slots[i])
-			i = (i + 1) & (cap - 1);
-		slots[i] = id + 1;
-	}
-	free(p->str_slots);
-	p->str_slots = slots;
-	p->str_mask = cap - 1;
-	return 0;
+	return hash_bytes(p->strs[id], strlen(p->strs[id]));
 }
 
 static int strtab_add(struct profile *p, const char *s, size_t len, uint64_t h, uint32_t *ret_id)
 {
 	char *copy;
-	size_t i;
 	int err;
 
 	if (p->str_bytes + len + 1 > PROFILE_MAX_STRING_BYTES || p->nstrs >= NO_ID - 1)
 		return -ENOSPC;
-	if ((p->nstrs + 1) * 2 > p->str_mask + 1) {
-		err = strtab_grow(p);
-		if (err)
-			return err;
-	}
+	err = hindex__reserve(&p->str_index, PROFILE_INDEX_SLOTS, str_hash_of, p);
+	if (err)
+		return err;
 	if (p->nstrs == p->cap_strs) {
 		size_t cap = p->cap_strs ? p->cap_strs * 2 : 256;
 		char **strs = reallocarray(p->strs, cap, sizeof(*strs));
@@ -160,9 +145,7 @@ static int strtab_add(struct profile *p, const char *s, size_t len, uint64_t h, 
 	copy = strndup(s, len);
 	if (!copy)
 		return -ENOMEM;
-	for (i = h & p->str_mask; p->str_slots[i]; i = (i + 1) & p->str_mask)
-		;
-	p->str_slots[i] = p->nstrs + 1;
+	hindex__put(&p->str_index, h, (uint32_t)p->nstrs);
 	p->strs[p->nstrs] = copy;
 	p->str_bytes += len + 1;
 	*ret_id = p->nstrs++;
@@ -194,51 +177,35 @@ static uint64_t stack_hash(uint32_t comm, const uint32_t *frames, uint32_t n)
 static struct stack *stack_find(const struct profile *p, uint64_t h, uint32_t comm,
 				const uint32_t *frames, uint32_t n)
 {
-	for (size_t i = h & p->stack_mask;; i = (i + 1) & p->stack_mask) {
-		uint32_t slot = p->stack_slots[i];
-		struct stack *st;
+	size_t pos = hindex__start(&p->stack_index, h);
+	uint32_t slot;
 
-		if (!slot)
-			return NULL;
-		st = p->stacks[slot - 1];
+	while ((slot = hindex__next(&p->stack_index, &pos))) {
+		struct stack *st = p->stacks[slot - 1];
+
 		if (st->hash == h && st->comm == comm && st->nframes == n &&
 		    !memcmp(st->frames, frames, n * sizeof(*frames)))
 			return st;
 	}
+	return NULL;
 }
 
-static int stack_grow(struct profile *p)
+static uint64_t stack_hash_of(const void *ctx, uint32_t i)
 {
-	size_t cap = (p->stack_mask + 1) * 2;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
+	const struct profile *p = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t k = 0; k < p->nstacks; k++) {
-		size_t i = p->stacks[k]->hash & (cap - 1);
-
-		while (slots[i])
-			i = (i + 1) & (cap - 1);
-		slots[i] = k + 1;
-	}
-	free(p->stack_slots);
-	p->stack_slots = slots;
-	p->stack_mask = cap - 1;
-	return 0;
+	return p->stacks[i]->hash;
 }
 
 static int stack_insert(struct profile *p, uint64_t h, uint32_t comm, const uint32_t *frames,
 			uint32_t n, uint64_t value)
 {
 	struct stack *st;
-	size_t i;
 	int err;
 
-	if ((p->nstacks + 1) * 2 > p->stack_mask + 1) {
-		err = stack_grow(p);
-		if (err)
-			return err;
-	}
+	err = hindex__reserve(&p->stack_index, PROFILE_INDEX_SLOTS, stack_hash_of, p);
+	if (err)
+		return err;
 	if (p->nstacks == p->cap_stacks) {
 		size_t cap = p->cap_stacks ? p->cap_stacks * 2 : 256;
 		struct stack **stacks = reallocarray(p->stacks, cap, sizeof(*stacks));
@@ -256,9 +223,7 @@ static int stack_insert(struct profile *p, uint64_t h, uint32_t comm, const uint
 	st->comm = comm;
 	st->nframes = n;
 	memcpy(st->frames, frames, n * sizeof(*frames));
-	for (i = h & p->stack_mask; p->stack_slots[i]; i = (i + 1) & p->stack_mask)
-		;
-	p->stack_slots[i] = p->nstacks + 1;
+	hindex__put(&p->stack_index, h, (uint32_t)p->nstacks);
 	p->stacks[p->nstacks++] = st;
 	return 0;
 }
@@ -280,14 +245,6 @@ struct profile *profile__new(const char *sample_type, const char *unit, uint64_t
 	}
 	p->period_ns = period_ns;
 	p->unit_is_count = !strcmp(unit, "count");
-	p->str_slots = calloc(1024, sizeof(*p->str_slots));
-	p->stack_slots = calloc(1024, sizeof(*p->stack_slots));
-	if (!p->str_slots || !p->stack_slots) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	p->str_mask = 1023;
-	p->stack_mask = 1023;
 	err = strtab_intern(p, "", &empty);
 	if (!err)
 		err = strtab_intern(p, sample_type, &p->type_id);
@@ -320,9 +277,9 @@ void profile__free(struct profile *p)
 	for (size_t i = 0; i < p->nstacks; i++)
 		free(p->stacks[i]);
 	free(p->strs);
-	free(p->str_slots);
+	hindex__free(&p->str_index);
 	free(p->stacks);
-	free(p->stack_slots);
+	hindex__free(&p->stack_index);
 	free(p);
 }
 
