@@ -249,11 +249,15 @@ int ipc_listen(const char *dir, const char *name)
 	return fd;
 }
 
-int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode)
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16 */
+#endif
+
+int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode, unsigned flags)
 {
 	char dir[64];
 	mode_t old;
-	int fd, err;
+	int fd, err, no = 0;
 
 	snprintf(dir, sizeof(dir), "/proc/self/fd/%d", dirfd);
 	/* Root's alone from bind() until its group and mode are set: no connection from
@@ -263,6 +267,11 @@ int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode)
 	umask(old);
 	if (fd < 0)
 		return fd;
+	if ((flags & IPC_NO_RIGHTS) && setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &no, sizeof(no))) {
+		err = errno == EINVAL ? -ENOPROTOOPT : -errno;
+		close(fd);
+		return err;
+	}
 	if (fchownat(dirfd, name, 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
 	    fchmodat(dirfd, name, (mode_t)mode, 0)) {
 		err = -errno;

@@ -67,9 +67,13 @@ int ipc_connect(const char *dir, const char *name);
 /*
  * Binds name in the directory open as dirfd (never through the directory's path, which
  * could be swapped), owned by root and group gid with mode, set before the socket takes
- * connections. The caller must be root with CAP_CHOWN. Listening fd or -errno.
+ * connections. The caller must be root with CAP_CHOWN. With IPC_NO_RIGHTS its connections
+ * refuse descriptors (SO_PASSRIGHTS 0, inherited by each accepted connection: a sender's
+ * SCM_RIGHTS fails with EPERM, nothing is queued), or -ENOPROTOOPT where the kernel has no
+ * such option (before Linux 6.16). Listening fd or -errno.
  */
-int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode);
+#define IPC_NO_RIGHTS 1u
+int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode, unsigned flags);
 /* Whether fd is an open socket (a role checks the connections it inherits). */
 int ipc_is_socket(int fd);
 /* A connected pair for two peers, both ends O_CLOEXEC. 0 or -errno. */

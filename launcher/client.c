@@ -16,7 +16,7 @@
 #include "launcher/trust.h"
 
 static const struct ipc_rule replies[] = {
-	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0, 0 },
+	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0, 1 },
 	{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 };
 
@@ -59,20 +59,9 @@ int client_connect(const char *sockdir, unsigned wait_ms)
 	return fd;
 }
 
-int client_submit(int sock, const struct task_spec *spec, int *ret_out)
+int client_submit(int sock, const struct task_spec *spec)
 {
-	int pair[2], err;
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair))
-		return -errno;
-	err = ipc_send(sock, MSG_CTL_PROFILE, spec, sizeof(*spec), pair[1]);
-	close(pair[1]);
-	if (err) {
-		close(pair[0]);
-		return err;
-	}
-	*ret_out = pair[0];
-	return 0;
+	return ipc_send(sock, MSG_CTL_PROFILE, spec, sizeof(*spec), -1);
 }
 
 int client_copy_output(int out, int file)
@@ -116,7 +105,7 @@ int client_stop(int sock, uint64_t task_id)
 	return ipc_send(sock, MSG_CTL_STOP, &s, sizeof(s), -1);
 }
 
-int client_read(int sock, uint64_t *ret_task_id, struct msg_ctl_done *ret_done)
+int client_read(int sock, uint64_t *ret_task_id, int *ret_out, struct msg_ctl_done *ret_done)
 {
 	struct ipc_msg msg = { .fd = -1 };
 	int err = ipc_recv(sock, replies, 2, &msg);
@@ -125,6 +114,8 @@ int client_read(int sock, uint64_t *ret_task_id, struct msg_ctl_done *ret_done)
 		goto out;
 	if (msg.type == MSG_CTL_ACCEPTED) {
 		*ret_task_id = ((struct msg_ctl_accepted *)msg.buf)->task_id;
+		*ret_out = msg.fd;
+		msg.fd = -1;
 		err = 1;
 	} else {
 		memcpy(ret_done, msg.buf, sizeof(*ret_done));

@@ -9,12 +9,12 @@
 int client_connect(const char *sockdir, unsigned wait_ms);
 
 /*
- * Sends the task with one end of a new socket pair, the way its output comes back: the
- * shipper sends the profile there and this client writes it to its file (client_copy_output),
- * so no role ever writes to, or waits on, a descriptor of a client's choice. The other end
- * in *ret_out. 0 or -errno.
+ * Sends the task. Its output comes back on a socket the supervisor makes and hands over with
+ * MSG_CTL_ACCEPTED (client_read): the shipper sends the profile there and this client writes
+ * it to its file (client_copy_output), so no role ever writes to, waits on or closes a
+ * descriptor of a client's choice. 0 or -errno.
  */
-int client_submit(int sock, const struct task_spec *spec, int *ret_out);
+int client_submit(int sock, const struct task_spec *spec);
 
 /*
  * Copies what came on out into file, without waiting: 1 while more may come, 0 once the
@@ -26,10 +26,10 @@ int client_copy_output(int out, int file);
 int client_finish_output(int out, int file, unsigned wait_ms);
 
 /*
- * Reads one reply: ACCEPTED fills *ret_task_id and returns 1; DONE fills *ret_done and
- * returns 0; -errno otherwise.
+ * Reads one reply: ACCEPTED fills *ret_task_id and *ret_out (the output's socket, which the
+ * caller closes) and returns 1; DONE fills *ret_done and returns 0; -errno otherwise.
  */
-int client_read(int sock, uint64_t *ret_task_id, struct msg_ctl_done *ret_done);
+int client_read(int sock, uint64_t *ret_task_id, int *ret_out, struct msg_ctl_done *ret_done);
 
 int client_stop(int sock, uint64_t task_id);
 

@@ -663,6 +663,15 @@ static int take_output(int *out, int file, const char *output, int finish)
 	return rc;
 }
 
+/* The output's socket from MSG_CTL_ACCEPTED: the first one kept, any other closed. */
+static void take_accepted(int *out, int got)
+{
+	if (*out < 0)
+		*out = got;
+	else if (got >= 0)
+		close(got);
+}
+
 static int run(struct launcher *l, int client, int out, int file, const char *output,
 	       uint32_t type)
 {
@@ -719,7 +728,7 @@ static int run(struct launcher *l, int client, int out, int file, const char *ou
 		}
 		for (int k = 1; k < np; k++) {
 			struct msg_ctl_done done;
-			int rc;
+			int rc, got = -1;
 
 			if (!pfd[k].revents)
 				continue;
@@ -732,9 +741,11 @@ static int run(struct launcher *l, int client, int out, int file, const char *ou
 				spawner__handle(l->sp, pfd[k].fd);
 				continue;
 			}
-			rc = client_read(client, &task_id, &done);
-			if (rc == 1)
+			rc = client_read(client, &task_id, &got, &done);
+			if (rc == 1) {
+				take_accepted(&out, got);
 				continue;
+			}
 			if (rc < 0) {
 				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
 				return 1;
@@ -904,7 +915,7 @@ static int cmd_profile(int argc, char **argv)
 		}
 	}
 	client = client_connect(connect_dir ? connect_dir : l.sockdir, 10000);
-	if (client < 0 || (err = client_submit(client, &spec, &out))) {
+	if (client < 0 || (err = client_submit(client, &spec))) {
 		fprintf(stderr, "rover: cannot reach the supervisor in %s: %s\n",
 			connect_dir ? connect_dir : l.sockdir,
 			strerror(client < 0 ? -client : -err));
@@ -917,7 +928,7 @@ static int cmd_profile(int argc, char **argv)
 		uint64_t id = 0;
 		struct msg_ctl_done done;
 		sigset_t mask;
-		int sigfd, rc, stopped = 0, out_err = 0;
+		int sigfd, rc, stopped = 0, out_err = 0, got = -1;
 
 		sigemptyset(&mask);
 		sigaddset(&mask, SIGINT);
@@ -942,9 +953,11 @@ static int cmd_profile(int argc, char **argv)
 			}
 			if (!pfd[0].revents)
 				continue;
-			rc = client_read(client, &id, &done);
-			if (rc == 1)
+			rc = client_read(client, &id, &got, &done);
+			if (rc == 1) {
+				take_accepted(&out, got);
 				continue;
+			}
 			if (rc < 0) {
 				fprintf(stderr, "rover: lost the supervisor: %s\n", strerror(-rc));
 				return 1;

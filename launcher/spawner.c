@@ -97,13 +97,24 @@ struct spawner *spawner__new(const struct spawner_config *cfg)
 		sp->peers[i].fd = -1;
 	/* root and the rover group: clients in that group may ask for processes they could
 	 * trace themselves (checked per task), root for any. */
-	sp->ctl_lsock = ipc_listen_at(cfg->dirfd, "ctl.sock", cfg->gid, 0660);
+	/*
+	 * A client sends no descriptor: its output comes back on a socket the supervisor makes
+	 * (policy/README.md, "Client outputs"). One it could send would be closed by the
+	 * supervisor, and the last close of a TCP socket that lingers on unsent data waits for
+	 * a peer that may never read.
+	 */
+	sp->ctl_lsock = ipc_listen_at(cfg->dirfd, "ctl.sock", cfg->gid, 0660, IPC_NO_RIGHTS);
+	if (sp->ctl_lsock == -ENOPROTOOPT) {
+		log_warn("this kernel cannot refuse descriptors on ctl.sock (SO_PASSRIGHTS, Linux "
+			 "6.16): a member of the rover group could stall the supervisor, ignoring");
+		sp->ctl_lsock = ipc_listen_at(cfg->dirfd, "ctl.sock", cfg->gid, 0660, 0);
+	}
 	if (sp->ctl_lsock < 0) {
 		err = sp->ctl_lsock;
 		goto cleanup;
 	}
 	if (cfg->listen) {
-		sp->lsock = ipc_listen_at(cfg->dirfd, "spawner.sock", cfg->gid, 0660);
+		sp->lsock = ipc_listen_at(cfg->dirfd, "spawner.sock", cfg->gid, 0660, 0);
 		if (sp->lsock < 0) {
 			err = sp->lsock;
 			goto cleanup;
@@ -631,8 +642,10 @@ static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
 
 /*
  * Whether pid is still a process uid (gid) could ptrace: its real, effective and saved uids
- * and gids theirs, and dumpable, which /proc/PID's owner tells (root's once the mm is not
- * dumpable: a set-user-ID exec, a setuid, PR_SET_DUMPABLE 0). What the worker's programs
+ * and gids theirs, no permitted capability (ptrace wants the target's a subset of the
+ * tracer's, and the client holds none: a file-capability exec under fs.suid_dumpable 1 keeps
+ * the uids and the dumpable flag), and dumpable, which /proc/PID's owner tells (root's once
+ * the mm is not dumpable: a set-user-ID exec, a setuid, PR_SET_DUMPABLE 0). What the worker's programs
  * ask of every event (bpf/credcheck.bpf.h), asked of the files the shipper wants: a task
  * started by a client names nothing of a process that left the client's hands. 0 or -EPERM.
  */
@@ -640,6 +653,7 @@ static int still_traceable(int32_t pid, uint32_t uid, uint32_t gid)
 {
 	char path[64], line[256];
 	unsigned long r, e, s;
+	unsigned long long caps;
 	int ok = 0, err;
 	struct stat st;
 	FILE *f;
@@ -656,8 +670,10 @@ static int still_traceable(int32_t pid, uint32_t uid, uint32_t gid)
 			ok += r == uid && e == uid && s == uid;
 		else if (sscanf(line, "Gid: %lu %lu %lu", &r, &e, &s) == 3)
 			ok += r == gid && e == gid && s == gid;
+		else if (sscanf(line, "CapPrm: %llx", &caps) == 1)
+			ok += caps == 0;
 	}
-	err = ferror(f) || ok != 2 ? -EPERM : 0;
+	err = ferror(f) || ok != 3 ? -EPERM : 0;
 	fclose(f);
 	return err;
 }
@@ -717,7 +733,9 @@ static void lc_answer_open(struct spawner *sp, struct sp_peer *p, const struct m
 			fd = -1;
 			rep.err = ESRCH;
 		} else if (fd >= 0 && w->check_access &&
-			   still_traceable(req->pid, w->req_uid, w->req_gid)) {
+			   (still_traceable(req->pid, w->req_uid, w->req_gid) ||
+			    !pidfd_alive(pidfd))) {
+			/* Judged by number: still the pinned process after, or void. */
 			if (!w->said_refused++)
 				log_warn("task %llu: process %d is no longer uid %u's to trace: its "
 					 "files refused to the shipper",

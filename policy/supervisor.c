@@ -25,6 +25,10 @@ static const struct seccomp_entry calls[] = {
 	/* No Unix socket of its own: ctl.sock and the shipper link are handed over by the
 	 * launcher (a connection in a container is made before the filter). */
 	{ "accept4", SC_ALLOW, "client connections on ctl.sock" },
+	/* An anonymous pair reaches nobody: a client's output, one end to the client, the
+	 * other to the shipper (supervisor/main.c output_pair). socket(AF_UNIX) stays a kill. */
+	{ "socketpair", SC_ALLOW, "a client's output socket", 0, SC_INT, AF_UNIX, 1, SC_SOCK_TYPE,
+	  SOCK_STREAM },
 	{ "getsockopt", SC_ALLOW, "SO_PEERCRED and SO_PEERGROUPS of clients" },
 	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
 	{ "close", SC_ALLOW, "its descriptors" },

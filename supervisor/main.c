@@ -97,7 +97,8 @@ struct supervisor {
 };
 
 static const struct ipc_rule from_client[] = {
-	{ SIZED(MSG_CTL_PROFILE, struct task_spec), 0, 1 },
+	/* No descriptor: ctl.sock refuses them (launcher/spawner.c, IPC_NO_RIGHTS). */
+	{ SIZED(MSG_CTL_PROFILE, struct task_spec), 0, 0 },
 	{ SIZED(MSG_CTL_STOP, struct msg_ctl_accepted), 0, 0 },
 };
 static const struct ipc_rule from_spawner[] = {
@@ -300,8 +301,9 @@ static void shipper_lost(struct supervisor *s, int err);
 static volatile sig_atomic_t stopping; /* SIGTERM: the launcher ends the agent */
 
 /*
- * Takes slot t for spec: the output goes to the shipper (out_fd for a client's file, bk for
- * the backend), then a worker is asked for. 0, or -errno once the task has failed.
+ * Takes slot t for spec: the output goes to the shipper (out_fd, its end of a client's output
+ * socket; bk for the backend), then a worker is asked for. 0, or -errno once the task has
+ * failed.
  */
 static int task_begin(struct supervisor *s, struct sv_task *t, const struct task_spec *spec,
 		      int client, const struct client_cred *cred,
@@ -592,23 +594,26 @@ static int on_backend(struct supervisor *s)
 }
 
 /*
- * A client's output descriptor goes to the shipper, which must never wait on it: a stream
- * socket, which the shipper sends to without blocking (shipper/output/clientout.h). A file or a pipe
- * could stall it (a FIFO never read, a file on a FUSE mount its owner answers slowly).
+ * A client's output: a socket pair of ours, one end for the shipper, the other for the client
+ * (with MSG_CTL_ACCEPTED). The shipper's end is shut for reading, so the client can queue
+ * nothing there (no descriptor whose last close could block whoever closes it); the shipper
+ * sends to it without ever blocking (shipper/output/clientout.h). 0 or -errno.
  */
-static int is_stream_socket(int fd)
+static int output_pair(int ret[2])
 {
-	socklen_t len = sizeof(int);
-	struct stat st;
-	int type = 0;
+	int err = ipc_pair(ret);
 
-	return fd >= 0 && !fstat(fd, &st) && S_ISSOCK(st.st_mode) &&
-	       !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) && type == SOCK_STREAM;
+	if (!err && shutdown(ret[0], SHUT_RD)) {
+		err = -errno;
+		close(ret[0]);
+		close(ret[1]);
+	}
+	return err;
 }
 
 static void on_client(struct supervisor *s, int idx)
 {
-	int *cfd = &s->clients[idx], out_fd;
+	int *cfd = &s->clients[idx], out[2] = { -1, -1 };
 	struct task_spec spec;
 	struct sv_task *t = NULL;
 	char why[ROVER_ERRMSG_LEN];
@@ -637,15 +642,7 @@ static void on_client(struct supervisor *s, int idx)
 		return;
 	}
 	memcpy(&spec, s->msg.buf, sizeof(spec));
-	/* Ours now: waiting for the shipper below reuses s->msg. */
-	out_fd = s->msg.fd;
-	s->msg.fd = -1;
 	err = check_client_spec(s, &spec, why, sizeof(why));
-	if (!err && !is_stream_socket(out_fd)) {
-		err = -ENOTSOCK;
-		snprintf(why, sizeof(why), "the output must be a stream socket, which the client "
-					   "reads its profile from");
-	}
 	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");
@@ -656,18 +653,21 @@ static void on_client(struct supervisor *s, int idx)
 		err = -EBUSY;
 		snprintf(why, sizeof(why), "too many tasks");
 	}
+	if (!err && (err = output_pair(out)))
+		snprintf(why, sizeof(why), "no socket for its output: %s", strerror(-err));
 	if (err) {
 		reject_client(*cfd, err, why);
-		close_fd(&out_fd); /* the output it sent along */
 		return;
 	}
-	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, NULL, out_fd);
-	close_fd(&out_fd);
+	err = task_begin(s, t, &spec, *cfd, &s->creds[idx], NULL, NULL, out[0]);
+	close_fd(&out[0]);
 	if (!err) {
 		struct msg_ctl_accepted a = { .task_id = t->spec.task_id };
 
-		ipc_send(*cfd, MSG_CTL_ACCEPTED, &a, sizeof(a), -1);
+		/* Its end of the output comes with the task's id. */
+		ipc_send(*cfd, MSG_CTL_ACCEPTED, &a, sizeof(a), out[1]);
 	}
+	close_fd(&out[1]);
 }
 
 static void on_worker(struct supervisor *s, struct sv_task *t);

@@ -78,37 +78,40 @@ static int submit_raw(pid_t pid, const char *out)
 {
 	static const struct ipc_rule replies[] = {
 		{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted),
-		  sizeof(struct msg_ctl_accepted), 0, 0 },
+		  sizeof(struct msg_ctl_accepted), 0, 1 },
 		{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 	};
 	struct task_spec spec = { .type = TASK_ON_CPU, .format = FORMAT_FOLDED, .npids = 1,
 				  .duration_ms = 1000, .period_us = 5000, .flush_ms = 5000 };
 	struct ipc_msg m = { .fd = -1 };
-	int sock = connect_ctl(), ofd, err, pair[2];
+	int sock = connect_ctl(), ofd, err, got = -1;
 	char buf[4096];
 	ssize_t n;
 
 	if (sock < 0)
 		return 200;
-	/* The output comes back on a socket, as `rover profile --connect` takes it. */
 	ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (ofd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair))
-		return 201;
 	spec.pids[0] = pid;
-	if (ipc_send(sock, MSG_CTL_PROFILE, &spec, sizeof(spec), pair[1]))
+	if (ofd < 0 || ipc_send(sock, MSG_CTL_PROFILE, &spec, sizeof(spec), -1))
 		return 201;
-	close(pair[1]);
-	do {
+	/* The output comes back on the socket the task is accepted with, as `rover profile
+	 * --connect` takes it. */
+	for (;;) {
 		err = ipc_recv(sock, replies, 2, &m);
-	} while (!err && m.type == MSG_CTL_ACCEPTED);
+		if (err || m.type != MSG_CTL_ACCEPTED)
+			break;
+		got = m.fd;
+		m.fd = -1;
+	}
 	if (err)
 		return 202;
 	err = ((struct msg_ctl_done *)m.buf)->err;
 	/* The shipper closed its end before the task was said done: all of it is here. */
-	while ((n = read(pair[0], buf, sizeof(buf))) > 0)
+	while (got >= 0 && (n = read(got, buf, sizeof(buf))) > 0)
 		if (write(ofd, buf, (size_t)n) != n)
 			return 203;
-	close(pair[0]);
+	if (got >= 0)
+		close(got);
 	close(ofd);
 	return err > 0 && err < 200 ? err : 0;
 }

@@ -162,6 +162,14 @@ static int sock(void *arg)
 	return fd >= 0 ? 0 : errno;
 }
 
+static int pair_of(void *arg)
+{
+	const int *dt = arg;
+	int sv[2];
+
+	return socketpair(dt[0], dt[1] | SOCK_CLOEXEC, dt[2], sv) ? errno : 0;
+}
+
 Test(seccomp, sockets_by_family_and_type)
 {
 	static const int netlink[] = { AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */ };
@@ -189,6 +197,12 @@ Test(seccomp, sockets_by_family_and_type)
 	expect_exit(under(supervisor_chain, sock, (void *)udp6), 0, "supervisor UDP");
 	expect_exit(under(shipper_chain, sock, (void *)tcp), 0, "shipper TCP");
 	expect_exit(under(nospool_chain, sock, (void *)udp6), 0, "shipper UDP");
+	/* An anonymous stream pair, reaching nobody: the supervisor's clients' outputs. No other
+	 * kind of pair, and no pair in any other role. */
+	expect_exit(under(supervisor_chain, pair_of, (void *)unix_stream), 0, "supervisor pair");
+	expect_killed(under(supervisor_chain, pair_of, (void *)unix_dgram), "supervisor dgram pair");
+	for (size_t r = 1; r < NROLES; r++)
+		expect_killed(under(every_role[r], pair_of, (void *)unix_stream), role_name[r]);
 }
 
 /* ---- signals ---- */
