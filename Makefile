@@ -105,7 +105,7 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
-.PHONY: all deps test unit integration security demo bench soak clean format fuzz install
+.PHONY: all deps test unit integration security demo bench soak clean format format-check fuzz install
 all: $(BINS) $(OAP_MODULE)
 
 deps:
@@ -367,8 +367,13 @@ $(OUT)/tests/bench/tls_calls: tests/bench/tls_calls.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $< -o $@ $(LDFLAGS) -lssl -lcrypto
 
+# Every C file of the tree, tracked or new (generated files and build outputs are ignored);
+# the style is .clang-format's. format-check fails where clang-format would change a line.
+FORMAT_SRCS = $(wildcard $(shell git ls-files --cached --others --exclude-standard -- '*.c' '*.h'))
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/*/*.c)
+	clang-format -i $(FORMAT_SRCS)
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 # Fuzz targets, tests/fuzz/fuzz_*.c: libFuzzer with ASan and UBSan, every source compiled
 # again by clang into $(OUT)/fuzz/obj (never the gcc objects). `make fuzz` runs each target for
