@@ -38,6 +38,12 @@
 
 #define MAX_CLIENTS 16
 #define MAX_TASKS 32
+/*
+ * Tasks one client uid other than root may hold at once: a member of the rover group cannot
+ * take every slot (with long tasks, or outputs it never reads) and leave root and the backend
+ * none.
+ */
+#define MAX_TASKS_PER_UID 8
 /* Descriptors the supervisor asks for (discovery's pidfds, supervisor/discovery/discovery.c). */
 #define SUPERVISOR_NOFILE 65536
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
@@ -381,6 +387,17 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	return 0;
 }
 
+/* Tasks held now on behalf of a client of uid (not root). */
+static int tasks_of_uid(const struct supervisor *s, uint32_t uid)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_TASKS; i++)
+		n += s->tasks[i].state != T_FREE && (s->tasks[i].spec.flags & TASK_USER_ONLY) &&
+		     s->tasks[i].spec.req_uid == uid;
+	return n;
+}
+
 static struct sv_task *free_task(struct supervisor *s)
 {
 	for (int i = 0; i < MAX_TASKS; i++)
@@ -646,6 +663,12 @@ static void on_client(struct supervisor *s, int idx)
 	if (!err && s->shipper < 0 && wait_shipper(s, 3000)) {
 		err = -EAGAIN;
 		snprintf(why, sizeof(why), "the shipper is not available");
+	}
+	if (!err && s->creds[idx].uid != 0 &&
+	    tasks_of_uid(s, s->creds[idx].uid) >= MAX_TASKS_PER_UID) {
+		err = -EBUSY;
+		snprintf(why, sizeof(why), "uid %u holds %d tasks already, the most one user may",
+			 s->creds[idx].uid, MAX_TASKS_PER_UID);
 	}
 	if (!err)
 		t = free_task(s);

@@ -377,3 +377,80 @@ Test(followed, a_client_output_never_read_stalls_nobody_and_kills_nothing)
 	cr_assert_eq(wait_child(launcher, SUPERVISOR_COMM, 1000), supervisor,
 		     "the supervisor was restarted");
 }
+
+struct hog {
+	pid_t own;
+	int go[2], result[2];
+};
+
+/*
+ * As the member: tasks of 30 s on its own process until one is refused; how many it holds goes
+ * to the parent, which checks root's meanwhile; told to, it lets them all go.
+ */
+static int hold_every_slot(void *arg)
+{
+	struct hog *h = arg;
+	int socks[32], n = 0, refused = 0;
+	char c;
+
+	while (n < 32 && !refused) {
+		int sock = submit(h->own, FORMAT_FOLDED, 30000, -1), out = -1;
+		struct ipc_msg m = { .fd = -1 };
+
+		if (sock < 0)
+			return 100;
+		if (ipc_recv(sock, replies, 2, &m))
+			return 101;
+		if (m.type == MSG_CTL_DONE) {
+			refused = ((struct msg_ctl_done *)m.buf)->err == EBUSY;
+			ipc_msg_release(&m);
+			close(sock);
+			break;
+		}
+		out = m.fd;
+		m.fd = -1;
+		ipc_msg_release(&m);
+		close(out);
+		socks[n++] = sock;
+	}
+	if (write(h->result[1], &n, sizeof(n)) != sizeof(n) || read(h->go[0], &c, 1) != 1)
+		return 102;
+	/* A client gone: its tasks stop. */
+	for (int i = 0; i < n; i++)
+		close(socks[i]);
+	return refused ? 0 : 103;
+}
+
+/*
+ * Review of the client-output fix, finding 6: a member holding task slots (long tasks, or
+ * outputs never read) cannot hold them all: past its share it is refused, and root still gets
+ * a task.
+ */
+Test(followed, a_member_cannot_take_every_task_slot, .timeout = 150)
+{
+	struct who me = member();
+	struct hog h;
+	pid_t root_target, child;
+	int taken = -1, status;
+	char c = 'x';
+
+	root_target = kept(start_program(bin("tests/programs/demo_burn"), NULL));
+	h.own = kept(start_program_as(me, bin("tests/programs/demo_burn")));
+	cr_assert_gt(root_target, 0);
+	cr_assert_gt(h.own, 0);
+	cr_assert_eq(pipe2(h.go, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(h.result, O_CLOEXEC), 0);
+	child = fork();
+	if (child == 0)
+		_exit(become(me) ? 126 : hold_every_slot(&h));
+	kept(child);
+	close(h.go[0]);
+	close(h.result[1]);
+	cr_assert_eq(read(h.result[0], &taken, sizeof(taken)), (ssize_t)sizeof(taken));
+	cr_assert_eq(taken, 8, "the member held %d tasks at once", taken);
+	root_task_runs(root_target, "with the member's tasks held");
+	cr_assert_eq(write(h.go[1], &c, 1), 1);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	programs[nprograms - 1] = 0;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "member's side: %d", status);
+}
