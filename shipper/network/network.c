@@ -127,7 +127,7 @@ struct net_conn_st {
 	struct net_conn_st *hnext, *lprev, *lnext;
 	uint64_t id;
 	bool have_conn; /* a conns or close record gave addresses and counters */
-	bool closed, connect_done, close_done, h_failed;
+	bool closed, connect_done, close_done;
 	bool counted; /* in some interval's traffic already: conns counts it once */
 	bool tls;     /* plaintext of a TLS library came for it */
 	uint32_t idle;	     /* intervals without a record */
@@ -137,19 +137,14 @@ struct net_conn_st {
 	uint8_t laddr[16], raddr[16]; /* canonical */
 	uint64_t seq_next[2];
 	uint64_t last_ts;
-	struct http1_conn *h;
-	/*
-	 * HTTP/2: from the connection's start (the program told it by the preface), or after
-	 * the HTTP/1 parser saw a 101 (h2, the upgraded request's exchange, kept until the next
-	 * segment tells whether HTTP/2 follows)
-	 */
-	struct http2_conn *h2;
-	struct http1_exchange *upgrade;
-	/* Another protocol's parser (shipper/network/protocols/l7.h): ops of conn proto `pproto` */
+	/* Its protocol's parser (shipper/network/protocols/l7.h), of enum net_proto `pproto` */
 	const struct l7_ops *ops;
 	void *l7;
 	uint8_t pproto;	 /* enum net_proto of the parser made for it, 0 before */
 	bool fed_plain;	 /* its parser was fed the wire's bytes, not a TLS library's */
+	/* its parser's last exchange switched protocols: the next segment may begin ops->then */
+	bool switching;
+	bool restart; /* its parser ended: a new one of the same protocol is to come */
 	struct net_keep_dir *keep; /* [2] by enum net_dir, or NULL */
 	struct net_http_acc acc;
 	/* interval scratch */
@@ -242,34 +237,50 @@ static bool addr_loopback(const uint8_t a[16])
 }
 
 /*
- * The parsers shipper/network/protocols/l7.h names. Weak: a build may leave one out (each is its own file), and
- * its protocol is then measured at L4 only, as any other.
+ * The parsers shipper/network/protocols/l7.h names. Weak: a build may leave one out (each is
+ * its own file), and its protocol is then measured at L4 only, as any other.
  */
+extern const struct l7_ops l7_http1_ops __attribute__((weak));
+extern const struct l7_ops l7_http2_ops __attribute__((weak));
 extern const struct l7_ops l7_mysql_ops __attribute__((weak));
 extern const struct l7_ops l7_cql_ops __attribute__((weak));
 extern const struct l7_ops l7_mongo_ops __attribute__((weak));
 extern const struct l7_ops l7_kafka_ops __attribute__((weak));
 extern const struct l7_ops l7_dns_ops __attribute__((weak));
 
+/* Each protocol the program tells: its parser, and how a task accounts it. */
+static const struct net_parser {
+	const struct l7_ops *ops;
+	size_t counts; /* where its parsers' counts add up in struct net_stats */
+	uint8_t meters; /* the protocol whose meters its exchanges feed */
+	/* the program's word alone makes a connection's traffic this protocol's */
+	bool by_kernel;
+} net_parsers[NET_PROTO_MAX] = {
+	[NET_PROTO_HTTP1] = { &l7_http1_ops, offsetof(struct net_stats, http), NET_PROTO_HTTP1,
+			      true },
+	[NET_PROTO_HTTP2] = { &l7_http2_ops, offsetof(struct net_stats, http2), NET_PROTO_HTTP1,
+			      true },
+	[NET_PROTO_MYSQL] = { &l7_mysql_ops, offsetof(struct net_stats, l7[NET_PROTO_MYSQL]),
+			      NET_PROTO_MYSQL },
+	[NET_PROTO_CQL] = { &l7_cql_ops, offsetof(struct net_stats, l7[NET_PROTO_CQL]),
+			    NET_PROTO_CQL },
+	[NET_PROTO_MONGO] = { &l7_mongo_ops, offsetof(struct net_stats, l7[NET_PROTO_MONGO]),
+			      NET_PROTO_MONGO },
+	[NET_PROTO_KAFKA] = { &l7_kafka_ops, offsetof(struct net_stats, l7[NET_PROTO_KAFKA]),
+			      NET_PROTO_KAFKA },
+	[NET_PROTO_DNS] = { &l7_dns_ops, offsetof(struct net_stats, l7[NET_PROTO_DNS]),
+			    NET_PROTO_DNS },
+};
+
 const struct l7_ops *net__l7_ops(uint8_t proto)
 {
-	switch (proto) {
-	case NET_PROTO_MYSQL: return &l7_mysql_ops;
-	case NET_PROTO_CQL: return &l7_cql_ops;
-	case NET_PROTO_MONGO: return &l7_mongo_ops;
-	case NET_PROTO_KAFKA: return &l7_kafka_ops;
-	case NET_PROTO_DNS: return &l7_dns_ops;
-	}
-	return NULL;
+	return proto < NET_PROTO_MAX ? net_parsers[proto].ops : NULL;
 }
 
 const char *net__proto_name(uint8_t proto)
 {
-	const struct l7_ops *o;
+	const struct l7_ops *o = net__l7_ops(proto);
 
-	if (proto == NET_PROTO_HTTP1 || proto == NET_PROTO_HTTP2)
-		return "http";
-	o = net__l7_ops(proto);
 	return o ? o->name : "unknown";
 }
 
@@ -432,16 +443,6 @@ struct net_task *net_task__new(const struct net_task_opts *o)
 	return t;
 }
 
-static void add_http_stats(struct http1_stats *d, const struct http1_stats *s)
-{
-	const uint64_t *sv = (const uint64_t *)s;
-	uint64_t *dv = (uint64_t *)d;
-
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		dv[i] += sv[i];
-}
-
 static void conn_unlink(struct net_task *t, struct net_conn_st *c)
 {
 	struct net_conn_st **pp = &t->hash[c->id & t->hash_mask];
@@ -485,22 +486,31 @@ static void keep_free(struct net_task *t, struct net_conn_st *c)
 	c->keep = NULL;
 }
 
-static void add_l7_stats(struct l7_stats *d, const struct l7_stats *s)
+/* The counts of a parser of proto, added into the task's stats s. */
+static void parser_counts(struct net_stats *s, uint8_t proto, const struct l7_ops *o,
+			  const void *p)
 {
-	const uint64_t *sv = (const uint64_t *)s;
-	uint64_t *dv = (uint64_t *)d;
+	uint64_t buf[64];
+	size_t n = o->counts ? o->counts_size : sizeof(struct l7_stats);
+	uint64_t *dv = (uint64_t *)((char *)s + net_parsers[proto].counts);
 
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		dv[i] += sv[i];
+	_Static_assert(sizeof(struct l7_stats) % sizeof(uint64_t) == 0, "only uint64_t counters");
+	if (n > sizeof(buf) || n % sizeof(uint64_t))
+		return;
+	if (o->counts)
+		o->counts(p, buf);
+	else
+		o->stats(p, (struct l7_stats *)buf);
+	for (size_t i = 0; i < n / sizeof(uint64_t); i++)
+		dv[i] += buf[i];
 }
 
-/* Room for one more parser (h2: an HTTP/2 one) in the task; counted when there is none. */
-static bool parser_take(struct net_task *t, bool h2)
+/* Room for one more parser of o in the task; counted when there is none. */
+static bool parser_take(struct net_task *t, const struct l7_ops *o)
 {
-	uint32_t *n = h2 ? &t->nh2parsers : &t->nparsers;
+	uint32_t *n = o->heavy ? &t->nh2parsers : &t->nparsers;
 
-	if (*n >= (h2 ? MAX_H2_PARSERS : MAX_PARSERS)) {
+	if (*n >= (o->heavy ? MAX_H2_PARSERS : MAX_PARSERS)) {
 		t->st.parsers_refused++;
 		return false;
 	}
@@ -508,56 +518,28 @@ static bool parser_take(struct net_task *t, bool h2)
 	return true;
 }
 
-static void add_h2_stats(struct http2_stats *d, const struct http2_stats *s)
+static void parser_give(struct net_task *t, const struct l7_ops *o)
 {
-	const uint64_t *sv = (const uint64_t *)s;
-	uint64_t *dv = (uint64_t *)d;
-
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "only uint64_t counters");
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		dv[i] += sv[i];
+	if (o->heavy)
+		t->nh2parsers--;
+	else
+		t->nparsers--;
 }
 
-static void h2_drop(struct net_task *t, struct net_conn_st *c)
-{
-	struct http2_stats hs;
-
-	if (!c->h2)
-		return;
-	http2__stats(c->h2, &hs);
-	add_h2_stats(&t->st.http2, &hs);
-	http2__free(c->h2);
-	c->h2 = NULL;
-	t->nh2parsers--;
-}
-
-/* The connection's other-protocol parser goes, its counts into the task's. */
+/* The connection's parser goes, its counts into the task's. */
 static void l7_drop(struct net_task *t, struct net_conn_st *c)
 {
-	struct l7_stats ls;
-
 	if (!c->l7)
 		return;
-	c->ops->stats(c->l7, &ls);
-	add_l7_stats(&t->st.l7[c->pproto], &ls);
+	parser_counts(&t->st, c->pproto, c->ops, c->l7);
 	c->ops->free_conn(c->l7);
 	c->l7 = NULL;
-	t->nparsers--;
+	parser_give(t, c->ops);
 }
 
 static void conn_free(struct net_task *t, struct net_conn_st *c)
 {
 	keep_free(t, c);
-	if (c->h) {
-		struct http1_stats hs;
-
-		http1__stats(c->h, &hs);
-		add_http_stats(&t->st.http, &hs);
-		http1__free(c->h);
-		t->nparsers--;
-	}
-	h2_drop(t, c);
-	free(c->upgrade);
 	l7_drop(t, c);
 	acc_release(t, &c->acc);
 	free(c);
@@ -850,15 +832,15 @@ static uint8_t role_now(const struct net_conn_st *c, uint8_t req_dir)
 {
 	if (c->cur.role == NET_ROLE_CLIENT || c->cur.role == NET_ROLE_SERVER)
 		return c->cur.role;
-	if (c->h) {
-		enum http1_role r = http1__role(c->h);
+	if (c->l7) {
+		enum l7_role r = c->ops->role(c->l7);
 
-		if (r == HTTP1_ROLE_CLIENT)
+		if (r == L7_ROLE_CLIENT)
 			return NET_ROLE_CLIENT;
-		if (r == HTTP1_ROLE_SERVER)
+		if (r == L7_ROLE_SERVER)
 			return NET_ROLE_SERVER;
 	}
-	return req_dir == HTTP1_INGRESS ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
+	return req_dir == L7_INGRESS ? NET_ROLE_SERVER : NET_ROLE_CLIENT;
 }
 
 static int ep_cmp(int32_t pid, uint8_t role, uint8_t proto, const char *method, const char *path,
@@ -987,7 +969,7 @@ static void keep_add(struct net_task *t, struct net_conn_st *c, const struct net
 	struct net_kseg *g;
 	uint32_t len = d->captured;
 
-	if (!t->keep_run || !c->h)
+	if (!t->keep_run || !c->l7 || !c->ops->keepable)
 		return;
 	if (!c->keep) {
 		c->keep = calloc(2, sizeof(*c->keep));
@@ -1005,7 +987,7 @@ static void keep_add(struct net_task *t, struct net_conn_st *c, const struct net
 	}
 	if (!d->actual)
 		return;
-	if (http1__detect(bytes, d->captured) > 0)
+	if (c->ops->detect(bytes, d->captured) > 0)
 		k->run = 0;
 	if (k->run >= t->keep_run)
 		len = 0;
@@ -1075,11 +1057,11 @@ static size_t keep_peek(const struct net_kseg *g, uint64_t off, uint8_t *out, si
 }
 
 /*
- * The first place at or after from where a message of kind (HTTP1_DETECT_*) begins, in
- * segments timed ts_lo..ts_hi: from itself, a segment's start, or a line's.
+ * The first place at or after from where a message of kind (L7_DETECT_*, by detect) begins,
+ * in segments timed ts_lo..ts_hi: from itself, a segment's start, or a line's.
  */
-static bool keep_find(const struct net_keep_dir *k, uint64_t from, int kind, uint64_t ts_lo,
-		      uint64_t ts_hi, uint64_t *ret_off)
+static bool keep_find(const struct net_keep_dir *k, int (*detect)(const uint8_t *, size_t),
+		      uint64_t from, int kind, uint64_t ts_lo, uint64_t ts_hi, uint64_t *ret_off)
 {
 	for (const struct net_kseg *g = k->head; g; g = g->next) {
 		uint64_t q = from > g->off ? from : g->off;
@@ -1093,7 +1075,7 @@ static bool keep_find(const struct net_keep_dir *k, uint64_t from, int kind, uin
 			if (q != from && q != g->off && g->data[q - g->off - 1] != '\n')
 				continue;
 			n = keep_peek(g, q, peek, sizeof(peek));
-			if (http1__detect(peek, n) == kind) {
+			if (detect(peek, n) == kind) {
 				*ret_off = q;
 				return true;
 			}
@@ -1106,19 +1088,20 @@ static bool keep_find(const struct net_keep_dir *k, uint64_t from, int kind, uin
  * Where the exchange's request and response begin, each direction's guess moved past them.
  * Every exchange goes through here, sampled or not, so that the guesses follow the streams.
  */
-static void keep_locate(struct net_conn_st *c, const struct http1_exchange *x,
+static void keep_locate(struct net_conn_st *c, const struct l7_exchange *x,
 			struct net_pos ret[2])
 {
 	struct net_keep_dir *q = &c->keep[x->req_dir & 1], *r = &c->keep[!(x->req_dir & 1)];
+	int (*detect)(const uint8_t *, size_t) = c->ops->detect;
 	uint64_t off;
 
-	if (!(x->flags & HTTP1_F_NO_REQUEST) && x->req_bytes &&
-	    keep_find(q, q->cursor, HTTP1_DETECT_REQUEST, x->start_ns, x->start_ns, &off)) {
+	if (!(x->flags & L7_F_NO_REQUEST) && x->req_bytes &&
+	    keep_find(q, detect, q->cursor, L7_DETECT_REQUEST, x->start_ns, x->start_ns, &off)) {
 		ret[0] = (struct net_pos){ .found = true, .off = off, .bytes = x->req_bytes };
 		q->cursor = off + x->req_bytes;
 	}
-	if (!(x->flags & HTTP1_F_NO_RESPONSE) && x->resp_bytes &&
-	    keep_find(r, r->cursor, HTTP1_DETECT_RESPONSE, x->start_ns, x->end_ns, &off)) {
+	if (!(x->flags & L7_F_NO_RESPONSE) && x->resp_bytes &&
+	    keep_find(r, detect, r->cursor, L7_DETECT_RESPONSE, x->start_ns, x->end_ns, &off)) {
 		ret[1] = (struct net_pos){ .found = true, .off = off, .bytes = x->resp_bytes };
 		r->cursor = off + x->resp_bytes;
 	}
@@ -1294,140 +1277,33 @@ size_t net_task__monitor_take(struct net_task *t, struct msg_net_monitor_entry *
 }
 
 /*
- * An HTTP/1 or HTTP/2 exchange (x2: the HTTP/2 one x is part of). The meters and samples see
- * them alike; the report's endpoints tell HTTP/2 apart, and gRPC calls by their grpc-status.
+ * An exchange of the connection's parser. The meters see every protocol's alike; HTTP's (x->http)
+ * also feed the sampled traces and the monitor, and the report's endpoints tell HTTP/2 and gRPC
+ * calls (by their grpc-status) apart.
  */
-static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
-			const struct http2_exchange *x2)
+static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct l7_exchange *x)
 {
+	const struct http1_exchange *h = x->http;
 	struct net_http_acc *a = &c->acc;
 	struct net_pos pos[2] = { { 0 } };
+	const char *op = x->op, *target = x->target;
+	char path[HTTP1_URI_MAX + 1];
+	uint8_t ep = c->pproto;
+	int32_t code = x->code;
 	uint64_t ns, ms;
 
-	t->st.http_exchanges++;
+	if (h)
+		t->st.http_exchanges++;
+	else
+		t->st.l7_exchanges++;
 	if (c->keep)
 		keep_locate(c, x, pos);
-	if ((x->flags & (HTTP1_F_NO_REQUEST | HTTP1_F_NO_RESPONSE)) || !x->status) {
-		t->st.http_unpaired++;
-		return;
-	}
-	ns = d64(x->end_ns, x->start_ns);
-	ms = ns / 1000000;
-	a->requests++;
-	a->req_bytes += x->req_bytes;
-	a->resp_bytes += x->resp_bytes;
-	a->dur_ms += ms;
-	a->req_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->req_bytes)]++;
-	a->resp_hist[low_bucket(net_size_buckets, NET_SIZE_BUCKETS, x->resp_bytes)]++;
-	a->dur_hist[low_bucket(net_dur_buckets_ms, NET_DUR_BUCKETS, ms)]++;
-	if (status_add(&a->status, &a->nstatus, x->status, 1))
-		t->st.alloc_failures++;
-	sample(t, c, x, ms, pos);
-	{
-		char path[HTTP1_URI_MAX + 1];
-
-		memcpy(path, x->uri, x->path_len);
-		path[x->path_len] = '\0';
-		uint8_t ep = NET_PROTO_HTTP1;
-		int32_t code = x->status;
-
-		if (x2 && (x2->flags2 & HTTP2_F2_GRPC) && x2->grpc_status >= 0) {
-			ep = EP_GRPC;
-			code = x2->grpc_status;
-		} else if (x2) {
-			ep = NET_PROTO_HTTP2;
-		}
-		ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), ep, x->method, path,
-		       x->req_bytes, x->resp_bytes, code, ns);
-	}
-	if (t->monitor && role_now(c, x->req_dir) == NET_ROLE_SERVER)
-		mon_add(t, (int32_t)c->cur.tgid, x, ns);
-}
-
-static void pop_all(struct net_task *t, struct net_conn_st *c)
-{
-	struct http1_exchange x;
-
-	while (c->h && http1__next(c->h, &x) == 1) {
-		on_exchange(t, c, &x, NULL);
-		/* A switch of protocols: HTTP/2 may follow (an h2c upgrade), or anything else. */
-		if ((x.flags & HTTP1_F_TUNNEL) && x.status == 101 && !c->upgrade && !c->h2) {
-			c->upgrade = malloc(sizeof(*c->upgrade));
-			if (c->upgrade)
-				*c->upgrade = x;
-			else
-				t->st.alloc_failures++;
-		}
-	}
-}
-
-static void h2_pop_all(struct net_task *t, struct net_conn_st *c)
-{
-	struct http2_exchange x;
-
-	while (c->h2 && http2__next(c->h2, &x) == 1)
-		on_exchange(t, c, &x.h, &x);
-}
-
-/*
- * The first segment after a 101: HTTP/2 if it is the client's preface, or a frame header of the
- * server's SETTINGS; then the rest of the connection is the HTTP/2 parser's (RFC 9113 3.2),
- * else nothing more is parsed on it (a WebSocket, another protocol).
- */
-static void h2_upgrade(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
-		       const uint8_t *bytes)
-{
-	bool client_dir = c->upgrade->req_dir == d->dir;
-	bool h2 = client_dir ? http2__detect(bytes, d->captured) == 1
-			     : d->captured >= 9 && bytes[3] == 0x04 && !(bytes[4] & ~1u) &&
-				       !bytes[5] && !bytes[6] && !bytes[7] && !bytes[8];
-
-	if (h2 && parser_take(t, true)) {
-		c->h2 = http2__new_upgraded(c->upgrade);
-		if (!c->h2) {
-			t->nh2parsers--;
-			t->st.alloc_failures++;
-		}
-	}
-	free(c->upgrade);
-	c->upgrade = NULL;
-}
-
-/* A segment of an HTTP/2 connection (d->proto HTTP2 from its first bytes, or upgraded). */
-static void h2_data(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
-		    const uint8_t *bytes, bool hole)
-{
-	if (!c->h2) {
-		if (!parser_take(t, true)) {
-			c->h_failed = true;
-			return;
-		}
-		c->h2 = http2__new();
-		if (!c->h2) {
-			t->nh2parsers--;
-			c->h_failed = true;
-			t->st.alloc_failures++;
-			return;
-		}
-	}
-	if (d->end_ns > c->last_ts)
-		c->last_ts = d->end_ns;
-	if (hole)
-		http2__lost(c->h2, d->dir, 0);
-	if (d->actual)
-		http2__feed(c->h2, d->dir, c->last_ts, bytes, d->captured, d->actual);
-	h2_pop_all(t, c);
-}
-
-static void on_l7_exchange(struct net_task *t, struct net_conn_st *c, const struct l7_exchange *x)
-{
-	struct net_http_acc *a = &c->acc;
-	uint64_t ns, ms;
-
-	t->st.l7_exchanges++;
-	if ((x->flags & (L7_F_NO_REQUEST | L7_F_NO_RESPONSE)) ||
+	if ((x->flags & (L7_F_NO_REQUEST | L7_F_NO_RESPONSE | L7_F_NO_RESULT)) ||
 	    (!x->resp_bytes && !(x->flags & L7_F_NO_REPLY_EXPECTED))) {
-		t->st.l7_unpaired++;
+		if (h)
+			t->st.http_unpaired++;
+		else
+			t->st.l7_unpaired++;
 		return;
 	}
 	ns = d64(x->end_ns, x->start_ns);
@@ -1442,16 +1318,70 @@ static void on_l7_exchange(struct net_task *t, struct net_conn_st *c, const stru
 	a->dur_hist[low_bucket(net_dur_buckets_ms, NET_DUR_BUCKETS, ms)]++;
 	if (status_add(&a->status, &a->nstatus, x->code, 1))
 		t->st.alloc_failures++;
-	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), c->pproto, x->op, x->target,
-	       x->req_bytes, x->resp_bytes, x->code, ns);
+	if (h) {
+		sample(t, c, h, ms, pos);
+		memcpy(path, h->uri, h->path_len);
+		path[h->path_len] = '\0';
+		op = h->method;
+		target = path;
+		ep = x->http2 ? NET_PROTO_HTTP2 : NET_PROTO_HTTP1;
+		if (x->http2 && (x->http2->flags2 & HTTP2_F2_GRPC) && x->http2->grpc_status >= 0) {
+			ep = EP_GRPC;
+			code = x->http2->grpc_status;
+		}
+	}
+	ep_add(t, (int32_t)c->cur.tgid, role_now(c, x->req_dir), ep, op, target, x->req_bytes,
+	       x->resp_bytes, code, ns);
+	if (h && t->monitor && role_now(c, x->req_dir) == NET_ROLE_SERVER)
+		mon_add(t, (int32_t)c->cur.tgid, h, ns);
 }
 
-static void l7_pop_all(struct net_task *t, struct net_conn_st *c)
+static void pop_all(struct net_task *t, struct net_conn_st *c)
 {
 	struct l7_exchange x;
 
-	while (c->l7 && c->ops->next(c->l7, &x) == 1)
-		on_l7_exchange(t, c, &x);
+	while (c->l7 && c->ops->next(c->l7, &x) == 1) {
+		on_exchange(t, c, &x);
+		if ((x.flags & L7_F_SWITCH) && c->ops->then)
+			c->switching = true;
+	}
+}
+
+/* The connection's parser ends: what it held comes out, its counts go to the task's. */
+static void parser_end(struct net_task *t, struct net_conn_st *c, uint64_t ts)
+{
+	c->ops->close(c->l7, ts);
+	pop_all(t, c);
+	l7_drop(t, c);
+}
+
+/*
+ * The first segment after a switch of protocols: when it begins the protocol that may follow
+ * (HTTP/2 after an h2c upgrade's 101), that protocol's parser takes the rest of the connection
+ * (RFC 9113 3.2), else the old one stays (a WebSocket, another protocol: nothing more is
+ * parsed on it).
+ */
+static void switch_to(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		      const uint8_t *bytes)
+{
+	const struct l7_ops *n = c->ops->then;
+	void *nc;
+
+	c->switching = false;
+	if (!n->starts(c->l7, d->dir, bytes, d->captured) || !parser_take(t, n))
+		return;
+	nc = n->new_after(c->l7);
+	if (!nc) {
+		parser_give(t, n);
+		t->st.alloc_failures++;
+		return;
+	}
+	parser_end(t, c, c->last_ts);
+	c->ops = n;
+	c->l7 = nc;
+	for (uint8_t p = 0; p < NET_PROTO_MAX; p++)
+		if (net_parsers[p].ops == n)
+			c->pproto = p;
 }
 
 static bool conn_valid(const struct net_conn *nc)
@@ -1482,23 +1412,9 @@ static void on_conn(struct net_task *t, const struct net_conn *nc, bool closing)
 		return;
 	c->closed = true;
 	t->st.conns_closed++;
-	if (c->h) {
-		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
-
-		http1__close(c->h, ts);
-		pop_all(t, c);
-	}
 	if (c->l7) {
-		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
-
-		c->ops->close(c->l7, ts);
-		l7_pop_all(t, c);
-	}
-	if (c->h2) {
-		uint64_t ts = nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts;
-
-		http2__close(c->h2, ts);
-		h2_pop_all(t, c);
+		c->ops->close(c->l7, nc->close_ns > c->last_ts ? nc->close_ns : c->last_ts);
+		pop_all(t, c);
 	}
 	keep_free(t, c);
 }
@@ -1511,48 +1427,6 @@ static bool data_valid(const struct net_rec_data *d)
 	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns &&
 	       d->held <= NET_HOLD_MAX && d->held <= d->captured && d->held < d->actual &&
 	       (!d->held || (d->held_end_ns >= d->start_ns && d->held_end_ns <= d->end_ns));
-}
-
-/*
- * A segment of a connection of another protocol. Its parser is made by the first segment's
- * protocol (the program's, then it does not change). A TLS library's first plaintext ends a
- * parser fed the wire's bytes (a MySQL session that upgraded): a new one starts on the
- * plaintext, mid-conversation.
- */
-static void l7_data(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
-		    const uint8_t *bytes, bool hole)
-{
-	bool plain = d->fn != NET_FN_TLS_READ && d->fn != NET_FN_TLS_WRITE;
-	uint8_t proto = c->pproto ? c->pproto : d->proto;
-
-	if (c->l7 && !plain && c->fed_plain) {
-		c->ops->close(c->l7, c->last_ts);
-		l7_pop_all(t, c);
-		l7_drop(t, c);
-		c->pproto = 0;
-	}
-	if (!c->l7) {
-		if (c->pproto)
-			return; /* its parser could not be made, or there is none */
-		c->pproto = proto;
-		c->ops = net__l7_ops(proto);
-		if (!c->ops || !parser_take(t, false))
-			return;
-		c->l7 = c->ops->new_conn(d->dgram ? L7_F_DATAGRAM : 0);
-		if (!c->l7) {
-			t->nparsers--;
-			t->st.alloc_failures++;
-			return;
-		}
-		c->fed_plain = plain;
-	}
-	if (d->end_ns > c->last_ts)
-		c->last_ts = d->end_ns;
-	if (hole)
-		c->ops->lost(c->l7, d->dir, 0);
-	if (d->actual)
-		c->ops->feed(c->l7, d->dir, c->last_ts, bytes, d->captured, d->actual);
-	l7_pop_all(t, c);
 }
 
 static void segment(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
@@ -1605,34 +1479,60 @@ static void on_data(struct net_task *t, const struct net_rec_data *d, const uint
 	segment(t, c, d, bytes, hole);
 }
 
-/* One segment of connection c, its sequence number checked: to the parser of its protocol. */
+/*
+ * The protocol of a connection's parser: the program's for the segment or the connection, HTTP
+ * first (it may tell a connection's protocol after its first segments), else the first
+ * segment's.
+ */
+static uint8_t parser_proto(const struct net_conn_st *c, const struct net_rec_data *d)
+{
+	if (d->proto == NET_PROTO_HTTP2 || c->cur.proto == NET_PROTO_HTTP2)
+		return NET_PROTO_HTTP2;
+	if (d->proto == NET_PROTO_HTTP1 || c->cur.proto == NET_PROTO_HTTP1)
+		return NET_PROTO_HTTP1;
+	return d->proto;
+}
+
+/*
+ * One segment of connection c, its sequence number checked, to the parser of its protocol.
+ * The parser is made by the first segment whose protocol has one; then it does not change but
+ * by a switch of protocols. A TLS library's first plaintext ends a parser fed the wire's bytes
+ * (a MySQL session that upgraded): a new one starts on the plaintext, mid-conversation.
+ */
 static void segment(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
 		    const uint8_t *bytes, bool hole)
 {
-	if (c->closed || c->h_failed)
+	bool plain = d->fn != NET_FN_TLS_READ && d->fn != NET_FN_TLS_WRITE;
+
+	if (c->closed)
 		return;
-	if (c->upgrade && d->actual)
-		h2_upgrade(t, c, d, bytes);
-	if (c->h2 || (!c->h && (d->proto == NET_PROTO_HTTP2 || c->cur.proto == NET_PROTO_HTTP2))) {
-		h2_data(t, c, d, bytes, hole);
-		return;
+	if (c->l7 && !plain && c->fed_plain) {
+		parser_end(t, c, c->last_ts);
+		c->switching = false;
+		c->restart = true;
 	}
-	if (d->proto != NET_PROTO_HTTP1 && c->cur.proto != NET_PROTO_HTTP1 && !c->h) {
-		l7_data(t, c, d, bytes, hole);
-		return;
-	}
-	if (!c->h) {
-		if (!parser_take(t, false)) {
-			c->h_failed = true;
+	if (c->switching && d->actual)
+		switch_to(t, c, d, bytes);
+	if (!c->l7) {
+		if (c->pproto && !c->restart)
+			return; /* its parser could not be made */
+		if (!c->restart)
+			c->pproto = parser_proto(c, d);
+		c->restart = false;
+		c->ops = net__l7_ops(c->pproto);
+		if (!c->ops) {
+			c->pproto = 0; /* none yet: a later segment may tell */
 			return;
 		}
-		c->h = http1__new();
-		if (!c->h) {
-			t->nparsers--;
-			c->h_failed = true;
+		if (!parser_take(t, c->ops))
+			return;
+		c->l7 = c->ops->new_conn(d->dgram ? L7_F_DATAGRAM : 0);
+		if (!c->l7) {
+			parser_give(t, c->ops);
 			t->st.alloc_failures++;
 			return;
 		}
+		c->fed_plain = plain;
 	}
 	/*
 	 * The time of a segment is its syscall's exit: a blocking read's entry is when the
@@ -1641,10 +1541,10 @@ static void segment(struct net_task *t, struct net_conn_st *c, const struct net_
 	if (d->end_ns > c->last_ts)
 		c->last_ts = d->end_ns;
 	if (hole)
-		http1__lost(c->h, d->dir, 0);
+		c->ops->lost(c->l7, d->dir, 0);
 	keep_add(t, c, d, bytes, c->last_ts, hole);
 	if (d->actual)
-		http1__feed(c->h, d->dir, c->last_ts, bytes, d->captured, d->actual);
+		c->ops->feed(c->l7, d->dir, c->last_ts, bytes, d->captured, d->actual);
 	pop_all(t, c);
 }
 
@@ -1791,10 +1691,6 @@ static void resolve(struct net_task *t, struct net_conn_st *c, struct net_conn_s
 	c->rpid = full ? (int32_t)full->cur.tgid : other;
 	if (c->cur.role == NET_ROLE_CLIENT || c->cur.role == NET_ROLE_SERVER)
 		role = c->cur.role;
-	else if (c->h && http1__role(c->h) != HTTP1_ROLE_UNKNOWN)
-		role = http1__role(c->h) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
-	else if (c->h2 && http2__role(c->h2) != HTTP1_ROLE_UNKNOWN)
-		role = http2__role(c->h2) == HTTP1_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
 	else if (c->l7 && c->ops->role(c->l7) != L7_ROLE_UNKNOWN)
 		role = c->ops->role(c->l7) == L7_ROLE_CLIENT ? NET_ROLE_CLIENT : NET_ROLE_SERVER;
 	else if (full && (full->cur.role == NET_ROLE_CLIENT || full->cur.role == NET_ROLE_SERVER))
@@ -1809,8 +1705,10 @@ static void traffic_key(const struct net_conn_st *c, struct net_traffic *k)
 	memset(k, 0, sizeof(*k));
 	k->pid = (int32_t)c->cur.tgid;
 	k->role = c->role;
-	if (c->cur.proto == NET_PROTO_HTTP1 || c->h || c->cur.proto == NET_PROTO_HTTP2 || c->h2)
-		k->proto = NET_PROTO_HTTP1;
+	if (c->cur.proto < NET_PROTO_MAX && net_parsers[c->cur.proto].by_kernel)
+		k->proto = net_parsers[c->cur.proto].meters;
+	else if (c->pproto > NET_PROTO_NONE && net_parsers[c->pproto].meters)
+		k->proto = net_parsers[c->pproto].meters;
 	else if (c->pproto > NET_PROTO_NONE)
 		k->proto = c->pproto;
 	else
@@ -2066,24 +1964,8 @@ void net_task__stats(const struct net_task *t, struct net_stats *ret)
 {
 	*ret = t->st;
 	for (const struct net_conn_st *c = t->lru_head; c; c = c->lnext) {
-		if (c->h) {
-			struct http1_stats hs;
-
-			http1__stats(c->h, &hs);
-			add_http_stats(&ret->http, &hs);
-		}
-		if (c->l7) {
-			struct l7_stats ls;
-
-			c->ops->stats(c->l7, &ls);
-			add_l7_stats(&ret->l7[c->pproto], &ls);
-		}
-		if (c->h2) {
-			struct http2_stats hs;
-
-			http2__stats(c->h2, &hs);
-			add_h2_stats(&ret->http2, &hs);
-		}
+		if (c->l7)
+			parser_counts(ret, c->pproto, c->ops, c->l7);
 	}
 }
 
@@ -2286,7 +2168,8 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 			{ "alloc_failures", q->alloc_failures },
 		};
 
-		if (!net__l7_ops(p) || !net__l7_ops(p)->name)
+		/* the others report their own counts */
+		if (!net__l7_ops(p) || net__l7_ops(p)->counts)
 			continue;
 		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 			char name[64];

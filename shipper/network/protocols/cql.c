@@ -96,19 +96,17 @@ struct dir {
 	uint64_t start_ns;
 	uint64_t start_event;
 	uint64_t seg_actual;
-	uint64_t seg_ts;
 	size_t keep_len;
 	uint8_t keep[CQL_BODY_KEEP];
 };
 
 struct cql_conn {
 	enum l7_role role;
-	bool closed;
+	struct l7_seg sg;
 	bool off;    /* v5 framing: nothing parsed any more */
 	int req_dir; /* -1 unknown */
 	uint32_t bad_unknown;
 	uint64_t next_id;
-	uint64_t events;
 	uint64_t clock;
 	struct entry *slots;
 	unsigned cap, used;
@@ -450,7 +448,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 	}
 	e->stream = stream;
 	e->opcode = h[4];
-	e->event = c->events;
+	e->event = c->sg.events;
 	e->x.start_ns = d->start_ns;
 	e->x.req_dir = (uint8_t)di;
 	e->x.req_bytes = bytes;
@@ -652,9 +650,9 @@ static void header_done(struct cql_conn *c, int di, uint64_t ts)
 		frame_done(c, di, ts);
 }
 
-static void dir_feed(struct cql_conn *c, int di, uint64_t ts, const uint8_t *p, size_t n,
-		     size_t actual)
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
+	struct cql_conn *c = cv;
 	struct dir *d = &c->d[di];
 	size_t off = 0, k;
 
@@ -674,7 +672,7 @@ static void dir_feed(struct cql_conn *c, int di, uint64_t ts, const uint8_t *p, 
 		case D_HDR:
 			if (!d->hdr_len) {
 				d->start_ns = ts;
-				d->start_event = c->events;
+				d->start_event = c->sg.events;
 			}
 			k = HDR_LEN - d->hdr_len;
 			if (k > n - off)
@@ -708,8 +706,9 @@ static void dir_feed(struct cql_conn *c, int di, uint64_t ts, const uint8_t *p, 
 }
 
 /* n bytes of direction di not seen; known: n is their count, else unknown (n is 0). */
-static void dir_skip(struct cql_conn *c, int di, uint64_t n, bool known, uint64_t ts)
+static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
+	struct cql_conn *c = cv;
 	struct dir *d = &c->d[di];
 
 	switch (d->st) {
@@ -748,13 +747,8 @@ static void dir_skip(struct cql_conn *c, int di, uint64_t n, bool known, uint64_
 
 static void *cql_new(unsigned flags)
 {
-	struct cql_conn *c;
+	struct cql_conn *c = l7__stream_new(sizeof(*c), flags);
 
-	if (flags & L7_F_DATAGRAM) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->req_dir = -1;
@@ -772,42 +766,22 @@ static void cql_free(void *p)
 	free(c);
 }
 
+static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
+
 static int cql_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
 		    size_t captured, size_t actual)
 {
 	struct cql_conn *c = p;
 
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS) || captured > actual ||
-	    (captured && !data))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->st.segments++;
-	c->st.bytes_seen += actual;
-	c->d[dir].seg_ts = ts_ns;
-	dir_feed(c, dir, ts_ns, data, captured, actual);
-	if (actual > captured) {
-		c->st.gap_bytes += actual - captured;
-		dir_skip(c, dir, actual - captured, true, ts_ns);
-	}
-	return 0;
+	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
+		 : -EINVAL;
 }
 
 static int cql_lost(void *p, enum l7_dir dir, uint64_t nbytes)
 {
 	struct cql_conn *c = p;
 
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->st.lost_segments++;
-	c->st.lost_bytes += nbytes;
-	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
-	return 0;
+	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
 }
 
 static void cql_close(void *p, uint64_t ts_ns)
@@ -815,9 +789,9 @@ static void cql_close(void *p, uint64_t ts_ns)
 	struct cql_conn *c = p;
 	int first = c && c->req_dir >= 0 ? c->req_dir : L7_EGRESS;
 
-	if (!c || c->closed)
+	if (!c || c->sg.closed)
 		return;
-	c->events++;
+	c->sg.events++;
 	/* The request side first: a request cut by the close is there for its response. */
 	for (int k = 0; k < 2; k++) {
 		int di = k ? !first : first;
@@ -825,7 +799,7 @@ static void cql_close(void *p, uint64_t ts_ns)
 
 		if (d->st == D_BODY) {
 			d->trunc = true;
-			frame_done(c, di, d->seg_ts);
+			frame_done(c, di, c->sg.ts[di]);
 		} else if (d->st == D_HDR) {
 			c->st.bytes_unattributed += d->bytes;
 		}
@@ -842,7 +816,7 @@ static void cql_close(void *p, uint64_t ts_ns)
 		c->st.unanswered++;
 		complete(c, e);
 	}
-	c->closed = true;
+	c->sg.closed = true;
 }
 
 static int cql_next(void *p, struct l7_exchange *ret)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Shipper side: the request/response protocols beyond HTTP (MySQL, Cassandra CQL, MongoDB,
- * Kafka, DNS), one parser file each behind one table of operations, so the NETWORK analysis
- * (shipper/network/network.c) feeds, pops and accounts them all the same way. HTTP/1 and HTTP/2 have
- * their own interfaces (shipper/network/protocols/http/http1.h, shipper/network/protocols/http/http2.h): their exchanges feed the `http`
- * meters and the sampled traces.
+ * Shipper side: the request/response protocols (HTTP/1, HTTP/2, MySQL, Cassandra CQL, MongoDB,
+ * Kafka, DNS), one parser each behind one table of operations, so the NETWORK analysis
+ * (shipper/network/) detects, feeds, closes, pops and accounts them all the same way. What only
+ * HTTP has (the fields of sampled traces and span attached events) comes with the exchanges
+ * HTTP's members yield (l7_exchange.http), not from the parsers.
  *
  * The contract every parser keeps, as shipper/network/protocols/http/http1.c does (read its header first):
  * - Input is two byte streams of one connection, egress (written by the traced process) and
@@ -40,6 +40,7 @@
 #ifndef ROVER_SHIPPER_L7_H
 #define ROVER_SHIPPER_L7_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,7 +74,20 @@ enum l7_xflags {
 	L7_F_NO_REPLY_EXPECTED = 1u << 5, /* a request the protocol answers with nothing (a
 					   * Kafka Produce with acks=0, a Mongo moreToCome):
 					   * complete when sent, never NO_RESPONSE */
+	L7_F_NO_RESULT = 1u << 6,	  /* answered, but its result code was not read (an
+					   * HTTP/2 :status not decoded) */
+	L7_F_SWITCH = 1u << 7,		  /* the connection leaves the protocol after it (an
+					   * HTTP 101): ops->then may take the rest */
 };
+
+/* detect() results. */
+enum l7_detect {
+	L7_DETECT_REQUEST = 1,	/* p begins a request */
+	L7_DETECT_RESPONSE = 2, /* p begins a response */
+};
+
+struct http1_exchange;
+struct http2_exchange;
 
 /* One request and its answer (several response messages of one request count as one). */
 struct l7_exchange {
@@ -97,15 +111,42 @@ struct l7_exchange {
 	 * the first topic (Kafka), the query name (DNS); "" when the message has none.
 	 */
 	char target[L7_TARGET_MAX + 1];
+	/*
+	 * HTTP/1 and HTTP/2 (op and target ""): the exchange as the HTTP parser gave it
+	 * (method, uri, headers, trace context; http2: the stream's), valid until the next call
+	 * on the connection; NULL for the other protocols.
+	 */
+	const struct http1_exchange *http;
+	const struct http2_exchange *http2;
 };
 
+/*
+ * The counts every parser's stats begin with, in this order (struct l7_seg_counts), kept by
+ * l7__seg_feed() and l7__seg_lost().
+ */
+#define L7_SEG_COUNTS                                                                        \
+	struct {                                                                             \
+		uint64_t segments;                                                           \
+		uint64_t bytes_seen;	     /* actual bytes of every segment, plus lost bytes */ \
+		uint64_t bytes_unattributed; /* of those, in no exchange */                  \
+		uint64_t gap_bytes;	     /* not captured */                              \
+		uint64_t lost_segments;                                                      \
+		uint64_t lost_bytes;                                                         \
+	}
+
+struct l7_seg_counts {
+	L7_SEG_COUNTS;
+};
+
+/* The head of a parser's stats: the counts by name, or as one struct l7_seg_counts. */
+#define L7_STATS_HEAD                                                                        \
+	union {                                                                              \
+		struct l7_seg_counts seg;                                                    \
+		L7_SEG_COUNTS;                                                               \
+	}
+
 struct l7_stats {
-	uint64_t segments;
-	uint64_t bytes_seen;	     /* actual bytes of every segment, plus lost bytes */
-	uint64_t bytes_unattributed; /* of those, in no exchange */
-	uint64_t gap_bytes;	     /* not captured */
-	uint64_t lost_segments;
-	uint64_t lost_bytes;
+	L7_STATS_HEAD;
 	uint64_t requests;
 	uint64_t responses;
 	uint64_t exchanges; /* popped or ready, NO_RESPONSE ones included */
@@ -121,8 +162,29 @@ struct l7_stats {
 
 /* A parser. Functions return 0 or a negative errno; new() NULL with errno set. */
 struct l7_ops {
-	const char *name; /* "mysql", "cql", "mongodb", "kafka", "dns": meters and report */
+	/* "http" (HTTP/1 and HTTP/2), "mysql", "cql", "mongodb", "kafka", "dns": meters, report */
+	const char *name;
+	/* Its connections hold more (HTTP/2: HPACK tables): a task keeps fewer of them. */
+	bool heavy;
+	/*
+	 * Its messages begin at a segment's or a line's start and detect() finds them again in
+	 * kept bytes (HTTP/1): what span attached events need.
+	 */
+	bool keepable;
+	/*
+	 * L7_DETECT_REQUEST or _RESPONSE when p[0..n) begins a message of the protocol, 0 when
+	 * it does not, -EAGAIN when it is too short to tell. NULL: the kernel's word only.
+	 */
+	int (*detect)(const uint8_t *p, size_t n);
 	void *(*new_conn)(unsigned flags); /* enum l7_new_flags */
+	/* The protocol an L7_F_SWITCH exchange may hand the connection to, or NULL. */
+	const struct l7_ops *then;
+	/*
+	 * For a `then`: whether the first segment after the switch, in dir, begins this protocol
+	 * (prev: the connection of the protocol that switched), and a parser for the rest.
+	 */
+	bool (*starts)(const void *prev, enum l7_dir dir, const uint8_t *p, size_t n);
+	void *(*new_after)(const void *prev);
 	void (*free_conn)(void *c);	   /* accepts NULL */
 	/* -EINVAL (captured > actual, data NULL with captured > 0, bad dir), -EPIPE after close. */
 	int (*feed)(void *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
@@ -134,13 +196,69 @@ struct l7_ops {
 	int (*next)(void *c, struct l7_exchange *ret);
 	enum l7_role (*role)(const void *c);
 	void (*stats)(const void *c, struct l7_stats *ret);
+	/*
+	 * A protocol that counts more than struct l7_stats: its own counters (a struct of
+	 * uint64_t, counts_size bytes: struct http1_stats, struct http2_stats); else NULL.
+	 */
+	void (*counts)(const void *c, void *ret);
+	size_t counts_size;
 };
 
+extern const struct l7_ops l7_http1_ops;
+extern const struct l7_ops l7_http2_ops;
 extern const struct l7_ops l7_mysql_ops;
 extern const struct l7_ops l7_cql_ops;
 extern const struct l7_ops l7_mongo_ops;
 extern const struct l7_ops l7_kafka_ops;
 extern const struct l7_ops l7_dns_ops;
+
+/*
+ * What a parser keeps of the segments it is given, and how it reads them: read() the captured
+ * bytes of a segment (n may be 0), skip() bytes it cannot see (a gap of a segment, of known
+ * size; a loss, known when n is not 0), at ts.
+ */
+struct l7_seg {
+	uint64_t events;  /* feeds and losses so far: orders the two directions */
+	uint64_t ts[2];	  /* each direction's latest segment: the time of a loss */
+	uint64_t last;	  /* the latest segment of either */
+	bool closed;
+};
+
+struct l7_seg_ops {
+	void (*read)(void *c, int dir, uint64_t ts, const uint8_t *p, size_t n, size_t actual);
+	void (*skip)(void *c, int dir, uint64_t n, bool known, uint64_t ts);
+	bool loss_at_last; /* a loss is at the latest segment of either direction */
+};
+
+/*
+ * A parser's feed() and lost() (c the parser's connection, s and n in it): the segment checked
+ * and counted, then read and its gap skipped; a loss counted and skipped at its direction's
+ * latest time (or the latest of either). 0, -EINVAL (captured > actual, no data, a bad dir)
+ * or -EPIPE after close.
+ */
+int l7__seg_feed(void *c, struct l7_seg *s, struct l7_seg_counts *n, const struct l7_seg_ops *o,
+		 enum l7_dir dir, uint64_t ts, const uint8_t *data, size_t captured, size_t actual);
+int l7__seg_lost(void *c, struct l7_seg *s, struct l7_seg_counts *n, const struct l7_seg_ops *o,
+		 enum l7_dir dir, uint64_t nbytes);
+
+/*
+ * The exchanges a parser holds in order, oldest first: at most max entries of size bytes (max a
+ * power of two), allocated as needed by doubling from L7_RING_MIN.
+ */
+#define L7_RING_MIN 4u
+struct l7_ring {
+	void *v;
+	unsigned cap, head, count;
+};
+void *l7_ring__at(const struct l7_ring *r, size_t size, unsigned i);
+/* A zeroed entry after the others; NULL when max are held, or out of memory (counted). */
+void *l7_ring__push(struct l7_ring *r, size_t size, unsigned max, uint64_t *alloc_failures);
+/* The oldest entry goes. */
+void l7_ring__drop(struct l7_ring *r);
+
+/* A zeroed connection of size bytes for a parser over TCP; NULL with errno set (EINVAL for
+ * L7_F_DATAGRAM). */
+void *l7__stream_new(size_t size, unsigned flags);
 
 /* Copies s[0..n) into out (cap bytes incl. NUL), control bytes as '?'; 1 if it was cut. */
 int l7__copy_str(char *out, size_t cap, const uint8_t *s, size_t n);

@@ -11,10 +11,9 @@
 
 #include "shipper/network/protocols/l7msg.h"
 
-#define RING_MIN 4u
 
 _Static_assert((L7_MAX_PENDING & (L7_MAX_PENDING - 1)) == 0, "a power of two");
-_Static_assert(L7_MAX_PENDING >= RING_MIN, "the ring grows by doubling from RING_MIN");
+_Static_assert(L7_MAX_PENDING >= L7_RING_MIN, "the ring grows by doubling from L7_RING_MIN");
 
 enum state {
 	S_BOUNDARY, /* the next byte begins a message */
@@ -45,18 +44,11 @@ struct dir {
 struct l7msg_conn {
 	const struct l7msg_proto *proto;
 	enum l7_role role;
-	bool closed;
-	struct l7msg_entry *ring;
-	unsigned cap, head, count;
+	struct l7_seg sg;
+	struct l7_ring q; /* of struct l7msg_entry */
 	uint64_t dropped[L7MSG_DROPPED_IDS];
 	unsigned ndropped, dropped_next;
 	uint64_t unparsed;
-	/*
-	 * The last segment's time, either direction: a loss is reported in order with the
-	 * segments, so it happened by then (a direction's own last segment may be older than a
-	 * request its lost bytes answer).
-	 */
-	uint64_t now;
 	struct l7_stats st;
 	struct dir d[2];
 };
@@ -70,32 +62,15 @@ static enum l7_dir req_dir(const struct l7msg_conn *c)
 
 static struct l7msg_entry *ring_at(struct l7msg_conn *c, unsigned i)
 {
-	return &c->ring[(c->head + i) & (c->cap - 1)];
+	return l7_ring__at(&c->q, sizeof(struct l7msg_entry), i);
 }
 
 static struct l7msg_entry *ring_push(struct l7msg_conn *c)
 {
-	struct l7msg_entry *e;
+	struct l7msg_entry *e = l7_ring__push(&c->q, sizeof(*e), L7_MAX_PENDING, &c->st.alloc_failures);
 
-	if (c->count == L7_MAX_PENDING)
+	if (!e)
 		return NULL;
-	if (c->count == c->cap) {
-		unsigned ncap = c->cap ? c->cap * 2 : RING_MIN;
-		struct l7msg_entry *n = calloc(ncap, sizeof(*n));
-
-		if (!n) {
-			c->st.alloc_failures++;
-			return NULL;
-		}
-		for (unsigned i = 0; i < c->count; i++)
-			n[i] = *ring_at(c, i);
-		free(c->ring);
-		c->ring = n;
-		c->cap = ncap;
-		c->head = 0;
-	}
-	e = ring_at(c, c->count++);
-	memset(e, 0, sizeof(*e));
 	return e;
 }
 
@@ -147,7 +122,7 @@ void l7msg__no_reply(struct l7msg_conn *c, struct l7msg_entry *e, const struct l
 
 struct l7msg_entry *l7msg__find(struct l7msg_conn *c, uint64_t key)
 {
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct l7msg_entry *e = ring_at(c, i);
 
 		if (!e->done && e->key == key)
@@ -160,7 +135,7 @@ void l7msg__answer(struct l7msg_conn *c, struct l7msg_entry *e, const struct l7m
 		   bool last)
 {
 	c->st.responses++;
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct l7msg_entry *f = ring_at(c, i);
 
 		if (f == e)
@@ -339,11 +314,15 @@ static enum l7msg_verdict try_head(struct l7msg_conn *c, int di, bool final)
 	return L7MSG_MORE;
 }
 
-static void dir_feed(struct l7msg_conn *c, int di, uint64_t ts, const uint8_t *p, size_t n)
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
+	struct l7msg_conn *c = cv;
 	struct dir *d = &c->d[di];
 	size_t off = 0;
 
+	(void)actual;
+	if (!n)
+		return;
 	/* A syscall's data is the likeliest place for a message to begin. */
 	if (d->st == S_SKIP)
 		d->st = S_BOUNDARY;
@@ -405,8 +384,9 @@ static void dir_feed(struct l7msg_conn *c, int di, uint64_t ts, const uint8_t *p
 }
 
 /* n bytes of dir that were not seen (known: n is their count; else unknown, n is 0). */
-static void dir_skip(struct l7msg_conn *c, int di, uint64_t n, bool known, uint64_t ts)
+static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
+	struct l7msg_conn *c = cv;
 	struct dir *d = &c->d[di];
 	uint64_t rem;
 
@@ -479,11 +459,11 @@ struct l7msg_conn *l7msg__new(const struct l7msg_proto *proto, unsigned flags)
 {
 	struct l7msg_conn *c;
 
-	if (!proto || flags) {
+	if (!proto) {
 		errno = EINVAL;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
+	c = l7__stream_new(sizeof(*c), flags);
 	if (!c)
 		return NULL;
 	c->proto = proto;
@@ -496,54 +476,39 @@ void l7msg__free(struct l7msg_conn *c)
 {
 	if (!c)
 		return;
-	free(c->ring);
+	free(c->q.v);
 	free(c);
 }
+
+/*
+ * A loss is reported in order with the segments, so it happened by the last segment of either
+ * direction (a direction's own last segment may be older than a request its lost bytes answer).
+ */
+static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip, .loss_at_last = true };
 
 int l7msg__feed(struct l7msg_conn *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
 		size_t captured, size_t actual)
 {
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS) || captured > actual ||
-	    (captured && !data))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->now = ts_ns;
-	c->st.segments++;
-	c->st.bytes_seen += actual;
-	if (captured)
-		dir_feed(c, dir, ts_ns, data, captured);
-	if (actual > captured) {
-		c->st.gap_bytes += actual - captured;
-		dir_skip(c, dir, actual - captured, true, ts_ns);
-	}
-	return 0;
+	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
+		 : -EINVAL;
 }
 
 int l7msg__lost(struct l7msg_conn *c, enum l7_dir dir, uint64_t nbytes)
 {
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->st.lost_segments++;
-	c->st.lost_bytes += nbytes;
-	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->now);
-	return 0;
+	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
 }
 
 void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns)
 {
 	int first;
 
-	if (!c || c->closed)
+	if (!c || c->sg.closed)
 		return;
 	/* The request side first: a request cut by the close is then unanswered. */
 	first = req_dir(c);
 	kill_dir(c, first);
 	kill_dir(c, !first);
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct l7msg_entry *e = ring_at(c, i);
 
 		if (e->done)
@@ -557,22 +522,21 @@ void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns)
 		}
 		complete(c, e);
 	}
-	c->closed = true;
+	c->sg.closed = true;
 }
 
 int l7msg__next(struct l7msg_conn *c, struct l7_exchange *ret)
 {
 	struct l7msg_entry *e;
 
-	if (!c || !c->count)
+	if (!c || !c->q.count)
 		return 0;
 	e = ring_at(c, 0);
 	if (!e->done)
 		return 0;
 	if (ret)
 		*ret = e->x;
-	c->head = (c->head + 1) & (c->cap - 1);
-	c->count--;
+	l7_ring__drop(&c->q);
 	return 1;
 }
 
@@ -589,7 +553,7 @@ void l7msg__stats(const struct l7msg_conn *c, struct l7_stats *ret)
 
 unsigned l7msg__pending(const struct l7msg_conn *c)
 {
-	return c ? c->count : 0;
+	return c ? c->q.count : 0;
 }
 
 uint64_t l7msg__bodies_unparsed(const struct l7msg_conn *c)

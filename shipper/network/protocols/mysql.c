@@ -15,7 +15,6 @@
 #include "shipper/network/protocols/l7.h"
 #include "shipper/network/protocols/mysql.h"
 
-#define RING_MIN 4u
 /* Enough to see a greeting's version string end (MariaDB's are long), or a statement's start. */
 #define VALIDATE_LEN 96u
 #define TEXT_CHECK 32u
@@ -150,7 +149,6 @@ struct dir {
 	uint64_t start_ns;
 	uint64_t start_event; /* feed or loss that brought its first byte */
 	uint64_t seg_actual; /* bytes moved by the segment a resync candidate began */
-	uint64_t seg_ts;
 	uint64_t sink; /* exchange that skipped bytes count to, 0 for none */
 	size_t keep_len;
 	uint8_t keep[MYSQL_PKT_KEEP];
@@ -159,7 +157,7 @@ struct dir {
 struct mysql_conn {
 	enum l7_role role;
 	enum phase phase;
-	bool closed;
+	struct l7_seg sg;
 	int req_dir; /* direction of the client's packets, -1 unknown */
 	bool compress_after_auth;
 	bool saw_handshake; /* a greeting or HandshakeResponse was validated */
@@ -178,13 +176,11 @@ struct mysql_conn {
 	uint64_t req_seq;  /* requests expecting a response, dropped ones included */
 	uint64_t resp_seq; /* of those, answered (or dropped) */
 	uint64_t next_id;
-	uint64_t events; /* feeds and losses so far: orders the two directions */
 	uint64_t stmt_clock;
 	uint32_t last_stmt;
 	bool have_last_stmt;
 	struct stmt *stmts;
-	struct entry *ring;
-	unsigned cap, head, count;
+	struct l7_ring q; /* of struct entry */
 	struct l7_stats st;
 	struct mysql_stats my;
 	struct dir d[2];
@@ -229,32 +225,15 @@ static size_t lenenc(const uint8_t *p, size_t n, uint64_t *ret)
 
 static struct entry *ring_at(struct mysql_conn *c, unsigned i)
 {
-	return &c->ring[(c->head + i) & (c->cap - 1)];
+	return l7_ring__at(&c->q, sizeof(struct entry), i);
 }
 
 static struct entry *ring_push(struct mysql_conn *c)
 {
-	struct entry *e;
+	struct entry *e = l7_ring__push(&c->q, sizeof(*e), L7_MAX_PENDING, &c->st.alloc_failures);
 
-	if (c->count == L7_MAX_PENDING)
+	if (!e)
 		return NULL;
-	if (c->count == c->cap) {
-		unsigned ncap = c->cap ? c->cap * 2 : RING_MIN;
-		struct entry *n = calloc(ncap, sizeof(*n));
-
-		if (!n) {
-			c->st.alloc_failures++;
-			return NULL;
-		}
-		for (unsigned i = 0; i < c->count; i++)
-			n[i] = *ring_at(c, i);
-		free(c->ring);
-		c->ring = n;
-		c->cap = ncap;
-		c->head = 0;
-	}
-	e = ring_at(c, c->count++);
-	memset(e, 0, sizeof(*e));
 	e->id = ++c->next_id;
 	e->cmd = NONE_CMD;
 	return e;
@@ -262,7 +241,7 @@ static struct entry *ring_push(struct mysql_conn *c)
 
 static struct entry *find_id(struct mysql_conn *c, uint64_t id)
 {
-	for (unsigned i = 0; id && i < c->count; i++)
+	for (unsigned i = 0; id && i < c->q.count; i++)
 		if (ring_at(c, i)->id == id)
 			return ring_at(c, i);
 	return NULL;
@@ -270,7 +249,7 @@ static struct entry *find_id(struct mysql_conn *c, uint64_t id)
 
 static struct entry *find_seq(struct mysql_conn *c, uint64_t seq)
 {
-	for (unsigned i = 0; seq && i < c->count; i++)
+	for (unsigned i = 0; seq && i < c->q.count; i++)
 		if (ring_at(c, i)->seq == seq)
 			return ring_at(c, i);
 	return NULL;
@@ -299,7 +278,7 @@ static void give_skipped(struct mysql_conn *c, int di, uint64_t n)
 	give(c, d->sink, di, n);
 	/* A response that ends unseen ends, as far as is known, with its last bytes. */
 	if (d->sink && d->sink == c->resp_id)
-		c->resp_last_ts = d->seg_ts;
+		c->resp_last_ts = c->sg.ts[di];
 }
 
 static void complete(struct mysql_conn *c, struct entry *e)
@@ -357,7 +336,7 @@ static void stmt_put(struct mysql_conn *c, uint32_t id, const char *text, bool c
 /* Commands sent with statement id -1 after the prepare e, before its answer, use its text. */
 static void last_stmt_users(struct mysql_conn *c, const struct entry *e)
 {
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct entry *u = ring_at(c, i);
 
 		if (!u->want_last || u->id < e->id)
@@ -950,7 +929,7 @@ static void server_packet(struct mysql_conn *c, int di, uint64_t ts, uint64_t by
 
 static bool prepare_pending(struct mysql_conn *c)
 {
-	for (unsigned i = 0; i < c->count; i++)
+	for (unsigned i = 0; i < c->q.count; i++)
 		if (!ring_at(c, i)->done && ring_at(c, i)->cmd == COM_STMT_PREPARE)
 			return true;
 	return false;
@@ -1098,7 +1077,7 @@ static void new_command(struct mysql_conn *c, int di, uint64_t ts, uint64_t byte
 		return;
 	}
 	e->cmd = (uint16_t)cmd;
-	e->event = c->events;
+	e->event = c->sg.events;
 	e->x.start_ns = d->start_ns;
 	e->x.req_dir = (uint8_t)di;
 	e->x.req_bytes = bytes;
@@ -1290,9 +1269,9 @@ static void keep_bytes(struct dir *d, const uint8_t *p, size_t n)
 	d->keep_len += n;
 }
 
-static void dir_feed(struct mysql_conn *c, int di, uint64_t ts, const uint8_t *p, size_t n,
-		     size_t actual)
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
+	struct mysql_conn *c = cv;
 	struct dir *d = &c->d[di];
 	size_t off = 0, k;
 
@@ -1314,7 +1293,7 @@ static void dir_feed(struct mysql_conn *c, int di, uint64_t ts, const uint8_t *p
 		case D_HDR:
 			if (!d->have_hdr && !d->hdr_len) {
 				d->start_ns = ts;
-				d->start_event = c->events;
+				d->start_event = c->sg.events;
 			}
 			k = 4 - d->hdr_len;
 			if (k > n - off)
@@ -1346,8 +1325,9 @@ static void dir_feed(struct mysql_conn *c, int di, uint64_t ts, const uint8_t *p
 }
 
 /* n bytes of direction di not seen; known: n is their count, else unknown (n is 0). */
-static void dir_skip(struct mysql_conn *c, int di, uint64_t n, bool known, uint64_t ts)
+static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
+	struct mysql_conn *c = cv;
 	struct dir *d = &c->d[di];
 
 	switch (d->st) {
@@ -1407,13 +1387,8 @@ static void dir_skip(struct mysql_conn *c, int di, uint64_t n, bool known, uint6
 
 static void *mysql_new(unsigned flags)
 {
-	struct mysql_conn *c;
+	struct mysql_conn *c = l7__stream_new(sizeof(*c), flags);
 
-	if (flags & L7_F_DATAGRAM) {
-		errno = EINVAL;
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->req_dir = -1;
@@ -1429,46 +1404,26 @@ static void mysql_free(void *p)
 	if (!c)
 		return;
 	free(c->stmts);
-	free(c->ring);
+	free(c->q.v);
 	free(c);
 }
+
+static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
 static int mysql_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
 		      size_t captured, size_t actual)
 {
 	struct mysql_conn *c = p;
 
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS) || captured > actual ||
-	    (captured && !data))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->st.segments++;
-	c->st.bytes_seen += actual;
-	c->d[dir].seg_ts = ts_ns;
-	dir_feed(c, dir, ts_ns, data, captured, actual);
-	if (actual > captured) {
-		c->st.gap_bytes += actual - captured;
-		dir_skip(c, dir, actual - captured, true, ts_ns);
-	}
-	return 0;
+	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
+		 : -EINVAL;
 }
 
 static int mysql_lost(void *p, enum l7_dir dir, uint64_t nbytes)
 {
 	struct mysql_conn *c = p;
 
-	if (!c || (dir != L7_EGRESS && dir != L7_INGRESS))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->st.lost_segments++;
-	c->st.lost_bytes += nbytes;
-	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
-	return 0;
+	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
 }
 
 /* Ends what direction di has in progress: a packet that can be believed is processed cut. */
@@ -1482,7 +1437,7 @@ static void dir_close(struct mysql_conn *c, int di)
 		d->trunc = true;
 		d->cont = false;
 		if (d->checked || candidate_check(c, di, true))
-			packet_done(c, di, d->seg_ts);
+			packet_done(c, di, c->sg.ts[di]);
 	} else if (d->st == D_HDR) {
 		give(c, d->synced ? cur_sink(c, di) : d->sink, di, d->bytes);
 	}
@@ -1495,10 +1450,10 @@ static void mysql_close(void *p, uint64_t ts_ns)
 	struct mysql_conn *c = p;
 	int first = c && c->req_dir >= 0 ? c->req_dir : L7_EGRESS;
 
-	if (!c || c->closed)
+	if (!c || c->sg.closed)
 		return;
 	/* What close completes comes after every segment. */
-	c->events++;
+	c->sg.events++;
 	/* The request side first, so that a request cut by the close is there to answer. */
 	dir_close(c, first);
 	dir_close(c, !first);
@@ -1507,7 +1462,7 @@ static void mysql_close(void *p, uint64_t ts_ns)
 			c->resp_trunc = true;
 		resp_end(c, 0, false, c->resp_last_ts);
 	}
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct entry *e = ring_at(c, i);
 
 		if (e->done)
@@ -1518,7 +1473,7 @@ static void mysql_close(void *p, uint64_t ts_ns)
 		c->st.unanswered++;
 		c->st.exchanges++;
 	}
-	c->closed = true;
+	c->sg.closed = true;
 }
 
 static int mysql_next(void *p, struct l7_exchange *ret)
@@ -1526,15 +1481,14 @@ static int mysql_next(void *p, struct l7_exchange *ret)
 	struct mysql_conn *c = p;
 	struct entry *e;
 
-	if (!c || !c->count)
+	if (!c || !c->q.count)
 		return 0;
 	e = ring_at(c, 0);
 	if (!e->done)
 		return 0;
 	if (ret)
 		*ret = e->x;
-	c->head = (c->head + 1) & (c->cap - 1);
-	c->count--;
+	l7_ring__drop(&c->q);
 	return 1;
 }
 

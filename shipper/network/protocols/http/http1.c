@@ -13,7 +13,6 @@
 #include "shipper/network/protocols/http/http1.h"
 #include "shipper/network/protocols/l7.h"
 
-#define RING_MIN 4u
 /* Long enough for "OPTIONS /" and for "HTTP/1.1 200". */
 #define DETECT_PEEK 16u
 /* 10^18 and 2^60: no length of a real body comes near, and sums of them cannot wrap. */
@@ -21,7 +20,7 @@
 #define MAX_HEX_DIGITS 15u
 
 _Static_assert((HTTP1_MAX_PENDING & (HTTP1_MAX_PENDING - 1)) == 0, "a power of two");
-_Static_assert(HTTP1_MAX_PENDING >= RING_MIN, "the ring grows by doubling from RING_MIN");
+_Static_assert(HTTP1_MAX_PENDING >= L7_RING_MIN, "the ring grows by doubling from L7_RING_MIN");
 
 enum state {
 	S_BOUNDARY,    /* between messages: CR and LF are skipped */
@@ -76,7 +75,6 @@ struct dir {
 	uint64_t msg_bytes; /* of the message in progress, not yet given to its exchange */
 	uint64_t start_ns;
 	uint64_t last_ts; /* segment that last gave bytes to the message */
-	uint64_t seg_ts;  /* last segment of this direction: the time of a loss */
 	uint64_t remaining;
 	uint64_t content_length;
 	uint64_t entry_id; /* exchange the message goes to, 0 for none */
@@ -86,13 +84,11 @@ struct dir {
 
 struct http1_conn {
 	enum http1_role role;
-	bool closed;
+	struct l7_seg sg;
 	uint64_t req_seq;  /* requests numbered so far, dropped ones included */
 	uint64_t resp_seq; /* requests a final response was paired with (or dropped for) */
 	uint64_t next_id;
-	uint64_t events; /* feeds and losses so far: orders the two directions */
-	struct entry *ring;
-	unsigned cap, head, count;
+	struct l7_ring q; /* of struct entry */
 	struct http1_stats st;
 	struct dir d[2];
 };
@@ -269,39 +265,22 @@ static enum kind parse_start(const uint8_t *l, size_t n, bool partial, struct st
 
 static struct entry *ring_at(struct http1_conn *c, unsigned i)
 {
-	return &c->ring[(c->head + i) & (c->cap - 1)];
+	return l7_ring__at(&c->q, sizeof(struct entry), i);
 }
 
 static struct entry *ring_push(struct http1_conn *c)
 {
-	struct entry *e;
+	struct entry *e = l7_ring__push(&c->q, sizeof(*e), HTTP1_MAX_PENDING, &c->st.alloc_failures);
 
-	if (c->count == HTTP1_MAX_PENDING)
+	if (!e)
 		return NULL;
-	if (c->count == c->cap) {
-		unsigned ncap = c->cap ? c->cap * 2 : RING_MIN;
-		struct entry *n = calloc(ncap, sizeof(*n));
-
-		if (!n) {
-			c->st.alloc_failures++;
-			return NULL;
-		}
-		for (unsigned i = 0; i < c->count; i++)
-			n[i] = *ring_at(c, i);
-		free(c->ring);
-		c->ring = n;
-		c->cap = ncap;
-		c->head = 0;
-	}
-	e = ring_at(c, c->count++);
-	memset(e, 0, sizeof(*e));
 	e->id = ++c->next_id;
 	return e;
 }
 
 static struct entry *find_id(struct http1_conn *c, uint64_t id)
 {
-	for (unsigned i = 0; id && i < c->count; i++)
+	for (unsigned i = 0; id && i < c->q.count; i++)
 		if (ring_at(c, i)->id == id)
 			return ring_at(c, i);
 	return NULL;
@@ -309,7 +288,7 @@ static struct entry *find_id(struct http1_conn *c, uint64_t id)
 
 static struct entry *find_seq(struct http1_conn *c, uint64_t seq)
 {
-	for (unsigned i = 0; i < c->count; i++)
+	for (unsigned i = 0; i < c->q.count; i++)
 		if (ring_at(c, i)->seq == seq)
 			return ring_at(c, i);
 	return NULL;
@@ -445,7 +424,7 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 			e->x.req_dir = (uint8_t)di;
 			e->x.start_ns = d->start_ns;
 			e->seq = seq;
-			e->event = c->events;
+			e->event = c->sg.events;
 		}
 		d->entry_id = e ? e->id : 0;
 		if (truncated)
@@ -771,11 +750,15 @@ static bool start_hopeless(const struct http1_conn *c, int di)
 	return !r || (r > 0 && !kind_allowed(c, di, (enum kind)r));
 }
 
-static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p, size_t n)
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
+	struct http1_conn *c = cv;
 	struct dir *d = &c->d[di];
 	size_t off = 0;
 
+	(void)actual;
+	if (!n)
+		return;
 	/* A syscall's data is the likeliest place for a message to begin. */
 	if (d->st == S_SKIP)
 		begin_candidate(d);
@@ -836,7 +819,7 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 			}
 			if (!d->line_total) {
 				d->line_start_ns = ts;
-				d->line_start_event = c->events;
+				d->line_start_event = c->sg.events;
 			}
 			k = take_line(d, q, left, &done);
 			d->line_total += k;
@@ -860,8 +843,9 @@ static void dir_feed(struct http1_conn *c, int di, uint64_t ts, const uint8_t *p
 }
 
 /* n bytes of dir that were not seen (known: n is their count; else unknown, n is 0). */
-static void dir_skip(struct http1_conn *c, int di, uint64_t n, bool known, uint64_t ts)
+static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
+	struct http1_conn *c = cv;
 	struct dir *d = &c->d[di];
 	size_t len;
 
@@ -988,57 +972,37 @@ void http1__free(struct http1_conn *c)
 {
 	if (!c)
 		return;
-	free(c->ring);
+	free(c->q.v);
 	free(c);
 }
+
+static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
 int http1__feed(struct http1_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
 		size_t captured, size_t actual)
 {
-	if (!c || (dir != HTTP1_EGRESS && dir != HTTP1_INGRESS) || captured > actual ||
-	    (captured && !data))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->d[dir].seg_ts = ts_ns;
-	c->st.segments++;
-	c->st.bytes_seen += actual;
-	if (captured)
-		dir_feed(c, dir, ts_ns, data, captured);
-	if (actual > captured) {
-		c->st.gap_bytes += actual - captured;
-		dir_skip(c, dir, actual - captured, true, ts_ns);
-	}
-	return 0;
+	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, ts_ns, data,
+				captured, actual)
+		 : -EINVAL;
 }
 
 int http1__lost(struct http1_conn *c, enum http1_dir dir, uint64_t nbytes)
 {
-	if (!c || (dir != HTTP1_EGRESS && dir != HTTP1_INGRESS))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->events++;
-	c->st.lost_segments++;
-	c->st.lost_bytes += nbytes;
-	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
-	return 0;
+	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, nbytes) : -EINVAL;
 }
 
 void http1__close(struct http1_conn *c, uint64_t ts_ns)
 {
 	int first = c && c->role == HTTP1_ROLE_SERVER ? HTTP1_INGRESS : HTTP1_EGRESS;
 
-	if (!c || c->closed)
+	if (!c || c->sg.closed)
 		return;
 	/* What close completes comes after every segment. */
-	c->events++;
+	c->sg.events++;
 	/* The request side first, so that requests have all their bytes when answered. */
 	kill_dir(c, first, ts_ns);
 	kill_dir(c, !first, ts_ns);
-	for (unsigned i = 0; i < c->count; i++) {
+	for (unsigned i = 0; i < c->q.count; i++) {
 		struct entry *e = ring_at(c, i);
 
 		if (e->done)
@@ -1049,28 +1013,27 @@ void http1__close(struct http1_conn *c, uint64_t ts_ns)
 		c->st.unanswered++;
 		c->st.exchanges++;
 	}
-	c->closed = true;
+	c->sg.closed = true;
 }
 
 int http1__next(struct http1_conn *c, struct http1_exchange *ret)
 {
 	struct entry *e;
 
-	if (!c || !c->count)
+	if (!c || !c->q.count)
 		return 0;
 	e = ring_at(c, 0);
 	if (!e->done)
 		return 0;
 	if (ret)
 		*ret = e->x;
-	c->head = (c->head + 1) & (c->cap - 1);
-	c->count--;
+	l7_ring__drop(&c->q);
 	return 1;
 }
 
 unsigned http1__pending(const struct http1_conn *c)
 {
-	return c ? c->count : 0;
+	return c ? c->q.count : 0;
 }
 
 enum http1_role http1__role(const struct http1_conn *c)

@@ -56,6 +56,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shipper/network/protocols/l7.h"
+
 /* A header line (or start line) longer than this keeps its prefix. */
 #define HTTP1_LINE_MAX 8192u
 /* Exchanges waiting for a response or to be popped; must be a power of two. */
@@ -131,13 +133,9 @@ struct http1_exchange {
 	char x_b3_spanid[HTTP1_B3_ID_MAX + 1];
 };
 
+/* bytes_unattributed: see above */
 struct http1_stats {
-	uint64_t segments;
-	uint64_t bytes_seen;         /* actual bytes of every segment, plus lost bytes */
-	uint64_t bytes_unattributed; /* of those, in no exchange (see above) */
-	uint64_t gap_bytes;          /* not captured */
-	uint64_t lost_segments;
-	uint64_t lost_bytes;
+	L7_STATS_HEAD;
 	uint64_t requests;          /* request header blocks */
 	uint64_t responses;         /* final responses */
 	uint64_t interim;           /* 1xx but 101 */

@@ -166,7 +166,6 @@ struct h2dir {
 	uint32_t adv_max_frame; /* SETTINGS_MAX_FRAME_SIZE it sent: bounds the other's frames */
 	uint32_t bad;
 	uint64_t frames;
-	uint64_t seg_ts;
 	size_t pre_len;
 	uint8_t fh[FH_LEN];
 	size_t fh_len;
@@ -205,7 +204,7 @@ struct hpmem {
 
 struct http2_conn {
 	enum http1_role role;
-	bool closed;
+	struct l7_seg sg;
 	bool upgraded;
 	bool fresh; /* seen from its start: the preface, or an h2c upgrade */
 	uint64_t next_uid;
@@ -1107,7 +1106,7 @@ static void framing_lost(struct http2_conn *c, int di)
 	struct h2dir *d = &c->d[di];
 
 	if (d->in_block) {
-		uint64_t ts = d->seg_ts;
+		uint64_t ts = c->sg.ts[di];
 
 		block_end(c, di, ts, false);
 	}
@@ -1451,11 +1450,15 @@ static void payload(struct http2_conn *c, int di, const uint8_t *p, uint32_t n, 
 	d->pos = end;
 }
 
-static void dir_feed(struct http2_conn *c, int di, uint64_t ts, const uint8_t *p, size_t n)
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
+	struct http2_conn *c = cv;
 	struct h2dir *d = &c->d[di];
 	size_t off = 0;
 
+	(void)actual;
+	if (!n)
+		return;
 	if (d->st == DS_SKIP) {
 		uint32_t limit = frame_limit(c, di);
 
@@ -1532,8 +1535,9 @@ static void dir_feed(struct http2_conn *c, int di, uint64_t ts, const uint8_t *p
 }
 
 /* n bytes of dir not seen (known: n is their count; else unknown, n is 0). */
-static void dir_skip(struct http2_conn *c, int di, uint64_t n, bool known, uint64_t ts)
+static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
+	struct http2_conn *c = cv;
 	struct h2dir *d = &c->d[di];
 	uint64_t left;
 
@@ -1654,48 +1658,30 @@ void http2__free(struct http2_conn *c)
 	free(c);
 }
 
+static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
+
 int http2__feed(struct http2_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
 		size_t captured, size_t actual)
 {
-	if (!c || (dir != HTTP1_EGRESS && dir != HTTP1_INGRESS) || captured > actual ||
-	    (captured && !data))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->d[dir].seg_ts = ts_ns;
-	c->st.segments++;
-	c->st.bytes_seen += actual;
-	if (captured)
-		dir_feed(c, dir, ts_ns, data, captured);
-	if (actual > captured) {
-		c->st.gap_bytes += actual - captured;
-		dir_skip(c, dir, actual - captured, true, ts_ns);
-	}
-	return 0;
+	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, ts_ns, data,
+				captured, actual)
+		 : -EINVAL;
 }
 
 int http2__lost(struct http2_conn *c, enum http1_dir dir, uint64_t nbytes)
 {
-	if (!c || (dir != HTTP1_EGRESS && dir != HTTP1_INGRESS))
-		return -EINVAL;
-	if (c->closed)
-		return -EPIPE;
-	c->st.lost_segments++;
-	c->st.lost_bytes += nbytes;
-	c->st.bytes_seen += nbytes;
-	dir_skip(c, dir, nbytes, nbytes != 0, c->d[dir].seg_ts);
-	return 0;
+	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, nbytes) : -EINVAL;
 }
 
 void http2__close(struct http2_conn *c, uint64_t ts_ns)
 {
-	if (!c || c->closed)
+	if (!c || c->sg.closed)
 		return;
 	for (int di = 0; di < 2; di++) {
 		struct h2dir *d = &c->d[di];
 
 		if (d->in_block)
-			block_end(c, di, d->seg_ts, false);
+			block_end(c, di, c->sg.ts[di], false);
 		if (d->st == DS_FH)
 			c->st.bytes_unattributed += d->fh_len;
 		else if (d->st == DS_PREFACE)
@@ -1721,7 +1707,7 @@ void http2__close(struct http2_conn *c, uint64_t ts_ns)
 				v->mflags[di] |= M_TRUNC;
 		complete(c, v, v->seen[!req_side(c, v)] ? v->last_ns : ts_ns, 0);
 	}
-	c->closed = true;
+	c->sg.closed = true;
 }
 
 int http2__next(struct http2_conn *c, struct http2_exchange *ret)

@@ -129,14 +129,10 @@ struct http2_exchange {
 	uint32_t flags2; /* enum http2_flags2 */
 };
 
+/* bytes_unattributed: see above */
 struct http2_stats {
-	uint64_t segments;
-	uint64_t bytes_seen;	     /* actual bytes of every segment, plus lost bytes */
-	uint64_t bytes_unattributed; /* of those, in no exchange (see above) */
-	uint64_t bytes_control;	     /* of those, the preface and frames of no exchange */
-	uint64_t gap_bytes;	     /* not captured */
-	uint64_t lost_segments;
-	uint64_t lost_bytes;
+	L7_STATS_HEAD;
+	uint64_t bytes_control; /* of bytes_unattributed, the preface and frames of no exchange */
 	uint64_t frames;	   /* frame headers read */
 	uint64_t streams;	   /* exchanges opened (streams and pushes) */
 	uint64_t requests;	   /* exchanges whose request was seen (at completion) */
