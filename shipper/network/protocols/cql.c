@@ -768,21 +768,7 @@ static void cql_free(void *p)
 
 static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
-static int cql_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		    size_t captured, size_t actual)
-{
-	struct cql_conn *c = p;
-
-	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
-		 : -EINVAL;
-}
-
-static int cql_lost(void *p, enum l7_dir dir, uint64_t nbytes)
-{
-	struct cql_conn *c = p;
-
-	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
-}
+L7_DEFINE_SEG(static, cql, struct cql_conn)
 
 static void cql_close(void *p, uint64_t ts_ns)
 {
@@ -841,20 +827,7 @@ static int cql_next(void *p, struct l7_exchange *ret)
 	return 1;
 }
 
-static enum l7_role cql_role(const void *p)
-{
-	const struct cql_conn *c = p;
-
-	return c ? c->role : L7_ROLE_UNKNOWN;
-}
-
-static void cql_stats_l7(const void *p, struct l7_stats *ret)
-{
-	const struct cql_conn *c = p;
-
-	if (c && ret)
-		*ret = c->st;
-}
+L7_DEFINE_GETTERS(cql, struct cql_conn)
 
 int cql__stats(const void *p, struct cql_stats *ret)
 {
@@ -868,12 +841,5 @@ int cql__stats(const void *p, struct cql_stats *ret)
 
 const struct l7_ops l7_cql_ops = {
 	.name = "cql",
-	.new_conn = cql_new,
-	.free_conn = cql_free,
-	.feed = cql_feed,
-	.lost = cql_lost,
-	.close = cql_close,
-	.next = cql_next,
-	.role = cql_role,
-	.stats = cql_stats_l7,
+	L7_OPS_OF(cql),
 };

@@ -846,29 +846,9 @@ static int dns_next(void *cv, struct l7_exchange *ret)
 	return 1;
 }
 
-static enum l7_role dns_role(const void *cv)
-{
-	const struct dns_conn *c = cv;
-
-	return c ? c->role : L7_ROLE_UNKNOWN;
-}
-
-static void dns_stats(const void *cv, struct l7_stats *ret)
-{
-	const struct dns_conn *c = cv;
-
-	if (c && ret)
-		*ret = c->st;
-}
+L7_DEFINE_GETTERS(dns, struct dns_conn)
 
 const struct l7_ops l7_dns_ops = {
 	.name = "dns",
-	.new_conn = dns_new,
-	.free_conn = dns_free,
-	.feed = dns_feed,
-	.lost = dns_lost,
-	.close = dns_close,
-	.next = dns_next,
-	.role = dns_role,
-	.stats = dns_stats,
+	L7_OPS_OF(dns),
 };

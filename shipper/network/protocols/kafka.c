@@ -778,50 +778,8 @@ static void *kafka_new(unsigned flags)
 	return l7msg__new(&kafka_proto, flags);
 }
 
-static void kafka_free(void *c)
-{
-	l7msg__free(c);
-}
-
-static int kafka_feed(void *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		      size_t captured, size_t actual)
-{
-	return l7msg__feed(c, dir, ts_ns, data, captured, actual);
-}
-
-static int kafka_lost(void *c, enum l7_dir dir, uint64_t nbytes)
-{
-	return l7msg__lost(c, dir, nbytes);
-}
-
-static void kafka_close(void *c, uint64_t ts_ns)
-{
-	l7msg__close(c, ts_ns);
-}
-
-static int kafka_next(void *c, struct l7_exchange *ret)
-{
-	return l7msg__next(c, ret);
-}
-
-static enum l7_role kafka_role(const void *c)
-{
-	return l7msg__role(c);
-}
-
-static void kafka_stats(const void *c, struct l7_stats *ret)
-{
-	l7msg__stats(c, ret);
-}
-
 const struct l7_ops l7_kafka_ops = {
 	.name = "kafka",
 	.new_conn = kafka_new,
-	.free_conn = kafka_free,
-	.feed = kafka_feed,
-	.lost = kafka_lost,
-	.close = kafka_close,
-	.next = kafka_next,
-	.role = kafka_role,
-	.stats = kafka_stats,
+	L7MSG_OPS,
 };

@@ -256,6 +256,48 @@ void *l7_ring__push(struct l7_ring *r, size_t size, unsigned max, uint64_t *allo
 /* The oldest entry goes. */
 void l7_ring__drop(struct l7_ring *r);
 
+/*
+ * pfx_feed() and pfx_lost() (scope: static or nothing) of a parser whose connections (type)
+ * hold `sg` and `st`, over its struct l7_seg_ops seg_ops.
+ */
+#define L7_DEFINE_SEG(scope, pfx, type)                                                      \
+	scope int pfx##_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,  \
+			     size_t captured, size_t actual)                                 \
+	{                                                                                    \
+		type *c = p;                                                                 \
+                                                                                             \
+		return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data,   \
+					captured, actual)                                    \
+			 : -EINVAL;                                                          \
+	}                                                                                    \
+	scope int pfx##_lost(void *p, enum l7_dir dir, uint64_t nbytes)                      \
+	{                                                                                    \
+		type *c = p;                                                                 \
+                                                                                             \
+		return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL; \
+	}
+
+/* The members of a struct l7_ops every parser has, by its functions' names pfx_new, pfx_free... */
+#define L7_OPS_OF(pfx)                                                                       \
+	.new_conn = pfx##_new, .free_conn = pfx##_free, .feed = pfx##_feed, .lost = pfx##_lost, \
+	.close = pfx##_close, .next = pfx##_next, .role = pfx##_role, .stats = pfx##_stats
+
+/* pfx_role() and pfx_stats() of a parser whose connections (type) hold `role` and `st`. */
+#define L7_DEFINE_GETTERS(pfx, type)                                                         \
+	static enum l7_role pfx##_role(const void *p)                                        \
+	{                                                                                    \
+		const type *c = p;                                                           \
+                                                                                             \
+		return c ? c->role : L7_ROLE_UNKNOWN;                                        \
+	}                                                                                    \
+	static void pfx##_stats(const void *p, struct l7_stats *ret)                         \
+	{                                                                                    \
+		const type *c = p;                                                           \
+                                                                                             \
+		if (c && ret)                                                                \
+			*ret = c->st;                                                        \
+	}
+
 /* A zeroed connection of size bytes for a parser over TCP; NULL with errno set (EINVAL for
  * L7_F_DATAGRAM). */
 void *l7__stream_new(size_t size, unsigned flags);

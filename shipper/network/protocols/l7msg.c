@@ -472,8 +472,10 @@ struct l7msg_conn *l7msg__new(const struct l7msg_proto *proto, unsigned flags)
 	return c;
 }
 
-void l7msg__free(struct l7msg_conn *c)
+void l7msg__free(void *cv)
 {
+	struct l7msg_conn *c = cv;
+
 	if (!c)
 		return;
 	free(c->q.v);
@@ -484,22 +486,15 @@ void l7msg__free(struct l7msg_conn *c)
  * A loss is reported in order with the segments, so it happened by the last segment of either
  * direction (a direction's own last segment may be older than a request its lost bytes answer).
  */
-static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip, .loss_at_last = true };
+static const struct l7_seg_ops seg_ops = { .read = dir_feed,
+					   .skip = dir_skip,
+					   .loss_at_last = true };
 
-int l7msg__feed(struct l7msg_conn *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual)
-{
-	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
-		 : -EINVAL;
-}
+L7_DEFINE_SEG(, l7msg_, struct l7msg_conn)
 
-int l7msg__lost(struct l7msg_conn *c, enum l7_dir dir, uint64_t nbytes)
+void l7msg__close(void *cv, uint64_t ts_ns)
 {
-	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
-}
-
-void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns)
-{
+	struct l7msg_conn *c = cv;
 	int first;
 
 	if (!c || c->sg.closed)
@@ -525,8 +520,9 @@ void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns)
 	c->sg.closed = true;
 }
 
-int l7msg__next(struct l7msg_conn *c, struct l7_exchange *ret)
+int l7msg__next(void *cv, struct l7_exchange *ret)
 {
+	struct l7msg_conn *c = cv;
 	struct l7msg_entry *e;
 
 	if (!c || !c->q.count)
@@ -540,13 +536,17 @@ int l7msg__next(struct l7msg_conn *c, struct l7_exchange *ret)
 	return 1;
 }
 
-enum l7_role l7msg__role(const struct l7msg_conn *c)
+enum l7_role l7msg__role(const void *cv)
 {
+	const struct l7msg_conn *c = cv;
+
 	return c ? c->role : L7_ROLE_UNKNOWN;
 }
 
-void l7msg__stats(const struct l7msg_conn *c, struct l7_stats *ret)
+void l7msg__stats(const void *cv, struct l7_stats *ret)
 {
+	const struct l7msg_conn *c = cv;
+
 	if (c && ret)
 		*ret = c->st;
 }

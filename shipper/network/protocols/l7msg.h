@@ -110,14 +110,19 @@ struct l7msg_proto {
 
 /* NULL with errno set (EINVAL for L7_F_DATAGRAM: these protocols run over TCP). */
 struct l7msg_conn *l7msg__new(const struct l7msg_proto *proto, unsigned flags);
-void l7msg__free(struct l7msg_conn *c);
-int l7msg__feed(struct l7msg_conn *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
+void l7msg__free(void *cv);
+int l7msg__feed(void *cv, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
 		size_t captured, size_t actual);
-int l7msg__lost(struct l7msg_conn *c, enum l7_dir dir, uint64_t nbytes);
-void l7msg__close(struct l7msg_conn *c, uint64_t ts_ns);
-int l7msg__next(struct l7msg_conn *c, struct l7_exchange *ret);
-enum l7_role l7msg__role(const struct l7msg_conn *c);
-void l7msg__stats(const struct l7msg_conn *c, struct l7_stats *ret);
+int l7msg__lost(void *cv, enum l7_dir dir, uint64_t nbytes);
+void l7msg__close(void *cv, uint64_t ts_ns);
+int l7msg__next(void *cv, struct l7_exchange *ret);
+enum l7_role l7msg__role(const void *cv);
+void l7msg__stats(const void *cv, struct l7_stats *ret);
+/* Members of a struct l7_ops whose protocol these functions serve: all but name and new_conn. */
+#define L7MSG_OPS                                                                            \
+	.free_conn = l7msg__free, .feed = l7msg__feed, .lost = l7msg__lost,                  \
+	.close = l7msg__close, .next = l7msg__next, .role = l7msg__role, .stats = l7msg__stats
+
 /* Exchanges held: pending, or complete and not popped. */
 unsigned l7msg__pending(const struct l7msg_conn *c);
 /* Responses whose body the protocol does not parse (Kafka: API keys and versions). */

@@ -766,50 +766,8 @@ static void *mongo_new(unsigned flags)
 	return l7msg__new(&mongo_proto, flags);
 }
 
-static void mongo_free(void *c)
-{
-	l7msg__free(c);
-}
-
-static int mongo_feed(void *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		      size_t captured, size_t actual)
-{
-	return l7msg__feed(c, dir, ts_ns, data, captured, actual);
-}
-
-static int mongo_lost(void *c, enum l7_dir dir, uint64_t nbytes)
-{
-	return l7msg__lost(c, dir, nbytes);
-}
-
-static void mongo_close(void *c, uint64_t ts_ns)
-{
-	l7msg__close(c, ts_ns);
-}
-
-static int mongo_next(void *c, struct l7_exchange *ret)
-{
-	return l7msg__next(c, ret);
-}
-
-static enum l7_role mongo_role(const void *c)
-{
-	return l7msg__role(c);
-}
-
-static void mongo_stats(const void *c, struct l7_stats *ret)
-{
-	l7msg__stats(c, ret);
-}
-
 const struct l7_ops l7_mongo_ops = {
 	.name = "mongodb",
 	.new_conn = mongo_new,
-	.free_conn = mongo_free,
-	.feed = mongo_feed,
-	.lost = mongo_lost,
-	.close = mongo_close,
-	.next = mongo_next,
-	.role = mongo_role,
-	.stats = mongo_stats,
+	L7MSG_OPS,
 };

@@ -1410,21 +1410,7 @@ static void mysql_free(void *p)
 
 static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
-static int mysql_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		      size_t captured, size_t actual)
-{
-	struct mysql_conn *c = p;
-
-	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data, captured, actual)
-		 : -EINVAL;
-}
-
-static int mysql_lost(void *p, enum l7_dir dir, uint64_t nbytes)
-{
-	struct mysql_conn *c = p;
-
-	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL;
-}
+L7_DEFINE_SEG(static, mysql, struct mysql_conn)
 
 /* Ends what direction di has in progress: a packet that can be believed is processed cut. */
 static void dir_close(struct mysql_conn *c, int di)
@@ -1492,20 +1478,7 @@ static int mysql_next(void *p, struct l7_exchange *ret)
 	return 1;
 }
 
-static enum l7_role mysql_role(const void *p)
-{
-	const struct mysql_conn *c = p;
-
-	return c ? c->role : L7_ROLE_UNKNOWN;
-}
-
-static void mysql_stats_l7(const void *p, struct l7_stats *ret)
-{
-	const struct mysql_conn *c = p;
-
-	if (c && ret)
-		*ret = c->st;
-}
+L7_DEFINE_GETTERS(mysql, struct mysql_conn)
 
 int mysql__stats(const void *p, struct mysql_stats *ret)
 {
@@ -1519,12 +1492,5 @@ int mysql__stats(const void *p, struct mysql_stats *ret)
 
 const struct l7_ops l7_mysql_ops = {
 	.name = "mysql",
-	.new_conn = mysql_new,
-	.free_conn = mysql_free,
-	.feed = mysql_feed,
-	.lost = mysql_lost,
-	.close = mysql_close,
-	.next = mysql_next,
-	.role = mysql_role,
-	.stats = mysql_stats_l7,
+	L7_OPS_OF(mysql),
 };
