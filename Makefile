@@ -115,7 +115,7 @@ $(OUT)/vmlinux.h:
 	$(call msg,BTF,$@)
 	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard common/*.h bpf/*.h)
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard common/*.h bpf/*.h bpf/*/*.h)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
 		-I$(OUT) -I. -c $< -o $@

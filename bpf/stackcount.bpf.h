@@ -8,6 +8,7 @@
 #define ROVER_BPF_STACKCOUNT_H
 
 #include "common/stackcount.h"
+#include "bpf/core_fixes.bpf.h"
 #include "bpf/credcheck.bpf.h"
 
 #define EFAULT 14
@@ -296,19 +297,6 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	}
 	return 0;
 }
-
-/*
- * x86-64 registers as struct pt_regs lays them out: the layout perf's sample registers and
- * ptrace expose to user space (uapi asm/ptrace.h), so it does not drift between kernels. Read
- * at these fixed offsets (this struct, declared after vmlinux.h, has no preserve_access_index)
- * the ON_CPU program carries no CO-RE relocation, and libbpf does not parse the kernel's BTF
- * (5.5 MB here, ~11 ms of every worker's start). The verifier still checks each access
- * against the kernel's own struct pt_regs.
- */
-struct rover_pt_regs {
-	__u64 r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax;
-	__u64 ip, cs, flags, sp, ss;
-};
 
 /* The current task's user registers when it entered the kernel. */
 static __always_inline void user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
