@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Shipper side: the state of a NETWORK task's analysis shared by its files: network.c (frames,
- * connections, intervals, the report), netmeter.c (the OAP's meters and sampled traces) and
- * netevent.c (the sampled traces' span attached events).
+ * Shipper side: the state of a NETWORK task's analysis shared by its parts, each calling only
+ * the ones below it:
+ *   network.c    the task, the worker's frames handed to the parts below, the report;
+ *   netconn.c    the connection table and L4 accounting, intervals into traffic;
+ *   netl7.c      L7 dispatch: each connection's parser, its exchanges, endpoints, monitor;
+ *   netsample.c  HTTP's sampled traces and the keeper of their events' bytes;
+ *   netmeter.c   the OAP's meters and sampled traces (net_task__meters), and
+ *   netevent.c   their span attached events (net_task__events), from the traffic;
+ *   netbase.c    the table of protocols, names, addresses, processes, accumulators.
  * Not an interface: shipper/network/network.h is.
  */
 #ifndef ROVER_SHIPPER_NETPRIV_H
@@ -98,10 +104,6 @@ struct net_traffic {
 	struct net_http_acc http; /* the exchanges of `proto` */
 };
 
-/* A protocol's name in the meters' and report's "protocol": "http" for HTTP/1 and HTTP/2. */
-const char *net__proto_name(uint8_t proto);
-/* Its parser, for the protocols of shipper/network/protocols/l7.h; NULL for the others. */
-const struct l7_ops *net__l7_ops(uint8_t proto);
 
 struct net_proc {
 	int32_t pid;
@@ -169,16 +171,130 @@ struct net_task {
 	uint64_t rng;
 };
 
-/* netmeter.c */
+struct net_keep_dir;
+
+/* Where the keeper found a message of an exchange. */
+struct net_pos {
+	bool found;
+	uint64_t off, bytes;
+};
+
+struct net_conn_st {
+	struct net_conn_st *hnext, *lprev, *lnext;
+	uint64_t id;
+	bool have_conn; /* a conns or close record gave addresses and counters */
+	bool closed, connect_done, close_done;
+	bool counted; /* in some interval's traffic already: conns counts it once */
+	bool tls;     /* plaintext of a TLS library came for it */
+	uint32_t idle;	     /* intervals without a record */
+	uint32_t closed_for; /* intervals since closed */
+	struct net_conn cur;  /* the latest cumulative counters */
+	struct net_conn base; /* at the previous interval */
+	uint8_t laddr[16], raddr[16]; /* canonical */
+	uint64_t seq_next[2];
+	uint64_t last_ts;
+	/* Its protocol's parser (shipper/network/protocols/l7.h), of enum net_proto `pproto` */
+	const struct l7_ops *ops;
+	void *l7;
+	uint8_t pproto;	 /* enum net_proto of the parser made for it, 0 before */
+	bool fed_plain;	 /* its parser was fed the wire's bytes, not a TLS library's */
+	/* its parser's last exchange switched protocols: the next segment may begin ops->then */
+	bool switching;
+	bool restart; /* its parser ended: a new one of the same protocol is to come */
+	struct net_keep_dir *keep; /* [2] by enum net_dir, or NULL */
+	struct net_http_acc acc;
+	/* interval scratch */
+	uint8_t role;
+	int32_t rpid;
+};
+
+/*
+ * Latency percentiles per endpoint come from a reservoir (Vitter's algorithm R) of up to
+ * RESERVOIR_MAX durations in µs: exact up to that many requests, a uniform sample beyond;
+ * 16 KiB per endpoint at most.
+ */
+#define RESERVOIR_MAX 4096u
+
+struct net_endpoint {
+	int32_t pid;
+	uint8_t role;
+	uint8_t proto; /* HTTP1 for HTTP/1 and HTTP/2; another protocol: method is its op */
+	char method[L7_OP_MAX + 1];
+	char path[HTTP1_URI_MAX + 1];
+	uint64_t requests, req_bytes, resp_bytes;
+	struct net_status *status;
+	uint32_t nstatus;
+	uint32_t *res; /* durations, µs */
+	uint32_t nres, capres;
+	uint64_t seen;
+};
+
+/* An endpoint's protocol beyond enum net_proto: gRPC calls (over HTTP/2). */
+#define EP_GRPC NET_PROTO_MAX
+
+/* Each protocol the program tells: its parser, and how a task accounts it (netbase.c). */
+struct net_parser {
+	const struct l7_ops *ops;
+	size_t counts;	/* where its parsers' counts add up in struct net_stats */
+	uint8_t meters; /* the protocol whose meters its exchanges feed */
+	/* the program's word alone makes a connection's traffic this protocol's */
+	bool by_kernel;
+};
+extern const struct net_parser net_parsers[NET_PROTO_MAX];
+
+/* netbase.c */
+/* A protocol's name in the meters' and report's "protocol": "http" for HTTP/1 and HTTP/2. */
+const char *net__proto_name(uint8_t proto);
+/* Its parser, for the protocols of shipper/network/protocols/l7.h; NULL for the others. */
+const struct l7_ops *net__l7_ops(uint8_t proto);
 const char *net__role_name(uint8_t role);
 /* "ip" or "ip:port" as upstream prints them (v6 without brackets; v4-mapped as v4). */
 void net__addr_str(const uint8_t a[16], char *buf, size_t len);
 const struct net_proc *net__proc(const struct net_task *t, int32_t pid);
+void net__sample_free(struct net_task *t, struct net_sample *s);
+uint64_t net__d64(uint64_t cur, uint64_t base);
+uint64_t net__rng_next(struct net_task *t);
+unsigned net__low_bucket(const uint64_t *b, unsigned n, uint64_t v);
+void net__canon_addr(uint8_t family, const uint8_t in[16], uint8_t out[16]);
+bool net__is_v4(const uint8_t a[16]);
+bool net__addr_zero(const uint8_t a[16]);
+bool net__addr_loopback(const uint8_t a[16]);
+int net__status_add(struct net_status **v, uint32_t *n, int32_t code, uint64_t k);
+void net__acc_release(struct net_task *t, struct net_http_acc *a);
+void net__topn_add(struct net_task *t, struct net_http_acc *a, int reason, struct net_sample *s);
+void net__acc_merge(struct net_task *t, struct net_http_acc *dst, struct net_http_acc *src,
+		    bool samples);
+
+/* netconn.c */
+void net__conn_unlink(struct net_task *t, struct net_conn_st *c);
+void net__conn_free(struct net_task *t, struct net_conn_st *c);
+void net__traffic_free(struct net_task *t, struct net_traffic *v, size_t n);
+struct net_conn_st *net__conn_get(struct net_task *t, uint64_t id, uint32_t tgid);
+void net__on_conn(struct net_task *t, const struct net_conn *nc, bool closing);
+
+/* netl7.c */
+const char *net__ep_proto_name(uint8_t proto);
+void net__parser_counts(struct net_stats *s, uint8_t proto, const struct l7_ops *o, const void *p);
+void net__l7_drop(struct net_task *t, struct net_conn_st *c);
+void net__ep_free(struct net_endpoint *e);
+/* The connection closed: its parser's exchanges come out (it stays, for its counts). */
+void net__l7_close(struct net_task *t, struct net_conn_st *c, uint64_t ts);
+/* The role its parser learnt, NET_ROLE_UNKNOWN if none. */
+enum net_role net__l7_role(const struct net_conn_st *c);
+void net__segment(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		  const uint8_t *bytes, bool hole);
+
+/* netsample.c */
+void net__keep_free(struct net_task *t, struct net_conn_st *c);
+void net__keep_add(struct net_task *t, struct net_conn_st *c, const struct net_rec_data *d,
+		   const uint8_t *bytes, uint64_t ts, bool hole);
+void net__keep_locate(struct net_conn_st *c, const struct l7_exchange *x, struct net_pos ret[2]);
+void net__sample(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
+		 uint64_t ms, const struct net_pos pos[2]);
+
+/* netmeter.c */
 /* A sampled trace's ids from the request's headers: 0 none, 1 skywalking, 2 zipkin. */
 int net__trace_ctx(const struct http1_exchange *x, struct net_trace_ref *ret);
-
-/* network.c */
-void net__sample_free(struct net_task *t, struct net_sample *s);
 
 /* netevent.c */
 /*
