@@ -115,10 +115,12 @@ $(OUT)/vmlinux.h:
 	$(call msg,BTF,$@)
 	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
+# -Wno-unused-parameter: BPF_PROG and BPF_KPROBE name every argument of a hook up to the last
+# one used, and take ctx whether the body reads it or not.
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(OUT)/vmlinux.h $(wildcard common/*.h bpf/*.h bpf/*/*.h)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D) && $(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) \
-		-I$(OUT) -I. -c $< -o $@
+		-Wall -Wextra -Wno-unused-parameter -Werror -I$(OUT) -I. -c $< -o $@
 
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -47,7 +47,7 @@ __noinline __u32 copy_payload(struct scratch *s, const struct bufs *b, __u32 wan
 			return 0;
 		return w;
 	}
-	for (int i = 0; i < COPY_IOV; i++) {
+	for (__u32 i = 0; i < COPY_IOV; i++) {
 		struct iovec iov;
 		__u64 len;
 
@@ -135,7 +135,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		if (captured && captured < 5 && captured == bytes && st->head_len + captured <= 8 &&
 		    !(st->conn.flags & NET_CONN_UDP)) {
 			/* Calls of a few bytes each: their bytes are gathered until they tell. */
-			for (int i = 0; i < 4; i++)
+			for (__u32 i = 0; i < 4; i++)
 				if (i < captured)
 					st->head[(st->head_len + i) & 7] = s->buf[i];
 			st->head_len += captured;
