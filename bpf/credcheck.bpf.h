@@ -7,8 +7,10 @@
  * stops at such a change, but a filter by tgid alone would not. So each program, before it
  * records anything of a target thread, asks what ptrace_may_access asks of a reader holding
  * the client's uid and gid and no capability: are the thread's real, effective and saved uid
- * the client's, its real, effective and saved gid the client's, and its mm dumpable
- * (SUID_DUMP_USER)? A target that fails once is dropped for the rest of the task, counted.
+ * the client's, its real, effective and saved gid the client's, its permitted capabilities
+ * none (ptrace wants them a subset of the tracer's, and the client's are none: a
+ * file-capability exec under fs.suid_dumpable 1 keeps the uids and the dumpable flag), and
+ * its mm dumpable (SUID_DUMP_USER)? A target that fails once is dropped for the rest of the task, counted.
  *
  * What ptrace also allows and this does not: a process in a user namespace the client owns
  * (a rootless container of the client's), whose ids are not the client's own. Such a target
@@ -40,6 +42,7 @@ static __always_inline enum cred_verdict cred_judge(void)
 	struct task_struct *t = bpf_get_current_task_btf();
 	const struct cred *c = BPF_CORE_READ(t, real_cred);
 	struct mm_struct *mm = BPF_CORE_READ(t, mm);
+	__u64 caps = 0;
 
 	if (!mm)
 		return CRED_SKIP;
@@ -48,6 +51,9 @@ static __always_inline enum cred_verdict cred_judge(void)
 	    BPF_CORE_READ(c, egid.val) != cred_gid || BPF_CORE_READ(c, sgid.val) != cred_gid)
 		return CRED_DROP;
 	if ((mm_flags_word(mm) & ROVER_MMF_DUMPABLE_MASK) != ROVER_SUID_DUMP_USER)
+		return CRED_DROP;
+	/* kernel_cap_t: one u64 since Linux 6.3, two u32 before: 8 bytes either way. */
+	if (bpf_core_read(&caps, sizeof(caps), &c->cap_permitted) || caps)
 		return CRED_DROP;
 	return CRED_OK;
 }

@@ -282,6 +282,14 @@ int BPF_KRETPROBE(tls_exit, long ret)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&tls_calls, &k);
+	/*
+	 * Judged again at the return, before the buffer is read: the call began while the
+	 * thread was the client's to trace, but a sibling may have made the process
+	 * non-dumpable meanwhile, or the thread exec'd a set-user-ID program inside the call
+	 * (from a BIO callback) whose image returns through the same probe.
+	 */
+	if (!is_traced(k.tgid))
+		return 0;
 	t = bpf_map_lookup_elem(&tls_threads, &pid_tgid);
 	if (t)
 		t->in_call = 0;
