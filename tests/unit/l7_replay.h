@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unit test helpers for the parsers behind shipper/network/protocols/l7.h: a run (one connection fed segment by
- * segment, exchanges popped after each feed, close checking that every byte is accounted
- * for), and recordings of real conversations made by tests/tools/tcp_record.py, found under
- * $ROVER_SRC or the current directory.
+ * Unit test helpers for every parser behind shipper/network/protocols/l7.h, HTTP's included:
+ * a run (one connection fed segment by segment through the interface, exchanges popped after
+ * each feed, close checking that every byte is accounted for), the check that any split of a
+ * conversation gives the same exchanges, and recordings of real conversations made by
+ * tests/tools/tcp_record.py, found under $ROVER_SRC or the current directory.
  *
  * A recording is tests/unit/data/<proto>/<name>.c2s (what the client sent) and .s2c (what the
  * server sent), one line per segment the recording proxy read: "SEQ HEX", or "SEQ SECONDS HEX"
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shipper/network/protocols/http/http2.h"
 #include "shipper/network/protocols/l7.h"
 
 #define L7R_MAX_X 512
@@ -32,6 +34,8 @@
 #define L7R_T0 (1000 * 1000000000ull)
 /* struct l7r_play's split_at: the segment fed one byte at a time. */
 #define L7R_BYTEWISE SIZE_MAX
+/* l7r_all_splits() cuts each segment in two at every one of its first this many bytes. */
+#define L7R_SPLIT_MAX 2048u
 
 struct l7r_seg {
 	unsigned long seq;
@@ -52,6 +56,8 @@ struct l7r_run {
 	const struct l7_ops *ops;
 	void *c;
 	struct l7_exchange x[L7R_MAX_X]; /* the first ones popped */
+	/* their HTTP part (x[i].http, x[i].http2 point here): the parser's is the next one's */
+	struct http2_exchange hx[L7R_MAX_X];
 	size_t n;
 	size_t popped; /* all of them */
 	uint64_t sum;  /* their bytes */
@@ -84,8 +90,17 @@ static inline void l7r_pop(struct l7r_run *r)
 			      r->popped);
 		r->popped++;
 		r->sum += x.req_bytes + x.resp_bytes;
-		if (r->n < L7R_MAX_X)
-			r->x[r->n++] = x;
+		if (r->n == L7R_MAX_X)
+			continue;
+		if (x.http2) {
+			r->hx[r->n] = *x.http2;
+			x.http2 = &r->hx[r->n];
+			x.http = &r->hx[r->n].h;
+		} else if (x.http) {
+			r->hx[r->n].h = *x.http;
+			x.http = &r->hx[r->n].h;
+		}
+		r->x[r->n++] = x;
 	}
 }
 
@@ -133,13 +148,27 @@ static inline void l7r_free(struct l7r_run *r)
 	free(r);
 }
 
+/* The same exchange, field by field (padding is not), HTTP's part by its content. */
+static inline bool l7r_x_same(const struct l7_exchange *a, const struct l7_exchange *b)
+{
+	if (!a->http != !b->http || !a->http2 != !b->http2)
+		return false;
+	if (a->http2 && memcmp(a->http2, b->http2, sizeof(*a->http2)))
+		return false;
+	if (a->http && memcmp(a->http, b->http, sizeof(*a->http)))
+		return false;
+	return a->start_ns == b->start_ns && a->end_ns == b->end_ns &&
+	       a->req_bytes == b->req_bytes && a->resp_bytes == b->resp_bytes &&
+	       a->flags == b->flags && a->code == b->code && a->error == b->error &&
+	       a->req_dir == b->req_dir && !strcmp(a->op, b->op) && !strcmp(a->target, b->target);
+}
+
 static inline void l7r_same(const struct l7r_run *a, const struct l7r_run *b, const char *what)
 {
 	cr_assert_eq(a->n, b->n, "%s: %zu exchanges, not %zu", what, b->n, a->n);
 	cr_assert_eq(a->popped, b->popped, "%s: %zu popped, not %zu", what, b->popped, a->popped);
 	for (size_t i = 0; i < a->n; i++)
-		cr_assert(!memcmp(&a->x[i], &b->x[i], sizeof(a->x[i])), "%s: exchange %zu differs",
-			  what, i);
+		cr_assert(l7r_x_same(&a->x[i], &b->x[i]), "%s: exchange %zu differs", what, i);
 }
 
 /* --- recordings --- */
@@ -364,20 +393,24 @@ static inline void l7r_pieces_same(const struct l7_ops *ops, const struct l7r_re
 	}
 }
 
-/* Every split gives the exchanges of the whole: l7r_pieces_same(), and two at every byte. */
-static inline void l7r_all_splits(const struct l7_ops *ops, const struct l7r_rec *rec)
+/*
+ * Every split gives the exchanges of the whole: l7r_pieces_same(), and each segment in two at
+ * every byte (of its first L7R_SPLIT_MAX), its first or its second half empty too.
+ */
+static inline void l7r_all_splits(const struct l7_ops *ops, const struct l7r_rec *rec,
+				  const char *what)
 {
-	static const size_t pieces[] = { 1, 2, 3, 5, 7, 16 };
+	static const size_t pieces[] = { 1, 2, 3, 5, 7, 9, 16, 64 };
 	struct l7r_run *whole = l7r_play(ops, rec, L7R_PLAY(0));
-	char how[64];
+	char how[256];
 
-	l7r_pieces_same(ops, rec, pieces, sizeof(pieces) / sizeof(pieces[0]), "recording");
+	l7r_pieces_same(ops, rec, pieces, sizeof(pieces) / sizeof(pieces[0]), what);
 	for (size_t i = 0; i < rec->n; i++) {
-		for (size_t at = 1; at < rec->seg[i].len; at++) {
+		for (size_t at = 0; at <= rec->seg[i].len && at <= L7R_SPLIT_MAX; at++) {
 			struct l7r_run *r = l7r_play(
 				ops, rec, L7R_PLAY(.split = true, .split_seg = i, .split_at = at));
 
-			snprintf(how, sizeof(how), "segment %zu split at %zu", i, at);
+			snprintf(how, sizeof(how), "%s: segment %zu split at %zu", what, i, at);
 			l7r_same(whole, r, how);
 			l7r_free(r);
 		}

@@ -222,38 +222,6 @@ Test(cql, negotiation_of_newer_versions)
 	}
 }
 
-static const char *const recordings[] = {
-	"session", "control", "node_session", "negotiate_v5", "negotiate_dse",
-};
-
-Test(cql, split_anywhere_same_exchanges)
-{
-	static const size_t pieces[] = { 1, 2, 3, 5, 7, 9, 64 };
-
-	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
-		struct l7r_rec *rec = l7r_load("cql", recordings[i]);
-
-		l7r_pieces_same(OPS, rec, pieces, sizeof(pieces) / sizeof(pieces[0]),
-				recordings[i]);
-		l7r_rec_free(rec);
-	}
-}
-
-Test(cql, split_at_every_byte)
-{
-	struct l7r_rec *rec = l7r_load("cql", "node_session");
-	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
-
-	for (size_t cut = 1; cut < 450; cut++) {
-		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.cut = cut));
-
-		l7r_same(whole, r, "cut");
-		l7r_free(r);
-	}
-	l7r_free(whole);
-	l7r_rec_free(rec);
-}
-
 /* --- starting mid-conversation --- */
 
 Test(cql, midstream)

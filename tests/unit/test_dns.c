@@ -188,7 +188,8 @@ static const struct {
 	    { "A", "refused.test", 5 } } },
 };
 
-Test(dns, tcp_real_whole_and_split_at_every_byte)
+/* Split anywhere: tests/unit/test_l7.c. */
+Test(dns, tcp_real_whole)
 {
 	for (size_t k = 0; k < sizeof(tcp_recs) / sizeof(tcp_recs[0]); k++) {
 		struct l7r_rec *rc = l7r_load("dns", tcp_recs[k].name);
@@ -206,24 +207,6 @@ Test(dns, tcp_real_whole_and_split_at_every_byte)
 			cr_assert_eq(whole->x[i].resp_bytes, rc->seg[2 * i + 1].len);
 			cr_assert_eq(whole->x[i].start_ns, rc->seg[2 * i].ts);
 			cr_assert_eq(whole->x[i].end_ns, rc->seg[2 * i + 1].ts);
-		}
-		for (size_t s = 0; s < rc->n; s++) {
-			for (size_t at = 0; at <= rc->seg[s].len + 1; at++) {
-				/* at == len + 1: byte by byte */
-				struct l7r_play o = { .split = true, .split_seg = s, .open = true };
-				struct l7r_run *r;
-
-				o.split_at = at > rc->seg[s].len ? L7R_BYTEWISE : at;
-				r = l7r_play(ops, rc, o);
-				cr_assert_eq(r->n, whole->n, "%s seg %zu at %zu", tcp_recs[k].name,
-					     s, at);
-				cr_assert_eq(memcmp(r->x, whole->x, r->n * sizeof(r->x[0])), 0,
-					     "%s seg %zu at %zu", tcp_recs[k].name, s, at);
-				st = l7r_finish(r, T0 + 5 * SEC);
-				cr_assert_eq(st.bytes_unattributed, 0);
-				cr_assert_eq(st.resyncs, 0);
-				l7r_free(r);
-			}
 		}
 		st = l7r_finish(whole, T0 + 5 * SEC);
 		cr_assert_eq(st.requests, tcp_recs[k].n);

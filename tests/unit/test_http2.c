@@ -231,49 +231,6 @@ Test(http2, grpc_server_recording)
 	l7r_rec_free(rec);
 }
 
-/* Byte by byte, in small pieces, and cut in two at every offset of every segment. */
-Test(http2, grpc_split_anywhere_same_exchanges)
-{
-	static const size_t chunks[] = { 1, 2, 3, 5, 7, 9, 64 };
-	struct l7r_rec *rec = l7r_load("http2", "grpc");
-	struct run *whole = run_new();
-
-	rec_play(whole, rec, PLAY(0));
-	finish(whole, 2000);
-	for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
-		struct run *r = run_new();
-
-		rec_play(r, rec, PLAY(.chunk = chunks[k]));
-		finish(r, 2000);
-		same_exchanges(whole, r);
-		run_free(r);
-	}
-	for (size_t i = 0; i < rec->n; i++) {
-		for (size_t cut = 1; cut < rec->seg[i].len; cut++) {
-			struct run *r = run_new();
-			struct l7r_seg *s = &rec->seg[i];
-
-			for (size_t j = 0; j < rec->n; j++) {
-				enum http1_dir d = rdir(&rec->seg[j], false);
-				uint64_t ts = 1000 + (uint64_t)rec->seg[j].seq;
-
-				if (j != i) {
-					seg(r, d, ts, rec->seg[j].data, rec->seg[j].len,
-					    rec->seg[j].len);
-					continue;
-				}
-				seg(r, d, ts, s->data, cut, cut);
-				seg(r, d, ts, s->data + cut, s->len - cut, s->len - cut);
-			}
-			finish(r, 2000);
-			same_exchanges(whole, r);
-			run_free(r);
-		}
-	}
-	run_free(whole);
-	l7r_rec_free(rec);
-}
-
 Test(http2, nginx_curl_large_body)
 {
 	struct l7r_rec *rec = l7r_load("http2", "curl_nginx");

@@ -291,16 +291,6 @@ static const char *const recordings[] = {
 	"kcat_unknown_topic", "kcat_acks0",  "kafkajs",
 };
 
-Test(kafka, recordings_split_anywhere)
-{
-	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
-		struct l7r_rec *rec = l7r_load("kafka", recordings[i]);
-
-		l7r_all_splits(OPS, rec);
-		l7r_rec_free(rec);
-	}
-}
-
 Test(kafka, broker_side)
 {
 	for (size_t k = 0; k < sizeof(recordings) / sizeof(recordings[0]); k++) {
@@ -990,7 +980,7 @@ Test(kafka, hand_built_split_anywhere)
 	fetch_response(a, 4, 2, 0, 0);
 	l7r_rec_add(rec, true, q->b, q->n);
 	l7r_rec_add(rec, false, a->b, a->n);
-	l7r_all_splits(OPS, rec);
+	l7r_all_splits(OPS, rec, "hand-built");
 	l7r_rec_free(rec);
 	free(q);
 	free(a);

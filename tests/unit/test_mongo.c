@@ -264,17 +264,6 @@ Test(mongo, node_driver_recording)
 	l7r_rec_free(rec);
 }
 
-Test(mongo, recordings_split_anywhere)
-{
-	const char *names[] = { "pymongo", "node" };
-
-	for (size_t i = 0; i < 2; i++) {
-		struct l7r_rec *rec = l7r_load("mongo", names[i]);
-
-		l7r_all_splits(OPS, rec);
-		l7r_rec_free(rec);
-	}
-}
 
 Test(mongo, server_side)
 {
@@ -1017,7 +1006,7 @@ Test(mongo, hand_built_split_anywhere)
 	op_msg_ok(a, 12, 11, 0, 1, 0);
 	l7r_rec_add(rec, true, q->b, q->n);
 	l7r_rec_add(rec, false, a->b, a->n);
-	l7r_all_splits(OPS, rec);
+	l7r_all_splits(OPS, rec, "hand-built");
 	l7r_rec_free(rec);
 	free(q);
 	free(a);

@@ -235,39 +235,6 @@ Test(mysql, mysql2_empty_result_and_call)
 	l7r_rec_free(rec);
 }
 
-static const char *const recordings[] = {
-	"cli_query", "cli_call_infile", "admin_ping", "mysql2_execute", "mysql2_call", "cli_tls",
-};
-
-Test(mysql, split_anywhere_same_exchanges)
-{
-	static const size_t pieces[] = { 1, 2, 3, 5, 7, 64 };
-
-	for (size_t i = 0; i < sizeof(recordings) / sizeof(recordings[0]); i++) {
-		struct l7r_rec *rec = l7r_load("mysql", recordings[i]);
-
-		l7r_pieces_same(OPS, rec, pieces, sizeof(pieces) / sizeof(pieces[0]),
-				recordings[i]);
-		l7r_rec_free(rec);
-	}
-}
-
-/* Every segment of the conversation cut in two at one position, for every position. */
-Test(mysql, split_at_every_byte)
-{
-	struct l7r_rec *rec = l7r_load("mysql", "cli_call_infile");
-	struct l7r_run *whole = l7r_play(OPS, rec, L7R_PLAY(0));
-
-	for (size_t cut = 1; cut < 230; cut++) {
-		struct l7r_run *r = l7r_play(OPS, rec, L7R_PLAY(.cut = cut));
-
-		l7r_same(whole, r, "cut");
-		l7r_free(r);
-	}
-	l7r_free(whole);
-	l7r_rec_free(rec);
-}
-
 /* --- TLS and compression --- */
 
 Test(mysql, ssl_request_stops_parsing)
