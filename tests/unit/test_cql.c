@@ -7,6 +7,7 @@
  * Every run closes and checks that every byte fed is in an exchange or counted unattributed.
  */
 #include "shipper/network/protocols/cql.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define OPS (&l7_cql_ops)
@@ -45,38 +46,20 @@ static void check_x(const struct l7_exchange *x, const char *op, const char *tar
 
 /* --- hand-made frames --- */
 
-struct buf {
-	uint8_t b[8192];
-	size_t n;
-};
-
-static void put(struct buf *b, uint8_t ver, uint8_t flags, int16_t stream, uint8_t op,
+/* A frame: its 9-byte header (version, flags, stream, opcode, length) and its body. */
+static void put(struct l7b *b, uint8_t ver, uint8_t flags, int16_t stream, uint8_t op,
 		const void *body, size_t n)
 {
-	uint8_t *h = b->b + b->n;
-
-	cr_assert_leq(b->n + 9 + n, sizeof(b->b));
-	h[0] = ver;
-	h[1] = flags;
-	h[2] = (uint8_t)((uint16_t)stream >> 8);
-	h[3] = (uint8_t)stream;
-	h[4] = op;
-	h[5] = (uint8_t)(n >> 24);
-	h[6] = (uint8_t)(n >> 16);
-	h[7] = (uint8_t)(n >> 8);
-	h[8] = (uint8_t)n;
-	memcpy(h + 9, body, n);
-	b->n += 9 + n;
+	l7b_be(b, ver, 1);
+	l7b_be(b, flags, 1);
+	l7b_be(b, (uint16_t)stream, 2);
+	l7b_be(b, op, 1);
+	l7b_be(b, n, 4);
+	l7b_put(b, body, n);
 }
 
 #define REQ(b, stream, op, lit) put(b, 0x04, 0, stream, op, lit, sizeof(lit) - 1)
 #define RESP(b, stream, op, lit) put(b, 0x84, 0, stream, op, lit, sizeof(lit) - 1)
-
-static void send_buf(struct l7r_run *r, enum l7_dir dir, uint64_t ts, struct buf *b)
-{
-	l7r_seg(r, dir, ts, b->b, b->n, b->n);
-	b->n = 0;
-}
 
 #define QUERY 0x07
 #define RESULT 0x08
@@ -282,25 +265,25 @@ Test(cql, midstream_inside_a_frame)
 Test(cql, stream_reused_and_orphans)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	REQ(&b, 5, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	/* stream 5 again: the first one's answer was not seen */
 	REQ(&b, 5, QUERY, Q_SELECT);
-	send_buf(r, EG, 2, &b);
+	l7b_send(r, EG, 2, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "QUERY", "SELECT 1", 24, 0, 0, false, L7_F_NO_RESPONSE);
 	cr_assert_eq(r->x[0].end_ns, 2);
 	RESP(&b, 5, RESULT, VOID);
-	send_buf(r, IN, 3, &b);
+	l7b_send(r, IN, 3, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "QUERY", "SELECT 1", 24, 13, 0, false, 0);
 	cr_assert_eq(r->x[1].start_ns, 2);
 	/* an answer on a stream with nothing pending */
 	RESP(&b, 6, ERROR, INVALID);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[2], "", "", 0, 18, 0x2200, true, L7_F_NO_REQUEST);
 	/* an answer begun before its request was complete does not answer it */
@@ -326,16 +309,16 @@ Test(cql, stream_reused_and_orphans)
 Test(cql, hundred_pending_answered_backwards)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	for (int16_t s = 0; s < 100; s++) {
 		REQ(&b, s, QUERY, Q_SELECT);
-		send_buf(r, EG, 1, &b);
+		l7b_send(r, EG, 1, &b);
 	}
 	for (int16_t s = 99; s >= 0; s--) {
 		RESP(&b, s, RESULT, VOID);
-		send_buf(r, IN, 2, &b);
+		l7b_send(r, IN, 2, &b);
 	}
 	st = l7r_finish(r, 3);
 	cr_assert_eq(r->n, L7_MAX_PENDING);
@@ -353,14 +336,14 @@ Test(cql, hundred_pending_answered_backwards)
 Test(cql, thousand_exchanges_in_turn)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	for (uint64_t i = 0; i < 1000; i++) {
 		REQ(&b, (int16_t)(i % 3), QUERY, Q_SELECT);
-		send_buf(r, EG, 2 * i, &b);
+		l7b_send(r, EG, 2 * i, &b);
 		RESP(&b, (int16_t)(i % 3), RESULT, VOID);
-		send_buf(r, IN, 2 * i + 1, &b);
+		l7b_send(r, IN, 2 * i + 1, &b);
 		cr_assert_eq(r->popped, i + 1);
 	}
 	st = l7r_finish(r, 2000);
@@ -372,7 +355,7 @@ Test(cql, thousand_exchanges_in_turn)
 Test(cql, prepared_map_is_bounded)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t body[64];
 
 	for (uint8_t i = 1; i <= CQL_MAX_PREPARED + 4; i++) {
@@ -380,20 +363,20 @@ Test(cql, prepared_map_is_bounded)
 		memcpy(body, "\0\0\0\x08SELECT  ", 12);
 		body[11] = (uint8_t)('A' + i);
 		put(&b, 4, 0, 1, PREPARE, body, 12);
-		send_buf(r, EG, i, &b);
+		l7b_send(r, EG, i, &b);
 		memcpy(body, "\0\0\0\x04\0\x02P", 7);
 		body[7] = i;
 		put(&b, 0x84, 0, 1, RESULT, body, 8);
-		send_buf(r, IN, i, &b);
+		l7b_send(r, IN, i, &b);
 	}
 	for (uint8_t i = 1; i <= CQL_MAX_PREPARED + 4; i += CQL_MAX_PREPARED + 3) {
 		memcpy(body, "\0\x02P", 3);
 		body[3] = i;
 		memcpy(body + 4, "\0\x01\0", 3);
 		put(&b, 4, 0, 2, EXECUTE, body, 7);
-		send_buf(r, EG, 50, &b);
+		l7b_send(r, EG, 50, &b);
 		RESP(&b, 2, RESULT, VOID);
-		send_buf(r, IN, 51, &b);
+		l7b_send(r, IN, 51, &b);
 	}
 	l7r_finish(r, 52);
 	cr_assert_eq(r->n, CQL_MAX_PREPARED + 6);
@@ -409,18 +392,18 @@ Test(cql, prepared_map_is_bounded)
 Test(cql, compressed_bodies_not_parsed)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	/* LZ4: a 4-byte decompressed length, then the block; looks like nothing */
 	put(&b, 4, 0x01, 3, QUERY, "\0\0\0\x14\xf0\x05SELECT", 12);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 0x84, 0x01, 3, ERROR, "\0\0\0\x08\x80\0\0\x22", 8);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	put(&b, 4, 0x01, 4, QUERY, "\0\0\0\x14\xf0\x05SELECT", 12);
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	put(&b, 0x84, 0x01, 4, RESULT, "\0\0\0\x04\x40\0\0\0", 8);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	st = l7r_finish(r, 5);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[0], "QUERY", "", 21, 17, 0, true, 0);
@@ -434,7 +417,7 @@ Test(cql, compressed_bodies_not_parsed)
 Test(cql, tracing_warnings_custom_payload)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	static const uint8_t req[] = "\0\x01\0\x03key\0\0\0\x02vv" /* custom payload */
 				     "\0\0\0\x0bSELECT x, y\0\x01\0";
 	static const uint8_t resp[] = "0123456789abcdef"		   /* tracing id */
@@ -444,9 +427,9 @@ Test(cql, tracing_warnings_custom_payload)
 
 	/* tracing asked for, a custom payload before the body */
 	put(&b, 4, 0x06, 9, QUERY, req, sizeof(req) - 1);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 0x84, 0x0e, 9, ERROR, resp, sizeof(resp) - 1);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	l7r_finish(r, 3);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "QUERY", "SELECT x, y", 9 + sizeof(req) - 1, 9 + sizeof(resp) - 1,
@@ -458,15 +441,15 @@ Test(cql, tracing_warnings_custom_payload)
 Test(cql, v5_framing_stops_parsing)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 	static const uint8_t segment[] = { 0x13, 0x00, 0x02, 0x5a, 0x1b, 0x3c, 0x04, 0x84, 0,
 					   0,	 0,    0x08, 0,	   0,	 0,    1,    1,	   2 };
 
 	put(&b, 5, 0, 0, 0x01, "\0\x01\0\x0b" "CQL_VERSION\0\x05" "3.0.0", 22);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 0x85, 0, 0, 0x02, "", 0);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "STARTUP", "", 31, 9, 0, false, 0);
 	/* from here on, v5 segments: a 3-byte header and CRC24, payload, CRC32 */
@@ -484,21 +467,21 @@ Test(cql, v5_framing_stops_parsing)
 Test(cql, auth_exchange_and_v3)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 
 	put(&b, 3, 0, 0, 0x01, "\0\x01\0\x0b" "CQL_VERSION\0\x05" "3.0.0", 22);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 0x83, 0, 0, 0x03, "\0\x2f" "org.apache.cassandra.auth.PasswordAuthenticator",
 	    49);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	put(&b, 3, 0, 1, 0x0f, "\0\0\0\x0c\0user\0secret", 16);
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	put(&b, 0x83, 0, 1, 0x0e, "\0\0\0\x02ok", 6);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	put(&b, 3, 0, 1, 0x0f, "\0\0\0\x02ok", 6);
-	send_buf(r, EG, 5, &b);
+	l7b_send(r, EG, 5, &b);
 	put(&b, 0x83, 0, 1, 0x10, "\xff\xff\xff\xff", 4);
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	cr_assert_eq(l7r_finish(r, 7).bytes_unattributed, 0);
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[0], "STARTUP", "", 31, 58, 0, false, 0);
@@ -512,12 +495,12 @@ Test(cql, auth_exchange_and_v3)
 Test(cql, gap_inside_a_frame)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	static struct buf b;
+	static struct l7b b;
 	static uint8_t rows[3000];
 	struct l7_stats st;
 
 	REQ(&b, 1, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	memcpy(rows, "\0\0\0\x02", 4);
 	put(&b, 0x84, 0, 1, RESULT, rows, sizeof(rows));
 	l7r_seg(r, IN, 2, b.b, 100, b.n - 1000);
@@ -527,9 +510,9 @@ Test(cql, gap_inside_a_frame)
 	check_x(&r->x[0], "QUERY", "SELECT 1", 24, 3009, 0, false, L7_F_RESP_TRUNCATED);
 	cr_assert_eq(r->x[0].end_ns, 3);
 	REQ(&b, 1, QUERY, Q_SELECT);
-	send_buf(r, EG, 4, &b);
+	l7b_send(r, EG, 4, &b);
 	RESP(&b, 1, RESULT, VOID);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	st = l7r_finish(r, 6);
 	cr_assert_eq(r->x[1].flags, 0);
 	cr_assert_eq(st.resyncs, 0);
@@ -541,12 +524,12 @@ Test(cql, gap_inside_a_frame)
 Test(cql, gap_past_a_frame_resynchronizes)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	for (int16_t s = 1; s <= 3; s++)
 		REQ(&b, s, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	/* three answers in one write, 20 bytes of it captured */
 	for (int16_t s = 1; s <= 3; s++)
 		RESP(&b, s, RESULT, VOID);
@@ -556,11 +539,11 @@ Test(cql, gap_past_a_frame_resynchronizes)
 	check_x(&r->x[0], "QUERY", "SELECT 1", 24, 13, 0, false, 0);
 	/* not a frame start (an answer to nothing pending), then one */
 	RESP(&b, 1, RESULT, VOID);
-	send_buf(r, IN, 3, &b);
+	l7b_send(r, IN, 3, &b);
 	REQ(&b, 4, QUERY, Q_SELECT);
-	send_buf(r, EG, 4, &b);
+	l7b_send(r, EG, 4, &b);
 	RESP(&b, 4, ERROR, INVALID);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	st = l7r_finish(r, 6);
 	cr_assert_eq(r->n, 4);
 	check_x(&r->x[1], "QUERY", "SELECT 1", 24, 18, 0x2200, true, 0);
@@ -576,12 +559,12 @@ Test(cql, gap_past_a_frame_resynchronizes)
 Test(cql, lost_segment_inside_a_frame)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	REQ(&b, 1, QUERY, Q_SELECT);
 	REQ(&b, 2, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	RESP(&b, 1, ERROR, INVALID);
 	l7r_seg(r, IN, 2, b.b, 15, 15);
 	l7r_lost(r, IN, 0);
@@ -592,7 +575,7 @@ Test(cql, lost_segment_inside_a_frame)
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "QUERY", "SELECT 1", 24, 15, 0x2200, true, L7_F_RESP_TRUNCATED);
 	RESP(&b, 2, RESULT, VOID);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	st = l7r_finish(r, 6);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "QUERY", "SELECT 1", 24, 13, 0, false, 0);
@@ -606,25 +589,25 @@ Test(cql, lost_segment_inside_a_frame)
 Test(cql, bad_header_in_a_synced_direction)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	REQ(&b, 1, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	RESP(&b, 1, RESULT, VOID);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	REQ(&b, 2, QUERY, Q_SELECT);
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	/* a request's header where answers go, an unknown opcode, a length over the limit */
 	REQ(&b, 2, QUERY, Q_SELECT);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	put(&b, 0x84, 0, 2, 0x11, "", 0);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	memcpy(b.b, "\x84\0\0\x02\x08\x7f\xff\xff\xff", 9);
 	b.n = 9;
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	RESP(&b, 2, RESULT, VOID);
-	send_buf(r, IN, 7, &b);
+	l7b_send(r, IN, 7, &b);
 	st = l7r_finish(r, 8);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "QUERY", "SELECT 1", 24, 13, 0, false, 0);
@@ -638,12 +621,12 @@ Test(cql, bad_header_in_a_synced_direction)
 Test(cql, largest_frame_by_gaps)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t big[64] = { 0 };
 	struct l7_stats st;
 
 	REQ(&b, 1, QUERY, Q_SELECT);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	memcpy(big, "\x84\0\0\x01\x08\x10\0\0\0\0\0\0\x02", 13);
 	l7r_seg(r, IN, 2, big, sizeof(big), 9 + CQL_MAX_FRAME);
 	st = l7r_finish(r, 3);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "shipper/network/protocols/l7.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
@@ -27,61 +28,61 @@ static const struct l7_ops *ops = &l7_dns_ops;
 
 /* --- messages --- */
 
-static size_t put16(uint8_t *b, size_t n, unsigned v)
-{
-	b[n] = (uint8_t)(v >> 8);
-	b[n + 1] = (uint8_t)v;
-	return n + 2;
-}
-
 /* "a.b" as wire labels, "" or "." as the root. */
-static size_t put_name(uint8_t *b, size_t n, const char *name)
+static void put_name(struct l7b *b, const char *name)
 {
 	while (*name && strcmp(name, ".")) {
 		const char *dot = strchr(name, '.');
 		size_t len = dot ? (size_t)(dot - name) : strlen(name);
 
-		b[n++] = (uint8_t)len;
-		memcpy(b + n, name, len);
-		n += len;
+		l7b_be(b, len, 1);
+		l7b_put(b, name, len);
 		name += len + (dot ? 1 : 0);
 	}
-	b[n++] = 0;
+	l7b_be(b, 0, 1);
+}
+
+/* Copies what m holds into out and frees m; returns its length. */
+static size_t take(struct l7b *m, uint8_t *out)
+{
+	size_t n = m->n;
+
+	memcpy(out, m->b, n);
+	free(m);
 	return n;
 }
 
-/* A message with one question (none if name is NULL) and `answers` A records. */
+/* A message with one question (none if name is NULL) and `answers` A records, into b. */
 static size_t dns_msg(uint8_t *b, unsigned id, unsigned flags, const char *name, unsigned qtype,
 		      unsigned answers)
 {
-	size_t n = 0;
+	static const uint8_t rr[] = { 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 127, 0, 0, 9 };
+	struct l7b *m = l7b_new();
 
-	n = put16(b, n, id);
-	n = put16(b, n, flags);
-	n = put16(b, n, name ? 1 : 0);
-	n = put16(b, n, answers);
-	n = put16(b, n, 0);
-	n = put16(b, n, 0);
+	l7b_be(m, id, 2);
+	l7b_be(m, flags, 2);
+	l7b_be(m, name ? 1 : 0, 2);
+	l7b_be(m, answers, 2);
+	l7b_be(m, 0, 2);
+	l7b_be(m, 0, 2);
 	if (name) {
-		n = put_name(b, n, name);
-		n = put16(b, n, qtype);
-		n = put16(b, n, 1);
+		put_name(m, name);
+		l7b_be(m, qtype, 2);
+		l7b_be(m, 1, 2);
 	}
-	for (unsigned i = 0; i < answers; i++) {
-		static const uint8_t rr[] = { 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 1, 0x2c, 0, 4, 127, 0, 0, 9 };
-
-		memcpy(b + n, rr, sizeof(rr));
-		n += sizeof(rr);
-	}
-	return n;
+	for (unsigned i = 0; i < answers; i++)
+		l7b_put(m, rr, sizeof(rr));
+	return take(m, b);
 }
 
-/* The message m[0..len) with its TCP length before it. */
-static size_t tcp(uint8_t *b, const uint8_t *m, size_t len)
+/* The message p[0..len) with its TCP length before it, into b. */
+static size_t tcp(uint8_t *b, const uint8_t *p, size_t len)
 {
-	put16(b, 0, (unsigned)len);
-	memcpy(b + 2, m, len);
-	return len + 2;
+	struct l7b *m = l7b_new();
+
+	l7b_be(m, len, 2);
+	l7b_put(m, p, len);
+	return take(m, b);
 }
 
 static size_t tcp_msg(uint8_t *b, unsigned id, unsigned flags, const char *name, unsigned qtype,

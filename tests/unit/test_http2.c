@@ -23,6 +23,7 @@
 
 #include "shipper/network/protocols/http/http1.h"
 #include "shipper/network/protocols/http/http2.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG HTTP1_EGRESS
@@ -648,29 +649,15 @@ Test(http2, lost_request_segment)
 
 /* --- hand-built frames --- */
 
-struct buf {
-	uint8_t p[200000];
-	size_t n;
-};
-
-static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
+/* A frame: its 9-byte header (length, type, flags, stream id) and its payload. */
+static void frame(struct l7b *b, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
 		  size_t len)
 {
-	uint8_t *h = b->p + b->n;
-
-	cr_assert_leq(b->n + 9 + len, sizeof(b->p));
-	h[0] = (uint8_t)(len >> 16);
-	h[1] = (uint8_t)(len >> 8);
-	h[2] = (uint8_t)len;
-	h[3] = type;
-	h[4] = flags;
-	h[5] = (uint8_t)(sid >> 24);
-	h[6] = (uint8_t)(sid >> 16);
-	h[7] = (uint8_t)(sid >> 8);
-	h[8] = (uint8_t)sid;
-	if (len)
-		memcpy(h + 9, payload, len);
-	b->n += 9 + len;
+	l7b_be(b, len, 3);
+	l7b_be(b, type, 1);
+	l7b_be(b, flags, 1);
+	l7b_be(b, sid, 4);
+	l7b_put(b, payload, len);
 }
 
 /* An HPACK block of name, value pairs (NULL-terminated) from a real encoder. */
@@ -694,7 +681,7 @@ static size_t hpack(nghttp2_hd_deflater *def, uint8_t *out, size_t cap, const ch
 
 struct peer {
 	nghttp2_hd_deflater *def[2]; /* client's, server's */
-	struct buf c, s;	     /* what each wrote since the last flush */
+	struct l7b c, s;	     /* what each wrote since the last flush */
 };
 
 static struct peer *peer_new(bool preface)
@@ -705,8 +692,7 @@ static struct peer *peer_new(bool preface)
 	cr_assert_eq(nghttp2_hd_deflate_new(&p->def[0], 4096), 0);
 	cr_assert_eq(nghttp2_hd_deflate_new(&p->def[1], 4096), 0);
 	if (preface) {
-		memcpy(p->c.p, HTTP2_PREFACE, HTTP2_PREFACE_LEN);
-		p->c.n = HTTP2_PREFACE_LEN;
+		l7b_put(&p->c, HTTP2_PREFACE, HTTP2_PREFACE_LEN);
 		frame(&p->c, 4, 0, 0, NULL, 0);
 		frame(&p->s, 4, 0, 0, NULL, 0);
 	}
@@ -726,7 +712,7 @@ static void headers(struct peer *p, bool server, uint32_t sid, bool es, size_t p
 {
 	uint8_t blk[70000];
 	size_t n = hpack(p->def[server], blk, sizeof(blk), nv), off = 0;
-	struct buf *b = server ? &p->s : &p->c;
+	struct l7b *b = server ? &p->s : &p->c;
 
 	if (!piece || piece > n)
 		piece = n;
@@ -745,9 +731,9 @@ static void headers(struct peer *p, bool server, uint32_t sid, bool es, size_t p
 static void flush(struct run *r, struct peer *p, uint64_t ts)
 {
 	if (p->c.n)
-		seg(r, EG, ts, p->c.p, p->c.n, p->c.n);
+		seg(r, EG, ts, p->c.b, p->c.n, p->c.n);
 	if (p->s.n)
-		seg(r, IN, ts, p->s.p, p->s.n, p->s.n);
+		seg(r, IN, ts, p->s.b, p->s.n, p->s.n);
 	p->c.n = p->s.n = 0;
 }
 
@@ -800,10 +786,10 @@ Test(http2, padding_priority_continuation_interim_trailers)
 	headers(p, true, 1, true, 4, trl);
 	resp_bytes = p->s.n - at;
 	/* The preface and SETTINGS at 1, the rest at 5. */
-	seg(r, EG, 1, p->c.p, pre_c, pre_c);
-	seg(r, IN, 1, p->s.p, pre_s, pre_s);
-	seg(r, EG, 5, p->c.p + pre_c, p->c.n - pre_c, p->c.n - pre_c);
-	seg(r, IN, 5, p->s.p + pre_s, p->s.n - pre_s, p->s.n - pre_s);
+	seg(r, EG, 1, p->c.b, pre_c, pre_c);
+	seg(r, IN, 1, p->s.b, pre_s, pre_s);
+	seg(r, EG, 5, p->c.b + pre_c, p->c.n - pre_c, p->c.n - pre_c);
+	seg(r, IN, 5, p->s.b + pre_s, p->s.n - pre_s, p->s.n - pre_s);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].h.method, "POST");
 	cr_assert_str_eq(r->x[0].h.uri, "/pkg.Svc/Call?a=b");
@@ -828,9 +814,9 @@ Test(http2, padding_priority_continuation_interim_trailers)
 	cr_assert_eq(st.framing_errors, 0);
 	/* The same, a byte at a time. */
 	for (size_t i = 0; i < p->c.n; i++)
-		seg(bytewise, EG, i < pre_c ? 1 : 5, p->c.p + i, 1, 1);
+		seg(bytewise, EG, i < pre_c ? 1 : 5, p->c.b + i, 1, 1);
 	for (size_t i = 0; i < p->s.n; i++)
-		seg(bytewise, IN, i < pre_s ? 1 : 5, p->s.p + i, 1, 1);
+		seg(bytewise, IN, i < pre_s ? 1 : 5, p->s.b + i, 1, 1);
 	finish(bytewise, 9);
 	same_exchanges(r, bytewise);
 	run_free(bytewise);
@@ -1109,15 +1095,15 @@ Test(http2, oversized_header_value)
 Test(http2, role_unknown_without_headers)
 {
 	struct run *r = run_new();
-	struct buf *b = calloc(1, sizeof(*b));
+	struct l7b *b = calloc(1, sizeof(*b));
 	struct http2_stats st;
 
 	cr_assert(b);
 	frame(b, 0, 1, 9, "abc", 3);
-	seg(r, IN, 5, b->p, b->n, b->n);
+	seg(r, IN, 5, b->b, b->n, b->n);
 	b->n = 0;
 	frame(b, 0, 1, 9, "defgh", 5);
-	seg(r, EG, 6, b->p, b->n, b->n);
+	seg(r, EG, 6, b->b, b->n, b->n);
 	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_UNKNOWN);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].stream_id, 9);

@@ -17,6 +17,7 @@
 
 #include "shipper/network/protocols/l7.h"
 #include "shipper/network/protocols/l7msg.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
@@ -26,9 +27,8 @@
 /* --- building messages --- */
 
 struct kb {
-	uint8_t b[1 << 17];
-	size_t n;
-	bool flex;
+	struct l7b w;
+	bool flex; /* a flexible version: compact strings and arrays, tagged fields */
 };
 
 static struct kb *kb_new(void)
@@ -39,96 +39,49 @@ static struct kb *kb_new(void)
 	return b;
 }
 
-static void kput(struct kb *b, const void *p, size_t n)
-{
-	cr_assert_leq(b->n + n, sizeof(b->b));
-	memcpy(b->b + b->n, p, n);
-	b->n += n;
-}
-
-static void k8(struct kb *b, uint8_t v)
-{
-	kput(b, &v, 1);
-}
-
-static void k16(struct kb *b, uint16_t v)
-{
-	k8(b, (uint8_t)(v >> 8));
-	k8(b, (uint8_t)v);
-}
-
-static void k32(struct kb *b, uint32_t v)
-{
-	k16(b, (uint16_t)(v >> 16));
-	k16(b, (uint16_t)v);
-}
-
-static void k64(struct kb *b, uint64_t v)
-{
-	k32(b, (uint32_t)(v >> 32));
-	k32(b, (uint32_t)v);
-}
-
-static void kuv(struct kb *b, uint32_t v)
-{
-	while (v >= 0x80) {
-		k8(b, (uint8_t)(v | 0x80));
-		v >>= 7;
-	}
-	k8(b, (uint8_t)v);
-}
-
 /* A string, compact in flexible versions; NULL: null. */
 static void kstr(struct kb *b, const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
 	if (b->flex)
-		kuv(b, s ? (uint32_t)n + 1 : 0);
+		l7b_uvarint(&b->w, s ? (uint32_t)n + 1 : 0);
 	else
-		k16(b, s ? (uint16_t)n : 0xffff);
-	kput(b, s, n);
+		l7b_be(&b->w, s ? (uint16_t)n : 0xffff, 2);
+	l7b_put(&b->w, s, n);
 }
 
 static void karr(struct kb *b, int32_t n)
 {
 	if (b->flex)
-		kuv(b, (uint32_t)(n + 1));
+		l7b_uvarint(&b->w, (uint32_t)(n + 1));
 	else
-		k32(b, (uint32_t)n);
+		l7b_be(&b->w, (uint32_t)n, 4);
 }
 
 static void ktags(struct kb *b)
 {
 	if (b->flex)
-		k8(b, 0);
-}
-
-static void kpatch32(struct kb *b, size_t at, uint32_t v)
-{
-	b->b[at] = (uint8_t)(v >> 24);
-	b->b[at + 1] = (uint8_t)(v >> 16);
-	b->b[at + 2] = (uint8_t)(v >> 8);
-	b->b[at + 3] = (uint8_t)v;
+		l7b_be(&b->w, 0, 1);
 }
 
 /* A request header; flex: header v2 (one tagged field, to be skipped) and a flexible body. */
 static size_t req_begin(struct kb *b, uint16_t key, uint16_t ver, uint32_t corr, bool flex)
 {
-	size_t at = b->n;
+	size_t at = b->w.n;
 
 	b->flex = false;
-	k32(b, 0);
-	k16(b, key);
-	k16(b, ver);
-	k32(b, corr);
+	l7b_be(&b->w, 0, 4);
+	l7b_be(&b->w, key, 2);
+	l7b_be(&b->w, ver, 2);
+	l7b_be(&b->w, corr, 4);
 	kstr(b, "rover-test");
 	if (flex) {
 		/* one tagged field: tag 5, 3 bytes */
-		kuv(b, 1);
-		kuv(b, 5);
-		kuv(b, 3);
-		kput(b, "abc", 3);
+		l7b_uvarint(&b->w, 1);
+		l7b_uvarint(&b->w, 5);
+		l7b_uvarint(&b->w, 3);
+		l7b_put(&b->w, "abc", 3);
 	}
 	b->flex = flex;
 	return at;
@@ -137,17 +90,17 @@ static size_t req_begin(struct kb *b, uint16_t key, uint16_t ver, uint32_t corr,
 /* A response header; tagged: header v1. */
 static size_t resp_begin(struct kb *b, uint32_t corr, bool flex, bool tagged)
 {
-	size_t at = b->n;
+	size_t at = b->w.n;
 
-	k32(b, 0);
-	k32(b, corr);
+	l7b_be(&b->w, 0, 4);
+	l7b_be(&b->w, corr, 4);
 	if (tagged) {
-		kuv(b, 2);
-		kuv(b, 0);
-		kuv(b, 1);
-		k8(b, 7);
-		kuv(b, 9);
-		kuv(b, 0);
+		l7b_uvarint(&b->w, 2);
+		l7b_uvarint(&b->w, 0);
+		l7b_uvarint(&b->w, 1);
+		l7b_be(&b->w, 7, 1);
+		l7b_uvarint(&b->w, 9);
+		l7b_uvarint(&b->w, 0);
 	}
 	b->flex = flex;
 	return at;
@@ -155,12 +108,12 @@ static size_t resp_begin(struct kb *b, uint32_t corr, bool flex, bool tagged)
 
 static void kend(struct kb *b, size_t at)
 {
-	kpatch32(b, at, (uint32_t)(b->n - at - 4));
+	l7b_patch_be(&b->w, at, (uint32_t)(b->w.n - at - 4), 4);
 }
 
 static void kfeed(struct l7r_run *r, enum l7_dir dir, uint64_t ts, const struct kb *b)
 {
-	l7r_seg(r, dir, ts, b->b, b->n, b->n);
+	l7b_feed(r, dir, ts, &b->w);
 }
 
 TestSuite(kafka);
@@ -325,14 +278,14 @@ Test(kafka, produce_flexible)
 
 	m = req_begin(q, 0, 9, 77, true);
 	kstr(q, NULL); /* transactional_id */
-	k16(q, (uint16_t)-1);
-	k32(q, 30000);
+	l7b_be(&q->w, (uint16_t)-1, 2);
+	l7b_be(&q->w, 30000, 4);
 	karr(q, 2);
 	kstr(q, "orders");
 	karr(q, 1);
-	k32(q, 0);
-	kuv(q, 1 + 10); /* compact records */
-	kput(q, "0123456789", 10);
+	l7b_be(&q->w, 0, 4);
+	l7b_uvarint(&q->w, 1 + 10); /* compact records */
+	l7b_put(&q->w, "0123456789", 10);
 	ktags(q);
 	ktags(q);
 	kstr(q, "audit");
@@ -347,13 +300,13 @@ Test(kafka, produce_flexible)
 	kstr(a, "orders");
 	karr(a, 2);
 	for (int p = 0; p < 2; p++) {
-		k32(a, (uint32_t)p);
-		k16(a, p ? 6 : 0); /* NOT_LEADER_OR_FOLLOWER */
-		k64(a, 42);
-		k64(a, (uint64_t)-1);
-		k64(a, 0);
+		l7b_be(&a->w, (uint32_t)p, 4);
+		l7b_be(&a->w, p ? 6 : 0, 2); /* NOT_LEADER_OR_FOLLOWER */
+		l7b_be(&a->w, 42, 8);
+		l7b_be(&a->w, (uint64_t)-1, 8);
+		l7b_be(&a->w, 0, 8);
 		karr(a, 1); /* record_errors */
-		k32(a, 3);
+		l7b_be(&a->w, 3, 4);
 		kstr(a, "bad record");
 		ktags(a);
 		kstr(a, NULL);
@@ -363,7 +316,7 @@ Test(kafka, produce_flexible)
 	kstr(a, "audit");
 	karr(a, 0);
 	ktags(a);
-	k32(a, 0);
+	l7b_be(&a->w, 0, 4);
 	ktags(a);
 	kend(a, m);
 	kfeed(r, IN, 2, a);
@@ -372,15 +325,15 @@ Test(kafka, produce_flexible)
 	cr_assert_str_eq(r->x[0].target, "orders");
 	cr_assert_eq(r->x[0].code, 6);
 	cr_assert_eq(r->x[0].error, 1);
-	cr_assert_eq(r->x[0].req_bytes, q->n);
-	cr_assert_eq(r->x[0].resp_bytes, a->n);
+	cr_assert_eq(r->x[0].req_bytes, q->w.n);
+	cr_assert_eq(r->x[0].resp_bytes, a->w.n);
 
 	/* acks 0 in v9: nothing will answer */
-	q->n = 0;
+	q->w.n = 0;
 	m = req_begin(q, 0, 9, 78, true);
 	kstr(q, "txn-1");
-	k16(q, 0);
-	k32(q, 30000);
+	l7b_be(&q->w, 0, 2);
+	l7b_be(&q->w, 30000, 4);
 	karr(q, 1);
 	kstr(q, "fire");
 	karr(q, 0);
@@ -409,48 +362,48 @@ Test(kafka, metadata_v12)
 
 	m = req_begin(q, 3, 12, 5, true);
 	karr(q, 2);
-	kput(q, uuid, 16);
+	l7b_put(&q->w, uuid, 16);
 	kstr(q, "clicks");
 	ktags(q);
-	kput(q, uuid, 16);
+	l7b_put(&q->w, uuid, 16);
 	kstr(q, NULL);
 	ktags(q);
-	k8(q, 1);
-	k8(q, 0);
+	l7b_be(&q->w, 1, 1);
+	l7b_be(&q->w, 0, 1);
 	ktags(q);
 	kend(q, m);
 	kfeed(r, EG, 1, q);
 
 	m = resp_begin(a, 5, true, true);
-	k32(a, 0);
+	l7b_be(&a->w, 0, 4);
 	karr(a, 1);
-	k32(a, 1);
+	l7b_be(&a->w, 1, 4);
 	kstr(a, "localhost");
-	k32(a, 9092);
+	l7b_be(&a->w, 9092, 4);
 	kstr(a, NULL);
 	ktags(a);
 	kstr(a, "cluster");
-	k32(a, 1);
+	l7b_be(&a->w, 1, 4);
 	karr(a, 2);
 	for (int t = 0; t < 2; t++) {
-		k16(a, 0);
+		l7b_be(&a->w, 0, 2);
 		kstr(a, t ? "views" : "clicks");
-		kput(a, uuid, 16);
-		k8(a, 0);
+		l7b_put(&a->w, uuid, 16);
+		l7b_be(&a->w, 0, 1);
 		karr(a, 1);
-		k16(a, t ? 5 : 0); /* LEADER_NOT_AVAILABLE */
-		k32(a, 0);
-		k32(a, 1);
-		k32(a, 7);
+		l7b_be(&a->w, t ? 5 : 0, 2); /* LEADER_NOT_AVAILABLE */
+		l7b_be(&a->w, 0, 4);
+		l7b_be(&a->w, 1, 4);
+		l7b_be(&a->w, 7, 4);
 		karr(a, 3);
-		k32(a, 1);
-		k32(a, 2);
-		k32(a, 3);
+		l7b_be(&a->w, 1, 4);
+		l7b_be(&a->w, 2, 4);
+		l7b_be(&a->w, 3, 4);
 		karr(a, 1);
-		k32(a, 1);
+		l7b_be(&a->w, 1, 4);
 		karr(a, 0);
 		ktags(a);
-		k32(a, 0x80000000u);
+		l7b_be(&a->w, 0x80000000u, 4);
 		ktags(a);
 	}
 	ktags(a);
@@ -471,16 +424,16 @@ static void fetch_request(struct kb *q, uint16_t v, uint32_t corr)
 	size_t m = req_begin(q, 1, v, corr, v >= 12);
 
 	if (v <= 14)
-		k32(q, (uint32_t)-1);
-	k32(q, 500);
-	k32(q, 1);
+		l7b_be(&q->w, (uint32_t)-1, 4);
+	l7b_be(&q->w, 500, 4);
+	l7b_be(&q->w, 1, 4);
 	if (v >= 3)
-		k32(q, 52428800);
+		l7b_be(&q->w, 52428800, 4);
 	if (v >= 4)
-		k8(q, 0);
+		l7b_be(&q->w, 0, 1);
 	if (v >= 7) {
-		k32(q, 0);
-		k32(q, (uint32_t)-1);
+		l7b_be(&q->w, 0, 4);
+		l7b_be(&q->w, (uint32_t)-1, 4);
 	}
 	karr(q, 1);
 	if (v <= 12) {
@@ -488,18 +441,18 @@ static void fetch_request(struct kb *q, uint16_t v, uint32_t corr)
 	} else {
 		static const uint8_t id[16] = { 9 };
 
-		kput(q, id, 16);
+		l7b_put(&q->w, id, 16);
 	}
 	karr(q, 1);
-	k32(q, 0);
+	l7b_be(&q->w, 0, 4);
 	if (v >= 9)
-		k32(q, (uint32_t)-1);
-	k64(q, 100);
+		l7b_be(&q->w, (uint32_t)-1, 4);
+	l7b_be(&q->w, 100, 8);
 	if (v >= 12)
-		k32(q, (uint32_t)-1);
+		l7b_be(&q->w, (uint32_t)-1, 4);
 	if (v >= 5)
-		k64(q, 0);
-	k32(q, 1048576);
+		l7b_be(&q->w, 0, 8);
+	l7b_be(&q->w, 1048576, 4);
 	ktags(q);
 	ktags(q);
 	if (v >= 7)
@@ -516,10 +469,10 @@ static void fetch_response(struct kb *a, uint16_t v, uint32_t corr, uint16_t top
 	size_t m = resp_begin(a, corr, v >= 12, v >= 12);
 
 	if (v >= 1)
-		k32(a, 0);
+		l7b_be(&a->w, 0, 4);
 	if (v >= 7) {
-		k16(a, top);
-		k32(a, 0);
+		l7b_be(&a->w, top, 2);
+		l7b_be(&a->w, 0, 4);
 	}
 	karr(a, 1);
 	if (v <= 12) {
@@ -527,31 +480,31 @@ static void fetch_response(struct kb *a, uint16_t v, uint32_t corr, uint16_t top
 	} else {
 		static const uint8_t id[16] = { 9 };
 
-		kput(a, id, 16);
+		l7b_put(&a->w, id, 16);
 	}
 	karr(a, 2);
 	for (int p = 0; p < 2; p++) {
-		k32(a, (uint32_t)p);
-		k16(a, p ? perr : 0);
-		k64(a, 100);
+		l7b_be(&a->w, (uint32_t)p, 4);
+		l7b_be(&a->w, p ? perr : 0, 2);
+		l7b_be(&a->w, 100, 8);
 		if (v >= 4)
-			k64(a, 100);
+			l7b_be(&a->w, 100, 8);
 		if (v >= 5)
-			k64(a, 0);
+			l7b_be(&a->w, 0, 8);
 		if (v >= 4) {
 			karr(a, 1);
-			k64(a, 7);
-			k64(a, 90);
+			l7b_be(&a->w, 7, 8);
+			l7b_be(&a->w, 90, 8);
 			ktags(a);
 		}
 		if (v >= 11)
-			k32(a, (uint32_t)-1);
+			l7b_be(&a->w, (uint32_t)-1, 4);
 		if (a->flex)
-			kuv(a, 1 + 20);
+			l7b_uvarint(&a->w, 1 + 20);
 		else
-			k32(a, 20);
-		memset(a->b + a->n, 0x5a, 20);
-		a->n += 20;
+			l7b_be(&a->w, 20, 4);
+		memset(a->w.b + a->w.n, 0x5a, 20);
+		a->w.n += 20;
 		ktags(a);
 	}
 	ktags(a);
@@ -570,7 +523,7 @@ Test(kafka, fetch_versions)
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		uint16_t v = versions[i];
 
-		q->n = a->n = 0;
+		q->w.n = a->w.n = 0;
 		fetch_request(q, v, 100 + v);
 		fetch_response(a, v, 100 + v, 0, 1); /* OFFSET_OUT_OF_RANGE */
 		kfeed(r, EG, 2 * i + 1, q);
@@ -579,10 +532,10 @@ Test(kafka, fetch_versions)
 		cr_assert_str_eq(r->x[i].op, "Fetch");
 		cr_assert_str_eq(r->x[i].target, v <= 12 ? "events" : "", "v%u", v);
 		cr_assert_eq(r->x[i].code, 1, "v%u: code %d", v, r->x[i].code);
-		cr_assert_eq(r->x[i].resp_bytes, a->n);
+		cr_assert_eq(r->x[i].resp_bytes, a->w.n);
 	}
 	/* v7+: the top-level error comes first */
-	q->n = a->n = 0;
+	q->w.n = a->w.n = 0;
 	fetch_request(q, 11, 500);
 	fetch_response(a, 11, 500, 70, 1); /* FETCH_SESSION_ID_NOT_FOUND */
 	kfeed(r, EG, 50, q);
@@ -634,15 +587,15 @@ Test(kafka, leading_error_codes)
 			    (flex_from[cases[i].key] >= 0 && cases[i].ver >= flex_from[cases[i].key]);
 		size_t m;
 
-		q->n = a->n = 0;
+		q->w.n = a->w.n = 0;
 		m = req_begin(q, cases[i].key, cases[i].ver, (uint32_t)i, flex);
-		k32(q, 0x01020304);
+		l7b_be(&q->w, 0x01020304, 4);
 		kend(q, m);
 		m = resp_begin(a, (uint32_t)i, flex, flex && cases[i].key != 18);
 		if (cases[i].throttle)
-			k32(a, 100);
-		k16(a, cases[i].err);
-		k32(a, 0);
+			l7b_be(&a->w, 100, 4);
+		l7b_be(&a->w, cases[i].err, 2);
+		l7b_be(&a->w, 0, 4);
 		kend(a, m);
 		kfeed(r, EG, 2 * i + 1, q);
 		kfeed(r, IN, 2 * i + 2, a);
@@ -666,15 +619,15 @@ Test(kafka, controlled_shutdown_v0_header)
 	size_t m;
 
 	/* request header v0: no client_id */
-	m = q->n;
-	k32(q, 0);
-	k16(q, 7);
-	k16(q, 0);
-	k32(q, 9);
-	k32(q, 3); /* broker_id */
+	m = q->w.n;
+	l7b_be(&q->w, 0, 4);
+	l7b_be(&q->w, 7, 2);
+	l7b_be(&q->w, 0, 2);
+	l7b_be(&q->w, 9, 4);
+	l7b_be(&q->w, 3, 4); /* broker_id */
 	kend(q, m);
 	m = resp_begin(a, 9, false, false);
-	k16(a, 41); /* NOT_CONTROLLER */
+	l7b_be(&a->w, 41, 2); /* NOT_CONTROLLER */
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, EG, 1, q);
@@ -702,7 +655,7 @@ Test(kafka, pipelined_and_out_of_order)
 	kfeed(r, EG, 1, q);
 	/* 2 first: paired by id; 1, older and unanswered, is pushed out */
 	m = resp_begin(a, 2, false, false);
-	k16(a, 0);
+	l7b_be(&a->w, 0, 2);
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, IN, 2, a);
@@ -710,15 +663,15 @@ Test(kafka, pipelined_and_out_of_order)
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(r->x[0].end_ns, 2);
 	cr_assert_eq(r->x[1].flags, 0);
-	cr_assert_eq(r->x[1].resp_bytes, a->n);
+	cr_assert_eq(r->x[1].resp_bytes, a->w.n);
 	/* then 3 and a late 1, which nothing waits for */
-	a->n = 0;
+	a->w.n = 0;
 	m = resp_begin(a, 3, false, false);
-	k16(a, 0);
+	l7b_be(&a->w, 0, 2);
 	karr(a, 0);
 	kend(a, m);
 	m = resp_begin(a, 1, false, false);
-	k16(a, 35);
+	l7b_be(&a->w, 35, 2);
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, IN, 3, a);
@@ -747,28 +700,28 @@ Test(kafka, capture_cut_produce)
 	/* Produce v7 of 1 MiB of records, 1 KiB of it captured */
 	m = req_begin(q, 0, 7, 41, false);
 	kstr(q, NULL);
-	k16(q, 1);
-	k32(q, 30000);
+	l7b_be(&q->w, 1, 2);
+	l7b_be(&q->w, 30000, 4);
 	karr(q, 1);
 	kstr(q, "big-topic");
 	karr(q, 1);
-	k32(q, 0);
-	k32(q, (uint32_t)records);
-	head = q->n;
-	kpatch32(q, m, (uint32_t)(head - 4 + records));
-	memset(q->b + q->n, 0x33, 1024);
-	q->n += 1024;
-	l7r_seg(r, EG, 1, q->b, 1024, head + records);
+	l7b_be(&q->w, 0, 4);
+	l7b_be(&q->w, (uint32_t)records, 4);
+	head = q->w.n;
+	l7b_patch_be(&q->w, m, (uint32_t)(head - 4 + records), 4);
+	memset(q->w.b + q->w.n, 0x33, 1024);
+	q->w.n += 1024;
+	l7r_seg(r, EG, 1, q->w.b, 1024, head + records);
 	m = resp_begin(a, 41, false, false);
 	karr(a, 1);
 	kstr(a, "big-topic");
 	karr(a, 1);
-	k32(a, 0);
-	k16(a, 0);
-	k64(a, 5);
-	k64(a, (uint64_t)-1);
-	k64(a, 0);
-	k32(a, 0);
+	l7b_be(&a->w, 0, 4);
+	l7b_be(&a->w, 0, 2);
+	l7b_be(&a->w, 5, 8);
+	l7b_be(&a->w, (uint64_t)-1, 8);
+	l7b_be(&a->w, 0, 8);
+	l7b_be(&a->w, 0, 4);
 	kend(a, m);
 	kfeed(r, IN, 2, a);
 	cr_assert_eq(r->n, 1);
@@ -778,26 +731,26 @@ Test(kafka, capture_cut_produce)
 	cr_assert_eq(r->x[0].code, 0);
 
 	/* a response cut by the capture before its error: code 0, flagged */
-	q->n = a->n = 0;
+	q->w.n = a->w.n = 0;
 	m = req_begin(q, 3, 0, 42, false);
 	karr(q, 0);
 	kend(q, m);
 	kfeed(r, EG, 3, q);
 	m = resp_begin(a, 42, false, false);
 	karr(a, 1);
-	k32(a, 1);
+	l7b_be(&a->w, 1, 4);
 	kstr(a, "host");
-	k32(a, 9092);
+	l7b_be(&a->w, 9092, 4);
 	karr(a, 1);
-	k16(a, 3);
+	l7b_be(&a->w, 3, 2);
 	kstr(a, "gone");
 	karr(a, 0);
 	kend(a, m);
-	l7r_seg(r, IN, 4, a->b, 20, a->n);
+	l7r_seg(r, IN, 4, a->w.b, 20, a->w.n);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].code, 0);
 	cr_assert_eq(r->x[1].flags, L7_F_RESP_TRUNCATED);
-	cr_assert_eq(r->x[1].resp_bytes, a->n);
+	cr_assert_eq(r->x[1].resp_bytes, a->w.n);
 	st = l7r_finish(r, 5);
 	cr_assert_eq(st.malformed, 0);
 	cr_assert_eq(st.resyncs, 0);
@@ -820,76 +773,76 @@ Test(kafka, hostile_sizes_and_resync)
 	kfeed(r, EG, 1, q);
 	/* requests that are none: size 2, size 1 GiB, negative, version 40, a client_id
 	 * past the end, one with control bytes */
-	k32(g, 2);
-	k32(g, 0);
+	l7b_be(&g->w, 2, 4);
+	l7b_be(&g->w, 0, 4);
 	kfeed(r, EG, 2, g);
-	junk += g->n;
-	g->n = 0;
-	k32(g, 1u << 30);
-	k32(g, 0x00120000);
+	junk += g->w.n;
+	g->w.n = 0;
+	l7b_be(&g->w, 1u << 30, 4);
+	l7b_be(&g->w, 0x00120000, 4);
 	kfeed(r, EG, 3, g);
-	junk += g->n;
-	g->n = 0;
-	k32(g, 0xfffffff0u);
-	k32(g, 0);
+	junk += g->w.n;
+	g->w.n = 0;
+	l7b_be(&g->w, 0xfffffff0u, 4);
+	l7b_be(&g->w, 0, 4);
 	kfeed(r, EG, 4, g);
-	junk += g->n;
-	g->n = 0;
+	junk += g->w.n;
+	g->w.n = 0;
 	m = req_begin(g, 3, 40, 7, false);
 	kend(g, m);
 	kfeed(r, EG, 5, g);
-	junk += g->n;
-	g->n = 0;
-	m = g->n;
-	k32(g, 0);
-	k16(g, 3);
-	k16(g, 1);
-	k32(g, 8);
-	k16(g, 500);
-	kput(g, "abc", 3);
+	junk += g->w.n;
+	g->w.n = 0;
+	m = g->w.n;
+	l7b_be(&g->w, 0, 4);
+	l7b_be(&g->w, 3, 2);
+	l7b_be(&g->w, 1, 2);
+	l7b_be(&g->w, 8, 4);
+	l7b_be(&g->w, 500, 2);
+	l7b_put(&g->w, "abc", 3);
 	kend(g, m);
 	kfeed(r, EG, 6, g);
-	junk += g->n;
-	g->n = 0;
-	m = g->n;
-	k32(g, 0);
-	k16(g, 3);
-	k16(g, 1);
-	k32(g, 8);
+	junk += g->w.n;
+	g->w.n = 0;
+	m = g->w.n;
+	l7b_be(&g->w, 0, 4);
+	l7b_be(&g->w, 3, 2);
+	l7b_be(&g->w, 1, 2);
+	l7b_be(&g->w, 8, 4);
 	kstr(g, "a\x01z");
 	karr(g, 0);
 	kend(g, m);
 	kfeed(r, EG, 7, g);
-	junk += g->n;
+	junk += g->w.n;
 	/* a response after lost framing is taken only with a correlation id waited for */
-	g->n = 0;
+	g->w.n = 0;
 	m = resp_begin(g, 555, false, false);
-	k16(g, 0);
+	l7b_be(&g->w, 0, 2);
 	kend(g, m);
 	l7r_lost(r, IN, 0);
 	kfeed(r, IN, 8, g);
-	junk += g->n;
+	junk += g->w.n;
 	m = resp_begin(a, 1, false, false);
-	k16(a, 0);
+	l7b_be(&a->w, 0, 2);
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, IN, 9, a);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].flags, 0);
-	cr_assert_eq(r->x[0].resp_bytes, a->n);
+	cr_assert_eq(r->x[0].resp_bytes, a->w.n);
 
 	/* huge tagged field and array counts: no crash, counted */
-	q->n = 0;
+	q->w.n = 0;
 	m = req_begin(q, 3, 9, 2, true);
-	kuv(q, 0x7fffffff); /* topics */
+	l7b_uvarint(&q->w, 0x7fffffff); /* topics */
 	kstr(q, "x");
 	kend(q, m);
 	kfeed(r, EG, 10, q);
-	a->n = 0;
+	a->w.n = 0;
 	m = resp_begin(a, 2, true, false);
-	kuv(a, 3);
-	kuv(a, 1);
-	kuv(a, 0xffffff0); /* a tagged field past the end */
+	l7b_uvarint(&a->w, 3);
+	l7b_uvarint(&a->w, 1);
+	l7b_uvarint(&a->w, 0xffffff0); /* a tagged field past the end */
 	kend(a, m);
 	kfeed(r, IN, 11, a);
 	cr_assert_eq(r->n, 2);
@@ -915,7 +868,7 @@ Test(kafka, role_from_first_request)
 
 	/* the capture begins with a response: framed, kind unknown, not counted */
 	m = resp_begin(a, 0x7ff00001, false, false);
-	k16(a, 0);
+	l7b_be(&a->w, 0, 2);
 	karr(a, 0);
 	kend(a, m);
 	kfeed(r, IN, 1, a);
@@ -930,7 +883,7 @@ Test(kafka, role_from_first_request)
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
 	cr_assert_eq(r->x[1].flags, L7_F_NO_REQUEST);
 	cr_assert_eq(st.responses, 1);
-	cr_assert_eq(st.bytes_unattributed, a->n);
+	cr_assert_eq(st.bytes_unattributed, a->w.n);
 	free(q);
 	free(a);
 	l7r_free(r);
@@ -946,16 +899,16 @@ Test(kafka, pending_limit)
 	for (uint32_t c = 0; c < 100; c++) {
 		m = req_begin(q, 18, 0, c, false);
 		kend(q, m);
-		qn = q->n - m;
+		qn = q->w.n - m;
 	}
 	kfeed(r, EG, 1, q);
 	for (uint32_t c = 0; c < 100; c++) {
-		a->n = 0;
+		a->w.n = 0;
 		m = resp_begin(a, c, false, false);
-		k16(a, 0);
+		l7b_be(&a->w, 0, 2);
 		karr(a, 0);
 		kend(a, m);
-		an = a->n;
+		an = a->w.n;
 		kfeed(r, IN, 2, a);
 	}
 	st = l7r_finish(r, 3);
@@ -978,8 +931,8 @@ Test(kafka, hand_built_split_anywhere)
 	fetch_request(q, 4, 2);
 	fetch_response(a, 12, 1, 0, 1);
 	fetch_response(a, 4, 2, 0, 0);
-	l7r_rec_add(rec, true, q->b, q->n);
-	l7r_rec_add(rec, false, a->b, a->n);
+	l7r_rec_add(rec, true, q->w.b, q->w.n);
+	l7r_rec_add(rec, false, a->w.b, a->w.n);
 	l7r_all_splits(OPS, rec, "hand-built");
 	l7r_rec_free(rec);
 	free(q);

@@ -15,6 +15,7 @@
 
 #include "shipper/network/protocols/l7.h"
 #include "shipper/network/protocols/l7msg.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define EG L7_EGRESS
@@ -23,130 +24,84 @@
 
 /* --- building messages --- */
 
-struct buf {
-	uint8_t b[1 << 17];
-	size_t n;
-};
-
-static struct buf *buf_new(void)
-{
-	struct buf *b = calloc(1, sizeof(*b));
-
-	cr_assert(b);
-	return b;
-}
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-	cr_assert_leq(b->n + n, sizeof(b->b));
-	memcpy(b->b + b->n, p, n);
-	b->n += n;
-}
-
-static void put8(struct buf *b, uint8_t v)
-{
-	put(b, &v, 1);
-}
-
-static void put32(struct buf *b, uint32_t v)
-{
-	uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
-
-	put(b, x, 4);
-}
-
-static void put64(struct buf *b, uint64_t v)
-{
-	put32(b, (uint32_t)v);
-	put32(b, (uint32_t)(v >> 32));
-}
-
-static void patch32(struct buf *b, size_t at, uint32_t v)
-{
-	b->b[at] = (uint8_t)v;
-	b->b[at + 1] = (uint8_t)(v >> 8);
-	b->b[at + 2] = (uint8_t)(v >> 16);
-	b->b[at + 3] = (uint8_t)(v >> 24);
-}
-
-static size_t doc_begin(struct buf *b)
+static size_t doc_begin(struct l7b *b)
 {
 	size_t at = b->n;
 
-	put32(b, 0);
+	l7b_le(b, 0, 4);
 	return at;
 }
 
-static void doc_end(struct buf *b, size_t at)
+static void doc_end(struct l7b *b, size_t at)
 {
-	put8(b, 0);
-	patch32(b, at, (uint32_t)(b->n - at));
+	l7b_le(b, 0, 1);
+	l7b_patch_le(b, at, (uint32_t)(b->n - at), 4);
 }
 
-static void key(struct buf *b, uint8_t type, const char *name)
+static void key(struct l7b *b, uint8_t type, const char *name)
 {
-	put8(b, type);
-	put(b, name, strlen(name) + 1);
+	l7b_le(b, type, 1);
+	l7b_put(b, name, strlen(name) + 1);
 }
 
-static void el_str(struct buf *b, const char *name, const char *v)
+static void el_str(struct l7b *b, const char *name, const char *v)
 {
 	key(b, 0x02, name);
-	put32(b, (uint32_t)strlen(v) + 1);
-	put(b, v, strlen(v) + 1);
+	l7b_le(b, (uint32_t)strlen(v) + 1, 4);
+	l7b_put(b, v, strlen(v) + 1);
 }
 
-static void el_i32(struct buf *b, const char *name, int32_t v)
+static void el_i32(struct l7b *b, const char *name, int32_t v)
 {
 	key(b, 0x10, name);
-	put32(b, (uint32_t)v);
+	l7b_le(b, (uint32_t)v, 4);
 }
 
-static void el_i64(struct buf *b, const char *name, int64_t v)
+static void el_i64(struct l7b *b, const char *name, int64_t v)
 {
 	key(b, 0x12, name);
-	put64(b, (uint64_t)v);
+	l7b_le(b, (uint64_t)v, 8);
 }
 
-static void el_double(struct buf *b, const char *name, double v)
+static void el_double(struct l7b *b, const char *name, double v)
 {
 	uint64_t bits;
 
 	memcpy(&bits, &v, sizeof(bits));
 	key(b, 0x01, name);
-	put64(b, bits);
+	l7b_le(b, bits, 8);
 }
 
-static void el_bool(struct buf *b, const char *name, int v)
+static void el_bool(struct l7b *b, const char *name, int v)
 {
 	key(b, 0x08, name);
-	put8(b, (uint8_t)v);
+	l7b_le(b, (uint8_t)v, 1);
 }
 
-static size_t msg_begin(struct buf *b, uint32_t id, uint32_t to, uint32_t opcode)
+static size_t msg_begin(struct l7b *b, uint32_t id, uint32_t to, uint32_t opcode)
 {
 	size_t at = b->n;
 
-	put32(b, 0);
-	put32(b, id);
-	put32(b, to);
-	put32(b, opcode);
+	l7b_le(b, 0, 4);
+	l7b_le(b, id, 4);
+	l7b_le(b, to, 4);
+	l7b_le(b, opcode, 4);
 	return at;
 }
 
-static void msg_end(struct buf *b, size_t at)
+static void msg_end(struct l7b *b, size_t at)
 {
-	patch32(b, at, (uint32_t)(b->n - at));
+	l7b_patch_le(b, at, (uint32_t)(b->n - at), 4);
 }
 
 /* OP_MSG {cmd: coll, $db: "test"} (coll NULL: cmd: 1). */
-static void op_msg_cmd(struct buf *b, uint32_t id, uint32_t flags, const char *cmd,
+static void op_msg_cmd(struct l7b *b, uint32_t id, uint32_t flags, const char *cmd,
 		       const char *coll)
 {
 	size_t m = msg_begin(b, id, 0, 2013), d;
 
-	put32(b, flags);
-	put8(b, 0);
+	l7b_le(b, flags, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	if (coll)
 		el_str(b, cmd, coll);
@@ -158,13 +113,13 @@ static void op_msg_cmd(struct buf *b, uint32_t id, uint32_t flags, const char *c
 }
 
 /* OP_MSG reply {ok: ok, [code: code]} as a double, as servers write it. */
-static void op_msg_ok(struct buf *b, uint32_t id, uint32_t to, uint32_t flags, double ok,
+static void op_msg_ok(struct l7b *b, uint32_t id, uint32_t to, uint32_t flags, double ok,
 		      int32_t code)
 {
 	size_t m = msg_begin(b, id, to, 2013), d;
 
-	put32(b, flags);
-	put8(b, 0);
+	l7b_le(b, flags, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	el_double(b, "ok", ok);
 	if (code) {
@@ -173,11 +128,6 @@ static void op_msg_ok(struct buf *b, uint32_t id, uint32_t to, uint32_t flags, d
 	}
 	doc_end(b, d);
 	msg_end(b, m);
-}
-
-static void feedb(struct l7r_run *r, enum l7_dir dir, uint64_t ts, const struct buf *b)
-{
-	l7r_seg(r, dir, ts, b->b, b->n, b->n);
 }
 
 TestSuite(mongo);
@@ -289,7 +239,7 @@ Test(mongo, server_side)
 Test(mongo, exhaust_stream_is_one_exchange)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new(), *b = buf_new(), *c = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new(), *b = l7b_new(), *c = l7b_new();
 	struct l7_stats st;
 
 	/* getMore with exhaustAllowed; replies chained by requestID, the last without moreToCome */
@@ -297,11 +247,11 @@ Test(mongo, exhaust_stream_is_one_exchange)
 	op_msg_ok(a, 5000, 100, 2, 1, 0);
 	op_msg_ok(b, 5001, 5000, 2, 1, 0);
 	op_msg_ok(c, 5002, 5001, 0, 1, 0);
-	feedb(r, EG, 1, q);
-	feedb(r, IN, 2, a);
-	feedb(r, IN, 3, b);
+	l7b_feed(r, EG, 1, q);
+	l7b_feed(r, IN, 2, a);
+	l7b_feed(r, IN, 3, b);
 	cr_assert_eq(r->n, 0);
-	feedb(r, IN, 4, c);
+	l7b_feed(r, IN, 4, c);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "getMore");
 	cr_assert_eq(r->x[0].resp_bytes, a->n + b->n + c->n);
@@ -309,10 +259,10 @@ Test(mongo, exhaust_stream_is_one_exchange)
 	cr_assert_eq(r->x[0].flags, 0);
 
 	/* A stream the connection's end cuts: what came is kept, flagged. */
-	feedb(r, EG, 5, q);
+	l7b_feed(r, EG, 5, q);
 	a->n = 0;
 	op_msg_ok(a, 6000, 100, 2, 1, 0);
-	feedb(r, IN, 6, a);
+	l7b_feed(r, IN, 6, a);
 	st = l7r_finish(r, 9);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].resp_bytes, a->n);
@@ -331,17 +281,17 @@ Test(mongo, exhaust_stream_is_one_exchange)
 Test(mongo, paired_by_response_to)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 	struct l7_stats st;
 	size_t n901;
 
 	op_msg_cmd(q, 1, 0, "find", "one");
 	op_msg_cmd(q, 2, 0, "find", "two");
 	op_msg_cmd(q, 3, 0, "find", "three");
-	feedb(r, EG, 1, q);
+	l7b_feed(r, EG, 1, q);
 	/* 2's reply: FIFO would give it to 1 */
 	op_msg_ok(a, 900, 2, 0, 1, 0);
-	feedb(r, IN, 2, a);
+	l7b_feed(r, IN, 2, a);
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[0].target, "one");
 	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE);
@@ -352,13 +302,13 @@ Test(mongo, paired_by_response_to)
 	/* 1's reply, late: nothing waits for it any more (popped after 3, which is older) */
 	a->n = 0;
 	op_msg_ok(a, 901, 1, 0, 0, 13);
-	feedb(r, IN, 3, a);
+	l7b_feed(r, IN, 3, a);
 	n901 = a->n;
 	cr_assert_eq(r->n, 2);
 	/* 3's reply */
 	a->n = 0;
 	op_msg_ok(a, 902, 3, 0, 1, 0);
-	feedb(r, IN, 4, a);
+	l7b_feed(r, IN, 4, a);
 	cr_assert_eq(r->n, 4);
 	cr_assert_str_eq(r->x[2].target, "three");
 	cr_assert_eq(r->x[2].flags, 0);
@@ -383,18 +333,18 @@ Test(mongo, paired_by_response_to)
 Test(mongo, reply_verdicts)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 	size_t m, d, arr, e;
 	int i = 0;
 
 	/* ok as int32 0 with a code; as bool; ok 1 with writeErrors; writeConcernError; ok 0.5 */
 	for (int k = 0; k < 6; k++)
 		op_msg_cmd(q, 10 + (uint32_t)k, 0, "update", "c");
-	feedb(r, EG, 1, q);
+	l7b_feed(r, EG, 1, q);
 
 	m = msg_begin(a, 50, 10, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	el_i32(a, "ok", 0);
 	el_i64(a, "code", 11600);
@@ -402,16 +352,16 @@ Test(mongo, reply_verdicts)
 	msg_end(a, m);
 
 	m = msg_begin(a, 51, 11, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	el_bool(a, "ok", 1);
 	doc_end(a, d);
 	msg_end(a, m);
 
 	m = msg_begin(a, 52, 12, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	el_i32(a, "n", 0);
 	key(a, 0x04, "writeErrors");
@@ -433,8 +383,8 @@ Test(mongo, reply_verdicts)
 	msg_end(a, m);
 
 	m = msg_begin(a, 53, 13, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	el_i32(a, "n", 1);
 	key(a, 0x03, "writeConcernError");
@@ -447,8 +397,8 @@ Test(mongo, reply_verdicts)
 	msg_end(a, m);
 
 	m = msg_begin(a, 54, 14, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	el_double(a, "ok", 0.5);
 	doc_end(a, d);
@@ -456,12 +406,12 @@ Test(mongo, reply_verdicts)
 
 	/* ok never captured: the reply's end is past the capture */
 	m = msg_begin(a, 55, 15, 2013);
-	put32(a, 0);
-	put8(a, 0);
+	l7b_le(a, 0, 4);
+	l7b_le(a, 0, 1);
 	d = doc_begin(a);
 	key(a, 0x05, "blob");
-	put32(a, 3000);
-	put8(a, 0);
+	l7b_le(a, 3000, 4);
+	l7b_le(a, 0, 1);
 	memset(a->b + a->n, 'z', 3000);
 	a->n += 3000;
 	el_double(a, "ok", 0);
@@ -492,34 +442,34 @@ Test(mongo, reply_verdicts)
 Test(mongo, legacy_opcodes)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *b = buf_new();
+	struct l7b *b = l7b_new();
 	struct l7_stats st;
 	size_t m, d, w;
 
 	/* OP_QUERY on a collection: not a command */
 	m = msg_begin(b, 1, 0, 2004);
-	put32(b, 0);
-	put(b, "shop.orders", 12);
-	put32(b, 0);
-	put32(b, 1);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "shop.orders", 12);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 1, 4);
 	d = doc_begin(b);
 	el_str(b, "state", "open");
 	doc_end(b, d);
 	msg_end(b, m);
-	feedb(r, EG, 1, b);
+	l7b_feed(r, EG, 1, b);
 	b->n = 0;
 	/* OP_REPLY with QueryFailure and {$err, code} */
 	m = msg_begin(b, 2, 1, 1);
-	put32(b, 2);
-	put64(b, 0);
-	put32(b, 0);
-	put32(b, 1);
+	l7b_le(b, 2, 4);
+	l7b_le(b, 0, 8);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 1, 4);
 	d = doc_begin(b);
 	el_str(b, "$err", "bad query");
 	el_i32(b, "code", 2);
 	doc_end(b, d);
 	msg_end(b, m);
-	feedb(r, IN, 2, b);
+	l7b_feed(r, IN, 2, b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "OP_QUERY");
 	cr_assert_str_eq(r->x[0].target, "orders");
@@ -529,10 +479,10 @@ Test(mongo, legacy_opcodes)
 	/* a command wrapped in $query; OP_GET_MORE answered by CursorNotFound */
 	b->n = 0;
 	m = msg_begin(b, 3, 0, 2004);
-	put32(b, 0);
-	put(b, "admin.$cmd", 11);
-	put32(b, 0);
-	put32(b, (uint32_t)-1);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "admin.$cmd", 11);
+	l7b_le(b, 0, 4);
+	l7b_le(b, (uint32_t)-1, 4);
 	d = doc_begin(b);
 	key(b, 0x03, "$query");
 	w = doc_begin(b);
@@ -545,30 +495,30 @@ Test(mongo, legacy_opcodes)
 	doc_end(b, d);
 	msg_end(b, m);
 	m = msg_begin(b, 4, 0, 2005);
-	put32(b, 0);
-	put(b, "shop.orders", 12);
-	put32(b, 0);
-	put64(b, 77);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "shop.orders", 12);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 77, 8);
 	msg_end(b, m);
-	feedb(r, EG, 3, b);
+	l7b_feed(r, EG, 3, b);
 	b->n = 0;
 	m = msg_begin(b, 5, 3, 1);
-	put32(b, 8); /* AwaitCapable only */
-	put64(b, 0);
-	put32(b, 0);
-	put32(b, 1);
+	l7b_le(b, 8, 4); /* AwaitCapable only */
+	l7b_le(b, 0, 8);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 1, 4);
 	d = doc_begin(b);
 	el_double(b, "ok", 1);
 	el_i32(b, "n", 4);
 	doc_end(b, d);
 	msg_end(b, m);
 	m = msg_begin(b, 6, 4, 1);
-	put32(b, 1);
-	put64(b, 0);
-	put32(b, 0);
-	put32(b, 0);
+	l7b_le(b, 1, 4);
+	l7b_le(b, 0, 8);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 0, 4);
 	msg_end(b, m);
-	feedb(r, IN, 4, b);
+	l7b_feed(r, IN, 4, b);
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[1].op, "count");
 	cr_assert_str_eq(r->x[1].target, "orders");
@@ -581,34 +531,34 @@ Test(mongo, legacy_opcodes)
 	/* writes and kill cursors get no reply */
 	b->n = 0;
 	m = msg_begin(b, 7, 0, 2002);
-	put32(b, 0);
-	put(b, "shop.orders", 12);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "shop.orders", 12);
 	d = doc_begin(b);
 	el_i32(b, "_id", 1);
 	doc_end(b, d);
 	msg_end(b, m);
 	m = msg_begin(b, 8, 0, 2001);
-	put32(b, 0);
-	put(b, "shop.items", 11);
-	put32(b, 0);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "shop.items", 11);
+	l7b_le(b, 0, 4);
 	d = doc_begin(b);
 	doc_end(b, d);
 	d = doc_begin(b);
 	doc_end(b, d);
 	msg_end(b, m);
 	m = msg_begin(b, 9, 0, 2006);
-	put32(b, 0);
-	put(b, "shop.carts", 11);
-	put32(b, 0);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "shop.carts", 11);
+	l7b_le(b, 0, 4);
 	d = doc_begin(b);
 	doc_end(b, d);
 	msg_end(b, m);
 	m = msg_begin(b, 10, 0, 2007);
-	put32(b, 0);
-	put32(b, 1);
-	put64(b, 77);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 1, 4);
+	l7b_le(b, 77, 8);
 	msg_end(b, m);
-	feedb(r, EG, 5, b);
+	l7b_feed(r, EG, 5, b);
 	cr_assert_eq(r->n, 7);
 	cr_assert_str_eq(r->x[3].op, "OP_INSERT");
 	cr_assert_str_eq(r->x[3].target, "orders");
@@ -633,26 +583,26 @@ Test(mongo, legacy_opcodes)
 Test(mongo, compressed_checksum_and_sequences)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *b = buf_new();
+	struct l7b *b = l7b_new();
 	struct l7_stats st;
 	size_t m, d, s;
 
 	/* OP_COMPRESSED both ways: counted, not parsed */
 	m = msg_begin(b, 1, 0, 2012);
-	put32(b, 2013);
-	put32(b, 100);
-	put8(b, 2);
-	put(b, "\x01\x02\x03\x04\x05\x06", 6);
+	l7b_le(b, 2013, 4);
+	l7b_le(b, 100, 4);
+	l7b_le(b, 2, 1);
+	l7b_put(b, "\x01\x02\x03\x04\x05\x06", 6);
 	msg_end(b, m);
-	feedb(r, EG, 1, b);
+	l7b_feed(r, EG, 1, b);
 	b->n = 0;
 	m = msg_begin(b, 2, 1, 2012);
-	put32(b, 2013);
-	put32(b, 100);
-	put8(b, 3);
-	put(b, "\x01\x02\x03", 3);
+	l7b_le(b, 2013, 4);
+	l7b_le(b, 100, 4);
+	l7b_le(b, 3, 1);
+	l7b_put(b, "\x01\x02\x03", 3);
 	msg_end(b, m);
-	feedb(r, IN, 2, b);
+	l7b_feed(r, IN, 2, b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "OP_COMPRESSED");
 	cr_assert_eq(r->x[0].error, 0);
@@ -660,34 +610,34 @@ Test(mongo, compressed_checksum_and_sequences)
 	/* a document sequence before the body, and a checksum after it */
 	b->n = 0;
 	m = msg_begin(b, 3, 0, 2013);
-	put32(b, 1);
-	put8(b, 1);
+	l7b_le(b, 1, 4);
+	l7b_le(b, 1, 1);
 	s = b->n;
-	put32(b, 0);
-	put(b, "documents", 10);
+	l7b_le(b, 0, 4);
+	l7b_put(b, "documents", 10);
 	d = doc_begin(b);
 	el_i32(b, "_id", 1);
 	doc_end(b, d);
-	patch32(b, s, (uint32_t)(b->n - s));
-	put8(b, 0);
+	l7b_patch_le(b, s, (uint32_t)(b->n - s), 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	el_str(b, "insert", "seq");
 	el_str(b, "$db", "test");
 	doc_end(b, d);
-	put32(b, 0xdeadbeef);
+	l7b_le(b, 0xdeadbeef, 4);
 	msg_end(b, m);
-	feedb(r, EG, 3, b);
+	l7b_feed(r, EG, 3, b);
 	b->n = 0;
 	m = msg_begin(b, 4, 3, 2013);
-	put32(b, 1);
-	put8(b, 0);
+	l7b_le(b, 1, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	el_double(b, "ok", 0);
 	el_i32(b, "code", 26);
 	doc_end(b, d);
-	put32(b, 0x12345678);
+	l7b_le(b, 0x12345678, 4);
 	msg_end(b, m);
-	feedb(r, IN, 4, b);
+	l7b_feed(r, IN, 4, b);
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[1].op, "insert");
 	cr_assert_str_eq(r->x[1].target, "seq");
@@ -702,19 +652,19 @@ Test(mongo, compressed_checksum_and_sequences)
 Test(mongo, capture_cut_messages)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *b = buf_new(), *a = buf_new();
+	struct l7b *b = l7b_new(), *a = l7b_new();
 	struct l7_stats st;
 	size_t m, d, big = 100000;
 	char name[400];
 
 	/* an insert of 100 kB, of which the worker captured 1 KiB: op and target still read */
 	m = msg_begin(b, 1, 0, 2013);
-	put32(b, 0);
-	put8(b, 0);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	el_str(b, "insert", "bigcoll");
 	key(b, 0x04, "documents");
-	put32(b, (uint32_t)big);
+	l7b_le(b, (uint32_t)big, 4);
 	memset(b->b + b->n, 'x', big - 4);
 	b->n += big - 4;
 	el_str(b, "$db", "test");
@@ -722,7 +672,7 @@ Test(mongo, capture_cut_messages)
 	msg_end(b, m);
 	l7r_seg(r, EG, 1, b->b, 1024, b->n);
 	op_msg_ok(a, 2, 1, 0, 1, 0);
-	feedb(r, IN, 2, a);
+	l7b_feed(r, IN, 2, a);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "insert");
 	cr_assert_str_eq(r->x[0].target, "bigcoll");
@@ -737,11 +687,11 @@ Test(mongo, capture_cut_messages)
 	l7r_seg(r, EG, 3, b->b, 16 + 5 + 4 + 1 + 5 + 4 + 10, b->n);
 	b->n = 0;
 	op_msg_cmd(b, 4, 0, "find", name);
-	feedb(r, EG, 4, b);
+	l7b_feed(r, EG, 4, b);
 	a->n = 0;
 	op_msg_ok(a, 5, 3, 0, 1, 0);
 	op_msg_ok(a, 6, 4, 0, 1, 0);
-	feedb(r, IN, 5, a);
+	l7b_feed(r, IN, 5, a);
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[1].target, "nnnnnnnnnn");
 	cr_assert_eq(r->x[1].flags, L7_F_TARGET_TRUNCATED | L7_F_REQ_TRUNCATED);
@@ -754,7 +704,7 @@ Test(mongo, capture_cut_messages)
 	l7r_seg(r, EG, 6, b->b, 16, b->n);
 	a->n = 0;
 	op_msg_ok(a, 8, 7, 0, 1, 0);
-	feedb(r, IN, 7, a);
+	l7b_feed(r, IN, 7, a);
 	cr_assert_eq(r->n, 4);
 	cr_assert_str_eq(r->x[3].op, "OP_MSG");
 	st = l7r_finish(r, 8);
@@ -769,7 +719,7 @@ Test(mongo, capture_cut_messages)
 Test(mongo, hostile_lengths)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *b = buf_new(), *ok = buf_new();
+	struct l7b *b = l7b_new(), *ok = l7b_new();
 	struct l7_stats st;
 	size_t m, d;
 	uint32_t fields[][4] = {
@@ -784,48 +734,48 @@ Test(mongo, hostile_lengths)
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		b->n = 0;
 		for (int k = 0; k < 4; k++)
-			put32(b, fields[i][k]);
-		put32(b, i == 5 ? 4 : 0);
-		put8(b, 0);
+			l7b_le(b, fields[i][k], 4);
+		l7b_le(b, i == 5 ? 4 : 0, 4);
+		l7b_le(b, 0, 1);
 		memset(b->b + b->n, 0, 9);
 		b->n += 9;
-		feedb(r, EG, 1 + i, b);
+		l7b_feed(r, EG, 1 + i, b);
 	}
 	/* the next segment start that is a message is taken */
 	op_msg_cmd(ok, 42, 0, "ping", NULL);
-	feedb(r, EG, 10, ok);
+	l7b_feed(r, EG, 10, ok);
 	ok->n = 0;
 	op_msg_ok(ok, 43, 42, 0, 1, 0);
-	feedb(r, IN, 11, ok);
+	l7b_feed(r, IN, 11, ok);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "ping");
 
 	/* BSON lengths that do not fit the message: framed, counted malformed */
 	b->n = 0;
 	m = msg_begin(b, 50, 0, 2013);
-	put32(b, 0);
-	put8(b, 0);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	el_str(b, "find", "x");
 	doc_end(b, d);
 	msg_end(b, m);
-	patch32(b, d, 5000);
-	feedb(r, EG, 12, b);
+	l7b_patch_le(b, d, 5000, 4);
+	l7b_feed(r, EG, 12, b);
 	b->n = 0;
 	m = msg_begin(b, 51, 0, 2013);
-	put32(b, 0);
-	put8(b, 0);
+	l7b_le(b, 0, 4);
+	l7b_le(b, 0, 1);
 	d = doc_begin(b);
 	key(b, 0x02, "find");
-	put32(b, 0x7fffffff);
-	put(b, "x", 2);
+	l7b_le(b, 0x7fffffff, 4);
+	l7b_put(b, "x", 2);
 	doc_end(b, d);
 	msg_end(b, m);
-	feedb(r, EG, 13, b);
+	l7b_feed(r, EG, 13, b);
 	ok->n = 0;
 	op_msg_ok(ok, 60, 50, 0, 1, 0);
 	op_msg_ok(ok, 61, 51, 0, 1, 0);
-	feedb(r, IN, 14, ok);
+	l7b_feed(r, IN, 14, ok);
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[1].op, "OP_MSG");
 	cr_assert_str_eq(r->x[2].op, "OP_MSG");
@@ -844,12 +794,12 @@ Test(mongo, hostile_lengths)
 Test(mongo, empty_first_key)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 
 	op_msg_cmd(q, 1, 0, "", "x");
-	feedb(r, EG, 1, q);
+	l7b_feed(r, EG, 1, q);
 	op_msg_ok(a, 2, 1, 0, 1, 0);
-	feedb(r, IN, 2, a);
+	l7b_feed(r, IN, 2, a);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "OP_MSG");
 	cr_assert_str_eq(r->x[0].target, "");
@@ -862,7 +812,7 @@ Test(mongo, empty_first_key)
 Test(mongo, gaps_and_losses)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 	struct l7_stats st;
 	size_t n1;
 
@@ -873,7 +823,7 @@ Test(mongo, gaps_and_losses)
 	l7r_lost(r, EG, q->n - 50);
 	l7r_seg(r, EG, 2, q->b + q->n - 10, 10, 10);
 	op_msg_ok(a, 2, 1, 0, 1, 0);
-	feedb(r, IN, 3, a);
+	l7b_feed(r, IN, 3, a);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "find");
 	cr_assert_eq(r->x[0].req_bytes, q->n);
@@ -885,11 +835,11 @@ Test(mongo, gaps_and_losses)
 	l7r_seg(r, EG, 5, q->b + 30, q->n - 30, q->n - 30);
 	q->n = 0;
 	op_msg_cmd(q, 3, 0, "find", "c3");
-	feedb(r, EG, 6, q);
+	l7b_feed(r, EG, 6, q);
 	a->n = 0;
 	op_msg_ok(a, 4, 1, 0, 1, 0);
 	op_msg_ok(a, 5, 3, 0, 1, 0);
-	feedb(r, IN, 7, a);
+	l7b_feed(r, IN, 7, a);
 	cr_assert_eq(r->n, 3);
 	cr_assert_eq(r->x[1].req_bytes, 30);
 	cr_assert_eq(r->x[1].flags, L7_F_REQ_TRUNCATED);
@@ -903,7 +853,7 @@ Test(mongo, gaps_and_losses)
 	l7r_seg(r, EG, 8, q->b, q->n, q->n + 500);
 	a->n = 0;
 	op_msg_ok(a, 7, 6, 0, 1, 0);
-	feedb(r, IN, 9, a);
+	l7b_feed(r, IN, 9, a);
 	cr_assert_eq(r->n, 4);
 	cr_assert_eq(r->x[3].req_bytes, q->n);
 	cr_assert_eq(r->x[3].flags, 0);
@@ -922,12 +872,12 @@ Test(mongo, gaps_and_losses)
 Test(mongo, loss_timed_by_the_last_segment)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 
 	op_msg_ok(a, 2, 1, 0, 1, 0);
 	l7r_seg(r, IN, 5, a->b, 20, 20);
 	op_msg_cmd(q, 1, 0, "ping", NULL);
-	feedb(r, EG, 10, q);
+	l7b_feed(r, EG, 10, q);
 	l7r_lost(r, IN, a->n - 20);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].op, "ping");
@@ -944,17 +894,17 @@ Test(mongo, loss_timed_by_the_last_segment)
 Test(mongo, pending_limit)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 	struct l7_stats st;
 
 	for (uint32_t i = 1; i <= 100; i++)
 		op_msg_cmd(q, i, 0, "find", "p");
-	feedb(r, EG, 1, q);
+	l7b_feed(r, EG, 1, q);
 	cr_assert_eq(r->n, 0);
 	for (uint32_t i = 1; i <= 100; i++) {
 		a->n = 0;
 		op_msg_ok(a, 1000 + i, i, 0, 1, 0);
-		feedb(r, IN, 2, a);
+		l7b_feed(r, IN, 2, a);
 	}
 	st = l7r_finish(r, 3);
 	/* 64 answered, 20 replies to requests dropped too long ago to be known: orphans */
@@ -977,13 +927,13 @@ Test(mongo, garbage_direction_abandoned)
 {
 	struct l7r_run *r = l7r_new(OPS);
 	static const uint8_t junk[32] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-	struct buf *q = buf_new();
+	struct l7b *q = l7b_new();
 	struct l7_stats st;
 
 	for (int i = 0; i < 20; i++)
 		l7r_seg(r, EG, 1, junk, sizeof(junk), sizeof(junk));
 	op_msg_cmd(q, 1, 0, "ping", NULL);
-	feedb(r, EG, 2, q);
+	l7b_feed(r, EG, 2, q);
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_UNKNOWN);
 	st = l7r_finish(r, 3);
 	cr_assert_eq(st.dirs_abandoned, 1);
@@ -996,7 +946,7 @@ Test(mongo, garbage_direction_abandoned)
 Test(mongo, hand_built_split_anywhere)
 {
 	struct l7r_rec *rec = l7r_rec_new();
-	struct buf *q = buf_new(), *a = buf_new();
+	struct l7b *q = l7b_new(), *a = l7b_new();
 
 	op_msg_cmd(q, 1, 0, "find", "a");
 	op_msg_cmd(q, 2, 2, "insert", "b");

@@ -8,6 +8,7 @@
  * byte fed is in an exchange or counted unattributed.
  */
 #include "shipper/network/protocols/mysql.h"
+#include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
 #define OPS (&l7_mysql_ops)
@@ -46,30 +47,16 @@ static void check_x(const struct l7_exchange *x, const char *op, const char *tar
 
 /* --- hand-made packets --- */
 
-struct buf {
-	uint8_t b[4096];
-	size_t n;
-};
-
-static void put(struct buf *b, uint8_t seq, const void *p, size_t n)
+/* A packet: its length in 3 bytes, its sequence number, its payload. */
+static void put(struct l7b *b, uint8_t seq, const void *p, size_t n)
 {
-	cr_assert_leq(b->n + 4 + n, sizeof(b->b));
-	b->b[b->n++] = (uint8_t)n;
-	b->b[b->n++] = (uint8_t)(n >> 8);
-	b->b[b->n++] = (uint8_t)(n >> 16);
-	b->b[b->n++] = seq;
-	memcpy(b->b + b->n, p, n);
-	b->n += n;
+	l7b_le(b, n, 3);
+	l7b_le(b, seq, 1);
+	l7b_put(b, p, n);
 }
 
 /* A packet whose payload is a string literal (its NUL excluded). */
 #define PUT(b, seq, lit) put(b, seq, lit, sizeof(lit) - 1)
-
-static void send_buf(struct l7r_run *r, enum l7_dir dir, uint64_t ts, struct buf *b)
-{
-	l7r_seg(r, dir, ts, b->b, b->n, b->n);
-	b->n = 0;
-}
 
 #define COLDEF "\x03" "def\0\0\0\x01" "a\0\0\x0c?\0\x01\0\0\0\x03\x81\0\0\0\0"
 #define EOF_PKT "\xfe\0\0\x02\0"
@@ -90,7 +77,7 @@ static void greeting(struct l7r_run *r, uint64_t ts)
 static size_t handshake(struct l7r_run *r, uint32_t caps)
 {
 	uint8_t p[40] = { 0 };
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 
 	caps |= 0x200 | 0x8000;
 	memcpy(p, &caps, 4);
@@ -98,9 +85,9 @@ static size_t handshake(struct l7r_run *r, uint32_t caps)
 	memcpy(p + 32, "u\0\0", 3);
 	greeting(r, 1);
 	put(&b, 1, p, 35);
-	send_buf(r, EG, 2, &b);
+	l7b_send(r, EG, 2, &b);
 	PUT(&b, 2, OK_PKT);
-	send_buf(r, IN, 3, &b);
+	l7b_send(r, IN, 3, &b);
 	return 104 + 39 + 11;
 }
 
@@ -283,14 +270,14 @@ Test(mysql, tls_plaintext_starts_at_handshake_response)
 Test(mysql, compression_stops_parsing)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	handshake(r, 0x20);
 	/* a compressed packet: 3-byte length, sequence, 3-byte uncompressed length */
 	l7r_seg(r, EG, 4, "\x0a\0\0\0\0\0\0\x01\0\0\x0ePING", 15, 15);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	st = l7r_finish(r, 6);
 	cr_assert_eq(r->n, 0);
 	cr_assert_eq(my_stats(r).compressed, 1);
@@ -346,16 +333,16 @@ Test(mysql, midstream_inside_a_response)
 Test(mysql, midstream_rejects_what_is_not_a_command)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	/* sequence 0, COM_QUERY, but binary "text"; COM_PING of 2 bytes; sequence 3 */
 	PUT(&b, 0, "\x03\x01\x02\x03\x04");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 0, "\x0e\x00");
-	send_buf(r, EG, 2, &b);
+	l7b_send(r, EG, 2, &b);
 	PUT(&b, 3, "\x03SELECT 1");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_UNKNOWN);
 	/* a command whose length is not its segment's, after framing was lost */
 	PUT(&b, 0, "\x03SELECT 1");
@@ -363,10 +350,10 @@ Test(mysql, midstream_rejects_what_is_not_a_command)
 	b.n = 0;
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_UNKNOWN);
 	PUT(&b, 0, "\x03SELECT 2");
-	send_buf(r, EG, 5, &b);
+	l7b_send(r, EG, 5, &b);
 	cr_assert_eq(r->ops->role(r->c), L7_ROLE_CLIENT);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	st = l7r_finish(r, 7);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_QUERY", "SELECT 2", 13, 11, 0, 0);
@@ -380,51 +367,51 @@ Test(mysql, midstream_rejects_what_is_not_a_command)
 Test(mysql, deprecate_eof_from_handshake)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	size_t hs = handshake(r, 1u << 24);
 	uint8_t ok[12] = { 0x00, 7, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0 };
 
 	cr_assert_eq(my_stats(r).deprecate_eof, 1);
 	PUT(&b, 0, "\x03SELECT a FROM t");
-	send_buf(r, EG, 10, &b);
+	l7b_send(r, EG, 10, &b);
 	/* no EOF after the definitions; the rows end with an OK with a 0xfe header */
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, "\x01" "1");
 	PUT(&b, 4, "\x01" "2");
 	PUT(&b, 5, OK_FE);
-	send_buf(r, IN, 11, &b);
+	l7b_send(r, IN, 11, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_QUERY", "SELECT a FROM t", 20, 5 + 28 + 6 + 6 + 11, 0, 0);
 	/* an empty result set: the OK right after the definitions */
 	PUT(&b, 0, "\x03SELECT a FROM t WHERE 0");
-	send_buf(r, EG, 12, &b);
+	l7b_send(r, EG, 12, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, OK_FE);
-	send_buf(r, IN, 13, &b);
+	l7b_send(r, IN, 13, &b);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[1].resp_bytes, 5 + 28 + 11);
 	cr_assert_eq(r->x[1].end_ns, 13);
 	/* a prepare: 2 parameters, 1 column, no EOFs: complete at its last definition */
 	PUT(&b, 0, "\x16SELECT a FROM t WHERE b = ? AND c = ?");
-	send_buf(r, EG, 14, &b);
+	l7b_send(r, EG, 14, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, COLDEF);
 	PUT(&b, 4, COLDEF);
-	send_buf(r, IN, 15, &b);
+	l7b_send(r, IN, 15, &b);
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[2], "COM_STMT_PREPARE", "SELECT a FROM t WHERE b = ? AND c = ?", 42,
 		16 + 3 * 28, 0, 0);
 	cr_assert_eq(r->x[2].end_ns, 15);
 	PUT(&b, 0, "\x17\x07\0\0\0\0\x01\0\0\0\0\x01\x03\0\x03\0\x01\0\0\0\x02\0\0\0");
-	send_buf(r, EG, 16, &b);
+	l7b_send(r, EG, 16, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, "\0\0\x01" "1");
 	PUT(&b, 4, OK_FE);
-	send_buf(r, IN, 17, &b);
+	l7b_send(r, IN, 17, &b);
 	cr_assert_eq(r->n, 4);
 	check_x(&r->x[3], "COM_STMT_EXECUTE", "SELECT a FROM t WHERE b = ? AND c = ?", 28,
 		5 + 28 + 8 + 11, 0, 0);
@@ -436,24 +423,24 @@ Test(mysql, deprecate_eof_from_handshake)
 Test(mysql, deprecate_eof_unknown_prepare)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t ok[12] = { 0x00, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 
 	PUT(&b, 0, "\x16" "DELETE FROM t WHERE a = ?");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	/* Complete only when the next command shows no EOF was coming; it ended at 2. */
 	cr_assert_eq(r->n, 0);
 	PUT(&b, 0, "\x17\x09\0\0\0\0\x01\0\0\0\0\x01\x03\0\x05\0\0\0");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_STMT_PREPARE", "DELETE FROM t WHERE a = ?", 30, 16 + 28, 0, 0);
 	cr_assert_eq(r->x[0].end_ns, 2);
 	cr_assert_eq(my_stats(r).deprecate_eof, 1);
 	PUT(&b, 1, "\0\x01\0\0\0\x02\0\0\0");
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "COM_STMT_EXECUTE", "DELETE FROM t WHERE a = ?", 22, 13, 0, 0);
 	l7r_finish(r, 5);
@@ -462,11 +449,11 @@ Test(mysql, deprecate_eof_unknown_prepare)
 	/* The same with the EOF: learnt the other way, complete at once. */
 	r = l7r_new(OPS);
 	PUT(&b, 0, "\x16" "DELETE FROM t WHERE a = ?");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].resp_bytes, 16 + 28 + 9);
 	cr_assert_eq(my_stats(r).deprecate_eof, 0);
@@ -477,36 +464,36 @@ Test(mysql, deprecate_eof_unknown_prepare)
 Test(mysql, cursor_and_fetch)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t ok[12] = { 0x00, 4, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
 
 	PUT(&b, 0, "\x16SELECT a FROM t");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	/* a read-only cursor: definitions and an EOF with SERVER_STATUS_CURSOR_EXISTS */
 	PUT(&b, 0, "\x17\x04\0\0\0\x01\x01\0\0\0");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, "\xfe\0\0\x42\0");
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "COM_STMT_EXECUTE", "SELECT a FROM t", 14, 5 + 28 + 9, 0, 0);
 	PUT(&b, 0, "\x1c\x04\0\0\0\x02\0\0\0");
-	send_buf(r, EG, 5, &b);
+	l7b_send(r, EG, 5, &b);
 	PUT(&b, 1, "\0\0\x01" "1");
 	PUT(&b, 2, "\0\0\x01" "2");
 	PUT(&b, 3, "\xfe\0\0\x82\0");
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	cr_assert_eq(r->n, 3);
 	check_x(&r->x[2], "COM_STMT_FETCH", "SELECT a FROM t", 13, 8 + 8 + 9, 0, 0);
 	PUT(&b, 0, "\x1a\x04\0\0\0");
-	send_buf(r, EG, 7, &b);
+	l7b_send(r, EG, 7, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 8, &b);
+	l7b_send(r, IN, 8, &b);
 	check_x(&r->x[3], "COM_STMT_RESET", "SELECT a FROM t", 9, 11, 0, 0);
 	l7r_finish(r, 9);
 	l7r_free(r);
@@ -515,25 +502,25 @@ Test(mysql, cursor_and_fetch)
 Test(mysql, pipelined_prepare_and_execute)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t ok[12] = { 0x00, 3, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 
 	/* MariaDB Connector/C: both at once, the execute naming statement -1 */
 	PUT(&b, 0, "\x16" "INSERT INTO t VALUES (?)");
 	PUT(&b, 0, "\x17\xff\xff\xff\xff\0\x01\0\0\0\0\x01\x03\0\x05\0\0\0");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
 	PUT(&b, 1, "\0\x01\0\x02\0\0\0");
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[0], "COM_STMT_PREPARE", "INSERT INTO t VALUES (?)", 29, 16 + 28 + 9, 0, 0);
 	check_x(&r->x[1], "COM_STMT_EXECUTE", "INSERT INTO t VALUES (?)", 22, 11, 0, 0);
 	cr_assert_eq(r->x[1].end_ns, 2);
 	/* later, -1 still names the last statement prepared */
 	PUT(&b, 0, "\x19\xff\xff\xff\xff");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	check_x(&r->x[2], "COM_STMT_CLOSE", "INSERT INTO t VALUES (?)", 9, 0, 0,
 		L7_F_NO_REPLY_EXPECTED);
 	cr_assert_eq(l7r_finish(r, 4).bytes_unattributed, 0);
@@ -543,24 +530,24 @@ Test(mysql, pipelined_prepare_and_execute)
 Test(mysql, change_user_and_unsolicited_error)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	size_t hs = handshake(r, 0);
 
 	/* COM_CHANGE_USER, an auth switch, the client's answer, then OK */
 	PUT(&b, 0, "\x11" "bob\0\x14" "01234567890123456789shop\0");
-	send_buf(r, EG, 10, &b);
+	l7b_send(r, EG, 10, &b);
 	PUT(&b, 1, "\xfe" "mysql_native_password\0" "abcdefghijklmnopqrst");
-	send_buf(r, IN, 11, &b);
+	l7b_send(r, IN, 11, &b);
 	PUT(&b, 2, "01234567890123456789");
-	send_buf(r, EG, 12, &b);
+	l7b_send(r, EG, 12, &b);
 	PUT(&b, 3, OK_PKT);
-	send_buf(r, IN, 13, &b);
+	l7b_send(r, IN, 13, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_CHANGE_USER", "", 35 + 24, 47 + 11, 0, 0);
 	cr_assert_eq(r->x[0].end_ns, 13);
 	/* MySQL 8's "disconnected by the server because of inactivity": nothing asked */
 	PUT(&b, 0, "\xff\xbf\x0f#HY000The client was disconnected");
-	send_buf(r, IN, 20, &b);
+	l7b_send(r, IN, 20, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "", "", 0, 40, 4031, L7_F_NO_REQUEST);
 	cr_assert_eq(r->x[1].start_ns, 20);
@@ -576,7 +563,7 @@ Test(mysql, long_statement_cut_by_capture)
 {
 	struct l7r_run *r = l7r_new(OPS);
 	static uint8_t q[3000];
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 	size_t len = sizeof(q) - 4;
 
@@ -586,7 +573,7 @@ Test(mysql, long_statement_cut_by_capture)
 	memset(q + 26, '1', sizeof(q) - 26);
 	l7r_seg(r, EG, 1, q, 1024, sizeof(q));
 	PUT(&b, 1, "\0\x01\0\x02\0\0\0");
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(strlen(r->x[0].target), L7_TARGET_MAX);
 	cr_assert_eq(memcmp(r->x[0].target, "INSERT INTO t VALUES 111", 24), 0);
@@ -603,15 +590,15 @@ Test(mysql, gap_inside_a_row_keeps_framing)
 {
 	struct l7r_run *r = l7r_new(OPS);
 	static uint8_t row[2000];
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 
 	PUT(&b, 0, "\x03SELECT blob FROM t");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	/* a 2000-byte row of which a write's first 100 bytes were captured */
 	row[0] = 0xfc;
 	row[1] = (uint8_t)(sizeof(row) - 3);
@@ -621,7 +608,7 @@ Test(mysql, gap_inside_a_row_keeps_framing)
 	b.n = 0;
 	cr_assert_eq(r->n, 0);
 	PUT(&b, 5, EOF_PKT);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_QUERY", "SELECT blob FROM t", 23, 5 + 28 + 9 + 2004 + 9, 0,
 		L7_F_RESP_TRUNCATED);
@@ -635,12 +622,12 @@ Test(mysql, gap_inside_a_row_keeps_framing)
 Test(mysql, gap_across_packets_resynchronizes)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 	size_t resp;
 
 	PUT(&b, 0, "\x03SELECT a FROM t");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
@@ -655,7 +642,7 @@ Test(mysql, gap_across_packets_resynchronizes)
 	cr_assert_eq(r->n, 0);
 	/* The next command ends it; the answer to that command is found again. */
 	PUT(&b, 0, "\x03SELECT 2");
-	send_buf(r, EG, 4, &b);
+	l7b_send(r, EG, 4, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_QUERY", "SELECT a FROM t", 20, resp + 4, 0, L7_F_RESP_TRUNCATED);
 	cr_assert_eq(r->x[0].end_ns, 3);
@@ -711,7 +698,7 @@ Test(mysql, continuation_packets)
 {
 	struct l7r_run *r = l7r_new(OPS);
 	static uint8_t big[1024];
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	struct l7_stats st;
 	uint64_t full = 4 + 0xffffffu;
 
@@ -719,9 +706,9 @@ Test(mysql, continuation_packets)
 	memset(big + 12, 'x', sizeof(big) - 12);
 	l7r_seg(r, EG, 1, big, sizeof(big), full);
 	PUT(&b, 1, "xxxxxx' t");
-	send_buf(r, EG, 2, &b);
+	l7b_send(r, EG, 2, &b);
 	PUT(&b, 2, OK_PKT);
-	send_buf(r, IN, 3, &b);
+	l7b_send(r, IN, 3, &b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].req_bytes, full + 13);
 	cr_assert_eq(r->x[0].flags, L7_F_TARGET_TRUNCATED | L7_F_REQ_TRUNCATED);
@@ -729,18 +716,18 @@ Test(mysql, continuation_packets)
 
 	/* a row of more than 16 MiB whose second part begins like an EOF */
 	PUT(&b, 0, "\x03SELECT big");
-	send_buf(r, EG, 4, &b);
+	l7b_send(r, EG, 4, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
-	send_buf(r, IN, 5, &b);
+	l7b_send(r, IN, 5, &b);
 	memcpy(big, "\xff\xff\xff\x04\xfe", 5);
 	l7r_seg(r, IN, 6, big, 64, full);
 	PUT(&b, 5, EOF_PKT);
-	send_buf(r, IN, 7, &b);
+	l7b_send(r, IN, 7, &b);
 	cr_assert_eq(r->n, 1);
 	PUT(&b, 6, EOF_PKT);
-	send_buf(r, IN, 8, &b);
+	l7b_send(r, IN, 8, &b);
 	cr_assert_eq(r->n, 2);
 	check_x(&r->x[1], "COM_QUERY", "SELECT big", 15, 5 + 28 + 9 + full + 9 + 9, 0,
 		L7_F_RESP_TRUNCATED);
@@ -776,14 +763,14 @@ Test(mysql, answer_begun_before_the_command)
 Test(mysql, result_set_without_metadata)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 
 	PUT(&b, 0, "\x17\x05\0\0\0\0\x01\0\0\0");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, "\x01\x00");
 	PUT(&b, 2, "\0\0\x01" "1");
 	PUT(&b, 3, EOF_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
 	check_x(&r->x[0], "COM_STMT_EXECUTE", "", 14, 6 + 8 + 9, 0, 0);
 	cr_assert_eq(r->x[0].end_ns, 2);
@@ -796,37 +783,37 @@ Test(mysql, result_set_without_metadata)
 static void hsresp_only(struct l7r_run *r, uint32_t caps)
 {
 	uint8_t p[36] = { 0 };
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 
 	caps |= 0x200 | 0x8000;
 	memcpy(p, &caps, 4);
 	memcpy(p + 32, "u\0\0", 3);
 	put(&b, 2, p, 35);
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 3, OK_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 }
 
 Test(mysql, query_attributes)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 
 	hsresp_only(r, 1u << 27);
 	/* no parameters: counts 0 and 1 before the text; parameters: not looked through */
 	PUT(&b, 0, "\x03\x00\x01SELECT 1");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	PUT(&b, 0, "\x03\x01\x01\x00\x01\x08\x00\x01" "a" "\x05\0\0\0\0\0\0\0" "SELECT 2");
-	send_buf(r, EG, 5, &b);
+	l7b_send(r, EG, 5, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	/* a client that announces them to a server without them sends plain text */
 	PUT(&b, 0, "\x03SELECT 3");
-	send_buf(r, EG, 7, &b);
+	l7b_send(r, EG, 7, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 8, &b);
+	l7b_send(r, IN, 8, &b);
 	l7r_finish(r, 9);
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[0].target, "SELECT 1");
@@ -838,9 +825,9 @@ Test(mysql, query_attributes)
 	/* Without the handshake: counts 0 and 1 are not text either. */
 	r = l7r_new(OPS);
 	PUT(&b, 0, "\x03\x00\x01SELECT 4");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].target, "SELECT 4");
 	l7r_finish(r, 3);
@@ -894,7 +881,7 @@ Test(mysql, hundred_pings_unanswered)
 Test(mysql, statement_map_is_bounded)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	char q[32];
 	uint8_t ok[12] = { 0 }, ex[10] = { 0x17, 0, 0, 0, 0, 0, 1, 0, 0, 0 };
 
@@ -902,22 +889,22 @@ Test(mysql, statement_map_is_bounded)
 		int n = snprintf(q, sizeof(q), "\x16SELECT %u", id);
 
 		put(&b, 0, q, (size_t)n);
-		send_buf(r, EG, id, &b);
+		l7b_send(r, EG, id, &b);
 		ok[1] = id;
 		put(&b, 1, ok, sizeof(ok));
-		send_buf(r, IN, id, &b);
+		l7b_send(r, IN, id, &b);
 	}
 	/* the oldest four were pushed out */
 	ex[1] = 1;
 	put(&b, 0, ex, sizeof(ex));
-	send_buf(r, EG, 50, &b);
+	l7b_send(r, EG, 50, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 51, &b);
+	l7b_send(r, IN, 51, &b);
 	ex[1] = MYSQL_MAX_STMTS + 4;
 	put(&b, 0, ex, sizeof(ex));
-	send_buf(r, EG, 52, &b);
+	l7b_send(r, EG, 52, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 53, &b);
+	l7b_send(r, IN, 53, &b);
 	l7r_finish(r, 54);
 	cr_assert_eq(r->n, MYSQL_MAX_STMTS + 6);
 	cr_assert_str_eq(r->x[MYSQL_MAX_STMTS + 4].target, "");
@@ -949,30 +936,30 @@ Test(mysql, not_mysql_is_abandoned)
 Test(mysql, hostile_counts)
 {
 	struct l7r_run *r = l7r_new(OPS);
-	struct buf b = { 0 };
+	struct l7b b = { 0 };
 	uint8_t ok[12] = { 0x00, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0 };
 	struct l7_stats st;
 
 	PUT(&b, 0, "\x0e");
-	send_buf(r, EG, 1, &b);
+	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 2, &b);
+	l7b_send(r, IN, 2, &b);
 	/* 2^64-1 and 2^24-1 columns: only counted down, never allocated */
 	PUT(&b, 0, "\x03SELECT *");
-	send_buf(r, EG, 3, &b);
+	l7b_send(r, EG, 3, &b);
 	PUT(&b, 1, "\xfd\xff\xff\xff");
 	PUT(&b, 2, COLDEF);
-	send_buf(r, IN, 4, &b);
+	l7b_send(r, IN, 4, &b);
 	/* 65535 parameters and columns */
 	PUT(&b, 0, "\x16SELECT ?");
-	send_buf(r, EG, 5, &b);
+	l7b_send(r, EG, 5, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
-	send_buf(r, IN, 6, &b);
+	l7b_send(r, IN, 6, &b);
 	PUT(&b, 0, "\x0e");
-	send_buf(r, EG, 7, &b);
+	l7b_send(r, EG, 7, &b);
 	PUT(&b, 1, OK_PKT);
-	send_buf(r, IN, 8, &b);
+	l7b_send(r, IN, 8, &b);
 	st = l7r_finish(r, 9);
 	cr_assert_eq(r->n, 4);
 	check_x(&r->x[1], "COM_QUERY", "SELECT *", 13, 8 + 28, 0, L7_F_RESP_TRUNCATED);
