@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The body of the libFuzzer targets of the parsers behind shipper/network/protocols/l7.h (fuzz_mysql.c,
- * fuzz_cql.c, fuzz_mongo.c, fuzz_kafka.c, fuzz_dns.c): what a traced process writes and reads
+ * The body of the libFuzzer targets of the parsers behind shipper/network/protocols/l7.h
+ * (fuzz_http1.c, fuzz_mysql.c, fuzz_cql.c, fuzz_mongo.c, fuzz_kafka.c, fuzz_dns.c): what a traced process writes and reads
  * on one connection, as the shipper's parser gets it: segments of either direction with a
  * captured prefix and a gap, lost segments, pops, and a close. Each target is a struct
  * l7f_target: its parser, its input format and the contracts of its protocol.
@@ -16,7 +16,7 @@
  *   bit 6       segment: a second length byte (high byte)
  * then, for a segment, its length (1 or 2 bytes; cut to what the input has left) and one
  * gap byte (gap = byte << shift), followed by the captured bytes; for a loss, one byte
- * (bytes = byte << shift, 0: unknown). The operations are fuzz_http1's.
+ * (bytes = byte << shift, 0: unknown).
  *
  * Contracts checked for every target: feeds succeed until close and fail with -EPIPE after;
  * at most L7_MAX_PENDING exchanges held (popped at once, or as the target's `pending` says);
@@ -40,12 +40,13 @@
 
 #include "shipper/network/protocols/l7.h"
 #include "shipper/network/protocols/l7msg.h"
+#include "tests/unit/l7_same.h"
 
 #define L7F_MAX_KEEP 256
 #define L7F_SEC 1000000000ull
 #define L7F_FLAGS                                                                          \
 	(L7_F_REQ_TRUNCATED | L7_F_RESP_TRUNCATED | L7_F_NO_REQUEST | L7_F_NO_RESPONSE |    \
-	 L7_F_TARGET_TRUNCATED | L7_F_NO_REPLY_EXPECTED)
+	 L7_F_TARGET_TRUNCATED | L7_F_NO_REPLY_EXPECTED | L7_F_NO_RESULT | L7_F_SWITCH)
 
 /* struct l7f_target's format. */
 enum {
@@ -67,6 +68,7 @@ struct l7f_target {
 
 struct l7f_out {
 	struct l7_exchange x[L7F_MAX_KEEP];
+	struct http2_exchange hx[L7F_MAX_KEEP]; /* HTTP's part of x[] */
 	size_t n, popped;
 	uint64_t sum;
 	uint64_t max_ts;
@@ -161,8 +163,10 @@ static void l7f_drain(const struct l7f_target *t, void *c, struct l7f_out *o)
 			t->check_x(&x);
 		o->sum += x.req_bytes + x.resp_bytes;
 		o->popped++;
-		if (o->n < L7F_MAX_KEEP)
-			o->x[o->n++] = x;
+		if (o->n < L7F_MAX_KEEP) {
+			l7_x_keep(&x, &o->x[o->n], &o->hx[o->n]);
+			o->n++;
+		}
 	}
 }
 
@@ -278,7 +282,7 @@ static int l7f_run(const struct l7f_target *t, const uint8_t *data, size_t size)
 	if (a.n != b.n || a.popped != b.popped)
 		abort();
 	for (size_t k = 0; k < a.n; k++)
-		if (memcmp(&a.x[k], &b.x[k], sizeof(a.x[k])))
+		if (!l7_x_same(&a.x[k], &b.x[k]))
 			abort();
 	return 0;
 }

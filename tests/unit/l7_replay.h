@@ -25,6 +25,7 @@
 
 #include "shipper/network/protocols/http/http2.h"
 #include "shipper/network/protocols/l7.h"
+#include "tests/unit/l7_same.h"
 
 #define L7R_MAX_X 512
 #define L7R_MAX_SEGS 256
@@ -92,15 +93,8 @@ static inline void l7r_pop(struct l7r_run *r)
 		r->sum += x.req_bytes + x.resp_bytes;
 		if (r->n == L7R_MAX_X)
 			continue;
-		if (x.http2) {
-			r->hx[r->n] = *x.http2;
-			x.http2 = &r->hx[r->n];
-			x.http = &r->hx[r->n].h;
-		} else if (x.http) {
-			r->hx[r->n].h = *x.http;
-			x.http = &r->hx[r->n].h;
-		}
-		r->x[r->n++] = x;
+		l7_x_keep(&x, &r->x[r->n], &r->hx[r->n]);
+		r->n++;
 	}
 }
 
@@ -148,27 +142,12 @@ static inline void l7r_free(struct l7r_run *r)
 	free(r);
 }
 
-/* The same exchange, field by field (padding is not), HTTP's part by its content. */
-static inline bool l7r_x_same(const struct l7_exchange *a, const struct l7_exchange *b)
-{
-	if (!a->http != !b->http || !a->http2 != !b->http2)
-		return false;
-	if (a->http2 && memcmp(a->http2, b->http2, sizeof(*a->http2)))
-		return false;
-	if (a->http && memcmp(a->http, b->http, sizeof(*a->http)))
-		return false;
-	return a->start_ns == b->start_ns && a->end_ns == b->end_ns &&
-	       a->req_bytes == b->req_bytes && a->resp_bytes == b->resp_bytes &&
-	       a->flags == b->flags && a->code == b->code && a->error == b->error &&
-	       a->req_dir == b->req_dir && !strcmp(a->op, b->op) && !strcmp(a->target, b->target);
-}
-
 static inline void l7r_same(const struct l7r_run *a, const struct l7r_run *b, const char *what)
 {
 	cr_assert_eq(a->n, b->n, "%s: %zu exchanges, not %zu", what, b->n, a->n);
 	cr_assert_eq(a->popped, b->popped, "%s: %zu popped, not %zu", what, b->popped, a->popped);
 	for (size_t i = 0; i < a->n; i++)
-		cr_assert(l7r_x_same(&a->x[i], &b->x[i]), "%s: exchange %zu differs", what, i);
+		cr_assert(l7_x_same(&a->x[i], &b->x[i]), "%s: exchange %zu differs", what, i);
 }
 
 /* --- recordings --- */

@@ -26,12 +26,14 @@
 #include "tests/unit/l7_build.h"
 #include "tests/unit/l7_replay.h"
 
-#define EG HTTP1_EGRESS
-#define IN HTTP1_INGRESS
+#define EG L7_EGRESS
+#define IN L7_INGRESS
+#define OPS (&l7_http2_ops)
 #define MAX_X 300
 
+/* A connection through the interface, the HTTP/2 part of its exchanges kept. */
 struct run {
-	struct http2_conn *c;
+	void *c;
 	struct http2_exchange x[MAX_X];
 	size_t n;
 };
@@ -41,21 +43,25 @@ static struct run *run_new(void)
 	struct run *r = calloc(1, sizeof(*r));
 
 	cr_assert(r);
-	r->c = http2__new();
+	r->c = OPS->new_conn(0);
 	cr_assert(r->c);
 	return r;
 }
 
 static void pop(struct run *r)
 {
-	while (r->n < MAX_X && http2__next(r->c, &r->x[r->n]) == 1)
-		r->n++;
+	struct l7_exchange x;
+
+	while (r->n < MAX_X && OPS->next(r->c, &x) == 1) {
+		cr_assert(x.http2 && x.http == &x.http2->h);
+		r->x[r->n++] = *x.http2;
+	}
 }
 
-static void seg(struct run *r, enum http1_dir dir, uint64_t ts, const void *p, size_t captured,
+static void seg(struct run *r, enum l7_dir dir, uint64_t ts, const void *p, size_t captured,
 		size_t actual)
 {
-	cr_assert_eq(http2__feed(r->c, dir, ts, p, captured, actual), 0);
+	cr_assert_eq(OPS->feed(r->c, dir, ts, p, captured, actual), 0);
 	pop(r);
 }
 
@@ -65,10 +71,10 @@ static struct http2_stats finish(struct run *r, uint64_t ts)
 	struct http2_stats st;
 	uint64_t sum = 0;
 
-	http2__close(r->c, ts);
+	OPS->close(r->c, ts);
 	pop(r);
 	cr_assert_eq(http2__pending(r->c), 0);
-	http2__stats(r->c, &st);
+	OPS->counts(r->c, &st);
 	for (size_t i = 0; i < r->n; i++)
 		sum += r->x[i].h.req_bytes + r->x[i].h.resp_bytes;
 	cr_assert_eq(sum + st.bytes_unattributed, st.bytes_seen,
@@ -82,14 +88,14 @@ static void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	http2__free(r->c);
+	OPS->free_conn(r->c);
 	free(r);
 }
 
 /* --- recordings --- */
 
 /* The direction a recorded segment is for the traced process (the client, or the server). */
-static enum http1_dir rdir(const struct l7r_seg *s, bool server)
+static enum l7_dir rdir(const struct l7r_seg *s, bool server)
 {
 	return s->c2s != server ? EG : IN;
 }
@@ -112,7 +118,7 @@ static void rec_play(struct run *r, const struct l7r_rec *rec, struct play o)
 
 	for (size_t i = o.from; i < rec->n; i++) {
 		const struct l7r_seg *s = &rec->seg[i];
-		enum http1_dir d = rdir(s, o.server);
+		enum l7_dir d = rdir(s, o.server);
 		uint64_t ts = 1000 + (uint64_t)s->seq;
 		const uint8_t *p = s->data;
 		size_t len = s->len, k = skip[s->c2s] < len ? skip[s->c2s] : len;
@@ -123,7 +129,7 @@ static void rec_play(struct run *r, const struct l7r_rec *rec, struct play o)
 		if (!len)
 			continue;
 		if (i + 1 == o.lose) {
-			cr_assert_eq(http2__lost(r->c, d, len), 0);
+			cr_assert_eq(OPS->lost(r->c, d, len), 0);
 			continue;
 		}
 		if (o.cap && len > o.cap) {
@@ -154,7 +160,7 @@ static void same_exchanges(const struct run *a, const struct run *b)
 
 TestSuite(http2);
 
-static void check_grpc(const struct run *r, enum http1_dir req)
+static void check_grpc(const struct run *r, enum l7_dir req)
 {
 	static const char *const path[] = { "/rover.Test/Echo", "/rover.Test/Fail",
 					    "/rover.Test/Count", "/rover.Test/Echo" };
@@ -197,7 +203,7 @@ Test(http2, grpc_client_recording)
 	struct http2_stats st;
 
 	rec_play(r, rec, PLAY(0));
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_CLIENT);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_CLIENT);
 	check_grpc(r, EG);
 	st = finish(r, 2000);
 	cr_assert_eq(st.bytes_seen, 1135);
@@ -223,7 +229,7 @@ Test(http2, grpc_server_recording)
 	struct http2_stats st;
 
 	rec_play(r, rec, PLAY(.server = true));
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_SERVER);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_SERVER);
 	check_grpc(r, IN);
 	st = finish(r, 2000);
 	cr_assert_eq(st.bytes_unattributed, 370);
@@ -425,8 +431,8 @@ Test(http2, nginx_server_push)
 Test(http2, h2c_upgrade_after_http1)
 {
 	struct l7r_rec *rec = l7r_load("http2", "curl_upgrade");
-	struct http1_conn *h1 = http1__new();
-	struct http1_exchange up;
+	void *h1 = l7_http1_ops.new_conn(0);
+	struct l7_exchange up;
 	struct run *r = calloc(1, sizeof(*r));
 	struct http2_stats st;
 
@@ -434,18 +440,20 @@ Test(http2, h2c_upgrade_after_http1)
 	/* The request is the first c2s segment, the 101 the first s2c one. */
 	cr_assert_eq(rec->seg[0].len, 186);
 	cr_assert_eq(rec->seg[1].len, 71);
-	cr_assert_eq(http1__feed(h1, EG, 1000, rec->seg[0].data, rec->seg[0].len,
+	cr_assert_eq(l7_http1_ops.feed(h1, EG, 1000, rec->seg[0].data, rec->seg[0].len,
 				 rec->seg[0].len),
 		     0);
-	cr_assert_eq(http1__feed(h1, IN, 1001, rec->seg[1].data, rec->seg[1].len,
+	cr_assert_eq(l7_http1_ops.feed(h1, IN, 1001, rec->seg[1].data, rec->seg[1].len,
 				 rec->seg[1].len),
 		     0);
-	cr_assert_eq(http1__next(h1, &up), 1);
-	cr_assert_eq(up.status, 101);
-	cr_assert(up.flags & HTTP1_F_TUNNEL);
-	r->c = http2__new_upgraded(&up);
+	cr_assert_eq(l7_http1_ops.next(h1, &up), 1);
+	cr_assert_eq(up.http->status, 101);
+	cr_assert(up.http->flags & HTTP1_F_TUNNEL);
+	cr_assert(up.flags & L7_F_SWITCH);
+	cr_assert_eq(l7_http1_ops.then, OPS);
+	r->c = OPS->new_after(h1);
 	cr_assert(r->c);
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_CLIENT);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_CLIENT);
 	rec_play(r, rec, PLAY(.from = 2));
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].stream_id, 1);
@@ -468,7 +476,7 @@ Test(http2, h2c_upgrade_after_http1)
 	cr_assert_eq(st.goaway, 1);
 	cr_assert_eq(st.headers_undecodable, 0);
 	run_free(r);
-	http1__free(h1);
+	l7_http1_ops.free_conn(h1);
 	l7r_rec_free(rec);
 }
 
@@ -480,11 +488,11 @@ Test(http2, h2c_upgrade_without_request)
 	struct http2_stats st;
 
 	cr_assert(r);
-	r->c = http2__new_upgraded(NULL);
+	r->c = OPS->new_after(NULL);
 	cr_assert(r->c);
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_UNKNOWN);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_UNKNOWN);
 	rec_play(r, rec, PLAY(.skip_c2s = 177, .skip_s2c = 71));
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_CLIENT);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_CLIENT);
 	cr_assert_eq(r->n, 2);
 	cr_assert_eq(r->x[0].stream_id, 1);
 	cr_assert_eq(r->x[0].flags2, HTTP2_F2_UPGRADED);
@@ -520,7 +528,7 @@ Test(http2, grpc_seen_midstream)
 
 	cr_assert_eq(rec->seg[7].seq, 7);
 	rec_play(r, rec, PLAY(.from = 7));
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_CLIENT);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_CLIENT);
 	cr_assert_eq(r->n, 3);
 	cr_assert_eq(r->x[0].stream_id, 3);
 	cr_assert_str_eq(r->x[0].h.method, "POST");
@@ -922,7 +930,7 @@ Test(http2, eviction_after_framing_loss)
 	for (uint32_t i = 0; i < 128; i++)
 		headers(p, false, 1 + 2 * i, false, 0, get_req);
 	flush(r, p, 2);
-	cr_assert_eq(http2__lost(r->c, EG, 0), 0);
+	cr_assert_eq(OPS->lost(r->c, EG, 0), 0);
 	/* The client's table is unknown now; this block needs none of it. */
 	headers(p, false, 301, true, 0, static_req);
 	flush(r, p, 3);
@@ -967,7 +975,7 @@ Test(http2, hostile_frames)
 	headers(p, false, 1, true, 0, get_req);
 	flush(r, p, 2);
 	cr_assert_eq(http2__pending(r->c), 1);
-	http2__stats(r->c, &st);
+	OPS->counts(r->c, &st);
 	cr_assert_eq(st.framing_errors, 2);
 	cr_assert_eq(st.unknown_frames, 1);
 	cr_assert_eq(st.bytes_control, HTTP2_PREFACE_LEN + 9 + 9 + 12);
@@ -980,7 +988,7 @@ Test(http2, hostile_frames)
 	/* The server's table missed the lost block: only static fields decode. */
 	cr_assert_eq(r->x[0].h.status, 200);
 	cr_assert_eq(r->x[0].h.resp_bytes, 9 + 1);
-	http2__stats(r->c, &st);
+	OPS->counts(r->c, &st);
 	cr_assert_eq(st.framing_errors, 3);
 	cr_assert_eq(st.resyncs, 1);
 	/* The client allows 32768: a 20000-byte DATA frame is fine then. */
@@ -1104,7 +1112,7 @@ Test(http2, role_unknown_without_headers)
 	b->n = 0;
 	frame(b, 0, 1, 9, "defgh", 5);
 	seg(r, EG, 6, b->b, b->n, b->n);
-	cr_assert_eq(http2__role(r->c), HTTP1_ROLE_UNKNOWN);
+	cr_assert_eq(OPS->role(r->c), L7_ROLE_UNKNOWN);
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].stream_id, 9);
 	cr_assert_eq(r->x[0].flags2, HTTP2_F2_ROLE_UNKNOWN);
@@ -1148,20 +1156,20 @@ Test(http2, detect)
 
 Test(http2, bad_arguments)
 {
-	struct http2_conn *c = http2__new();
-	struct http2_exchange x;
+	void *c = OPS->new_conn(0);
+	struct l7_exchange x;
 
 	cr_assert(c);
-	cr_assert_eq(http2__feed(c, EG, 1, NULL, 1, 1), -EINVAL);
-	cr_assert_eq(http2__feed(c, EG, 1, (const uint8_t *)"ab", 2, 1), -EINVAL);
-	cr_assert_eq(http2__feed(c, (enum http1_dir)2, 1, (const uint8_t *)"a", 1, 1), -EINVAL);
-	cr_assert_eq(http2__lost(c, (enum http1_dir)5, 1), -EINVAL);
-	cr_assert_eq(http2__feed(c, EG, 1, NULL, 0, 10), 0);
-	http2__close(c, 2);
-	cr_assert_eq(http2__feed(c, EG, 3, (const uint8_t *)"a", 1, 1), -EPIPE);
-	cr_assert_eq(http2__lost(c, IN, 1), -EPIPE);
-	cr_assert_eq(http2__next(c, &x), 0);
-	http2__free(c);
-	http2__free(NULL);
+	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 1, 1), -EINVAL);
+	cr_assert_eq(OPS->feed(c, EG, 1, (const uint8_t *)"ab", 2, 1), -EINVAL);
+	cr_assert_eq(OPS->feed(c, (enum l7_dir)2, 1, (const uint8_t *)"a", 1, 1), -EINVAL);
+	cr_assert_eq(OPS->lost(c, (enum l7_dir)5, 1), -EINVAL);
+	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 0, 10), 0);
+	OPS->close(c, 2);
+	cr_assert_eq(OPS->feed(c, EG, 3, (const uint8_t *)"a", 1, 1), -EPIPE);
+	cr_assert_eq(OPS->lost(c, IN, 1), -EPIPE);
+	cr_assert_eq(OPS->next(c, &x), 0);
+	OPS->free_conn(c);
+	OPS->free_conn(NULL);
 	cr_assert_eq(http2__pending(NULL), 0);
 }

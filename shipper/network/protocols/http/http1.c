@@ -91,6 +91,7 @@ struct http1_conn {
 	struct l7_ring q; /* of struct entry */
 	struct http1_stats st;
 	struct dir d[2];
+	struct http1_exchange *sw; /* the latest 101, for the protocol that follows */
 };
 
 static const char *const methods[] = {
@@ -957,9 +958,9 @@ static void kill_dir(struct http1_conn *c, int di, uint64_t ts)
 	c->d[di].st = S_DEAD;
 }
 
-struct http1_conn *http1__new(void)
+static void *h1_new(unsigned flags)
 {
-	struct http1_conn *c = calloc(1, sizeof(*c));
+	struct http1_conn *c = l7__stream_new(sizeof(*c), flags);
 
 	if (!c)
 		return NULL;
@@ -968,31 +969,24 @@ struct http1_conn *http1__new(void)
 	return c;
 }
 
-void http1__free(struct http1_conn *c)
+static void h1_free(void *p)
 {
+	struct http1_conn *c = p;
+
 	if (!c)
 		return;
 	free(c->q.v);
+	free(c->sw);
 	free(c);
 }
 
 static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
-int http1__feed(struct http1_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual)
-{
-	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, ts_ns, data,
-				captured, actual)
-		 : -EINVAL;
-}
+L7_DEFINE_SEG(static, h1, struct http1_conn)
 
-int http1__lost(struct http1_conn *c, enum http1_dir dir, uint64_t nbytes)
+static void h1_close(void *p, uint64_t ts_ns)
 {
-	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, nbytes) : -EINVAL;
-}
-
-void http1__close(struct http1_conn *c, uint64_t ts_ns)
-{
+	struct http1_conn *c = p;
 	int first = c && c->role == HTTP1_ROLE_SERVER ? HTTP1_INGRESS : HTTP1_EGRESS;
 
 	if (!c || c->sg.closed)
@@ -1016,8 +1010,36 @@ void http1__close(struct http1_conn *c, uint64_t ts_ns)
 	c->sg.closed = true;
 }
 
-int http1__next(struct http1_conn *c, struct http1_exchange *ret)
+void http1__as_l7(const struct http1_exchange *x, struct l7_exchange *ret)
 {
+	uint32_t f = x->flags & (HTTP1_F_REQ_TRUNCATED | HTTP1_F_RESP_TRUNCATED);
+
+	if (x->flags & HTTP1_F_NO_REQUEST)
+		f |= L7_F_NO_REQUEST;
+	if (x->flags & HTTP1_F_NO_RESPONSE)
+		f |= L7_F_NO_RESPONSE;
+	if (x->flags & HTTP1_F_URI_TRUNCATED)
+		f |= L7_F_TARGET_TRUNCATED;
+	if (!x->status)
+		f |= L7_F_NO_RESULT;
+	ret->start_ns = x->start_ns;
+	ret->end_ns = x->end_ns;
+	ret->req_bytes = x->req_bytes;
+	ret->resp_bytes = x->resp_bytes;
+	ret->flags = f;
+	ret->code = x->status;
+	ret->error = 0;
+	ret->req_dir = x->req_dir;
+	ret->op[0] = '\0';
+	ret->target[0] = '\0';
+	ret->http = x;
+	ret->http2 = NULL;
+}
+
+/* The exchange stays in its slot of the ring until a later feed reuses it. */
+static int h1_next(void *p, struct l7_exchange *ret)
+{
+	struct http1_conn *c = p;
 	struct entry *e;
 
 	if (!c || !c->q.count)
@@ -1025,24 +1047,68 @@ int http1__next(struct http1_conn *c, struct http1_exchange *ret)
 	e = ring_at(c, 0);
 	if (!e->done)
 		return 0;
-	if (ret)
-		*ret = e->x;
 	l7_ring__drop(&c->q);
+	if (!ret)
+		return 1;
+	http1__as_l7(&e->x, ret);
+	if ((e->x.flags & HTTP1_F_TUNNEL) && e->x.status == 101) {
+		if (!c->sw)
+			c->sw = malloc(sizeof(*c->sw));
+		if (c->sw) {
+			*c->sw = e->x;
+			ret->flags |= L7_F_SWITCH;
+		} else {
+			c->st.alloc_failures++;
+		}
+	}
 	return 1;
 }
 
-unsigned http1__pending(const struct http1_conn *c)
+const struct http1_exchange *http1__switched(const void *p)
 {
+	const struct http1_conn *c = p;
+
+	return c ? c->sw : NULL;
+}
+
+unsigned http1__pending(const void *p)
+{
+	const struct http1_conn *c = p;
+
 	return c ? c->q.count : 0;
 }
 
-enum http1_role http1__role(const struct http1_conn *c)
+static enum l7_role h1_role(const void *p)
 {
-	return c ? c->role : HTTP1_ROLE_UNKNOWN;
+	const struct http1_conn *c = p;
+
+	return c ? (enum l7_role)c->role : L7_ROLE_UNKNOWN;
 }
 
-void http1__stats(const struct http1_conn *c, struct http1_stats *ret)
+static void h1_stats(const void *p, struct l7_stats *ret)
 {
+	const struct http1_conn *c = p;
+
 	if (c && ret)
-		*ret = c->st;
+		*ret = (struct l7_stats){ HTTP_AS_L7_STATS(c->st),
+					  .requests_dropped = c->st.requests_dropped,
+					  .responses_dropped = c->st.responses_dropped };
 }
+
+static void h1_counts(const void *p, void *ret)
+{
+	const struct http1_conn *c = p;
+
+	if (c && ret)
+		memcpy(ret, &c->st, sizeof(c->st));
+}
+
+const struct l7_ops l7_http1_ops = {
+	.name = "http",
+	.keepable = true,
+	.detect = http1__detect,
+	.then = &l7_http2_ops,
+	L7_OPS_OF(h1),
+	.counts = h1_counts,
+	.counts_size = sizeof(struct http1_stats),
+};

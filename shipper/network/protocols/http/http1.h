@@ -47,8 +47,8 @@
  * whose exchange was dropped, bytes after a tunnel or in an abandoned direction); after
  * http1__close() and popping everything, the two add up to bytes_seen.
  *
- * Not thread-safe: one connection is fed by one thread. Pop with http1__next() after each
- * feed: exchanges that wait to be popped count against HTTP1_MAX_PENDING.
+ * Not thread-safe: one connection is fed by one thread. Pop with next() after each feed:
+ * exchanges that wait to be popped count against HTTP1_MAX_PENDING.
  */
 #ifndef ROVER_SHIPPER_HTTP1_H
 #define ROVER_SHIPPER_HTTP1_H
@@ -154,40 +154,35 @@ struct http1_stats {
 	uint64_t alloc_failures;
 };
 
-struct http1_conn;
-
-/* NULL with errno set. */
-struct http1_conn *http1__new(void);
-void http1__free(struct http1_conn *c);
+/*
+ * The parser is l7_http1_ops (shipper/network/protocols/l7.h): new_conn, feed, lost, close,
+ * next and the rest as every protocol has them; its exchanges carry this struct
+ * (l7_exchange.http), and a 101 that switched protocols is L7_F_SWITCH (HTTP/2 may follow:
+ * l7_http2_ops.starts). counts() gives struct http1_stats.
+ */
 
 /*
- * 1 for a request line start, 2 for a status line start (HTTP1_DETECT_*), 0 for neither,
- * -EAGAIN if p[0..n) is too short to tell but could begin either. Looks at 16 bytes at most.
+ * 1 for a request line start, 2 for a status line start (HTTP1_DETECT_*, as L7_DETECT_*), 0
+ * for neither, -EAGAIN if p[0..n) is too short to tell but could begin either. Looks at 16
+ * bytes at most.
  */
 int http1__detect(const uint8_t *p, size_t n);
 
-/*
- * One segment: data[0..captured) as captured, of `actual` bytes moved. 0, -EINVAL (captured >
- * actual, no data, a bad dir) or -EPIPE after http1__close(). Garbage is not an error.
- */
-int http1__feed(struct http1_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual);
+/* Exchanges held by connection c: pending, or complete but not popped. At most HTTP1_MAX_PENDING. */
+unsigned http1__pending(const void *c);
 
-/* Segments of dir were lost: nbytes in all, 0 if unknown. 0, -EINVAL or -EPIPE. */
-int http1__lost(struct http1_conn *c, enum http1_dir dir, uint64_t nbytes);
+/* The exchange of the latest 101 connection c yielded, NULL if none. */
+const struct http1_exchange *http1__switched(const void *c);
 
-/*
- * The connection ended: a body until close is complete, anything else in progress is
- * truncated, pending requests become NO_RESPONSE exchanges. Later feeds fail with -EPIPE.
- */
-void http1__close(struct http1_conn *c, uint64_t ts_ns);
+/* The interface's view of x, which stays where it is (ret->http is x). */
+void http1__as_l7(const struct http1_exchange *x, struct l7_exchange *ret);
 
-/* 1 with the oldest completed exchange in *ret, 0 (*ret untouched) if none is ready. */
-int http1__next(struct http1_conn *c, struct http1_exchange *ret);
-
-/* Exchanges held: pending, or complete but not popped. At most HTTP1_MAX_PENDING. */
-unsigned http1__pending(const struct http1_conn *c);
-enum http1_role http1__role(const struct http1_conn *c);
-void http1__stats(const struct http1_conn *c, struct http1_stats *ret);
+/* struct l7_stats' members from HTTP/1's or HTTP/2's stats s, as they name them. */
+#define HTTP_AS_L7_STATS(s)                                                                  \
+	.seg = (s).seg, .requests = (s).requests, .responses = (s).responses,                \
+	.exchanges = (s).exchanges, .unanswered = (s).unanswered,                            \
+	.orphan_responses = (s).orphan_responses, .resyncs = (s).resyncs,                    \
+	.malformed = (s).framing_errors, .dirs_abandoned = (s).dirs_abandoned,               \
+	.alloc_failures = (s).alloc_failures
 
 #endif

@@ -1593,9 +1593,11 @@ static void conn_init(struct http2_conn *c)
 	}
 }
 
-struct http2_conn *http2__new(void)
+static void h2_free(void *p);
+
+static void *h2_new(unsigned flags)
 {
-	struct http2_conn *c = calloc(1, sizeof(*c));
+	struct http2_conn *c = l7__stream_new(sizeof(*c), flags);
 
 	if (!c)
 		return NULL;
@@ -1603,9 +1605,14 @@ struct http2_conn *http2__new(void)
 	return c;
 }
 
-struct http2_conn *http2__new_upgraded(const struct http1_exchange *req)
+/*
+ * The rest of a connection the HTTP/1 parser prev handed over after a 101 to "Upgrade: h2c":
+ * its stream 1 is that request's (whose req_dir gives the role), when it is known.
+ */
+static void *h2_new_after(const void *prev)
 {
-	struct http2_conn *c = http2__new();
+	const struct http1_exchange *req = http1__switched(prev);
+	struct http2_conn *c = h2_new(0);
 	struct stream *s;
 
 	if (!c)
@@ -1616,7 +1623,7 @@ struct http2_conn *http2__new_upgraded(const struct http1_exchange *req)
 		set_role(c, req->req_dir == HTTP1_INGRESS ? HTTP1_INGRESS : HTTP1_EGRESS);
 	s = open_stream(c, 1, req_dir(c) < 0 ? HTTP1_EGRESS : req_dir(c), req ? req->start_ns : 0);
 	if (!s) {
-		http2__free(c);
+		h2_free(c);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -1647,8 +1654,10 @@ struct http2_conn *http2__new_upgraded(const struct http1_exchange *req)
 	return c;
 }
 
-void http2__free(struct http2_conn *c)
+static void h2_free(void *p)
 {
+	struct http2_conn *c = p;
+
 	if (!c)
 		return;
 	for (int di = 0; di < 2; di++)
@@ -1660,21 +1669,12 @@ void http2__free(struct http2_conn *c)
 
 static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
 
-int http2__feed(struct http2_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual)
-{
-	return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, ts_ns, data,
-				captured, actual)
-		 : -EINVAL;
-}
+L7_DEFINE_SEG(static, h2, struct http2_conn)
 
-int http2__lost(struct http2_conn *c, enum http1_dir dir, uint64_t nbytes)
+static void h2_close(void *p, uint64_t ts_ns)
 {
-	return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, (enum l7_dir)dir, nbytes) : -EINVAL;
-}
+	struct http2_conn *c = p;
 
-void http2__close(struct http2_conn *c, uint64_t ts_ns)
-{
 	if (!c || c->sg.closed)
 		return;
 	for (int di = 0; di < 2; di++) {
@@ -1710,8 +1710,10 @@ void http2__close(struct http2_conn *c, uint64_t ts_ns)
 	c->sg.closed = true;
 }
 
-int http2__next(struct http2_conn *c, struct http2_exchange *ret)
+/* The exchange stays in its stream's slot until a later feed reuses it. */
+static int h2_next(void *p, struct l7_exchange *ret)
 {
+	struct http2_conn *c = p;
 	struct stream *v = NULL;
 
 	if (!c)
@@ -1724,25 +1726,73 @@ int http2__next(struct http2_conn *c, struct http2_exchange *ret)
 	}
 	if (!v)
 		return 0;
-	if (ret)
-		*ret = v->x;
 	v->state = SL_FREE;
 	c->count--;
+	if (ret) {
+		http1__as_l7(&v->x.h, ret);
+		ret->http2 = &v->x;
+	}
 	return 1;
 }
 
-unsigned http2__pending(const struct http2_conn *c)
+unsigned http2__pending(const void *p)
 {
+	const struct http2_conn *c = p;
+
 	return c ? c->count : 0;
 }
 
-enum http1_role http2__role(const struct http2_conn *c)
+static enum l7_role h2_role(const void *p)
 {
-	return c ? c->role : HTTP1_ROLE_UNKNOWN;
+	const struct http2_conn *c = p;
+
+	return c ? (enum l7_role)c->role : L7_ROLE_UNKNOWN;
 }
 
-void http2__stats(const struct http2_conn *c, struct http2_stats *ret)
+static void h2_stats(const void *p, struct l7_stats *ret)
 {
+	const struct http2_conn *c = p;
+
 	if (c && ret)
-		*ret = c->st;
+		*ret = (struct l7_stats){ HTTP_AS_L7_STATS(c->st),
+					  .requests_dropped = c->st.streams_dropped };
 }
+
+static void h2_counts(const void *p, void *ret)
+{
+	const struct http2_conn *c = p;
+
+	if (c && ret)
+		memcpy(ret, &c->st, sizeof(c->st));
+}
+
+static int h2_detect(const uint8_t *p, size_t n)
+{
+	int r = http2__detect(p, n);
+
+	return r == 1 ? L7_DETECT_REQUEST : r;
+}
+
+/*
+ * After a 101: the client's preface in the direction of the request, or in the other one a
+ * frame header of the server's SETTINGS (type 4, flags 0 or ACK, stream 0).
+ */
+static bool h2_starts(const void *prev, enum l7_dir dir, const uint8_t *p, size_t n)
+{
+	const struct http1_exchange *sw = http1__switched(prev);
+
+	if (sw && sw->req_dir == dir)
+		return http2__detect(p, n) == 1;
+	return n >= 9 && p[3] == 0x04 && !(p[4] & ~1u) && !p[5] && !p[6] && !p[7] && !p[8];
+}
+
+const struct l7_ops l7_http2_ops = {
+	.name = "http",
+	.heavy = true,
+	.detect = h2_detect,
+	.starts = h2_starts,
+	.new_after = h2_new_after,
+	L7_OPS_OF(h2),
+	.counts = h2_counts,
+	.counts_size = sizeof(struct http2_stats),
+};

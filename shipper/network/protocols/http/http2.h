@@ -61,7 +61,7 @@
  * headers included, of types HEADERS, CONTINUATION, DATA and PUSH_PROMISE, gaps included;
  * everything else (the preface, connection and flow-control frames, RST_STREAM, unknown
  * types, garbage, stray frames) counts in bytes_unattributed (the preface and control
- * frames also in bytes_control). After http2__close() and popping everything, exchanges'
+ * frames also in bytes_control). After close() and popping everything, exchanges'
  * bytes plus bytes_unattributed equal bytes_seen.
  *
  * Role: the preface's direction is the client's. Without it, the first decoded request
@@ -70,13 +70,13 @@
  * an exchange that completes before the role is known has HTTP2_F2_ROLE_UNKNOWN, and req_dir
  * is the direction of the first frame seen on its stream.
  *
- * h2c upgrade: the HTTP/1.1 parser ends at a 101 (HTTP1_F_TUNNEL); http2__new_upgraded()
+ * h2c upgrade: the HTTP/1.1 parser ends at a 101 (HTTP1_F_TUNNEL); l7_http2_ops.new_after()
  * then takes the rest of the connection: its stream 1 is that request's response (RFC 9113
  * 3.2 / RFC 7540 3.2), an exchange with the HTTP/1 request's fields (req_bytes 0: those
  * bytes are the HTTP/1 parser's), HTTP2_F2_UPGRADED. Both directions begin at the start of
  * HTTP/2: the client's preface, the server's SETTINGS.
  *
- * Not thread-safe: one connection is fed by one thread. Pop with http2__next() after each
+ * Not thread-safe: one connection is fed by one thread. Pop with next() after each
  * feed: exchanges that wait to be popped count against HTTP2_MAX_HELD.
  */
 #ifndef ROVER_SHIPPER_HTTP2_H
@@ -160,16 +160,11 @@ struct http2_stats {
 	uint64_t alloc_failures;
 };
 
-struct http2_conn;
-
-/* NULL with errno set. */
-struct http2_conn *http2__new(void);
 /*
- * For the rest of a connection the HTTP/1 parser handed over after a 101 to "Upgrade: h2c":
- * req is that request's exchange (its req_dir gives the role), or NULL if it is not known.
+ * The parser is l7_http2_ops (shipper/network/protocols/l7.h), as every protocol's; its
+ * exchanges carry this struct (l7_exchange.http2, and .http its `h`); new_after() takes a
+ * connection from l7_http1_ops after a 101 (see above). counts() gives struct http2_stats.
  */
-struct http2_conn *http2__new_upgraded(const struct http1_exchange *req);
-void http2__free(struct http2_conn *c);
 
 /*
  * 1 if p[0..n) begins with the client preface, -EAGAIN if it is a proper prefix of it (or
@@ -177,28 +172,7 @@ void http2__free(struct http2_conn *c);
  */
 int http2__detect(const uint8_t *p, size_t n);
 
-/*
- * One segment: data[0..captured) as captured, of `actual` bytes moved. 0, -EINVAL (captured >
- * actual, no data, a bad dir) or -EPIPE after http2__close(). Garbage is not an error.
- */
-int http2__feed(struct http2_conn *c, enum http1_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual);
-
-/* Segments of dir were lost: nbytes in all, 0 if unknown. 0, -EINVAL or -EPIPE. */
-int http2__lost(struct http2_conn *c, enum http1_dir dir, uint64_t nbytes);
-
-/*
- * The connection ended: open streams complete (truncated; NO_RESPONSE without a response
- * frame). Later feeds fail with -EPIPE.
- */
-void http2__close(struct http2_conn *c, uint64_t ts_ns);
-
-/* 1 with the earliest completed exchange in *ret, 0 (*ret untouched) if none is ready. */
-int http2__next(struct http2_conn *c, struct http2_exchange *ret);
-
-/* Streams held: open, or complete but not popped. At most HTTP2_MAX_HELD. */
-unsigned http2__pending(const struct http2_conn *c);
-enum http1_role http2__role(const struct http2_conn *c);
-void http2__stats(const struct http2_conn *c, struct http2_stats *ret);
+/* Streams held by connection c: open, or complete but not popped. At most HTTP2_MAX_HELD. */
+unsigned http2__pending(const void *c);
 
 #endif
