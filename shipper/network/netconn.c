@@ -34,14 +34,8 @@ static unsigned l4_bucket(uint64_t ns)
 	return NET_L4_BUCKETS - 1;
 }
 
-void net__conn_unlink(struct net_task *t, struct net_conn_st *c)
+static void lru_unlink(struct net_task *t, struct net_conn_st *c)
 {
-	struct net_conn_st **pp = &t->hash[c->id & t->hash_mask];
-
-	while (*pp && *pp != c)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = c->hnext;
 	if (c->lprev)
 		c->lprev->lnext = c->lnext;
 	else
@@ -50,6 +44,17 @@ void net__conn_unlink(struct net_task *t, struct net_conn_st *c)
 		c->lnext->lprev = c->lprev;
 	else
 		t->lru_tail = c->lprev;
+}
+
+void net__conn_unlink(struct net_task *t, struct net_conn_st *c)
+{
+	struct net_conn_st **pp = &t->hash[c->id & t->hash_mask];
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = c->hnext;
+	lru_unlink(t, c);
 	t->nconns--;
 }
 
@@ -73,12 +78,7 @@ static void lru_touch(struct net_task *t, struct net_conn_st *c)
 	c->idle = 0;
 	if (t->lru_tail == c)
 		return;
-	if (c->lprev)
-		c->lprev->lnext = c->lnext;
-	else
-		t->lru_head = c->lnext;
-	if (c->lnext)
-		c->lnext->lprev = c->lprev;
+	lru_unlink(t, c);
 	c->lprev = t->lru_tail;
 	c->lnext = NULL;
 	if (t->lru_tail)

@@ -705,7 +705,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 		bad_start(c, di);
 }
 
-/* n bytes of direction di not seen; known: n is their count, else unknown (n is 0). */
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
 	struct cql_conn *c = cv;
@@ -766,7 +765,11 @@ static void cql_free(void *p)
 	free(c);
 }
 
-static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
+static const struct l7_seg_ops seg_ops = {
+	.read = dir_feed,
+	.skip = dir_skip,
+	.read_empty = true, /* a segment, empty too, ends a resynchronizing candidate */
+};
 
 L7_DEFINE_SEG(static, cql, struct cql_conn)
 

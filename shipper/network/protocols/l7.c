@@ -59,7 +59,8 @@ int l7__seg_feed(void *c, struct l7_seg *s, struct l7_seg_counts *n, const struc
 	s->last = ts;
 	n->segments++;
 	n->bytes_seen += actual;
-	o->read(c, dir, ts, data, captured, actual);
+	if (captured || o->read_empty)
+		o->read(c, dir, ts, data, captured, actual);
 	if (actual > captured) {
 		n->gap_bytes += actual - captured;
 		o->skip(c, dir, actual - captured, true, ts);
@@ -131,4 +132,19 @@ void l7_ring__drop(struct l7_ring *r)
 {
 	r->head = (r->head + 1) & (r->cap - 1);
 	r->count--;
+}
+
+void *l7_ring__pop_done(struct l7_ring *r, size_t size, size_t done_off)
+{
+	char *e;
+	bool done;
+
+	if (!r->count)
+		return NULL;
+	e = l7_ring__at(r, size, 0);
+	memcpy(&done, e + done_off, sizeof(done));
+	if (!done)
+		return NULL;
+	l7_ring__drop(r);
+	return e;
 }

@@ -214,7 +214,7 @@ extern const struct l7_ops l7_dns_ops;
 
 /*
  * What a parser keeps of the segments it is given, and how it reads them: read() the captured
- * bytes of a segment (n may be 0), skip() bytes it cannot see (a gap of a segment, of known
+ * bytes of a segment, skip() bytes it cannot see (a gap of a segment, of known
  * size; a loss, known when n is not 0), at ts.
  */
 struct l7_seg {
@@ -228,6 +228,7 @@ struct l7_seg_ops {
 	void (*read)(void *c, int dir, uint64_t ts, const uint8_t *p, size_t n, size_t actual);
 	void (*skip)(void *c, int dir, uint64_t n, bool known, uint64_t ts);
 	bool loss_at_last; /* a loss is at the latest segment of either direction */
+	bool read_empty;   /* read() gets segments that captured nothing too */
 };
 
 /*
@@ -255,6 +256,11 @@ void *l7_ring__at(const struct l7_ring *r, size_t size, unsigned i);
 void *l7_ring__push(struct l7_ring *r, size_t size, unsigned max, uint64_t *alloc_failures);
 /* The oldest entry goes. */
 void l7_ring__drop(struct l7_ring *r);
+/*
+ * The oldest entry leaves the ring when it is complete (the bool at done_off in it is set):
+ * it, its bytes kept until the next push; else NULL.
+ */
+void *l7_ring__pop_done(struct l7_ring *r, size_t size, size_t done_off);
 
 /*
  * pfx_feed() and pfx_lost() (scope: static or nothing) of a parser whose connections (type)

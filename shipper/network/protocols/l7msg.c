@@ -6,6 +6,7 @@
  * in one ring in request order; answers find their entry by key.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,19 @@ static void complete(struct l7msg_conn *c, struct l7msg_entry *e)
 	c->st.exchanges++;
 }
 
+/* e ends before its answers did: cut if some came (at their end), else unanswered at ts. */
+static void end_unanswered(struct l7msg_conn *c, struct l7msg_entry *e, uint64_t ts)
+{
+	if (e->answered) {
+		e->x.flags |= L7_F_RESP_TRUNCATED;
+	} else {
+		e->x.flags |= L7_F_NO_RESPONSE;
+		e->x.end_ns = ts;
+		c->st.unanswered++;
+	}
+	complete(c, e);
+}
+
 struct l7_stats *l7msg__st(struct l7msg_conn *c)
 {
 	return &c->st;
@@ -142,15 +156,8 @@ void l7msg__answer(struct l7msg_conn *c, struct l7msg_entry *e, const struct l7m
 			break;
 		if (f->done)
 			continue;
-		if (f->answered) {
-			/* A stream of answers (MongoDB exhaust) that a later answer ended. */
-			f->x.flags |= L7_F_RESP_TRUNCATED;
-		} else {
-			f->x.flags |= L7_F_NO_RESPONSE;
-			f->x.end_ns = m->end_ns;
-			c->st.unanswered++;
-		}
-		complete(c, f);
+		/* answered: a stream of answers (MongoDB exhaust) that a later answer ended */
+		end_unanswered(c, f, m->end_ns);
 	}
 	e->answered = true;
 	e->x.end_ns = m->end_ns;
@@ -321,8 +328,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	size_t off = 0;
 
 	(void)actual;
-	if (!n)
-		return;
 	/* A syscall's data is the likeliest place for a message to begin. */
 	if (d->st == S_SKIP)
 		d->st = S_BOUNDARY;
@@ -383,7 +388,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	}
 }
 
-/* n bytes of dir that were not seen (known: n is their count; else unknown, n is 0). */
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
 	struct l7msg_conn *c = cv;
@@ -508,14 +512,7 @@ void l7msg__close(void *cv, uint64_t ts_ns)
 
 		if (e->done)
 			continue;
-		if (e->answered) {
-			e->x.flags |= L7_F_RESP_TRUNCATED;
-		} else {
-			e->x.flags |= L7_F_NO_RESPONSE;
-			e->x.end_ns = ts_ns;
-			c->st.unanswered++;
-		}
-		complete(c, e);
+		end_unanswered(c, e, ts_ns);
 	}
 	c->sg.closed = true;
 }
@@ -523,17 +520,12 @@ void l7msg__close(void *cv, uint64_t ts_ns)
 int l7msg__next(void *cv, struct l7_exchange *ret)
 {
 	struct l7msg_conn *c = cv;
-	struct l7msg_entry *e;
+	struct l7msg_entry *e =
+		c ? l7_ring__pop_done(&c->q, sizeof(*e), offsetof(struct l7msg_entry, done)) : NULL;
 
-	if (!c || !c->q.count)
-		return 0;
-	e = ring_at(c, 0);
-	if (!e->done)
-		return 0;
-	if (ret)
+	if (e && ret)
 		*ret = e->x;
-	l7_ring__drop(&c->q);
-	return 1;
+	return e != NULL;
 }
 
 enum l7_role l7msg__role(const void *cv)

@@ -8,6 +8,7 @@
  * Exchanges live in one FIFO ring in request order.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1324,7 +1325,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 		candidate_check(c, di, true);
 }
 
-/* n bytes of direction di not seen; known: n is their count, else unknown (n is 0). */
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
 	struct mysql_conn *c = cv;
@@ -1408,7 +1408,11 @@ static void mysql_free(void *p)
 	free(c);
 }
 
-static const struct l7_seg_ops seg_ops = { .read = dir_feed, .skip = dir_skip };
+static const struct l7_seg_ops seg_ops = {
+	.read = dir_feed,
+	.skip = dir_skip,
+	.read_empty = true, /* a segment, empty too, ends a resynchronizing candidate */
+};
 
 L7_DEFINE_SEG(static, mysql, struct mysql_conn)
 
@@ -1465,17 +1469,12 @@ static void mysql_close(void *p, uint64_t ts_ns)
 static int mysql_next(void *p, struct l7_exchange *ret)
 {
 	struct mysql_conn *c = p;
-	struct entry *e;
+	struct entry *e = c ? l7_ring__pop_done(&c->q, sizeof(*e), offsetof(struct entry, done))
+			    : NULL;
 
-	if (!c || !c->q.count)
-		return 0;
-	e = ring_at(c, 0);
-	if (!e->done)
-		return 0;
-	if (ret)
+	if (e && ret)
 		*ret = e->x;
-	l7_ring__drop(&c->q);
-	return 1;
+	return e != NULL;
 }
 
 L7_DEFINE_GETTERS(mysql, struct mysql_conn)

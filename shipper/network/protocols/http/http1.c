@@ -6,6 +6,7 @@
  * request order; a response pairs with the request numbered after the last one answered.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -758,8 +759,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	size_t off = 0;
 
 	(void)actual;
-	if (!n)
-		return;
 	/* A syscall's data is the likeliest place for a message to begin. */
 	if (d->st == S_SKIP)
 		begin_candidate(d);
@@ -843,7 +842,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	}
 }
 
-/* n bytes of dir that were not seen (known: n is their count; else unknown, n is 0). */
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
 	struct http1_conn *c = cv;
@@ -1040,16 +1038,11 @@ void http1__as_l7(const struct http1_exchange *x, struct l7_exchange *ret)
 static int h1_next(void *p, struct l7_exchange *ret)
 {
 	struct http1_conn *c = p;
-	struct entry *e;
+	struct entry *e = c ? l7_ring__pop_done(&c->q, sizeof(*e), offsetof(struct entry, done))
+			    : NULL;
 
-	if (!c || !c->q.count)
-		return 0;
-	e = ring_at(c, 0);
-	if (!e->done)
-		return 0;
-	l7_ring__drop(&c->q);
-	if (!ret)
-		return 1;
+	if (!e || !ret)
+		return e != NULL;
 	http1__as_l7(&e->x, ret);
 	if ((e->x.flags & HTTP1_F_TUNNEL) && e->x.status == 101) {
 		if (!c->sw)

@@ -653,6 +653,30 @@ static void taint(struct http2_conn *c, int di, enum taint why)
 	}
 }
 
+/* The trace context headers an exchange keeps, the first of each name. */
+static void trace_header(struct http1_exchange *h, const uint8_t *n, size_t nl, const uint8_t *v,
+			 size_t vl)
+{
+	const struct {
+		const char *name;
+		char *to;
+		size_t max;
+	} t[] = {
+		{ "sw8", h->sw8, HTTP1_TRACE_MAX },
+		{ "b3", h->b3, HTTP1_TRACE_MAX },
+		{ "x-b3-traceid", h->x_b3_traceid, HTTP1_B3_ID_MAX },
+		{ "x-b3-spanid", h->x_b3_spanid, HTTP1_B3_ID_MAX },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!l7__name_is(n, nl, t[i].name))
+			continue;
+		if (!t[i].to[0])
+			l7__copy_text(t[i].to, t[i].max, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
+		return;
+	}
+}
+
 static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, const uint8_t *v,
 		     size_t vl)
 {
@@ -706,22 +730,8 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 			if (!s->authority_set && !h->host[0])
 				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
 					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (l7__name_is(n, nl, "sw8")) {
-			if (!h->sw8[0])
-				l7__copy_text(h->sw8, HTTP1_TRACE_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (l7__name_is(n, nl, "b3")) {
-			if (!h->b3[0])
-				l7__copy_text(h->b3, HTTP1_TRACE_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (l7__name_is(n, nl, "x-b3-traceid")) {
-			if (!h->x_b3_traceid[0])
-				l7__copy_text(h->x_b3_traceid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
-		} else if (l7__name_is(n, nl, "x-b3-spanid")) {
-			if (!h->x_b3_spanid[0])
-				l7__copy_text(h->x_b3_spanid, HTTP1_B3_ID_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
+		} else {
+			trace_header(h, n, nl, v, vl);
 		}
 	}
 	if (resp_side && l7__name_is(n, nl, "grpc-status")) {
@@ -831,6 +841,16 @@ static void walk_string_done(struct walker *w)
 	w->st = w->strings ? W_SLEN : W_OP;
 }
 
+/* The string's length is known: its bytes follow, if it has any. */
+static void walk_string_len(struct walker *w)
+{
+	w->left = w->val;
+	if (w->left)
+		w->st = W_STR;
+	else
+		walk_string_done(w);
+}
+
 /* Adds a continuation byte to the integer in progress; false if it is too large. */
 static bool walk_int(struct walker *w, uint8_t b)
 {
@@ -893,15 +913,10 @@ static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 			if (w->fwd)
 				walk_fwd(c, di, p + i, 1);
 			i++;
-			if (w->val == 0x7f) {
+			if (w->val == 0x7f)
 				w->st = W_SLEN_INT;
-			} else {
-				w->left = w->val;
-				if (w->left)
-					w->st = W_STR;
-				else
-					walk_string_done(w);
-			}
+			else
+				walk_string_len(w);
 			break;
 		case W_SLEN_INT:
 			if (!walk_int(w, b)) {
@@ -911,13 +926,8 @@ static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 			if (w->fwd)
 				walk_fwd(c, di, p + i, 1);
 			i++;
-			if (!(b & 0x80)) {
-				w->left = w->val;
-				if (w->left)
-					w->st = W_STR;
-				else
-					walk_string_done(w);
-			}
+			if (!(b & 0x80))
+				walk_string_len(w);
 			break;
 		case W_STR:
 			k = n - i < w->left ? n - i : w->left;
@@ -1457,8 +1467,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	size_t off = 0;
 
 	(void)actual;
-	if (!n)
-		return;
 	if (d->st == DS_SKIP) {
 		uint32_t limit = frame_limit(c, di);
 
@@ -1534,7 +1542,6 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 	}
 }
 
-/* n bytes of dir not seen (known: n is their count; else unknown, n is 0). */
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
 	struct http2_conn *c = cv;
