@@ -156,7 +156,7 @@ struct net_task {
 	 */
 	uint32_t keep_run;
 	uint64_t keep_bytes;
-	uint32_t nparsers, nh2parsers; /* alive: HTTP/1 and l7, HTTP/2 (MAX_PARSERS) */
+	uint32_t nparsers, nh2parsers; /* alive: others, heavy ones (l7_ops.heavy: HTTP/2) */
 	uint64_t raw_held; /* content bytes of the samples' net_raw */
 
 	/* the last interval's traffic, sorted, for the meters */

@@ -112,9 +112,9 @@ struct l7_exchange {
 	 */
 	char target[L7_TARGET_MAX + 1];
 	/*
-	 * HTTP/1 and HTTP/2 (op and target ""): the exchange as the HTTP parser gave it
-	 * (method, uri, headers, trace context; http2: the stream's), valid until the next call
-	 * on the connection; NULL for the other protocols.
+	 * HTTP/1 and HTTP/2 (op and target ""): the exchange where the HTTP parser keeps it
+	 * (method, uri, headers, trace context; http2: the stream's), not copied: valid until
+	 * the connection's next feed, lost, close or free. NULL for the other protocols.
 	 */
 	const struct http1_exchange *http;
 	const struct http2_exchange *http2;
