@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: a NETWORK task's frames as a worker (or a capture program it trusts too
- * much) could send them to the shipper's analysis (shipper/network/network.c, netmeter.c,
- * netevent.c).
+ * much) could send them to the shipper's analysis (shipper/network/: network.c and the parts
+ * below it).
  *
  * Input: a sequence of frames, each
  *   u8   op: bit 0 the type (0: MSG_SHIP_NET_DATA, 1: MSG_SHIP_NET_CONNS), bit 1 an interval

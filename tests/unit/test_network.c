@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * shipper/network/network.c, netmeter.c, netevent.c: frames built by hand as the worker passes the
- * program's records, then the traffic, the meters, logs and span attached events decoded back
+ * shipper/network/ (network.c, netconn.c, netl7.c, netsample.c, netmeter.c, netevent.c): frames
+ * built by hand as the worker passes the program's records, then the traffic, the meters, logs and span attached events decoded back
  * with the generated unpackers, and the report.
  */
 #include <criterion/criterion.h>
