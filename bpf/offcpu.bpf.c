@@ -39,10 +39,9 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 
 	/*
 	 * A thread switched out for the last time (exiting) never comes back: skip it. prev is
-	 * the current thread, whose credentials is_traced judges.
+	 * the current thread, whose credentials is_traced judges (after its one target lookup).
 	 */
-	if (is_target(prev_tgid) && !(BPF_CORE_READ(prev, __state) & TASK_DEAD) &&
-	    is_traced(prev_tgid)) {
+	if (is_traced(prev_tgid) && !(BPF_CORE_READ(prev, __state) & TASK_DEAD)) {
 		struct off_start s = { .ts = now };
 		__u32 pid = BPF_CORE_READ(prev, pid);
 
