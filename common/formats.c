@@ -6,6 +6,7 @@
 #include "common/formats.h"
 #include "common/msg.h"
 
+/* clang-format off */
 static const struct output_format_info formats[] = {
 	{ FORMAT_FOLDED, "folded", ".folded", 0, 1 },
 	{ FORMAT_PPROF, "pprof", ".pb.gz", 0, 0 },
@@ -13,6 +14,7 @@ static const struct output_format_info formats[] = {
 	{ FORMAT_NET_TXT, "txt", ".txt", 1, 1 },
 	{ FORMAT_NET_JSON, "json", ".json", 1, 0 },
 };
+/* clang-format on */
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 

@@ -372,6 +372,7 @@ static int user_can_enter(const char *dir, uid_t uid, gid_t gid)
  * bounding set is also all that a role it starts as root can ever hold). CAP_CHOWN (the
  * sockets' group) and CAP_SYSLOG (kallsyms, opened once) serve the set-up only.
  */
+/* clang-format off */
 static const int launcher_caps[] = {
 	CAP_SETUID, CAP_SETGID,	  /* roles drop to the rover user; the trace check takes a
 				   * client's ids */
@@ -382,6 +383,7 @@ static const int launcher_caps[] = {
 	CAP_CHECKPOINT_RESTORE,	  /* /proc/PID/map_files of profiled processes (with SYS_PTRACE) */
 	CAP_DAC_READ_SEARCH,	  /* files profiled processes map, whoever owns them */
 };
+/* clang-format on */
 
 /* Sheds every capability the launcher does not need any more, and sets NoNewPrivs. */
 static int shed_privileges(void)

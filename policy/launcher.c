@@ -16,7 +16,9 @@
 #include "policy/policy.h"
 
 /* clone()'s flags are its first argument on x86-64 and arm64 (not on s390). */
+/* clang-format off */
 #define NEW_NS(flag, what) { "clone", EPERM, "a process in a new " what " namespace", 0, flag, flag }
+/* clang-format on */
 
 static const struct seccomp_entry calls[] = {
 	/* CAP_SYS_ADMIN is kept for /proc/PID/map_files: it must not mount or change namespaces. */

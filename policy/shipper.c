@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 
 /* Both variants; a writing open anywhere but in the spool directory kills. */
+/* clang-format off */
 #define SHIPPER_CALLS \
 	{ "read", SC_ALLOW, "framed messages; maps, ELF and debug files" }, \
 	{ "pread64", SC_ALLOW, "ELF files" }, \
@@ -67,6 +68,8 @@
 	{ "ioctl", SC_ALLOW, "TCGETS: glibc's isatty on stdio", 1, SC_INT, TCGETS }, \
 	{ "ioctl", ENOTTY, "any request but these and grpc.c's (TIOCSTI...)", 1, 0, SC_ELSE }, \
 
+/* clang-format on */
+
 static const struct seccomp_entry calls[] = { SHIPPER_CALLS };
 
 /*
@@ -75,9 +78,11 @@ static const struct seccomp_entry calls[] = { SHIPPER_CALLS };
  * open to the directory is, in the end, that the shipper runs as the rover user.
  */
 static const struct seccomp_entry spool_calls[] = {
+	/* clang-format off */
 	SHIPPER_CALLS
 	{ "openat", SC_ALLOW, "a spool file created under a temporary name (write-only)", 0,
 	  SC_INT, SPOOL_DIR_FD, 2, O_ACCMODE, O_WRONLY },
+	/* clang-format on */
 	{ "renameat", SC_ALLOW, "a spool file written under a temporary name goes into place", 0,
 	  SC_INT, SPOOL_DIR_FD, 2, SC_INT, SPOOL_DIR_FD },
 	{ "unlinkat", SC_ALLOW, "spool files once sent or dropped; a temporary one left by a "

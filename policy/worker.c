@@ -57,7 +57,9 @@ static const struct seccomp_entry load_calls[] = {
 	{ "prctl", SC_ALLOW, "PR_SET_NO_NEW_PRIVS, already set", 0, SC_INT, PR_SET_NO_NEW_PRIVS },
 };
 
+/* clang-format off */
 #define MAP_CMD(cmd, why) { "bpf", SC_ALLOW, why, 0, SC_INT, cmd }
+/* clang-format on */
 
 /* The drain loop, the end of the task (detach, close, free) and everything in between. */
 static const struct seccomp_entry drain_calls[] = {

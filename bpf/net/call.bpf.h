@@ -50,6 +50,7 @@ static __always_inline __u32 kind_of(long id)
 
 static __always_inline __u8 fn_of(__u32 kind)
 {
+	/* clang-format off */
 	switch (kind) {
 	case K_READ: return NET_FN_READ;
 	case K_WRITE: return NET_FN_WRITE;
@@ -63,6 +64,7 @@ static __always_inline __u8 fn_of(__u32 kind)
 	case K_RECVMMSG: return NET_FN_RECVMMSG;
 	case K_SENDFILE: return NET_FN_SENDFILE;
 	}
+	/* clang-format on */
 	return 0;
 }
 

@@ -74,6 +74,7 @@ enum field_id {
 
 /* The methods: upstream's TemplateRover, TemplateProcess, the finder's, TemplatePod (with
  * TemplatePodJudgment's in filters) and TemplateContainer. */
+/* clang-format off */
 static const struct field_def {
 	const char *name;
 	enum field_id id;
@@ -110,6 +111,7 @@ static const struct field_def {
 	{ ".Container.EnvValue", F_CONTAINER_ENV_VALUE, IN_ENTITY | IN_FILTER, V_STR, 1,
 	  { V_STR } },
 };
+/* clang-format on */
 
 #define NFIELDS (sizeof(field_defs) / sizeof(field_defs[0]))
 
@@ -131,6 +133,7 @@ enum func_id {
 };
 
 /* Go's builtins with their arities, and upstream's one custom function. */
+/* clang-format off */
 static const struct func_def {
 	const char *name;
 	enum func_id id;
@@ -151,6 +154,7 @@ static const struct func_def {
 	{ "printf", FN_PRINTF, 1, -1 },
 	{ "equalsOrDefault", FN_EQUALS_OR_DEFAULT, 3, 3 },
 };
+/* clang-format on */
 
 #define NFUNCS (sizeof(func_defs) / sizeof(func_defs[0]))
 
@@ -378,6 +382,7 @@ static int parse_string(struct parser *P, size_t *pos, struct expr *e)
 		int digits = 0, base = 16;
 
 		switch (c) {
+		/* clang-format off */
 		case 'a': out[len++] = '\a'; continue;
 		case 'b': out[len++] = '\b'; continue;
 		case 'f': out[len++] = '\f'; continue;
@@ -390,6 +395,7 @@ static int parse_string(struct parser *P, size_t *pos, struct expr *e)
 		case 'x': digits = 2; break;
 		case 'u': digits = 4; break;
 		case 'U': digits = 8; break;
+		/* clang-format on */
 		default:
 			if (c >= '0' && c <= '7') {
 				digits = 3;

@@ -249,6 +249,7 @@ static void worker_streams(void)
 
 static void text_samples(void)
 {
+	/* clang-format off */
 	static const char kallsyms[] =
 		"0000000000000000 A fixed_percpu_data\n"
 		"ffffffff81000000 T _stext\n"
@@ -289,6 +290,7 @@ static void text_samples(void)
 		"7f3a40003000 ffffffffffffffff huge\n"
 		"not a line\n"
 		"7f3a40004000 20 _ZN2v88internal7Isolate4InitEv\n";
+	/* clang-format on */
 
 	write_file("fuzz_maps_kallsyms", "perf-map.txt", perf_map, sizeof(perf_map) - 1);
 	write_file("fuzz_maps_kallsyms", "kallsyms.txt", kallsyms, sizeof(kallsyms) - 1);

@@ -62,6 +62,7 @@ void _start(void);
  * has two RETs, Write one, handshakeContext one after a call; int3 pads to 16 bytes as the Go
  * linker pads with it.
  */
+/* clang-format off */
 __asm__(".text\n"
 	".balign 16\n"
 	"go_text:\n"
@@ -123,6 +124,7 @@ __asm__(".text\n"
 	"f_write:	.long go_write - go_text, n_write - names\n"
 	"f_hs:	.long go_hs - go_text, n_hs - names\n"
 	".text\n");
+/* clang-format on */
 
 void _start(void)
 {

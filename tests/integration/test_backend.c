@@ -553,10 +553,12 @@ Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 	pid_t work, oap, rover;
 
 	start_all(&work, &oap, &rover);
+	/* clang-format off */
 	set_tasks("[{\"command\": \"SomethingNew\", \"args\": {\"x\": \"1\"}},\n"
 		   " {\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"no-rest\"}},\n"
 		   " " TASK_ARGS("bad-trigger", "ON_CPU", "@now", "zero") ",\n"
 		  " " TASK_ARGS("later-1", "ON_CPU", "@now+3000", "2") "]\n");
+	/* clang-format on */
 	/* The future task starts 3 s later, runs 2 s: by then every bad one was seen often. */
 	cr_assert_gt(wait_task_done("later-1", 30000), 0, "scheduled task did not run:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));

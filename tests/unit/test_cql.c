@@ -420,10 +420,12 @@ Test(cql, tracing_warnings_custom_payload)
 	struct l7b b = { 0 };
 	static const uint8_t req[] = "\0\x01\0\x03key\0\0\0\x02vv" /* custom payload */
 				     "\0\0\0\x0bSELECT x, y\0\x01\0";
+	/* clang-format off */
 	static const uint8_t resp[] = "0123456789abcdef"		   /* tracing id */
 				      "\0\x02\0\x04warn\0\x05" "again"	   /* warnings */
 				      "\0\x01\0\x01k\xff\xff\xff\xff"	   /* payload, null */
 				      "\0\0\x22\0\0\x03" "bad";		   /* ERROR Invalid */
+	/* clang-format on */
 
 	/* tracing asked for, a custom payload before the body */
 	put(&b, 4, 0x06, 9, QUERY, req, sizeof(req) - 1);

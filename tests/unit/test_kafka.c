@@ -168,6 +168,7 @@ Test(kafka, v0_recordings)
 		/* MESSAGE_TOO_LARGE in the partition */
 		{ "Produce", "bad", 10, 0, 82, 35 },
 	};
+	/* clang-format off */
 	static const struct want consume[] = {
 		{ "Metadata", "t", 0, 0, 28, 70 },
 		{ "Metadata", "t", 0, 0, 28, 70 },
@@ -175,6 +176,7 @@ Test(kafka, v0_recordings)
 		{ "Fetch", "t", 0, 0, 60, 74 },
 		{ "Fetch", "t", 0, 0, 60, 37 },
 	};
+	/* clang-format on */
 	static const struct want kpy_produce[] = {
 		{ "Produce", "t", 0, 0, 79, 33 },
 		{ "Produce", "t", 0, 0, 83, 33 },

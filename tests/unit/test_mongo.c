@@ -142,6 +142,7 @@ Test(mongo, pymongo_recording)
 		const char *op, *target;
 		int32_t code;
 		uint64_t req, resp;
+	/* clang-format off */
 	} want[] = {
 		/* the handshake: legacy OP_QUERY on admin.$cmd, OP_REPLY */
 		{ "ismaster", "", 0, 272, 272 },
@@ -152,6 +153,7 @@ Test(mongo, pymongo_recording)
 		{ "insert", "dup", 11000, 171, 127 },
 		{ "endSessions", "", 0, 141, 34 },
 	};
+	/* clang-format on */
 	struct l7_stats st;
 
 	cr_assert_eq(r->n, sizeof(want) / sizeof(want[0]));

@@ -95,6 +95,7 @@ Test(wire, commands)
 /* What queryTasks answers, as an OAP encodes it. */
 Test(wire, decode_commands)
 {
+	/* clang-format off */
 	static const uint8_t in[] = {
 		0x0a, 0x3c,					/* Commands.commands[0], 60 bytes */
 		0x0a, 0x16, 'E', 'B', 'P', 'F', 'P', 'r', 'o', 'f', 'i', 'l', 'i', 'n', 'g', 'T',
@@ -106,6 +107,7 @@ Test(wire, decode_commands)
 		0x12, 0x06, 'O', 'N', '_', 'C', 'P', 'U',
 		0x0a, 0x00,					/* Commands.commands[1]: empty */
 	};
+	/* clang-format on */
 	Skywalking__V3__Commands *c = skywalking__v3__commands__unpack(NULL, sizeof(in), in);
 
 	cr_assert_not_null(c);
@@ -168,12 +170,14 @@ Test(wire, on_cpu_data)
 	d.oncpu = &on;
 
 	EXPECT(&st, 0x08, 0x01, 0x10, 0x07, 0x1a, 0x01, 'a', 0x1a, 0x02, 'b', 'c');
+	/* clang-format off */
 	EXPECT(&d,
 	       0x0a, 0x03, 0x0a, 0x01, 't',		/* task { taskId } */
 	       0x12, 0x0f,				/* onCPU */
 	       0x0a, 0x0b,				/*   stacks[0] */
 	       0x08, 0x01, 0x10, 0x07, 0x1a, 0x01, 'a', 0x1a, 0x02, 'b', 'c',
 	       0x10, 0x03);				/*   dumpCount */
+	/* clang-format on */
 
 	/* Later messages of a stream carry no task. */
 	d.task = NULL;
@@ -200,18 +204,22 @@ Test(wire, off_cpu_data)
 	off.switchcount = 2;
 	off.duration = 300;
 
+	/* clang-format off */
 	EXPECT(&off,
 	       0x0a, 0x0e,
 	       0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x1a, 0x01, 'k',
 	       0x10, 0x02,				/* switchCount */
 	       0x18, 0xac, 0x02);			/* duration 300 */
+	/* clang-format on */
 
 	d.profiling_case = SKYWALKING__V3__EBPFPROFILING_DATA__PROFILING_OFF_CPU;
 	d.offcpu = &off;
+	/* clang-format off */
 	EXPECT(&d,
 	       0x1a, 0x15, 0x0a, 0x0e,
 	       0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x1a, 0x01, 'k',
 	       0x10, 0x02, 0x18, 0xac, 0x02);
+	/* clang-format on */
 
 	/* duration is int64: beyond 32 bits. */
 	off.n_stacks = 0;
@@ -251,6 +259,7 @@ Test(wire, process_report)
 	l.processes = procs;
 	l.ebpfagentid = "a";
 
+	/* clang-format off */
 	EXPECT(&l,
 	       0x0a, 0x20,				/* processes[0] */
 	       0x0a, 0x1e,				/*   hostProcess */
@@ -260,6 +269,7 @@ Test(wire, process_report)
 	       0x10, 0x2a,				/*     pid */
 	       0x1a, 0x06, 0x0a, 0x01, 'k', 0x12, 0x01, 'v', /* properties[0] */
 	       0x12, 0x01, 'a');			/* ebpfAgentID */
+	/* clang-format on */
 
 	Skywalking__V3__EBPFKubernetesProcessMetadata k = SKYWALKING__V3__EBPFKUBERNETES_PROCESS_METADATA__INIT;
 	k.pid = 1;
@@ -352,12 +362,14 @@ Test(wire, meter_single)
 	md.service = "s";
 	md.serviceinstance = "i";
 	md.timestamp = 1000;
+	/* clang-format off */
 	EXPECT(&md,
 	       0x0a, 0x14,				/* singleValue */
 	       0x0a, 0x01, 'm', 0x12, 0x06, 0x0a, 0x01, 'a', 0x12, 0x01, 'b',
 	       0x19, D_1_5,				/*   value: fixed64 */
 	       0x1a, 0x01, 's', 0x22, 0x01, 'i',	/* service, serviceInstance */
 	       0x28, 0xe8, 0x07);			/* timestamp */
+	/* clang-format on */
 }
 
 Test(wire, meter_histogram)
@@ -384,12 +396,14 @@ Test(wire, meter_histogram)
 
 	EXPECT(&b0, 0x09, D_0_5, 0x10, 0x03);
 	EXPECT(&b1, 0x10, 0x01, 0x18, 0x01);
+	/* clang-format off */
 	EXPECT(&c,
 	       0x0a, 0x18,				/* meterData[0] */
 	       0x12, 0x16,				/*   histogram */
 	       0x0a, 0x01, 'h',
 	       0x1a, 0x0b, 0x09, D_0_5, 0x10, 0x03,	/*     values[0] */
 	       0x1a, 0x04, 0x10, 0x01, 0x18, 0x01);	/*     values[1] */
+	/* clang-format on */
 }
 
 /* ---- ebpf/profiling/Continuous.proto ---- */
@@ -438,6 +452,7 @@ Test(wire, continuous_report)
 	r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
 	r.network = &net;
 
+	/* clang-format off */
 	EXPECT(&r,
 	       0x0a, 0x01, 'L', 0x12, 0x01, 's', 0x1a, 0x01, 'i', 0x22, 0x01, 'p',
 	       0x2a, 0x14,				/* causes[0]: type ProcessCPU = 0, not sent */
@@ -449,6 +464,7 @@ Test(wire, continuous_report)
 	       0x08, 0x03, 0x1a, 0x03, 0x12, 0x01, '/',	/*   HTTPErrorRate, uri { path } */
 	       0x30, 0x0a,				/* duration */
 	       0x4a, 0x06, 0x0a, 0x01, 'a', 0x0a, 0x01, 'b'); /* network */
+	/* clang-format on */
 
 	/* The CPU tasks have no fields, yet the oneof branch is on the wire, empty. */
 	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;

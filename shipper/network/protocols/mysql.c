@@ -63,6 +63,7 @@ enum {
 	COM_STMT_BULK_EXECUTE = 0xfa, /* MariaDB */
 };
 
+/* clang-format off */
 static const char *const cmd_names[0x20] = {
 	"COM_SLEEP",	     "COM_QUIT",	   "COM_INIT_DB",	  "COM_QUERY",
 	"COM_FIELD_LIST",    "COM_CREATE_DB",	   "COM_DROP_DB",	  "COM_REFRESH",
@@ -73,6 +74,7 @@ static const char *const cmd_names[0x20] = {
 	"COM_STMT_SEND_LONG_DATA", "COM_STMT_CLOSE", "COM_STMT_RESET",	  "COM_SET_OPTION",
 	"COM_STMT_FETCH",    "COM_DAEMON",	   "COM_BINLOG_DUMP_GTID", "COM_RESET_CONNECTION",
 };
+/* clang-format on */
 
 enum phase {
 	P_START,     /* nothing validated yet */
