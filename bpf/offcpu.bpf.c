@@ -65,8 +65,11 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 	if (now > start->ts) {
 		stat_inc(SC_STAT_EVENTS);
 		if (start->snap) {
-			struct sc_done d = { .kind = SC_REC_DONE, .pid = next_pid, .ts = start->ts,
-					     .value = now - start->ts, .value2 = 1 };
+			struct sc_done d = { .kind = SC_REC_DONE,
+					     .pid = next_pid,
+					     .ts = start->ts,
+					     .value = now - start->ts,
+					     .value2 = 1 };
 
 			if (bpf_ringbuf_output(&snaps, &d, sizeof(d), snap_wake_flag()))
 				stat_inc(SC_STAT_SNAP_RINGBUF_FULL);

@@ -126,7 +126,7 @@ static __always_inline void stat_inc(__u32 which)
 static __always_inline __u64 snap_wake_flag(void)
 {
 	return bpf_ringbuf_query(&snaps, BPF_RB_AVAIL_DATA) >= snap_wake_bytes ? BPF_RB_FORCE_WAKEUP
-									     : BPF_RB_NO_WAKEUP;
+									       : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline int is_target(__u32 tgid)

@@ -34,7 +34,8 @@ int output_format_of(const char *name, const char *path, int network, uint32_t *
 
 		if (!f->network != !network)
 			continue;
-		if (name ? !strcmp(name, f->name) : path && f->ending && ends_with(path, f->ending)) {
+		if (name ? !strcmp(name, f->name)
+			 : path && f->ending && ends_with(path, f->ending)) {
 			*ret = f->format;
 			return 0;
 		}

@@ -30,7 +30,7 @@ struct ipc_rule {
 	uint32_t min_len;
 	uint32_t max_len;
 	uint32_t elem_size; /* when non-zero, (len - min_len) must be a multiple of it */
-	uint8_t fd;         /* 1: exactly one descriptor must come with it; 0: none may */
+	uint8_t fd;	    /* 1: exactly one descriptor must come with it; 0: none may */
 };
 
 struct ipc_msg {

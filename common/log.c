@@ -23,7 +23,7 @@ void log_set_level_name(const char *name)
 		const char *name;
 		enum log_level level;
 	} names[] = {
-		{ "trace", LOG_DEBUG }, { "debug", LOG_DEBUG }, { "info", LOG_INFO },
+		{ "trace", LOG_DEBUG }, { "debug", LOG_DEBUG },	 { "info", LOG_INFO },
 		{ "warn", LOG_WARN },	{ "warning", LOG_WARN }, { "error", LOG_ERROR },
 		{ "fatal", LOG_ERROR }, { "panic", LOG_ERROR },
 	};

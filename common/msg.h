@@ -34,20 +34,20 @@ enum msg_type {
 
 	/* shipper <-> launcher (file opener) */
 	MSG_OPEN_REQUEST, /* struct msg_open */
-	MSG_OPEN_REPLY,   /* struct msg_open_reply, + fd when err == 0 */
+	MSG_OPEN_REPLY,	  /* struct msg_open_reply, + fd when err == 0 */
 
 	/* supervisor <-> worker */
-	MSG_TASK_START,   /* struct task_spec */
+	MSG_TASK_START,	  /* struct task_spec */
 	MSG_TASK_STARTED, /* struct msg_task_started */
-	MSG_TASK_STOP,    /* empty */
-	MSG_TASK_DONE,    /* struct msg_task_done */
-	MSG_TASK_ERROR,   /* struct msg_error */
+	MSG_TASK_STOP,	  /* empty */
+	MSG_TASK_DONE,	  /* struct msg_task_done */
+	MSG_TASK_ERROR,	  /* struct msg_error */
 
 	/* worker -> shipper */
-	MSG_SHIP_BEGIN,  /* struct task_spec */
+	MSG_SHIP_BEGIN,	 /* struct task_spec */
 	MSG_SHIP_STACKS, /* struct ship_stack[] */
 	MSG_SHIP_COUNTS, /* struct ship_counts_hdr + struct ship_count[] */
-	MSG_SHIP_END,    /* struct ship_end */
+	MSG_SHIP_END,	 /* struct ship_end */
 
 	/* supervisor <-> shipper */
 	MSG_OUTPUT_OPEN,    /* struct msg_output + fd: where the task's profile goes */
@@ -57,15 +57,15 @@ enum msg_type {
 	/* client <-> supervisor */
 	MSG_CTL_PROFILE,  /* struct task_spec + fd of the output file */
 	MSG_CTL_ACCEPTED, /* struct msg_ctl_accepted */
-	MSG_CTL_DONE,     /* struct msg_ctl_done */
-	MSG_CTL_STOP,     /* struct msg_ctl_accepted: end the task now, keep its data */
+	MSG_CTL_DONE,	  /* struct msg_ctl_done */
+	MSG_CTL_STOP,	  /* struct msg_ctl_accepted: end the task now, keep its data */
 
 	/* supervisor -> shipper: the task's data goes to the backend (no descriptor) */
 	MSG_OUTPUT_BACKEND, /* struct msg_output_backend */
 
 	/* supervisor (discovery connection) <-> launcher */
 	MSG_PROC_QUERY, /* struct msg_proc_query */
-	MSG_PROC_INFO,  /* struct msg_proc_info */
+	MSG_PROC_INFO,	/* struct msg_proc_info */
 
 	/* inside the supervisor: backend threads <-> its main loop */
 	MSG_BK_START, /* struct msg_bk_start */
@@ -114,7 +114,7 @@ enum rover_role {
 	ROLE_WORKER,
 	ROLE_SHIPPER,
 	ROLE_LAUNCHER,
-	ROLE_DISCOVERY, /* the supervisor's second connection to the launcher: process facts */
+	ROLE_DISCOVERY,	    /* the supervisor's second connection to the launcher: process facts */
 	ROLE_SHIPPER_PEERS, /* the shipper's second connection: peers the launcher hands over */
 };
 
@@ -158,7 +158,7 @@ enum output_format {
 
 struct task_spec {
 	uint64_t task_id; /* assigned by the supervisor; 0 from a client */
-	uint32_t type;    /* enum task_type */
+	uint32_t type;	  /* enum task_type */
 	uint32_t format;  /* enum output_format */
 	uint32_t duration_ms;
 	uint32_t period_us; /* sampling period; frequency = 1e6 / period_us */
@@ -232,7 +232,7 @@ struct msg_worker_exit {
 	uint64_t task_id;
 	int32_t pid;
 	int32_t exit_code; /* -1 when killed */
-	int32_t signal;    /* 0 when it exited */
+	int32_t signal;	   /* 0 when it exited */
 	uint32_t pad;
 };
 
@@ -244,7 +244,7 @@ struct msg_error {
 };
 
 enum open_what {
-	OPEN_MAPS = 1,        /* /proc/PID/maps */
+	OPEN_MAPS = 1,	      /* /proc/PID/maps */
 	OPEN_MAPPED_FILE = 2, /* /proc/PID/map_files/START-END */
 	OPEN_KALLSYMS = 3,    /* /proc/kallsyms, opened with the opener's credentials */
 	OPEN_PERF_MAP = 4,    /* /proc/PID/root/tmp/perf-NSPID.map (JIT symbols), checked */
@@ -279,12 +279,12 @@ struct msg_task_started {
 enum loss_kind {
 	LOSS_USTACK_COLLISION, /* user stack id bucket held another stack */
 	LOSS_KSTACK_COLLISION,
-	LOSS_STACK_MAP_FULL, /* no free stack map entry */
-	LOSS_USTACK_MISSING, /* no user stack could be taken */
-	LOSS_COUNTS_FULL,    /* counts map full: the sample was not counted */
-	LOSS_STACK_EVICTED,  /* a counted stack was gone when it was read */
-	LOSS_SEND_FAILED,    /* a flush the shipper did not take */
-	LOSS_STARTS_FULL,    /* OFF_CPU: no room to remember a switched-out thread */
+	LOSS_STACK_MAP_FULL,	/* no free stack map entry */
+	LOSS_USTACK_MISSING,	/* no user stack could be taken */
+	LOSS_COUNTS_FULL,	/* counts map full: the sample was not counted */
+	LOSS_STACK_EVICTED,	/* a counted stack was gone when it was read */
+	LOSS_SEND_FAILED,	/* a flush the shipper did not take */
+	LOSS_STARTS_FULL,	/* OFF_CPU: no room to remember a switched-out thread */
 	LOSS_SNAP_RINGBUF_FULL, /* stack snapshot not taken (ring buffer full): frame pointers used */
 	LOSS_SNAP_FAULT,	/* no user stack byte could be copied: frame pointers used */
 	LOSS_SNAP_UNMATCHED,	/* OFF_CPU snapshot whose time never arrived, or not kept */
@@ -293,9 +293,9 @@ enum loss_kind {
 	LOSS_NET_SEGMENTS,	/* NETWORK: payload segments not delivered (ring buffer, budget) */
 	LOSS_NET_CLOSES,	/* NETWORK: connections whose last counters were lost */
 	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
-	LOSS_NET_TLS,		/* NETWORK: TLS calls not traced or on no connection we could name */
-	LOSS_NET_PARSERS,	/* NETWORK: connections over the task's bound of parsers: L4 only */
-	LOSS_TARGETS_CRED,	/* a client's target dropped: its credentials left the client's */
+	LOSS_NET_TLS,	   /* NETWORK: TLS calls not traced or on no connection we could name */
+	LOSS_NET_PARSERS,  /* NETWORK: connections over the task's bound of parsers: L4 only */
+	LOSS_TARGETS_CRED, /* a client's target dropped: its credentials left the client's */
 	LOSS_MAX,
 };
 
@@ -332,10 +332,10 @@ struct ship_stack {
  */
 struct ship_snapshot {
 	int32_t tgid;
-	uint32_t nkips; /* <= ROVER_MAX_STACK_DEPTH */
+	uint32_t nkips;	    /* <= ROVER_MAX_STACK_DEPTH */
 	uint32_t stack_len; /* <= SHIP_SNAPSHOT_MAX_STACK */
 	uint32_t flags;	    /* SHIP_SNAP_* */
-	uint64_t value;	 /* as in struct ship_count */
+	uint64_t value;	    /* as in struct ship_count */
 	uint64_t value2;
 	uint64_t ip, sp, bp; /* user registers at the event */
 };
@@ -399,7 +399,7 @@ struct ship_count {
 	int32_t ustack; /* -1: none */
 	int32_t kstack; /* -1: none */
 	uint32_t pad;
-	uint64_t value;  /* samples (ON_CPU) */
+	uint64_t value;	 /* samples (ON_CPU) */
 	uint64_t value2; /* reserved for OFF_CPU switch counts */
 };
 
@@ -446,10 +446,10 @@ struct msg_bk_pid {
  */
 struct msg_output_backend {
 	uint64_t task_id;
-	uint32_t type;	 /* enum task_type */
-	uint32_t nprocs; /* process ids in process_id[]: 1..ROVER_MAX_PIDS */
+	uint32_t type;		/* enum task_type */
+	uint32_t nprocs;	/* process ids in process_id[]: 1..ROVER_MAX_PIDS */
 	uint64_t start_unix_ms; /* profilingStartTime */
-	uint32_t npids;	 /* entries in pid_proc: 0..ROVER_MAX_PIDS */
+	uint32_t npids;		/* entries in pid_proc: 0..ROVER_MAX_PIDS */
 	uint32_t pad;
 	char sw_task_id[ROVER_SW_ID_LEN];
 	struct msg_bk_pid pid_proc[ROVER_MAX_PIDS];
@@ -471,7 +471,7 @@ struct msg_net_process {
 
 /* One sampling rule of ExtensionConfigJSON.NetworkSamplings (reference network-profiling §1). */
 struct msg_net_rule {
-	char uri_regex[256]; /* "": the default rule */
+	char uri_regex[256];	 /* "": the default rule */
 	int32_t min_duration_ms; /* -1: none */
 	uint8_t when_4xx, when_5xx;
 	uint8_t require_complete_request, require_complete_response;
@@ -567,8 +567,8 @@ struct msg_bk_ended {
 	char sw_task_id[ROVER_SW_ID_LEN];
 	char process_id[ROVER_SW_ID_LEN]; /* the task's first: process_id[0] */
 	int32_t err;
-	uint32_t nprocs; /* process ids the task covered */
-	uint64_t samples; /* the shipper's: uploaded or queued */
+	uint32_t nprocs;	 /* process ids the task covered */
+	uint64_t samples;	 /* the shipper's: uploaded or queued */
 	uint64_t kernel_samples; /* the worker's: counted in the kernel */
 };
 
@@ -622,7 +622,7 @@ struct msg_tls_attach {
 	int32_t pid;
 	uint32_t lib; /* enum net_tls_lib */
 	uint32_t nprobes;
-	uint32_t seq; /* echoed in the result */
+	uint32_t seq;	/* echoed in the result */
 	char path[256]; /* for logs and the report */
 	struct msg_tls_probe probes[MSG_TLS_MAX_PROBES];
 };
@@ -631,7 +631,7 @@ struct msg_tls_result {
 	uint64_t task_id;
 	int32_t pid;
 	uint32_t seq;
-	int32_t err; /* 0, or the -errno that refused it */
+	int32_t err;	   /* 0, or the -errno that refused it */
 	uint32_t attached; /* probes attached */
 };
 

@@ -122,7 +122,7 @@ enum net_fn {
 struct net_l4_dir {
 	__u64 count; /* syscalls that moved bytes */
 	__u64 bytes;
-	__u64 exe_ns; /* sum of their durations */
+	__u64 exe_ns;		    /* sum of their durations */
 	__u32 hist[NET_L4_BUCKETS]; /* durations */
 };
 
@@ -131,29 +131,29 @@ struct net_conn {
 	__u64 id;
 	__u32 tgid;
 	__s32 fd;
-	__u8 role;     /* enum net_role */
-	__u8 family;   /* AF_INET or AF_INET6 */
-	__u8 proto;    /* enum net_proto */
-	__u8 flags;    /* enum net_conn_flags */
-	__u16 lport;   /* host order */
-	__u16 rport;   /* host order */
+	__u8 role;	/* enum net_role */
+	__u8 family;	/* AF_INET or AF_INET6 */
+	__u8 proto;	/* enum net_proto */
+	__u8 flags;	/* enum net_conn_flags */
+	__u16 lport;	/* host order */
+	__u16 rport;	/* host order */
 	__u8 laddr[16]; /* AF_INET: the first 4 bytes */
 	__u8 raddr[16];
-	__u64 open_ns;	/* CLOCK_MONOTONIC: connect/accept returned, or first seen */
-	__u64 close_ns; /* 0 while open */
+	__u64 open_ns;	      /* CLOCK_MONOTONIC: connect/accept returned, or first seen */
+	__u64 close_ns;	      /* 0 while open */
 	__u64 connect_exe_ns; /* connect or accept call duration; 0 when mid-stream */
 	__u64 close_exe_ns;
-	struct net_l4_dir dir[2]; /* enum net_dir */
-	__u64 rtt_count;	  /* writes that sampled the smoothed RTT */
-	__u64 rtt_us;		  /* sum of those samples */
+	struct net_l4_dir dir[2];	/* enum net_dir */
+	__u64 rtt_count;		/* writes that sampled the smoothed RTT */
+	__u64 rtt_us;			/* sum of those samples */
 	__u32 rtt_hist[NET_L4_BUCKETS]; /* samples in ns, as upstream buckets them */
-	__u32 retrans;		  /* tcp_sock.total_retrans, last seen */
-	__u32 drops;		  /* skbs of the socket freed with a drop reason */
-	__u64 data_seq[2];	  /* payload segments the program meant to send, per dir */
-	__u64 tls_calls;	  /* TLS library calls that moved plaintext on it */
-	__u8 tls_lib;		  /* enum net_tls_lib, with NET_CONN_TLS */
+	__u32 retrans;			/* tcp_sock.total_retrans, last seen */
+	__u32 drops;			/* skbs of the socket freed with a drop reason */
+	__u64 data_seq[2];		/* payload segments the program meant to send, per dir */
+	__u64 tls_calls;		/* TLS library calls that moved plaintext on it */
+	__u8 tls_lib;			/* enum net_tls_lib, with NET_CONN_TLS */
 	__u8 pad2[7];
-	__u64 last_ns;		  /* the last call that moved bytes on it */
+	__u64 last_ns; /* the last call that moved bytes on it */
 };
 
 /* The program's map value: the connection, and the socket it was seen on (kernel side only). */

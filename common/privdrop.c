@@ -110,9 +110,9 @@ struct ll_ruleset_attr {
 	uint64_t handled_access_net; /* ABI 4 */
 	uint64_t scoped;	     /* ABI 6 */
 };
-#define LL_ACCESS_FS_TRUNCATE (1ULL << 14)	     /* ABI 3 */
+#define LL_ACCESS_FS_TRUNCATE (1ULL << 14)	  /* ABI 3 */
 #define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
-#define LL_SCOPE_SIGNAL (1ULL << 1)		     /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ULL << 1)		  /* ABI 6 */
 
 int sandbox_landlock(int writable_dirfd)
 {
@@ -147,11 +147,10 @@ int sandbox_landlock(int writable_dirfd)
 		return -errno;
 	if (writable_dirfd >= 0) {
 		struct landlock_path_beneath_attr pb = {
-			.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE |
-					  LANDLOCK_ACCESS_FS_MAKE_REG |
-					  LANDLOCK_ACCESS_FS_REMOVE_FILE |
-					  (write_rights & (LANDLOCK_ACCESS_FS_REFER |
-							   LL_ACCESS_FS_TRUNCATE)),
+			.allowed_access =
+				LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_MAKE_REG |
+				LANDLOCK_ACCESS_FS_REMOVE_FILE |
+				(write_rights & (LANDLOCK_ACCESS_FS_REFER | LL_ACCESS_FS_TRUNCATE)),
 			.parent_fd = writable_dirfd,
 		};
 

@@ -33,10 +33,10 @@ enum sc_stat {
 	SC_STAT_STACK_MAP_FULL,
 	SC_STAT_USTACK_MISSING,
 	SC_STAT_COUNTS_FULL,
-	SC_STAT_STARTS_FULL, /* OFF_CPU: no room to remember a switched-out thread */
+	SC_STAT_STARTS_FULL,	   /* OFF_CPU: no room to remember a switched-out thread */
 	SC_STAT_SNAP_RINGBUF_FULL, /* snapshot or its OFF_CPU time not in the ring buffer */
 	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
-	SC_STAT_CRED_DROPPED, /* a client's target dropped: no longer the client's to trace */
+	SC_STAT_CRED_DROPPED,	   /* a client's target dropped: no longer the client's to trace */
 	SC_STAT_MAX,
 };
 

@@ -14,7 +14,7 @@ int parse_duration_us(const char *s, uint64_t *ret_us)
 	static const struct {
 		const char *suffix;
 		uint64_t us;
-	} units[] = { { "us", 1 },	   { "ms", 1000 },	    { "s", 1000000 },
+	} units[] = { { "us", 1 },	    { "ms", 1000 },	    { "s", 1000000 },
 		      { "m", 60000000ULL }, { "h", 3600000000ULL }, { "", 1000000 } };
 	unsigned long long v;
 	char *end;

@@ -16,7 +16,8 @@
 #include "launcher/trust.h"
 
 static const struct ipc_rule replies[] = {
-	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0, 1 },
+	{ MSG_CTL_ACCEPTED, sizeof(struct msg_ctl_accepted), sizeof(struct msg_ctl_accepted), 0,
+	  1 },
 	{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 };
 
@@ -34,8 +35,10 @@ int client_connect(const char *sockdir, unsigned wait_ms)
 
 	dirfd = trust_dir(sockdir, geteuid(), 0, bad, sizeof(bad));
 	if (dirfd == -EPERM)
-		fprintf(stderr, "rover: %s: %s could be changed by another user, who could have put "
-				"its own ctl.sock there; refusing it\n", sockdir, bad);
+		fprintf(stderr,
+			"rover: %s: %s could be changed by another user, who could have put "
+			"its own ctl.sock there; refusing it\n",
+			sockdir, bad);
 	if (dirfd < 0)
 		return dirfd;
 	snprintf(at, sizeof(at), "/proc/self/fd/%d", dirfd);
@@ -46,7 +49,8 @@ int client_connect(const char *sockdir, unsigned wait_ms)
 		/* A socket of root's (or ours), never a link. */
 		if (!fstatat(dirfd, "ctl.sock", &st, AT_SYMLINK_NOFOLLOW) &&
 		    (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
-			fprintf(stderr, "rover: %s/ctl.sock is not a socket of root's; refusing it\n",
+			fprintf(stderr,
+				"rover: %s/ctl.sock is not a socket of root's; refusing it\n",
 				sockdir);
 			break;
 		}
@@ -138,10 +142,12 @@ void client_report(const struct msg_ctl_done *d, const char *output, uint32_t ty
 	if (!d->task_id)
 		return;
 	if (type == TASK_NETWORK)
-		fprintf(stderr, "rover: %s: %llu HTTP exchanges, %llu socket calls traced\n", output,
-			(unsigned long long)d->out.samples, (unsigned long long)d->kernel_samples);
+		fprintf(stderr, "rover: %s: %llu HTTP exchanges, %llu socket calls traced\n",
+			output, (unsigned long long)d->out.samples,
+			(unsigned long long)d->kernel_samples);
 	else if (type == TASK_OFF_CPU)
-		fprintf(stderr, "rover: %s: %.3f s off the CPU in %llu stacks (%llu switches back in)\n",
+		fprintf(stderr,
+			"rover: %s: %.3f s off the CPU in %llu stacks (%llu switches back in)\n",
 			output, (double)d->out.samples / 1e6, (unsigned long long)d->out.stacks,
 			(unsigned long long)d->kernel_samples);
 	else
@@ -156,11 +162,13 @@ void client_report(const struct msg_ctl_done *d, const char *output, uint32_t ty
 			loss_name((unsigned)k));
 	}
 	if (!lost)
-		fprintf(stderr, "rover: no %s lost\n", type == TASK_NETWORK ? "records" : "samples");
+		fprintf(stderr, "rover: no %s lost\n",
+			type == TASK_NETWORK ? "records" : "samples");
 	if (d->out.frames_unnamed)
 		fprintf(stderr, "rover: %llu frame samples shown as module+offset or [unknown]\n",
 			(unsigned long long)d->out.frames_unnamed);
 	if (d->out.summary[0])
 		fprintf(stderr, "rover: %s:\n%s",
-			type == TASK_NETWORK ? "top endpoints" : "top functions (self)", d->out.summary);
+			type == TASK_NETWORK ? "top endpoints" : "top functions (self)",
+			d->out.summary);
 }

@@ -146,8 +146,8 @@ struct launcher {
 	const char *user;
 	uid_t uid;
 	gid_t gid;
-	int manage_roles; /* start and restart the supervisor and the shipper */
-	int stack_only;	  /* a one-shot ON_CPU/OFF_CPU task: the shipper serves no NETWORK task */
+	int manage_roles;  /* start and restart the supervisor and the shipper */
+	int stack_only;	   /* a one-shot ON_CPU/OFF_CPU task: the shipper serves no NETWORK task */
 	pid_t role_pid[2]; /* supervisor, shipper */
 	uint64_t role_restart_at[2];
 	uint64_t role_started_at[2];
@@ -201,9 +201,15 @@ static int duration_ms_arg(const char *opt, const char *arg, uint64_t min_us, ui
 
 static int has_privileges(void)
 {
-	static const int need[] = { CAP_SETUID,	     CAP_SETGID,     CAP_SETPCAP,
-				    CAP_BPF,	     CAP_PERFMON,    CAP_KILL,
-				    CAP_CHOWN,	     CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE,
+	static const int need[] = { CAP_SETUID,
+				    CAP_SETGID,
+				    CAP_SETPCAP,
+				    CAP_BPF,
+				    CAP_PERFMON,
+				    CAP_KILL,
+				    CAP_CHOWN,
+				    CAP_SYS_PTRACE,
+				    CAP_CHECKPOINT_RESTORE,
 				    CAP_DAC_READ_SEARCH };
 
 	capng_get_caps_process();
@@ -335,11 +341,11 @@ static void reap(struct launcher *l)
 				continue;
 			}
 			if (WIFSIGNALED(status))
-				log_warn("%s %d killed by signal %d (%s); restarting", names[i], (int)pid,
-					 WTERMSIG(status), strsignal(WTERMSIG(status)));
+				log_warn("%s %d killed by signal %d (%s); restarting", names[i],
+					 (int)pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
 			else
-				log_warn("%s %d exited with status %d; restarting", names[i], (int)pid,
-					 WEXITSTATUS(status));
+				log_warn("%s %d exited with status %d; restarting", names[i],
+					 (int)pid, WEXITSTATUS(status));
 			/* The next restart's delay is set below; it doubles while the role keeps failing. */
 			l->role_pid[i] = 0;
 			if (now_mono_ms() - l->role_started_at[i] >= ROLE_HEALTHY_MS ||
@@ -455,8 +461,8 @@ static pid_t uid_taken(uid_t uid, char comm[32])
 						 line + 6);
 				else if (!strncmp(line, "State:\tZ", 8))
 					break; /* a zombie holds nothing */
-				else if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) ==
-					 4) {
+				else if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2],
+						&u[3]) == 4) {
 					for (int k = 0; k < 4; k++)
 						if (u[k] == uid)
 							found = pid;
@@ -500,7 +506,8 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 	l->bindir[n] = '\0';
 	*strrchr(l->bindir, '/') = '\0';
 	if (sockdir) {
-		if (snprintf(l->sockdir, sizeof(l->sockdir), "%s", sockdir) >= (int)sizeof(l->sockdir))
+		if (snprintf(l->sockdir, sizeof(l->sockdir), "%s", sockdir) >=
+		    (int)sizeof(l->sockdir))
 			return -ENAMETOOLONG;
 	} else {
 		strcpy(l->sockdir, "/tmp/rover.XXXXXX");
@@ -552,8 +559,12 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 	l->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (l->sigfd < 0)
 		return -errno;
-	cfg = (struct spawner_config){ .dirfd = l->dirfd, .bindir = l->bindir, .user = l->user,
-				       .uid = l->uid, .gid = l->gid, .listen = !l->manage_roles };
+	cfg = (struct spawner_config){ .dirfd = l->dirfd,
+				       .bindir = l->bindir,
+				       .user = l->user,
+				       .uid = l->uid,
+				       .gid = l->gid,
+				       .listen = !l->manage_roles };
 	l->sp = spawner__new(&cfg);
 	if (!l->sp)
 		return -errno;
@@ -628,8 +639,8 @@ static void teardown(struct launcher *l)
 			waited += 20;
 			continue;
 		}
-		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB, %ld page faults", (int)pid,
-			  cpu_ms(&ru), ru.ru_maxrss, ru.ru_minflt + ru.ru_majflt);
+		log_debug("worker %d used %ld ms of CPU, peak RSS %ld kB, %ld page faults",
+			  (int)pid, cpu_ms(&ru), ru.ru_maxrss, ru.ru_minflt + ru.ru_majflt);
 	}
 	spawner__free(l->sp);
 	if (l->dirfd >= 0) {
@@ -674,8 +685,7 @@ static void take_accepted(int *out, int got)
 		close(got);
 }
 
-static int run(struct launcher *l, int client, int out, int file, const char *output,
-	       uint32_t type)
+static int run(struct launcher *l, int client, int out, int file, const char *output, uint32_t type)
 {
 	int fds[16], stopping = 0, status = 0, out_err = 0;
 	uint64_t task_id = 0;
@@ -691,7 +701,9 @@ static int run(struct launcher *l, int client, int out, int file, const char *ou
 			/* Woken for a role's restart, else only by a message, a child or a signal
 			 * (a wakeup costs about 70 us here: 40 a task at the old 250 ms tick). */
 			if (!l->role_pid[i]) {
-				uint64_t at = l->role_restart_at[i] > now ? l->role_restart_at[i] - now : 0;
+				uint64_t at = l->role_restart_at[i] > now
+						      ? l->role_restart_at[i] - now
+						      : 0;
 
 				if (timeout < 0 || at < (uint64_t)timeout)
 					timeout = (int)(at < 60000 ? at : 60000);
@@ -779,8 +791,9 @@ static int cmd_profile(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct task_spec spec = { .type = TASK_ON_CPU, .duration_ms = 10000, .period_us = 9000,
-				  .flush_ms = 5000 };
+	struct task_spec spec = {
+		.type = TASK_ON_CPU, .duration_ms = 10000, .period_us = 9000, .flush_ms = 5000
+	};
 	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = 1 };
 	const char *output = NULL, *format = NULL, *connect_dir = NULL;
 	uint32_t period_ms = 9;
@@ -790,8 +803,9 @@ static int cmd_profile(int argc, char **argv)
 		switch (c) {
 		case 'p':
 			if (parse_pids(optarg, &spec))
-				return die_usage("bad --pid '%s': comma-separated positive pids, at most 64",
-						 optarg);
+				return die_usage(
+					"bad --pid '%s': comma-separated positive pids, at most 64",
+					optarg);
 			break;
 		case 'o':
 			output = optarg;
@@ -885,8 +899,9 @@ static int cmd_profile(int argc, char **argv)
 	if (spec.type != TASK_NETWORK && spec.attach == ATTACH_SYSCALLS)
 		return die_usage("--attach %s is for --type network", "syscalls");
 	if (output_format_of(format, output, spec.type == TASK_NETWORK, &spec.format))
-		return die_usage(spec.type == TASK_NETWORK ? "bad --format '%s': txt or json expected"
-							   : "bad --format '%s': folded, pprof or svg expected",
+		return die_usage(spec.type == TASK_NETWORK
+					 ? "bad --format '%s': txt or json expected"
+					 : "bad --format '%s': folded, pprof or svg expected",
 				 format);
 	for (uint32_t i = 0; i < spec.npids; i++) {
 		char path[64];
@@ -1083,7 +1098,8 @@ static int load_run_config(struct launcher *l, const char *path)
 			l->blob[BLOB_CA + i] = slurp(paths[i], &l->blob_len[BLOB_CA + i]);
 			if (!l->blob[BLOB_CA + i]) {
 				fprintf(stderr, "rover: config %s: %s '%s': %s\n",
-					path ? path : "(defaults)", keys[i], paths[i], strerror(errno));
+					path ? path : "(defaults)", keys[i], paths[i],
+					strerror(errno));
 				err = 2;
 			}
 		}

@@ -53,10 +53,10 @@ struct sp_worker {
 
 struct spawner {
 	struct spawner_config cfg;
-	int lsock;	/* spawner.sock, roles in containers; -1 when the launcher starts them */
-	int ctl_lsock;	/* ctl.sock, handed to each supervisor */
-	int kallsyms;	/* opened with CAP_SYSLOG, which the launcher then drops */
-	int linked;	/* the current supervisor and shipper hold a link made by us */
+	int lsock;     /* spawner.sock, roles in containers; -1 when the launcher starts them */
+	int ctl_lsock; /* ctl.sock, handed to each supervisor */
+	int kallsyms;  /* opened with CAP_SYSLOG, which the launcher then drops */
+	int linked;    /* the current supervisor and shipper hold a link made by us */
 	struct sp_peer peers[MAX_PEERS];
 	struct sp_worker workers[MAX_WORKERS];
 	struct ipc_msg msg;
@@ -403,8 +403,8 @@ static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused
 		close(pfd[0]);
 		for (uint32_t i = 0; i < req->ngroups; i++)
 			groups[i] = (gid_t)req->groups[i];
-		if (setgroups(req->ngroups, groups) || setresgid(req->req_gid, req->req_gid,
-								 req->req_gid) ||
+		if (setgroups(req->ngroups, groups) ||
+		    setresgid(req->req_gid, req->req_gid, req->req_gid) ||
 		    setresuid(req->req_uid, req->req_uid, req->req_uid))
 			_exit(2);
 		for (uint32_t i = 0; i < req->npids && bad < 0; i++) {
@@ -439,7 +439,7 @@ static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, i
 {
 	char exe[PATH_MAX + 32], npin[16];
 	char *argv[] = { "rover-worker", "--user", (char *)(sp->cfg.user ? sp->cfg.user : ""),
-			 "--pidfds", npin, NULL };
+			 "--pidfds",	 npin,	   NULL };
 	int fds[2 + ROVER_MAX_PIDS] = { sv, sh };
 	uint32_t nfds = 0;
 
@@ -504,7 +504,8 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 	 */
 	for (uint32_t i = 0; i < req->npids; i++) {
 		nw.pids[i] = req->pids[i];
-		nw.pidfds[i] = req->pids[i] > 0 ? (int)syscall(SYS_pidfd_open, req->pids[i], 0) : -1;
+		nw.pidfds[i] = req->pids[i] > 0 ? (int)syscall(SYS_pidfd_open, req->pids[i], 0)
+						: -1;
 		nw.npids = i + 1;
 		if (nw.pidfds[i] >= 0) {
 			alive++;
@@ -582,8 +583,7 @@ out:
  * The pidfd pinning pid in a task that may still be opened for, and that task's worker: 0, or
  * -EPERM when none.
  */
-static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd,
-		       struct sp_worker **ret_w)
+static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd, struct sp_worker **ret_w)
 {
 	uint64_t now = now_mono_ms();
 
@@ -629,7 +629,8 @@ static int is_code_mapping(int32_t pid, uint64_t start, uint64_t end)
 		if (cont)
 			continue; /* the rest of a line too long to be a mapping we name */
 		if (sscanf(line, "%llx-%llx %4s %llx %15s %lu %n", &s, &e, perms, &off, dev, &ino,
-			   &pathpos) < 6 || s != start || e != end)
+			   &pathpos) < 6 ||
+		    s != start || e != end)
 			continue;
 		if (perms[2] == 'x' && perms[3] == 'p' && ino && pathpos && line[pathpos] == '/' &&
 		    strncmp(line + pathpos, "/memfd:", 7) && strncmp(line + pathpos, "/dev/", 5))

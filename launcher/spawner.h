@@ -18,7 +18,7 @@ struct spawner_config {
 	const char *user;   /* passed to workers */
 	uid_t uid;	    /* the rover user: the only uid (besides root) spawner.sock admits */
 	gid_t gid;	    /* its group: ctl.sock and spawner.sock are root's and this group's */
-	int listen;	    /* roles in containers of their own reach the launcher by spawner.sock */
+	int listen; /* roles in containers of their own reach the launcher by spawner.sock */
 };
 
 /* Binds ctl.sock (and spawner.sock) and opens kallsyms: call it while CAP_CHOWN and

@@ -54,8 +54,8 @@ int trust_dir(const char *path, uid_t also, int create, char *ret_bad, size_t ba
 			err = -errno;
 			goto fail;
 		}
-		nfd = openat(fd, tok, (last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW |
-					      O_CLOEXEC);
+		nfd = openat(fd, tok,
+			     (last ? O_RDONLY : O_PATH) | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0) {
 			err = errno == ELOOP ? -ENOTDIR : -errno;
 			goto fail;

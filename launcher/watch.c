@@ -91,9 +91,10 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 	pargv[pargc++] = "profile";
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int k = !strcmp(a, "--cpu") ? W_CPU : !strcmp(a, "--threads") ? W_THREADS
-						 : !strcmp(a, "--load")	 ? W_LOAD
-									 : -1;
+		int k = !strcmp(a, "--cpu")	  ? W_CPU
+			: !strcmp(a, "--threads") ? W_THREADS
+			: !strcmp(a, "--load")	  ? W_LOAD
+						  : -1;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage_watch, stdout);
@@ -107,7 +108,8 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 			}
 			i++;
 			if (k >= 0 && parse_cond(v, &conds[k])) {
-				usage_error("bad condition (THRESHOLD:COUNT/PERIOD, e.g. 80:3/5)", v, &rc);
+				usage_error("bad condition (THRESHOLD:COUNT/PERIOD, e.g. 80:3/5)",
+					    v, &rc);
 				goto cleanup;
 			}
 			if (!strcmp(a, "--fetch-interval") &&
@@ -115,7 +117,8 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 				usage_error("bad --fetch-interval (100ms to 1m)", v, &rc);
 				goto cleanup;
 			}
-			if (!strcmp(a, "--max-wait") && (duration_ms(v, &max_wait_ms) || !max_wait_ms)) {
+			if (!strcmp(a, "--max-wait") &&
+			    (duration_ms(v, &max_wait_ms) || !max_wait_ms)) {
 				usage_error("bad --max-wait", v, &rc);
 				goto cleanup;
 			}
@@ -135,8 +138,9 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 		pargv[pargc++] = argv[i];
 	}
 	if (!pid || !(conds[W_CPU].on || conds[W_THREADS].on || conds[W_LOAD].on)) {
-		fprintf(stderr, "rover: watch needs --pid PID and at least one of --cpu, --threads, "
-				"--load\nrover: try 'rover watch --help'\n");
+		fprintf(stderr,
+			"rover: watch needs --pid PID and at least one of --cpu, --threads, "
+			"--load\nrover: try 'rover watch --help'\n");
 		rc = 2;
 		goto cleanup;
 	}

@@ -25,8 +25,8 @@ int policy_compile(const struct role_policy *pol, scmp_filter_ctx *ret)
 	/* Threads a library started before the filter (gRPC's) get it too. */
 	err = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
 	for (size_t i = 0; !err && i < pol->nseccomp + nshared; i++) {
-		const struct seccomp_entry *e =
-			i < pol->nseccomp ? &pol->seccomp[i] : &pol->shared[i - pol->nseccomp];
+		const struct seccomp_entry *e = i < pol->nseccomp ? &pol->seccomp[i]
+								  : &pol->shared[i - pol->nseccomp];
 		int nr = seccomp_syscall_resolve_name(e->name);
 		uint32_t action = e->action == SC_ALLOW ? SCMP_ACT_ALLOW
 							: SCMP_ACT_ERRNO((unsigned)e->action);

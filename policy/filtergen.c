@@ -42,7 +42,8 @@ int main(void)
 			fprintf(stderr, "filtergen: %s: %s\n", policies[p].name, strerror(errno));
 			return 1;
 		}
-		printf("\nstatic const struct sock_filter %s_insns[%zu] = {\n", policies[p].name, n);
+		printf("\nstatic const struct sock_filter %s_insns[%zu] = {\n", policies[p].name,
+		       n);
 		for (size_t i = 0; i < n; i++)
 			printf("\t{ 0x%04x, %u, %u, 0x%08x },\n", f[i].code, f[i].jt, f[i].jf,
 			       f[i].k);

@@ -24,13 +24,14 @@
 
 const struct seccomp_entry grpc_client_calls[] = {
 	/* Threads. */
-	{ "clone", SC_ALLOW, "gRPC's timer, executor and event-engine threads; never a process",
-	  0, CLONE_THREAD, CLONE_THREAD },
+	{ "clone", SC_ALLOW, "gRPC's timer, executor and event-engine threads; never a process", 0,
+	  CLONE_THREAD, CLONE_THREAD },
 	{ "clone3", ENOSYS, "glibc falls back to clone, whose flags the filter can see" },
 	{ "set_robust_list", SC_ALLOW, "thread start (glibc)" },
 	{ "rseq", SC_ALLOW, "thread start (glibc)" },
 	{ "rt_sigprocmask", SC_ALLOW, "glibc blocks signals around thread creation" },
-	{ "rt_sigaction", SC_ALLOW, "glibc installs its set-id signal handler at the first thread" },
+	{ "rt_sigaction", SC_ALLOW,
+	  "glibc installs its set-id signal handler at the first thread" },
 	{ "prctl", SC_ALLOW, "gRPC names its threads (PR_SET_NAME only)", 0, 0xffffffffu,
 	  PR_SET_NAME },
 	{ "mmap", SC_ALLOW, "thread stacks, memory (never executable)", 2, PROT_EXEC, 0 },
@@ -46,7 +47,8 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "sched_getaffinity", SC_ALLOW, "CPU count (sizing the executor) when /sys is not read" },
 	{ "sched_getparam", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
 	{ "sched_getscheduler", SC_ALLOW, "pthread_getattr_np of the main thread (stack bounds)" },
-	{ "sched_yield", SC_ALLOW, "gRPC event engine threads back off while another holds a lock" },
+	{ "sched_yield", SC_ALLOW,
+	  "gRPC event engine threads back off while another holds a lock" },
 	/* The event engine (epoll1 poller) and its wakeups. */
 	{ "epoll_create1", SC_ALLOW, "poller" },
 	{ "epoll_ctl", SC_ALLOW, "poller" },
@@ -65,14 +67,15 @@ const struct seccomp_entry grpc_client_calls[] = {
 	  SOCK_STREAM },
 	{ "socket", SC_ALLOW, "TCP to the OAP (IPv6)", 0, SC_INT, AF_INET6, 1, SC_SOCK_TYPE,
 	  SOCK_STREAM },
-	{ "socket", SC_ALLOW, "UDP: c-ares DNS, the address sort (RFC 6724)", 0, SC_INT, AF_INET,
-	  1, SC_SOCK_TYPE, SOCK_DGRAM },
+	{ "socket", SC_ALLOW, "UDP: c-ares DNS, the address sort (RFC 6724)", 0, SC_INT, AF_INET, 1,
+	  SC_SOCK_TYPE, SOCK_DGRAM },
 	{ "socket", SC_ALLOW, "UDP: c-ares DNS, the address sort (RFC 6724)", 0, SC_INT, AF_INET6,
 	  1, SC_SOCK_TYPE, SOCK_DGRAM },
 	{ "connect", SC_ALLOW, "TCP to the OAP; UDP for DNS and for the address sort (RFC 6724)" },
 	{ "bind", SC_ALLOW, "gRPC probes once whether [::1] is usable (binds [::1]:0)" },
 	{ "getsockname", SC_ALLOW, "local address of a connection; the address sort" },
-	{ "setsockopt", SC_ALLOW, "TCP_NODELAY, TCP_USER_TIMEOUT, SO_REUSEADDR, IPV6_V6ONLY, TCP_INQ" },
+	{ "setsockopt", SC_ALLOW,
+	  "TCP_NODELAY, TCP_USER_TIMEOUT, SO_REUSEADDR, IPV6_V6ONLY, TCP_INQ" },
 	{ "getsockopt", SC_ALLOW, "SO_ERROR after a non-blocking connect; option checks" },
 	{ "fcntl", SC_ALLOW, "O_NONBLOCK and FD_CLOEXEC on new sockets" },
 	{ "sendmsg", SC_ALLOW, "HTTP/2 frames out" },
@@ -85,8 +88,8 @@ const struct seccomp_entry grpc_client_calls[] = {
 	/* Files, read-only: OpenSSL reads openssl.cnf at the first handshake and /dev/urandom;
 	 * c-ares /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf at every resolution; glibc
 	 * /etc/localtime (time stamps) and /sys/devices/system/cpu/online (CPU count). */
-	{ "openat", SC_ALLOW, "the read-only files above", 2, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND,
-	  O_RDONLY },
+	{ "openat", SC_ALLOW, "the read-only files above", 2,
+	  O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, O_RDONLY },
 	{ "newfstatat", SC_ALLOW, "stdio on those files" },
 	{ "fstat", SC_ALLOW, "stdio on those files" },
 	{ "lseek", SC_ALLOW, "stdio on those files" },
@@ -95,8 +98,9 @@ const struct seccomp_entry grpc_client_calls[] = {
 	{ "getpid", SC_ALLOW, "OpenSSL's fork check on every random draw" },
 	{ "getrandom", SC_ALLOW, "TLS randomness; gRPC's own random numbers" },
 	{ "exit_group", SC_ALLOW, "process exit" },
-	{ "restart_syscall", SC_ALLOW, "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
-				       "a cgroup freeze, a tracer): the kernel's own call" },
+	{ "restart_syscall", SC_ALLOW,
+	  "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
+	  "a cgroup freeze, a tracer): the kernel's own call" },
 	/* Not seen in the tests' traces but imported by the libraries on paths they may take
 	 * (an exhausted channel, a resolver retry, a peer gone): a kill there would cost the
 	 * role's data, and none of these reaches beyond the process's own descriptors. */

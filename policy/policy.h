@@ -31,7 +31,7 @@
 
 struct seccomp_entry {
 	const char *name; /* syscall name, resolved for the running architecture */
-	int action;       /* SC_ALLOW, or a positive errno returned instead of running it */
+	int action;	  /* SC_ALLOW, or a positive errno returned instead of running it */
 	const char *why;
 	/* Optional condition: only when (arg[argno] & mask) == value; mask 0 means always. */
 	unsigned argno;

@@ -66,7 +66,7 @@
 	{ "sysinfo", SC_ALLOW, "libc sysconf(_SC_PHYS_PAGES) when sizing caches" }, \
 	{ "sched_getaffinity", SC_ALLOW, "libc CPU count" }, \
 	{ "ioctl", SC_ALLOW, "TCGETS: glibc's isatty on stdio", 1, SC_INT, TCGETS }, \
-	{ "ioctl", ENOTTY, "any request but these and grpc.c's (TIOCSTI...)", 1, 0, SC_ELSE }, \
+	{ "ioctl", ENOTTY, "any request but these and grpc.c's (TIOCSTI...)", 1, 0, SC_ELSE },
 
 /* clang-format on */
 
@@ -85,8 +85,10 @@ static const struct seccomp_entry spool_calls[] = {
 	/* clang-format on */
 	{ "renameat", SC_ALLOW, "a spool file written under a temporary name goes into place", 0,
 	  SC_INT, SPOOL_DIR_FD, 2, SC_INT, SPOOL_DIR_FD },
-	{ "unlinkat", SC_ALLOW, "spool files once sent or dropped; a temporary one left by a "
-				"crash (never a directory)", 0, SC_INT, SPOOL_DIR_FD, 2, AT_REMOVEDIR, 0 },
+	{ "unlinkat", SC_ALLOW,
+	  "spool files once sent or dropped; a temporary one left by a "
+	  "crash (never a directory)",
+	  0, SC_INT, SPOOL_DIR_FD, 2, AT_REMOVEDIR, 0 },
 	{ "fsync", SC_ALLOW, "a spool file and its directory before the rename counts as durable" },
 };
 

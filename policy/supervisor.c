@@ -65,8 +65,9 @@ static const struct seccomp_entry calls[] = {
 	{ "getdents64", SC_ALLOW, "discovery lists /proc" },
 	/* Signal 0 sends nothing: whether a pid still exists, for discovery's processes with an
 	 * entity at every scan (a path lookup in /proc costs 5 times more). Any signal: EPERM. */
-	{ "pidfd_open", SC_ALLOW, "discovery: a process with an entity is watched for its end "
-				  "(its pidfd gives no signal: pidfd_send_signal is not allowed)" },
+	{ "pidfd_open", SC_ALLOW,
+	  "discovery: a process with an entity is watched for its end "
+	  "(its pidfd gives no signal: pidfd_send_signal is not allowed)" },
 	{ "epoll_ctl", SC_ALLOW, "discovery: the set of those pidfds" },
 	{ "epoll_wait", SC_ALLOW, "discovery: which of them ended, once a scan" },
 	{ "epoll_pwait", SC_ALLOW, "discovery: as epoll_wait (architectures without it)" },

@@ -23,8 +23,8 @@
 #include "policy/policy.h"
 
 static const int caps[] = {
-	CAP_BPF,      /* load programs, create maps, read them */
-	CAP_PERFMON,  /* system-wide perf events, stack traces, perf_event programs */
+	CAP_BPF,     /* load programs, create maps, read them */
+	CAP_PERFMON, /* system-wide perf events, stack traces, perf_event programs */
 };
 
 /* From the drop until the programs are attached (open_targets, profiler__start). */
@@ -34,9 +34,10 @@ static const struct seccomp_entry load_calls[] = {
 	{ "ioctl", SC_ALLOW, "PERF_EVENT_IOC_SET_BPF: libbpf attaches where there is no perf link",
 	  1, SC_INT, PERF_EVENT_IOC_SET_BPF },
 	{ "pidfd_open", SC_ALLOW, "notice when a target exits" },
-	{ "openat", SC_ALLOW, "libbpf reads /sys/devices/system/cpu/possible and kernel BTF: "
-			      "read-only opens only", 2, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND,
-	  O_RDONLY },
+	{ "openat", SC_ALLOW,
+	  "libbpf reads /sys/devices/system/cpu/possible and kernel BTF: "
+	  "read-only opens only",
+	  2, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, O_RDONLY },
 	{ "faccessat2", SC_ALLOW, "libbpf checks for kernel BTF" },
 	{ "access", SC_ALLOW, "libbpf checks for kernel BTF" },
 	{ "statfs", SC_ALLOW, "libbpf checks bpffs/tracefs mounts" },
@@ -87,8 +88,9 @@ static const struct seccomp_entry drain_calls[] = {
 	{ "fcntl", SC_ALLOW, "libbpf duplicates map descriptors (F_DUPFD_CLOEXEC)" },
 	{ "poll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
 	{ "ppoll", SC_ALLOW, "wait for the supervisor, targets and the flush timer" },
-	{ "restart_syscall", SC_ALLOW, "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
-				       "a cgroup freeze, a tracer): the kernel's own call" },
+	{ "restart_syscall", SC_ALLOW,
+	  "a poll or sleep resumed after a stop (SIGSTOP and SIGCONT, "
+	  "a cgroup freeze, a tracer): the kernel's own call" },
 	{ "clock_gettime", SC_ALLOW, "flush and task timers" },
 	{ "clock_nanosleep", SC_ALLOW, "let in-flight programs finish after a map flip" },
 	{ "nanosleep", SC_ALLOW, "let in-flight programs finish after a map flip" },

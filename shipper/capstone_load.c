@@ -35,8 +35,10 @@ static int loaded;
 int capstone__load(char *why, size_t whylen)
 {
 	const struct dynload_sym syms[] = {
-		{ "cs_open", &fn.open },     { "cs_close", &fn.close },
-		{ "cs_malloc", &fn.malloc }, { "cs_free", &fn.free },
+		{ "cs_open", &fn.open },
+		{ "cs_close", &fn.close },
+		{ "cs_malloc", &fn.malloc },
+		{ "cs_free", &fn.free },
 		{ "cs_disasm_iter", &fn.disasm_iter },
 	};
 	const char *missing = NULL;
@@ -48,8 +50,8 @@ int capstone__load(char *why, size_t whylen)
 	rc = dynload(CAPSTONE_SONAME, syms, sizeof(syms) / sizeof(syms[0]), &missing, err,
 		     sizeof(err));
 	if (rc == -ELIBACC)
-		snprintf(why, whylen, "loading the disassembler for Go TLS: %s; install libcapstone4",
-			 err);
+		snprintf(why, whylen,
+			 "loading the disassembler for Go TLS: %s; install libcapstone4", err);
 	else if (rc)
 		snprintf(why, whylen, "%s has no %s", CAPSTONE_SONAME, missing);
 	loaded = !rc;

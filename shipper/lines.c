@@ -7,7 +7,7 @@
 #include "shipper/lines.h"
 
 int read_lines(int fd, size_t max_line, size_t max_bytes, bool partial_last,
-		      int (*line)(void *ctx, const char *p, size_t n), void *ctx)
+	       int (*line)(void *ctx, const char *p, size_t n), void *ctx)
 {
 	size_t have = 0, total = 0;
 	bool skipping = false;

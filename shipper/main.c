@@ -61,7 +61,7 @@ struct shipper {
 	struct peer peers[MAX_PEERS];
 	struct ship_task *tasks[MAX_TASKS];
 	struct client_out outs[MAX_TASKS]; /* clients' outputs still being sent */
-	int supervisor; /* index in peers, -1 */
+	int supervisor;			   /* index in peers, -1 */
 	struct ipc_msg msg;
 	/* Backend output, with --config-fd only. */
 	struct rover_config *cfg;
@@ -82,8 +82,8 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_BEGIN, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
 	{ MSG_SHIP_STACKS, sizeof(struct ship_stack), 1000 * sizeof(struct ship_stack),
 	  sizeof(struct ship_stack), 0 },
-	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD, sizeof(struct ship_count),
-	  0 },
+	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD,
+	  sizeof(struct ship_count), 0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
 	{ MSG_SHIP_SNAPSHOTS, sizeof(struct ship_snapshots_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_SHIP_NET_DATA, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
@@ -94,7 +94,8 @@ static const struct ipc_rule worker_rules[] = {
 
 static const struct ipc_rule supervisor_rules[] = {
 	{ MSG_OUTPUT_OPEN, sizeof(struct msg_output), sizeof(struct msg_output), 0, 1 },
-	{ MSG_OUTPUT_ABORT, sizeof(struct msg_output_abort), sizeof(struct msg_output_abort), 0, 0 },
+	{ MSG_OUTPUT_ABORT, sizeof(struct msg_output_abort), sizeof(struct msg_output_abort), 0,
+	  0 },
 	{ MSG_OUTPUT_BACKEND, sizeof(struct msg_output_backend), sizeof(struct msg_output_backend),
 	  0, 0 },
 	{ MSG_OUTPUT_NETWORK, sizeof(struct msg_output_network), sizeof(struct msg_output_network),
@@ -135,7 +136,9 @@ static void drop_peer(struct shipper *s, int i, const char *why)
 
 	if (why)
 		log_warn("peer pid %d (%s): %s, disconnecting", p->pid,
-			 p->kind == PEER_WORKER ? "worker" : p->kind == PEER_SUPERVISOR ? "supervisor" : "new",
+			 p->kind == PEER_WORKER	      ? "worker"
+			 : p->kind == PEER_SUPERVISOR ? "supervisor"
+						      : "new",
 			 why);
 	close(p->fd);
 	p->fd = -1;
@@ -284,8 +287,8 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 		log_info("task %llu: %llu user stacks lost outer frames to a stack hint too short "
 			 "(each raised it)",
 			 (unsigned long long)t->task_id, (unsigned long long)t->stacks_cut);
-	log_debug("task %llu: %llu bytes of user stack in snapshots", (unsigned long long)t->task_id,
-		  (unsigned long long)t->snap_bytes);
+	log_debug("task %llu: %llu bytes of user stack in snapshots",
+		  (unsigned long long)t->task_id, (unsigned long long)t->snap_bytes);
 	/* A client's output says so once the client took it (push_output). */
 	if (!pending)
 		output_written(s, &w);
@@ -305,8 +308,8 @@ static void send_monitor(struct shipper *s, struct ship_task *t)
 	if (!m)
 		return;
 	m->task_id = t->task_id;
-	m->count = (uint32_t)net_task__monitor_take(
-		t->net, (struct msg_net_monitor_entry *)(m + 1), MSG_NET_MONITOR_MAX, &m->dropped);
+	m->count = (uint32_t)net_task__monitor_take(t->net, (struct msg_net_monitor_entry *)(m + 1),
+						    MSG_NET_MONITOR_MAX, &m->dropped);
 	len = sizeof(*m) + m->count * sizeof(struct msg_net_monitor_entry);
 	err = ipc_send(s->peers[s->supervisor].fd, MSG_NET_MONITOR, m, len, -1);
 	if (err)
@@ -414,8 +417,11 @@ static void on_tls_result(struct ship_task *t, const struct msg_tls_result *r)
 	tls_finder__result(t->tls, r);
 	pr = tls_finder__probed(t->tls, &n);
 	for (uint32_t i = 0; i < n; i++) {
-		struct net_tls_file l = { .pid = pr[i].pid, .lib = pr[i].lib, .probes = pr[i].nprobes,
-					 .attached = pr[i].attached, .err = pr[i].err };
+		struct net_tls_file l = { .pid = pr[i].pid,
+					  .lib = pr[i].lib,
+					  .probes = pr[i].nprobes,
+					  .attached = pr[i].attached,
+					  .err = pr[i].err };
 
 		if (pr[i].seq != r->seq)
 			continue;
@@ -509,8 +515,11 @@ static int on_worker(struct shipper *s, struct peer *p)
 	case MSG_SHIP_KSYMS:
 		return ship_task__ksyms(*slot, m->buf, m->len);
 	case MSG_SHIP_COUNTS:
-		err = ship_task__counts(*slot, m->buf, (const struct ship_count *)((char *)m->buf + sizeof(struct ship_counts_hdr)),
-					(m->len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
+		err = ship_task__counts(*slot, m->buf,
+					(const struct ship_count *)((char *)m->buf +
+								    sizeof(struct ship_counts_hdr)),
+					(m->len - sizeof(struct ship_counts_hdr)) /
+						sizeof(struct ship_count),
 					s->sym);
 		if (!err && (*slot)->backend)
 			queue_batches(s, *slot);
@@ -707,8 +716,9 @@ static int take_peer(struct shipper *s)
 	}
 	for (int i = 0; i < MAX_PEERS; i++) {
 		if (s->peers[i].fd < 0) {
-			s->peers[i] = (struct peer){ .fd = fd, .kind = PEER_NEW, .pid = c->pid,
-						     .expect = c->role };
+			s->peers[i] = (struct peer){
+				.fd = fd, .kind = PEER_NEW, .pid = c->pid, .expect = c->role
+			};
 			return 0;
 		}
 	}
@@ -788,8 +798,8 @@ static int loop(struct shipper *s)
 			}
 			err = p->kind == PEER_WORKER ? on_worker(s, p) : on_supervisor(s, p);
 			if (err && err != -EPIPE)
-				log_debug("peer %d: message type %u len %u: %s", p->pid, s->msg.type,
-					  s->msg.len, strerror(-err));
+				log_debug("peer %d: message type %u len %u: %s", p->pid,
+					  s->msg.type, s->msg.len, strerror(-err));
 			if (err == -EPIPE)
 				drop_peer(s, idx[k], NULL);
 			else if (err)
@@ -908,8 +918,7 @@ static int backend_setup(struct shipper *s, struct config_passed *passed)
 	}
 	log_info("uploads to %s%s, spool %s (memory %llu bytes, disk %llu bytes)",
 		 s->cfg->backend.addr, s->cfg->backend.enable_tls ? " (TLS)" : "",
-		 so.dir && so.dir[0] ? so.dir : "in memory only",
-		 (unsigned long long)so.mem_bytes,
+		 so.dir && so.dir[0] ? so.dir : "in memory only", (unsigned long long)so.mem_bytes,
 		 (unsigned long long)(so.dir && so.dir[0] ? so.disk_bytes : 0));
 cleanup:
 	/* PEM bytes: gRPC copied them into its credentials. */

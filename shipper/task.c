@@ -325,7 +325,8 @@ static int keep_pending(struct ship_task *t, struct flush_build *fb)
 			if (!t->pending[0]->g[i].taken)
 				t->up_dropped += t->pending[0]->g[i].b.samples;
 		pending_free(t->pending[0]);
-		memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * (SHIP_MAX_PENDING - 1));
+		memmove(&t->pending[0], &t->pending[1],
+			sizeof(t->pending[0]) * (SHIP_MAX_PENDING - 1));
 		t->npending--;
 	}
 	t->pending[t->npending++] = p;
@@ -353,8 +354,8 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 	uint32_t nf = 0;
 	int err;
 
-	if (target < 0 || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID ||
-	    c->kstack < -1 || c->kstack >= SHIP_MAX_STACK_ID)
+	if (target < 0 || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID || c->kstack < -1 ||
+	    c->kstack >= SHIP_MAX_STACK_ID)
 		return -EPROTO;
 	if (c->ustack >= 0) {
 		us = t->stacks[c->ustack];
@@ -433,8 +434,8 @@ static int agg_flush(struct ship_task *t, struct agg_entry *agg, struct flush_bu
 		upload_stack_of(&uk, agg[i].ks, agg[i].kid);
 		upload_stack_of(&uu, agg[i].us, agg[i].uid);
 		if (!err)
-			err = upload__add(&fb->b[agg[i].target], t->spec.type, &uk, &uu, agg[i].value,
-					  agg[i].value2);
+			err = upload__add(&fb->b[agg[i].target], t->spec.type, &uk, &uu,
+					  agg[i].value, agg[i].value2);
 		memset(&agg[i], 0, sizeof(agg[i]));
 	}
 	return err;
@@ -456,8 +457,9 @@ static int agg_add(struct ship_task *t, struct agg_entry *agg, struct flush_buil
 			struct agg_entry *e = &agg[(h + k) % AGG_SLOTS];
 
 			if (!e->uid && !e->kid) {
-				*e = (struct agg_entry){ .kid = kid, .uid = uid, .target = target,
-							 .ks = ks, .us = us };
+				*e = (struct agg_entry){
+					.kid = kid, .uid = uid, .target = target, .ks = ks, .us = us
+				};
 			} else if (e->kid != kid || e->uid != uid || e->target != target) {
 				continue;
 			}
@@ -508,8 +510,8 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
  * a stack it replaced that the flush being built names (the caller flushes, then frees it).
  */
 static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id,
-		       struct stored_stack **ret_old)
+		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret,
+		       int32_t *ret_id, struct stored_stack **ret_old)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
 	struct stored_stack **set, **slot = NULL, *st;
@@ -641,7 +643,8 @@ size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, s
 		if (!t->stack_hint_due[i])
 			continue;
 		t->stack_hint_due[i] = 0;
-		ret[n++] = (struct msg_stack_hint){ .task_id = t->task_id, .tgid = t->spec.pids[i],
+		ret[n++] = (struct msg_stack_hint){ .task_id = t->task_id,
+						    .tgid = t->spec.pids[i],
 						    .bytes = t->stack_hint[i] };
 	}
 	return n;
@@ -738,8 +741,8 @@ static void net_summarize(struct ship_task *t, struct msg_output_written *ret)
 	memcpy(ret->losses, t->losses, sizeof(ret->losses));
 	ret->losses[LOSS_NET_CONNS_FULL] += st.kernel[NET_STAT_CONNS_FULL] + st.conns_refused;
 	ret->losses[LOSS_NET_SYSCALLS] += st.kernel[NET_STAT_INFLIGHT_FULL];
-	ret->losses[LOSS_NET_SEGMENTS] += st.kernel[NET_STAT_DATA_RINGBUF] +
-					  st.kernel[NET_STAT_DATA_BUDGET];
+	ret->losses[LOSS_NET_SEGMENTS] +=
+		st.kernel[NET_STAT_DATA_RINGBUF] + st.kernel[NET_STAT_DATA_BUDGET];
 	ret->losses[LOSS_NET_CLOSES] += st.kernel[NET_STAT_CLOSE_RINGBUF];
 	ret->losses[LOSS_NET_RECORDS] += st.bad_frames + st.bad_records;
 	ret->losses[LOSS_NET_PARSERS] += st.parsers_refused;
@@ -753,7 +756,8 @@ static int net_write(struct ship_task *t, FILE *f, struct msg_output_written *re
 	/* The last interval: what moved since the last conns frame. */
 	net_task__interval(t->net, now_mono_ms() * 1000000ull);
 	err = net_task__write_report(t->net, f,
-				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON : NET_REPORT_TXT,
+				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON
+								  : NET_REPORT_TXT,
 				     ret->summary, sizeof(ret->summary));
 	net_summarize(t, ret);
 	ret->err = -err;
@@ -792,8 +796,8 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 			if (!t->losses[k])
 				continue;
 			lost += t->losses[k];
-			snprintf(line, sizeof(line), "lost: %llu %s", (unsigned long long)t->losses[k],
-				 loss_name(k));
+			snprintf(line, sizeof(line), "lost: %llu %s",
+				 (unsigned long long)t->losses[k], loss_name(k));
 			profile__add_comment(t->profile, line);
 		}
 		snprintf(title, sizeof(title), "rover %s profile%s%s",
@@ -877,7 +881,8 @@ int ship_task__next_batch(struct ship_task *t, struct spool_batch *ret)
 		if (!g) {
 			pending_free(p);
 			t->npending--;
-			memmove(&t->pending[0], &t->pending[1], sizeof(t->pending[0]) * t->npending);
+			memmove(&t->pending[0], &t->pending[1],
+				sizeof(t->pending[0]) * t->npending);
 			continue;
 		}
 		/* One stream per process id of the flush: its other pids' batches join this one. */

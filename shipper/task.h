@@ -49,7 +49,7 @@ struct ship_task {
 	int out_fd; /* -1 until the supervisor gives it */
 	uint32_t format;
 	struct profile *profile;
-	struct stored_stack **stacks; /* by id */
+	struct stored_stack **stacks;  /* by id */
 	int32_t stacks_end;	       /* ids below it may be set (freeing looks no further) */
 	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
 	uint32_t agg_gen;	       /* agg flushes so far (task.c, unwound_get) */
@@ -85,9 +85,9 @@ struct ship_task {
 	/* NETWORK: the analysis (shipper/network/network.h) in place of a profile. */
 	struct net_task *net;
 	struct tls_finder *tls; /* the targets' TLS libraries (NETWORK) */
-	struct knames *knames; /* kernel frames the worker named; NULL: none yet */
+	struct knames *knames;	/* kernel frames the worker named; NULL: none yet */
 	int monitor; /* continuous profiling's HTTP monitor: counts to the supervisor, no upload */
-	uint64_t tls_next_ms; /* monotonic: the next look for TLS libraries */
+	uint64_t tls_next_ms;		 /* monotonic: the next look for TLS libraries */
 	int said_adjacent, said_unbound; /* TLS calls named by adjacency, or not at all */
 	uint64_t net_frames;
 	const char *net_prefix; /* profiling.task.network.meter_prefix; NULL: the default */

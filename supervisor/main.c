@@ -95,9 +95,9 @@ struct supervisor {
 	struct discovery *disc;
 	struct k8s_client *k8s; /* process_discovery.kubernetes, when active */
 	struct backend *bk;
-	int bk_fd;   /* main loop's end of the socketpair to the backend threads */
+	int bk_fd;		  /* main loop's end of the socketpair to the backend threads */
 	uint64_t monitor_dropped; /* HTTP monitor counts the backend thread had no room for */
-	int disc_fd; /* discovery connection to the launcher */
+	int disc_fd;		  /* discovery connection to the launcher */
 	int config_refused;
 	uint64_t next_scan_ms;
 };
@@ -124,7 +124,8 @@ static const struct ipc_rule from_worker_running[] = {
 static const struct ipc_rule from_shipper[] = {
 	{ SIZED(MSG_OUTPUT_WRITTEN, struct msg_output_written), 0, 0 },
 	{ MSG_NET_MONITOR, sizeof(struct msg_net_monitor),
-	  sizeof(struct msg_net_monitor) + MSG_NET_MONITOR_MAX * sizeof(struct msg_net_monitor_entry),
+	  sizeof(struct msg_net_monitor) +
+		  MSG_NET_MONITOR_MAX * sizeof(struct msg_net_monitor_entry),
 	  sizeof(struct msg_net_monitor_entry), 0 },
 };
 static const struct ipc_rule from_backend[] = {
@@ -166,12 +167,16 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 		 * and its own refusals; the worker's, what never reached the shipper.
 		 */
 		for (int k = 0; k < LOSS_MAX; k++)
-			d.out.losses[k] = t->spec.type == TASK_NETWORK && t->out.losses[k] > t->done.losses[k]
+			d.out.losses[k] = t->spec.type == TASK_NETWORK &&
+							  t->out.losses[k] > t->done.losses[k]
 						  ? t->out.losses[k]
 						  : t->done.losses[k];
 	}
 	d.err = t->failed ? (t->failed > 0 ? t->failed : EIO) : t->out.err;
-	ipc_strlcpy(d.text, t->failed ? t->why : t->out.err ? strerror(t->out.err) : "ok",
+	ipc_strlcpy(d.text,
+		    t->failed	 ? t->why
+		    : t->out.err ? strerror(t->out.err)
+				 : "ok",
 		    sizeof(d.text));
 	if (t->failed)
 		log_warn("task %llu failed: %s", (unsigned long long)t->spec.task_id, t->why);
@@ -181,7 +186,8 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 	if (t->client >= 0)
 		ipc_send(t->client, MSG_CTL_DONE, &d, sizeof(d), -1);
 	if (t->backend && s->bk_fd >= 0) {
-		struct msg_bk_ended e = { .err = d.err, .samples = t->out.samples,
+		struct msg_bk_ended e = { .err = d.err,
+					  .samples = t->out.samples,
 					  .kernel_samples = d.kernel_samples,
 					  .nprocs = t->bk.nprocs };
 
@@ -350,7 +356,8 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 		t->bk.task_id = t->spec.task_id;
 		err = ipc_send(s->shipper, MSG_OUTPUT_BACKEND, &t->bk, sizeof(t->bk), -1);
 	} else {
-		struct msg_output o = { .task_id = t->spec.task_id, .format = spec->format,
+		struct msg_output o = { .task_id = t->spec.task_id,
+					.format = spec->format,
 					.type = spec->type };
 
 		err = ipc_send(s->shipper, MSG_OUTPUT_OPEN, &o, sizeof(o), out_fd);
@@ -444,8 +451,10 @@ static int backend_start(struct supervisor *s, struct task_spec *spec,
 	task_begin(s, t, spec, -1, NULL, out, net, -1);
 	log_info("task %llu is backend task %s for process %s%s (%u pid(s))",
 		 (unsigned long long)t->spec.task_id, out->sw_task_id, out->process_id[0],
-		 net ? " and the others of its instance"
-		 : out->nprocs > 1 ? " and the others it names" : "", t->spec.npids);
+		 net		   ? " and the others of its instance"
+		 : out->nprocs > 1 ? " and the others it names"
+				   : "",
+		 t->spec.npids);
 	return 0;
 }
 
@@ -479,14 +488,15 @@ static int check_net_start(const struct msg_bk_net_start *m)
 	const struct msg_output_network *n = &m->net;
 
 	if (check_bk_out(&m->out, &m->spec) ||
-	    ipc_check_str(n->sw_task_id, sizeof(n->sw_task_id)) ||
-	    m->spec.type != TASK_NETWORK || n->nprocs > ROVER_MAX_PIDS ||
-	    n->nprocs != m->spec.npids || n->nrules > ROVER_NET_MAX_RULES || n->monitor > 1)
+	    ipc_check_str(n->sw_task_id, sizeof(n->sw_task_id)) || m->spec.type != TASK_NETWORK ||
+	    n->nprocs > ROVER_MAX_PIDS || n->nprocs != m->spec.npids ||
+	    n->nrules > ROVER_NET_MAX_RULES || n->monitor > 1)
 		return -EPROTO;
 	for (uint32_t i = 0; i < n->nprocs; i++) {
 		const struct msg_net_process *p = &n->procs[i];
 
-		if (p->pid != m->spec.pids[i] || ipc_check_str(p->process_id, sizeof(p->process_id)) ||
+		if (p->pid != m->spec.pids[i] ||
+		    ipc_check_str(p->process_id, sizeof(p->process_id)) ||
 		    ipc_check_str(p->service, sizeof(p->service)) ||
 		    ipc_check_str(p->instance, sizeof(p->instance)) ||
 		    ipc_check_str(p->name, sizeof(p->name)) ||
@@ -510,8 +520,7 @@ static int backend_extend(struct supervisor *s, const struct msg_bk_net_extend *
 	struct sv_task *t = NULL;
 	uint64_t dur;
 
-	if (ipc_check_str(x->sw_task_id, sizeof(x->sw_task_id)) ||
-	    x->nrules > ROVER_NET_MAX_RULES)
+	if (ipc_check_str(x->sw_task_id, sizeof(x->sw_task_id)) || x->nrules > ROVER_NET_MAX_RULES)
 		return -EPROTO;
 	for (uint32_t i = 0; i < x->nrules; i++)
 		if (ipc_check_str(x->rules[i].uri_regex, sizeof(x->rules[i].uri_regex)))
@@ -539,8 +548,8 @@ static int backend_extend(struct supervisor *s, const struct msg_bk_net_extend *
 			log_warn("task %llu: extending: worker unreachable",
 				 (unsigned long long)t->spec.task_id);
 		else
-			log_info("task %llu: runs %u ms in all", (unsigned long long)t->spec.task_id,
-				 e.duration_ms);
+			log_info("task %llu: runs %u ms in all",
+				 (unsigned long long)t->spec.task_id, e.duration_ms);
 	}
 	if (x->nrules && s->shipper >= 0) {
 		struct msg_output_network *n = malloc(sizeof(*n));
@@ -793,8 +802,8 @@ static int on_spawner(struct supervisor *s)
 
 static void on_worker(struct supervisor *s, struct sv_task *t)
 {
-	const struct ipc_rule *rules =
-		t->state == T_STARTING ? from_worker_starting : from_worker_running;
+	const struct ipc_rule *rules = t->state == T_STARTING ? from_worker_starting
+							      : from_worker_running;
 	int err = ipc_recv(t->worker, rules, 2, &s->msg);
 
 	if (err) {
@@ -963,11 +972,11 @@ static int loop(struct supervisor *s)
 	while (!stopping) {
 		int n = 0, err;
 
-#define ADD(fd_, k_, r_)                                                      \
-	do {                                                                  \
-		pfd[n] = (struct pollfd){ .fd = (fd_), .events = POLLIN };    \
-		kind[n] = (k_);                                               \
-		ref[n++] = (r_);                                              \
+#define ADD(fd_, k_, r_)                                                   \
+	do {                                                               \
+		pfd[n] = (struct pollfd){ .fd = (fd_), .events = POLLIN }; \
+		kind[n] = (k_);                                            \
+		ref[n++] = (r_);                                           \
 	} while (0)
 		if (s->lsock >= 0)
 			ADD(s->lsock, K_LISTEN, 0);
@@ -997,8 +1006,8 @@ static int loop(struct supervisor *s)
 			    t->accepted_ms + TASK_START_TIMEOUT_MS + 1 < wake)
 				wake = t->accepted_ms + TASK_START_TIMEOUT_MS + 1;
 		}
-		timeout = wake == UINT64_MAX ? -1
-			  : wake <= now	     ? 0
+		timeout = wake == UINT64_MAX   ? -1
+			  : wake <= now	       ? 0
 			  : wake - now > 60000 ? 60000
 					       : (int)(wake - now);
 		if (poll(pfd, (nfds_t)n, timeout) < 0) {
@@ -1083,7 +1092,8 @@ static int proc_info(void *arg, int pid, struct msg_proc_info *ret)
 		err = ipc_recv_expect(s->disc_fd, from_launcher_proc, 1, MSG_PROC_INFO, &s->msg);
 	if (err) {
 		log_warn("discovery connection to the launcher: %s; names fall back to the "
-			 "command line", strerror(-err));
+			 "command line",
+			 strerror(-err));
 		close_fd(&s->disc_fd);
 		return err;
 	}
@@ -1106,7 +1116,8 @@ static void config_warn(void *ctx, const char *msg)
 /* Config, host facts, discovery and the backend threads (not started yet). 0 or -errno. */
 static int backend_setup(struct supervisor *s, struct config_passed *passed)
 {
-	struct msg_hello hello = { .role = ROLE_DISCOVERY, .proto_version = IPC_VERSION,
+	struct msg_hello hello = { .role = ROLE_DISCOVERY,
+				   .proto_version = IPC_VERSION,
 				   .pid = (int32_t)getpid() };
 	const char *proc_root = getenv("ROVER_HOST_PROC_MAPPING");
 	struct oap_opts opts = { 0 };
@@ -1144,7 +1155,8 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 
 		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < SUPERVISOR_NOFILE &&
 		    rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max < SUPERVISOR_NOFILE ? rl.rlim_max : SUPERVISOR_NOFILE;
+			rl.rlim_cur = rl.rlim_max < SUPERVISOR_NOFILE ? rl.rlim_max
+								      : SUPERVISOR_NOFILE;
 			(void)setrlimit(RLIMIT_NOFILE, &rl); /* else fewer pidfds, kill(pid, 0) */
 		}
 	}
@@ -1203,10 +1215,11 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 	}
 	log_info("agent %s: backend %s%s, discovery %s, profiling %s", s->host.instance_id,
 		 s->cfg->backend.addr, s->cfg->backend.enable_tls ? " (TLS)" : "",
-		 !s->cfg->discovery.present ? "off"
+		 !s->cfg->discovery.present		 ? "off"
 		 : s->cfg->discovery.vm_active && s->k8s ? "on (host and kubernetes)"
-		 : s->cfg->discovery.vm_active ? "on (host)"
-		 : s->k8s ? "on (kubernetes)" : "off",
+		 : s->cfg->discovery.vm_active		 ? "on (host)"
+		 : s->k8s				 ? "on (kubernetes)"
+							 : "off",
 		 s->cfg->profiling.active ? "on" : "off");
 cleanup:
 	/* PEM bytes: gRPC copied them into its credentials. */
@@ -1255,8 +1268,9 @@ int main(int argc, char **argv)
 			user = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: rover-supervisor [--socket-dir DIR] [--user USER] "
-					CONFIG_PASSED_USAGE "\n");
+			fprintf(stderr,
+				"usage: rover-supervisor [--socket-dir DIR] [--user USER] " CONFIG_PASSED_USAGE
+				"\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}

@@ -72,8 +72,10 @@ static void stacks_read(struct worker *w)
 {
 	int err = profiler__read_snapshots(w->prof, &w->batch);
 
-	if (!err && (w->batch.snaps_len >= SHIP_SNAPS_SEND_AT ||
-		     w->batch.nsnaps >= SHIP_SNAPS_SEND_COUNT) && w->shipper >= 0)
+	if (!err &&
+	    (w->batch.snaps_len >= SHIP_SNAPS_SEND_AT ||
+	     w->batch.nsnaps >= SHIP_SNAPS_SEND_COUNT) &&
+	    w->shipper >= 0)
 		err = wk_send_snapshots(w->shipper, w->spec.task_id, &w->batch);
 	if (err)
 		worker_lost_shipper(w, err, "snapshots");

@@ -55,7 +55,7 @@ static int check_spec(const struct task_spec *s)
 			return -EINVAL;
 	if (s->type == TASK_NETWORK)
 		return s->flush_ms < 100 || !s->duration_ms || s->attach > ATTACH_SYSCALLS ||
-			       s->capture_bytes > NET_CAPTURE_MAX
+				       s->capture_bytes > NET_CAPTURE_MAX
 			       ? -EINVAL
 			       : 0;
 	if (s->period_us < 1000 || s->period_us > 1000000 || s->flush_ms < 100 || !s->duration_ms ||
@@ -202,7 +202,8 @@ static uint32_t run(struct worker *w)
 				if (x.task_id == w->spec.task_id && x.duration_ms) {
 					end = start + x.duration_ms;
 					log_info("task %llu: extended to %u ms",
-						 (unsigned long long)w->spec.task_id, x.duration_ms);
+						 (unsigned long long)w->spec.task_id,
+						 x.duration_ms);
 				}
 				continue;
 			}

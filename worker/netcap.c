@@ -47,7 +47,7 @@ struct netcap {
 	uint64_t records_lost;
 	struct net_conn_state *vals;
 	uint64_t *keys;
-	int tls;	/* the TLS programs are loaded */
+	int tls; /* the TLS programs are loaded */
 	int tls_links[TLS_MAX_LINKS];
 	int ntls_links;
 	const struct task_spec *spec;
@@ -105,8 +105,9 @@ static int attach_all(struct netcap *n, enum mode m)
 
 	hooks_of(n, m, h);
 	for (int i = 0; h[i].prog; i++) {
-		struct bpf_link *l = h[i].tp ? bpf_program__attach_raw_tracepoint(h[i].prog, h[i].tp)
-					     : bpf_program__attach(h[i].prog);
+		struct bpf_link *l =
+			h[i].tp ? bpf_program__attach_raw_tracepoint(h[i].prog, h[i].tp)
+				: bpf_program__attach(h[i].prog);
 
 		if (!l) {
 			int err = -errno;
@@ -140,12 +141,13 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int
 
 		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 			bpf_program__set_autoload(t[i], true);
-			bpf_program__set_expected_attach_type(
-				t[i], (enum bpf_attach_type)ROVER_BPF_TRACE_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(t[i],
+							      (enum bpf_attach_type)
+								      ROVER_BPF_TRACE_UPROBE_MULTI);
 		}
 	}
-	n->obj->rodata->opts.capture_bytes =
-		spec->capture_bytes ? spec->capture_bytes : NETCAP_DEFAULT_CAPTURE;
+	n->obj->rodata->opts.capture_bytes = spec->capture_bytes ? spec->capture_bytes
+								 : NETCAP_DEFAULT_CAPTURE;
 	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
 		n->obj->rodata->opts.capture_bytes = NET_CAPTURE_MAX;
 	n->obj->rodata->opts.detect_tries = 4;
@@ -482,8 +484,9 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 		for (int i = 0; i < nmodes && err; i++) {
 			err = start_mode(n, spec, order[i]);
 			if (err && i + 1 < nmodes)
-				log_info("NETWORK: %s refused (%s), trying %s", mode_names[order[i]],
-					 strerror(-err), mode_names[order[i + 1]]);
+				log_info("NETWORK: %s refused (%s), trying %s",
+					 mode_names[order[i]], strerror(-err),
+					 mode_names[order[i + 1]]);
 			if (!err)
 				mode = order[i];
 		}

@@ -56,7 +56,7 @@ struct pending {
 
 struct profiler {
 	uint32_t type;
-	int user_only; /* TASK_USER_ONLY: no kernel frame leaves the worker */
+	int user_only;		   /* TASK_USER_ONLY: no kernel frame leaves the worker */
 	uint32_t req_uid, req_gid; /* and the client whose targets must stay its own */
 	struct oncpu_bpf *on;
 	struct offcpu_bpf *off;
@@ -82,7 +82,7 @@ struct profiler {
 	int rb_err;
 	struct pending *pending[PENDING_BUCKETS];
 	uint32_t npending;
-	struct ksym_namer *kn; /* NULL: the shipper names kernel frames from kallsyms */
+	struct ksym_namer *kn;	  /* NULL: the shipper names kernel frames from kallsyms */
 	struct stack_hints hints; /* the user stack bytes the shipper wants of each target */
 };
 
@@ -187,8 +187,8 @@ static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int nam
 	if (!p->on)
 		return -errno;
 	ring = dwarf_mode(spec) ? snap_ring_bytes(freq * (uint64_t)p->ncpus) : 0;
-	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1,
-		  p->on->maps.snaps, ring);
+	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1, p->on->maps.snaps,
+		  ring);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	p->on->rodata->snap_wake_bytes = ring / 4;
 	set_cred_check(&p->on->rodata->cred_check, &p->on->rodata->cred_uid,
@@ -233,7 +233,8 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 		if (fd < 0)
 			return fd;
 		p->pfds[cpu] = fd;
-		p->links[p->nlinks] = bpf_program__attach_perf_event(p->on->progs.on_cpu_sample, fd);
+		p->links[p->nlinks] =
+			bpf_program__attach_perf_event(p->on->progs.on_cpu_sample, fd);
 		if (!p->links[p->nlinks])
 			return -errno;
 		p->nlinks++;
@@ -512,7 +513,7 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 		p->pfds[i] = -1;
 	memset(ret_started, 0, sizeof(*ret_started));
 	ret_started->task_id = spec->task_id;
-	err = spec->type == TASK_ON_CPU ? start_on_cpu(p, spec, ret_started)
+	err = spec->type == TASK_ON_CPU	   ? start_on_cpu(p, spec, ret_started)
 	      : spec->type == TASK_OFF_CPU ? start_off_cpu(p, spec, ret_started)
 					   : -EOPNOTSUPP;
 	if (err)
@@ -715,8 +716,7 @@ void profiler__ring_totals(const struct profiler *p, uint64_t *ret_records, uint
 	*ret_bytes = p->ring_bytes;
 }
 
-void profiler__totals(const struct profiler *p, uint64_t *ret_events,
-		      uint64_t ret_losses[LOSS_MAX])
+void profiler__totals(const struct profiler *p, uint64_t *ret_events, uint64_t ret_losses[LOSS_MAX])
 {
 	*ret_events = p->events;
 	memcpy(ret_losses, p->losses, sizeof(p->losses));

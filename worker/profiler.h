@@ -14,7 +14,8 @@
 struct profiler;
 
 /* Loads, configures and attaches the programs for spec's type and targets. NULL + errno. */
-struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_started *ret_started);
+struct profiler *profiler__start(const struct task_spec *spec,
+				 struct msg_task_started *ret_started);
 
 /*
  * Moves everything counted since the previous drain into batch: count deltas, the stacks the

@@ -54,8 +54,8 @@ static size_t snapshot_bytes(const struct ship_snapshot *s)
 	return sizeof(*s) + s->nkips * sizeof(uint64_t) + ((s->stack_len + 7u) & ~7u);
 }
 
-int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
-			    const void *kips, const uint8_t *stack)
+int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s, const void *kips,
+			    const uint8_t *stack)
 {
 	size_t need = snapshot_bytes(s), kb = s->nkips * sizeof(uint64_t);
 	/* Room for the first frame's header: wk_send_snapshots sends the records in place. */
@@ -127,7 +127,8 @@ void ship_batch_free(struct ship_batch *b)
 
 int wk_send_begin(int sock, const struct task_spec *spec)
 {
-	struct msg_hello hello = { .role = ROLE_WORKER, .proto_version = IPC_VERSION,
+	struct msg_hello hello = { .role = ROLE_WORKER,
+				   .proto_version = IPC_VERSION,
 				   .pid = (int32_t)getpid() };
 	int err = ipc_send(sock, MSG_HELLO, &hello, sizeof(hello), -1);
 

@@ -39,8 +39,8 @@ int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c);
  * Appends a snapshot record: s (nkips, stack_len set), then kips and stack_len bytes of stack.
  * 0 or -errno.
  */
-int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
-			    const void *kips, const uint8_t *stack);
+int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s, const void *kips,
+			    const uint8_t *stack);
 /* Appends the name of kernel address addr (len 0: none). 0 or -errno. */
 int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, size_t len);
 void ship_batch_reset(struct ship_batch *b);

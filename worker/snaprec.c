@@ -4,7 +4,8 @@
 #include "worker/snaprec.h"
 
 int snaprec__convert(const struct sc_snap *r, size_t size, uint32_t limit,
-		     struct ship_snapshot *ret, const uint64_t **ret_kips, const uint8_t **ret_stack)
+		     struct ship_snapshot *ret, const uint64_t **ret_kips,
+		     const uint8_t **ret_stack)
 {
 	size_t hdr = offsetof(struct sc_snap, data), kb;
 	const uint64_t *kips;

@@ -22,6 +22,7 @@
  * their bounds, kernel frames not whole, a stack not starting at sp.
  */
 int snaprec__convert(const struct sc_snap *r, size_t size, uint32_t limit,
-		     struct ship_snapshot *ret, const uint64_t **ret_kips, const uint8_t **ret_stack);
+		     struct ship_snapshot *ret, const uint64_t **ret_kips,
+		     const uint8_t **ret_stack);
 
 #endif

@@ -154,12 +154,24 @@ static int load_dynamic(struct file *f, struct dyn *ret)
 			return err;
 		for (uint64_t k = 0; k < n && !end; k++) {
 			switch (d[k].d_tag) {
-			case DT_NULL: end = true; break;
-			case DT_SYMTAB: v[0] = d[k].d_un.d_ptr; break;
-			case DT_STRTAB: v[1] = d[k].d_un.d_ptr; break;
-			case DT_STRSZ: v[2] = d[k].d_un.d_val; break;
-			case DT_GNU_HASH: v[3] = d[k].d_un.d_ptr; break;
-			case DT_HASH: v[4] = d[k].d_un.d_ptr; break;
+			case DT_NULL:
+				end = true;
+				break;
+			case DT_SYMTAB:
+				v[0] = d[k].d_un.d_ptr;
+				break;
+			case DT_STRTAB:
+				v[1] = d[k].d_un.d_ptr;
+				break;
+			case DT_STRSZ:
+				v[2] = d[k].d_un.d_val;
+				break;
+			case DT_GNU_HASH:
+				v[3] = d[k].d_un.d_ptr;
+				break;
+			case DT_HASH:
+				v[4] = d[k].d_un.d_ptr;
+				break;
 			case DT_SYMENT:
 				if (d[k].d_un.d_val != sizeof(Elf64_Sym))
 					return -EFAULT;
@@ -310,8 +322,8 @@ static int check_ssl(struct file *f, const struct msg_tls_attach *m)
 		bool twin = false;
 
 		for (uint32_t j = 0; j < m->nprobes && !twin; j++)
-			twin = m->probes[j].offset == p->offset && m->probes[j].cookie == p->cookie &&
-			       !m->probes[j].ret != !p->ret;
+			twin = m->probes[j].offset == p->offset &&
+			       m->probes[j].cookie == p->cookie && !m->probes[j].ret != !p->ret;
 		if (!twin)
 			return -EINVAL;
 	}
@@ -338,7 +350,7 @@ static int check_ssl(struct file *f, const struct msg_tls_attach *m)
 
 /* A Go 1.18+ table (runtime pcHeader, functab, _func; shipper/stacks/gopclntab.c reads them all). */
 struct gotab {
-	uint64_t off, len; /* in the file */
+	uint64_t off, len;		      /* in the file */
 	uint64_t nfunc, text, names, functab; /* the header's, offsets from off */
 };
 
@@ -427,10 +439,11 @@ static int go_check(struct file *f, struct gotab *t, const struct msg_tls_attach
 
 	for (uint32_t i = 0; !err && i < m->nprobes; i++) {
 		uint32_t fn = m->probes[i].cookie & 0xff;
-		const char *name = fn == NET_TLS_FN_GO_READ	 ? "crypto/tls.(*Conn).Read"
-				   : fn == NET_TLS_FN_GO_WRITE	 ? "crypto/tls.(*Conn).Write"
-				   : fn == NET_TLS_FN_GO_HANDSHAKE ? "crypto/tls.(*Conn).handshakeContext"
-								   : NULL;
+		const char *name = fn == NET_TLS_FN_GO_READ    ? "crypto/tls.(*Conn).Read"
+				   : fn == NET_TLS_FN_GO_WRITE ? "crypto/tls.(*Conn).Write"
+				   : fn == NET_TLS_FN_GO_HANDSHAKE
+					   ? "crypto/tls.(*Conn).handshakeContext"
+					   : NULL;
 		uint64_t entry = 0;
 		bool probed = false;
 		int r = go_func(f, t, vaddr[i], name, &entry);
@@ -499,7 +512,8 @@ static int go_tables(struct file *f, struct gotab *ret, int max)
 		if ((err = rd(f, name, len, str->sh_offset + s->sh_name)))
 			return err;
 		for (int k = 0; k < 3 && which < 0; k++)
-			if (strlen(names[k]) + 1 <= len && !memcmp(name, names[k], strlen(names[k]) + 1))
+			if (strlen(names[k]) + 1 <= len &&
+			    !memcmp(name, names[k], strlen(names[k]) + 1))
 				which = k;
 		if (which == 2) {
 			relro = s;
@@ -511,7 +525,8 @@ static int go_tables(struct file *f, struct gotab *ret, int max)
 	if (!relro)
 		return 0;
 	for (uint64_t at = 0; at + 8 <= relro->sh_size && n < max; at += SCAN_CHUNK) {
-		uint64_t len = relro->sh_size - at < sizeof(buf) ? relro->sh_size - at : sizeof(buf);
+		uint64_t len = relro->sh_size - at < sizeof(buf) ? relro->sh_size - at
+								 : sizeof(buf);
 
 		if ((err = rd(f, buf, len, relro->sh_offset + at)))
 			return err == -EFAULT ? n : err;

@@ -109,8 +109,8 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		start = s->rec.start_ns;
 	if (a->kind != K_SENDFILE && a->kind != K_NONE) {
 		__u32 want = st->conn.proto == NET_PROTO_UNKNOWN ? 16
-			    : opts.capture_bytes > held ? opts.capture_bytes - held
-							   : 0;
+			     : opts.capture_bytes > held	 ? opts.capture_bytes - held
+								 : 0;
 
 		if (bytes < want)
 			want = bytes;
@@ -166,9 +166,8 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		if (st->head_len == 2 && ((__u32)st->head[0] << 8 | st->head[1]) == bytes)
 			p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
 				       DET_DATAGRAM);
-		else if (st->head_len == 4 &&
-			 ((__u32)st->head[0] << 24 | (__u32)st->head[1] << 16 |
-			  (__u32)st->head[2] << 8 | st->head[3]) == bytes)
+		else if (st->head_len == 4 && ((__u32)st->head[0] << 24 | (__u32)st->head[1] << 16 |
+					       (__u32)st->head[2] << 8 | st->head[3]) == bytes)
 			p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
 				       DET_KAFKA_BODY);
 		if (p == NET_PROTO_DNS || p == NET_PROTO_KAFKA) {
@@ -177,9 +176,10 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 			goto detected;
 		}
 		p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
-			       st->conn.flags & NET_CONN_UDP		? DET_DATAGRAM :
-			       st->conn.flags & (NET_CONN_MIDSTREAM | NET_CONN_TLS) ? DET_MIDSTREAM :
-										   DET_STREAM);
+			       st->conn.flags & NET_CONN_UDP ? DET_DATAGRAM
+			       : st->conn.flags & (NET_CONN_MIDSTREAM | NET_CONN_TLS)
+				       ? DET_MIDSTREAM
+				       : DET_STREAM);
 		/*
 		 * Too few bytes to tell (or none we could read): wait for the next calls. So too
 		 * for bytes of no protocol on a connection met mid-stream or carrying a TLS

@@ -172,8 +172,8 @@ static __always_inline void conn_end(__u64 key, struct net_conn_state *st, __u64
  * 32 | fd) when syscalls are traced, the socket's address when socket calls are.
  */
 static __always_inline struct net_conn_state *conn_get(__u64 key, __u32 tgid, __s32 fd,
-						      struct sock *sk, __u8 role, __u64 open_ns,
-						      __u64 exe, __u64 now)
+						       struct sock *sk, __u8 role, __u64 open_ns,
+						       __u64 exe, __u64 now)
 {
 	__u64 skv = (__u64)sk;
 	struct net_conn_state *st = bpf_map_lookup_elem(&conns, &key), *init;

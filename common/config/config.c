@@ -44,20 +44,20 @@
 #define PATH_MAX_LEN 256
 
 enum kind {
-	K_MAP,     /* sub: the keys; off >= 0: an int set to 1 when the key is present */
-	K_STR,     /* char * */
-	K_BOOL,    /* int */
+	K_MAP,	   /* sub: the keys; off >= 0: an int set to 1 when the key is present */
+	K_STR,	   /* char * */
+	K_BOOL,	   /* int */
 	K_DUR_MS,  /* uint64_t, milliseconds */
 	K_DUR_US,  /* uint64_t, microseconds */
-	K_U32,     /* uint32_t */
+	K_U32,	   /* uint32_t */
 	K_BYTES,   /* uint64_t */
 	K_LEVEL,   /* char *, a log level */
 	K_HOOKS,   /* uint32_t, enum attach_pref of a NETWORK task: auto, sock, syscalls, raw_tp */
-	K_MODE,    /* scanner mode: REGEX only */
+	K_MODE,	   /* scanner mode: REGEX only */
 	K_FINDERS, /* list of finders; sub: their keys */
 	K_ANALYZERS, /* list of Kubernetes analyzers; sub: their keys */
-	K_STRLIST, /* list of non-empty strings: char ** at off, size_t count at count_off */
-	K_CSV,     /* comma list, trimmed, empty parts dropped, at most max: as K_STRLIST */
+	K_STRLIST,   /* list of non-empty strings: char ** at off, size_t count at count_off */
+	K_CSV,	     /* comma list, trimmed, empty parts dropped, at most max: as K_STRLIST */
 };
 
 struct key {
@@ -65,7 +65,7 @@ struct key {
 	enum kind kind;
 	ptrdiff_t off; /* into the base the walk writes to; -1: validate only */
 	const struct key *sub;
-	uint64_t min, max; /* numbers (durations in their unit); K_CSV: max items */
+	uint64_t min, max;   /* numbers (durations in their unit); K_CSV: max items */
 	ptrdiff_t count_off; /* K_STRLIST, K_CSV: the size_t count */
 };
 
@@ -236,10 +236,8 @@ static const struct key trigger_keys[] = {
 
 static const struct key continuous_keys[] = {
 	{ "meter_prefix", K_STR, CF(profiling.continuous_meter_prefix) },
-	{ "fetch_interval", K_DUR_MS, CF(profiling.continuous_fetch_interval_ms), NULL, 1,
-	  DAY_MS },
-	{ "check_interval", K_DUR_MS, CF(profiling.continuous_check_interval_ms), NULL, 1,
-	  DAY_MS },
+	{ "fetch_interval", K_DUR_MS, CF(profiling.continuous_fetch_interval_ms), NULL, 1, DAY_MS },
+	{ "check_interval", K_DUR_MS, CF(profiling.continuous_check_interval_ms), NULL, 1, DAY_MS },
 	{ "trigger", K_MAP, NO_FIELD, trigger_keys },
 	{ NULL },
 };
@@ -416,8 +414,8 @@ static int build_analyzer(struct analyzer_src *s, struct config_analyzer *ret, c
 		if (!f) {
 			r = -errno;
 			snprintf(what, whatlen, "filters[%zu]", a.nfilters);
-			set_err(why, whylen, "bad filter '%s' (%s)", shown(s->filters[a.nfilters], buf),
-				terr);
+			set_err(why, whylen, "bad filter '%s' (%s)",
+				shown(s->filters[a.nfilters], buf), terr);
 			goto fail;
 		}
 		a.filters[a.nfilters] = f;
@@ -467,7 +465,7 @@ static void free_analyzer_src(struct analyzer_src *s)
 
 /* The analyzers of upstream's configs/rover_configs.yaml (reference B4), in its order. */
 #define ISTIO_SERVICE_NAME                                                                  \
-	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" "  \
+	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" " \
 	"\"\"}}.{{.Pod.Namespace}}"
 static const struct {
 	const char *filters[2];
@@ -507,10 +505,11 @@ static int default_analyzers(struct rover_config *cfg)
 		s.instance = (char *)"{{.Pod.Name}}";
 		s.process = (char *)"{{.Process.ExeName}}";
 		s.layer = strdup(shipped_analyzers[i].layer);
-		r = s.layer ? split_csv(shipped_analyzers[i].labels, 1, &s.labels, &s.nlabels) : -ENOMEM;
+		r = s.layer ? split_csv(shipped_analyzers[i].labels, 1, &s.labels, &s.nlabels)
+			    : -ENOMEM;
 		if (!r)
-			r = build_analyzer(&s, &cfg->discovery.analyzers[i], what, sizeof(what), why,
-					   sizeof(why));
+			r = build_analyzer(&s, &cfg->discovery.analyzers[i], what, sizeof(what),
+					   why, sizeof(why));
 		if (!r)
 			cfg->discovery.nanalyzers++;
 		free(s.layer);
@@ -701,14 +700,15 @@ static int is_null(const yaml_node_t *n)
 	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 		return 0;
 	return len == 0 || (len == 1 && v[0] == '~') ||
-	       (len == 4 && (!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) ||
-			     !memcmp(v, "NULL", 4)));
+	       (len == 4 &&
+		(!memcmp(v, "null", 4) || !memcmp(v, "Null", 4) || !memcmp(v, "NULL", 4)));
 }
 
 static const char *node_kind(const yaml_node_t *n)
 {
-	return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list"
-											 : "a value";
+	return n->type == YAML_MAPPING_NODE    ? "a mapping"
+	       : n->type == YAML_SEQUENCE_NODE ? "a list"
+					       : "a value";
 }
 
 /* The scalar of n, substituted; *ret NULL when it keeps the default (null or empty). */
@@ -814,9 +814,9 @@ static int parse_bytes(const char *v, uint64_t *ret)
 	static const struct {
 		const char *suffix;
 		unsigned shift;
-	} units[] = { { "", 0 },	{ "B", 0 },	 { "K", 10 },	{ "KB", 10 }, { "KiB", 10 },
-		      { "M", 20 },	{ "MB", 20 },	 { "MiB", 20 }, { "G", 30 },  { "GB", 30 },
-		      { "GiB", 30 } };
+	} units[] = { { "", 0 },     { "B", 0 },   { "K", 10 },	 { "KB", 10 },
+		      { "KiB", 10 }, { "M", 20 },  { "MB", 20 }, { "MiB", 20 },
+		      { "G", 30 },   { "GB", 30 }, { "GiB", 30 } };
 	const char *end;
 	uint64_t x;
 
@@ -866,7 +866,7 @@ static int set_scalar(struct loader *L, const yaml_node_t *n, const struct key *
 		}
 		break;
 	case K_LEVEL: {
-		static const char *const levels[] = { "trace", "debug", "info",	 "warn",
+		static const char *const levels[] = { "trace",	 "debug", "info",  "warn",
 						      "warning", "error", "fatal", "panic" };
 		size_t i;
 
@@ -1002,7 +1002,8 @@ static int add_finder(struct loader *L, struct finder_src *s)
 		{ "service_name", s->service, &f.service_name },
 		{ "instance_name", s->instance ? s->instance : "{{.Rover.HostIPV4 \"en0\"}}",
 		  &f.instance_name },
-		{ "process_name", s->process ? s->process : "{{.Process.ExeName}}", &f.process_name },
+		{ "process_name", s->process ? s->process : "{{.Process.ExeName}}",
+		  &f.process_name },
 		{ "labels", s->labels, &f.labels },
 	};
 	int r = -EINVAL;
@@ -1119,7 +1120,7 @@ static int walk_list(struct loader *L, const yaml_node_t *n, const struct key *k
 		return -EINVAL;
 	}
 	count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
-	max = k->kind == K_FINDERS ? CONFIG_MAX_FINDERS
+	max = k->kind == K_FINDERS     ? CONFIG_MAX_FINDERS
 	      : k->kind == K_ANALYZERS ? CONFIG_MAX_ANALYZERS
 				       : (size_t)k->max;
 	if (count > max) {
@@ -1211,8 +1212,8 @@ static int walk_map(struct loader *L, const yaml_node_t *n, const struct key *ke
 		if (!kn || !vn)
 			return bad(L, "broken document");
 		if (kn->type != YAML_SCALAR_NODE) {
-			set_err(L->err, L->errlen, "%s: a key that is %s", *L->path ? L->path : "config",
-				node_kind(kn));
+			set_err(L->err, L->errlen, "%s: a key that is %s",
+				*L->path ? L->path : "config", node_kind(kn));
 			r = -EINVAL;
 			break;
 		}
@@ -1298,7 +1299,8 @@ static int check_shape(const char *text, size_t len, char *err, size_t errlen)
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT:
 			if (++depth > CONFIG_MAX_DEPTH) {
-				set_err(err, errlen, "config: nested deeper than %d", CONFIG_MAX_DEPTH);
+				set_err(err, errlen, "config: nested deeper than %d",
+					CONFIG_MAX_DEPTH);
 				r = -EINVAL;
 			}
 			break;
@@ -1349,7 +1351,10 @@ int config__load(const char *text, size_t len, struct rover_config *ret_cfg, cha
 		 size_t errlen, config_warn_fn warn, void *warn_ctx,
 		 const char *(*getenv_fn)(const char *name))
 {
-	struct loader L = { .err = err, .errlen = errlen, .warn = warn, .warn_ctx = warn_ctx,
+	struct loader L = { .err = err,
+			    .errlen = errlen,
+			    .warn = warn,
+			    .warn_ctx = warn_ctx,
 			    .getenv_fn = getenv_fn };
 	struct rover_config cfg;
 	yaml_parser_t p;

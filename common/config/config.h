@@ -17,14 +17,14 @@
 #define CONFIG_MAX_BYTES (1u << 20) /* a config file larger than this is refused */
 #define CONFIG_MAX_FINDERS 64
 #define CONFIG_MAX_ANALYZERS 64
-#define CONFIG_MAX_FILTERS 64     /* of one analyzer */
+#define CONFIG_MAX_FILTERS 64	  /* of one analyzer */
 #define CONFIG_MAX_NAMESPACES 256 /* the supervisor watches each one */
 
 /* One plain-host discovery rule: a process whose command line matches becomes an entity. */
 struct config_finder {
 	char *match_cmd_regex; /* PCRE2 (close to Go's RE2 syntax), as written */
-	void *re;              /* pcre2_code *, compiled */
-	char *layer;           /* plain string, default OS_LINUX */
+	void *re;	       /* pcre2_code *, compiled */
+	char *layer;	       /* plain string, default OS_LINUX */
 	struct tmpl *service_name, *instance_name, *process_name;
 	struct tmpl *labels; /* renders to a comma-separated list; NULL: none */
 };
@@ -39,7 +39,7 @@ struct config_analyzer {
 	int active;
 	struct tmpl **filters; /* tmpl__compile_filter(); all must be true, none: every process */
 	size_t nfilters;
-	char *layer; /* plain string, required */
+	char *layer;						  /* plain string, required */
 	struct tmpl *service_name, *instance_name, *process_name; /* TMPL_K8S_ENTITY, required */
 	char **labels; /* the comma list, each trimmed, empty ones dropped */
 	size_t nlabels;
@@ -57,23 +57,23 @@ struct rover_config {
 		uint64_t check_period_ms; /* 5 s */
 		char *authentication;
 		/* Ours (not upstream): where uploads wait while the backend is away. */
-		char *spool_dir;            /* "" : memory only */
+		char *spool_dir;	     /* "" : memory only */
 		uint64_t spool_memory_bytes; /* 16 MiB */
 		uint64_t spool_disk_bytes;   /* 256 MiB */
 		uint64_t call_timeout_ms;    /* 10 s: deadline of every call */
 	} backend;
 
 	struct {
-		int present;                  /* the process_discovery module is configured */
-		uint64_t heartbeat_period_ms; /* 20 s */
+		int present;			   /* the process_discovery module is configured */
+		uint64_t heartbeat_period_ms;	   /* 20 s */
 		uint32_t properties_report_period; /* 10 */
-		int vm_active;                /* 1 */
-		uint64_t scan_period_ms;      /* 3 s */
+		int vm_active;			   /* 1 */
+		uint64_t scan_period_ms;	   /* 3 s */
 		struct config_finder *finders;
 		size_t nfinders;
 		/* process_discovery.kubernetes */
-		int k8s_active;      /* 0 (upstream's file says true, which fails on a plain host) */
-		char *k8s_node_name; /* "" */
+		int k8s_active; /* 0 (upstream's file says true, which fails on a plain host) */
+		char *k8s_node_name;   /* "" */
 		char **k8s_namespaces; /* comma list, trimmed, empty ones dropped; none: all */
 		size_t k8s_nnamespaces;
 		/* Absent key: the three upstream ships (MESH_DP, MESH, K8S_SERVICE). */
@@ -87,16 +87,16 @@ struct rover_config {
 	} discovery;
 
 	struct {
-		int active;                 /* 1 */
-		uint64_t check_interval_ms; /* 10 s */
-		uint64_t flush_interval_ms; /* 5 s */
+		int active;		       /* 1 */
+		uint64_t check_interval_ms;    /* 10 s */
+		uint64_t flush_interval_ms;    /* 5 s */
 		uint64_t max_task_duration_ms; /* 1 h: longer backend tasks are cut (ours) */
-		uint64_t symbol_cache_bytes; /* 64 MiB: the shipper's symbol tables (ours) */
-		uint64_t dump_period_us;    /* 9 ms */
-		uint64_t network_report_interval_ms; /* 2 s */
-		char *network_meter_prefix;          /* rover_net_p */
-		uint32_t network_attach;             /* enum attach_pref; auto */
-		char *continuous_meter_prefix;       /* rover_con_p */
+		uint64_t symbol_cache_bytes;   /* 64 MiB: the shipper's symbol tables (ours) */
+		uint64_t dump_period_us;       /* 9 ms */
+		uint64_t network_report_interval_ms;   /* 2 s */
+		char *network_meter_prefix;	       /* rover_net_p */
+		uint32_t network_attach;	       /* enum attach_pref; auto */
+		char *continuous_meter_prefix;	       /* rover_con_p */
 		uint64_t continuous_fetch_interval_ms; /* 1 s */
 		uint64_t continuous_check_interval_ms; /* 5 s */
 		uint64_t trigger_execute_duration_ms;  /* 10 m */

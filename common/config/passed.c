@@ -20,8 +20,7 @@ void config__passed_init(struct config_passed *p)
 	}
 }
 
-int config__passed_option(struct config_passed *p, int c, const char *arg, char *err,
-			  size_t errlen)
+int config__passed_option(struct config_passed *p, int c, const char *arg, char *err, size_t errlen)
 {
 	int i = c - 0x100, fd;
 

@@ -22,13 +22,19 @@ struct config_passed {
 };
 
 /* The eight long options, for a role's getopt_long table: their val is 0x100 + index. */
-#define CONFIG_PASSED_OPTIONS                                                               \
-	{ "config-fd", required_argument, NULL, 0x100 }, { "ca-fd", required_argument, NULL, 0x101 }, \
-	{ "cert-fd", required_argument, NULL, 0x102 }, { "key-fd", required_argument, NULL, 0x103 },  \
-	{ "config", required_argument, NULL, 0x104 }, { "ca", required_argument, NULL, 0x105 },       \
-	{ "cert", required_argument, NULL, 0x106 }, { "key", required_argument, NULL, 0x107 }
-#define CONFIG_PASSED_USAGE                                                                 \
-	"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]] "                              \
+#define CONFIG_PASSED_OPTIONS                                  \
+	{ "config-fd", required_argument, NULL, 0x100 },       \
+		{ "ca-fd", required_argument, NULL, 0x101 },   \
+		{ "cert-fd", required_argument, NULL, 0x102 }, \
+		{ "key-fd", required_argument, NULL, 0x103 },  \
+		{ "config", required_argument, NULL, 0x104 },  \
+		{ "ca", required_argument, NULL, 0x105 },      \
+		{ "cert", required_argument, NULL, 0x106 },    \
+	{                                                      \
+		"key", required_argument, NULL, 0x107          \
+	}
+#define CONFIG_PASSED_USAGE                                       \
+	"[--config-fd N [--ca-fd N] [--cert-fd N] [--key-fd N]] " \
 	"[--config PATH [--ca PATH] [--cert PATH] [--key PATH]]"
 
 void config__passed_init(struct config_passed *p);

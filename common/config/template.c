@@ -159,10 +159,11 @@ static const struct func_def {
 #define NFUNCS (sizeof(func_defs) / sizeof(func_defs[0]))
 
 /* Go's, known and refused, so the message says so rather than "unknown". */
-static const char *const unsupported_funcs[] = { "index", "slice", "call", "html", "js",
-						 "urlquery" };
-static const char *const unsupported_keywords[] = { "if",    "else",	 "end",	  "range",
-						    "with",  "define",	 "template", "block",
+static const char *const unsupported_funcs[] = {
+	"index", "slice", "call", "html", "js", "urlquery"
+};
+static const char *const unsupported_keywords[] = { "if",    "else",	"end",	    "range",
+						    "with",  "define",	"template", "block",
 						    "break", "continue" };
 
 enum expr_type {
@@ -182,7 +183,7 @@ struct expr {
 	const char *s; /* E_STR, NUL-terminated */
 	size_t len;
 	long long i; /* E_INT, E_BOOL */
-	int id;      /* E_FIELD: index in field_defs; E_FUNC: in func_defs */
+	int id;	     /* E_FIELD: index in field_defs; E_FUNC: in func_defs */
 	struct pipe *pipe;
 };
 
@@ -280,8 +281,8 @@ const char *tmpl__source(const struct tmpl *t)
 struct parser {
 	struct tmpl *t;
 	const char *src; /* what is parsed: the source, or "{{" source "}}" for a filter */
-	size_t end;      /* of the action being parsed */
-	size_t bias;     /* subtracted from positions in messages */
+	size_t end;	 /* of the action being parsed */
+	size_t bias;	 /* subtracted from positions in messages */
 	int depth;
 	char *err;
 	size_t errlen;
@@ -309,9 +310,12 @@ static int perr(struct parser *P, const char *fmt, ...)
 static const char *kind_name(enum tmpl_kind k)
 {
 	switch (k) {
-	case TMPL_VM: return "a process finder template";
-	case TMPL_K8S_ENTITY: return "a kubernetes analyzer name";
-	case TMPL_K8S_FILTER: return "a kubernetes analyzer filter";
+	case TMPL_VM:
+		return "a process finder template";
+	case TMPL_K8S_ENTITY:
+		return "a kubernetes analyzer name";
+	case TMPL_K8S_FILTER:
+		return "a kubernetes analyzer filter";
 	}
 	return "?";
 }
@@ -453,7 +457,8 @@ static int parse_number(struct parser *P, size_t *pos, struct expr *e)
 	for (size_t k = i; k < d; k++)
 		if (src[k] == '.' || src[k] == 'i' || src[k] == 'p' || src[k] == 'P' ||
 		    (base == 10 && (src[k] == 'e' || src[k] == 'E')))
-			return perr(P, "floating-point and complex numbers are not supported at %zu",
+			return perr(P,
+				    "floating-point and complex numbers are not supported at %zu",
 				    at(P, start));
 	if (src[i] == '0' && i + 1 < d) {
 		char p = src[i + 1];
@@ -588,7 +593,7 @@ static int parse_operand(struct parser *P, size_t *pos, struct expr *e)
 
 static const char *expr_name(const struct expr *e)
 {
-	return e->type == E_FIELD ? field_defs[e->id].name
+	return e->type == E_FIELD  ? field_defs[e->id].name
 	       : e->type == E_FUNC ? func_defs[e->id].name
 				   : "?";
 }
@@ -596,10 +601,14 @@ static const char *expr_name(const struct expr *e)
 static enum vtype literal_type(const struct expr *e)
 {
 	switch (e->type) {
-	case E_STR: return V_STR;
-	case E_INT: return V_INT;
-	case E_BOOL: return V_BOOL;
-	default: return V_ANY;
+	case E_STR:
+		return V_STR;
+	case E_INT:
+		return V_INT;
+	case E_BOOL:
+		return V_BOOL;
+	default:
+		return V_ANY;
 	}
 }
 
@@ -633,8 +642,9 @@ static int check_cmd(struct parser *P, const struct cmd *c, int piped)
 		const struct func_def *d = &func_defs[f->id];
 
 		if (nargs < d->min || (d->max >= 0 && nargs > d->max))
-			return perr(P, "wrong number of args for %s at %zu: want %s%d got %d", d->name,
-				    at(P, f->pos), d->max < 0 ? "at least " : "", d->min, nargs);
+			return perr(P, "wrong number of args for %s at %zu: want %s%d got %d",
+				    d->name, at(P, f->pos), d->max < 0 ? "at least " : "", d->min,
+				    nargs);
 		if (d->id == FN_PRINTF && c->nops > 1) {
 			if (c->ops[1].type == E_INT || c->ops[1].type == E_BOOL)
 				return perr(P, "printf format at %zu is not a string",
@@ -649,8 +659,9 @@ static int check_cmd(struct parser *P, const struct cmd *c, int piped)
 				continue;
 			if ((d->id == FN_EQUALS_OR_DEFAULT && lt != V_STR) ||
 			    (d->id == FN_LEN && lt != V_STR))
-				return perr(P, "wrong type for argument %d of %s at %zu: expected "
-					       "string, got %s",
+				return perr(P,
+					    "wrong type for argument %d of %s at %zu: expected "
+					    "string, got %s",
 					    k, d->name, at(P, c->ops[k].pos), vtype_names[lt]);
 		}
 		break;
@@ -659,21 +670,22 @@ static int check_cmd(struct parser *P, const struct cmd *c, int piped)
 		const struct field_def *d = &field_defs[f->id];
 
 		if (nargs != d->nparams)
-			return perr(P, "wrong number of args for %s at %zu: want %d got %d", d->name,
-				    at(P, f->pos), d->nparams, nargs);
+			return perr(P, "wrong number of args for %s at %zu: want %d got %d",
+				    d->name, at(P, f->pos), d->nparams, nargs);
 		for (int k = 1; k < c->nops; k++) {
 			enum vtype lt = literal_type(&c->ops[k]);
 
 			if (lt != V_ANY && lt != d->params[k - 1])
-				return perr(P, "wrong type for argument %d of %s at %zu: expected "
-					       "%s, got %s",
+				return perr(P,
+					    "wrong type for argument %d of %s at %zu: expected "
+					    "%s, got %s",
 					    k, d->name, at(P, c->ops[k].pos),
 					    vtype_names[d->params[k - 1]], vtype_names[lt]);
 		}
 		if (d->id == F_GROUP && c->nops > 1 && c->ops[1].type == E_INT &&
 		    (c->ops[1].i < 0 || c->ops[1].i >= TMPL_MAX_GROUPS))
-			return perr(P, "group number at %zu is not in [0, %d]", at(P, c->ops[1].pos),
-				    TMPL_MAX_GROUPS - 1);
+			return perr(P, "group number at %zu is not in [0, %d]",
+				    at(P, c->ops[1].pos), TMPL_MAX_GROUPS - 1);
 		break;
 	}
 	default:
@@ -711,8 +723,8 @@ static int parse_cmd(struct parser *P, size_t *pos, struct cmd *ret)
 		if (i >= P->end || src[i] == '|' || src[i] == ')')
 			break;
 		if (n == TMPL_MAX_OPERANDS)
-			return perr(P, "more than %d operands in a command at %zu", TMPL_MAX_OPERANDS,
-				    at(P, ret->pos));
+			return perr(P, "more than %d operands in a command at %zu",
+				    TMPL_MAX_OPERANDS, at(P, ret->pos));
 		r = parse_operand(P, &i, &ops[n]);
 		if (r)
 			return r;
@@ -742,8 +754,8 @@ static int parse_pipe(struct parser *P, size_t *pos, int in_paren, struct pipe *
 
 	for (;;) {
 		if (n == TMPL_MAX_COMMANDS)
-			return perr(P, "more than %d commands in a pipeline at %zu", TMPL_MAX_COMMANDS,
-				    at(P, i));
+			return perr(P, "more than %d commands in a pipeline at %zu",
+				    TMPL_MAX_COMMANDS, at(P, i));
 		r = parse_cmd(P, &i, &cmds[n]);
 		if (r)
 			return r;
@@ -922,7 +934,8 @@ static struct tmpl *compile(const char *src, enum tmpl_kind kind, int filter, ch
 			goto fail;
 		close = find_close(text, a_start);
 		if (!close) {
-			set_err(err, errlen, "unclosed action at %zu", at(&P, (size_t)(open - text)));
+			set_err(err, errlen, "unclosed action at %zu",
+				at(&P, (size_t)(open - text)));
 			r = -EINVAL;
 			goto fail;
 		}
@@ -1096,8 +1109,7 @@ static size_t runes(const char *s, size_t n)
 }
 
 /* One verb of printf for one argument: %v %s %d %t, with flags - and 0 and a width. */
-static int fmt_one(struct out *o, char verb, int minus, int zero, size_t width,
-		   const struct val *v)
+static int fmt_one(struct out *o, char verb, int minus, int zero, size_t width, const struct val *v)
 {
 	char num[24];
 	size_t n, w;
@@ -1109,8 +1121,8 @@ static int fmt_one(struct out *o, char verb, int minus, int zero, size_t width,
 		char head[4] = { '%', '!', verb, '(' };
 
 		s = v_text(v, num, &n);
-		if ((r = out_put(o, head, 4)) || (r = out_put(o, vtype_names[v->t],
-							    strlen(vtype_names[v->t]))) ||
+		if ((r = out_put(o, head, 4)) ||
+		    (r = out_put(o, vtype_names[v->t], strlen(vtype_names[v->t]))) ||
 		    (r = out_put(o, "=", 1)) || (r = out_put(o, s, n)))
 			return r;
 		return out_put(o, ")", 1);
@@ -1141,7 +1153,8 @@ static int do_printf(struct rt *R, struct out *o, const struct val *args, int n)
 	int argi = 1, r = 0;
 
 	if (f->t != V_STR)
-		return rerr(R, -EINVAL, "wrong type for argument 1 of printf: expected string, got %s",
+		return rerr(R, -EINVAL,
+			    "wrong type for argument 1 of printf: expected string, got %s",
 			    vtype_names[f->t]);
 	for (size_t i = 0; i < f->len && !r; i++) {
 		int minus = 0, zero = 0;
@@ -1236,8 +1249,7 @@ static int compare(struct rt *R, const char *fn, const struct val *a, const stru
 	return 0;
 }
 
-static int need_type(struct rt *R, const char *fn, const struct val *args, int k,
-		     enum vtype want)
+static int need_type(struct rt *R, const char *fn, const struct val *args, int k, enum vtype want)
 {
 	if (args[k].t != want)
 		return rerr(R, -EINVAL, "wrong type for argument %d of %s: expected %s, got %s",
@@ -1254,9 +1266,8 @@ static int list_has(const char *list, size_t listlen, const char *name, int icas
 		const char *comma = memchr(list + s, ',', listlen - s);
 
 		e = comma ? (size_t)(comma - list) : listlen;
-		if (e - s == nlen &&
-		    !(icase ? strncasecmp(list + s, name ? name : "", nlen)
-			    : memcmp(list + s, name ? name : "", nlen)))
+		if (e - s == nlen && !(icase ? strncasecmp(list + s, name ? name : "", nlen)
+					     : memcmp(list + s, name ? name : "", nlen)))
 			return 1;
 	}
 	return 0;
@@ -1363,8 +1374,7 @@ static const char *pod_label(const struct tmpl_pod *pod, const char *key, size_t
  * same key replaces an earlier one; every pair must hold (the label present with that value).
  * An empty selector matches every pod.
  */
-static int label_selector(struct rt *R, const struct tmpl_pod *pod, const struct val *sel,
-			  int *ret)
+static int label_selector(struct rt *R, const struct tmpl_pod *pod, const struct val *sel, int *ret)
 {
 	const char *s = sel->s;
 	int match = 1;
@@ -1383,8 +1393,9 @@ static int label_selector(struct rt *R, const struct tmpl_pod *pod, const struct
 		e = comma ? (size_t)(comma - s) : sel->len;
 		eq = memchr(s + b, '=', e - b);
 		if (!eq || memchr(eq + 1, '=', e - (size_t)(eq + 1 - s)))
-			return rerr(R, -EINVAL, "bad label selector '%.64s': '%.*s' is not key=value",
-				    s, (int)(e - b > 64 ? 64 : e - b), s + b);
+			return rerr(R, -EINVAL,
+				    "bad label selector '%.64s': '%.*s' is not key=value", s,
+				    (int)(e - b > 64 ? 64 : e - b), s + b);
 		k = s + b;
 		kn = (size_t)(eq - k);
 		v = eq + 1;
@@ -1438,8 +1449,7 @@ static int need_container(struct rt *R, const char *name)
 }
 
 /* Calls a method with its evaluated arguments (consumed). */
-static int call_field(struct rt *R, const struct expr *e, struct val *args, int n,
-		      struct val *ret)
+static int call_field(struct rt *R, const struct expr *e, struct val *args, int n, struct val *ret)
 {
 	const struct field_def *d = &field_defs[e->id];
 	const struct tmpl_ctx *ctx = R->ctx;
@@ -1459,15 +1469,33 @@ static int call_field(struct rt *R, const struct expr *e, struct val *args, int 
 	if (r)
 		goto out;
 	switch (d->id) {
-	case F_INSTANCE_ID: *ret = v_str(ctx->instance_id); break;
-	case F_HOST_NAME: *ret = v_str(ctx->host_name); break;
-	case F_EXE_PATH: *ret = v_str(ctx->exe_path); break;
-	case F_EXE_NAME: *ret = v_str(ctx->exe_name); break;
-	case F_CMDLINE: *ret = v_str(ctx->cmdline); break;
-	case F_PID: *ret = v_int(ctx->pid); break;
-	case F_WORKDIR: *ret = v_str(ctx->workdir); break;
-	case F_EXE_NAME_IN_CMDLINE: *ret = v_str(ctx->exe_name_in_cmdline); break;
-	case F_LAYER: *ret = v_str(ctx->layer); break;
+	case F_INSTANCE_ID:
+		*ret = v_str(ctx->instance_id);
+		break;
+	case F_HOST_NAME:
+		*ret = v_str(ctx->host_name);
+		break;
+	case F_EXE_PATH:
+		*ret = v_str(ctx->exe_path);
+		break;
+	case F_EXE_NAME:
+		*ret = v_str(ctx->exe_name);
+		break;
+	case F_CMDLINE:
+		*ret = v_str(ctx->cmdline);
+		break;
+	case F_PID:
+		*ret = v_int(ctx->pid);
+		break;
+	case F_WORKDIR:
+		*ret = v_str(ctx->workdir);
+		break;
+	case F_EXE_NAME_IN_CMDLINE:
+		*ret = v_str(ctx->exe_name_in_cmdline);
+		break;
+	case F_LAYER:
+		*ret = v_str(ctx->layer);
+		break;
 	case F_GROUP:
 		if (args[0].i < 0 || args[0].i >= ctx->ngroups || ctx->ngroups > TMPL_MAX_GROUPS) {
 			r = rerr(R, -ENOENT, "no regex group %lld (the regex has %d)", args[0].i,
@@ -1500,10 +1528,18 @@ static int call_field(struct rt *R, const struct expr *e, struct val *args, int 
 		ret->owned = copy;
 		break;
 	}
-	case F_POD_NAME: *ret = v_str(pod->name); break;
-	case F_POD_NAMESPACE: *ret = v_str(pod->ns); break;
-	case F_POD_NODE: *ret = v_str(pod->node); break;
-	case F_POD_SERVICE_NAME: *ret = v_str(pod->service_name); break;
+	case F_POD_NAME:
+		*ret = v_str(pod->name);
+		break;
+	case F_POD_NAMESPACE:
+		*ret = v_str(pod->ns);
+		break;
+	case F_POD_NODE:
+		*ret = v_str(pod->node);
+		break;
+	case F_POD_SERVICE_NAME:
+		*ret = v_str(pod->service_name);
+		break;
 	case F_POD_LABEL_VALUE: {
 		const char *list = args[0].s;
 
@@ -1558,8 +1594,12 @@ static int call_field(struct rt *R, const struct expr *e, struct val *args, int 
 		*ret = v_bool(o && *o);
 		break;
 	}
-	case F_CONTAINER_NAME: *ret = v_str(co->name); break;
-	case F_CONTAINER_ID: *ret = v_str(co->id); break;
+	case F_CONTAINER_NAME:
+		*ret = v_str(co->name);
+		break;
+	case F_CONTAINER_ID:
+		*ret = v_str(co->id);
+		break;
 	case F_CONTAINER_ENV_VALUE:
 		for (int k = 0; k < co->nenv; k++) {
 			if (co->env[k].key && list_has(args[0].s, args[0].len, co->env[k].key, 0)) {
@@ -1582,8 +1622,8 @@ static int eval_pipe(struct rt *R, const struct pipe *p, struct val *ret);
 static int eval_arg(struct rt *R, const struct expr *e, struct val *ret);
 
 /* and/or: arguments evaluated one at a time, the deciding one returned. */
-static int call_logic(struct rt *R, int is_and, const struct expr *ops, int nops,
-		      struct val *piped, struct val *ret)
+static int call_logic(struct rt *R, int is_and, const struct expr *ops, int nops, struct val *piped,
+		      struct val *ret)
 {
 	int total = nops + (piped ? 1 : 0);
 
@@ -1656,13 +1696,15 @@ static int call_func(struct rt *R, const struct expr *f, const struct expr *ops,
 	case FN_GE:
 		r = compare(R, d->name, &args[0], &args[1], d->id != FN_NE, &c);
 		if (!r)
-			*ret = v_bool(d->id == FN_NE ? c != 0
+			*ret = v_bool(d->id == FN_NE   ? c != 0
 				      : d->id == FN_LT ? c < 0
 				      : d->id == FN_LE ? c <= 0
 				      : d->id == FN_GT ? c > 0
 						       : c >= 0);
 		break;
-	case FN_NOT: *ret = v_bool(!truth(&args[0])); break;
+	case FN_NOT:
+		*ret = v_bool(!truth(&args[0]));
+		break;
 	case FN_LEN:
 		if (args[0].t != V_STR) {
 			r = rerr(R, -EINVAL, "len of type %s", vtype_names[args[0].t]);
@@ -1706,12 +1748,21 @@ out:
 static int eval_arg(struct rt *R, const struct expr *e, struct val *ret)
 {
 	switch (e->type) {
-	case E_STR: *ret = (struct val){ .t = V_STR, .s = e->s, .len = e->len }; return 0;
-	case E_INT: *ret = v_int(e->i); return 0;
-	case E_BOOL: *ret = v_bool((int)e->i); return 0;
-	case E_FIELD: return call_field(R, e, NULL, 0, ret);
-	case E_FUNC: return call_func(R, e, NULL, 0, NULL, ret);
-	case E_PIPE: return eval_pipe(R, e->pipe, ret);
+	case E_STR:
+		*ret = (struct val){ .t = V_STR, .s = e->s, .len = e->len };
+		return 0;
+	case E_INT:
+		*ret = v_int(e->i);
+		return 0;
+	case E_BOOL:
+		*ret = v_bool((int)e->i);
+		return 0;
+	case E_FIELD:
+		return call_field(R, e, NULL, 0, ret);
+	case E_FUNC:
+		return call_func(R, e, NULL, 0, NULL, ret);
+	case E_PIPE:
+		return eval_pipe(R, e->pipe, ret);
 	}
 	return rerr(R, -EINVAL, "internal: bad node");
 }

@@ -83,7 +83,7 @@ struct tmpl_pod {
 
 struct tmpl_container {
 	const char *name;
-	const char *id;            /* raw status.containerID, runtime prefix kept */
+	const char *id;		   /* raw status.containerID, runtime prefix kept */
 	const struct tmpl_kv *env; /* spec env entries with a literal value, spec order */
 	int nenv;
 };

@@ -88,8 +88,8 @@ static void grpc_init_once(void)
 static const char *const roots_files[] = {
 	"/etc/ssl/certs/ca-certificates.crt", /* Debian, Ubuntu, Alpine */
 	"/etc/pki/tls/certs/ca-bundle.crt",   /* Fedora, RHEL */
-	"/etc/ssl/ca-bundle.pem",             /* openSUSE */
-	"/etc/ssl/cert.pem",                  /* others */
+	"/etc/ssl/ca-bundle.pem",	      /* openSUSE */
+	"/etc/ssl/cert.pem",		      /* others */
 };
 
 /* The system's root certificates as one PEM string, or NULL (gRPC then uses its own). */
@@ -188,7 +188,8 @@ struct oap_conn *oap_conn__new(const struct oap_opts *opts)
 {
 	grpc_arg args[] = {
 		/* The answer bound is enforced by the transport before any allocation of it. */
-		{ GRPC_ARG_INTEGER, GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+		{ GRPC_ARG_INTEGER,
+		  GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
 		  { .integer = (int)OAP_MAX_ANSWER } },
 		/* Reconnects: 1 s, growing to 5 s at most, so a backend that comes back is used
 		 * within seconds; callers space their own attempts with oap_backoff. */
@@ -272,15 +273,15 @@ static void status__str(struct oap_status *st, int code, const char *text)
 /* Waits for tag; the call's deadline bounds it, the grace and a cancel make sure of it. */
 static int stream__pluck(struct oap_stream *s, intptr_t tag)
 {
-	gpr_timespec until = gpr_time_add(s->deadline,
-					  gpr_time_from_millis(PLUCK_GRACE_MS, GPR_TIMESPAN));
+	gpr_timespec until =
+		gpr_time_add(s->deadline, gpr_time_from_millis(PLUCK_GRACE_MS, GPR_TIMESPAN));
 	grpc_event ev = grpc_completion_queue_pluck(s->cq, (void *)tag, until, NULL);
 
 	if (ev.type == GRPC_QUEUE_TIMEOUT) {
 		grpc_call_cancel_with_status(s->call, GRPC_STATUS_DEADLINE_EXCEEDED,
 					     "deadline passed", NULL);
-		ev = grpc_completion_queue_pluck(s->cq, (void *)tag, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-						 NULL);
+		ev = grpc_completion_queue_pluck(s->cq, (void *)tag,
+						 gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 	}
 	return ev.type == GRPC_OP_COMPLETE && ev.success;
 }

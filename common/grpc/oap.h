@@ -33,9 +33,9 @@ struct oap_opts {
 	const char *ca_pem;
 	const char *cert_pem; /* client certificate, with key_pem */
 	const char *key_pem;
-	int insecure_skip_verify; /* TLS without checking the server's certificate */
+	int insecure_skip_verify;   /* TLS without checking the server's certificate */
 	const char *authentication; /* sent as metadata "authentication" when non-empty */
-	uint32_t deadline_ms;       /* per call; 0: 10 s */
+	uint32_t deadline_ms;	    /* per call; 0: 10 s */
 };
 
 /* How a call ended: the gRPC status code (0 OK, 4 DEADLINE_EXCEEDED, 14 UNAVAILABLE, ...)
@@ -86,8 +86,8 @@ OAP_EXPORT void oap_conn__free(struct oap_conn *c);
  * -EIO with st filled (st may be NULL). Never longer than the deadline.
  */
 OAP_EXPORT int oap_conn__call(struct oap_conn *c, const char *method, const ProtobufCMessage *req,
-		   const ProtobufCMessageDescriptor *answer_desc, ProtobufCMessage **ret_answer,
-		   struct oap_status *st);
+			      const ProtobufCMessageDescriptor *answer_desc,
+			      ProtobufCMessage **ret_answer, struct oap_status *st);
 
 /*
  * A client stream (collectProfilingData, MeterReportService/collectBatch): open, send any
@@ -100,8 +100,9 @@ OAP_EXPORT struct oap_stream *oap_stream__open(struct oap_conn *c, const char *m
 OAP_EXPORT int oap_stream__send(struct oap_stream *s, const ProtobufCMessage *msg);
 /* Sends bytes that are already a packed message (from the spool). */
 OAP_EXPORT int oap_stream__send_packed(struct oap_stream *s, const void *buf, size_t len);
-OAP_EXPORT int oap_stream__finish(struct oap_stream *s, const ProtobufCMessageDescriptor *answer_desc,
-		       ProtobufCMessage **ret_answer, struct oap_status *st);
+OAP_EXPORT int oap_stream__finish(struct oap_stream *s,
+				  const ProtobufCMessageDescriptor *answer_desc,
+				  ProtobufCMessage **ret_answer, struct oap_status *st);
 
 /*
  * Exponential backoff with jitter between attempts after failures: 1 s doubling to 60 s by

@@ -91,8 +91,7 @@ static int module__resolve(void *h, const char *path, char *why, size_t whylen)
 	};
 	const struct oap_module_abi *abi = dlsym(h, "oap_module_abi");
 
-	if (!abi || abi->version != OAP_MODULE_ABI ||
-	    abi->opts_size != sizeof(struct oap_opts) ||
+	if (!abi || abi->version != OAP_MODULE_ABI || abi->opts_size != sizeof(struct oap_opts) ||
 	    abi->status_size != sizeof(struct oap_status)) {
 		snprintf(why, whylen, "%s: built for another version of rover (%s)", path,
 			 abi ? "interface differs" : "no oap_module_abi");

@@ -143,7 +143,7 @@ static size_t dechunk(uint8_t *b, size_t len)
 
 		while (i < len && digits < 16) {
 			uint8_t ch = b[i];
-			int v = ch >= '0' && ch <= '9'   ? ch - '0'
+			int v = ch >= '0' && ch <= '9'	 ? ch - '0'
 				: ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
 				: ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
 							 : -1;
@@ -208,9 +208,11 @@ static void utf8_clean(char *s, size_t len)
 
 	while (i < len) {
 		uint8_t c = p[i];
-		size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-				  : (c & 0xf8) == 0xf0		 ? 4
-								 : 0;
+		size_t n = c < 0x80		? 1
+			   : (c & 0xe0) == 0xc0 ? 2
+			   : (c & 0xf0) == 0xe0 ? 3
+			   : (c & 0xf8) == 0xf0 ? 4
+						: 0;
 		uint32_t cp;
 		bool ok = n && i + n <= len;
 
@@ -228,9 +230,9 @@ static void utf8_clean(char *s, size_t len)
 			cp = cp << 6 | (p[i + k] & 0x3f);
 		}
 		/* no overlong forms, no surrogates, nothing past U+10FFFF */
-		if (ok && ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
-			   (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-			   (cp >= 0xd800 && cp <= 0xdfff)))
+		if (ok &&
+		    ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		     (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff)))
 			ok = false;
 		if (!ok) {
 			p[i++] = '?';
@@ -259,7 +261,8 @@ size_t net__http_content(const uint8_t *msg, size_t len, uint32_t max, char *out
 		snprintf(ctype, sizeof(ctype), "%s", DEFAULT_CONTENT_TYPE);
 	if (!is_plain(ctype)) {
 		char note[NET_CONTENT_SLACK];
-		int n = snprintf(note, sizeof(note), "[not plain, current content type: %s]", ctype);
+		int n = snprintf(note, sizeof(note), "[not plain, current content type: %s]",
+				 ctype);
 
 		put(&o, note, n > 0 ? (size_t)n : 0);
 		goto done;
@@ -406,8 +409,9 @@ int net_task__events(struct net_task *t, struct spool_batch *events)
 			qsort(v, n, sizeof(*v), by_latency);
 			for (uint32_t k = 0; k < n; k++)
 				for (int w = 0; w < 2; w++) {
-					int err = v[k]->raw[w] ? put_event(events, tr, lp, v[k], w, off)
-							       : 0;
+					int err = v[k]->raw[w]
+							  ? put_event(events, tr, lp, v[k], w, off)
+							  : 0;
 
 					if (err)
 						return err;

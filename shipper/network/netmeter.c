@@ -100,8 +100,7 @@ int net__trace_ctx(const struct http1_exchange *x, struct net_trace_ref *ret)
 					return 0;
 				p[n++] = s + 1;
 			}
-		if (n != 8 ||
-		    b64_decode(p[1], (size_t)(p[2] - p[1] - 1), r.trace_id, idl) ||
+		if (n != 8 || b64_decode(p[1], (size_t)(p[2] - p[1] - 1), r.trace_id, idl) ||
 		    b64_decode(p[2], (size_t)(p[3] - p[2] - 1), r.segment_id, idl) ||
 		    !copy_id(p[3], (size_t)(p[4] - p[3] - 1), r.span_id, idl))
 			return 0;
@@ -419,8 +418,8 @@ static void traffic_meters(struct mb *m, const struct net_traffic *tr)
 		snprintf(fam, sizeof(fam), "%s%s", P, net__proto_name(tr->proto));
 	single(m, arena_printf(m->a, "%s_%s_duration_avg", fam, role), m->labels, m->nlabels,
 	       (double)h->dur_ms / (double)h->requests);
-	histogram(m, arena_printf(m->a, "%s_%s_duration_histogram", fam, role),
-		  net_dur_buckets_ms, 1, h->dur_hist, NET_DUR_BUCKETS);
+	histogram(m, arena_printf(m->a, "%s_%s_duration_histogram", fam, role), net_dur_buckets_ms,
+		  1, h->dur_hist, NET_DUR_BUCKETS);
 	single(m, arena_printf(m->a, "%s_request_counter", fam), m->labels, m->nlabels,
 	       (double)h->requests);
 	if (tr->proto != NET_PROTO_HTTP1)
@@ -435,15 +434,15 @@ static void traffic_meters(struct mb *m, const struct net_traffic *tr)
 		memcpy(l, m->labels, m->nlabels * sizeof(*l));
 		snprintf(code, sizeof(code), "%d", (int)h->status[i].code);
 		l[m->nlabels] = mk_label(m->a, "code", code);
-		single(m, arena_printf(m->a, "%s_response_status_counter", fam), l,
-		       m->nlabels + 1, (double)h->status[i].n);
+		single(m, arena_printf(m->a, "%s_response_status_counter", fam), l, m->nlabels + 1,
+		       (double)h->status[i].n);
 	}
 	single(m, arena_printf(m->a, "%s_request_package_size_avg", fam), m->labels, m->nlabels,
 	       (double)h->req_bytes / (double)h->requests);
-	single(m, arena_printf(m->a, "%s_response_package_size_avg", fam), m->labels,
-	       m->nlabels, (double)h->resp_bytes / (double)h->requests);
-	histogram(m, arena_printf(m->a, "%s_request_package_size_histogram", fam),
-		  net_size_buckets, 1, h->req_hist, NET_SIZE_BUCKETS);
+	single(m, arena_printf(m->a, "%s_response_package_size_avg", fam), m->labels, m->nlabels,
+	       (double)h->resp_bytes / (double)h->requests);
+	histogram(m, arena_printf(m->a, "%s_request_package_size_histogram", fam), net_size_buckets,
+		  1, h->req_hist, NET_SIZE_BUCKETS);
 	histogram(m, arena_printf(m->a, "%s_response_package_size_histogram", fam),
 		  net_size_buckets, 1, h->resp_hist, NET_SIZE_BUCKETS);
 }
@@ -494,7 +493,8 @@ static void json_process(char *out, size_t len, size_t *o, const char *id, bool 
 {
 	json_raw(out, len, o, "{\"process_id\":");
 	json_str(out, len, o, id);
-	json_raw(out, len, o, local ? ",\"local\":true,\"address\":" : ",\"local\":false,\"address\":");
+	json_raw(out, len, o,
+		 local ? ",\"local\":true,\"address\":" : ",\"local\":false,\"address\":");
 	json_str(out, len, o, addr);
 	json_raw(out, len, o, "}");
 }
@@ -563,7 +563,8 @@ static int put_log(struct spool_batch *logs, struct arena *a, const struct net_p
 	Skywalking__V3__JSONLog js = SKYWALKING__V3__JSONLOG__INIT;
 	Skywalking__V3__TraceContext tc = SKYWALKING__V3__TRACE_CONTEXT__INIT;
 	Skywalking__V3__LogTags tags = SKYWALKING__V3__LOG_TAGS__INIT;
-	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT, *kvp = &kv;
+	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT,
+					   *kvp = &kv;
 	uint8_t *dst;
 	size_t len;
 	int err;

@@ -72,7 +72,10 @@ struct net_http_acc {
 	 * HTTP status codes 100..599 (the parser's bounds); another protocol's own result codes
 	 * (shipper/network/protocols/l7.h)
 	 */
-	struct net_status { int32_t code; uint64_t n; } *status;
+	struct net_status {
+		int32_t code;
+		uint64_t n;
+	} * status;
 	uint64_t errors; /* exchanges of another protocol its codes call failed */
 	uint32_t nstatus;
 	uint32_t nsamples[NET_REASONS];
@@ -94,11 +97,11 @@ struct net_traffic {
 	 */
 	uint8_t proto;
 	uint8_t ssl;
-	int32_t rpid;	    /* -1: no monitored peer found */
-	uint8_t raddr[16];  /* canonical (v4 mapped into v6) */
-	uint16_t rport;	    /* 0 on the server side without a peer: client ports aggregated */
-	uint8_t rlocal;	    /* the remote IP is this host's */
-	uint64_t conns; /* distinct connections, each counted in its first interval only */
+	int32_t rpid;	   /* -1: no monitored peer found */
+	uint8_t raddr[16]; /* canonical (v4 mapped into v6) */
+	uint16_t rport;	   /* 0 on the server side without a peer: client ports aggregated */
+	uint8_t rlocal;	   /* the remote IP is this host's */
+	uint64_t conns;	   /* distinct connections, each counted in its first interval only */
 	struct net_l4_acc wr, rd, rtt, connect, close;
 	uint64_t retrans, drops;
 	struct net_http_acc http; /* the exchanges of `proto` */
@@ -138,7 +141,10 @@ struct net_task {
 
 	struct net_proc *procs;
 	size_t nprocs;
-	struct net_comm { int32_t pid; char comm[16]; } *comms;
+	struct net_comm {
+		int32_t pid;
+		char comm[16];
+	} * comms;
 	size_t ncomms;
 	struct net_rule *rules;
 	size_t nrules;
@@ -157,7 +163,7 @@ struct net_task {
 	uint32_t keep_run;
 	uint64_t keep_bytes;
 	uint32_t nparsers, nh2parsers; /* alive: others, heavy ones (l7_ops.heavy: HTTP/2) */
-	uint64_t raw_held; /* content bytes of the samples' net_raw */
+	uint64_t raw_held;	       /* content bytes of the samples' net_raw */
 
 	/* the last interval's traffic, sorted, for the meters */
 	struct net_traffic *last;
@@ -184,23 +190,23 @@ struct net_conn_st {
 	uint64_t id;
 	bool have_conn; /* a conns or close record gave addresses and counters */
 	bool closed, connect_done, close_done;
-	bool counted; /* in some interval's traffic already: conns counts it once */
-	bool tls;     /* plaintext of a TLS library came for it */
-	uint32_t idle;	     /* intervals without a record */
-	uint32_t closed_for; /* intervals since closed */
-	struct net_conn cur;  /* the latest cumulative counters */
-	struct net_conn base; /* at the previous interval */
+	bool counted;		      /* in some interval's traffic already: conns counts it once */
+	bool tls;		      /* plaintext of a TLS library came for it */
+	uint32_t idle;		      /* intervals without a record */
+	uint32_t closed_for;	      /* intervals since closed */
+	struct net_conn cur;	      /* the latest cumulative counters */
+	struct net_conn base;	      /* at the previous interval */
 	uint8_t laddr[16], raddr[16]; /* canonical */
 	uint64_t seq_next[2];
 	uint64_t last_ts;
 	/* Its protocol's parser (shipper/network/protocols/l7.h), of enum net_proto `pproto` */
 	const struct l7_ops *ops;
 	void *l7;
-	uint8_t pproto;	 /* enum net_proto of the parser made for it, 0 before */
-	bool fed_plain;	 /* its parser was fed the wire's bytes, not a TLS library's */
+	uint8_t pproto; /* enum net_proto of the parser made for it, 0 before */
+	bool fed_plain; /* its parser was fed the wire's bytes, not a TLS library's */
 	/* its parser's last exchange switched protocols: the next segment may begin ops->then */
 	bool switching;
-	bool restart; /* its parser ended: a new one of the same protocol is to come */
+	bool restart;		   /* its parser ended: a new one of the same protocol is to come */
 	struct net_keep_dir *keep; /* [2] by enum net_dir, or NULL */
 	struct net_http_acc acc;
 	/* interval scratch */

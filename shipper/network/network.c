@@ -42,7 +42,8 @@ struct net_task *net_task__new(const struct net_task_opts *o)
 	t->o = *o;
 	if (!t->o.max_conns)
 		t->o.max_conns = DEFAULT_MAX_CONNS;
-	snprintf(t->prefix, sizeof(t->prefix), "%s_", o->meter_prefix ? o->meter_prefix : "rover_net_p");
+	snprintf(t->prefix, sizeof(t->prefix), "%s_",
+		 o->meter_prefix ? o->meter_prefix : "rover_net_p");
 	t->o.meter_prefix = NULL;
 	while (buckets < t->o.max_conns)
 		buckets <<= 1;
@@ -249,10 +250,10 @@ static const char *proc_name(struct net_task *t, int32_t pid)
 static bool data_valid(const struct net_rec_data *d)
 {
 	return d->conn_id && d->tgid && d->dir <= NET_DIR_INGRESS && d->dgram <= 1 &&
-	       d->fn >= NET_FN_READ &&
-	       d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX && d->captured <= d->actual &&
-	       d->captured <= NET_CAPTURE_MAX && d->seq && d->end_ns >= d->start_ns &&
-	       d->held <= NET_HOLD_MAX && d->held <= d->captured && d->held < d->actual &&
+	       d->fn >= NET_FN_READ && d->fn < NET_FN_MAX && d->proto < NET_PROTO_MAX &&
+	       d->captured <= d->actual && d->captured <= NET_CAPTURE_MAX && d->seq &&
+	       d->end_ns >= d->start_ns && d->held <= NET_HOLD_MAX && d->held <= d->captured &&
+	       d->held < d->actual &&
 	       (!d->held || (d->held_end_ns >= d->start_ns && d->held_end_ns <= d->end_ns));
 }
 
@@ -494,18 +495,12 @@ static int ep_by_requests(const void *a, const void *b)
 }
 
 static const char *const kernel_names[NET_STAT_MAX] = {
-	[NET_STAT_SYSCALLS] = "syscalls",
-	[NET_STAT_CONNS_FULL] = "conns_full",
-	[NET_STAT_INFLIGHT_FULL] = "inflight_full",
-	[NET_STAT_DATA_RINGBUF] = "data_ringbuf",
-	[NET_STAT_DATA_BUDGET] = "data_budget",
-	[NET_STAT_DATA_BYTES_LOST] = "data_bytes_lost",
-	[NET_STAT_CLOSE_RINGBUF] = "close_ringbuf",
-	[NET_STAT_READ_FAULT] = "read_fault",
-	[NET_STAT_TLS_CALLS] = "tls_calls",
-	[NET_STAT_TLS_UNBOUND] = "tls_unbound",
-	[NET_STAT_TLS_ADJACENT] = "tls_adjacent",
-	[NET_STAT_TLS_CALLS_FULL] = "tls_calls_full",
+	[NET_STAT_SYSCALLS] = "syscalls",	    [NET_STAT_CONNS_FULL] = "conns_full",
+	[NET_STAT_INFLIGHT_FULL] = "inflight_full", [NET_STAT_DATA_RINGBUF] = "data_ringbuf",
+	[NET_STAT_DATA_BUDGET] = "data_budget",	    [NET_STAT_DATA_BYTES_LOST] = "data_bytes_lost",
+	[NET_STAT_CLOSE_RINGBUF] = "close_ringbuf", [NET_STAT_READ_FAULT] = "read_fault",
+	[NET_STAT_TLS_CALLS] = "tls_calls",	    [NET_STAT_TLS_UNBOUND] = "tls_unbound",
+	[NET_STAT_TLS_ADJACENT] = "tls_adjacent",   [NET_STAT_TLS_CALLS_FULL] = "tls_calls_full",
 };
 
 static void losses(const struct net_stats *s, struct sb *b, bool json)
@@ -622,8 +617,9 @@ void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l)
 
 static void report_txt(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
 {
-	sb_printf(b, "NETWORK task %llu: %llu intervals, %llu connections seen, %llu closed, "
-		     "%llu HTTP exchanges, %llu syscalls traced\n",
+	sb_printf(b,
+		  "NETWORK task %llu: %llu intervals, %llu connections seen, %llu closed, "
+		  "%llu HTTP exchanges, %llu syscalls traced\n",
 		  (unsigned long long)t->o.task_id, (unsigned long long)t->intervals,
 		  (unsigned long long)s->conns_seen, (unsigned long long)s->conns_closed,
 		  (unsigned long long)s->http_exchanges,
@@ -666,23 +662,25 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 			  (unsigned long long)e->requests,
 			  e->proto == NET_PROTO_HTTP1 ? "status" : "codes");
 		for (uint32_t k = 0; k < e->nstatus; k++)
-			sb_printf(b, " %d:%llu", (int)e->status[k].code, (unsigned long long)e->status[k].n);
+			sb_printf(b, " %d:%llu", (int)e->status[k].code,
+				  (unsigned long long)e->status[k].n);
 		sb_printf(b,
 			  ", %llu B requests, %llu B responses, latency p50 %.3f ms p90 %.3f ms "
 			  "p99 %.3f ms\n",
 			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes,
 			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
 	}
-	sb_printf(b, "\nTLS: %llu calls gave plaintext (%llu joined by the thread's last socket "
-		     "call), %llu on no known connection\n",
+	sb_printf(b,
+		  "\nTLS: %llu calls gave plaintext (%llu joined by the thread's last socket "
+		  "call), %llu on no known connection\n",
 		  (unsigned long long)s->kernel[NET_STAT_TLS_CALLS],
 		  (unsigned long long)s->kernel[NET_STAT_TLS_ADJACENT],
 		  (unsigned long long)s->kernel[NET_STAT_TLS_UNBOUND]);
 	for (uint32_t i = 0; i < t->ntls; i++) {
 		const struct net_tls_file *l = &t->tls[i];
 
-		sb_printf(b, "  %s(%d) %s %s: ", proc_name(t, l->pid), l->pid, tlsfind__lib_name(l->lib),
-			  l->path);
+		sb_printf(b, "  %s(%d) %s %s: ", proc_name(t, l->pid), l->pid,
+			  tlsfind__lib_name(l->lib), l->path);
 		if (l->err == 1)
 			sb_printf(b, "%u probes sent, no answer\n", l->probes);
 		else if (l->err)
@@ -698,9 +696,10 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 {
 	char ip[INET6_ADDRSTRLEN];
 
-	sb_printf(b, "{\"task_id\":%llu,\"intervals\":%llu,\"conns_seen\":%llu,\"conns_closed\":%llu,"
-		     "\"http_exchanges\":%llu,\"l7_exchanges\":%llu,\"syscalls\":%llu,"
-		     "\"connections\":[",
+	sb_printf(b,
+		  "{\"task_id\":%llu,\"intervals\":%llu,\"conns_seen\":%llu,\"conns_closed\":%llu,"
+		  "\"http_exchanges\":%llu,\"l7_exchanges\":%llu,\"syscalls\":%llu,"
+		  "\"connections\":[",
 		  (unsigned long long)t->o.task_id, (unsigned long long)t->intervals,
 		  (unsigned long long)s->conns_seen, (unsigned long long)s->conns_closed,
 		  (unsigned long long)s->http_exchanges, (unsigned long long)s->l7_exchanges,
@@ -731,9 +730,9 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 			  (unsigned long long)tr->conns, (unsigned long long)tr->http.requests,
 			  (unsigned long long)tr->wr.count, (unsigned long long)tr->wr.bytes,
 			  (unsigned long long)tr->rd.count, (unsigned long long)tr->rd.bytes,
-			  (unsigned long long)tr->connect.count, (unsigned long long)tr->close.count,
-			  (unsigned long long)tr->retrans, (unsigned long long)tr->drops,
-			  (unsigned long long)tr->rtt.count,
+			  (unsigned long long)tr->connect.count,
+			  (unsigned long long)tr->close.count, (unsigned long long)tr->retrans,
+			  (unsigned long long)tr->drops, (unsigned long long)tr->rtt.count,
 			  (unsigned long long)(tr->rtt.count ? tr->rtt.exe / tr->rtt.count : 0));
 		sb_printf(b, ",\"errors\":%llu,\"codes\":{", (unsigned long long)tr->http.errors);
 		for (uint32_t k = 0; k < tr->http.nstatus; k++)
@@ -761,8 +760,8 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		sb_printf(b,
 			  "},\"req_bytes\":%llu,\"resp_bytes\":%llu,\"latency_samples\":%u,"
 			  "\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f}}",
-			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes, e->nres,
-			  p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
+			  (unsigned long long)e->req_bytes, (unsigned long long)e->resp_bytes,
+			  e->nres, p[0] / 1000.0, p[1] / 1000.0, p[2] / 1000.0);
 	}
 	sb_printf(b, "],\"tls_calls\":%llu,\"tls_adjacent\":%llu,\"tls\":[",
 		  (unsigned long long)s->kernel[NET_STAT_TLS_CALLS],
@@ -772,7 +771,8 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 
 		sb_printf(b, "%s{\"pid\":%d,\"path\":", i ? "," : "", l->pid);
 		sb_json_str(b, l->path);
-		sb_printf(b, ",\"library\":\"%s\",\"probes\":%u,\"error\":", tlsfind__lib_name(l->lib),
+		sb_printf(b,
+			  ",\"library\":\"%s\",\"probes\":%u,\"error\":", tlsfind__lib_name(l->lib),
 			  l->attached);
 		if (l->err == 1)
 			sb_printf(b, "\"no answer\"");
@@ -795,7 +795,8 @@ static void summary_of(struct net_task *t, const struct net_stats *s, char *out,
 	size_t n = t->neps < 5 ? t->neps : 5;
 
 	sb_printf(&b, "%llu connections, %llu HTTP exchanges, %zu endpoints\n",
-		  (unsigned long long)s->conns_seen, (unsigned long long)s->http_exchanges, t->neps);
+		  (unsigned long long)s->conns_seen, (unsigned long long)s->http_exchanges,
+		  t->neps);
 	if (t->neps) {
 		v = malloc(t->neps * sizeof(*v));
 		if (v) {
@@ -825,8 +826,8 @@ static void summary_of(struct net_task *t, const struct net_stats *s, char *out,
 	free(b.p);
 }
 
-int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f,
-			   char *summary, size_t summary_len)
+int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f, char *summary,
+			   size_t summary_len)
 {
 	struct net_stats s;
 	struct sb b = { 0 };

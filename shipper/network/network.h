@@ -36,7 +36,7 @@
 #include "shipper/output/spool.h"
 
 /* Upstream's bucket lists (reference §3.4, §4.3), lower bounds. */
-extern const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS];  /* also RTT, as µs/1000 */
+extern const uint64_t net_l4_buckets_ns[NET_L4_BUCKETS]; /* also RTT, as µs/1000 */
 #define NET_SIZE_BUCKETS 25
 extern const uint64_t net_size_buckets[NET_SIZE_BUCKETS]; /* bytes, 1048 typo included */
 #define NET_DUR_BUCKETS 45
@@ -45,7 +45,7 @@ extern const uint64_t net_dur_buckets_ms[NET_DUR_BUCKETS];
 struct net_task_opts {
 	uint64_t task_id;
 	uint32_t report_interval_ms;
-	uint32_t max_conns; /* 0: 16384 */
+	uint32_t max_conns;	  /* 0: 16384 */
 	const char *meter_prefix; /* NULL: "rover_net_p" */
 };
 
@@ -119,21 +119,21 @@ enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
  * status codes, bytes, latency p50/p90/p99, and every loss. Written to f; summary gets the top
  * lines (NUL-terminated, at most summary_len). 0 or -errno.
  */
-int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f,
-			   char *summary, size_t summary_len);
+int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f, char *summary,
+			   size_t summary_len);
 
 /* What the task counted: conns, exchanges, and every drop by kind. */
 struct net_stats {
 	uint64_t conns_seen, conns_closed, conns_refused; /* refused: over max_conns */
 	uint64_t http_exchanges;
 	uint64_t bad_frames, bad_records;
-	uint64_t kernel[NET_STAT_MAX];	     /* the program's losses (frames' stats) */
-	uint64_t segments_lost;		     /* data_seq holes */
+	uint64_t kernel[NET_STAT_MAX]; /* the program's losses (frames' stats) */
+	uint64_t segments_lost;	       /* data_seq holes */
 	/* Added after the first version of this header, at its end. */
-	uint64_t conns_evicted;	  /* idle, dropped to make room (their close never came) */
-	uint64_t http_unpaired;	  /* exchanges without a request or a response: no meters */
-	uint64_t samples_dropped; /* sampled traces over the task's bound of held ones */
-	uint64_t traffic_refused; /* report pairs over their bound: counted in no pair */
+	uint64_t conns_evicted;	    /* idle, dropped to make room (their close never came) */
+	uint64_t http_unpaired;	    /* exchanges without a request or a response: no meters */
+	uint64_t samples_dropped;   /* sampled traces over the task's bound of held ones */
+	uint64_t traffic_refused;   /* report pairs over their bound: counted in no pair */
 	uint64_t endpoints_refused; /* exchanges of endpoints over their bound */
 	uint64_t alloc_failures;
 	struct http1_stats http; /* every connection's parser, summed */
@@ -143,8 +143,8 @@ struct net_stats {
 	uint64_t rule_limits;  /* a rule's regex gave up on a path (match limit): not matched */
 	uint64_t raw_dropped;  /* sampled messages wanted whole over the bound of held ones */
 	/* Added with the protocols beyond HTTP (shipper/network/protocols/l7.h), at the end. */
-	uint64_t l7_exchanges; /* of every such protocol */
-	uint64_t l7_unpaired;  /* without a request or a response: no meters */
+	uint64_t l7_exchanges;		   /* of every such protocol */
+	uint64_t l7_unpaired;		   /* without a request or a response: no meters */
 	struct l7_stats l7[NET_PROTO_MAX]; /* each protocol's parsers, summed */
 	struct http2_stats http2;	   /* every HTTP/2 connection's parser, summed */
 	uint64_t parsers_refused; /* connections over the task's bound of parsers: L4 only */

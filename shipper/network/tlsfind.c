@@ -171,9 +171,9 @@ static int scan_symbols(int fd, Elf *elf, const GElf_Shdr *sh, uint64_t file_siz
 			struct file_budget *b, uint64_t addr[NSYMS], const char **why)
 {
 	const char *ident = elf_getident(elf, NULL);
-	bool swap = ident && ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-							? ELFDATA2LSB
-							: ELFDATA2MSB);
+	bool swap = ident &&
+		    ident[EI_DATA] !=
+			    (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB);
 	Elf64_Sym chunk[SYM_CHUNK];
 	uint64_t count, done;
 	char *strs = NULL;
@@ -272,8 +272,8 @@ static int find_merged_table(Elf *elf, Elf_Scn *relro, struct file_budget *b,
 		return -ENOENT;
 	p = d->d_buf;
 	for (size_t off = 0; off + 8 <= d->d_size && tries < 16; off += 4) {
-		if ((p[off] != 0xf0 && p[off] != 0xf1) || p[off + 1] != 0xff || p[off + 2] != 0xff ||
-		    p[off + 3] != 0xff || p[off + 4] || p[off + 5])
+		if ((p[off] != 0xf0 && p[off] != 0xf1) || p[off + 1] != 0xff ||
+		    p[off + 2] != 0xff || p[off + 3] != 0xff || p[off + 4] || p[off + 5])
 			continue;
 		tries++;
 		memset(go, 0, sizeof(*go));
@@ -416,7 +416,8 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		*ret_why = "not an ELF file this reader takes";
 		return -errno;
 	}
-	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) || elf_getshdrstrndx(elf, &shstrndx)) {
+	if (!gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &nph) ||
+	    elf_getshdrstrndx(elf, &shstrndx)) {
 		err = -ENOEXEC;
 		why = "unreadable ELF headers";
 		goto cleanup;
@@ -530,11 +531,12 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 		err = 0;
 	}
 	if (addr[SYM_READ] && addr[SYM_WRITE]) {
-		uint32_t lib = !strncmp(base, "node", 4) || !strncmp(base, "libnode", 7) ? NET_TLS_NODE
-			       : addr[SYM_BORING]					  ? NET_TLS_BORINGSSL
-												  : NET_TLS_OPENSSL;
-		static const uint32_t fns[4] = { NET_TLS_FN_READ, NET_TLS_FN_WRITE, NET_TLS_FN_READ_EX,
-						 NET_TLS_FN_WRITE_EX };
+		uint32_t lib = !strncmp(base, "node", 4) || !strncmp(base, "libnode", 7)
+				       ? NET_TLS_NODE
+			       : addr[SYM_BORING] ? NET_TLS_BORINGSSL
+						  : NET_TLS_OPENSSL;
+		static const uint32_t fns[4] = { NET_TLS_FN_READ, NET_TLS_FN_WRITE,
+						 NET_TLS_FN_READ_EX, NET_TLS_FN_WRITE_EX };
 
 		m.lib = lib;
 		for (int k = 0; k < 4; k++) {
@@ -643,10 +645,14 @@ void tls_finder__free(struct tls_finder *f)
 const char *tlsfind__lib_name(uint32_t lib)
 {
 	switch (lib) {
-	case NET_TLS_OPENSSL: return "openssl";
-	case NET_TLS_BORINGSSL: return "boringssl";
-	case NET_TLS_GO: return "go";
-	case NET_TLS_NODE: return "node";
+	case NET_TLS_OPENSSL:
+		return "openssl";
+	case NET_TLS_BORINGSSL:
+		return "boringssl";
+	case NET_TLS_GO:
+		return "go";
+	case NET_TLS_NODE:
+		return "node";
 	}
 	return "none";
 }
@@ -724,8 +730,8 @@ static void look_at(struct tls_finder *f, const struct fd_opener *op, int pid, u
 	close(fd);
 }
 
-int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
-		     tls_found_fn found, void *ctx)
+int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid, tls_found_fn found,
+		     void *ctx)
 {
 	char exe[512] = "", *line = NULL;
 	size_t cap = 0;
@@ -751,7 +757,8 @@ int tls_finder__scan(struct tls_finder *f, const struct fd_opener *op, int pid,
 		size_t len;
 
 		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %lu %n", &s, &e, perms, &off, &maj, &min,
-			   &ino, &pos) < 7 || !pos || line[pos] != '/' || !ino)
+			   &ino, &pos) < 7 ||
+		    !pos || line[pos] != '/' || !ino)
 			continue;
 		path = line + pos;
 		len = strcspn(path, "\n");
@@ -790,7 +797,8 @@ void tls_finder__result(struct tls_finder *f, const struct msg_tls_result *r)
 		p->attached = r->attached;
 		if (r->err)
 			log_warn("task %llu: TLS: %s of process %d: the worker refused its probes: %s",
-				 (unsigned long long)f->task_id, p->path, p->pid, strerror(-r->err));
+				 (unsigned long long)f->task_id, p->path, p->pid,
+				 strerror(-r->err));
 		else
 			log_info("task %llu: TLS: %s (%s) of process %d: %u probes attached",
 				 (unsigned long long)f->task_id, p->path, tlsfind__lib_name(p->lib),

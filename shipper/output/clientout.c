@@ -27,7 +27,8 @@ int clientout__push(struct client_out *o, uint64_t now_ms)
 		 * and may clear again at any time; this one is the call's own. MSG_NOSIGNAL: a
 		 * client that closed its end is an error here, not a signal.
 		 */
-		ssize_t n = send(o->fd, o->buf + o->off, o->len - o->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n =
+			send(o->fd, o->buf + o->off, o->len - o->off, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n > 0) {
 			o->off += (size_t)n;

@@ -28,9 +28,9 @@
  * frames is above the 127 of the kernel's default perf_event_max_stack. Names longer than
  * PROFILE_MAX_NAME bytes (huge C++ template names) are cut, at a UTF-8 boundary.
  */
-#define PROFILE_MAX_STACKS	 1000000u
-#define PROFILE_MAX_FRAMES	 256u
-#define PROFILE_MAX_NAME	 4096u
+#define PROFILE_MAX_STACKS 1000000u
+#define PROFILE_MAX_FRAMES 256u
+#define PROFILE_MAX_NAME 4096u
 #define PROFILE_MAX_STRING_BYTES (256u << 20)
 
 #define NO_ID UINT32_MAX
@@ -686,13 +686,13 @@ int profile__write_pprof(const struct profile *p, FILE *f)
 
 /* ---- SVG flame graph ---- */
 
-#define FG_WIDTH	1200
-#define FG_XPAD		10
+#define FG_WIDTH 1200
+#define FG_XPAD 10
 #define FG_FRAME_HEIGHT 16
-#define FG_FONT_SIZE	12
-#define FG_FONT_WIDTH	0.59 /* average glyph width per point of Verdana */
-#define FG_YPAD_TOP	(FG_FONT_SIZE * 3)
-#define FG_YPAD_BOTTOM	(FG_FONT_SIZE + 8)
+#define FG_FONT_SIZE 12
+#define FG_FONT_WIDTH 0.59 /* average glyph width per point of Verdana */
+#define FG_YPAD_TOP (FG_FONT_SIZE * 3)
+#define FG_YPAD_BOTTOM (FG_FONT_SIZE + 8)
 /* Frames narrower than 1/FG_MIN_FRACTION of the total are left out, with their children. */
 #define FG_MIN_FRACTION 1000
 

@@ -131,9 +131,14 @@ static int drop_oldest(struct spool *sp, const struct entry *stop)
 /* Writes a batch's file: temporary name, sync, rename. 0 or -errno (nothing left behind). */
 static int write_file(struct spool *sp, const struct entry *e)
 {
-	struct spool_file_hdr h = { .magic = SPOOL_MAGIC, .version = SPOOL_VERSION, .seq = e->seq,
-				    .task_id = e->task_id, .samples = e->samples,
-				    .nmsgs = e->nmsgs, .len = e->len, .kind = e->kind };
+	struct spool_file_hdr h = { .magic = SPOOL_MAGIC,
+				    .version = SPOOL_VERSION,
+				    .seq = e->seq,
+				    .task_id = e->task_id,
+				    .samples = e->samples,
+				    .nmsgs = e->nmsgs,
+				    .len = e->len,
+				    .kind = e->kind };
 	char tmp[NAME_LEN], name[NAME_LEN];
 	int fd, err;
 
@@ -314,8 +319,13 @@ static void load_one(struct spool *sp, const char *name)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return; /* stays on disk for the next start */
-	*e = (struct entry){ .seq = seq, .task_id = h.task_id, .samples = h.samples,
-			     .nmsgs = h.nmsgs, .len = h.len, .kind = h.kind, .on_disk = 1 };
+	*e = (struct entry){ .seq = seq,
+			     .task_id = h.task_id,
+			     .samples = h.samples,
+			     .nmsgs = h.nmsgs,
+			     .len = h.len,
+			     .kind = h.kind,
+			     .on_disk = 1 };
 	insert_sorted(sp, e);
 	sp->disk_used += file_size(h.len);
 	sp->st.disk_batches++;
@@ -462,15 +472,20 @@ int spool__put(struct spool *sp, struct spool_batch *b)
 		b->data = NULL;
 		return -ENOMEM;
 	}
-	*e = (struct entry){ .task_id = b->task_id, .samples = b->samples, .nmsgs = b->nmsgs,
-			     .len = b->len, .kind = b->kind, .data = b->data };
+	*e = (struct entry){ .task_id = b->task_id,
+			     .samples = b->samples,
+			     .nmsgs = b->nmsgs,
+			     .len = b->len,
+			     .kind = b->kind,
+			     .data = b->data };
 	b->data = NULL;
 
 	pthread_mutex_lock(&sp->lock);
 	e->seq = sp->next_seq++;
 	b->seq = e->seq;
 	if (e->len > sp->opts.mem_bytes && file_size(e->len) > sp->opts.disk_bytes) {
-		struct spool_drop d = { .why = SPOOL_DROP_TOO_BIG, .task_id = e->task_id,
+		struct spool_drop d = { .why = SPOOL_DROP_TOO_BIG,
+					.task_id = e->task_id,
 					.samples = e->samples };
 
 		sp->st.dropped_batches++;
@@ -496,7 +511,8 @@ int spool__put(struct spool *sp, struct spool_batch *b)
 				continue;
 			}
 			if (drop_oldest(sp, NULL)) {
-				struct spool_drop d = { .why = SPOOL_DROP_BOUND, .task_id = e->task_id,
+				struct spool_drop d = { .why = SPOOL_DROP_BOUND,
+							.task_id = e->task_id,
 							.samples = e->samples,
 							.first_of_episode = !sp->dropping };
 
@@ -655,9 +671,13 @@ int spool__take(struct spool *sp, int timeout_ms, struct spool_batch *ret)
 			}
 			e->data = data;
 		}
-		*ret = (struct spool_batch){ .seq = e->seq, .task_id = e->task_id,
-					     .samples = e->samples, .nmsgs = e->nmsgs,
-					     .len = e->len, .kind = e->kind, .data = e->data };
+		*ret = (struct spool_batch){ .seq = e->seq,
+					     .task_id = e->task_id,
+					     .samples = e->samples,
+					     .nmsgs = e->nmsgs,
+					     .len = e->len,
+					     .kind = e->kind,
+					     .data = e->data };
 		break;
 	}
 	pthread_mutex_unlock(&sp->lock);

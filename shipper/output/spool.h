@@ -37,7 +37,7 @@ enum spool_kind {
 
 /* One batch: the packed messages of one client stream. */
 struct spool_batch {
-	uint64_t seq;     /* set by the spool */
+	uint64_t seq;	  /* set by the spool */
 	uint64_t task_id; /* the rover task it came from, for accounting */
 	uint64_t samples; /* what its messages count, for accounting */
 	uint32_t nmsgs;
@@ -55,8 +55,8 @@ struct spool_file_hdr {
 	uint64_t task_id;
 	uint64_t samples;
 	uint32_t nmsgs;
-	uint32_t len; /* payload bytes after the header */
-	uint32_t crc; /* zlib crc32 of this header with crc = 0, then of the payload */
+	uint32_t len;  /* payload bytes after the header */
+	uint32_t crc;  /* zlib crc32 of this header with crc = 0, then of the payload */
 	uint32_t kind; /* enum spool_kind; version 1: padding, always 0 */
 };
 
@@ -98,8 +98,8 @@ struct spool_stats {
 	uint64_t mem_bytes;
 	uint64_t disk_bytes;
 	uint64_t disk_batches;
-	uint64_t put_batches, put_samples;         /* accepted by put, since new */
-	uint64_t sent_batches, sent_samples;       /* given back by done */
+	uint64_t put_batches, put_samples;	   /* accepted by put, since new */
+	uint64_t sent_batches, sent_samples;	   /* given back by done */
 	uint64_t dropped_batches, dropped_samples; /* at the bound or too big */
 	uint64_t corrupt_files;
 	uint64_t disk_errors;  /* writes that failed: the batch stayed in memory or was dropped */

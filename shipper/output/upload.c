@@ -79,7 +79,8 @@ int upload__add(struct spool_batch *b, uint32_t type, const struct upload_stack 
 		return -EINVAL;
 	/* The kernel stack first, as the upstream agent sends them: the OAP joins them so. */
 	if (kstack && kstack->id >= 0) {
-		err = fill_stack(&md[n], SKYWALKING__V3__EBPFPROFILING_STACK_TYPE__PROCESS_KERNEL_SPACE,
+		err = fill_stack(&md[n],
+				 SKYWALKING__V3__EBPFPROFILING_STACK_TYPE__PROCESS_KERNEL_SPACE,
 				 kstack, ksyms, &karena);
 		if (err)
 			goto cleanup;
@@ -87,7 +88,8 @@ int upload__add(struct spool_batch *b, uint32_t type, const struct upload_stack 
 		n++;
 	}
 	if (ustack && ustack->id >= 0) {
-		err = fill_stack(&md[n], SKYWALKING__V3__EBPFPROFILING_STACK_TYPE__PROCESS_USER_SPACE,
+		err = fill_stack(&md[n],
+				 SKYWALKING__V3__EBPFPROFILING_STACK_TYPE__PROCESS_USER_SPACE,
 				 ustack, usyms, &uarena);
 		if (err)
 			goto cleanup;
@@ -122,7 +124,8 @@ cleanup:
 
 int upload__finish(struct spool_batch *b, const struct upload_meta *m)
 {
-	Skywalking__V3__EBPFProfilingTaskMetadata md = SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
+	Skywalking__V3__EBPFProfilingTaskMetadata md =
+		SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
 	Skywalking__V3__EBPFProfilingData d = SKYWALKING__V3__EBPFPROFILING_DATA__INIT;
 	size_t off = 0, first_len = 0, head_len, total;
 	const uint8_t *first = NULL;
@@ -181,7 +184,7 @@ enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
 
 struct uploader {
 	struct spool *sp;
-	struct oap_opts opts; /* strings copied: the channel is made again after failures */
+	struct oap_opts opts;  /* strings copied: the channel is made again after failures */
 	struct oap_conn *conn; /* NULL: made at the next attempt */
 	struct oap_backoff backoff;
 	pthread_t thread;
@@ -225,7 +228,8 @@ static int send_batch(struct uploader *u, const struct spool_batch *b, struct oa
 		u->conn = oap_conn__new(&u->opts);
 		if (!u->conn) {
 			st->code = 14;
-			snprintf(st->text, sizeof(st->text), "making a channel: %s", strerror(errno));
+			snprintf(st->text, sizeof(st->text), "making a channel: %s",
+				 strerror(errno));
 			return -EIO;
 		}
 	}

@@ -90,7 +90,7 @@ struct elf_load {
 
 struct esym {
 	uint64_t addr;
-	uint32_t size; /* 0: unknown (assembly without .size) */
+	uint32_t size;	    /* 0: unknown (assembly without .size) */
 	uint32_t name : 30; /* offset in strs, or in dstrs when demangled */
 	uint32_t demangled : 1;
 	uint32_t final : 1; /* name is demangled already, or needs no demangling */
@@ -162,9 +162,9 @@ bool file_budget__charge(struct file_budget *b, uint64_t bytes)
 bool file_budget__charge_copy(struct file_budget *b, Elf *elf, uint64_t bytes)
 {
 	const char *ident = elf_getident(elf, NULL);
-	bool native = ident && ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-							  ? ELFDATA2LSB
-							  : ELFDATA2MSB);
+	bool native = ident &&
+		      ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB
+										   : ELFDATA2MSB);
 
 	/* libelf converts the data of a file of the other byte order into a second buffer. */
 	return file_budget__charge(b, native || bytes > ELFSYM_FILE_BUDGET ? bytes : 2 * bytes);
@@ -271,10 +271,10 @@ static size_t elf_build_id(struct elfsym *es, Elf *elf, uint8_t *ret_id)
 			continue;
 		if (!elfsym__charge_section(es, elf, &(GElf_Shdr){ .sh_size = ph.p_filesz }))
 			return 0;
-		len = notes_build_id(
-			elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-					     ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR),
-			ret_id);
+		len = notes_build_id(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+							  ph.p_align == 8 ? ELF_T_NHDR8
+									  : ELF_T_NHDR),
+				     ret_id);
 		if (len)
 			return len;
 	}
@@ -866,8 +866,8 @@ static int elfsym__debug_by_link(struct elfsym *es, struct cands *c, const char 
  * *ret_cap. 0, or -errno: EFBIG past the limit, EBADMSG for data that is not a whole, intact
  * stream.
  */
-static int xz_decompress(const void *in, size_t len, size_t max, void **ret_buf,
-			 size_t *ret_len, size_t *ret_cap)
+static int xz_decompress(const void *in, size_t len, size_t max, void **ret_buf, size_t *ret_len,
+			 size_t *ret_cap)
 {
 	lzma_stream strm = LZMA_STREAM_INIT;
 	size_t cap = 0, ncap;
@@ -924,8 +924,9 @@ cleanup:
  */
 static int elfsym__minidebug(struct elfsym *es, struct cands *c)
 {
-	size_t len, cap, max = ELFSYM_MAX_MINIDEBUG < es->budget.left ? ELFSYM_MAX_MINIDEBUG
-								       : es->budget.left;
+	size_t len, cap,
+		max = ELFSYM_MAX_MINIDEBUG < es->budget.left ? ELFSYM_MAX_MINIDEBUG
+							     : es->budget.left;
 	bool symtab = false;
 	size_t n = c->n;
 	Elf_Data *d;
@@ -1005,8 +1006,7 @@ static int go_probe(void *ctx, uint64_t entry, uint64_t size, const char *name, 
  * .data.rel.ro, as for PIE) the first pcHeader in .data.rel.ro whose first functions check
  * out. Go binaries keep their section headers, stripped or not.
  */
-static int elfsym__find_gopclntab(struct elfsym *es, const unsigned char **ret_p,
-				  size_t *ret_len)
+static int elfsym__find_gopclntab(struct elfsym *es, const unsigned char **ret_p, size_t *ret_len)
 {
 	static const unsigned char magics[][4] = {
 		{ 0xf1, 0xff, 0xff, 0xff }, { 0xf0, 0xff, 0xff, 0xff }, { 0xfa, 0xff, 0xff, 0xff },

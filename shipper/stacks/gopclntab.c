@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define GO12_MAGIC 0xfffffffbu /* Go 1.2 to 1.15 */
+#define GO12_MAGIC 0xfffffffbu	/* Go 1.2 to 1.15 */
 #define GO116_MAGIC 0xfffffffau /* Go 1.16, 1.17 */
 #define GO118_MAGIC 0xfffffff0u /* Go 1.18, 1.19 */
 #define GO120_MAGIC 0xfffffff1u /* Go 1.20 on: the layout of 1.18 */
@@ -29,10 +29,10 @@ struct pcln {
 	enum layout layout;
 	uint64_t nfunc;
 	uint64_t text_start; /* GO118: added to every entry offset */
-	uint64_t names; /* funcnametab: [names, names_end) */
+	uint64_t names;	     /* funcnametab: [names, names_end) */
 	uint64_t names_end;
-	uint64_t functab; /* nfunc + 1 entries of two fields, the last one of its pc only */
-	uint64_t field; /* bytes per functab field: 4 from 1.18, a pointer before */
+	uint64_t functab;  /* nfunc + 1 entries of two fields, the last one of its pc only */
+	uint64_t field;	   /* bytes per functab field: 4 from 1.18, a pointer before */
 	uint64_t funcdata; /* base of functab's func offsets */
 };
 

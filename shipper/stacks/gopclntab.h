@@ -20,8 +20,7 @@
  * Go name such as "main.burnA" or "runtime.mallocgc"). Returns 0 to go on, 1 to end the walk
  * there, or -errno to end it with that error.
  */
-typedef int (*gopclntab_fn)(void *ctx, uint64_t entry, uint64_t size, const char *name,
-			    size_t len);
+typedef int (*gopclntab_fn)(void *ctx, uint64_t entry, uint64_t size, const char *name, size_t len);
 
 /*
  * Calls fn for each function of the .gopclntab at data (len bytes), in address order, skipping

@@ -32,7 +32,7 @@ enum ksym_rank { RANK_T, RANK_t, RANK_W, RANK_w, RANK_BOUNDARY };
 
 struct ksym {
 	uint64_t addr;
-	uint32_t name; /* offset in strs; NO_NAME for a boundary (a non-text symbol) */
+	uint32_t name;	 /* offset in strs; NO_NAME for a boundary (a non-text symbol) */
 	uint16_t region; /* 0: the core kernel, else 1 + index in modules */
 	uint8_t rank;
 };

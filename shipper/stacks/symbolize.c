@@ -93,7 +93,7 @@ static void list__touch(struct list *h, struct list *n)
 	list__add_head(h, n);
 }
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct hnode {
 	struct hnode *next;
@@ -195,7 +195,7 @@ struct mapping {
 	uint64_t off;
 	uint64_t dev;
 	uint64_t ino;
-	uint32_t path; /* offset in pid_maps.paths */
+	uint32_t path;	 /* offset in pid_maps.paths */
 	bool unreadable; /* the opener failed: fall back without asking again */
 };
 
@@ -666,8 +666,7 @@ static void symbolizer__read_perf_map(struct symbolizer *sym, struct perf_map *p
 	 * A line without its newline may be one the JIT is writing now: left for the next read.
 	 * Past PERF_MAP_MAX_BYTES (the file grew after it was opened) what was read is kept.
 	 */
-	err = read_lines(fd, PERF_MAP_MAX_LINE, PERF_MAP_MAX_BYTES, false, perf_builder__line,
-			 &b);
+	err = read_lines(fd, PERF_MAP_MAX_LINE, PERF_MAP_MAX_BYTES, false, perf_builder__line, &b);
 	close(fd);
 	if (err && err != -EFBIG)
 		goto cleanup;
@@ -949,7 +948,8 @@ static struct elf_entry *symbolizer__elf(struct symbolizer *sym, struct pid_maps
 			if (sym->on_refusal)
 				sym->on_refusal(sym->refusal_ctx,
 						&(struct budget_refusal){ .what = "symbols",
-									  .path = pm->paths + m->path,
+									  .path = pm->paths +
+										  m->path,
 									  .bytes = refused,
 									  .limit = limit });
 		}
@@ -1131,8 +1131,9 @@ int symbolizer__mapping(struct symbolizer *sym, int pid, uint64_t addr, struct s
 	}
 	if (!m)
 		return 0;
-	*ret = (struct sym_mapping){ .start = m->start, .end = m->end, .off = m->off,
-				     .dev = m->dev, .ino = m->ino };
+	*ret = (struct sym_mapping){
+		.start = m->start, .end = m->end, .off = m->off, .dev = m->dev, .ino = m->ino
+	};
 	return 1;
 }
 
@@ -1142,8 +1143,10 @@ size_t symbolizer__mappings(struct symbolizer *sym, int pid, struct sym_mapping 
 	size_t n = 0;
 
 	for (size_t i = 0; pm && i < pm->n && n < max; i++)
-		ret[n++] = (struct sym_mapping){ .start = pm->maps[i].start, .end = pm->maps[i].end,
-						 .off = pm->maps[i].off, .dev = pm->maps[i].dev,
+		ret[n++] = (struct sym_mapping){ .start = pm->maps[i].start,
+						 .end = pm->maps[i].end,
+						 .off = pm->maps[i].off,
+						 .dev = pm->maps[i].dev,
 						 .ino = pm->maps[i].ino };
 	return n;
 }

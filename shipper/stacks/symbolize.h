@@ -114,8 +114,8 @@ struct symbolizer_stats {
 	uint64_t elf_evicted;
 	uint64_t lookups;
 	uint64_t unnamed;
-	uint64_t perf_map_reads; /* perf maps opened and parsed (each re-read counts) */
-	uint64_t perf_map_bytes; /* memory held by cached perf maps */
+	uint64_t perf_map_reads;  /* perf maps opened and parsed (each re-read counts) */
+	uint64_t perf_map_bytes;  /* memory held by cached perf maps */
 	uint64_t elf_over_budget; /* files whose symbols were cut at ELFSYM_FILE_BUDGET */
 };
 void symbolizer__stats(const struct symbolizer *sym, struct symbolizer_stats *ret_stats);

@@ -76,9 +76,9 @@ struct cfi_file {
 	uint64_t dev, ino;
 	uint64_t used; /* LRU clock */
 	Elf *elf;
-	Dwarf_CFI *cfi; /* NULL: the file has no usable CFI, remembered */
-	uint8_t *image; /* the ELF image elf reads */
-	size_t charge;	/* bytes counted against the budgets, 0 without CFI */
+	Dwarf_CFI *cfi;	  /* NULL: the file has no usable CFI, remembered */
+	uint8_t *image;	  /* the ELF image elf reads */
+	size_t charge;	  /* bytes counted against the budgets, 0 without CFI */
 	uint32_t lookups; /* since cfi was made */
 	struct load loads[UNWIND_MAX_LOADS];
 	int nloads;
@@ -173,10 +173,10 @@ static int read_ehdr(int fd, Elf64_Ehdr *eh)
 	if (!S_ISREG(st.st_mode) || pread_exact(fd, eh, sizeof(*eh), 0))
 		return -ENOEXEC;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_ident[EI_DATA] != ELFDATA2LSB || (eh->e_type != ET_EXEC && eh->e_type != ET_DYN) ||
-	    eh->e_phnum > UNWIND_MAX_PHDRS || eh->e_shnum > UNWIND_MAX_SHDRS ||
-	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-	    eh->e_shstrndx >= eh->e_shnum)
+	    eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    (eh->e_type != ET_EXEC && eh->e_type != ET_DYN) || eh->e_phnum > UNWIND_MAX_PHDRS ||
+	    eh->e_shnum > UNWIND_MAX_SHDRS || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shstrndx >= eh->e_shnum)
 		return -ENOEXEC;
 	return 0;
 }
@@ -261,7 +261,8 @@ static bool eh_hdr_table(int fd, const Elf64_Shdr *hdr)
 	uint8_t h[12];
 	uint32_t count;
 
-	if (!hdr->sh_type || hdr->sh_size < sizeof(h) || pread_exact(fd, h, sizeof(h), hdr->sh_offset))
+	if (!hdr->sh_type || hdr->sh_size < sizeof(h) ||
+	    pread_exact(fd, h, sizeof(h), hdr->sh_offset))
 		return false;
 	if (h[0] != EH_HDR_VERSION || h[1] != EH_HDR_PTR_ENC || h[2] != EH_HDR_COUNT_ENC ||
 	    h[3] != EH_HDR_TABLE_ENC)
@@ -314,27 +315,43 @@ static void cfi_file__read(struct cfi_file *f, int fd, const struct cfi_plan *p)
 		return;
 	off = sizeof(eh);
 	if (hdr.sh_type) {
-		out[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-				       .sh_addr = hdr.sh_addr, .sh_offset = off,
-				       .sh_size = hdr.sh_size, .sh_addralign = 4 };
+		out[1] = (Elf64_Shdr){ .sh_name = 1,
+				       .sh_type = SHT_PROGBITS,
+				       .sh_flags = SHF_ALLOC,
+				       .sh_addr = hdr.sh_addr,
+				       .sh_offset = off,
+				       .sh_size = hdr.sh_size,
+				       .sh_addralign = 4 };
 		if (pread_exact(fd, img + off, hdr.sh_size, hdr.sh_offset))
 			goto fail;
 		off += (hdr.sh_size + 7) & ~7ul;
 	}
-	out[2] = (Elf64_Shdr){ .sh_name = 15, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-			       .sh_addr = frame.sh_addr, .sh_offset = off, .sh_size = frame.sh_size,
+	out[2] = (Elf64_Shdr){ .sh_name = 15,
+			       .sh_type = SHT_PROGBITS,
+			       .sh_flags = SHF_ALLOC,
+			       .sh_addr = frame.sh_addr,
+			       .sh_offset = off,
+			       .sh_size = frame.sh_size,
 			       .sh_addralign = 8 };
 	if (pread_exact(fd, img + off, frame.sh_size, frame.sh_offset))
 		goto fail;
 	off += (frame.sh_size + 7) & ~7ul;
-	out[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_STRTAB, .sh_offset = off,
-			       .sh_size = sizeof(cfi_shstr), .sh_addralign = 1 };
+	out[3] = (Elf64_Shdr){ .sh_name = 25,
+			       .sh_type = SHT_STRTAB,
+			       .sh_offset = off,
+			       .sh_size = sizeof(cfi_shstr),
+			       .sh_addralign = 1 };
 	memcpy(img + off, shstr, sizeof(cfi_shstr));
 	off += (sizeof(cfi_shstr) + 7) & ~7ul;
 	memcpy(img + off, out, sizeof(out));
-	img_eh = (Elf64_Ehdr){ .e_type = eh.e_type, .e_machine = eh.e_machine,
-			       .e_version = EV_CURRENT, .e_shoff = off, .e_ehsize = sizeof(eh),
-			       .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 4, .e_shstrndx = 3 };
+	img_eh = (Elf64_Ehdr){ .e_type = eh.e_type,
+			       .e_machine = eh.e_machine,
+			       .e_version = EV_CURRENT,
+			       .e_shoff = off,
+			       .e_ehsize = sizeof(eh),
+			       .e_shentsize = sizeof(Elf64_Shdr),
+			       .e_shnum = 4,
+			       .e_shstrndx = 3 };
 	memcpy(img_eh.e_ident, eh.e_ident, EI_NIDENT);
 	img_eh.e_ident[EI_VERSION] = EV_CURRENT;
 	memcpy(img, &img_eh, sizeof(img_eh));
@@ -366,7 +383,8 @@ static void unwinder__make_room(struct unwinder *u, size_t charge)
 		int lru = -1;
 
 		for (int i = 0; i < u->nfiles; i++)
-			if (u->files[i].charge && (lru < 0 || u->files[i].used < u->files[lru].used))
+			if (u->files[i].charge &&
+			    (lru < 0 || u->files[i].used < u->files[lru].used))
 				lru = i;
 		if (lru < 0)
 			break;
@@ -511,17 +529,17 @@ static bool expr_eval(const Dwarf_Op *ops, size_t nops, const struct frame *fr, 
 	size_t sp = 0;
 
 	*ret_is_value = false;
-#define PUSH(v)                          \
-	do {                             \
-		if (sp == EXPR_STACK)    \
-			return false;    \
-		st[sp++] = (v);          \
+#define PUSH(v)                       \
+	do {                          \
+		if (sp == EXPR_STACK) \
+			return false; \
+		st[sp++] = (v);       \
 	} while (0)
-#define POP(v)                           \
-	do {                             \
-		if (!sp)                 \
-			return false;    \
-		(v) = st[--sp];          \
+#define POP(v)                        \
+	do {                          \
+		if (!sp)              \
+			return false; \
+		(v) = st[--sp];       \
 	} while (0)
 	for (size_t i = 0; i < nops; i++) {
 		uint8_t op = ops[i].atom;
@@ -542,9 +560,16 @@ static bool expr_eval(const Dwarf_Op *ops, size_t nops, const struct frame *fr, 
 			case DW_OP_call_frame_cfa:
 				PUSH(cfa);
 				break;
-			case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u:
-			case DW_OP_const2s: case DW_OP_const4u: case DW_OP_const4s:
-			case DW_OP_const8u: case DW_OP_const8s: case DW_OP_constu: case DW_OP_consts:
+			case DW_OP_const1u:
+			case DW_OP_const1s:
+			case DW_OP_const2u:
+			case DW_OP_const2s:
+			case DW_OP_const4u:
+			case DW_OP_const4s:
+			case DW_OP_const8u:
+			case DW_OP_const8s:
+			case DW_OP_constu:
+			case DW_OP_consts:
 				PUSH(ops[i].number);
 				break;
 			case DW_OP_plus_uconst:
@@ -569,20 +594,34 @@ static bool expr_eval(const Dwarf_Op *ops, size_t nops, const struct frame *fr, 
 				POP(a);
 				PUSH(-a);
 				break;
-			case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or:
-			case DW_OP_mul: case DW_OP_shl: case DW_OP_shr: case DW_OP_ge: case DW_OP_gt:
-			case DW_OP_le: case DW_OP_lt: case DW_OP_eq: case DW_OP_ne:
+			case DW_OP_plus:
+			case DW_OP_minus:
+			case DW_OP_and:
+			case DW_OP_or:
+			case DW_OP_mul:
+			case DW_OP_shl:
+			case DW_OP_shr:
+			case DW_OP_ge:
+			case DW_OP_gt:
+			case DW_OP_le:
+			case DW_OP_lt:
+			case DW_OP_eq:
+			case DW_OP_ne:
 				POP(b);
 				POP(a);
-				PUSH(op == DW_OP_plus ? a + b : op == DW_OP_minus ? a - b
-				     : op == DW_OP_and ? a & b : op == DW_OP_or ? a | b
-				     : op == DW_OP_mul ? a * b : op == DW_OP_shl ? (b < 64 ? a << b : 0)
-				     : op == DW_OP_shr ? (b < 64 ? a >> b : 0)
-				     : op == DW_OP_ge ? (int64_t)a >= (int64_t)b
-				     : op == DW_OP_gt ? (int64_t)a > (int64_t)b
-				     : op == DW_OP_le ? (int64_t)a <= (int64_t)b
-				     : op == DW_OP_lt ? (int64_t)a < (int64_t)b
-				     : op == DW_OP_eq ? a == b : a != b);
+				PUSH(op == DW_OP_plus	 ? a + b
+				     : op == DW_OP_minus ? a - b
+				     : op == DW_OP_and	 ? a & b
+				     : op == DW_OP_or	 ? a | b
+				     : op == DW_OP_mul	 ? a * b
+				     : op == DW_OP_shl	 ? (b < 64 ? a << b : 0)
+				     : op == DW_OP_shr	 ? (b < 64 ? a >> b : 0)
+				     : op == DW_OP_ge	 ? (int64_t)a >= (int64_t)b
+				     : op == DW_OP_gt	 ? (int64_t)a > (int64_t)b
+				     : op == DW_OP_le	 ? (int64_t)a <= (int64_t)b
+				     : op == DW_OP_lt	 ? (int64_t)a < (int64_t)b
+				     : op == DW_OP_eq	 ? a == b
+							 : a != b);
 				break;
 			case DW_OP_stack_value:
 				if (i != nops - 1)
@@ -704,8 +743,9 @@ size_t unwinder__unwind_reach(struct unwinder *u, int pid, const struct unwind_r
 			      const uint8_t *stack, size_t stack_len, uint64_t *ips, size_t max,
 			      struct unwind_reach *ret_reach)
 {
-	struct stack_mem m = { .bytes = stack, .start = regs->sp, .len = stack ? stack_len : 0,
-			       .reach = ret_reach };
+	struct stack_mem m = {
+		.bytes = stack, .start = regs->sp, .len = stack ? stack_len : 0, .reach = ret_reach
+	};
 	struct frame fr = { .ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bp_known = true };
 	size_t n = 0;
 
@@ -749,8 +789,11 @@ int snapshots__begin(struct snapshot_iter *it, const void *buf, size_t len)
 	if (!buf || len < sizeof(hdr))
 		return -EPROTO;
 	memcpy(&hdr, buf, sizeof(hdr));
-	*it = (struct snapshot_iter){ .buf = buf, .len = len, .off = sizeof(hdr),
-				      .count = hdr.count, .task_id = hdr.task_id };
+	*it = (struct snapshot_iter){ .buf = buf,
+				      .len = len,
+				      .off = sizeof(hdr),
+				      .count = hdr.count,
+				      .task_id = hdr.task_id };
 	return 0;
 }
 

@@ -56,7 +56,7 @@ struct backend {
 	int report_started, task_started;
 	volatile int stopping;
 	volatile int reported_once; /* discovery ran and its entities were reported */
-	int wake[2]; /* written to on stop: threads sleep in poll on it */
+	int wake[2];		    /* written to on stop: threads sleep in poll on it */
 
 	pthread_mutex_t state_lock;
 	int reachable; /* -1 unknown, 0 down, 1 up: logged once per change */
@@ -69,7 +69,7 @@ struct backend {
 	int nseen, seen_next;
 	struct bk_running running[MAX_RUNNING];
 	int nrunning;
-	struct sw_runs runs; /* the workers the backend holds: bounded (commands.h) */
+	struct sw_runs runs;	 /* the workers the backend holds: bounded (commands.h) */
 	struct continuous *cont; /* continuous profiling, run by the task thread */
 	/* Reasons of bad commands already logged: the backend answers them on every poll. */
 	char bad_logged[MAX_BAD_LOGGED][320];
@@ -102,10 +102,12 @@ static int nap(struct backend *b, uint64_t ms)
 /* ---- processes ---- */
 
 static Skywalking__V3__EBPFProcessEntityMetadata *entity_msg(const struct disc_entity *e,
-							      Skywalking__V3__EBPFProcessEntityMetadata *m,
-							      char **labels)
+							     Skywalking__V3__EBPFProcessEntityMetadata
+								     *m,
+							     char **labels)
 {
-	*m = (Skywalking__V3__EBPFProcessEntityMetadata)SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
+	*m = (Skywalking__V3__EBPFProcessEntityMetadata)
+		SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
 	m->layer = (char *)e->layer;
 	m->servicename = (char *)e->service;
 	m->instancename = (char *)e->instance;
@@ -131,8 +133,7 @@ struct report_buf {
 static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 		  struct report_buf *rb)
 {
-	Skywalking__V3__EBPFProcessReportList req =
-		SKYWALKING__V3__EBPFPROCESS_REPORT_LIST__INIT;
+	Skywalking__V3__EBPFProcessReportList req = SKYWALKING__V3__EBPFPROCESS_REPORT_LIST__INIT;
 	Skywalking__V3__EBPFReportProcessDownstream *ans = NULL;
 	struct oap_status st;
 	size_t matched = 0;
@@ -141,11 +142,13 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const struct disc_entity *e = &ents[i];
 		/* Upstream's properties, in its order (the k8s ones: K/finder.go). */
-		const char *hkeys[4] = { "host_ip", "pid", "command_line", "support_ebpf_profiling" };
-		const char *hvals[4] = { b->host->host_ip, rb->pid[i], e->cmdline, "true" };
-		const char *kkeys[7] = { "host_ip",	"container_ip", "container_name",
-					 "pod_name",	"pid",		"command_line",
+		const char *hkeys[4] = { "host_ip", "pid", "command_line",
 					 "support_ebpf_profiling" };
+		const char *hvals[4] = { b->host->host_ip, rb->pid[i], e->cmdline, "true" };
+		const char *kkeys[7] = {
+			"host_ip", "container_ip", "container_name",	    "pod_name",
+			"pid",	   "command_line", "support_ebpf_profiling"
+		};
 		const char *kvals[7] = { e->host_ip, e->container_ip, e->container, e->pod,
 					 rb->pid[i], e->cmdline,      "true" };
 		int nk = e->k8s ? 7 : 4;
@@ -198,7 +201,8 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 		int32_t pid;
 
 		/* Either branch: the entity as sent, and the pid, tell which process it is. */
-		if (d->process_case == SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_HOST_PROCESS &&
+		if (d->process_case ==
+			    SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_HOST_PROCESS &&
 		    d->hostprocess) {
 			e = d->hostprocess->entitymetadata;
 			pid = d->hostprocess->pid;
@@ -214,8 +218,8 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 		    strlen(d->processid) >= ROVER_SW_ID_LEN)
 			continue;
 		matched += (size_t)discovery__set_process_id(b->disc, pid, e->layer, e->servicename,
-							    e->instancename, e->processname,
-							    d->processid);
+							     e->instancename, e->processname,
+							     d->processid);
 	}
 	if (matched < n)
 		log_debug("reportProcesses: %zu of %zu processes got an id", matched, n);
@@ -225,7 +229,8 @@ static int report(struct backend *b, const struct disc_entity *ents, size_t n,
 
 static int keep_alive(struct backend *b, const struct disc_entity *ents, size_t n)
 {
-	Skywalking__V3__EBPFProcessPingPkgList req = SKYWALKING__V3__EBPFPROCESS_PING_PKG_LIST__INIT;
+	Skywalking__V3__EBPFProcessPingPkgList req =
+		SKYWALKING__V3__EBPFPROCESS_PING_PKG_LIST__INIT;
 	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
 	Skywalking__V3__KeyStringValuePair *pkv = &kv;
 	Skywalking__V3__EBPFProcessPingPkg *pk = calloc(n ? n : 1, sizeof(*pk));
@@ -241,7 +246,8 @@ static int keep_alive(struct backend *b, const struct disc_entity *ents, size_t 
 	kv.key = "support_ebpf_profiling";
 	kv.value = "true";
 	for (size_t i = 0; i < n; i++) {
-		pk[i] = (Skywalking__V3__EBPFProcessPingPkg)SKYWALKING__V3__EBPFPROCESS_PING_PKG__INIT;
+		pk[i] = (Skywalking__V3__EBPFProcessPingPkg)
+			SKYWALKING__V3__EBPFPROCESS_PING_PKG__INIT;
 		pk[i].entitymetadata = entity_msg(&ents[i], &em[i], labels[i]);
 		pk[i].n_properties = 1;
 		pk[i].properties = &pkv;
@@ -279,8 +285,9 @@ static int report_entities(struct backend *b, struct disc_entity *ents, size_t n
 	uint64_t now = now_mono_ms();
 
 	for (size_t i = 0; i <= n && !err; i++) {
-		if (i < n && (all || (!ents[i].process_id[0] &&
-				      (!ents[i].tried_ms || now - ents[i].tried_ms >= REPORT_RETRY_MS))))
+		if (i < n &&
+		    (all || (!ents[i].process_id[0] &&
+			     (!ents[i].tried_ms || now - ents[i].tried_ms >= REPORT_RETRY_MS))))
 			batch[nb++] = ents[i];
 		if (nb && (nb == REPORT_BATCH || i == n)) {
 			err = report(b, batch, nb, rb);
@@ -753,7 +760,8 @@ static int query(struct backend *b)
 				seen = !strcmp(b->bad_logged[k], line);
 			if (!seen) {
 				log_warn("backend command skipped: %s", why);
-				ipc_strlcpy(b->bad_logged[b->bad_next], line, sizeof(b->bad_logged[0]));
+				ipc_strlcpy(b->bad_logged[b->bad_next], line,
+					    sizeof(b->bad_logged[0]));
 				b->bad_next = (b->bad_next + 1) % MAX_BAD_LOGGED;
 				if (b->nbad < MAX_BAD_LOGGED)
 					b->nbad++;
@@ -892,7 +900,7 @@ static void *task_main(void *arg)
 {
 	struct backend *b = arg;
 	uint64_t every = b->cfg->profiling.check_interval_ms ? b->cfg->profiling.check_interval_ms
-							   : 10000;
+							     : 10000;
 	uint64_t next = 0, started_ms = now_mono_ms();
 	struct oap_backoff bo;
 
@@ -960,7 +968,7 @@ struct backend *backend__new(const struct rover_config *cfg, const struct oap_op
 	if (!b->conn)
 		goto fail;
 	if (cfg->profiling.active) {
-		struct continuous_ops ops = { b,	     cont_entities, cont_start,
+		struct continuous_ops ops = { b,	 cont_entities, cont_start,
 					      cont_busy, cont_monitor,	cont_stop };
 
 		b->cont = continuous__new(cfg, b->conn, proc_root, &ops);

@@ -162,7 +162,8 @@ static int parse_json(const char *v, size_t len, struct json_object **ret_obj, c
 	} else {
 		for (size_t i = json_tokener_get_parse_end(tok); i < len && !r; i++)
 			if (v[i] != ' ' && v[i] != '\t' && v[i] != '\r' && v[i] != '\n')
-				r = why_set(why, whylen, "ExtensionConfigJSON: text after the object at %zu", i);
+				r = why_set(why, whylen,
+					    "ExtensionConfigJSON: text after the object at %zu", i);
 	}
 	json_tokener_free(tok);
 	if (r) {
@@ -271,7 +272,8 @@ static void net_rules(const char *v, size_t len, struct sw_task *t)
 	t->nrules = 0;
 	if (len >= sizeof(t->extension_json)) {
 		snprintf(t->ext_note, sizeof(t->ext_note),
-			 "ExtensionConfigJSON: longer than %zu bytes", sizeof(t->extension_json) - 1);
+			 "ExtensionConfigJSON: longer than %zu bytes",
+			 sizeof(t->extension_json) - 1);
 		return;
 	}
 	if (!len || parse_json(v, len, &cfg, t->ext_note, sizeof(t->ext_note)))
@@ -345,7 +347,8 @@ int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task,
 	if (!len)
 		return why_set(why, whylen, "TaskId: empty");
 	if (len >= SW_ID_LEN || has_control(val[ARG_TASK_ID], len))
-		return why_set(why, whylen, "TaskId: bad task id '%s'", shown(val[ARG_TASK_ID], buf));
+		return why_set(why, whylen, "TaskId: bad task id '%s'",
+			       shown(val[ARG_TASK_ID], buf));
 	memcpy(t.task_id, val[ARG_TASK_ID], len + 1);
 
 	r = parse_ids(val[ARG_PROCESS_ID], &t, why, whylen);
@@ -359,7 +362,8 @@ int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task,
 		return why_set(why, whylen, "TaskStartTime: not a decimal number '%s'",
 			       shown(val[ARG_START_TIME], buf));
 	if (parse_decimal(val[ARG_DURATION], UINT32_MAX, &x))
-		return why_set(why, whylen, "FixedTriggerDuration: not a decimal number of seconds '%s'",
+		return why_set(why, whylen,
+			       "FixedTriggerDuration: not a decimal number of seconds '%s'",
 			       shown(val[ARG_DURATION], buf));
 	if (!x)
 		return why_set(why, whylen, "FixedTriggerDuration: zero seconds '%s'",
@@ -408,7 +412,8 @@ int sw_task__parse(const Skywalking__V3__Command *cmd, struct sw_task *ret_task,
 enum sw_task_when sw_task__when(const struct sw_task *t, uint64_t now_ms, uint64_t *ret_run_ms)
 {
 	uint64_t dur_ms = (uint64_t)t->duration_s * 1000;
-	uint64_t end = t->start_time_ms > UINT64_MAX - dur_ms ? UINT64_MAX : t->start_time_ms + dur_ms;
+	uint64_t end = t->start_time_ms > UINT64_MAX - dur_ms ? UINT64_MAX
+							      : t->start_time_ms + dur_ms;
 
 	if (end <= now_ms) {
 		if (ret_run_ms)
@@ -443,8 +448,7 @@ int sw_task__same_identity(const struct sw_task *a, const struct sw_task *b)
 	return 1;
 }
 
-int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd,
-		   uint32_t max_s)
+int sw_task__renew(struct sw_task *run, uint64_t *end_ms, const struct sw_task *cmd, uint32_t max_s)
 {
 	uint32_t dur_s = cmd->duration_s, nrules = run->nrules;
 	uint64_t end;
@@ -533,8 +537,7 @@ int sw_runs__add_set(struct sw_runs *r, const char *task_id, uint32_t type,
 	return 0;
 }
 
-int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
-		 uint64_t gone_ms)
+int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id, uint64_t gone_ms)
 {
 	char id[1][SW_ID_LEN];
 
@@ -545,7 +548,8 @@ int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
 void sw_runs__ended(struct sw_runs *r, const char *task_id, const char *process_id)
 {
 	for (int i = 0; i < r->n; i++) {
-		if (strcmp(r->run[i].task_id, task_id) || strcmp(r->run[i].process_ids[0], process_id))
+		if (strcmp(r->run[i].task_id, task_id) ||
+		    strcmp(r->run[i].process_ids[0], process_id))
 			continue;
 		r->run[i] = r->run[--r->n];
 		return;

@@ -14,7 +14,7 @@
 #include "common/Command.pb-c.h"
 #include "common/msg.h"
 
-#define SW_ID_LEN 256       /* longest TaskId / ProcessId accepted, NUL included */
+#define SW_ID_LEN 256 /* longest TaskId / ProcessId accepted, NUL included */
 /*
  * Process ids a task takes: as many as the pids one worker profiles (ROVER_MAX_PIDS), since a
  * task runs one worker for all of its processes. The OAP lists every process of the service
@@ -122,7 +122,7 @@ struct sw_run {
 	uint32_t nprocess_ids;
 	uint32_t type;	  /* enum task_type */
 	uint64_t gone_ms; /* unix ms: forgotten by then even if its end is never reported */
-	int stopping;     /* replaced: still a worker, no longer a task on its processes */
+	int stopping;	  /* replaced: still a worker, no longer a task on its processes */
 };
 
 struct sw_runs {
@@ -135,8 +135,7 @@ struct sw_runs {
  * SW_MAX_RUNS runs already, -EBUSY when process_id is already in SW_MAX_TASKS_PER_PROCESS such
  * tasks (runs that are stopping do not count there).
  */
-int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id,
-		 uint64_t gone_ms);
+int sw_runs__add(struct sw_runs *r, const char *task_id, const char *process_id, uint64_t gone_ms);
 /*
  * One worker for task_id of type (enum task_type) on ids[0..n) (n <= SW_MAX_PROCESSES):
  * -ENOSPC as above, -EBUSY when any of them is busy for that type (sw_runs__busy). Nothing is

@@ -67,7 +67,7 @@ struct cproc {
 	struct cwindow cpu, threads; /* n 0: not watched for that monitor */
 	struct chttp *http;	     /* one per HTTP item of its policy */
 	uint32_t nhttp;
-	int policy;		     /* index in c->pols, -1: none (dropped at the next refresh) */
+	int policy; /* index in c->pols, -1: none (dropped at the next refresh) */
 	int mark;
 };
 
@@ -252,9 +252,10 @@ static void fit_http(struct cproc *p, const struct cpolicy *pol)
 		const struct citem *it = &pol->items[i];
 		struct chttp *h;
 		enum cwindow_agg agg = it->monitor == CMON_HTTP_ERROR_RATE ? CWINDOW_RATE
-									  : CWINDOW_MEAN;
+									   : CWINDOW_MEAN;
 
-		if (it->monitor != CMON_HTTP_ERROR_RATE && it->monitor != CMON_HTTP_AVG_RESPONSE_TIME)
+		if (it->monitor != CMON_HTTP_ERROR_RATE &&
+		    it->monitor != CMON_HTTP_AVG_RESPONSE_TIME)
 			continue;
 		h = &p->http[p->nhttp++];
 		h->item = it;
@@ -434,7 +435,8 @@ static int query_policies(struct continuous *c)
 		goto cleanup;
 	err = cpolicy__parse(json, strlen(json), got, CPOLICY_MAX_SERVICES, &ngot, warn_item, c);
 	if (err) {
-		log_warn("continuous profiling: ServiceWithPolicyJSON: %s, ignoring", strerror(-err));
+		log_warn("continuous profiling: ServiceWithPolicyJSON: %s, ignoring",
+			 strerror(-err));
 		goto cleanup;
 	}
 	changed = merge_policies(c, got, ngot) > 0;
@@ -454,8 +456,7 @@ cleanup:
 /* ---- the processes ---- */
 
 /* 0, or -errno; -ESRCH for a zombie (common/procstat.c). */
-static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks,
-		     uint64_t *ret_start)
+static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks, uint64_t *ret_start)
 {
 	return procstat__cpu(c->proc_root, pid, ret_ticks, ret_start);
 }
@@ -596,8 +597,7 @@ static struct cdim *dim_find(struct continuous *c, const char *key)
  * Whether a dimension may trigger at now: never triggered, or its task over and the silence
  * (counted from its start, as upstream) past.
  */
-static int may_trigger(struct continuous *c, const struct cproc *p, uint32_t target,
-		       uint64_t now)
+static int may_trigger(struct continuous *c, const struct cproc *p, uint32_t target, uint64_t now)
 {
 	char key[sizeof(c->dims[0].key)];
 	const struct cdim *d;
@@ -658,12 +658,14 @@ static int report_task(struct continuous *c, const struct cproc *main_p, uint32_
 {
 	Skywalking__V3__ContinuousProfilingReport req =
 		SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
-	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
+	Skywalking__V3__ContinuousOnCPUProfilingTask on =
+		SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
 	Skywalking__V3__ContinuousOffCPUProfilingTask off =
 		SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
 	Skywalking__V3__ContinuousNetworkProfilingTask net =
 		SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
-	Skywalking__V3__ContinuousProfilingCause *cs = calloc(n, sizeof(*cs)), **cp = calloc(n, sizeof(*cp));
+	Skywalking__V3__ContinuousProfilingCause *cs = calloc(n, sizeof(*cs)),
+						 **cp = calloc(n, sizeof(*cp));
 	Skywalking__V3__ContinuousProfilingSingleValueCause *sv = calloc(n, sizeof(*sv));
 	Skywalking__V3__ContinuousProfilingURICause *uc = calloc(n, sizeof(*uc));
 	char **regexes = calloc(n, sizeof(char *));
@@ -690,11 +692,13 @@ static int report_task(struct continuous *c, const struct cproc *main_p, uint32_
 			uc[i].threshold = k->item->threshold;
 			uc[i].current = k->current;
 			if (k->uri_kind == 2) {
-				uc[i].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
+				uc[i].uri_case =
+					SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
 				uc[i].regex = (char *)k->uri;
 			} else {
 				/* Every URI: the path "" (reference A6). */
-				uc[i].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
+				uc[i].uri_case =
+					SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
 				uc[i].path = (char *)(k->uri_kind == 1 ? k->uri : "");
 			}
 			cs[i].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_URI;
@@ -714,17 +718,21 @@ static int report_task(struct continuous *c, const struct cproc *main_p, uint32_
 	req.n_causes = n;
 	req.causes = cp;
 	if (target == TASK_ON_CPU) {
-		req.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_ON_CPU;
+		req.target_task_case =
+			SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_ON_CPU;
 		req.oncpu = &on;
 	} else if (target == TASK_OFF_CPU) {
-		req.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_OFF_CPU;
+		req.target_task_case =
+			SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_OFF_CPU;
 		req.offcpu = &off;
 	} else {
-		req.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
+		req.target_task_case =
+			SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
 		req.network = &net;
 	}
-	err = oap_conn__call(c->conn, M_REPORT_TASK, &req.base, &skywalking__v3__commands__descriptor,
-			     (ProtobufCMessage **)&ans, &status);
+	err = oap_conn__call(c->conn, M_REPORT_TASK, &req.base,
+			     &skywalking__v3__commands__descriptor, (ProtobufCMessage **)&ans,
+			     &status);
 	if (err)
 		goto cleanup;
 	/* Fix: upstream reads commands[0] before it checks there is one (A9.9). */
@@ -888,7 +896,9 @@ static void trigger(struct continuous *c, uint32_t target, const size_t *idx, si
 	if (c->ops.start(c->ops.ctx, t, run_ms) > 0) {
 		c->st.tasks_started++;
 		log_info("continuous profiling: task %s: %s of %s (pid %d) for %llu s", t->task_id,
-			 target == TASK_ON_CPU ? "ON_CPU" : target == TASK_OFF_CPU ? "OFF_CPU" : "NETWORK",
+			 target == TASK_ON_CPU	  ? "ON_CPU"
+			 : target == TASK_OFF_CPU ? "OFF_CPU"
+						  : "NETWORK",
 			 main_p->process, main_p->pid, (unsigned long long)(run_ms / 1000));
 	} else {
 		log_warn("continuous profiling: task %s reported but not started", t->task_id);
@@ -914,7 +924,9 @@ static void check_http(struct continuous *c, int i, const struct citem *it)
 			add_cause(c, i, it, cur);
 			if (!c->ncauses)
 				continue;
-			c->causes[c->ncauses - 1].uri_kind = it->nuris ? 1 : it->uri_regex[0] ? 2 : 3;
+			c->causes[c->ncauses - 1].uri_kind = it->nuris		? 1
+							     : it->uri_regex[0] ? 2
+										: 3;
 			c->causes[c->ncauses - 1].uri = it->nuris ? it->uris[k] : it->uri_regex;
 		}
 	}
@@ -1080,7 +1092,7 @@ static void send_meters(struct continuous *c)
 			for (uint32_t k = 0; k < p->http[h].n; k++)
 				if (cwindow__flush_newest(&p->http[h].w[k], &v))
 					batch_add(&all, meter_new(prefix, it->monitor, p,
-								  it->nuris ? it->uris[k]
+								  it->nuris	     ? it->uris[k]
 								  : it->uri_regex[0] ? it->uri_regex
 										     : "global",
 								  v, ts));
@@ -1095,7 +1107,8 @@ static void send_meters(struct continuous *c)
 	}
 	/* Grouped by (service, instance), one collection each. */
 	for (size_t i = 0; i < all.n && !err; i++) {
-		Skywalking__V3__MeterDataCollection col = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
+		Skywalking__V3__MeterDataCollection col =
+			SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
 		Skywalking__V3__MeterData **grp;
 		size_t ng = 0;
 
@@ -1125,8 +1138,8 @@ static void send_meters(struct continuous *c)
 	}
 	{
 		struct oap_status status;
-		int ferr = oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL,
-					      &status);
+		int ferr =
+			oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL, &status);
 
 		err = err ? err : ferr;
 	}
@@ -1193,7 +1206,7 @@ void continuous__http(struct continuous *c, const void *buf, size_t len, uint64_
  */
 static void keep_monitor(struct continuous *c, uint64_t now)
 {
-	char (*want)[SW_ID_LEN] = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
+	char(*want)[SW_ID_LEN] = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
 	size_t n = 0;
 	int same;
 
@@ -1264,8 +1277,9 @@ void continuous__tick(struct continuous *c, uint64_t now)
 		 */
 		if (query_policies(c))
 			refresh_procs(c);
-		c->next_query = now + (cfg->profiling.check_interval_ms ? cfg->profiling.check_interval_ms
-									 : 10000);
+		c->next_query = now + (cfg->profiling.check_interval_ms
+					       ? cfg->profiling.check_interval_ms
+					       : 10000);
 	}
 	if (!c->npols) {
 		if (c->mon_name[0])

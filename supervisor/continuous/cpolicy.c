@@ -220,7 +220,7 @@ static const char *get_uris(struct json_object *o, struct citem *it, const char 
 
 			r = get_string(json_object_array_get_idx(list, i), CPOLICY_URI_LEN, &s);
 			if (r)
-				return r == -EINVAL ? "holds something else than a string"
+				return r == -EINVAL  ? "holds something else than a string"
 				       : r == -E2BIG ? "holds a URI that is too long"
 						     : "holds a URI with a NUL";
 			/* A URI given twice is watched once, as upstream's map of URIs does. */
@@ -304,8 +304,7 @@ static void parse_target(struct parse *p, struct cpolicy *pol, const char *svc, 
 		skip(p, "service '%s': %s: not an object, ignoring", svc, tname);
 		return;
 	}
-	json_object_object_foreach(o, key, val)
-	{
+	json_object_object_foreach(o, key, val) {
 		uint32_t m = 0, i;
 
 		if (!val)
@@ -387,8 +386,7 @@ static int parse_service(struct parse *p, size_t idx, struct json_object *o,
 		skip(p, "service '%s': Profiling is not an object, ignoring its items", buf);
 		return 0;
 	}
-	json_object_object_foreach(prof, key, val)
-	{
+	json_object_object_foreach(prof, key, val) {
 		size_t t = 0;
 
 		if (!val)

@@ -13,20 +13,20 @@
 #include <stdint.h>
 
 #define CPOLICY_MAX_SERVICES 256
-#define CPOLICY_MAX_ITEMS 16   /* per service: 3 targets x 5 monitors fit */
-#define CPOLICY_MAX_URIS 16    /* URIList entries per item */
+#define CPOLICY_MAX_ITEMS 16 /* per service: 3 targets x 5 monitors fit */
+#define CPOLICY_MAX_URIS 16  /* URIList entries per item */
 #define CPOLICY_URI_LEN 256
 #define CPOLICY_NAME_LEN 256
-#define CPOLICY_UUID_LEN 160   /* the OAP's are 128 hex digits */
+#define CPOLICY_UUID_LEN 160	/* the OAP's are 128 hex digits */
 #define CPOLICY_MAX_PERIOD 3600 /* seconds */
 #define CPOLICY_MAX_JSON (4u << 20)
-#define CPOLICY_MAX_WARNS 64   /* reasons per parse, then one that counts the rest */
+#define CPOLICY_MAX_WARNS 64 /* reasons per parse, then one that counts the rest */
 
 enum cmonitor {
-	CMON_PROCESS_CPU,	   /* % of one CPU over the last fetch interval */
+	CMON_PROCESS_CPU, /* % of one CPU over the last fetch interval */
 	CMON_PROCESS_THREAD_COUNT,
-	CMON_SYSTEM_LOAD,	   /* 1-minute load average */
-	CMON_HTTP_ERROR_RATE,	   /* % of server responses with status >= 500 */
+	CMON_SYSTEM_LOAD,	     /* 1-minute load average */
+	CMON_HTTP_ERROR_RATE,	     /* % of server responses with status >= 500 */
 	CMON_HTTP_AVG_RESPONSE_TIME, /* ms */
 	CMON_MAX,
 };

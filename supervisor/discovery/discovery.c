@@ -64,10 +64,10 @@ struct disc_proc {
 	int32_t pid;
 	uint32_t cmd_hash;  /* of its command line: an exec or an argv rewrite changes it */
 	uint64_t starttime; /* /proc/PID/stat field 22: tells a reused pid apart */
-	uint16_t seen;      /* the last scan (low 16 bits) whose listing had it */
-	uint16_t due;       /* the scan (low 16 bits) at which it is read again */
-	int16_t entity;     /* index into entities, -1: matched no finder */
-	uint8_t young;      /* scans left at which it is read every time */
+	uint16_t seen;	    /* the last scan (low 16 bits) whose listing had it */
+	uint16_t due;	    /* the scan (low 16 bits) at which it is read again */
+	int16_t entity;	    /* index into entities, -1: matched no finder */
+	uint8_t young;	    /* scans left at which it is read every time */
 	uint8_t pad;
 	int32_t pidfd; /* with an entity: in discovery.epfd until it ends; else -1 */
 };
@@ -151,11 +151,11 @@ struct discovery {
 	struct k8s_client *k8s;
 	struct disc_kproc *kprocs;
 	size_t nkprocs, kcap;
-	int probe;        /* 1: new pids from loadavg's last pid; 0: list /proc; -1: not known yet */
+	int probe; /* 1: new pids from loadavg's last pid; 0: list /proc; -1: not known yet */
 	int32_t last_pid; /* loadavg's last pid at the previous scan, 0: none */
-	int32_t tasks;    /* and its count of tasks */
+	int32_t tasks;	  /* and its count of tasks */
 	uint64_t k8s_gen; /* the store's generation the entities were rendered for */
-	int k8s_dirty;    /* processes came or went since */
+	int k8s_dirty;	  /* processes came or went since */
 	int epfd;	  /* the pidfds of processes with an entity; -1: none (kill(pid, 0)) */
 	size_t npidfds, max_pidfds;
 };
@@ -263,7 +263,8 @@ int host_facts__gather(struct host_facts *ret)
 			if (k == h.nifs) {
 				if (h.nifs == (int)(sizeof(h.ifs) / sizeof(h.ifs[0])))
 					continue;
-				snprintf(h.ifs[h.nifs++].name, sizeof(h.ifs[0].name), "%s", i->ifa_name);
+				snprintf(h.ifs[h.nifs++].name, sizeof(h.ifs[0].name), "%s",
+					 i->ifa_name);
 			}
 			if (fam == AF_INET && !h.ifs[k].v4[0]) {
 				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
@@ -271,7 +272,8 @@ int host_facts__gather(struct host_facts *ret)
 				if (!h.host_ip[0] && !(i->ifa_flags & IFF_LOOPBACK))
 					snprintf(h.host_ip, sizeof(h.host_ip), "%s", h.ifs[k].v4);
 			} else if (fam == AF_INET6 && !h.ifs[k].v6[0]) {
-				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+				inet_ntop(AF_INET6,
+					  &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
 					  h.ifs[k].v6, sizeof(h.ifs[k].v6));
 			}
 		}
@@ -425,8 +427,7 @@ static int read_starttime(int dirfd, int pid, uint64_t *ret)
 }
 
 /* The command line with NULs as spaces; argv0 gets the basename of its first word. */
-static int read_cmdline(int dirfd, int pid, char *buf, size_t len,
-			char *argv0, size_t argv0len)
+static int read_cmdline(int dirfd, int pid, char *buf, size_t len, char *argv0, size_t argv0len)
 {
 	char path[32];
 	ssize_t n;
@@ -860,8 +861,8 @@ static int read_container_ids(int dirfd, int pid, struct k8s_cgroup_id *ids)
 }
 
 /* Records (or refreshes) a container's process; lock held. 0 or -ENOMEM/-ENOSPC. */
-static int kproc_put(struct discovery *d, int pid, uint64_t st, struct k8s_cgroup_id *ids,
-		     int nids, const char *cmdline, const char *argv0, const struct msg_proc_info *info)
+static int kproc_put(struct discovery *d, int pid, uint64_t st, struct k8s_cgroup_id *ids, int nids,
+		     const char *cmdline, const char *argv0, const struct msg_proc_info *info)
 {
 	struct disc_kproc *kp = kproc_find(d, pid);
 
@@ -980,14 +981,16 @@ static void on_container(void *arg, const struct k8s_view *v)
 		memset(&e, 0, sizeof(e));
 		ctx.layer = an->layer;
 		snprintf(e.layer, sizeof(e.layer), "%s", an->layer ? an->layer : "");
-		if (render(d, an->service_name, &ctx, "service_name", e.service, sizeof(e.service)) ||
+		if (render(d, an->service_name, &ctx, "service_name", e.service,
+			   sizeof(e.service)) ||
 		    render(d, an->instance_name, &ctx, "instance_name", e.instance,
 			   sizeof(e.instance)) ||
 		    render(d, an->process_name, &ctx, "process_name", e.process, sizeof(e.process)))
 			continue;
 		if (!e.service[0] || !e.instance[0] || !e.process[0]) {
-			log_render_error(d, "names", "a service, instance or process name rendered "
-						     "empty");
+			log_render_error(d, "names",
+					 "a service, instance or process name rendered "
+					 "empty");
 			continue;
 		}
 		/* Upstream's rule: the cluster prefixes a service that has none. */
@@ -1124,8 +1127,13 @@ static void scan_one(struct discovery *d, int dirfd, int pid, struct disc_proc *
 	/* The same process (an exec) keeps its pidfd while it has an entity; a new one does not. */
 	if (p->starttime != st || idx < 0)
 		pidfd_drop(d, p);
-	*p = (struct disc_proc){ .pid = pid, .starttime = st, .cmd_hash = hash, .seen = now,
-				 .entity = (int16_t)idx, .young = DISC_YOUNG_SCANS, .pidfd = p->pidfd };
+	*p = (struct disc_proc){ .pid = pid,
+				 .starttime = st,
+				 .cmd_hash = hash,
+				 .seen = now,
+				 .entity = (int16_t)idx,
+				 .young = DISC_YOUNG_SCANS,
+				 .pidfd = p->pidfd };
 	if (idx >= 0)
 		pidfd_watch(d, p);
 	schedule(d, p);
@@ -1272,7 +1280,8 @@ int discovery__scan(struct discovery *d)
 	full = !last || !d->last_pid || d->scan % DISC_RECHECK_SCANS == 1 || last < d->last_pid ||
 	       last - d->last_pid > DISC_PROBE_MAX;
 	if (!full)
-		probe_scan(d, dirfd(dir), d->last_pid, last, last != d->last_pid || tasks != d->tasks);
+		probe_scan(d, dirfd(dir), d->last_pid, last,
+			   last != d->last_pid || tasks != d->tasks);
 	d->last_pid = last;
 	d->tasks = tasks;
 	/* readdir is getdents64 underneath: one call per 32 KiB of names, no per-pid syscall. */
@@ -1391,9 +1400,8 @@ int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *r
 	return 0;
 }
 
-int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
-			      const char *service, const char *instance, const char *process,
-			      const char *process_id)
+int discovery__set_process_id(struct discovery *d, int pid, const char *layer, const char *service,
+			      const char *instance, const char *process, const char *process_id)
 {
 	int found = 0;
 

@@ -60,7 +60,7 @@ struct disc_entity {
 	int pid; /* the process reported for it: the oldest still alive */
 	const char *cmdline;
 	char process_id[ROVER_SW_ID_LEN]; /* the backend's id; "" until it answered */
-	uint64_t generation;              /* bumped when first seen or when its pid changed */
+	uint64_t generation;		  /* bumped when first seen or when its pid changed */
 	uint64_t tried_ms; /* last report without an id in the answer (monotonic ms), 0: none */
 	/* Found through Kubernetes (reported as a k8sProcess), with its pod's facts: */
 	int k8s;
@@ -93,9 +93,8 @@ int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *r
 
 /* The backend's answer for the entity reported with pid: stores its process id. 1 when an
  * entity matched, 0 when none did (it exited meanwhile, or the answer is not ours). */
-int discovery__set_process_id(struct discovery *d, int pid, const char *layer,
-			      const char *service, const char *instance, const char *process,
-			      const char *process_id);
+int discovery__set_process_id(struct discovery *d, int pid, const char *layer, const char *service,
+			      const char *instance, const char *process, const char *process_id);
 
 /* Reports of these entities were sent (now_ms, monotonic): those still without an id are
  * not sent again before a retry delay. */

@@ -52,7 +52,7 @@ struct kw {
 	int relist;    /* the watch ended in a way that needs a fresh list */
 	int page;      /* items asked per page (halved when a page is too large) */
 	uint64_t due_ms, backoff_ms;
-	int failing;   /* the last request failed: one log line per change */
+	int failing; /* the last request failed: one log line per change */
 	int synced;
 	struct xfer x;
 };
@@ -72,7 +72,7 @@ struct svc_entry {
 struct owner_entry {
 	char ns[K8S_NAME_MAX + 1], kind[64], name[K8S_NAME_MAX + 1];
 	char pkind[64], pname[K8S_NAME_MAX + 1]; /* its controller, "" : none */
-	int state;                                 /* 0 pending, 1 known, -1 failed */
+	int state;				 /* 0 pending, 1 known, -1 failed */
 	uint64_t retry_ms;
 };
 
@@ -195,8 +195,9 @@ struct k8s_client *k8s__new(const struct rover_config *cfg, const char *host_nam
 			free(k);
 			return NULL;
 		}
-		snprintf(k->base, sizeof(k->base), strchr(h, ':') ? "https://[%s]:%s" : "https://%s:%s",
-			 h, p && p[0] ? p : "443");
+		snprintf(k->base, sizeof(k->base),
+			 strchr(h, ':') ? "https://[%s]:%s" : "https://%s:%s", h,
+			 p && p[0] ? p : "443");
 	}
 	while (strlen(k->base) && k->base[strlen(k->base) - 1] == '/')
 		k->base[strlen(k->base) - 1] = 0;
@@ -251,7 +252,8 @@ struct k8s_client *k8s__new(const struct rover_config *cfg, const char *host_nam
 
 		w->k = k;
 		w->res = i % 2 ? RES_SERVICES : RES_PODS;
-		snprintf(w->ns, sizeof(w->ns), "%s", nns ? cfg->discovery.k8s_namespaces[i / 2] : "");
+		snprintf(w->ns, sizeof(w->ns), "%s",
+			 nns ? cfg->discovery.k8s_namespaces[i / 2] : "");
 		w->page = K8S_PAGE;
 	}
 	read_token(k);
@@ -291,8 +293,8 @@ static size_t pod_bytes(const struct k8s_pod *p)
 
 static size_t svc_bytes(const struct k8s_service *s)
 {
-	return sizeof(struct svc_entry) + str_bytes(s->name) + str_bytes(s->ns) +
-	       str_bytes(s->rv) + kv_bytes(s->selector, s->nselector);
+	return sizeof(struct svc_entry) + str_bytes(s->name) + str_bytes(s->ns) + str_bytes(s->rv) +
+	       kv_bytes(s->selector, s->nselector);
 }
 
 /* Does an object of bytes, replacing one of old, fit in K8S_MAX_STORE? */
@@ -596,8 +598,8 @@ static void res_url(struct kw *w, char *url, size_t len, int watch)
 	char *rv = curl_easy_escape(NULL, w->rv, 0);
 	int o;
 
-	o = snprintf(url, len, "%s/api/v1%s%s/%s?", k->base, ns ? "/namespaces/" : "",
-		     ns ? ns : "", res_name(w->res));
+	o = snprintf(url, len, "%s/api/v1%s%s/%s?", k->base, ns ? "/namespaces/" : "", ns ? ns : "",
+		     res_name(w->res));
 	if (w->res == RES_PODS && o > 0 && (size_t)o < len)
 		o += snprintf(url + o, len - (size_t)o, "fieldSelector=spec.nodeName%%3D%s&",
 			      node ? node : "");
@@ -653,7 +655,8 @@ static void w_failed(struct kw *w, const char *why)
 	if (!w->failing)
 		log_warn("kubernetes: %s%s%s: %s; keeping what is known, retrying (backoff up to "
 			 "%d s)",
-			 res_name(w->res), w->ns[0] ? " in " : "", w->ns, why, BACKOFF_MAX_MS / 1000);
+			 res_name(w->res), w->ns[0] ? " in " : "", w->ns, why,
+			 BACKOFF_MAX_MS / 1000);
 	w->failing = 1;
 	pthread_mutex_lock(&k->lock);
 	k->st.errors++;
@@ -980,8 +983,9 @@ static void w_done(struct kw *w, CURLcode rc)
 		}
 		if (rc != CURLE_OK || code != 200) {
 			snprintf(why, sizeof(why), "list: %s",
-				 rc != CURLE_OK ? (w->x.errbuf[0] ? w->x.errbuf : curl_easy_strerror(rc))
-						: "");
+				 rc != CURLE_OK
+					 ? (w->x.errbuf[0] ? w->x.errbuf : curl_easy_strerror(rc))
+					 : "");
 			if (rc == CURLE_OK)
 				snprintf(why, sizeof(why), "list: HTTP %ld", code);
 			free(w->cont);
@@ -1081,7 +1085,8 @@ static void node_done(struct k8s_client *k, CURLcode rc)
 				k->node);
 		else
 			log_warn("kubernetes: node '%s' not checked: %s", k->node,
-				 rc != CURLE_OK ? curl_easy_strerror(rc) : "unexpected HTTP status");
+				 rc != CURLE_OK ? curl_easy_strerror(rc)
+						: "unexpected HTTP status");
 	}
 	k->node_state = -1;
 	k->node_due = now_ms() + NODE_RECHECK_MS;
@@ -1349,7 +1354,8 @@ int k8s__with_container(struct k8s_client *k, const struct k8s_cgroup_id *cid,
 
 				v.owners[v.nowners++] = p->owners[0];
 				o = owner_find(k, p->ns, p->owners[0].key, p->owners[0].value);
-				while (o && o->state == 1 && o->pkind[0] && v.nowners < K8S_MAX_CHAIN) {
+				while (o && o->state == 1 && o->pkind[0] &&
+				       v.nowners < K8S_MAX_CHAIN) {
 					v.owners[v.nowners].key = (char *)o->pkind;
 					v.owners[v.nowners].value = (char *)o->pname;
 					v.nowners++;

@@ -43,8 +43,8 @@
 #define K8S_MAX_LINE (4u << 20)
 #define K8S_MAX_BUFFERED (8u << 20) /* every transfer's buffer at once */
 #define K8S_MAX_STORE (12u << 20)   /* the decoded pods and services held */
-#define K8S_MAX_CHAIN 4 /* owners walked up from a pod: ReplicaSet -> Deployment, ... */
-#define K8S_PAGE 250    /* items asked per list page */
+#define K8S_MAX_CHAIN 4		    /* owners walked up from a pod: ReplicaSet -> Deployment, ... */
+#define K8S_PAGE 250		    /* items asked per list page */
 
 struct k8s_client;
 
@@ -52,18 +52,18 @@ struct k8s_client;
 struct k8s_view {
 	const struct k8s_pod *pod;
 	const struct k8s_container *container;
-	const char *service_name; /* the B2 choice, "" when no service selects the pod */
+	const char *service_name;	     /* the B2 choice, "" when no service selects the pod */
 	struct k8s_kv owners[K8S_MAX_CHAIN]; /* (kind, name), nearest first */
 	int nowners;
 };
 
 struct k8s_stats {
 	uint64_t requests, lists, watches, events, relists, errors;
-	uint64_t bad_objects;   /* objects refused by the decoder (k8sobj.h) */
-	uint64_t refused;       /* objects over the store's bounds */
+	uint64_t bad_objects;	/* objects refused by the decoder (k8sobj.h) */
+	uint64_t refused;	/* objects over the store's bounds */
 	uint64_t lines_skipped; /* watch lines over K8S_MAX_LINE or the buffers' bound */
 	uint64_t too_large;	/* answers over K8S_MAX_BODY, K8S_MAX_BUFFERED or K8S_MAX_PARSE */
-	uint64_t unauthorized;  /* 401/403 answers */
+	uint64_t unauthorized;	/* 401/403 answers */
 	int pods, services, owners;
 	int synced; /* every list has completed once */
 };

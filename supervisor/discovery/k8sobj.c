@@ -219,8 +219,7 @@ static int string_map(struct json_object *m, int max, struct k8s_kv **ret, int *
 	kv = calloc((size_t)total, sizeof(*kv));
 	if (!kv)
 		return fail(err, errlen, -ENOMEM, "out of memory");
-	json_object_object_foreach(m, key, val)
-	{
+	json_object_object_foreach(m, key, val) {
 		size_t kl = strlen(key);
 
 		if (!json_object_is_type(val, json_type_string)) {
@@ -228,7 +227,8 @@ static int string_map(struct json_object *m, int max, struct k8s_kv **ret, int *
 			return fail(err, errlen, -EINVAL, "%s.%s: not a string", path, key);
 		}
 		if (kl > K8S_NAME_MAX || json_object_get_string_len(val) > K8S_VALUE_MAX ||
-		    memchr(json_object_get_string(val), 0, (size_t)json_object_get_string_len(val))) {
+		    memchr(json_object_get_string(val), 0,
+			   (size_t)json_object_get_string_len(val))) {
 			kv_free(kv, n);
 			return fail(err, errlen, -E2BIG, "%s: an entry too long or with a NUL byte",
 				    path);
@@ -276,7 +276,8 @@ static int owner_refs(struct json_object *meta, struct k8s_kv **ret, int *ret_n,
 		if (!r || !json_object_is_type(r, json_type_object) ||
 		    (ctl && !json_object_is_type(ctl, json_type_boolean))) {
 			kv_free(kv, n);
-			return fail(err, errlen, -EINVAL, "metadata.ownerReferences[%d]: bad shape", i);
+			return fail(err, errlen, -EINVAL, "metadata.ownerReferences[%d]: bad shape",
+				    i);
 		}
 		/* Upstream skips a reference only when it says controller: false. */
 		if (ctl && !json_object_get_boolean(ctl))
@@ -288,8 +289,8 @@ static int owner_refs(struct json_object *meta, struct k8s_kv **ret, int *ret_n,
 					"metadata.ownerReferences", err, errlen);
 		n++;
 		if (!rc && (!kv[n - 1].key[0] || !kv[n - 1].value[0]))
-			rc = fail(err, errlen, -EINVAL, "metadata.ownerReferences[%d]: no kind or name",
-				  i);
+			rc = fail(err, errlen, -EINVAL,
+				  "metadata.ownerReferences[%d]: no kind or name", i);
 		if (rc) {
 			kv_free(kv, n);
 			return rc;
@@ -328,7 +329,8 @@ static int env_list(struct json_object *c, struct k8s_container *ret, const char
 		if (!v)
 			continue; /* valueFrom, or empty: not a literal */
 		if (!json_object_is_type(v, json_type_string))
-			return fail(err, errlen, -EINVAL, "%s.env[%d].value: not a string", path, i);
+			return fail(err, errlen, -EINVAL, "%s.env[%d].value: not a string", path,
+				    i);
 		if (json_object_get_string_len(v) > K8S_VALUE_MAX ||
 		    memchr(json_object_get_string(v), 0, (size_t)json_object_get_string_len(v)))
 			continue; /* left out, not cut (k8sobj.h) */
@@ -374,8 +376,9 @@ static int containers(struct json_object *spec, struct json_object *status, stru
 	struct json_object *st = arr_member(status, "containerStatuses", &bad);
 
 	if (bad)
-		return fail(err, errlen, -EINVAL, "spec.containers or status.containerStatuses: "
-						   "not a list");
+		return fail(err, errlen, -EINVAL,
+			    "spec.containers or status.containerStatuses: "
+			    "not a list");
 	if (!cs)
 		return 0;
 	total = (int)json_object_array_length(cs);
@@ -543,8 +546,8 @@ int k8sobj__controller(struct json_object *o, char *kind, size_t kindlen, char *
 	return 0;
 }
 
-static int copy_id(struct json_object *o, const char *key, char *buf, size_t len,
-		   const char *path, char *err, size_t errlen)
+static int copy_id(struct json_object *o, const char *key, char *buf, size_t len, const char *path,
+		   char *err, size_t errlen)
 {
 	char *s = NULL;
 	int rc = str_member(o, key, len - 1 < K8S_ID_MAX ? len - 1 : K8S_ID_MAX, &s, path, err,
@@ -607,8 +610,9 @@ int k8sobj__event(struct json_object *o, enum k8s_event_type *ret_type,
 			struct json_object *meta = obj_member(obj, "metadata", &bad);
 
 			if (bad || !meta)
-				return fail(err, errlen, -EINVAL, "watch event: object without "
-								   "metadata");
+				return fail(err, errlen, -EINVAL,
+					    "watch event: object without "
+					    "metadata");
 			return copy_id(meta, "resourceVersion", rv, rvlen, "object.metadata", err,
 				       errlen);
 		}
@@ -839,8 +843,8 @@ int k8sobj__cgroup_ids(const char *text, struct k8s_cgroup_id *ids, int max)
 			path += 3;
 			rooted = 0;
 		}
-		if (strstr(path, "/../") || (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3,
-									   "/..")))
+		if (strstr(path, "/../") ||
+		    (strlen(path) >= 3 && !strcmp(path + strlen(path) - 3, "/..")))
 			goto next;
 		memset(&c, 0, sizeof(c));
 		if (!kubelet_path(path, rooted, &c))

@@ -23,15 +23,15 @@
 #include <json-c/json.h>
 
 /* Bounds: the API server's own limits where it has one, else well above real objects. */
-#define K8S_NAME_MAX 253     /* DNS subdomain: names, namespaces, label keys with prefix */
-#define K8S_VALUE_MAX 4096   /* label values are <= 63; a longer env value is left out */
-#define K8S_ID_MAX 256       /* uid, resourceVersion, containerID, IPs */
+#define K8S_NAME_MAX 253   /* DNS subdomain: names, namespaces, label keys with prefix */
+#define K8S_VALUE_MAX 4096 /* label values are <= 63; a longer env value is left out */
+#define K8S_ID_MAX 256	   /* uid, resourceVersion, containerID, IPs */
 #define K8S_MAX_LABELS 128
 #define K8S_MAX_CONTAINERS 64
 #define K8S_MAX_ENV 256
 #define K8S_MAX_OWNER_REFS 16
 #define K8S_MAX_SELECTOR 64
-#define K8S_DEPTH_MAX 64     /* JSON nesting the parser accepts */
+#define K8S_DEPTH_MAX 64 /* JSON nesting the parser accepts */
 /*
  * What json-c may allocate for one document, estimated from its bytes before it is parsed
  * (k8sobj__parse_cost). json-c's tree is far larger than its text: an empty object is a

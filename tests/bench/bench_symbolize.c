@@ -294,8 +294,8 @@ static uint64_t pass(struct symbolizer *sym, const struct setup *su, FILE *names
 	for (size_t j = 0; j < su->naddrs; j++) {
 		const struct addr *a = &su->addrs[j];
 		int p = (int)(j % (size_t)su->procs);
-		uint64_t at = su->bases[p * su->nlibs + a->lib] + a->vaddr -
-			      su->libs[a->lib].load_vaddr;
+		uint64_t at =
+			su->bases[p * su->nlibs + a->lib] + a->vaddr - su->libs[a->lib].load_vaddr;
 
 		if (symbolizer__user(sym, su->pids[p], at, buf, sizeof(buf)) == 1)
 			named++;
@@ -306,8 +306,7 @@ static uint64_t pass(struct symbolizer *sym, const struct setup *su, FILE *names
 }
 
 /* The child's work for one budget; fills r. names_path: where the names go, or NULL. */
-static void run_budget(size_t budget, const struct setup *su, const char *names_path,
-		       struct run *r)
+static void run_budget(size_t budget, const struct setup *su, const char *names_path, struct run *r)
 {
 	struct symbolizer_stats st;
 	struct symbolizer *sym;
@@ -392,8 +391,8 @@ cleanup:
  * Runs argv with stdin from in_path and stdout to out_path: wall seconds and peak RSS (kB)
  * of the child. -errno, or -ECHILD when it did not exit 0.
  */
-static int run_tool(char *const argv[], const char *in_path, const char *out_path,
-		    double *ret_s, long *ret_kb)
+static int run_tool(char *const argv[], const char *in_path, const char *out_path, double *ret_s,
+		    long *ret_kb)
 {
 	struct rusage ru;
 	double t0 = now_s();
@@ -585,8 +584,8 @@ int main(int argc, char **argv)
 			err = read_funcs(lb->path, &funcs, &lb->nfuncs, &lb->load_vaddr);
 		}
 		if (err) {
-			fprintf(stderr, "bench_symbolize: reading the symbols of %s: %s\n", lb->path,
-				strerror(-err));
+			fprintf(stderr, "bench_symbolize: reading the symbols of %s: %s\n",
+				lb->path, strerror(-err));
 			goto cleanup;
 		}
 		lb->first = naddrs * (size_t)l / (size_t)nlibs;
@@ -595,8 +594,7 @@ int main(int argc, char **argv)
 			const struct func *f =
 				&funcs[(size_t)((unsigned __int128)j * lb->nfuncs / lb->n)];
 
-			addrs[lb->first + j] =
-				(struct addr){ f->start + rnd(&seed) % f->size, l };
+			addrs[lb->first + j] = (struct addr){ f->start + rnd(&seed) % f->size, l };
 		}
 		nfuncs += lb->nfuncs;
 		free(funcs);
@@ -656,9 +654,9 @@ int main(int argc, char **argv)
 
 		printf("== symbolization: %d processes each mapping", procs);
 		for (int l = 0; l < nlibs; l++)
-			printf("%s %s", l ? "," : "", strrchr(libs[l].path, '/') ?
-							     strrchr(libs[l].path, '/') + 1 :
-							     libs[l].path);
+			printf("%s %s", l ? "," : "",
+			       strrchr(libs[l].path, '/') ? strrchr(libs[l].path, '/') + 1
+							  : libs[l].path);
 		printf(" (%zu function symbols), %zu addresses per pass ==\n", nfuncs, naddrs);
 		printf("%-36s %11s %11s %7s %8s %11s %9s %13s\n", "", "cold addr/s", "warm addr/s",
 		       "named", "cache MB", "read/evict", "peak RSS", "vs llvm-sym");

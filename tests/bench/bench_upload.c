@@ -44,8 +44,8 @@ static uint32_t rnd(uint32_t *s)
 static void make_names(void)
 {
 	static const char *const ns[] = { "std", "app", "net", "db", "rpc", "util", "proto" };
-	static const char *const verbs[] = { "handle", "process", "encode", "decode", "dispatch",
-					     "lookup", "serialize", "read", "write", "flush" };
+	static const char *const verbs[] = { "handle", "process",   "encode", "decode", "dispatch",
+					     "lookup", "serialize", "read",   "write",	"flush" };
 	uint32_t s = 42;
 
 	for (int i = 0; i < NNAMES; i++) {
@@ -84,14 +84,19 @@ static double cpu_s(void)
 /* One flush of NSTACKS counts as one batch. 0 or -errno. */
 static int build(struct spool_batch *b, int round)
 {
-	struct upload_meta m = { .task_id = "bench-task", .process_id = "bench-process",
-				 .start_ms = (int64_t)now_unix_ms(), .now_ms = (int64_t)now_unix_ms() };
+	struct upload_meta m = { .task_id = "bench-task",
+				 .process_id = "bench-process",
+				 .start_ms = (int64_t)now_unix_ms(),
+				 .now_ms = (int64_t)now_unix_ms() };
 	int err = 0;
 
 	*b = (struct spool_batch){ .task_id = (uint64_t)round + 1 };
 	for (int i = 0; i < NSTACKS && !err; i++) {
-		struct upload_stack us = { .id = i, .nr = ustacks[i].nr, .names = ustacks[i].frames };
-		struct upload_stack ks = { .id = NSTACKS + i, .nr = kstacks[i].nr,
+		struct upload_stack us = { .id = i,
+					   .nr = ustacks[i].nr,
+					   .names = ustacks[i].frames };
+		struct upload_stack ks = { .id = NSTACKS + i,
+					   .nr = kstacks[i].nr,
 					   .names = kstacks[i].frames };
 
 		err = upload__add(b, TASK_ON_CPU, i % 2 ? &ks : NULL, &us, 1 + (uint64_t)i % 5, 0);
@@ -165,10 +170,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("== upload to the OAP: %d flushes of %d distinct stacks (user 12-40 frames, "
-	       "half with 6-14 kernel frames) ==\n", rounds, NSTACKS);
+	       "half with 6-14 kernel frames) ==\n",
+	       rounds, NSTACKS);
 	printf("%-44s %8.2f ms\n", "CPU per 1000 stacks, building the messages",
 	       1e3 * (c1 - c0) / rounds);
-	printf("%-44s %8.2f ms\n", "CPU per 1000 stacks, building + sending", 1e3 * (c2 - c1) / rounds);
+	printf("%-44s %8.2f ms\n", "CPU per 1000 stacks, building + sending",
+	       1e3 * (c2 - c1) / rounds);
 	printf("%-44s %8.1f KB\n", "bytes on the wire per 1000 stacks",
 	       (double)wire / rounds / 1024.0);
 	printf("%-44s %8.0f B\n", "  per message (one stack pair)", (double)wire / (double)msgs);

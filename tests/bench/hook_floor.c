@@ -71,8 +71,8 @@ static int tls_offsets(const char *path, uint64_t ret_offs[NSYMS])
 				for (size_t p = 0; p < nph; p++) {
 					GElf_Phdr ph;
 
-					if (gelf_getphdr(elf, (int)p, &ph) && ph.p_type == PT_LOAD &&
-					    s.st_value >= ph.p_vaddr &&
+					if (gelf_getphdr(elf, (int)p, &ph) &&
+					    ph.p_type == PT_LOAD && s.st_value >= ph.p_vaddr &&
 					    s.st_value < ph.p_vaddr + ph.p_filesz) {
 						offs[k] = s.st_value - ph.p_vaddr + ph.p_offset;
 						found++;
@@ -93,7 +93,8 @@ cleanup:
 }
 
 /* One uprobe_multi link of prog on offs of path, in process pid only: its fd or -errno. */
-static int link_uprobes(int prog_fd, const char *path, int pid, const uint64_t *offs, uint32_t flags)
+static int link_uprobes(int prog_fd, const char *path, int pid, const uint64_t *offs,
+			uint32_t flags)
 {
 	/* union bpf_attr's link_create, as far as uprobe_multi goes. */
 	struct {
@@ -138,10 +139,12 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(obj->progs.floor_recv, !tls);
 		bpf_program__set_autoload(obj->progs.floor_tls_enter, tls);
 		bpf_program__set_autoload(obj->progs.floor_tls_exit, tls);
-		bpf_program__set_expected_attach_type(
-			obj->progs.floor_tls_enter, (enum bpf_attach_type)FLOOR_BPF_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(
-			obj->progs.floor_tls_exit, (enum bpf_attach_type)FLOOR_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(obj->progs.floor_tls_enter,
+						      (enum bpf_attach_type)
+							      FLOOR_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(obj->progs.floor_tls_exit,
+						      (enum bpf_attach_type)
+							      FLOOR_BPF_TRACE_UPROBE_MULTI);
 		err = hook_floor_bpf__load(obj);
 	}
 	if (!err && !tls)

@@ -80,8 +80,8 @@ static int use_new_cert(SSL_CTX *ctx)
 	ok = X509_set_version(x, 2) && ASN1_INTEGER_set(X509_get_serialNumber(x), 1) &&
 	     X509_gmtime_adj(X509_getm_notBefore(x), 0) &&
 	     X509_gmtime_adj(X509_getm_notAfter(x), 86400) && X509_set_pubkey(x, key) &&
-	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost",
-					-1, -1, 0) &&
+	     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+					(const unsigned char *)"localhost", -1, -1, 0) &&
 	     X509_set_issuer_name(x, name) && X509_sign(x, key, EVP_sha256()) &&
 	     SSL_CTX_use_certificate(ctx, x) == 1 && SSL_CTX_use_PrivateKey(ctx, key) == 1;
 cleanup:

@@ -128,15 +128,27 @@ static void use_analyzer(const struct config_analyzer *a)
 	static const char *const containers[] = { "web", "istio-proxy" };
 	static const struct tmpl_kv owners[] = { { "ReplicaSet", "web-1" },
 						 { "Deployment", "web" } };
-	static const struct tmpl_pod pod = { .name = "web-1-x", .ns = "default", .node = "n",
-					     .service_name = "web", .labels = labels, .nlabels = 2,
-					     .containers = containers, .ncontainers = 2,
-					     .owners = owners, .nowners = 2 };
+	static const struct tmpl_pod pod = { .name = "web-1-x",
+					     .ns = "default",
+					     .node = "n",
+					     .service_name = "web",
+					     .labels = labels,
+					     .nlabels = 2,
+					     .containers = containers,
+					     .ncontainers = 2,
+					     .owners = owners,
+					     .nowners = 2 };
 	static const struct tmpl_kv env[] = { { "A", "1" } };
-	static const struct tmpl_container co = { .name = "web", .id = "containerd://1",
-						  .env = env, .nenv = 1 };
-	struct tmpl_ctx ctx = { .instance_id = "i", .host_name = "h", .exe_name = "nginx",
-				.pid = 42, .host_ip = fake_ip, .pod = &pod, .container = &co };
+	static const struct tmpl_container co = {
+		.name = "web", .id = "containerd://1", .env = env, .nenv = 1
+	};
+	struct tmpl_ctx ctx = { .instance_id = "i",
+				.host_name = "h",
+				.exe_name = "nginx",
+				.pid = 42,
+				.host_ip = fake_ip,
+				.pod = &pod,
+				.container = &co };
 	char err[128];
 
 	if (!a->active || !a->layer || !*a->layer || !a->service_name || !a->instance_name ||

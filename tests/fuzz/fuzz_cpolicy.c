@@ -39,7 +39,8 @@ static int terminated(const char *s, size_t size)
 
 static void check_item(const struct citem *it)
 {
-	int http = it->monitor == CMON_HTTP_ERROR_RATE || it->monitor == CMON_HTTP_AVG_RESPONSE_TIME;
+	int http = it->monitor == CMON_HTTP_ERROR_RATE ||
+		   it->monitor == CMON_HTTP_AVG_RESPONSE_TIME;
 
 	if (it->target != TASK_ON_CPU && it->target != TASK_OFF_CPU && it->target != TASK_NETWORK)
 		abort();
@@ -97,7 +98,8 @@ static void run(const char *json, size_t size, struct cpolicy *p, size_t max)
 			abort();
 		check(p, n);
 	} else if (r != -EINVAL || n != SIZE_MAX || nwarns) {
-		fprintf(stderr, "cpolicy__parse: unexpected %d, n %zu, %zu reasons\n", r, n, nwarns);
+		fprintf(stderr, "cpolicy__parse: unexpected %d, n %zu, %zu reasons\n", r, n,
+			nwarns);
 		abort();
 	}
 }

@@ -108,7 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (k < 0 || k > 2)
 			abort();
 		for (int i = 0; i < k; i++)
-			if (!ids[i].id[0] || !ids[i].pod[0] || strlen(ids[i].id) >= sizeof(ids[i].id) ||
+			if (!ids[i].id[0] || !ids[i].pod[0] ||
+			    strlen(ids[i].id) >= sizeof(ids[i].id) ||
 			    strlen(ids[i].pod) > K8S_POD_UID_MAX ||
 			    (i && !strcmp(ids[0].id, ids[i].id) && !strcmp(ids[0].pod, ids[i].pod)))
 				abort();
@@ -131,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	case 1:
-		if (!k8sobj__list(o, &items, rv, sizeof(rv), cont, sizeof(cont), err, sizeof(err))) {
+		if (!k8sobj__list(o, &items, rv, sizeof(rv), cont, sizeof(cont), err,
+				  sizeof(err))) {
 			size_t n = items ? json_object_array_length(items) : 0;
 
 			if (!rv[0])
@@ -147,7 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		service(o);
 		break;
 	case 4:
-		if (!k8sobj__controller(o, kind, sizeof(kind), name, sizeof(name), err, sizeof(err)) &&
+		if (!k8sobj__controller(o, kind, sizeof(kind), name, sizeof(name), err,
+					sizeof(err)) &&
 		    (strlen(kind) >= sizeof(kind) || !kind[0] != !name[0]))
 			abort();
 		break;

@@ -178,7 +178,8 @@ static void fuzz_maps(const uint8_t *data, size_t size, const uint64_t *addrs, s
 		static const uint64_t deltas[] = { 0, 1, 0xfff };
 
 		for (size_t k = 0; k < sizeof(deltas) / sizeof(deltas[0]); k++) {
-			if (symbolizer__user(sym, FAKE_PID, addrs[i] + deltas[k], buf, sizeof(buf)) < 0)
+			if (symbolizer__user(sym, FAKE_PID, addrs[i] + deltas[k], buf,
+					     sizeof(buf)) < 0)
 				abort();
 			check_name(buf, sizeof(buf));
 		}

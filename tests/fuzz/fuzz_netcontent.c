@@ -38,9 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (size_t i = 0; i < n;) {
 		const uint8_t *p = (const uint8_t *)out;
-		size_t k = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3
-				  : (p[i] & 0xf8) == 0xf0		 ? 4
-									 : 0;
+		size_t k = p[i] < 0x80		   ? 1
+			   : (p[i] & 0xe0) == 0xc0 ? 2
+			   : (p[i] & 0xf0) == 0xe0 ? 3
+			   : (p[i] & 0xf8) == 0xf0 ? 4
+						   : 0;
 
 		if (!k || i + k > n)
 			abort();

@@ -36,9 +36,11 @@ static int utf8_ok(const char *s, size_t len)
 	const uint8_t *p = (const uint8_t *)s;
 
 	for (size_t i = 0; i < len;) {
-		size_t n = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3
-				  : (p[i] & 0xf8) == 0xf0		 ? 4
-									 : 0;
+		size_t n = p[i] < 0x80		   ? 1
+			   : (p[i] & 0xe0) == 0xc0 ? 2
+			   : (p[i] & 0xf0) == 0xe0 ? 3
+			   : (p[i] & 0xf8) == 0xf0 ? 4
+						   : 0;
 
 		if (!n || !p[i] || i + n > len)
 			return 0;
@@ -80,7 +82,8 @@ static void check_batch(const struct spool_batch *b, int logs)
 
 	while ((r = spool_batch__next(b, &off, &msg, &len)) == 1) {
 		if (logs) {
-			Skywalking__V3__LogData *d = skywalking__v3__log_data__unpack(NULL, len, msg);
+			Skywalking__V3__LogData *d =
+				skywalking__v3__log_data__unpack(NULL, len, msg);
 
 			if (!d)
 				abort();
@@ -167,7 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (!out)
 				out = fopen("/dev/null", "we");
-			if (net_task__write_report(t, out, op & 8 ? NET_REPORT_JSON : NET_REPORT_TXT,
+			if (net_task__write_report(t, out,
+						   op & 8 ? NET_REPORT_JSON : NET_REPORT_TXT,
 						   summary, sizeof(summary)))
 				abort();
 			if (strnlen(summary, sizeof(summary)) == sizeof(summary))

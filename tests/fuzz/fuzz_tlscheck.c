@@ -46,13 +46,20 @@ static ssize_t counted_pread(int fd, void *buf, size_t n, off_t off)
 static const char *fn_name(uint32_t fn)
 {
 	switch (fn) {
-	case NET_TLS_FN_READ: return "SSL_read";
-	case NET_TLS_FN_WRITE: return "SSL_write";
-	case NET_TLS_FN_READ_EX: return "SSL_read_ex";
-	case NET_TLS_FN_WRITE_EX: return "SSL_write_ex";
-	case NET_TLS_FN_GO_READ: return "crypto/tls.(*Conn).Read";
-	case NET_TLS_FN_GO_WRITE: return "crypto/tls.(*Conn).Write";
-	case NET_TLS_FN_GO_HANDSHAKE: return "crypto/tls.(*Conn).handshakeContext";
+	case NET_TLS_FN_READ:
+		return "SSL_read";
+	case NET_TLS_FN_WRITE:
+		return "SSL_write";
+	case NET_TLS_FN_READ_EX:
+		return "SSL_read_ex";
+	case NET_TLS_FN_WRITE_EX:
+		return "SSL_write_ex";
+	case NET_TLS_FN_GO_READ:
+		return "crypto/tls.(*Conn).Read";
+	case NET_TLS_FN_GO_WRITE:
+		return "crypto/tls.(*Conn).Write";
+	case NET_TLS_FN_GO_HANDSHAKE:
+		return "crypto/tls.(*Conn).handshakeContext";
 	}
 	return NULL;
 }
@@ -81,15 +88,16 @@ static void check_taken(const uint8_t *data, size_t size, const struct msg_tls_a
 
 			memcpy(&ph, data + eh.e_phoff + k * sizeof(ph), sizeof(ph));
 			inside = ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-				 p->offset >= ph.p_offset && p->offset - ph.p_offset < ph.p_filesz &&
-				 p->offset < size;
+				 p->offset >= ph.p_offset &&
+				 p->offset - ph.p_offset < ph.p_filesz && p->offset < size;
 		}
 		for (uint32_t j = 0; j < m->nprobes && !twin; j++) {
 			uint32_t e = m->probes[j].cookie & 0xff;
 
 			if (fn < NET_TLS_FN_GO_READ)
 				twin = m->probes[j].offset == p->offset &&
-				       m->probes[j].cookie == p->cookie && !m->probes[j].ret != !p->ret;
+				       m->probes[j].cookie == p->cookie &&
+				       !m->probes[j].ret != !p->ret;
 			else if (name)
 				twin = 1;
 			else if (fn == NET_TLS_FN_GO_RET)
@@ -107,8 +115,8 @@ static void check_taken(const uint8_t *data, size_t size, const struct msg_tls_a
 		else if (name && !holds(data, size, name))
 			why = "a function the file does not name";
 		if (why) {
-			fprintf(stderr, "probe %u (cookie 0x%x, ret %u, offset %#llx) taken: %s\n", i,
-				p->cookie, p->ret, (unsigned long long)p->offset, why);
+			fprintf(stderr, "probe %u (cookie 0x%x, ret %u, offset %#llx) taken: %s\n",
+				i, p->cookie, p->ret, (unsigned long long)p->offset, why);
 			abort();
 		}
 	}
@@ -122,15 +130,20 @@ static void default_msg(uint8_t b0, uint8_t b1, struct msg_tls_attach *m)
 	memset(m, 0, sizeof(*m));
 	if (b0 & 0x80) {
 		m->lib = NET_TLS_GO;
-		m->probes[0] = (struct msg_tls_probe){ off, NET_TLS_COOKIE(NET_TLS_FN_GO_READ, NET_TLS_GO), 0 };
-		m->probes[1] = (struct msg_tls_probe){ off + (b0 & 0x3f),
-						       NET_TLS_COOKIE(NET_TLS_FN_GO_RET, NET_TLS_GO), 0 };
+		m->probes[0] =
+			(struct msg_tls_probe){ off, NET_TLS_COOKIE(NET_TLS_FN_GO_READ, NET_TLS_GO),
+						0 };
+		m->probes[1] =
+			(struct msg_tls_probe){ off + (b0 & 0x3f),
+						NET_TLS_COOKIE(NET_TLS_FN_GO_RET, NET_TLS_GO), 0 };
 	} else {
 		uint32_t fn = NET_TLS_FN_READ + (b0 >> 2 & 3);
 
 		m->lib = NET_TLS_OPENSSL;
-		m->probes[0] = (struct msg_tls_probe){ off, NET_TLS_COOKIE(fn, NET_TLS_OPENSSL), 0 };
-		m->probes[1] = (struct msg_tls_probe){ off, NET_TLS_COOKIE(fn, NET_TLS_OPENSSL), 1 };
+		m->probes[0] =
+			(struct msg_tls_probe){ off, NET_TLS_COOKIE(fn, NET_TLS_OPENSSL), 0 };
+		m->probes[1] =
+			(struct msg_tls_probe){ off, NET_TLS_COOKIE(fn, NET_TLS_OPENSSL), 1 };
 	}
 	m->nprobes = 2;
 }
@@ -147,10 +160,10 @@ static void change(uint8_t b0, uint8_t b1, struct msg_tls_attach *m)
 		break;
 	case 2:
 		/* A function of the same family: the worker's caller refuses the others. */
-		p->cookie = (uint32_t)NET_TLS_COOKIE(
-			lib == NET_TLS_GO ? NET_TLS_FN_GO_READ + (b0 >> 2) % 5
-					  : NET_TLS_FN_READ + (b0 >> 2) % 4,
-			lib);
+		p->cookie = (uint32_t)NET_TLS_COOKIE(lib == NET_TLS_GO
+							     ? NET_TLS_FN_GO_READ + (b0 >> 2) % 5
+							     : NET_TLS_FN_READ + (b0 >> 2) % 4,
+						     lib);
 		break;
 	case 3:
 		if (m->nprobes > 1) {

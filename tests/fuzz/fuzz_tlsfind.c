@@ -110,7 +110,8 @@ static int probe(int fd, const char *path, const uint8_t *data, size_t size,
 		abort();
 	if (err) {
 		if (memcmp(ret, &before, sizeof(before))) {
-			fprintf(stderr, "%s: output written on failure (%s)\n", path, strerror(-err));
+			fprintf(stderr, "%s: output written on failure (%s)\n", path,
+				strerror(-err));
 			abort();
 		}
 		if (err != -ENOENT && err != -ENOMEM && (!why || !why[0])) {

@@ -77,8 +77,11 @@ static const struct fd_opener fake_opener = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct task_spec spec = { .type = TASK_ON_CPU, .format = FORMAT_FOLDED, .npids = 1,
-				  .pids = { FUZZ_PID }, .period_us = 10000 };
+	struct task_spec spec = { .type = TASK_ON_CPU,
+				  .format = FORMAT_FOLDED,
+				  .npids = 1,
+				  .pids = { FUZZ_PID },
+				  .period_us = 10000 };
 	struct ship_snapshots_hdr hdr;
 	struct symbolizer *sym;
 	struct unwinder *unw;

@@ -37,8 +37,8 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_BEGIN, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
 	{ MSG_SHIP_STACKS, sizeof(struct ship_stack), 1000 * sizeof(struct ship_stack),
 	  sizeof(struct ship_stack), 0 },
-	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD, sizeof(struct ship_count),
-	  0 },
+	{ MSG_SHIP_COUNTS, sizeof(struct ship_counts_hdr), IPC_MAX_PAYLOAD,
+	  sizeof(struct ship_count), 0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
 	{ MSG_SHIP_KSYMS, sizeof(struct ship_ksyms_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
@@ -193,12 +193,13 @@ static int run_peer(int sock, struct symbolizer *sym)
 			err = ship_task__ksyms(t, m.buf, m.len);
 			break;
 		case MSG_SHIP_COUNTS:
-			err = ship_task__counts(
-				t, m.buf,
-				(const struct ship_count *)((char *)m.buf +
+			err = ship_task__counts(t, m.buf,
+						(const struct ship_count
+							 *)((char *)m.buf +
 							    sizeof(struct ship_counts_hdr)),
-				(m.len - sizeof(struct ship_counts_hdr)) / sizeof(struct ship_count),
-				sym);
+						(m.len - sizeof(struct ship_counts_hdr)) /
+							sizeof(struct ship_count),
+						sym);
 			break;
 		case MSG_SHIP_END: {
 			const struct ship_end *e = m.buf;
@@ -263,8 +264,9 @@ static size_t frames_of(const uint8_t *data, size_t size, size_t *offs)
 
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
-	static const int32_t interesting[] = { 0, 1, 2, -1, -2, 3, 64, 65, 126, 127, 128, 129, 1000,
-					      1001, 65535, 65536, INT32_MAX, INT32_MIN };
+	static const int32_t interesting[] = { 0,    1,	   2,	  -1,	 -2,	    3,
+					       64,   65,   126,	  127,	 128,	    129,
+					       1000, 1001, 65535, 65536, INT32_MAX, INT32_MIN };
 	uint32_t r = seed | 1, type;
 	size_t offs[MAX_FRAMES], n = frames_of(data, size, offs), k, off, len, at;
 	struct ipc_hdr h;

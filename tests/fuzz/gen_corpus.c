@@ -134,7 +134,8 @@ static void worker_streams(void)
 	s.len = 0;
 	begin(&s, 3, 1, one);
 	{
-		struct ship_stack st[2] = { stack(1, 1, 3, USER_BASE), stack(2, 0, 2, KERNEL_BASE) };
+		struct ship_stack st[2] = { stack(1, 1, 3, USER_BASE),
+					    stack(2, 0, 2, KERNEL_BASE) };
 
 		frame(&s, MSG_SHIP_STACKS, st, sizeof(st));
 	}
@@ -154,7 +155,9 @@ static void worker_streams(void)
 	s.len = 0;
 	begin(&s, 5, 1, one);
 	{
-		uint8_t kb[sizeof(struct ship_ksyms_hdr) + 2 * sizeof(struct ship_ksym) + 16] = { 0 };
+		uint8_t kb[sizeof(struct ship_ksyms_hdr) + 2 * sizeof(struct ship_ksym) + 16] = {
+			0
+		};
 		struct ship_ksyms_hdr h = { .task_id = 5, .count = 2 };
 		struct ship_ksym k0 = { .addr = KERNEL_BASE + 5, .len = 7 },
 				 k1 = { .addr = KERNEL_BASE + 0x45 };
@@ -228,7 +231,8 @@ static void worker_streams(void)
 	s.len = 0;
 	begin_type(&s, 8, TASK_OFF_CPU, 1, one);
 	{
-		struct ship_stack st[2] = { stack(1, 1, 2, USER_BASE), stack(2, 0, 3, KERNEL_BASE) };
+		struct ship_stack st[2] = { stack(1, 1, 2, USER_BASE),
+					    stack(2, 0, 3, KERNEL_BASE) };
 		struct ship_count c[3] = {
 			{ .tgid = 1, .ustack = 1, .kstack = 2, .value = 1500000, .value2 = 3 },
 			{ .tgid = 1, .ustack = 1, .kstack = -1, .value = 499, .value2 = 1 },
@@ -402,7 +406,8 @@ static struct net_conn net_conn(uint64_t id, uint32_t tgid, uint8_t role, uint16
 
 static void netrec_seeds(void)
 {
-	static const char req[] = "GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nsw8: 1-dA==-cw==-1-YQ==-YQ==-YQ==-YQ==\r\n\r\n";
+	static const char req[] =
+		"GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nsw8: 1-dA==-cw==-1-YQ==-YQ==-YQ==-YQ==\r\n\r\n";
 	static const char resp[] = "HTTP/1.1 503 Unavailable\r\nContent-Length: 2\r\n\r\nno";
 	struct net_conn c = net_conn(1, 1, 1, 40000, 8080), s = net_conn(2, 2, 2, 8080, 40000);
 	struct net_rec_close cl = { .hdr = { .kind = NET_REC_CLOSE, .len = sizeof(cl) } };
@@ -473,7 +478,8 @@ static void netrec_seeds(void)
 	net_data(&n, 2, 2, 1, 1, 3000, req);
 	{
 		/* records follow the 3-byte op and length: not aligned, edited by copy */
-		uint8_t *p = n.b + n.len - ((sizeof(struct net_rec_data) + sizeof(req) - 1 + 7) & ~(size_t)7);
+		uint8_t *p = n.b + n.len -
+			     ((sizeof(struct net_rec_data) + sizeof(req) - 1 + 7) & ~(size_t)7);
 		struct net_rec_data d;
 
 		memcpy(&d, p, sizeof(d));

@@ -44,8 +44,8 @@
 
 #define L7F_MAX_KEEP 256
 #define L7F_SEC 1000000000ull
-#define L7F_FLAGS                                                                          \
-	(L7_F_REQ_TRUNCATED | L7_F_RESP_TRUNCATED | L7_F_NO_REQUEST | L7_F_NO_RESPONSE |    \
+#define L7F_FLAGS                                                                        \
+	(L7_F_REQ_TRUNCATED | L7_F_RESP_TRUNCATED | L7_F_NO_REQUEST | L7_F_NO_RESPONSE | \
 	 L7_F_TARGET_TRUNCATED | L7_F_NO_REPLY_EXPECTED | L7_F_NO_RESULT | L7_F_SWITCH)
 
 /* struct l7f_target's format. */
@@ -135,8 +135,7 @@ static inline void l7f_check_named(const struct l7_exchange *x)
 static inline void l7f_check_named_cut(const struct l7_exchange *x)
 {
 	l7f_check_named(x);
-	if ((x->flags & L7_F_TARGET_TRUNCATED) && !x->target[0] &&
-	    !(x->flags & L7_F_REQ_TRUNCATED))
+	if ((x->flags & L7_F_TARGET_TRUNCATED) && !x->target[0] && !(x->flags & L7_F_REQ_TRUNCATED))
 		abort();
 }
 
@@ -174,8 +173,8 @@ static void l7f_drain(const struct l7f_target *t, void *c, struct l7f_out *o)
  * Plays the operations; bytewise feeds each segment's bytes one at a time. Returns 1 if the
  * run was clean: exchanges that do not depend on where segments begin.
  */
-static int l7f_play(const struct l7f_target *t, unsigned flags, const uint8_t *data,
-		    size_t size, int bytewise, struct l7f_out *o)
+static int l7f_play(const struct l7f_target *t, unsigned flags, const uint8_t *data, size_t size,
+		    int bytewise, struct l7f_out *o)
 {
 	const struct l7_ops *ops = t->ops;
 	void *c = ops->new_conn(flags);

@@ -113,8 +113,8 @@ pid_t spawn_cmd(char *const argv[], const char *stderr_path)
 	if (pid == 0) {
 		/* A test killed by its timeout takes its commands with it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		int fd = open(stderr_path ? stderr_path : "/dev/null",
-			      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fd = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC,
+			      0644);
 
 		if (fd >= 0)
 			dup2(fd, 2);
@@ -426,7 +426,8 @@ int free_port(int lo, int hi)
 
 	for (int i = 0; i < span; i++) {
 		int port = lo + (int)((getpid() + i) % span), fd, err;
-		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+					  .sin_port = htons((uint16_t)port),
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -527,7 +528,8 @@ static int wait_line(const char *path, const char *word, pid_t pid, int timeout_
 		char *text = slurp(path, NULL);
 		int found = 0;
 
-		for (char *l = text; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		for (char *l = text; l && *l && !found;
+		     l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
 			found = !strncmp(l, word, wl);
 		free(text);
 		if (found)
@@ -714,7 +716,8 @@ static const char *tmp_path_in(const char *dir, const char *name)
 /* Waits up to timeout_ms for 127.0.0.1:port to accept a connection. 0 or -ETIMEDOUT. */
 static int wait_port(int port, int timeout_ms)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
 	for (int waited = 0; waited <= timeout_ms; waited += 20) {
@@ -901,12 +904,13 @@ int curl_run(const char *url, int n, struct http_totals *ret)
 	}
 	rc = run_capture(NULL, argv, 60000, &out);
 	free(argv);
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		unsigned status;
 		unsigned long long req, hdr, body;
 
-		if (sscanf(line, "%u %llu %llu %llu", &status, &req, &hdr, &body) != 4 || status < 100 ||
-		    status >= 600)
+		if (sscanf(line, "%u %llu %llu %llu", &status, &req, &hdr, &body) != 4 ||
+		    status < 100 || status >= 600)
 			continue;
 		t.requests++;
 		t.status[status]++;
@@ -945,7 +949,8 @@ int wrk_run(const char *url, int seconds, int conns, struct wrk_result *ret)
 	snprintf(c, sizeof(c), "%d", conns);
 	snprintf(d, sizeof(d), "%ds", seconds);
 	rc = run_capture(NULL, argv, seconds * 1000 + 15000, &out);
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long a, b, e, f;
 
 		while (*line == ' ' || *line == '\t')
@@ -961,7 +966,8 @@ int wrk_run(const char *url, int seconds, int conns, struct wrk_result *ret)
 			r.p99_ms = wrk_ms(line + 3 + strspn(line + 3, " \t"));
 		} else if (sscanf(line, "Non-2xx or 3xx responses: %llu", &a) == 1) {
 			r.non_2xx_3xx = a;
-		} else if (sscanf(line, "Socket errors: connect %llu, read %llu, write %llu, timeout %llu",
+		} else if (sscanf(line,
+				  "Socket errors: connect %llu, read %llu, write %llu, timeout %llu",
 				  &a, &b, &e, &f) == 4) {
 			r.socket_errors = a + b + e + f;
 		}
@@ -1004,8 +1010,14 @@ int netns_drop_input(const char *name, int port, int percent)
 {
 	char rule[256], *out = NULL;
 	char *table[] = { "nft", "add", "table", "inet", "rover_drop", NULL };
-	char *chain[] = { "nft", "add", "chain", "inet", "rover_drop", "inp",
-			  "{ type filter hook input priority 0; policy accept; }", NULL };
+	char *chain[] = { "nft",
+			  "add",
+			  "chain",
+			  "inet",
+			  "rover_drop",
+			  "inp",
+			  "{ type filter hook input priority 0; policy accept; }",
+			  NULL };
 	char *add[] = { "nft", "add", "rule", "inet", "rover_drop", "inp", rule, NULL };
 	char *const *steps[] = { table, chain, add };
 	int rc = 0;
@@ -1052,7 +1064,8 @@ int nstat_read(const char *netns, const char *counter, uint64_t *ret_value)
 		free(out);
 		return -EIO;
 	}
-	for (line = out ? strtok_r(out, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (!strncmp(line, counter, cl) && (line[cl] == ' ' || line[cl] == '\t')) {
 			*ret_value = strtoull(line + cl, NULL, 10);
 			err = 0;
@@ -1080,8 +1093,9 @@ int tls_cert_make(const char *dir, struct tls_cert *ret)
 {
 	struct tls_cert c;
 	char *out = NULL;
-	char *argv[] = { "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj",
-			 "/CN=localhost", "-days", "1", "-keyout", c.key, "-out", c.cert, NULL };
+	char *argv[] = { "openssl", "req",   "-x509",	      "-newkey", "rsa:2048",
+			 "-nodes",  "-subj", "/CN=localhost", "-days",	 "1",
+			 "-keyout", c.key,   "-out",	      c.cert,	 NULL };
 	int rc;
 
 	if (snprintf(c.cert, sizeof(c.cert), "%s/cert.pem", dir) >= (int)sizeof(c.cert) ||
@@ -1119,7 +1133,8 @@ int wait_listen(int port, int timeout_ms)
 
 				if (sscanf(line, "%*s %63s %63s %7s", local, remote, st) == 3 &&
 				    strlen(local) > 5 &&
-				    !strncmp(local + strlen(local) - 5, want, 5) && !strcmp(st, "0A"))
+				    !strncmp(local + strlen(local) - 5, want, 5) &&
+				    !strcmp(st, "0A"))
 					found = 1;
 			}
 			free(text);
@@ -1188,8 +1203,8 @@ static void tls_peer_argv(enum tls_peer kind, char *argv[8], const char *mode, c
 	switch (kind) {
 	case TLS_PEER_GO:
 	case TLS_PEER_GO_STRIPPED:
-		argv[k++] = (char *)bin(kind == TLS_PEER_GO ? "tests/programs/gotls" :
-							      "tests/programs/gotls_stripped");
+		argv[k++] = (char *)bin(kind == TLS_PEER_GO ? "tests/programs/gotls"
+							    : "tests/programs/gotls_stripped");
 		break;
 	case TLS_PEER_NODE:
 		argv[k++] = "node";
@@ -1319,8 +1334,9 @@ int bssl_server_start(int port, const struct tls_cert *cert, struct tls_proc *re
 {
 	struct tls_proc h = { .port = port };
 	char portstr[16];
-	char *argv[] = { "bssl-tool", "server", "-accept", portstr, "-www", "-loop",
-			 "-key", (char *)cert->key, "-cert", (char *)cert->cert, NULL };
+	char *argv[] = { "bssl-tool", "server", "-accept",	   portstr, "-www",
+			 "-loop",     "-key",	(char *)cert->key, "-cert", (char *)cert->cert,
+			 NULL };
 	int err;
 
 	snprintf(portstr, sizeof(portstr), "%d", port);
@@ -1507,8 +1523,8 @@ int unbound_start(int port, const struct tls_cert *cert, struct tls_proc *ret)
 		 "remote-control:\n"
 		 "  control-enable: no\n",
 		 port, cert ? "  tls-port: " : "", cert ? portstr : "",
-		 cert ? "\n  tls-service-key: \"" : "", cert ? cert->key : "",
-		 cert ? tlsfiles : "", cert ? "no" : "yes");
+		 cert ? "\n  tls-service-key: \"" : "", cert ? cert->key : "", cert ? tlsfiles : "",
+		 cert ? "no" : "yes");
 	err = write_file(conf, text);
 	if (err)
 		goto cleanup;
@@ -1562,8 +1578,14 @@ pid_t kdig_spawn(int port, int n, const char *gofile, const char *out_path)
 		"while [ $n -gt 0 ]; do set -- \"$@\" example.test; n=$((n - 1)); done\n"
 		"exec kdig @127.0.0.1 -p \"$p\" +tls +keepopen +timeout=5 +retry=0 \"$@\"\n";
 	char portstr[16], nstr[16];
-	char *argv[] = { "/bin/sh", "-c", (char *)script, "kdig-wait", (char *)(gofile ? gofile : ""),
-			 portstr, nstr, NULL };
+	char *argv[] = { "/bin/sh",
+			 "-c",
+			 (char *)script,
+			 "kdig-wait",
+			 (char *)(gofile ? gofile : ""),
+			 portstr,
+			 nstr,
+			 NULL };
 	int fd;
 
 	if (n < 1 || n > 100)

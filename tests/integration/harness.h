@@ -122,7 +122,7 @@ int curl_run(const char *url, int n, struct http_totals *ret);
 
 /* `wrk -t1 -cCONNS -dSECONDSs --latency url` (http:// or https://). */
 struct wrk_result {
-	uint64_t requests;	/* completed, as wrk counts them */
+	uint64_t requests; /* completed, as wrk counts them */
 	double rps;
 	double p50_ms, p99_ms;
 	uint64_t non_2xx_3xx;

@@ -90,19 +90,38 @@ static int kube_tls_make(const char *dir)
 		return -EIO;
 	snprintf(serial, sizeof(serial), "0x%016llx", (unsigned long long)(r >> 1));
 	{
-		char *const ca_req[] = { "openssl", "req", "-x509", "-config", conf, "-extensions",
-					 "ca", "-newkey", "ec", "-pkeyopt",
-					 "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
-					 "/CN=fake-kube-ca", "-days", "1", "-keyout", cakey, "-out",
-					 ca, NULL };
-		char *const server_req[] = { "openssl", "req", "-new", "-config", conf, "-newkey",
-					     "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-					     "-nodes", "-subj", "/CN=kube-apiserver", "-keyout", key,
-					     "-out", csr, NULL };
-		char *const server_sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", ca,
-					      "-CAkey", cakey, "-set_serial", serial, "-days", "1",
-					      "-extfile", conf, "-extensions", "server", "-out", crt,
-					      NULL };
+		char *const ca_req[] = { "openssl",
+					 "req",
+					 "-x509",
+					 "-config",
+					 conf,
+					 "-extensions",
+					 "ca",
+					 "-newkey",
+					 "ec",
+					 "-pkeyopt",
+					 "ec_paramgen_curve:prime256v1",
+					 "-nodes",
+					 "-subj",
+					 "/CN=fake-kube-ca",
+					 "-days",
+					 "1",
+					 "-keyout",
+					 cakey,
+					 "-out",
+					 ca,
+					 NULL };
+		char *const server_req[] = { "openssl", "req",	    "-new",
+					     "-config", conf,	    "-newkey",
+					     "ec",	"-pkeyopt", "ec_paramgen_curve:prime256v1",
+					     "-nodes",	"-subj",    "/CN=kube-apiserver",
+					     "-keyout", key,	    "-out",
+					     csr,	NULL };
+		char *const server_sign[] = { "openssl", "x509",	"-req", "-in",
+					      csr,	 "-CA",		ca,	"-CAkey",
+					      cakey,	 "-set_serial", serial, "-days",
+					      "1",	 "-extfile",	conf,	"-extensions",
+					      "server",	 "-out",	crt,	NULL };
 		char *const *steps[] = { ca_req, server_req, server_sign };
 
 		for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
@@ -1309,8 +1328,8 @@ pid_t kube_spawn_below(enum kube_layout layout, const char *pod_uid, const char 
 	memset(s, 0, sizeof(*s));
 	s->layout = layout;
 	if (kube_cgroup_path(layout, pod_uid, container_id, s->path, sizeof(s->path)) ||
-	    (below && fmt(s->path + strlen(s->path), sizeof(s->path) - strlen(s->path), "/%s",
-			  below))) {
+	    (below &&
+	     fmt(s->path + strlen(s->path), sizeof(s->path) - strlen(s->path), "/%s", below))) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}

@@ -33,13 +33,13 @@ struct kube_api {
 	pid_t pid;
 	int port;
 	int tls;
-	char url[64];	      /* https://127.0.0.1:PORT, or http:// without TLS */
+	char url[64]; /* https://127.0.0.1:PORT, or http:// without TLS */
 	char dir[256];
 	char sa_dir[300];     /* dir/serviceaccount */
 	char token_path[320]; /* sa_dir/token: what the fake checks at every request */
 	char ca_path[320];    /* sa_dir/ca.crt: the CA a client trusts ("" without TLS) */
 	char log_path[320];
-	char token[128];      /* the token in force */
+	char token[128]; /* the token in force */
 };
 
 /* Starts the fake in dir (which exists; made 0755, so that a supervisor running as the rover
@@ -111,8 +111,8 @@ int kube_api_wait_watches(const struct kube_api *k, const char *resource, int n,
  * HTTP answer came; 60: the certificate was refused; 7: refused ...) or -errno; the HTTP
  * status in *ret_code, the body in *ret_body (malloc'd; ret_body may be NULL).
  */
-int kube_api_get(const struct kube_api *k, const char *path, const char *token,
-		 const char *cafile, int *ret_code, char **ret_body);
+int kube_api_get(const struct kube_api *k, const char *path, const char *token, const char *cafile,
+		 int *ret_code, char **ret_body);
 /* The same for a watch with the token in force, in the background, the stream's bytes into
  * out_path. Its pid, or -1. */
 pid_t kube_api_watch_spawn(const struct kube_api *k, const char *path, const char *out_path);
@@ -148,27 +148,27 @@ struct kube_container {
 struct kube_owner {
 	const char *kind; /* ReplicaSet, Deployment, Job, StatefulSet, DaemonSet ... */
 	const char *name;
-	const char *uid;  /* NULL: a fresh one */
-	int controller;	  /* 1: "controller": true, -1: false, 0: no such field */
+	const char *uid; /* NULL: a fresh one */
+	int controller;	 /* 1: "controller": true, -1: false, 0: no such field */
 };
 
 struct kube_pod {
 	const char *name;
-	const char *ns;				 /* NULL: default */
-	const char *uid;			 /* NULL: the fake makes one (keeps an existing one) */
-	const char *node;			 /* spec.nodeName */
-	const char *const *labels;		 /* "key=value", NULL-ended; may be NULL */
+	const char *ns;		   /* NULL: default */
+	const char *uid;	   /* NULL: the fake makes one (keeps an existing one) */
+	const char *node;	   /* spec.nodeName */
+	const char *const *labels; /* "key=value", NULL-ended; may be NULL */
 	const struct kube_container *containers;
-	const char *pod_ip;			 /* status.podIP (and podIPs) */
-	const char *host_ip;			 /* status.hostIP */
-	const char *phase;			 /* NULL: Running */
-	const struct kube_owner *owners;	 /* metadata.ownerReferences; may be NULL */
+	const char *pod_ip;		 /* status.podIP (and podIPs) */
+	const char *host_ip;		 /* status.hostIP */
+	const char *phase;		 /* NULL: Running */
+	const struct kube_owner *owners; /* metadata.ownerReferences; may be NULL */
 };
 struct json_object *kube_pod_json(const struct kube_pod *p);
 
 struct kube_service {
 	const char *name;
-	const char *ns;		     /* NULL: default */
+	const char *ns; /* NULL: default */
 	const char *uid;
 	const char *const *selector; /* "key=value", NULL-ended; NULL: no selector */
 	const char *cluster_ip;	     /* NULL: 10.96.0.10 */

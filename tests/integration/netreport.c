@@ -26,8 +26,17 @@ static int log_count(const char *name, const char *needle)
 pid_t nr_start(const char *pids, const char *duration, const char *name, int tls)
 {
 	char out[4096], log[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", (char *)pids,
-			 "--duration", (char *)duration, "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--type",
+			 "network",
+			 "--pid",
+			 (char *)pids,
+			 "--duration",
+			 (char *)duration,
+			 "--output",
+			 out,
+			 NULL };
 	pid_t task;
 
 	snprintf(out, sizeof(out), "%s/%s", tmp, name);
@@ -179,8 +188,8 @@ pid_t nr_spawn_when(const char *gofile, const char *out_path, char *const argv[]
 				     "  sleep 0.05; i=$((i + 1))\n"
 				     "done\n"
 				     "exec \"$@\" >\"$o\" 2>&1\n";
-	char *v[64] = { "/bin/sh", "-c", (char *)script, "spawn-when", (char *)gofile,
-			(char *)out_path };
+	char *v[64] = { "/bin/sh",    "-c",	      (char *)script,
+			"spawn-when", (char *)gofile, (char *)out_path };
 	size_t n = 6;
 	int fd;
 
@@ -198,12 +207,29 @@ pid_t nr_mariadb_start(int port, const struct tls_cert *cert)
 {
 	char datadir[4200], portarg[32], sock[4300], glog[4300], elog[4300], pidf[4300];
 	char certarg[4200], keyarg[4200], *err = NULL;
-	char *inst[] = { "/usr/bin/mariadb-install-db", "--no-defaults", datadir, "--skip-test-db",
-			 "--user=root", NULL };
-	char *argv[] = { "/usr/sbin/mariadbd", "--no-defaults", "--user=root", datadir, sock,
-			 "--bind-address=127.0.0.1", portarg, "--skip-log-bin",
-			 "--innodb-buffer-pool-size=32M", "--skip-grant-tables", "--general-log",
-			 glog, elog, pidf, certarg, keyarg, NULL };
+	char *inst[] = { "/usr/bin/mariadb-install-db",
+			 "--no-defaults",
+			 datadir,
+			 "--skip-test-db",
+			 "--user=root",
+			 NULL };
+	char *argv[] = { "/usr/sbin/mariadbd",
+			 "--no-defaults",
+			 "--user=root",
+			 datadir,
+			 sock,
+			 "--bind-address=127.0.0.1",
+			 portarg,
+			 "--skip-log-bin",
+			 "--innodb-buffer-pool-size=32M",
+			 "--skip-grant-tables",
+			 "--general-log",
+			 glog,
+			 elog,
+			 pidf,
+			 certarg,
+			 keyarg,
+			 NULL };
 	pid_t pid;
 	int rc;
 

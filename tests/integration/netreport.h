@@ -19,7 +19,7 @@ pid_t nr_start(const char *pids, const char *duration, const char *name, int tls
 /* Waits for it to end (status 0); its JSON report, and its log in *ret_log (free both). */
 struct json_object *nr_end(pid_t task, const char *name, char **ret_log);
 
-int64_t nr_int(struct json_object *o, const char *key);		 /* -1: absent */
+int64_t nr_int(struct json_object *o, const char *key);	    /* -1: absent */
 const char *nr_str(struct json_object *o, const char *key); /* "": absent */
 const char *nr_dump(struct json_object *o);
 /* The report's object `key` (losses), or the test fails. */

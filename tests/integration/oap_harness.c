@@ -47,11 +47,25 @@ void stop(pid_t pid, int sig)
 pid_t start_oap_tls(int port, int *ret_port, int tls)
 {
 	char portarg[16];
-	char *argv[] = { "/usr/bin/python3", (char *)src("tests/oap/fake_oap.py"), "--port",
-			 portarg, "--bind", "127.0.0.1", "--port-file", tmp_path("oap.port"),
-			 "--record", tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"),
-			 "--policies", tmp_path("policies.json"), tls ? "--tls-cert" : NULL,
-			 tmp_path("server.pem"), "--tls-key", tmp_path("server.key"), NULL };
+	char *argv[] = { "/usr/bin/python3",
+			 (char *)src("tests/oap/fake_oap.py"),
+			 "--port",
+			 portarg,
+			 "--bind",
+			 "127.0.0.1",
+			 "--port-file",
+			 tmp_path("oap.port"),
+			 "--record",
+			 tmp_path("rec.jsonl"),
+			 "--tasks",
+			 tmp_path("tasks.json"),
+			 "--policies",
+			 tmp_path("policies.json"),
+			 tls ? "--tls-cert" : NULL,
+			 tmp_path("server.pem"),
+			 "--tls-key",
+			 tmp_path("server.key"),
+			 NULL };
 	pid_t pid;
 
 	snprintf(portarg, sizeof(portarg), "%d", port);

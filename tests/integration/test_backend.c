@@ -50,34 +50,33 @@ static void backend_fini(void)
 
 TestSuite(backend, .init = tmp_setup, .fini = backend_fini, .timeout = 150);
 
-static const char *config_fmt =
-	"logger:\n"
-	"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
-	"core:\n"
-	"  backend:\n"
-	"    addr: 127.0.0.1:%d\n"
-	"    authentication: \"secret-token\"\n"
-	"    spool_dir: \"%s\"\n"
-	"process_discovery:\n"
-	"  heartbeat_period: 1s\n"
-	"  properties_report_period: 3\n"
-	"  vm:\n"
-	"    active: true\n"
-	"    period: 500ms\n"
-	"    finders:\n"
-	"      - match_cmd_regex: \"/(demo_burn_[0-9]+)$\"\n"
-	"        layer: OS_LINUX\n"
-	"        service_name: \"rover-it\"\n"
-	"        instance_name: \"{{.Rover.HostName}}\"\n"
-	"        process_name: \"{{.Process.ExeName}}\"\n"
-	"        labels: \"team-a,{{.Finder.RegexMatchGroup 1}}\"\n"
-	"profiling:\n"
-	"  active: true\n"
-	"  check_interval: 1s\n"
-	"  flush_interval: 1s\n"
-	"  task:\n"
-	"    on_cpu:\n"
-	"      dump_period: 5ms\n";
+static const char *config_fmt = "logger:\n"
+				"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
+				"core:\n"
+				"  backend:\n"
+				"    addr: 127.0.0.1:%d\n"
+				"    authentication: \"secret-token\"\n"
+				"    spool_dir: \"%s\"\n"
+				"process_discovery:\n"
+				"  heartbeat_period: 1s\n"
+				"  properties_report_period: 3\n"
+				"  vm:\n"
+				"    active: true\n"
+				"    period: 500ms\n"
+				"    finders:\n"
+				"      - match_cmd_regex: \"/(demo_burn_[0-9]+)$\"\n"
+				"        layer: OS_LINUX\n"
+				"        service_name: \"rover-it\"\n"
+				"        instance_name: \"{{.Rover.HostName}}\"\n"
+				"        process_name: \"{{.Process.ExeName}}\"\n"
+				"        labels: \"team-a,{{.Finder.RegexMatchGroup 1}}\"\n"
+				"profiling:\n"
+				"  active: true\n"
+				"  check_interval: 1s\n"
+				"  flush_interval: 1s\n"
+				"  task:\n"
+				"    on_cpu:\n"
+				"      dump_period: 5ms\n";
 
 static pid_t start_rover_extra(int port, const char *spool, const char *extra)
 {
@@ -173,7 +172,8 @@ static long wait_task_done(const char *id, int timeout_ms)
 
 	snprintf(needle, sizeof(needle), "task %s on process ", id);
 	for (int waited = 0; waited < timeout_ms; waited += 250) {
-		char *log = slurp(tmp_path("rover.log"), NULL), *p = log ? strstr(log, needle) : NULL;
+		char *log = slurp(tmp_path("rover.log"), NULL),
+		     *p = log ? strstr(log, needle) : NULL;
 		char *d = p ? strstr(p, " done: ") : NULL;
 
 		if (d) {
@@ -463,8 +463,8 @@ Test(backend, bad_config_is_refused_before_start)
 	free(err);
 
 	cr_assert_eq(write_file(tmp_path("bad.yaml"), "process_discovery:\n  vm:\n    finders:\n"
-						    "      - match_cmd_regex: \"(unclosed\"\n"
-						    "        service_name: x\n"),
+						      "      - match_cmd_regex: \"(unclosed\"\n"
+						      "        service_name: x\n"),
 		     0);
 	rc = run_cmd(argv, &err);
 	cr_expect_eq(rc, 2, "exit %d: %s", rc, err);
@@ -543,9 +543,9 @@ static void start_all(pid_t *ret_work, pid_t *ret_oap, pid_t *ret_rover)
 }
 
 #define TASK_ARGS(id, target, start, secs)                                                   \
-	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "       \
-	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": " \
-	"\"FIXED_TIME\", \"TargetType\": \"" target "\", \"TaskStartTime\": \"" start "\", "      \
+	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "      \
+	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"@now\", \"TriggerType\": "  \
+	"\"FIXED_TIME\", \"TargetType\": \"" target "\", \"TaskStartTime\": \"" start "\", " \
 	"\"FixedTriggerDuration\": \"" secs "\", \"ExtensionConfigJSON\": \"\"}}"
 
 Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
@@ -565,16 +565,16 @@ Test(backend, bad_commands_are_skipped_once_and_good_ones_run)
 	cr_assert(wait_log("scheduled to start in", 1000), "not scheduled");
 	cr_expect_eq(count_in_log("unknown command 'SomethingNew'"), 1, "%s",
 		     slurp(tmp_path("rover.log"), NULL));
-	cr_expect_eq(count_in_log("backend command skipped"), 3, "three bad commands, once each:\n%s",
-		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("backend command skipped"), 3,
+		     "three bad commands, once each:\n%s", slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(waitpid(rover, NULL, WNOHANG), 0, "the agent stopped");
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);
 }
 
-#define NET_TASK(id, update, start, secs, json)                                              \
-	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "       \
+#define NET_TASK(id, update, start, secs, json)                                                   \
+	"{\"command\": \"EBPFProfilingTaskQuery\", \"args\": {\"TaskId\": \"" id "\", "           \
 	"\"ProcessId\": \"@process:@WL@\", \"TaskUpdateTime\": \"" update "\", \"TriggerType\": " \
 	"\"FIXED_TIME\", \"TargetType\": \"NETWORK\", \"TaskStartTime\": \"" start "\", "         \
 	"\"FixedTriggerDuration\": \"" secs "\", \"ExtensionConfigJSON\": \"" json "\"}}"
@@ -629,8 +629,8 @@ Test(backend, same_identity_replaces_the_running_task)
 	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now", "60") "]\n");
 	cr_assert(wait_log("task long-1: ON_CPU", 10000), "first task did not start");
 	sleep_ms(1500);
-	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now", "60") ",\n" TASK_ARGS(
-		"short-2", "ON_CPU", "@now", "2") "]\n");
+	set_tasks("[" TASK_ARGS("long-1", "ON_CPU", "@now",
+				"60") ",\n" TASK_ARGS("short-2", "ON_CPU", "@now", "2") "]\n");
 	cr_assert(wait_log("task short-2 replaces task long-1", 10000), "%s",
 		  slurp(tmp_path("rover.log"), NULL));
 	/* The first one ends long before its 60 s, with its data. */
@@ -650,12 +650,26 @@ Test(backend, roles_started_alone_read_their_config)
 {
 	char dir[128], cfgpath[192], cfg[4096];
 	char *spawner[] = { (char *)bin("rover"), "spawner", "--socket-dir", dir, NULL };
-	char *shipper[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
-			    (char *)bin("rover-shipper"), "--socket-dir", dir, "--config", cfgpath,
+	char *shipper[] = { "/usr/sbin/runuser",
+			    "-u",
+			    (char *)role_user(),
+			    "--",
+			    (char *)bin("rover-shipper"),
+			    "--socket-dir",
+			    dir,
+			    "--config",
+			    cfgpath,
 			    NULL };
-	char *supervisor[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
-			       (char *)bin("rover-supervisor"), "--socket-dir", dir, "--config",
-			       cfgpath, NULL };
+	char *supervisor[] = { "/usr/sbin/runuser",
+			       "-u",
+			       (char *)role_user(),
+			       "--",
+			       (char *)bin("rover-supervisor"),
+			       "--socket-dir",
+			       dir,
+			       "--config",
+			       cfgpath,
+			       NULL };
 	pid_t work, oap, sp, sh, sv;
 	struct upload_sum s;
 	struct json_object *h;
@@ -679,7 +693,8 @@ Test(backend, roles_started_alone_read_their_config)
 	sv = track(spawn_cmd(supervisor, tmp_path("rover.log")));
 	h = wait_reported(work, 20000);
 	cr_assert_not_null(h, "not reported; supervisor log:\n%s\nshipper log:\n%s",
-			   slurp(tmp_path("rover.log"), NULL), slurp(tmp_path("shipper.log"), NULL));
+			   slurp(tmp_path("rover.log"), NULL),
+			   slurp(tmp_path("shipper.log"), NULL));
 	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name,
 			 "ExeName through the spawner");
 	json_object_put(h);
@@ -713,32 +728,31 @@ Test(backend, roles_started_alone_read_their_config)
 #define NET_SERVICE "rover-net-it"
 #define NET_MAX_PROCS 3
 
-static const char *net_config_fmt =
-	"logger:\n"
-	"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
-	"core:\n"
-	"  backend:\n"
-	"    addr: 127.0.0.1:%d\n"
-	"process_discovery:\n"
-	"  heartbeat_period: 1s\n"
-	"  properties_report_period: 3\n"
-	"  vm:\n"
-	"    active: true\n"
-	"    period: 500ms\n"
-	"    finders:\n"
-	"      - match_cmd_regex: \"%s\"\n"
-	"        layer: OS_LINUX\n"
-	"        service_name: \"" NET_SERVICE "\"\n"
-	"        instance_name: \"{{.Rover.HostName}}\"\n"
-	"        process_name: \"%s\"\n"
-	"%s"
-	"profiling:\n"
-	"  active: true\n"
-	"  check_interval: 1s\n"
-	"  flush_interval: 1s\n"
-	"  task:\n"
-	"    network:\n"
-	"      report_interval: 1s\n";
+static const char *net_config_fmt = "logger:\n"
+				    "  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
+				    "core:\n"
+				    "  backend:\n"
+				    "    addr: 127.0.0.1:%d\n"
+				    "process_discovery:\n"
+				    "  heartbeat_period: 1s\n"
+				    "  properties_report_period: 3\n"
+				    "  vm:\n"
+				    "    active: true\n"
+				    "    period: 500ms\n"
+				    "    finders:\n"
+				    "      - match_cmd_regex: \"%s\"\n"
+				    "        layer: OS_LINUX\n"
+				    "        service_name: \"" NET_SERVICE "\"\n"
+				    "        instance_name: \"{{.Rover.HostName}}\"\n"
+				    "        process_name: \"%s\"\n"
+				    "%s"
+				    "profiling:\n"
+				    "  active: true\n"
+				    "  check_interval: 1s\n"
+				    "  flush_interval: 1s\n"
+				    "  task:\n"
+				    "    network:\n"
+				    "      report_interval: 1s\n";
 
 /* What a NETWORK test runs: its servers, the fake OAP, the agent. */
 struct net_env {
@@ -938,18 +952,18 @@ static void net_problem(struct net_meters *m, const char *fmt, ...)
 }
 
 static const double l4_bounds_ns[34] = {
-	0,	  1e4,	 5e4,	1e5,   5e5,   1e6,   1.2e6, 1.5e6, 1.7e6, 2e6,	 2.5e6, 3e6,
-	5e6,	  7e6,	 1e7,	1.3e7, 1.6e7, 2e7,   2.5e7, 3e7,   3.5e7, 4e7,	 4.5e7, 5e7,
-	7e7,	  1e8,	 1.5e8, 2e8,   3e8,   5e8,   1e9,   2e9,   3e9,	  5e9,
+	0,   1e4, 5e4,	 1e5,	5e5,   1e6, 1.2e6, 1.5e6, 1.7e6, 2e6, 2.5e6, 3e6,
+	5e6, 7e6, 1e7,	 1.3e7, 1.6e7, 2e7, 2.5e7, 3e7,	  3.5e7, 4e7, 4.5e7, 5e7,
+	7e7, 1e8, 1.5e8, 2e8,	3e8,   5e8, 1e9,   2e9,	  3e9,	 5e9,
 };
 static const double size_bounds[25] = {
-	256,	 512,	  1048,	   1536,    2048,     3072,	5120,	  8192,	    10240,
-	15360,	 20480,	  35840,   51200,   76800,    102400,	204800,	  512000,   819200,
+	256,	 512,	  1048,	   1536,    2048,     3072,	5120,	  8192,	  10240,
+	15360,	 20480,	  35840,   51200,   76800,    102400,	204800,	  512000, 819200,
 	1048576, 1572864, 2097152, 5242880, 10485760, 20971520, 52428800,
 };
 static const double dur_bounds_ms[45] = {
-	1,   2,	  5,   10,  15,	 20,  25,  30,	40,   45,   50,	  60,	65,    70,    80,
-	90,  100, 110, 130, 150, 170, 200, 230, 260,  290,  330,  380,	430,   480,   500,
+	1,   2,	  5,   10,  15,	  20,	25,   30,   40,	  45,	50,   60,    65,    70,	   80,
+	90,  100, 110, 130, 150,  170,	200,  230,  260,  290,	330,  380,   430,   480,   500,
 	600, 700, 800, 900, 1000, 1100, 1300, 1500, 1800, 2000, 5000, 10000, 15000, 20000, 30000,
 };
 
@@ -1076,16 +1090,17 @@ static void net_meters_read(const struct net_env *e, struct net_meters *m)
 			if (k == 0) {
 				const char *svc = str_at(d, "service");
 				const char *inst = str_at(d, "serviceInstance");
-				int64_t ts = at(d, "timestamp") ?
-						     json_object_get_int64(at(d, "timestamp")) :
-						     0;
+				int64_t ts = at(d, "timestamp")
+						     ? json_object_get_int64(at(d, "timestamp"))
+						     : 0;
 
 				if (!svc || strcmp(svc, NET_SERVICE) || !inst ||
 				    strcmp(inst, e->host))
 					net_problem(m, "first MeterData names %s/%s", svc, inst);
 				if (ts < e->start_ms || ts > wall_ms() + 1000)
-					net_problem(m, "first MeterData timestamp %lld, test began "
-						       "at %lld",
+					net_problem(m,
+						    "first MeterData timestamp %lld, test began "
+						    "at %lld",
 						    (long long)ts, (long long)e->start_ms);
 				if (ts > m->last_ts)
 					m->last_ts = ts;
@@ -1273,7 +1288,8 @@ static void net_three(const char *process_name, const char *names, const char *s
 	cr_log_info("requests %g %g %g in %zu collections, %zu streams", m.requests[0],
 		    m.requests[1], m.requests[2], m.collections, m.streams);
 	cr_expect_eq(m.problems, 0, "%d problem(s), the first: %s", m.problems, m.why);
-	cr_expect_eq(count_in_log("running in worker"), 1, "%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("running in worker"), 1, "%s",
+		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(net_requests(&m), 18);
 	cr_expect_eq(m.status[200], 11);
 	cr_expect_eq(m.status[500], 7);
@@ -1338,8 +1354,16 @@ static void net_client_header(const struct net_env *e, int i, const char *path, 
 			      const char *header)
 {
 	char port[16], count[16], *out = NULL;
-	char *argv[] = { (char *)bin("tests/programs/http_client"), "127.0.0.1", port,
-			 (char *)path, count, "1", "0", "0", (char *)header, NULL };
+	char *argv[] = { (char *)bin("tests/programs/http_client"),
+			 "127.0.0.1",
+			 port,
+			 (char *)path,
+			 count,
+			 "1",
+			 "0",
+			 "0",
+			 (char *)header,
+			 NULL };
 	int rc;
 
 	snprintf(port, sizeof(port), "%d", e->hs[i].port);
@@ -1417,7 +1441,8 @@ Test(backend, network_keep_alive_extends_the_running_task)
 	cr_expect_eq(m.status[404], 4);
 	cr_expect_gt(m.last_ts, began + 9000, "no meters after the first duration");
 	snprintf(text, sizeof(text), "task %lu done", n);
-	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log(text), 0, "the task ended:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(count_in_log("running in worker"), 1, "another worker:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));
 	cr_expect_eq(count_in_log("is backend task net-k1"), 1);
@@ -1451,9 +1476,15 @@ Test(backend, network_keep_alive_extends_the_running_task)
  */
 Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
 {
-	static const char *const keys[] = { "uri",	      "reason",	      "latency",
-					    "trace_provider", "client_process", "server_process",
-					    "detect_point",   "component",	      "ssl",
+	static const char *const keys[] = { "uri",
+					    "reason",
+					    "latency",
+					    "trace_provider",
+					    "client_process",
+					    "server_process",
+					    "detect_point",
+					    "component",
+					    "ssl",
 					    "status" };
 	struct want_log want[] = {
 		{ "/delay/120", "slow", "rover-it-trace-slow", 200, 0, 120, 1000 },
@@ -1547,8 +1578,7 @@ Test(backend, network_sampled_traces_are_logs_with_the_trace_and_upstreams_body)
 				  !json_object_get_boolean(at(body, "server_process.local")),
 			  "%s", json);
 		/* Upstream's field order (Go's json.Marshal of its struct). */
-		json_object_object_foreach(body, key, val)
-		{
+		json_object_object_foreach(body, key, val) {
 			(void)val;
 			cr_expect(k < sizeof(keys) / sizeof(keys[0]) && !strcmp(key, keys[k]),
 				  "key %zu is %s: %s", k, key, json);

@@ -63,9 +63,19 @@ static char *src_path(const char *rel)
 
 static pid_t start_oap(int *ret_port)
 {
-	char *argv[] = { "/usr/bin/python3", src_path("tests/oap/fake_oap.py"), "--port", "0",
-			 "--bind", "127.0.0.1", "--port-file", tmp_path("oap.port"), "--record",
-			 tmp_path("rec.jsonl"), "--tasks", tmp_path("tasks.json"), NULL };
+	char *argv[] = { "/usr/bin/python3",
+			 src_path("tests/oap/fake_oap.py"),
+			 "--port",
+			 "0",
+			 "--bind",
+			 "127.0.0.1",
+			 "--port-file",
+			 tmp_path("oap.port"),
+			 "--record",
+			 tmp_path("rec.jsonl"),
+			 "--tasks",
+			 tmp_path("tasks.json"),
+			 NULL };
 	pid_t pid = track(spawn_cmd(argv, tmp_path("oap.log")));
 
 	cr_assert_gt(pid, 0);

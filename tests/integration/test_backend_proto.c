@@ -88,7 +88,8 @@ static void dns_meters_read(struct dns_meters *m)
 			continue;
 		for (size_t k = 0; k < json_object_array_length(md); k++) {
 			struct json_object *d = json_object_array_get_idx(md, k);
-			struct json_object *v = at(d, "singleValue") ? at(d, "singleValue") : at(d, "histogram");
+			struct json_object *v = at(d, "singleValue") ? at(d, "singleValue")
+								     : at(d, "histogram");
 			struct json_object *labels = v ? at(v, "labels") : NULL;
 			const char *name = v ? str_at(v, "name") : NULL;
 			size_t nl = labels ? json_object_array_length(labels) : 0;
@@ -140,9 +141,24 @@ Test(backend_proto, dns_meters_reach_the_oap_with_their_codes)
 {
 	int port = free_port(15500, 15599), oport = 0;
 	char cfg[4096], text[2048], portarg[16], *err = NULL;
-	char *kdig[] = { "/usr/bin/kdig", "@127.0.0.1", "-p", portarg, "+tcp", "+keepopen",
-			 "+retry=0", "+timeout=5", "example.test", "A", "example.test", "A",
-			 "example.test", "AAAA", "nope.example.test", "A", "nope.example.test", "A",
+	char *kdig[] = { "/usr/bin/kdig",
+			 "@127.0.0.1",
+			 "-p",
+			 portarg,
+			 "+tcp",
+			 "+keepopen",
+			 "+retry=0",
+			 "+timeout=5",
+			 "example.test",
+			 "A",
+			 "example.test",
+			 "A",
+			 "example.test",
+			 "AAAA",
+			 "nope.example.test",
+			 "A",
+			 "nope.example.test",
+			 "A",
 			 NULL };
 	struct json_object *h;
 	struct dns_meters m;

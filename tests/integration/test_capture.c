@@ -60,8 +60,12 @@ Test(capture, a_header_read_alone_starts_its_request)
 {
 	int port = free_port(13300, 13399), queries = 5;
 	char portarg[16], nq[16], pid[16], *log, *out;
-	char *argv[] = { "/usr/bin/python3", (char *)src("tests/tools/mysql_split.py"), portarg, nq,
-			 "0.2", NULL };
+	char *argv[] = { "/usr/bin/python3",
+			 (char *)src("tests/tools/mysql_split.py"),
+			 portarg,
+			 nq,
+			 "0.2",
+			 NULL };
 	struct json_object *r, *e;
 	struct nr_sum s;
 

@@ -35,7 +35,7 @@ static void expect_one_line_error(char *const argv[], int want_rc, const char *n
 
 Test(cli, a_pid_that_does_not_exist)
 {
-	char *argv[] = { (char *)bin("rover"), "profile", "--pid", "999999999", "--output",
+	char *argv[] = { (char *)bin("rover"),	  "profile", "--pid", "999999999", "--output",
 			 "/tmp/rover-cli.folded", NULL };
 
 	expect_one_line_error(argv, 1, "no such process: 999999999");
@@ -43,15 +43,26 @@ Test(cli, a_pid_that_does_not_exist)
 
 Test(cli, bad_arguments)
 {
-	char *dur[] = { (char *)bin("rover"), "profile", "--pid", "1", "--duration", "ten",
-			"--output", "/tmp/rover-cli.folded", NULL };
-	char *period[] = { (char *)bin("rover"), "profile", "--pid", "1", "--dump-period", "500us",
-			   "--output", "/tmp/rover-cli.folded", NULL };
-	char *pid[] = { (char *)bin("rover"), "profile", "--pid", "12,x", "--output", "/tmp/x", NULL };
+	char *dur[] = {
+		(char *)bin("rover"),	 "profile", "--pid", "1", "--duration", "ten", "--output",
+		"/tmp/rover-cli.folded", NULL
+	};
+	char *period[] = { (char *)bin("rover"),
+			   "profile",
+			   "--pid",
+			   "1",
+			   "--dump-period",
+			   "500us",
+			   "--output",
+			   "/tmp/rover-cli.folded",
+			   NULL };
+	char *pid[] = {
+		(char *)bin("rover"), "profile", "--pid", "12,x", "--output", "/tmp/x", NULL
+	};
 	char *fmt[] = { (char *)bin("rover"), "profile", "--pid", "1", "--format", "png",
-			"--output", "/tmp/x", NULL };
-	char *type[] = { (char *)bin("rover"), "profile", "--pid", "1", "--type", "gpu", "--output",
-			 "/tmp/x", NULL };
+			"--output",	      "/tmp/x",	 NULL };
+	char *type[] = { (char *)bin("rover"), "profile", "--pid", "1", "--type", "gpu",
+			 "--output",	       "/tmp/x",  NULL };
 	char *noout[] = { (char *)bin("rover"), "profile", "--pid", "1", NULL };
 	char *cmd[] = { (char *)bin("rover"), "frobnicate", NULL };
 
@@ -66,8 +77,17 @@ Test(cli, bad_arguments)
 
 Test(cli, a_missing_privilege)
 {
-	char *argv[] = { "/usr/sbin/runuser", "-u", "nobody", "--", (char *)bin("rover"), "profile",
-			 "--pid", "1", "--output", "/tmp/rover-cli-nobody.folded", NULL };
+	char *argv[] = { "/usr/sbin/runuser",
+			 "-u",
+			 "nobody",
+			 "--",
+			 (char *)bin("rover"),
+			 "profile",
+			 "--pid",
+			 "1",
+			 "--output",
+			 "/tmp/rover-cli-nobody.folded",
+			 NULL };
 
 	expect_one_line_error(argv, 1, "needs root");
 }
@@ -75,8 +95,9 @@ Test(cli, a_missing_privilege)
 Test(cli, help_documents_every_option)
 {
 	char cmd[4200], buf[8192];
-	const char *opts[] = { "--pid", "--output", "--format", "--type", "--duration",
-			       "--dump-period", "--flush-interval", "--user", "--connect" };
+	const char *opts[] = { "--pid",	     "--output",      "--format",	  "--type",
+			       "--duration", "--dump-period", "--flush-interval", "--user",
+			       "--connect" };
 	size_t n;
 	FILE *p;
 
@@ -108,8 +129,10 @@ Test(cli, watch_profiles_a_process_once_its_cpu_crosses_the_threshold, .timeout 
 	cr_assert_gt(idle, 0);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)idle);
 	{
-		char *argv[] = { (char *)bin("rover"), "watch", "--pid", pidarg, "--cpu", "50:3/5",
-				 "--max-wait", "4s", "--output", out, NULL };
+		char *argv[] = {
+			(char *)bin("rover"), "watch", "--pid",	   pidarg, "--cpu", "50:3/5",
+			"--max-wait",	      "4s",    "--output", out,	   NULL
+		};
 
 		rc = run_cmd(argv, &err);
 		cr_assert_eq(rc, 3, "exit %d: %s", rc, err);
@@ -122,9 +145,11 @@ Test(cli, watch_profiles_a_process_once_its_cpu_crosses_the_threshold, .timeout 
 	busy = start_program(bin("tests/programs/demo_burn"), NULL);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)busy);
 	{
-		char *argv[] = { (char *)bin("rover"), "watch", "--pid", pidarg, "--cpu", "50:3/5",
-				 "--max-wait", "30s", "--type", "on_cpu", "--duration", "2s",
-				 "--output", out, NULL };
+		char *argv[] = {
+			(char *)bin("rover"), "watch", "--pid",	 pidarg,   "--cpu",	 "50:3/5",
+			"--max-wait",	      "30s",   "--type", "on_cpu", "--duration", "2s",
+			"--output",	      out,     NULL
+		};
 
 		rc = run_cmd(argv, &err);
 	}
@@ -141,8 +166,8 @@ Test(cli, watch_profiles_a_process_once_its_cpu_crosses_the_threshold, .timeout 
 Test(cli, watch_refuses_bad_conditions)
 {
 	char *nocond[] = { (char *)bin("rover"), "watch", "--pid", "1", "--output", "/tmp/x", NULL };
-	char *bad[] = { (char *)bin("rover"), "watch", "--pid", "1", "--cpu", "80:6/5", "--output",
-			"/tmp/x", NULL };
+	char *bad[] = { (char *)bin("rover"), "watch",	"--pid", "1", "--cpu", "80:6/5",
+			"--output",	      "/tmp/x", NULL };
 
 	expect_one_line_error(nocond, 2, "at least one of --cpu");
 	expect_one_line_error(bad, 2, "bad condition");

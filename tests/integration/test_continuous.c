@@ -41,8 +41,8 @@ TestSuite(continuous, .init = tmp_setup, .fini = cont_fini, .timeout = 60);
  * matches that name (a finder's regex) and nothing else on the host. Its name in ret_name
  * (the process_name the finder renders: the ExeName).
  */
-static pid_t start_named(const char *program, const char *prefix, const char *arg,
-			 char *ret_name, size_t len)
+static pid_t start_named(const char *program, const char *prefix, const char *arg, char *ret_name,
+			 size_t len)
 {
 	char path[4096], cmd[8192];
 
@@ -61,11 +61,11 @@ static void set_policies(const char *json)
 }
 
 /* One finder: processes whose command is /<prefix>_<digits> [ARGS], of service svc. */
-#define FINDER(prefix, svc)                                                                \
-	"      - match_cmd_regex: \"/(" prefix "_[0-9]+)( .*)?$\"\n"                        \
-	"        layer: OS_LINUX\n"                                                          \
-	"        service_name: \"" svc "\"\n"                                                \
-	"        instance_name: \"" INST "\"\n"                                              \
+#define FINDER(prefix, svc)                                          \
+	"      - match_cmd_regex: \"/(" prefix "_[0-9]+)( .*)?$\"\n" \
+	"        layer: OS_LINUX\n"                                  \
+	"        service_name: \"" svc "\"\n"                        \
+	"        instance_name: \"" INST "\"\n"                      \
 	"        process_name: \"{{.Process.ExeName}}\"\n"
 
 static const char *config_fmt = "logger:\n"
@@ -190,8 +190,8 @@ static double expect_one_cause(struct json_object *rep, const char *process, con
 		     json_object_to_json_string(causes));
 	cr_expect_str_eq(cause_type(json_object_array_get_idx(causes, 0)), type);
 	cr_expect(fabs(num_at(rep, "message.causes.0.singleValue.threshold") - threshold) < 1e-9,
-		  "threshold %g, %g expected", num_at(rep, "message.causes.0.singleValue.threshold"),
-		  threshold);
+		  "threshold %g, %g expected",
+		  num_at(rep, "message.causes.0.singleValue.threshold"), threshold);
 	cr_expect_not_null(at(rep, "message.onCPU"), "not an ON_CPU task: %s",
 			   json_object_to_json_string(rep));
 	cr_expect_not_null(str_at(rep, "answer_task_id"));
@@ -321,9 +321,9 @@ static void uploads_of(const char *task_id, struct uploads *u)
 	records_free(r, n);
 }
 
-#define CPU_POLICY(uuid, threshold, period, count)                                          \
+#define CPU_POLICY(uuid, threshold, period, count)                                             \
 	"[{\"ServiceName\": \"" SVC "\", \"UUID\": \"" uuid "\", \"Profiling\": {\"ON_CPU\": " \
-	"{\"PROCESS_CPU\": {\"Threshold\": \"" threshold "\", \"Period\": " #period          \
+	"{\"PROCESS_CPU\": {\"Threshold\": \"" threshold "\", \"Period\": " #period            \
 	", \"Count\": " #count "}}}}]\n"
 
 Test(continuous, cpu_policy_triggers_an_on_cpu_task_of_the_busy_process)
@@ -349,8 +349,8 @@ Test(continuous, cpu_policy_triggers_an_on_cpu_task_of_the_busy_process)
 			   slurp(tmp_path("rover.log"), NULL));
 	current = expect_one_cause(rep, name, "ProcessCPU", 50);
 	/* CPU % of one CPU over a second: a burner of one thread is near 100. */
-	cr_expect(current >= 50 && current <= 100.0 * sysconf(_SC_NPROCESSORS_ONLN),
-		  "current %g", current);
+	cr_expect(current >= 50 && current <= 100.0 * sysconf(_SC_NPROCESSORS_ONLN), "current %g",
+		  current);
 	cr_expect_eq((int)num_at(rep, "message.duration"), 4);
 	task_id = str_at(rep, "answer_task_id");
 	cr_assert_not_null(task_id);
@@ -448,7 +448,10 @@ static double loadavg(void)
 
 Test(continuous, system_load_policy)
 {
-	struct { int64_t t; double v; } seen[256];
+	struct {
+		int64_t t;
+		double v;
+	} seen[256];
 	size_t nseen = 0;
 	char name[64];
 	struct json_object *rep = NULL;
@@ -563,8 +566,9 @@ Test(continuous, a_short_silence_lets_a_second_task_come_after_the_first_ended)
 	p = log ? strstr(log, needle) : NULL;
 	snprintf(needle, sizeof(needle), "task %s: ON_CPU", str_at(reps[1], "answer_task_id"));
 	q = log ? strstr(log, needle) : NULL;
-	cr_expect(p && q && p < q, "the first task's end is not logged before the second's "
-				   "start:\n%s",
+	cr_expect(p && q && p < q,
+		  "the first task's end is not logged before the second's "
+		  "start:\n%s",
 		  log);
 	free(log);
 	put_all(reps, n < 8 ? n : 8);
@@ -639,7 +643,8 @@ Test(continuous, malformed_items_are_skipped_one_by_one)
 
 	/* Of three items, a threshold that is not a number and a Count over its Period are
 	 * skipped; the good one stands. */
-	set_policies("[{\"ServiceName\": \"" SVC "\", \"UUID\": \"m1\", \"Profiling\": {\"ON_CPU\": "
+	set_policies("[{\"ServiceName\": \"" SVC
+		     "\", \"UUID\": \"m1\", \"Profiling\": {\"ON_CPU\": "
 		     "{\"PROCESS_THREAD_COUNT\": {\"Threshold\": \"abc\", \"Period\": 3, "
 		     "\"Count\": 2}, "
 		     "\"SYSTEM_LOAD\": {\"Threshold\": \"0.01\", \"Period\": 2, \"Count\": 3}, "
@@ -762,8 +767,8 @@ Test(continuous, a_process_that_ended_gets_no_task, .timeout = 90)
 	cr_assert_gt(pidle, 0);
 	cr_assert_gt(pgone, 0);
 	cr_assert_gt(pzomb, 0);
-	start_agent(&a, FINDER("cp_idle", SVC) FINDER("cp_gone", SVC) FINDER("cp_zomb", SVC),
-		    "10s", "2s", "60s");
+	start_agent(&a, FINDER("cp_idle", SVC) FINDER("cp_gone", SVC) FINDER("cp_zomb", SVC), "10s",
+		    "2s", "60s");
 	for (int64_t until = wall_ms() + 25000; wall_ms() < until;) {
 		t1 = first_meter_of(gone);
 		if (t1 && first_meter_of(zomb))
@@ -841,8 +846,7 @@ static void http_gets(int port, const char *path, int n)
  * The HTTP meters name of process for path uri (labels uri, process_name, layer, in that
  * order): how many, the largest value in *ret_max.
  */
-static size_t http_meters(const char *name, const char *process, const char *uri,
-			  double *ret_max)
+static size_t http_meters(const char *name, const char *process, const char *uri, double *ret_max)
 {
 	size_t n, k = 0;
 	struct json_object **r = records(&n);

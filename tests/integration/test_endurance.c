@@ -247,8 +247,8 @@ static const char *config_fmt =
 static pid_t agent_start_hb(const char *spool_memory, const char *heartbeat)
 {
 	char cfg[8192];
-	char *argv[] = { (char *)bin("rover"), "run", "--config", tmp_path("rover.yaml"),
-			 "--socket-dir", sockdir, NULL };
+	char *argv[] = { (char *)bin("rover"), "run",	"--config", tmp_path("rover.yaml"),
+			 "--socket-dir",       sockdir, NULL };
 	pid_t pid;
 
 	snprintf(cfg, sizeof(cfg), config_fmt, oap_port, spooldir, spool_memory, heartbeat, tag,
@@ -455,8 +455,9 @@ static int task_end_of(const char *id, struct task_end *ret)
 
 		if (d && (!eol || d < eol)) {
 			ret->ended = 1;
-			sscanf(d, " done: %ld samples uploaded or queued, %ld counted in the kernel, "
-				  "%ld process id(s)",
+			sscanf(d,
+			       " done: %ld samples uploaded or queued, %ld counted in the kernel, "
+			       "%ld process id(s)",
 			       &ret->samples, &ret->kernel, &ret->nprocs);
 		} else if (f && (!eol || f < eol)) {
 			ret->ended = ret->failed = 1;
@@ -545,7 +546,8 @@ static void uploads_read_file(struct uploads *u, const char *path, const char *l
 			nmap = n;
 		}
 		if (at(m, "task")) {
-			const char *tid = str_at(m, "task.taskId"), *pid = str_at(m, "task.processId");
+			const char *tid = str_at(m, "task.taskId"),
+				   *pid = str_at(m, "task.processId");
 			const char *cur = str_at(m, "task.currentTime");
 
 			if (tid && pid && cur) {
@@ -629,8 +631,8 @@ static void uploads_free(struct uploads *u)
 /* One task's uploads. */
 struct upload_sum {
 	long dump_count;
-	long streams; /* distinct flushes per process id */
-	long procs;   /* distinct process ids */
+	long streams;	   /* distinct flushes per process id */
+	long procs;	   /* distinct process ids */
 	long leaf_samples; /* dumpCount of stacks whose innermost user frame is the leaf asked */
 	char proc_ids[64][64];
 	long proc_count[64];
@@ -806,9 +808,9 @@ static long long cpu_ticks(pid_t pid)
 }
 
 struct roles_now {
-	pid_t pid[3]; /* launcher, supervisor, shipper */
-	int fds[3];   /* pidfds apart */
-	int pidfds;   /* the launcher's: workers' targets, held through their grace */
+	pid_t pid[3];	/* launcher, supervisor, shipper */
+	int fds[3];	/* pidfds apart */
+	int pidfds;	/* the launcher's: workers' targets, held through their grace */
 	int sup_pidfds; /* the supervisor's: discovery's live processes with an entity */
 	long rss[3];
 	long long ticks[3]; /* CPU so far */
@@ -822,9 +824,9 @@ static void roles_read(pid_t launcher, struct roles_now *r)
 	r->pid[1] = find_child(launcher, SUPERVISOR_COMM);
 	r->pid[2] = find_child(launcher, SHIPPER_COMM);
 	for (int i = 0; i < 3; i++) {
-		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i == 0   ? &r->pidfds
-								  : i == 1 ? &r->sup_pidfds
-									   : NULL)
+		r->fds[i] = r->pid[i] > 0 ? count_fds(r->pid[i], i == 0	  ? &r->pidfds
+								 : i == 1 ? &r->sup_pidfds
+									  : NULL)
 					  : -1;
 		r->rss[i] = r->pid[i] > 0 ? rss_kb(r->pid[i]) : -1;
 		r->ticks[i] = r->pid[i] > 0 ? cpu_ticks(r->pid[i]) : 0;
@@ -839,8 +841,8 @@ static void oap_process_id(const char *name, char *out, size_t len)
 	FILE *f;
 
 	gethostname(host, sizeof(host));
-	snprintf(cmd, sizeof(cmd), "printf '%%s\\000%%s\\000%%s' soak '%s' '%s' | sha256sum",
-		 host, name);
+	snprintf(cmd, sizeof(cmd), "printf '%%s\\000%%s\\000%%s' soak '%s' '%s' | sha256sum", host,
+		 name);
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
 	cr_assert_not_null(fgets(out, (int)len, f));
@@ -855,8 +857,8 @@ static void oap_process_id(const char *name, char *out, size_t len)
  * Distinct workers the launcher started, polled every 20 ms for timeout_ms or, with cond_pid,
  * until that child of ours exits (its wait status in *ret_status).
  */
-static int count_workers_while(pid_t launcher, pid_t cond_pid, int timeout_ms, pid_t *seen,
-			       int max, int *ret_status)
+static int count_workers_while(pid_t launcher, pid_t cond_pid, int timeout_ms, pid_t *seen, int max,
+			       int *ret_status)
 {
 	int n = 0;
 
@@ -894,8 +896,8 @@ Test(endurance, cli_task_on_64_processes_runs_one_worker)
 	/* 2 ms of every 200 ms each: 64 of them take 0.64 of a core. */
 	char *argv[] = { (char *)bin("tests/programs/many_burn"), "64", tag, "2000", NULL };
 	char pids[1024] = "", out[4200], errpath[4200];
-	char *prof[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "4s",
-			 "--dump-period", "2ms", "--output", out, NULL };
+	char *prof[] = { (char *)bin("rover"), "profile", "--pid",    pids, "--duration", "4s",
+			 "--dump-period",      "2ms",	  "--output", out,  NULL };
 	pid_t kids[80], seen[8], rover;
 	struct folded f;
 	int n, workers, with_samples = 0, rc, status = -1;
@@ -1083,15 +1085,15 @@ static void sample_print(const struct sample *x)
 		 (double)x->r.rss[0] / 1024.0);
 	snprintf(roles[1], sizeof(roles[1]), "%d + %d, %.1f", x->r.fds[1], x->r.sup_pidfds,
 		 (double)x->r.rss[1] / 1024.0);
-	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f (%.2f, %.2f, %.2f) | %ld |", x->t,
-	    x->tasks_ok, x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps,
+	say("| %.0f | %ld / %ld | %s | %s | %s | %d / %d / %d | %.2f (%.2f, %.2f, %.2f) | %ld |",
+	    x->t, x->tasks_ok, x->tasks_failed, roles[0], roles[1], roles[2], x->b.progs, x->b.maps,
 	    x->b.links, x->cpu_pct, x->role_pct[0], x->role_pct[1], x->role_pct[2], x->churned);
 }
 
 /* Tolerances of the no-growth check, from the sample at a third of the run to the last. */
-#define GROW_FDS 8	   /* descriptors per role */
-#define GROW_RSS_KB 2048   /* plus ... */
-#define GROW_RSS_PCT 5	   /* ... percent of RSS per role */
+#define GROW_FDS 8	 /* descriptors per role */
+#define GROW_RSS_KB 2048 /* plus ... */
+#define GROW_RSS_PCT 5	 /* ... percent of RSS per role */
 
 struct task_rec {
 	char id[64];
@@ -1104,8 +1106,9 @@ Test(endurance, churn)
 	long every = env_long("SOAK_SAMPLE_S", soak_mode() ? 60 : 10);
 	long rate = env_long("SOAK_CHURN_RATE", 200), task_s = env_long("SOAK_TASK_S", 4);
 	char rate_s[16], life_s[16] = "2000";
-	char *churn_argv[] = { (char *)bin("tests/programs/churn"), rate_s, life_s, "10", "cPP",
-			       tag, NULL };
+	char *churn_argv[] = {
+		(char *)bin("tests/programs/churn"), rate_s, life_s, "10", "cPP", tag, NULL
+	};
 	char ids[1024] = "@process:soak-burn";
 	struct sample *rows;
 	struct task_rec *tasks;
@@ -1175,8 +1178,8 @@ Test(endurance, churn)
 		else if (t->e.failed)
 			say("churn: task %s %s", t->id, t->e.why);
 	}
-	sample_take(&rows[nrows], &rows[nrows - 1], t0, agent, uid, ok, failed, &cpu_prev,
-		    &t_prev, tmp_path("churn.out"));
+	sample_take(&rows[nrows], &rows[nrows - 1], t0, agent, uid, ok, failed, &cpu_prev, &t_prev,
+		    tmp_path("churn.out"));
 	sample_print(&rows[nrows++]);
 	/* No task now: nothing of ours is loaded. */
 	sleep_ms(1500);
@@ -1195,8 +1198,8 @@ Test(endurance, churn)
 		    !s.streams) {
 			if (bad_uploads++ < 5)
 				say("churn: task %s: uploaded %ld, shipper %ld, kernel %ld, %ld streams",
-				    tasks[i].id, s.dump_count, tasks[i].e.samples, tasks[i].e.kernel,
-				    s.streams);
+				    tasks[i].id, s.dump_count, tasks[i].e.samples,
+				    tasks[i].e.kernel, s.streams);
 		}
 	}
 	say("churn: %ld tasks, %ld ended with all their samples uploaded, %ld failed, %ld "
@@ -1227,7 +1230,8 @@ Test(endurance, churn)
 		 * One ON_CPU task at a time: at most its two programs (sampling, and naming kernel
 		 * frames: worker/ksyms.c), maps and a link per CPU.
 		 */
-		cr_expect_leq(rows[i].b.progs, 2, "%d programs at %.0f s", rows[i].b.progs, rows[i].t);
+		cr_expect_leq(rows[i].b.progs, 2, "%d programs at %.0f s", rows[i].b.progs,
+			      rows[i].t);
 		cr_expect_leq(rows[i].b.maps, 10, "%d maps at %.0f s", rows[i].b.maps, rows[i].t);
 		cr_expect_leq(rows[i].b.links, sysconf(_SC_NPROCESSORS_ONLN), "%d links at %.0f s",
 			      rows[i].b.links, rows[i].t);
@@ -1391,9 +1395,19 @@ Test(endurance, backend_outage)
 static pid_t profile_start(pid_t pid, const char *duration, const char *out, const char *err)
 {
 	static char pids[32];
-	char *argv[] = { (char *)bin("rover"), "profile", "--connect", sockdir, "--pid", pids,
-			 "--duration", (char *)duration, "--dump-period", "5ms", "--output",
-			 (char *)out, NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--connect",
+			 sockdir,
+			 "--pid",
+			 pids,
+			 "--duration",
+			 (char *)duration,
+			 "--dump-period",
+			 "5ms",
+			 "--output",
+			 (char *)out,
+			 NULL };
 
 	snprintf(pids, sizeof(pids), "%d", (int)pid);
 	return spawn_cmd(argv, err);
@@ -1478,7 +1492,8 @@ Test(endurance, kill_9_each_role)
 				victim = agent;
 				break;
 			}
-			cr_assert_gt(victim, 0, "round %ld: no %s to kill", round, kill_names[role]);
+			cr_assert_gt(victim, 0, "round %ld: no %s to kill", round,
+				     kill_names[role]);
 			t_kill = now_s();
 			kill(victim, SIGKILL);
 			st[role].kills++;
@@ -1499,8 +1514,9 @@ Test(endurance, kill_9_each_role)
 				agent = agent_start("16MiB");
 			} else if (role != R_WORKER) {
 				for (int i = 0; i < 300; i++) {
-					pid_t now = find_child(agent, role == R_SHIPPER ? SHIPPER_COMM
-											: SUPERVISOR_COMM);
+					pid_t now = find_child(agent, role == R_SHIPPER
+									      ? SHIPPER_COMM
+									      : SUPERVISOR_COMM);
 
 					if (now > 0 && now != victim)
 						break;
@@ -1612,8 +1628,7 @@ Test(endurance, fork_storm)
 	say("|---|---|---|---|---|---|---|---|---|");
 	say("| %.0f | %ld | %ld | %ld | %.2f | %.2f | %.2f | %.2f | %.2f |",
 	    (double)(spawned1 - spawned0) / (t1 - t0), e.kernel, s.dump_count, s.leaf_samples, pct,
-	    role_pct[0], role_pct[1], role_pct[2],
-	    pct - role_pct[0] - role_pct[1] - role_pct[2]);
+	    role_pct[0], role_pct[1], role_pct[2], pct - role_pct[0] - role_pct[1] - role_pct[2]);
 	cr_expect_eq(s.dump_count, e.kernel, "uploaded %ld, the kernel counted %ld", s.dump_count,
 		     e.kernel);
 	cr_expect_eq(e.samples, e.kernel);

@@ -133,7 +133,8 @@ static void client_expect(const char *path, int n, int conns, int status, struct
 {
 	struct http_totals t;
 
-	cr_assert_eq(http_client_run(NULL, "127.0.0.1", hs.port, path, n, conns, &t), 0, "%s", path);
+	cr_assert_eq(http_client_run(NULL, "127.0.0.1", hs.port, path, n, conns, &t), 0, "%s",
+		     path);
 	cr_assert_eq(t.requests, (uint64_t)n);
 	cr_assert_eq(t.status[status], (uint64_t)n, "%s: %lu x %d of %d", path,
 		     (unsigned long)t.status[status], status, n);
@@ -225,9 +226,9 @@ static void totals_expect_eq(const struct http_totals *server, const struct http
 	cr_assert_eq(server->requests, clients->requests, "%s: server %lu, clients %lu", who,
 		     (unsigned long)server->requests, (unsigned long)clients->requests);
 	for (int c = 0; c < 600; c++)
-		cr_assert_eq(server->status[c], clients->status[c], "%s %d: server %lu, clients %lu",
-			     who, c, (unsigned long)server->status[c],
-			     (unsigned long)clients->status[c]);
+		cr_assert_eq(server->status[c], clients->status[c],
+			     "%s %d: server %lu, clients %lu", who, c,
+			     (unsigned long)server->status[c], (unsigned long)clients->status[c]);
 }
 
 /* Every TLS client peer against url: n GETs each, all answered with want. */

@@ -18,8 +18,8 @@ TestSuite(jit, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 static void profile_jit(const char *arg, const char *name, struct folded *ret, char **ret_err)
 {
 	char pids[32], out[4096], path[64];
-	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "3s",
-			 "--dump-period", "2ms", "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--pid",    pids, "--duration", "3s",
+			 "--dump-period",      "2ms",	  "--output", out,  NULL };
 	pid_t pid;
 	int rc;
 

@@ -41,25 +41,24 @@ static void teardown(void)
 
 TestSuite(kube, .init = setup, .fini = teardown, .timeout = 180);
 
-static const char config_fmt[] =
-	"core:\n"
-	"  cluster_name: c1\n"
-	"  backend:\n"
-	"    addr: 127.0.0.1:%d\n"
-	"process_discovery:\n"
-	"  heartbeat_period: 1s\n"
-	"  properties_report_period: 1000\n"
-	"%s"
-	"  kubernetes:\n"
-	"    active: true\n"
-	"    node_name: node-a\n"
-	"    namespaces: \"%s\"\n"
-	"    api_server: %s\n"
-	"    token_file: %s\n"
-	"    ca_file: %s\n"
-	"%s"
-	"profiling:\n"
-	"  active: false\n";
+static const char config_fmt[] = "core:\n"
+				 "  cluster_name: c1\n"
+				 "  backend:\n"
+				 "    addr: 127.0.0.1:%d\n"
+				 "process_discovery:\n"
+				 "  heartbeat_period: 1s\n"
+				 "  properties_report_period: 1000\n"
+				 "%s"
+				 "  kubernetes:\n"
+				 "    active: true\n"
+				 "    node_name: node-a\n"
+				 "    namespaces: \"%s\"\n"
+				 "    api_server: %s\n"
+				 "    token_file: %s\n"
+				 "    ca_file: %s\n"
+				 "%s"
+				 "profiling:\n"
+				 "  active: false\n";
 
 struct env {
 	struct kube_api k;
@@ -68,8 +67,8 @@ struct env {
 };
 
 static const char vm_off[] = "  vm:\n"
-			    "    active: false\n"
-			    "    period: 500ms\n";
+			     "    active: false\n"
+			     "    period: 500ms\n";
 
 static void start_all_vm(struct env *e, const char *namespaces, const char *analyzers,
 			 const char *vm)
@@ -128,7 +127,8 @@ static int reported(pid_t pid, struct json_object **out, int max)
 		if (strcmp(method_of(r[i]), "reportProcesses") || !procs)
 			continue;
 		for (size_t k = 0; k < json_object_array_length(procs); k++) {
-			struct json_object *kp = at(json_object_array_get_idx(procs, k), "k8sProcess");
+			struct json_object *kp =
+				at(json_object_array_get_idx(procs, k), "k8sProcess");
 
 			if (kp && (pid_t)num_at(kp, "pid") == pid && got < max)
 				out[got++] = json_object_get(kp);
@@ -197,8 +197,9 @@ static int in_last_keepalive(const char *service)
 	for (size_t k = 0; at(r[last], "message.processes") &&
 			   k < json_object_array_length(at(r[last], "message.processes"));
 	     k++) {
-		const char *s = str_at(json_object_array_get_idx(at(r[last], "message.processes"), k),
-				       "entityMetadata.serviceName");
+		const char *s =
+			str_at(json_object_array_get_idx(at(r[last], "message.processes"), k),
+			       "entityMetadata.serviceName");
 
 		found |= s && !strcmp(s, service);
 	}
@@ -276,10 +277,17 @@ Test(kube, the_nodes_pods_are_reported_with_the_shipped_analyzers)
 	{
 		const char *labels[] = { "app=web", NULL };
 		struct kube_pod p = {
-			.name = "web-1", .ns = "shop", .uid = uid_web, .node = "node-a",
-			.labels = labels, .pod_ip = "10.244.1.7", .host_ip = "192.168.49.2",
-			.containers = (struct kube_container[]){
-				{ .name = "web", .id = id_web, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+			.name = "web-1",
+			.ns = "shop",
+			.uid = uid_web,
+			.node = "node-a",
+			.labels = labels,
+			.pod_ip = "10.244.1.7",
+			.host_ip = "192.168.49.2",
+			.containers = (struct kube_container[]){ { .name = "web",
+								   .id = id_web,
+								   .runtime = KUBE_RT_CONTAINERD },
+								 { 0 } },
 		};
 		const char *sel[] = { "app=web", NULL };
 		struct kube_service s1 = { .name = "web", .ns = "shop", .selector = sel };
@@ -293,12 +301,20 @@ Test(kube, the_nodes_pods_are_reported_with_the_shipped_analyzers)
 		const char *labels[] = { "app=reviews", "service.istio.io/canonical-name=reviews",
 					 NULL };
 		struct kube_pod p = {
-			.name = "reviews-v1-5d8f", .ns = "bookinfo", .uid = uid_rev, .node = "node-a",
-			.labels = labels, .pod_ip = "10.244.1.8", .host_ip = "192.168.49.2",
-			.containers = (struct kube_container[]){
-				{ .name = "reviews", .id = id_rev, .runtime = KUBE_RT_CRIO },
-				{ .name = "istio-proxy", .id = id_proxy, .runtime = KUBE_RT_DOCKER },
-				{ 0 } },
+			.name = "reviews-v1-5d8f",
+			.ns = "bookinfo",
+			.uid = uid_rev,
+			.node = "node-a",
+			.labels = labels,
+			.pod_ip = "10.244.1.8",
+			.host_ip = "192.168.49.2",
+			.containers = (struct kube_container[]){ { .name = "reviews",
+								   .id = id_rev,
+								   .runtime = KUBE_RT_CRIO },
+								 { .name = "istio-proxy",
+								   .id = id_proxy,
+								   .runtime = KUBE_RT_DOCKER },
+								 { 0 } },
 		};
 
 		cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p)), 0);
@@ -308,17 +324,27 @@ Test(kube, the_nodes_pods_are_reported_with_the_shipped_analyzers)
 		/* Another node's pod (same labels, a Service selects it) and a pod of ours that
 		 * no analyzer takes (no Service, no istio-proxy). */
 		struct kube_pod o = {
-			.name = "web-2", .ns = "shop", .uid = uid_other, .node = "node-b",
+			.name = "web-2",
+			.ns = "shop",
+			.uid = uid_other,
+			.node = "node-b",
 			.labels = labels,
-			.containers = (struct kube_container[]){
-				{ .name = "web", .id = id_other, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+			.containers = (struct kube_container[]){ { .name = "web",
+								   .id = id_other,
+								   .runtime = KUBE_RT_CONTAINERD },
+								 { 0 } },
 		};
 		const char *blabels[] = { "job=nightly", NULL };
 		struct kube_pod b = {
-			.name = "batch-1", .ns = "shop", .uid = uid_batch, .node = "node-a",
+			.name = "batch-1",
+			.ns = "shop",
+			.uid = uid_batch,
+			.node = "node-a",
 			.labels = blabels,
-			.containers = (struct kube_container[]){
-				{ .name = "batch", .id = id_batch, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+			.containers = (struct kube_container[]){ { .name = "batch",
+								   .id = id_batch,
+								   .runtime = KUBE_RT_CONTAINERD },
+								 { 0 } },
 		};
 
 		cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&o)), 0);
@@ -389,10 +415,16 @@ Test(kube, labels_services_and_deletions_are_followed)
 	pid_t pid = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid), uid), id, web);
 	const char *l1[] = { "app=web", NULL }, *l2[] = { "app=web2", NULL };
 	struct kube_pod p = {
-		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
-		.pod_ip = "10.244.1.7", .host_ip = "192.168.49.2",
-		.containers = (struct kube_container[]){
-			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "web-1",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = l1,
+		.pod_ip = "10.244.1.7",
+		.host_ip = "192.168.49.2",
+		.containers =
+			(struct kube_container[]){
+				{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
 	};
 	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
 	struct kube_service s2 = { .name = "web2", .ns = "shop", .selector = l2 };
@@ -431,14 +463,25 @@ Test(kube, outages_relists_and_a_rotated_token)
 	pid_t pid2 = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid2), uid2), id2, api);
 	const char *l1[] = { "app=web", NULL }, *l2[] = { "app=api", NULL };
 	struct kube_pod p = {
-		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
-		.containers = (struct kube_container[]){
-			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "web-1",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = l1,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
 	};
 	struct kube_pod p2 = {
-		.name = "api-1", .ns = "shop", .uid = uid2, .node = "node-a", .labels = l2,
-		.containers = (struct kube_container[]){
-			{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "api-1",
+		.ns = "shop",
+		.uid = uid2,
+		.node = "node-a",
+		.labels = l2,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD },
+				{ 0 } },
 	};
 	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
 	struct kube_service s2 = { .name = "api", .ns = "shop", .selector = l2 };
@@ -459,8 +502,8 @@ Test(kube, outages_relists_and_a_rotated_token)
 	sleep_ms(4000);
 	cr_expect_eq(in_last_keepalive("c1::web.shop"), 1,
 		     "the entity was dropped while the API server was down");
-	cr_expect_eq(count_in_log("keeping what is known"), 2, "one line per watch that failed:\n%s",
-		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_eq(count_in_log("keeping what is known"), 2,
+		     "one line per watch that failed:\n%s", slurp(tmp_path("rover.log"), NULL));
 	/* Back, having lost its event history (a watch from before gets 410): relisted. */
 	cr_assert_eq(kube_api_up(&e.k), 0);
 	kube_api_compact(&e.k);
@@ -478,7 +521,7 @@ Test(kube, outages_relists_and_a_rotated_token)
 	kube_api_drop_watches(&e.k);
 	cr_assert_gt(kube_api_delete(&e.k, "Pod", "shop", "api-1"), 0);
 	cr_expect(wait_keepalive("c1::api.shop", 0, 30000), "a deletion after the rotation was "
-							     "not seen");
+							    "not seen");
 	cr_expect_gt(kube_api_token_uses(&e.k, "token-2"), 0);
 	cr_expect_gt(kube_api_requests(&e.k, "watch pods"), before);
 	cr_expect(wait_log("token in", 1000), "the rotation was not said");
@@ -493,14 +536,25 @@ Test(kube, garbage_from_the_api_server_is_refused_and_counted)
 	pid_t pid2 = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid2), uid2), id2, api);
 	const char *l1[] = { "app=web", NULL }, *l2[] = { "app=api", NULL };
 	struct kube_pod p = {
-		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
-		.containers = (struct kube_container[]){
-			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "web-1",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = l1,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
 	};
 	struct kube_pod p2 = {
-		.name = "api-1", .ns = "shop", .uid = uid2, .node = "node-a", .labels = l2,
-		.containers = (struct kube_container[]){
-			{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "api-1",
+		.ns = "shop",
+		.uid = uid2,
+		.node = "node-a",
+		.labels = l2,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD },
+				{ 0 } },
 	};
 	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
 	struct kube_service s2 = { .name = "api", .ns = "shop", .selector = l2 };
@@ -557,16 +611,23 @@ Test(kube, a_users_analyzer_sees_owners_env_and_labels)
 	struct kube_owner rs = { .kind = "ReplicaSet", .name = "cart-7f9", .controller = 1 };
 	struct kube_owner dep = { .kind = "Deployment", .name = "cart", .controller = 1 };
 	struct kube_pod p = {
-		.name = "cart-7f9-x2", .ns = "shop", .uid = uid, .node = "node-a", .labels = labels,
+		.name = "cart-7f9-x2",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = labels,
 		.owners = (struct kube_owner[]){ rs, { 0 } },
-		.containers = (struct kube_container[]){
-			{ .name = "app", .id = id, .env = env, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.containers = (struct kube_container[]){ { .name = "app",
+							   .id = id,
+							   .env = env,
+							   .runtime = KUBE_RT_CONTAINERD },
+							 { 0 } },
 	};
 	struct json_object *kp;
 
 	start_all(&e, "", analyzers);
-	cr_assert_gt(kube_api_put(&e.k, kube_owned_json("ReplicaSet", "shop", "cart-7f9", NULL,
-							&dep)),
+	cr_assert_gt(kube_api_put(&e.k,
+				  kube_owned_json("ReplicaSet", "shop", "cart-7f9", NULL, &dep)),
 		     0);
 	cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p)), 0);
 	kp = wait_entity(pid, "c1::cart", 30000);
@@ -598,9 +659,14 @@ Test(kube, host_and_kubernetes_discovery_run_together)
 	pid_t hp = track(spawn_cmd((char *[]){ (char *)host, "600", NULL }, tmp_path("host.err")));
 	const char *l1[] = { "app=web", NULL };
 	struct kube_pod p = {
-		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
-		.containers = (struct kube_container[]){
-			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "web-1",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = l1,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
 	};
 	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
 	struct json_object *kp, *h, *got[8];
@@ -610,7 +676,8 @@ Test(kube, host_and_kubernetes_discovery_run_together)
 	cr_assert_gt(kube_api_put(&e.k, kube_service_json(&s1)), 0);
 	cr_assert_gt(kube_api_put(&e.k, kube_pod_json(&p)), 0);
 	kp = wait_entity(pid, "c1::web.shop", 30000);
-	cr_assert(kp, "the pod's process not reported; log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_assert(kp, "the pod's process not reported; log:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
 	json_object_put(kp);
 	h = wait_reported(hp, 20000);
 	cr_assert(h, "the host process not reported");
@@ -660,17 +727,26 @@ Test(kube, a_cgroup_named_after_another_pods_container_is_not_that_pod)
 	{
 		const char *lb[] = { "app=payments", NULL }, *la[] = { "app=tenant", NULL };
 		struct kube_pod b = {
-			.name = "payments-1", .ns = "bank", .uid = uid_b, .node = "node-a",
+			.name = "payments-1",
+			.ns = "bank",
+			.uid = uid_b,
+			.node = "node-a",
 			.labels = lb,
-			.containers = (struct kube_container[]){
-				{ .name = "payments", .id = id_b, .runtime = KUBE_RT_CONTAINERD },
-				{ 0 } },
+			.containers = (struct kube_container[]){ { .name = "payments",
+								   .id = id_b,
+								   .runtime = KUBE_RT_CONTAINERD },
+								 { 0 } },
 		};
 		struct kube_pod a = {
-			.name = "tenant-1", .ns = "tenant", .uid = uid_a, .node = "node-a",
+			.name = "tenant-1",
+			.ns = "tenant",
+			.uid = uid_a,
+			.node = "node-a",
 			.labels = la,
-			.containers = (struct kube_container[]){
-				{ .name = "app", .id = id_a, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+			.containers = (struct kube_container[]){ { .name = "app",
+								   .id = id_a,
+								   .runtime = KUBE_RT_CONTAINERD },
+								 { 0 } },
 		};
 		struct kube_service sb = { .name = "payments", .ns = "bank", .selector = lb };
 		struct kube_service sa = { .name = "tenant", .ns = "tenant", .selector = la };
@@ -728,14 +804,25 @@ Test(kube, answers_over_the_memory_bounds_are_refused_and_the_supervisor_stays_s
 	pid_t pid2 = container(KUBE_CONTAINERD_SYSTEMD, (kube_random_uid(uid2), uid2), id2, api);
 	const char *l1[] = { "app=web", NULL }, *l2[] = { "app=api", NULL };
 	struct kube_pod p = {
-		.name = "web-1", .ns = "shop", .uid = uid, .node = "node-a", .labels = l1,
-		.containers = (struct kube_container[]){
-			{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "web-1",
+		.ns = "shop",
+		.uid = uid,
+		.node = "node-a",
+		.labels = l1,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "web", .id = id, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
 	};
 	struct kube_pod p2 = {
-		.name = "api-1", .ns = "shop", .uid = uid2, .node = "node-a", .labels = l2,
-		.containers = (struct kube_container[]){
-			{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD }, { 0 } },
+		.name = "api-1",
+		.ns = "shop",
+		.uid = uid2,
+		.node = "node-a",
+		.labels = l2,
+		.containers =
+			(struct kube_container[]){
+				{ .name = "api", .id = id2, .runtime = KUBE_RT_CONTAINERD },
+				{ 0 } },
 	};
 	struct kube_service s1 = { .name = "web", .ns = "shop", .selector = l1 };
 	struct kube_service s2 = { .name = "api", .ns = "shop", .selector = l2 };

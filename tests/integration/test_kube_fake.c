@@ -324,9 +324,9 @@ Test(kube_fake, dropped_watches_end_abruptly_and_gone_clients_cost_nothing)
 		char name[16];
 
 		snprintf(name, sizeof(name), "s%d", i);
-		cr_assert_gt(
-			kube_api_put(&k, kube_service_json(&(struct kube_service){ .name = name })),
-			0);
+		cr_assert_gt(kube_api_put(&k, kube_service_json(&(struct kube_service){
+						      .name = name })),
+			     0);
 	}
 	/* A stream cut without its last chunk: curl reports the transfer as
 	 * incomplete. */
@@ -484,8 +484,9 @@ Test(kube_fake, garbage_answers_are_what_they_claim)
 	free(body);
 
 	/* In a watch stream: the next line, then the stream goes on. */
-	w = track(kube_api_watch_spawn(
-		&k, "/api/v1/pods?watch=1&resourceVersion=1&timeoutSeconds=2", tmp_path("w.out")));
+	w = track(kube_api_watch_spawn(&k,
+				       "/api/v1/pods?watch=1&resourceVersion=1&timeoutSeconds=2",
+				       tmp_path("w.out")));
 	cr_assert_eq(kube_api_wait_watches(&k, "pods", 1, 10000), 0);
 	cr_assert_eq(kube_api_garbage(&k, "json", 1, "watch"), 0);
 	put_pod(&k, "default", "b", "node-a", NULL);
@@ -528,9 +529,9 @@ Test(kube_fake, owners_services_and_nodes)
 	struct json_object *o;
 
 	cr_assert_gt(kube_api_put(&k, kube_owned_json("Deployment", "shop", "web", NULL, NULL)), 0);
-	cr_assert_gt(
-		kube_api_put(&k, kube_owned_json("ReplicaSet", "shop", "web-5d8f", NULL, &deploy)),
-		0);
+	cr_assert_gt(kube_api_put(&k,
+				  kube_owned_json("ReplicaSet", "shop", "web-5d8f", NULL, &deploy)),
+		     0);
 	cr_assert_gt(kube_api_put(&k, kube_owned_json("Job", "shop", "migrate", NULL, NULL)), 0);
 	cr_assert_gt(kube_api_put(&k, kube_pod_json(&pod)), 0);
 	cr_assert_gt(kube_api_put(&k, kube_service_json(&svc)), 0);

@@ -51,9 +51,19 @@ static void start_task_attach(const char *pids, const char *duration, const char
 			      const char *attach)
 {
 	char out[4096], log[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", (char *)pids,
-			 "--duration", (char *)duration, "--output", out, "--attach",
-			 (char *)attach, NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--type",
+			 "network",
+			 "--pid",
+			 (char *)pids,
+			 "--duration",
+			 (char *)duration,
+			 "--output",
+			 out,
+			 "--attach",
+			 (char *)attach,
+			 NULL };
 
 	snprintf(out, sizeof(out), "%s/%s", tmp, name);
 	snprintf(log, sizeof(log), "%s/%s.log", tmp, name);
@@ -240,7 +250,8 @@ static void nginx_exact(const char *attach, const char *logged_hooks)
 	pair_sum(r, worker, "server", &p);
 	cr_log_info("server: %lld conns, %lld B sent, %lld B received (log: %llu, %llu)",
 		    (long long)p.conns, (long long)p.bytes_sent, (long long)p.bytes_received,
-		    (unsigned long long)logged.bytes_sent, (unsigned long long)logged.bytes_received);
+		    (unsigned long long)logged.bytes_sent,
+		    (unsigned long long)logged.bytes_received);
 	cr_assert_eq(p.requests, 365);
 	/* 1% allowed; the syscalls' bytes are exact, the log's fields are what nginx counted. */
 	assert_within(p.bytes_sent, logged.bytes_sent, 1.0, "bytes sent");
@@ -591,8 +602,8 @@ Test(network, nginx_under_wrk_every_logged_request_is_counted)
 	r = end_task("wrk.json", &log);
 	nginx_stop(&ng);
 	cr_assert_eq(nginx_access_log_counts(&ng, &logged), 0);
-	cr_log_info("wrk %lu requests, nginx logged %lu 200s, report %lld", (unsigned long)w.requests,
-		    (unsigned long)logged.status[200],
+	cr_log_info("wrk %lu requests, nginx logged %lu 200s, report %lld",
+		    (unsigned long)w.requests, (unsigned long)logged.status[200],
 		    (long long)jint(endpoint(r, worker, "server", "/ok"), "requests"));
 	cr_assert_gt(w.requests, 1000);
 	cr_assert_eq(status_count(endpoint(r, worker, "server", "/ok"), 200),

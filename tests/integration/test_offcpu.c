@@ -13,8 +13,9 @@ static void blocked_time_test(const char *attach, const char *logged)
 {
 	pid_t pid = start_program(bin("tests/programs/block_two"), NULL);
 	char pids[32], out[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu", "--attach",
-			 (char *)attach, "--pid", pids, "--duration", "4s", "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu",	  "--attach",
+			 (char *)attach,       "--pid",	  pids,	    "--duration", "4s",
+			 "--output",	       out,	  NULL };
 	uint64_t a, b;
 	struct folded f;
 	char *err = NULL;

@@ -19,8 +19,17 @@ static int profile_pid(pid_t pid, const char *name, const char *duration, const 
 		       struct folded *ret, char **ret_err)
 {
 	char pids[32], out[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration",
-			 (char *)duration, "--dump-period", (char *)period, "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--pid",
+			 pids,
+			 "--duration",
+			 (char *)duration,
+			 "--dump-period",
+			 (char *)period,
+			 "--output",
+			 out,
+			 NULL };
 	int rc;
 
 	snprintf(pids, sizeof(pids), "%d", (int)pid);
@@ -52,8 +61,8 @@ Test(oncpu, two_functions_at_a_known_ratio)
 	/* 6 s at 500 Hz of one busy thread: about 3000 samples. */
 	cr_assert_gt(a + b, 1500, "too few samples: %lu\n%s", a + b, err);
 	cr_assert_gt(a + b, f.total * 9 / 10, "hot functions hold only %lu of %lu", a + b, f.total);
-	cr_assert(pct(a, a + b) > 72.0 && pct(a, a + b) < 78.0, "burn_a share %.1f%% (75%% expected)",
-		  pct(a, a + b));
+	cr_assert(pct(a, a + b) > 72.0 && pct(a, a + b) < 78.0,
+		  "burn_a share %.1f%% (75%% expected)", pct(a, a + b));
 	/* Whole stacks: main calls work_loop calls burn_a. */
 	cr_assert_gt(folded_with_frame(&f, "work_loop"), (a + b) * 9 / 10);
 	cr_assert_gt(folded_with_frame(&f, "main"), (a + b) * 9 / 10);
@@ -118,7 +127,8 @@ Test(oncpu, kernel_frames_follow_user_frames)
 			size_t n = strlen(fr);
 			int k = n > 4 && !strcmp(fr + n - 4, "_[k]");
 
-			cr_assert(!in_kernel || k, "user frame after kernel frame: %s", f.stacks[i]);
+			cr_assert(!in_kernel || k, "user frame after kernel frame: %s",
+				  f.stacks[i]);
 			in_kernel |= k;
 		}
 		if (in_kernel)

@@ -176,14 +176,15 @@ static void expect_counted(struct json_object *r, const pid_t *pids, int npids, 
 		int64_t got = 0, with_code = 0, want = counted_n(c, n, c[i].op, c[i].target, NULL);
 
 		for (int k = 0; k < npids; k++) {
-			struct json_object *e = nr_endpoint(r, pids[k], role, protocol, c[i].op,
-							    c[i].target);
+			struct json_object *e =
+				nr_endpoint(r, pids[k], role, protocol, c[i].op, c[i].target);
 
 			got += nr_int(e, "requests") < 0 ? 0 : nr_int(e, "requests");
 			if (strcmp(c[i].code, "-"))
 				with_code += nr_code(e, atoi(c[i].code));
 		}
-		cr_assert_eq(got, want, "%s %s \"%s\": the peer counted %d, the %s side shows %d: %s",
+		cr_assert_eq(got, want,
+			     "%s %s \"%s\": the peer counted %d, the %s side shows %d: %s",
 			     protocol, c[i].op, c[i].target, (int)want, role, (int)got,
 			     nr_dump(nr_array(r, "endpoints")));
 		if (strcmp(c[i].code, "-"))
@@ -200,8 +201,8 @@ static void expect_counted(struct json_object *r, const pid_t *pids, int npids, 
 		total -= s.requests;
 		errors -= s.errors;
 	}
-	cr_assert_eq(total, 0, "%s requests of the %s side off the peer's count by %d: %s", protocol,
-		     role, (int)-total, nr_dump(r));
+	cr_assert_eq(total, 0, "%s requests of the %s side off the peer's count by %d: %s",
+		     protocol, role, (int)-total, nr_dump(r));
 	cr_assert_eq(errors, 0, "%s errors of the %s side off the peer's count by %d: %s", protocol,
 		     role, (int)-errors, nr_dump(r));
 }
@@ -210,8 +211,7 @@ static void expect_no_loss(struct json_object *r, const char *log)
 {
 	struct json_object *losses = nr_obj(r, "losses");
 
-	json_object_object_foreach(losses, key, val)
-	{
+	json_object_object_foreach(losses, key, val) {
 		cr_assert_eq(json_object_get_int64(val), 0, "losses.%s: %s\n%s", key,
 			     nr_dump(losses), log);
 	}
@@ -227,10 +227,19 @@ Test(proto_db, cql_python_driver_and_responder)
 {
 	int port = free_port(19400, 19499);
 	char portarg[16], pids[32], *log, *out;
-	char *srv[] = { "/usr/bin/python3", (char *)src("tests/tools/cql_responder.py"), "--port",
-			portarg, "--ready-file", (char *)tmp_path("ready"), NULL };
-	char *cli[] = { "/usr/bin/python3", (char *)src("tests/programs/cql_client.py"), portarg,
-			"12", "9", NULL };
+	char *srv[] = { "/usr/bin/python3",
+			(char *)src("tests/tools/cql_responder.py"),
+			"--port",
+			portarg,
+			"--ready-file",
+			(char *)tmp_path("ready"),
+			NULL };
+	char *cli[] = { "/usr/bin/python3",
+			(char *)src("tests/programs/cql_client.py"),
+			portarg,
+			"12",
+			"9",
+			NULL };
 	int options, startup, query, prepare, execute, error, code;
 	struct json_object *r;
 	struct nr_sum s;
@@ -264,8 +273,10 @@ Test(proto_db, cql_python_driver_and_responder)
 		expect_op(r, pid, role, "cql", "OPTIONS", "", 0, options);
 		expect_op(r, pid, role, "cql", "STARTUP", "", 0, startup);
 		expect_op(r, pid, role, "cql", "QUERY", "SELECT v FROM t WHERE k = 1", 0, query);
-		expect_op(r, pid, role, "cql", "PREPARE", "SELECT v FROM t WHERE k = ?", 0, prepare);
-		expect_op(r, pid, role, "cql", "EXECUTE", "SELECT v FROM t WHERE k = ?", 0, execute);
+		expect_op(r, pid, role, "cql", "PREPARE", "SELECT v FROM t WHERE k = ?", 0,
+			  prepare);
+		expect_op(r, pid, role, "cql", "EXECUTE", "SELECT v FROM t WHERE k = ?", 0,
+			  execute);
 		expect_op(r, pid, role, "cql", "QUERY", "SELECT * FROM nosuchtable", code, error);
 		nr_sum(r, pid, "cql", &s);
 		cr_assert_eq(s.requests, options + startup + query + prepare + execute + error,
@@ -293,11 +304,24 @@ static void pymongo_mockupdb(bool tls)
 {
 	int port = free_port(tls ? 17200 : 17100, tls ? 17299 : 17199);
 	char portarg[16], pids[32], *log, *out, *counts;
-	char *srv[] = { "/usr/bin/python3", (char *)src("tests/tools/mongo_peer.py"), "--port",
-			portarg, "--ready-file", (char *)tmp_path("ready"), "--max-wire", "13",
-			tls ? "--ssl" : NULL, NULL };
-	char *cli[] = { "/usr/bin/python3", (char *)src("tests/programs/mongo_client.py"),
-			portarg, "5", "8", "6", NULL, NULL };
+	char *srv[] = { "/usr/bin/python3",
+			(char *)src("tests/tools/mongo_peer.py"),
+			"--port",
+			portarg,
+			"--ready-file",
+			(char *)tmp_path("ready"),
+			"--max-wire",
+			"13",
+			tls ? "--ssl" : NULL,
+			NULL };
+	char *cli[] = { "/usr/bin/python3",
+			(char *)src("tests/programs/mongo_client.py"),
+			portarg,
+			"5",
+			"8",
+			"6",
+			NULL,
+			NULL };
 	int ping, insert, find, docs, bogus, dup;
 	struct counted cnt[COUNTED_MAX];
 	struct json_object *r;
@@ -383,8 +407,13 @@ static void kcat_produce(bool v0, bool broker_side)
 	int port = free_port(v0 ? 19600 : 19500, v0 ? 19699 : 19599);
 	char portarg[16], broker[32], pids[48], *log, *out[2], *counts;
 	char ready[4200], seven[4200], four[4200], kmock[4200];
-	char *pysrv[] = { "/usr/bin/python3", (char *)src("tests/tools/kafka_broker.py"), "--port",
-			  portarg, "--ready-file", ready, NULL };
+	char *pysrv[] = { "/usr/bin/python3",
+			  (char *)src("tests/tools/kafka_broker.py"),
+			  "--port",
+			  portarg,
+			  "--ready-file",
+			  ready,
+			  NULL };
 	char *gosrv[] = { kmock, "-port", portarg, "-ready-file", ready, NULL };
 	char *cli[2][16] = {
 		{ "kcat", "-P", "-b", broker, "-t", "t", "-l", seven, NULL },
@@ -430,7 +459,8 @@ static void kcat_produce(bool v0, bool broker_side)
 	cr_assert_eq(client_wait(0, "kcat0.out", &out[0]), 0, "%s", out[0]);
 	/* one failure report per message, and a status that says so */
 	cr_assert_eq(client_wait(1, "kcat1.out", &out[1]), 1, "%s", out[1]);
-	cr_assert_eq(count_in(out[1], "Delivery failed for message: Broker: Message size too large"),
+	cr_assert_eq(count_in(out[1],
+			      "Delivery failed for message: Broker: Message size too large"),
 		     4, "%s", out[1]);
 	counts = server_stop();
 	n = counted_read(counts, cnt, COUNTED_MAX);
@@ -513,8 +543,13 @@ Test(proto_db, mysql_prepared_statements_mysql2_and_mariadb)
 	int port = free_port(13400, 13499);
 	char portarg[16], pids[32], npm[4200], *log, *out, *err = NULL;
 	char *deps[] = { "/bin/sh", (char *)src("tests/programs/npm-deps.sh"), npm, NULL };
-	char *cli[] = { "/usr/bin/node", (char *)src("tests/programs/mysql2_client.js"), npm,
-			portarg, "10", "6", NULL };
+	char *cli[] = { "/usr/bin/node",
+			(char *)src("tests/programs/mysql2_client.js"),
+			npm,
+			portarg,
+			"10",
+			"6",
+			NULL };
 	int setup_n, query, rows, exec, exec_rows, errors, code1, code2;
 	int logged;
 	struct json_object *r;
@@ -540,7 +575,8 @@ Test(proto_db, mysql_prepared_statements_mysql2_and_mariadb)
 	task = nr_start(pids, "8s", "mysql.json", 0);
 	cr_assert_eq(write_file(tmp_path("go"), ""), 0);
 	cr_assert_eq(client_wait(0, "client.out", &out), 0, "%s", out);
-	cr_assert_eq(sscanf(out, "setup=%d query=%d rows=%d exec=%d exec_rows=%d errors=%d codes=%d,%d",
+	cr_assert_eq(sscanf(out,
+			    "setup=%d query=%d rows=%d exec=%d exec_rows=%d errors=%d codes=%d,%d",
 			    &setup_n, &query, &rows, &exec, &exec_rows, &errors, &code1, &code2),
 		     8, "%s", out);
 	cr_assert(setup_n == 3 && query == 10 && rows == 30 && exec == 6 && exec_rows == 4 &&
@@ -562,13 +598,13 @@ Test(proto_db, mysql_prepared_statements_mysql2_and_mariadb)
 
 		expect_op(r, pid, role, "mysql", "COM_QUERY", "CREATE DATABASE d", 0, 1);
 		expect_op(r, pid, role, "mysql", "COM_QUERY", "CREATE TABLE d.t (a INT)", 0, 1);
-		expect_op(r, pid, role, "mysql", "COM_QUERY", "INSERT INTO d.t VALUES (1),(2),(3)", 0,
-			  1);
-		expect_op(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.t", 0, query);
-		expect_op(r, pid, role, "mysql", "COM_STMT_PREPARE", "SELECT a FROM d.t WHERE a = ?",
+		expect_op(r, pid, role, "mysql", "COM_QUERY", "INSERT INTO d.t VALUES (1),(2),(3)",
 			  0, 1);
-		expect_op(r, pid, role, "mysql", "COM_STMT_EXECUTE", "SELECT a FROM d.t WHERE a = ?",
-			  0, exec);
+		expect_op(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.t", 0, query);
+		expect_op(r, pid, role, "mysql", "COM_STMT_PREPARE",
+			  "SELECT a FROM d.t WHERE a = ?", 0, 1);
+		expect_op(r, pid, role, "mysql", "COM_STMT_EXECUTE",
+			  "SELECT a FROM d.t WHERE a = ?", 0, exec);
 		expect_op(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.nosuch", code1, 1);
 		expect_op(r, pid, role, "mysql", "COM_STMT_PREPARE",
 			  "SELECT a FROM d.nosuch WHERE a = ?", code2, 1);

@@ -88,8 +88,17 @@ Test(proto, dns_over_tls_dig_and_unbound)
 {
 	int port = free_port(15600, 15699);
 	char portarg[16], pids[32], *log, *out;
-	char *argv[] = { "dig", "@127.0.0.1", "-p", portarg, "+tls", "+tries=1", "+time=5",
-			 "example.test", "nope.example.test", "example.test", NULL };
+	char *argv[] = { "dig",
+			 "@127.0.0.1",
+			 "-p",
+			 portarg,
+			 "+tls",
+			 "+tries=1",
+			 "+time=5",
+			 "example.test",
+			 "nope.example.test",
+			 "example.test",
+			 NULL };
 	struct json_object *r;
 	struct nr_sum s;
 
@@ -131,11 +140,20 @@ Test(proto, dns_over_udp_dig_and_dnsmasq)
 	int port = free_port(15400, 15499);
 	char portarg[16], pidfile[4200], pids[32], addr[] = "--address=/test.local/127.0.0.2";
 	char *log, *out;
-	char *dm[] = { "/usr/sbin/dnsmasq", "--no-daemon", "--conf-file=/dev/null",
-		       "--listen-address=127.0.0.1", "--bind-interfaces", portarg, addr,
-		       "--no-resolv", "--no-hosts", "--user=root", pidfile, NULL };
-	char *argv[] = { "dig", "@127.0.0.1", "-p", portarg + 7, "+tries=1", "+time=5",
-			 "a.test.local", "b.test.local", "other.example", NULL };
+	char *dm[] = { "/usr/sbin/dnsmasq",
+		       "--no-daemon",
+		       "--conf-file=/dev/null",
+		       "--listen-address=127.0.0.1",
+		       "--bind-interfaces",
+		       portarg,
+		       addr,
+		       "--no-resolv",
+		       "--no-hosts",
+		       "--user=root",
+		       pidfile,
+		       NULL };
+	char *argv[] = { "dig",	    "@127.0.0.1",   "-p",	    portarg + 7,     "+tries=1",
+			 "+time=5", "a.test.local", "b.test.local", "other.example", NULL };
 	struct json_object *r;
 	struct nr_sum s;
 	pid_t dig, dnsmasq;
@@ -179,10 +197,25 @@ Test(proto, dns_over_tcp_kdig_and_unbound)
 {
 	int port = free_port(15300, 15399);
 	char portarg[16], pids[32], *log, *out;
-	char *argv[] = { "kdig",	 "@127.0.0.1",	  "-p",		portarg,	   "+tcp",
-			 "+keepopen",	 "+retry=0",	  "+timeout=5", "example.test",	   "A",
-			 "example.test", "A",		  "example.test", "AAAA",	   "nope.example.test",
-			 "A",		 "nope.example.test", "A",	NULL };
+	char *argv[] = { "kdig",
+			 "@127.0.0.1",
+			 "-p",
+			 portarg,
+			 "+tcp",
+			 "+keepopen",
+			 "+retry=0",
+			 "+timeout=5",
+			 "example.test",
+			 "A",
+			 "example.test",
+			 "A",
+			 "example.test",
+			 "AAAA",
+			 "nope.example.test",
+			 "A",
+			 "nope.example.test",
+			 "A",
+			 NULL };
 	struct json_object *r;
 	struct nr_sum s;
 	pid_t kdig;
@@ -261,9 +294,8 @@ static void mariadb_cli(bool ssl)
 	snprintf(portarg, sizeof(portarg), "%d", port);
 	/* From a file: --force goes on after an error in a script, not in -e's statements. */
 	cr_assert_eq(write_file(tmp_path("statements.sql"), mysql_statements), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "exec mariadb -h 127.0.0.1 -P %s -u root %s --force <%s", portarg,
-		 ssl ? "--ssl" : "--skip-ssl", tmp_path("statements.sql"));
+	snprintf(cmd, sizeof(cmd), "exec mariadb -h 127.0.0.1 -P %s -u root %s --force <%s",
+		 portarg, ssl ? "--ssl" : "--skip-ssl", tmp_path("statements.sql"));
 	db = nr_mariadb_start(port, &cert);
 	cli = client = nr_spawn_when(tmp_path("go"), tmp_path("cli.out"), argv);
 	cr_assert_gt(client, 0);
@@ -293,10 +325,12 @@ static void mariadb_cli(bool ssl)
 		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
 		cr_assert_eq(nr_int(e, "requests"), 1);
 		cr_assert_eq(nr_code(e, 1146), 1, "%s", nr_dump(e));
-		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY", "SELECT a FROM d.t WHERE a > 1");
+		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY",
+				"SELECT a FROM d.t WHERE a > 1");
 		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
 		cr_assert_eq(nr_code(e, 0), 1, "%s", nr_dump(e));
-		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY", "INSERT INTO d.t VALUES (1),(2),(3)");
+		e = nr_endpoint(r, pid, role, "mysql", "COM_QUERY",
+				"INSERT INTO d.t VALUES (1),(2),(3)");
 		cr_assert_not_null(e, "%s: %s", role, nr_dump(nr_array(r, "endpoints")));
 		nr_sum(r, pid, "mysql", &s);
 		cr_assert_eq(s.requests, queries + quits, "%s: %d queries and %d quits logged: %s",
@@ -371,8 +405,9 @@ static void h2load_nginx(bool tls)
 	client = -1;
 	out = slurp(tmp_path("h2load.out"), NULL);
 	cr_assert(out && strstr(out, "status codes: "), "%s", out);
-	cr_assert_eq(sscanf(strstr(out, "status codes: "), "status codes: %u 2xx, %*u 3xx, %u 4xx, %u 5xx",
-			    &x2, &x4, &x5), 3, "%s", out);
+	cr_assert_eq(sscanf(strstr(out, "status codes: "),
+			    "status codes: %u 2xx, %*u 3xx, %u 4xx, %u 5xx", &x2, &x4, &x5),
+		     3, "%s", out);
 	cr_assert_eq(x2 + x4 + x5, 300, "%s", out);
 	r = nr_end(task, "h2.json", &log);
 	task = -1;
@@ -392,8 +427,8 @@ static void h2load_nginx(bool tls)
 		cr_assert_eq(s.ssl_pairs, tls ? s.pairs : 0, "%s", nr_dump(r));
 	}
 	cr_assert_eq(logged.status[200], x2);
-	cr_assert_eq(nr_int(nr_endpoint(r, ng.worker, "server", "http2", "GET", "*"), "requests"), -1,
-		     "no path unknown: %s", nr_dump(nr_array(r, "endpoints")));
+	cr_assert_eq(nr_int(nr_endpoint(r, ng.worker, "server", "http2", "GET", "*"), "requests"),
+		     -1, "no path unknown: %s", nr_dump(nr_array(r, "endpoints")));
 	cr_assert_eq(nr_int(nr_obj(r, "losses"), "http2_headers_undecodable"), 0, "%s", nr_dump(r));
 	json_object_put(r);
 	free(out);
@@ -419,7 +454,9 @@ Test(proto, grpc_status_by_method)
 {
 	int port = free_port(18200, 18299);
 	char portarg[16], pids[32], *log, *out, peer[4200];
-	char *srv[] = { "/usr/bin/python3", peer, "server", portarg, (char *)tmp_path("ready"), NULL };
+	char *srv[] = {
+		"/usr/bin/python3", peer, "server", portarg, (char *)tmp_path("ready"), NULL
+	};
 	char *cli[] = { "/usr/bin/python3", peer, "client", portarg, "20", "7", NULL };
 	struct json_object *r, *e;
 	struct nr_sum s;
@@ -477,7 +514,9 @@ Test(proto, grpc_met_mid_connection_counts_and_never_guesses)
 {
 	int port = free_port(18300, 18399);
 	char portarg[16], pids[32], *log, *out, peer[4200];
-	char *srv[] = { "/usr/bin/python3", peer, "server", portarg, (char *)tmp_path("ready"), NULL };
+	char *srv[] = {
+		"/usr/bin/python3", peer, "server", portarg, (char *)tmp_path("ready"), NULL
+	};
 	char gofile[4200];
 	/* tmp_path's buffers rotate: the path is copied before it is given away */
 	char *cli[] = { "/usr/bin/python3", peer, "client", portarg, "20", "7", gofile, "5", NULL };

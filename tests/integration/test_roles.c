@@ -56,8 +56,18 @@ TestSuite(roles, .init = serve_up, .fini = serve_down, .timeout = 180);
 static pid_t submit(const char *name, const char *duration, char *errpath)
 {
 	static char pids[32], out[4200];
-	char *argv[] = { (char *)bin("rover"), "profile", "--connect", sockdir, "--pid", pids,
-			 "--duration", (char *)duration, "--dump-period", "5ms", "--output", out,
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--connect",
+			 sockdir,
+			 "--pid",
+			 pids,
+			 "--duration",
+			 (char *)duration,
+			 "--dump-period",
+			 "5ms",
+			 "--output",
+			 out,
 			 NULL };
 
 	snprintf(pids, sizeof(pids), "%d", (int)target);
@@ -152,7 +162,8 @@ Test(roles, the_worker_links_no_grpc_protobuf_or_yaml)
 	cr_assert(p);
 	while (fgets(line, sizeof(line), p)) {
 		libs++;
-		cr_assert(!strstr(line, "grpc") && !strstr(line, "protobuf") && !strstr(line, "yaml"),
+		cr_assert(!strstr(line, "grpc") && !strstr(line, "protobuf") &&
+				  !strstr(line, "yaml"),
 			  "worker links %s", line);
 	}
 	pclose(p);
@@ -246,12 +257,24 @@ Test(roles, each_role_started_alone_through_a_socket_directory)
 {
 	char dir[4200], out[4200], pids[32], ctl[4300];
 	char *spawner[] = { (char *)bin("rover"), "spawner", "--socket-dir", dir, NULL };
-	char *shipper[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
-			    (char *)bin("rover-shipper"), "--socket-dir", dir, NULL };
-	char *supervisor[] = { "/usr/sbin/runuser", "-u", (char *)role_user(), "--",
-			       (char *)bin("rover-supervisor"), "--socket-dir", dir, NULL };
+	char *shipper[] = { "/usr/sbin/runuser",
+			    "-u",
+			    (char *)role_user(),
+			    "--",
+			    (char *)bin("rover-shipper"),
+			    "--socket-dir",
+			    dir,
+			    NULL };
+	char *supervisor[] = { "/usr/sbin/runuser",
+			       "-u",
+			       (char *)role_user(),
+			       "--",
+			       (char *)bin("rover-supervisor"),
+			       "--socket-dir",
+			       dir,
+			       NULL };
 	char *client[] = { (char *)bin("rover"), "profile", "--connect", dir, "--pid", pids,
-			   "--duration", "1500ms", "--output", out, NULL };
+			   "--duration",	 "1500ms",  "--output",	 out, NULL };
 	pid_t sp, sh, sv;
 	struct folded f;
 	char *err = NULL;
@@ -307,8 +330,12 @@ static int count_fds(pid_t pid)
 Test(roles, refused_tasks_leak_no_descriptors)
 {
 	/* A NETWORK task cannot be written as a profile. */
-	struct task_spec bad = { .type = TASK_NETWORK, .format = FORMAT_FOLDED, .npids = 1,
-				 .duration_ms = 1000, .period_us = 9000, .flush_ms = 5000 };
+	struct task_spec bad = { .type = TASK_NETWORK,
+				 .format = FORMAT_FOLDED,
+				 .npids = 1,
+				 .duration_ms = 1000,
+				 .period_us = 9000,
+				 .flush_ms = 5000 };
 	static const struct ipc_rule replies[] = {
 		{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 	};
@@ -337,4 +364,3 @@ Test(roles, refused_tasks_leak_no_descriptors)
 	cr_assert_eq(after, before, "supervisor descriptors %d -> %d over 50 refused tasks", before,
 		     after);
 }
-

@@ -26,7 +26,7 @@ TestSuite(startup, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 
 /* What a backend or Kubernetes brings, and a one-shot must not map. */
 static const char *const backend_libs[] = { "librover-oap", "libgrpc", "libgpr", "libabsl",
-					    "libcares", "libre2", "libssl", "libcurl" };
+					    "libcares",	    "libre2",  "libssl", "libcurl" };
 
 static void expect_maps_capstone(pid_t ship, int want)
 {
@@ -38,7 +38,8 @@ static void expect_maps_capstone(pid_t ship, int want)
 	if (want)
 		cr_expect_str_not_empty(hit, "the NETWORK task's shipper has no libcapstone");
 	else
-		cr_expect_str_empty(hit, "the ON_CPU one-shot's shipper maps libcapstone:\n%s", hit);
+		cr_expect_str_empty(hit, "the ON_CPU one-shot's shipper maps libcapstone:\n%s",
+				    hit);
 	free(hit);
 }
 
@@ -49,7 +50,8 @@ static void expect_maps_none(pid_t pid, const char *who)
 		char *hit = proc_maps_grep(pid, backend_libs[i]);
 
 		cr_assert_not_null(hit, "cannot read the maps of the %s (%d)", who, (int)pid);
-		cr_expect_str_empty(hit, "the one-shot's %s maps %s:\n%s", who, backend_libs[i], hit);
+		cr_expect_str_empty(hit, "the one-shot's %s maps %s:\n%s", who, backend_libs[i],
+				    hit);
 		free(hit);
 	}
 }
@@ -62,8 +64,10 @@ static void one_shot(const char *type, void (*check)(pid_t sup, pid_t ship))
 {
 	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL);
 	char pid[16], *out = tmp_path("out"), *errpath = tmp_path("profile.err");
-	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pid, "--duration", "3s",
-			 "--output", out, "--type", (char *)type, NULL };
+	char *argv[] = {
+		(char *)bin("rover"), "profile", "--pid",  pid,		 "--duration", "3s",
+		"--output",	      out,	 "--type", (char *)type, NULL
+	};
 	pid_t task;
 	int rc;
 
@@ -141,7 +145,7 @@ static void expect_stops_naming_module(const char *dir, const char *what)
 	snprintf(path, sizeof(path), "%s/librover-oap.so", dir);
 	/* Nothing listens on port 1: the module is loaded before any connection is tried. */
 	cr_assert_eq(write_file(tmp_path("rover.yaml"), "core:\n  backend:\n"
-							 "    addr: 127.0.0.1:1\n"),
+							"    addr: 127.0.0.1:1\n"),
 		     0);
 	pid = spawn_cmd(argv, tmp_path("rover.log"));
 	rc = wait_cmd(pid, 30000);

@@ -17,8 +17,8 @@ TestSuite(symbols, .init = tmp_setup, .fini = tmp_teardown, .timeout = 180);
 static void profile_into(pid_t pid, const char *name, struct folded *ret)
 {
 	char pids[32], out[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "2s",
-			 "--dump-period", "5ms", "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--pid",    pids, "--duration", "2s",
+			 "--dump-period",      "5ms",	  "--output", out,  NULL };
 	char *err = NULL;
 	int rc;
 
@@ -72,15 +72,17 @@ Test(symbols, a_binary_deleted_while_it_runs_is_named)
 	cr_assert_eq(unlink(exe), 0);
 	profile_into(pid, "deleted.folded", &f);
 	stop_program(pid);
-	cr_assert_gt(folded_with_leaf(&f, "burn_a"), f.total / 2, "burn_a not named in a deleted binary");
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), f.total / 2,
+		     "burn_a not named in a deleted binary");
 	folded_free(&f);
 }
 
 Test(symbols, a_binary_only_in_the_targets_mount_namespace_is_named)
 {
 	char dir[1024], cmd[12000];
-	char *argv[] = { "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", cmd,
-			 NULL };
+	char *argv[] = {
+		"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", cmd, NULL
+	};
 	struct folded f;
 	struct stat st;
 	pid_t pid;

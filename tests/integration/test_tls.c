@@ -92,8 +92,17 @@ static void wait_tls_attached(const char *name, int tls)
 static void start_task_tls(const char *pids, const char *duration, const char *name, int tls)
 {
 	char out[4096], log[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", (char *)pids,
-			 "--duration", (char *)duration, "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--type",
+			 "network",
+			 "--pid",
+			 (char *)pids,
+			 "--duration",
+			 (char *)duration,
+			 "--output",
+			 out,
+			 NULL };
 
 	snprintf(out, sizeof(out), "%s/%s", tmp, name);
 	snprintf(log, sizeof(log), "%s/%s.log", tmp, name);
@@ -290,10 +299,9 @@ static void expect_tls(struct json_object *r, int pid, const char *library, cons
 {
 	struct json_object *e = tls_entry(r, pid, library);
 
-	cr_assert_not_null(e, "no \"tls\" entry for pid %d, library %s: %s", pid, library,
-			   dump(r));
-	cr_assert(strstr(jstr(e, "path"), path_part), "pid %d: %s attached in %s, not in *%s*",
-		  pid, library, jstr(e, "path"), path_part);
+	cr_assert_not_null(e, "no \"tls\" entry for pid %d, library %s: %s", pid, library, dump(r));
+	cr_assert(strstr(jstr(e, "path"), path_part), "pid %d: %s attached in %s, not in *%s*", pid,
+		  library, jstr(e, "path"), path_part);
 	cr_assert_gt(jint(e, "probes"), 0, "%s", dump(e));
 }
 
@@ -301,9 +309,9 @@ static void expect_tls(struct json_object *r, int pid, const char *library, cons
 static void expect_no_parse_losses(struct json_object *r)
 {
 	static const char *const keys[] = {
-		"http_unpaired",	  "http_lost_segments",	    "http_gap_bytes",
-		"http_resyncs",		  "http_requests_dropped",  "http_responses_dropped",
-		"http_unanswered",	  "http_orphan_responses",  "http_framing_errors",
+		"http_unpaired",       "http_lost_segments",	"http_gap_bytes",
+		"http_resyncs",	       "http_requests_dropped", "http_responses_dropped",
+		"http_unanswered",     "http_orphan_responses", "http_framing_errors",
 		"http_dirs_abandoned",
 	};
 	struct json_object *losses;
@@ -464,7 +472,8 @@ static void traced_clients(enum tls_peer kind, const char *library, const char *
 
 		snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid[0]);
 		text = slurp(maps, NULL);
-		cr_assert(text && !strstr(text, "libssl"), "python mapped libssl before its go file");
+		cr_assert(text && !strstr(text, "libssl"),
+			  "python mapped libssl before its go file");
 		free(text);
 	}
 	cr_assert_eq(write_file(go, ""), 0);

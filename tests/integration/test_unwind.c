@@ -15,14 +15,16 @@
 TestSuite(unwind, .init = tmp_setup, .fini = tmp_teardown, .timeout = 120);
 
 /* Profiles a fresh run of program; extra: more rover arguments, NULL-terminated. */
-static void profile(const char *program, const char *type, const char *unwind,
-		    const char *duration, struct folded *ret, char **ret_err)
+static void profile(const char *program, const char *type, const char *unwind, const char *duration,
+		    struct folded *ret, char **ret_err)
 {
 	pid_t pid = start_program(bin(program), NULL);
 	char pids[32], out[4096];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", (char *)type, "--unwind",
-			 (char *)unwind, "--pid", pids, "--duration", (char *)duration,
-			 "--dump-period", "2ms", "--output", out, NULL };
+	char *argv[] = {
+		(char *)bin("rover"), "profile", "--type",   (char *)type, "--unwind",
+		(char *)unwind,	      "--pid",	 pids,	     "--duration", (char *)duration,
+		"--dump-period",      "2ms",	 "--output", out,	   NULL
+	};
 	int rc;
 
 	cr_assert_gt(pid, 0);
@@ -155,7 +157,8 @@ Test(unwind, a_binary_without_frame_pointers_keeps_its_callers)
 	setenv("ROVER_LOG_LEVEL", "debug", 1);
 	profile("tests/programs/nofp_chain", "on_cpu", "dwarf", "3s", &f, &err);
 	unsetenv("ROVER_LOG_LEVEL");
-	chain = with_seq(&f, "_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b");
+	chain = with_seq(&f,
+			 "_start;__libc_start_main;__libc_start_call_main;main;chain_a;chain_b");
 	bytes = number_before(err, " bytes of user stack in snapshots");
 	cr_log_info("main;chain_a;chain_b %lu of %lu, %llu bytes of stack", chain, f.total, bytes);
 	cr_assert_gt(f.total, 500);

@@ -245,8 +245,9 @@ int main(int argc, char **argv)
 	int reqlen, err;
 
 	if (argc < 5 || argc > 9) {
-		fprintf(stderr, "usage: http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS "
-				"[HEADER]]]]\n");
+		fprintf(stderr,
+			"usage: http_client HOST PORT PATH N [CONNS [START_DELAY_MS [GAP_MS "
+			"[HEADER]]]]\n");
 		return 2;
 	}
 	n = strtol(argv[4], NULL, 10);
@@ -272,7 +273,8 @@ int main(int argc, char **argv)
 	reqlen = snprintf(req, sizeof(req),
 			  "GET %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: rover-http-client\r\n%s%s"
 			  "\r\n",
-			  argv[3], argv[1], argv[2], argc > 8 ? argv[8] : "", argc > 8 ? "\r\n" : "");
+			  argv[3], argv[1], argv[2], argc > 8 ? argv[8] : "",
+			  argc > 8 ? "\r\n" : "");
 	if (reqlen >= (int)sizeof(req)) {
 		fprintf(stderr, "http_client: path or header too long\n");
 		return 2;

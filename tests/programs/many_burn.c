@@ -113,7 +113,8 @@ int main(int argc, char **argv)
 				_exit(0);
 			snprintf(k, sizeof(k), "%ld", i);
 			snprintf(us, sizeof(us), "%ld", burn_us);
-			execl("/proc/self/exe", "many_burn", "--child", k, argv[2], us, (char *)NULL);
+			execl("/proc/self/exe", "many_burn", "--child", k, argv[2], us,
+			      (char *)NULL);
 			_exit(127);
 		}
 	}

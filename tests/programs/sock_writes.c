@@ -61,8 +61,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: sock_writes unix|tcp MS\n");
 		return 2;
 	}
-	if (!strcmp(argv[1], "unix") ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) :
-				       tcp_pair(fds)) {
+	if (!strcmp(argv[1], "unix") ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds)
+				     : tcp_pair(fds)) {
 		perror("sock_writes: making the pair");
 		return 1;
 	}

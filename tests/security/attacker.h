@@ -91,8 +91,7 @@ static inline pid_t start_program_as(struct who w, const char *path)
  * NULL: stdin /dev/null), for a script that waits for a line before it goes on; *ret_master
  * the pty's master, which the caller keeps open. Its pid, or -1.
  */
-static inline pid_t start_on_pty_as(struct who w, const char *script, int *ret_master,
-				    int *ret_go)
+static inline pid_t start_on_pty_as(struct who w, const char *script, int *ret_master, int *ret_go)
 {
 	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), go[2] = { -1, -1 }, execd[2];
 	const char *slave;

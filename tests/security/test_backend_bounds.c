@@ -79,9 +79,19 @@ static int wait_count(const char *text, int want, int timeout_ms)
 static pid_t start_oap(int *ret_port)
 {
 	char src[4096];
-	char *argv[] = { "/usr/bin/python3", src, "--port", "0", "--bind", "127.0.0.1",
-			 "--port-file", tmp_path("oap.port"), "--record", tmp_path("rec.jsonl"),
-			 "--tasks", tmp_path("tasks.json"), NULL };
+	char *argv[] = { "/usr/bin/python3",
+			 src,
+			 "--port",
+			 "0",
+			 "--bind",
+			 "127.0.0.1",
+			 "--port-file",
+			 tmp_path("oap.port"),
+			 "--record",
+			 tmp_path("rec.jsonl"),
+			 "--tasks",
+			 tmp_path("tasks.json"),
+			 NULL };
 	pid_t pid;
 
 	snprintf(src, sizeof(src), "%s/tests/oap/fake_oap.py",

@@ -41,8 +41,7 @@ static void serve_up(void)
 	snprintf(sockdir, sizeof(sockdir), "%s/sock", tmp);
 	snprintf(serve_log, sizeof(serve_log), "%s/serve.log", tmp);
 	launcher = serve_start(sockdir, serve_log);
-	cr_assert_gt(launcher, 0, "rover serve did not come up: %s",
-		     slurp(serve_log, NULL));
+	cr_assert_gt(launcher, 0, "rover serve did not come up: %s", slurp(serve_log, NULL));
 	target = start_program(bin("tests/programs/demo_burn"), NULL);
 	cr_assert_gt(target, 0);
 }
@@ -81,8 +80,12 @@ static int submit_raw(pid_t pid, const char *out)
 		  sizeof(struct msg_ctl_accepted), 0, 1 },
 		{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 	};
-	struct task_spec spec = { .type = TASK_ON_CPU, .format = FORMAT_FOLDED, .npids = 1,
-				  .duration_ms = 1000, .period_us = 5000, .flush_ms = 5000 };
+	struct task_spec spec = { .type = TASK_ON_CPU,
+				  .format = FORMAT_FOLDED,
+				  .npids = 1,
+				  .duration_ms = 1000,
+				  .period_us = 5000,
+				  .flush_ms = 5000 };
 	struct ipc_msg m = { .fd = -1 };
 	int sock = connect_ctl(), ofd, err, got = -1;
 	char buf[4096];
@@ -259,8 +262,8 @@ Test(boundary, a_client_that_is_not_root_sees_no_kernel_frame)
 	cr_assert_gt(k, 10, "the workload shows too few kernel frames to tell (%llu)",
 		     (unsigned long long)k);
 	k = kernel_samples(t.out);
-	cr_assert_eq(k, 0, "%llu samples with kernel frames went to uid %u",
-		     (unsigned long long)k, me.uid);
+	cr_assert_eq(k, 0, "%llu samples with kernel frames went to uid %u", (unsigned long long)k,
+		     me.uid);
 }
 
 static int plant_in_sockdir(void *arg)
@@ -345,7 +348,7 @@ Test(boundary, root_refuses_an_agent_directory_another_user_controls)
 	struct fake_agent a;
 	char out[4200], pid[32], *err = NULL;
 	char *argv[] = { (char *)bin("rover"), "profile", "--connect", a.dir, "--pid", pid,
-			 "--duration", "1s", "--output", out, NULL };
+			 "--duration",	       "1s",	  "--output",  out,   NULL };
 	struct who rw = role_who();
 	pid_t fake;
 	int rc, status;
@@ -441,7 +444,7 @@ Test(boundary, roles_hold_no_terminal_and_read_nothing_from_it)
 {
 	char pids[32], out[4200];
 	char *argv[] = { (char *)bin("rover"), "profile", "--connect", sockdir, "--pid", pids,
-			 "--duration", "3s", "--output", out, NULL };
+			 "--duration",	       "3s",	  "--output",  out,	NULL };
 	pid_t c, worker;
 
 	snprintf(pids, sizeof(pids), "%d", (int)target);
@@ -459,7 +462,7 @@ Test(uid, an_agent_refuses_a_uid_that_another_process_holds, .timeout = 60)
 {
 	char out[] = "/tmp/rover-uid-test.folded", pids[32], *err = NULL;
 	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "1s",
-			 "--output", out, NULL };
+			 "--output",	       out,	  NULL };
 	pid_t squatter = start_program_as(role_who(), bin("tests/programs/demo_burn"));
 	pid_t t = start_program(bin("tests/programs/demo_burn"), NULL);
 	int rc;
@@ -468,8 +471,7 @@ Test(uid, an_agent_refuses_a_uid_that_another_process_holds, .timeout = 60)
 	snprintf(pids, sizeof(pids), "%d", (int)t);
 	rc = run_cmd(argv, &err);
 	stop_program(squatter);
-	cr_assert_neq(rc, 0, "an agent started while uid of %s ran another process",
-		      role_user());
+	cr_assert_neq(rc, 0, "an agent started while uid of %s ran another process", role_user());
 	cr_assert(err && strstr(err, "which this agent did not start"), "%s", err);
 	free(err);
 	/* Once it is the roles' alone again, the agent runs. */
@@ -500,7 +502,7 @@ Test(pids, a_process_that_takes_a_profiled_pid_is_not_profiled, .timeout = 90)
 {
 	char out[] = "/tmp/rover-pid-reuse.folded", pids[64], *err;
 	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "5s",
-			 "--output", out, NULL };
+			 "--output",	       out,	  NULL };
 	pid_t a = start_program(bin("tests/programs/demo_burn"), NULL);
 	pid_t b = start_program(bin("tests/programs/demo_burn"), NULL);
 	pid_t rover, impostor = -1;

@@ -29,9 +29,9 @@ TestSuite(deploy, .timeout = 60);
 
 /* The launcher's list (launcher/main.c launcher_caps, policy/README.md). */
 static const char *const launcher_caps[] = {
-	"CAP_SETUID",	   "CAP_SETGID",	     "CAP_SETPCAP",	    "CAP_BPF",
-	"CAP_PERFMON",	   "CAP_KILL",		     "CAP_SYS_PTRACE",	    "CAP_CHECKPOINT_RESTORE",
-	"CAP_DAC_READ_SEARCH", "CAP_CHOWN",	     "CAP_SYSLOG",
+	"CAP_SETUID",	       "CAP_SETGID", "CAP_SETPCAP",    "CAP_BPF",
+	"CAP_PERFMON",	       "CAP_KILL",   "CAP_SYS_PTRACE", "CAP_CHECKPOINT_RESTORE",
+	"CAP_DAC_READ_SEARCH", "CAP_CHOWN",  "CAP_SYSLOG",
 };
 #define NCAPS (sizeof(launcher_caps) / sizeof(launcher_caps[0]))
 
@@ -190,8 +190,8 @@ Test(deploy, daemonset)
 		strcat(caps, launcher_caps[i] + strlen("CAP_"));
 		strcat(caps, " ");
 	}
-	rc = run_cmd((char *const[]){ "/usr/bin/python3", "-c", (char *)daemonset_check, yaml,
-				      caps, NULL },
+	rc = run_cmd((char *const[]){ "/usr/bin/python3", "-c", (char *)daemonset_check, yaml, caps,
+				      NULL },
 		     &err);
 	if (rc == 3)
 		cr_skip_test("no PyYAML for /usr/bin/python3: Debian's python3-yaml is not installed");
@@ -274,10 +274,12 @@ Test(deploy, spawner_seccomp_profile)
 	cr_assert(text, "reading %s", path);
 	/* What the runtime's default denies a container without CAP_SYS_ADMIN. */
 	cr_assert(strstr(text, "\"bpf\""), "the spawner's profile lacks bpf");
-	cr_assert(strstr(text, "\"perf_event_open\""), "the spawner's profile lacks perf_event_open");
+	cr_assert(strstr(text, "\"perf_event_open\""),
+		  "the spawner's profile lacks perf_event_open");
 	cr_assert(strstr(text, "\"seccomp\""), "the spawner's profile lacks seccomp");
 	/* Without them the roles run without their Landlock domains. */
-	cr_assert(strstr(text, "\"landlock_restrict_self\""), "the spawner's profile lacks Landlock");
+	cr_assert(strstr(text, "\"landlock_restrict_self\""),
+		  "the spawner's profile lacks Landlock");
 	cr_assert(strstr(text, "\"defaultAction\": \"SCMP_ACT_ERRNO\""),
 		  "the spawner's profile is not an allowlist");
 	cr_assert_null(strstr(text, "\"mount\""), "the spawner's profile allows mount");
@@ -490,7 +492,8 @@ Test(deploy, the_daemonset_config_loads)
 	text = slurp(path, &len);
 	unlink(path);
 	cr_assert(text && len, "no ConfigMap with the agent's config");
-	rc = config__load(text, len, &cfg, err, sizeof(err), count_warning, &warnings, daemonset_env);
+	rc = config__load(text, len, &cfg, err, sizeof(err), count_warning, &warnings,
+			  daemonset_env);
 	cr_assert_eq(rc, 0, "the DaemonSet's config is refused: %s", err);
 	cr_assert_eq(warnings, 0, "unknown keys in the DaemonSet's config");
 	cr_assert_str_eq(cfg.backend.addr, "oap.skywalking:11800");

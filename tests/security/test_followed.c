@@ -122,9 +122,9 @@ Test(followed, a_client_s_target_that_execs_a_setuid_program_is_dropped)
 	pid_t sh;
 
 	sh = kept(start_on_pty_as(me,
-			     "i=0; while [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
-			     "exec /usr/bin/passwd </dev/tty",
-			     &master, NULL));
+				  "i=0; while [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; "
+				  "exec /usr/bin/passwd </dev/tty",
+				  &master, NULL));
 	cr_assert_gt(sh, 0, "no shell on a pty");
 	snprintf(c.pid, sizeof(c.pid), "%d", (int)sh);
 	shared_file(c.out, sizeof(c.out), "own.folded");
@@ -173,8 +173,12 @@ static const struct ipc_rule replies[] = {
  */
 static int submit(pid_t pid, uint32_t fmt, uint32_t ms, int fd)
 {
-	struct task_spec spec = { .type = TASK_ON_CPU, .format = fmt, .npids = 1,
-				  .duration_ms = ms, .period_us = 2000, .flush_ms = 500 };
+	struct task_spec spec = { .type = TASK_ON_CPU,
+				  .format = fmt,
+				  .npids = 1,
+				  .duration_ms = ms,
+				  .period_us = 2000,
+				  .flush_ms = 500 };
 	int sock = connect_ctl(), err;
 
 	spec.pids[0] = pid;
@@ -373,7 +377,8 @@ Test(followed, a_client_output_never_read_stalls_nobody_and_kills_nothing)
 	programs[nprograms - 1] = 0; /* the child, reaped */
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "member's side: %d", status);
 	cr_assert(err == 0 || err == EPIPE, "the member's task ended with %d", err);
-	cr_assert_eq(wait_child(launcher, SHIPPER_COMM, 1000), shipper, "the shipper was restarted");
+	cr_assert_eq(wait_child(launcher, SHIPPER_COMM, 1000), shipper,
+		     "the shipper was restarted");
 	cr_assert_eq(wait_child(launcher, SUPERVISOR_COMM, 1000), supervisor,
 		     "the supervisor was restarted");
 }

@@ -132,7 +132,10 @@ static int connect_abstract(void *arg)
 	size_t n = strlen(arg);
 
 	memcpy(sa.sun_path + 1, arg, n);
-	return connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ? errno : 0;
+	return connect(fd, (struct sockaddr *)&sa,
+		       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n))
+		       ? errno
+		       : 0;
 }
 
 Test(landlock, a_role_reaches_no_abstract_socket)
@@ -146,7 +149,8 @@ Test(landlock, a_role_reaches_no_abstract_socket)
 	n = strlen(name);
 	memcpy(sa.sun_path + 1, name, n);
 	cr_assert_eq(bind(l, (struct sockaddr *)&sa,
-			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)), 0);
+			  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)),
+		     0);
 	cr_assert_eq(listen(l, 1), 0);
 	cr_assert_eq(connect_abstract(name), 0); /* reachable without Landlock */
 	cr_assert_eq(under_landlock(NULL, connect_abstract, name), EPERM);

@@ -129,8 +129,9 @@ static void opener_up(void)
 	cr_assert(tmp);
 	dirfd_ = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(bindir, sizeof(bindir), "%s", root ? root : "build");
-	cfg = (struct spawner_config){ .dirfd = dirfd_, .bindir = bindir, .user = role_user(),
-				       .uid = rw.uid, .gid = rw.gid };
+	cfg = (struct spawner_config){
+		.dirfd = dirfd_, .bindir = bindir, .user = role_user(), .uid = rw.uid, .gid = rw.gid
+	};
 	sp = spawner__new(&cfg);
 	cr_assert(sp, "spawner: %s", strerror(errno));
 	cr_assert_eq(spawner__role_fds(sp, ROLE_SUPERVISOR, sup), 0);

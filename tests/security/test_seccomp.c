@@ -41,30 +41,28 @@
 extern char **environ;
 
 static const struct role_policy *const launcher_only[] = { &launcher_policy, NULL };
-static const struct role_policy *const supervisor_chain[] = { &launcher_policy,
-							       &supervisor_policy, NULL };
-static const struct role_policy *const worker_chain[] = { &launcher_policy, &worker_policy,
-							   NULL };
+static const struct role_policy *const supervisor_chain[] = { &launcher_policy, &supervisor_policy,
+							      NULL };
+static const struct role_policy *const worker_chain[] = { &launcher_policy, &worker_policy, NULL };
 static const struct role_policy *const attached_chain[] = { &launcher_policy, &worker_policy,
-							     &worker_attached_policy, NULL };
-static const struct role_policy *const attached_norun_chain[] = {
-	&launcher_policy, &worker_policy, &worker_attached_norun_policy, NULL
-};
-static const struct role_policy *const attached_net_chain[] = {
-	&launcher_policy, &worker_policy, &worker_attached_net_policy, NULL
-};
+							    &worker_attached_policy, NULL };
+static const struct role_policy *const attached_norun_chain[] = { &launcher_policy, &worker_policy,
+								  &worker_attached_norun_policy,
+								  NULL };
+static const struct role_policy *const attached_net_chain[] = { &launcher_policy, &worker_policy,
+								&worker_attached_net_policy, NULL };
 static const struct role_policy *const shipper_chain[] = { &launcher_policy, &shipper_policy,
-							    NULL };
+							   NULL };
 static const struct role_policy *const nospool_chain[] = { &launcher_policy,
-							    &shipper_nospool_policy, NULL };
+							   &shipper_nospool_policy, NULL };
 
 static const struct role_policy *const *const every_role[] = {
-	supervisor_chain, worker_chain, attached_chain, attached_net_chain, shipper_chain,
-	nospool_chain,
+	supervisor_chain,   worker_chain,  attached_chain,
+	attached_net_chain, shipper_chain, nospool_chain,
 };
-static const char *const role_name[] = { "supervisor", "worker", "attached worker",
-					 "attached NETWORK worker", "shipper",
-					 "shipper without spool" };
+static const char *const role_name[] = { "supervisor",	    "worker",
+					 "attached worker", "attached NETWORK worker",
+					 "shipper",	    "shipper without spool" };
 #define NROLES (sizeof(every_role) / sizeof(every_role[0]))
 
 /* An attack: 0 when the call worked, else the errno it failed with. */
@@ -87,13 +85,14 @@ static int under(const struct role_policy *const *chain, attack_fn fn, void *arg
 	return status;
 }
 
-#define expect_killed(st, what)                                                              \
-	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,                                 \
-		  "%s: expected a SIGSYS kill, got %s %d", what,                              \
-		  WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
-#define expect_exit(st, code, what)                                                          \
+#define expect_killed(st, what)                                  \
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,     \
+		  "%s: expected a SIGSYS kill, got %s %d", what, \
+		  WIFSIGNALED(st) ? "signal" : "exit",           \
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
+#define expect_exit(st, code, what)                                                              \
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == (code), "%s: expected exit %d, got %s %d", \
-		  what, (int)(code), WIFSIGNALED(st) ? "signal" : "exit",                      \
+		  what, (int)(code), WIFSIGNALED(st) ? "signal" : "exit",                        \
 		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
 
 static int result(long rc)
@@ -200,7 +199,8 @@ Test(seccomp, sockets_by_family_and_type)
 	/* An anonymous stream pair, reaching nobody: the supervisor's clients' outputs. No other
 	 * kind of pair, and no pair in any other role. */
 	expect_exit(under(supervisor_chain, pair_of, (void *)unix_stream), 0, "supervisor pair");
-	expect_killed(under(supervisor_chain, pair_of, (void *)unix_dgram), "supervisor dgram pair");
+	expect_killed(under(supervisor_chain, pair_of, (void *)unix_dgram),
+		      "supervisor dgram pair");
 	for (size_t r = 1; r < NROLES; r++)
 		expect_killed(under(every_role[r], pair_of, (void *)unix_stream), role_name[r]);
 }
@@ -259,7 +259,8 @@ Test(seccomp, supervisor_asks_if_a_process_lives_and_signals_nothing)
 
 		expect_exit(under(supervisor_chain, send_signal, (void *)probe), 0, "signal 0");
 		expect_exit(under(supervisor_chain, send_signal, (void *)term), EPERM, "SIGTERM");
-		expect_exit(under(supervisor_chain, send_signal, (void *)killsig), EPERM, "SIGKILL");
+		expect_exit(under(supervisor_chain, send_signal, (void *)killsig), EPERM,
+			    "SIGKILL");
 		expect_exit(under(supervisor_chain, send_signal, (void *)stop), EPERM, "SIGSTOP");
 		expect_exit(under(supervisor_chain, send_signal, (void *)group), EPERM,
 			    "SIGKILL to its process group");
@@ -273,7 +274,8 @@ Test(seccomp, supervisor_asks_if_a_process_lives_and_signals_nothing)
 		cr_expect((WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) ||
 				  (WIFEXITED(st) && WEXITSTATUS(st) == EPERM),
 			  "pidfd_getfd: neither SIGSYS nor EPERM (status %#x)", st);
-		expect_killed(under(supervisor_chain, pidfd_attack, (void *)madv), "process_madvise");
+		expect_killed(under(supervisor_chain, pidfd_attack, (void *)madv),
+			      "process_madvise");
 	}
 	cr_expect_eq(waitpid(victim, &status, WNOHANG), 0, "the victim still runs");
 	kill(victim, SIGKILL);
@@ -416,7 +418,7 @@ static int unshare_ns(void *arg)
 
 static int clone3_ns(void *arg)
 {
-	struct clone_args ca = { .flags = (uint64_t)*(long *)arg, .exit_signal = SIGCHLD };
+	struct clone_args ca = { .flags = (uint64_t) * (long *)arg, .exit_signal = SIGCHLD };
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
 
 	if (pid == 0)
@@ -430,7 +432,9 @@ static int clone3_ns(void *arg)
 
 static int openat2_call(void *arg)
 {
-	struct { uint64_t flags, mode, resolve; } how = { O_RDWR, 0, 0 };
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = { O_RDWR, 0, 0 };
 
 	(void)arg;
 	return result(syscall(SYS_openat2, AT_FDCWD, "/dev/null", &how, sizeof(how)));
@@ -438,8 +442,8 @@ static int openat2_call(void *arg)
 
 Test(seccomp, launcher_denylist_refuses_escapes)
 {
-	static const long ns[] = { CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET,
-				   CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP };
+	static const long ns[] = { CLONE_NEWUSER, CLONE_NEWNS,	CLONE_NEWPID,	CLONE_NEWNET,
+				   CLONE_NEWUTS,  CLONE_NEWIPC, CLONE_NEWCGROUP };
 	int rdwr = O_RDWR, rdonly = O_RDONLY;
 
 	start_sibling();
@@ -455,7 +459,8 @@ Test(seccomp, launcher_denylist_refuses_escapes)
 	expect_exit(under(launcher_only, uring, NULL), EPERM, "io_uring_setup");
 	expect_exit(under(launcher_only, openat2_call, NULL), ENOSYS, "openat2");
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-		expect_exit(under(launcher_only, clone_ns, (void *)&ns[i]), EPERM, "clone(CLONE_NEW*)");
+		expect_exit(under(launcher_only, clone_ns, (void *)&ns[i]), EPERM,
+			    "clone(CLONE_NEW*)");
 		expect_exit(under(launcher_only, unshare_ns, (void *)&ns[i]), EPERM, "unshare");
 		expect_exit(under(launcher_only, clone3_ns, (void *)&ns[i]), ENOSYS, "clone3");
 	}
@@ -498,8 +503,7 @@ static int processes_and_threads(void *arg)
 		execve("/bin/true", argv, environ);
 		_exit(127);
 	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
 		return 2;
 	if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ) ||
 	    waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
@@ -539,7 +543,8 @@ static int map_lookup(void *arg)
 {
 	uint32_t key = 0;
 	uint64_t value = 0;
-	union bpf_attr a = { .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+	union bpf_attr a = { .map_fd = (uint32_t)map_fd,
+			     .key = (uintptr_t)&key,
 			     .value = (uintptr_t)&value };
 
 	(void)arg;
@@ -554,8 +559,10 @@ static int prog_load(void *arg)
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	union bpf_attr a = { .prog_type = BPF_PROG_TYPE_SOCKET_FILTER, .insns = (uintptr_t)insns,
-			     .insn_cnt = 2, .license = (uintptr_t) "GPL" };
+	union bpf_attr a = { .prog_type = BPF_PROG_TYPE_SOCKET_FILTER,
+			     .insns = (uintptr_t)insns,
+			     .insn_cnt = 2,
+			     .license = (uintptr_t) "GPL" };
 
 	(void)arg;
 	return result(sys_bpf(BPF_PROG_LOAD, &a));
@@ -563,8 +570,9 @@ static int prog_load(void *arg)
 
 static int map_create(void *arg)
 {
-	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
-			     .max_entries = 1 };
+	union bpf_attr a = {
+		.map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8, .max_entries = 1
+	};
 
 	(void)arg;
 	return result(sys_bpf(BPF_MAP_CREATE, &a));
@@ -572,8 +580,10 @@ static int map_create(void *arg)
 
 static int perf_open(void *arg)
 {
-	struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(attr),
-					.config = PERF_COUNT_SW_CPU_CLOCK, .sample_period = 1000000 };
+	struct perf_event_attr attr = { .type = PERF_TYPE_SOFTWARE,
+					.size = sizeof(attr),
+					.config = PERF_COUNT_SW_CPU_CLOCK,
+					.sample_period = 1000000 };
 
 	(void)arg;
 	return result(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
@@ -616,14 +626,16 @@ static void expect_bpf_commands(const struct role_policy *const *chain, const in
 /* map_fd: a one-entry array map holding 42 at key 0, for the map commands a filter allows. */
 static void make_map(void)
 {
-	union bpf_attr a = { .map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8,
-			     .max_entries = 1 };
+	union bpf_attr a = {
+		.map_type = BPF_MAP_TYPE_ARRAY, .key_size = 4, .value_size = 8, .max_entries = 1
+	};
 	uint32_t key = 0;
 	uint64_t value = 42;
 
 	map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a);
 	cr_assert_geq(map_fd, 0, "BPF map: %s", strerror(errno));
-	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd, .key = (uintptr_t)&key,
+	a = (union bpf_attr){ .map_fd = (uint32_t)map_fd,
+			      .key = (uintptr_t)&key,
 			      .value = (uintptr_t)&value };
 	cr_assert_eq(sys_bpf(BPF_MAP_UPDATE_ELEM, &a), 0);
 }
@@ -703,9 +715,19 @@ static struct sock_filter *newest_filter(pid_t pid, long *ret_n)
 static void off_cpu_worker_filter_is(const char *hook, const struct sock_fprog *prog)
 {
 	char pids[16];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "off_cpu", "--attach",
-			 (char *)hook, "--pid", pids, "--duration", "4s", "--output",
-			 "/tmp/rover-offcpu-filter.folded", NULL };
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--type",
+			 "off_cpu",
+			 "--attach",
+			 (char *)hook,
+			 "--pid",
+			 pids,
+			 "--duration",
+			 "4s",
+			 "--output",
+			 "/tmp/rover-offcpu-filter.folded",
+			 NULL };
 	pid_t target = start_program(bin("tests/programs/demo_burn"), NULL), rover, worker;
 	struct sock_filter *f;
 	long n;
@@ -765,8 +787,7 @@ static int pread_header(void *arg)
 Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
 {
 	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
-				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
-				       BPF_LINK_CREATE };
+				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY, BPF_LINK_CREATE };
 
 	make_map();
 	elf_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
@@ -794,11 +815,13 @@ Test(seccomp, attached_network_worker_links_uprobes_and_nothing_more)
  */
 Test(seccomp, a_stopped_role_resumes_its_sleep)
 {
-	const struct role_policy *const *chains[] = { worker_chain, attached_chain,
+	const struct role_policy *const *chains[] = { worker_chain,	  attached_chain,
 						      attached_net_chain, shipper_chain,
-						      nospool_chain, supervisor_chain };
-	static const char *const names[] = { "worker", "attached worker", "attached NETWORK worker",
-					     "shipper", "shipper without a spool", "supervisor" };
+						      nospool_chain,	  supervisor_chain };
+	static const char *const names[] = {
+		"worker",  "attached worker",	      "attached NETWORK worker",
+		"shipper", "shipper without a spool", "supervisor"
+	};
 
 	for (size_t c = 0; c < 6; c++) {
 		int status;

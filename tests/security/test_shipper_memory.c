@@ -78,19 +78,33 @@ static void write_sparse_elf(const char *path)
 	eh->e_shentsize = sizeof(*sh);
 	eh->e_shnum = 6;
 	eh->e_shstrndx = 5;
-	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_filesz = 4096,
-			    .p_memsz = 4096, .p_align = 4096 };
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD,
+			    .p_flags = PF_R | PF_X,
+			    .p_filesz = 4096,
+			    .p_memsz = 4096,
+			    .p_align = 4096 };
 	memcpy(page + CODE_OFFSET, burn_code, sizeof(burn_code));
-	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-			      .sh_addr = BIG_OFFSET, .sh_offset = BIG_OFFSET, .sh_size = BIG_SECTION };
+	sh[1] = (Elf64_Shdr){ .sh_name = 1,
+			      .sh_type = SHT_PROGBITS,
+			      .sh_flags = SHF_ALLOC,
+			      .sh_addr = BIG_OFFSET,
+			      .sh_offset = BIG_OFFSET,
+			      .sh_size = BIG_SECTION };
 	sh[2] = sh[1];
 	sh[2].sh_name = 11;
-	sh[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_SYMTAB, .sh_offset = BIG_OFFSET,
-			      .sh_size = BIG_SECTION, .sh_link = 4, .sh_entsize = sizeof(Elf64_Sym) };
-	sh[4] = (Elf64_Shdr){ .sh_name = 33, .sh_type = SHT_STRTAB, .sh_offset = BIG_OFFSET,
+	sh[3] = (Elf64_Shdr){ .sh_name = 25,
+			      .sh_type = SHT_SYMTAB,
+			      .sh_offset = BIG_OFFSET,
+			      .sh_size = BIG_SECTION,
+			      .sh_link = 4,
+			      .sh_entsize = sizeof(Elf64_Sym) };
+	sh[4] = (Elf64_Shdr){ .sh_name = 33,
+			      .sh_type = SHT_STRTAB,
+			      .sh_offset = BIG_OFFSET,
 			      .sh_size = BIG_SECTION };
-	sh[5] = (Elf64_Shdr){ .sh_name = 41, .sh_type = SHT_STRTAB, .sh_offset = str_off,
-			      .sh_size = sizeof(shstr) };
+	sh[5] = (Elf64_Shdr){
+		.sh_name = 41, .sh_type = SHT_STRTAB, .sh_offset = str_off, .sh_size = sizeof(shstr)
+	};
 	memcpy(page + str_off, shstr, sizeof(shstr));
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
@@ -110,7 +124,7 @@ Test(shipper_memory, files_with_huge_sparse_tables_do_not_blow_up_the_shipper)
 {
 	char dir[4096], path[4200], out[4096], pids[32], errlog[4096];
 	char *argv[] = { (char *)bin("rover"), "profile", "--pid", pids, "--duration", "5s",
-			 "--output", out, NULL };
+			 "--output",	       out,	  NULL };
 	unsigned long hwm = 0, v, disk = 0;
 	pid_t target, launcher, shipper = 0;
 	struct folded f;
@@ -157,7 +171,8 @@ Test(shipper_memory, files_with_huge_sparse_tables_do_not_blow_up_the_shipper)
 		cr_log_info("%s", log ? log : "");
 	cr_assert_eq(rc, 0, "rover profile: %d\n%s", rc, log ? log : "");
 	cr_assert_gt(hwm, 0, "the shipper was never seen");
-	cr_assert_lt(hwm, SHIPPER_PEAK_RSS_KIB, "shipper peak RSS %lu KiB\n%s", hwm, log ? log : "");
+	cr_assert_lt(hwm, SHIPPER_PEAK_RSS_KIB, "shipper peak RSS %lu KiB\n%s", hwm,
+		     log ? log : "");
 	cr_assert_eq(folded_read(out, &f), 0, "no profile written");
 	cr_assert_gt(folded_with_frame(&f, "burn_own"), 0, "burn_own not in the profile");
 	folded_free(&f);
@@ -188,19 +203,30 @@ static void write_overlapping_dynsym_elf(const char *path)
 	eh->e_shentsize = sizeof(*sh);
 	eh->e_shnum = NSECTIONS;
 	eh->e_shstrndx = SHSTRTAB;
-	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_filesz = 4096,
-			    .p_memsz = 4096, .p_align = 4096 };
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD,
+			    .p_flags = PF_R | PF_X,
+			    .p_filesz = 4096,
+			    .p_memsz = 4096,
+			    .p_align = 4096 };
 	memcpy(page + CODE_OFFSET, burn_code, sizeof(burn_code));
 	for (int i = 1; i <= EVIL_DYNSYMS; i++)
-		sh[i] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_DYNSYM, .sh_flags = SHF_ALLOC,
+		sh[i] = (Elf64_Shdr){ .sh_name = 1,
+				      .sh_type = SHT_DYNSYM,
+				      .sh_flags = SHF_ALLOC,
 				      .sh_offset = BIG_OFFSET,
-				      .sh_size = EVIL_FILE_SIZE - BIG_OFFSET, .sh_link = DYNSTR,
-				      .sh_info = 1, .sh_entsize = sizeof(Elf64_Sym) };
+				      .sh_size = EVIL_FILE_SIZE - BIG_OFFSET,
+				      .sh_link = DYNSTR,
+				      .sh_info = 1,
+				      .sh_entsize = sizeof(Elf64_Sym) };
 	/* .dynstr: the first byte of the section names, a NUL. */
-	sh[DYNSTR] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_flags = SHF_ALLOC,
-				   .sh_offset = str_off, .sh_size = 1 };
-	sh[SHSTRTAB] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = str_off,
-				     .sh_size = sizeof(shstr) };
+	sh[DYNSTR] = (Elf64_Shdr){ .sh_name = 9,
+				   .sh_type = SHT_STRTAB,
+				   .sh_flags = SHF_ALLOC,
+				   .sh_offset = str_off,
+				   .sh_size = 1 };
+	sh[SHSTRTAB] = (Elf64_Shdr){
+		.sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = str_off, .sh_size = sizeof(shstr)
+	};
 	memcpy(page + str_off, shstr, sizeof(shstr));
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
@@ -238,8 +264,8 @@ static double now_s(void)
 Test(shipper_memory, libssl_with_overlapping_sparse_symbol_tables)
 {
 	char dir[4096], path[4200], out[4096], pids[32], errlog[4096], dur[16];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", pids,
-			 "--duration", dur, "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--type",   "network", "--pid", pids,
+			 "--duration",	       dur,	  "--output", out,	 NULL };
 	unsigned long hwm = 0, v;
 	pid_t target, launcher, shipper = 0;
 	double start, took = -1, cpu = -1, c;

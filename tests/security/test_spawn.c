@@ -109,7 +109,8 @@ Test(spawn, a_role_gets_its_descriptors_at_their_numbers_and_no_other)
 		} else if (!strncmp(line, "sid ", 4)) {
 			cr_expect_eq(atoi(line + 4), pid, "not a session of its own: %s", line);
 		} else if (!strncmp(line, "SigBlk:", 7)) {
-			cr_expect(strspn(line + 7, "\t 0") == strlen(line + 7), "blocked: %s", line);
+			cr_expect(strspn(line + 7, "\t 0") == strlen(line + 7), "blocked: %s",
+				  line);
 		}
 	}
 	fclose(f);

@@ -155,7 +155,8 @@ static void elf_read(const char *path, struct elf *ret)
 	cr_assert_geq(ret->len, sizeof(Elf64_Ehdr));
 	ret->eh = (const Elf64_Ehdr *)ret->b;
 	cr_assert(!memcmp(ret->eh->e_ident, ELFMAG, SELFMAG) &&
-		  ret->eh->e_ident[EI_CLASS] == ELFCLASS64, "%s is no ELF64 file", path);
+			  ret->eh->e_ident[EI_CLASS] == ELFCLASS64,
+		  "%s is no ELF64 file", path);
 	cr_assert_leq(ret->eh->e_phoff + ret->eh->e_phnum * sizeof(Elf64_Phdr), ret->len);
 	ret->ph = (const Elf64_Phdr *)(ret->b + ret->eh->e_phoff);
 }
@@ -192,8 +193,7 @@ static uint64_t elf_sym(const struct elf *e, const char *name, uint64_t *ret_siz
 		if (sh[s].sh_type != SHT_DYNSYM && sh[s].sh_type != SHT_SYMTAB)
 			continue;
 		for (size_t k = 0; k < sh[s].sh_size / sizeof(Elf64_Sym); k++) {
-			const Elf64_Sym *y =
-				(const Elf64_Sym *)(e->b + sh[s].sh_offset) + k;
+			const Elf64_Sym *y = (const Elf64_Sym *)(e->b + sh[s].sh_offset) + k;
 
 			if (!y->st_value || y->st_shndx == SHN_UNDEF ||
 			    strcmp((const char *)e->b + str->sh_offset + y->st_name, name))
@@ -313,8 +313,8 @@ static struct msg_tls_attach msg_of(pid_t pid, uint32_t lib)
 
 static void add(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint32_t lib, uint32_t ret)
 {
-	m->probes[m->nprobes++] = (struct msg_tls_probe){ off, (uint32_t)NET_TLS_COOKIE(fn, lib),
-							  ret };
+	m->probes[m->nprobes++] =
+		(struct msg_tls_probe){ off, (uint32_t)NET_TLS_COOKIE(fn, lib), ret };
 }
 
 /* SSL_read_ex and SSL_write_ex of libssl, entries and returns: what the shipper sends. */
@@ -766,7 +766,8 @@ Test(tls_attach, go_probes_at_other_functions_are_refused)
 		add(&m, rd_ret, NET_TLS_FN_GO_HS_RET, NET_TLS_GO, 0);
 		expect_refused(&m, fd, EFAULT, "a handshake's RET in Read");
 		m = ssl_read_pair(srv.pid, NET_TLS_OPENSSL, rd);
-		expect_refused(&m, fd, EFAULT, "SSL_read at Read (a Go binary exports no SSL_read)");
+		expect_refused(&m, fd, EFAULT,
+			       "SSL_read at Read (a Go binary exports no SSL_read)");
 		close(fd);
 	}
 	/* The control: Read and Write, each with a RET (the target does not map gotls). */
@@ -844,8 +845,12 @@ Test(tls_attach, offsets_outside_executable_segments_are_refused)
 		eh->e_phoff = sizeof(*eh);
 		eh->e_phentsize = sizeof(*ph);
 		eh->e_phnum = 1;
-		*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,
-				    .p_filesz = 1u << 30, .p_memsz = 1u << 30, .p_align = 4096 };
+		*ph = (Elf64_Phdr){ .p_type = PT_LOAD,
+				    .p_flags = PF_R | PF_X,
+				    .p_offset = 0,
+				    .p_filesz = 1u << 30,
+				    .p_memsz = 1u << 30,
+				    .p_align = 4096 };
 		cfd = open(crafted, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		cr_assert_geq(cfd, 0);
 		cr_assert_eq(write(cfd, b, sizeof(b)), (ssize_t)sizeof(b));
@@ -972,8 +977,7 @@ Test(tls_attach, a_valid_library_is_probed_in_its_target_only)
 	cr_assert_eq(t.status[200], 3);
 	calls = wk_stop();
 	/* Each request: one SSL_read_ex and at least one SSL_write_ex of the server. */
-	cr_expect_geq(calls, 6, "the target's TLS calls counted: %llu",
-		      (unsigned long long)calls);
+	cr_expect_geq(calls, 6, "the target's TLS calls counted: %llu", (unsigned long long)calls);
 	cr_expect_eq(links_on(srv.pid, NULL, 0), 0, "links outlive the worker");
 	cr_expect_eq(libssl_byte(srv.pid, rd), file_byte, "a breakpoint outlives the worker");
 	close(fd);
@@ -982,7 +986,8 @@ Test(tls_attach, a_valid_library_is_probed_in_its_target_only)
 /* clone3 with set_tid (root: CAP_CHECKPOINT_RESTORE): a Python with ssl imported at pid want. */
 static pid_t python_at(pid_t want)
 {
-	struct clone_args a = { .exit_signal = SIGCHLD, .set_tid = (uintptr_t)&want,
+	struct clone_args a = { .exit_signal = SIGCHLD,
+				.set_tid = (uintptr_t)&want,
 				.set_tid_size = 1 };
 	const char *script = tmp_path("bystander.py");
 	char c = 0;
@@ -1115,7 +1120,7 @@ enum live_call {
 	CALL_LINK_CREATE,
 	CALL_MAP_LOOKUP,
 	CALL_PREAD,
-	CALL_BPF,	 /* arg: the command */
+	CALL_BPF, /* arg: the command */
 	CALL_PERF_OPEN,
 	CALL_OPENAT,
 	CALL_OPEN,
@@ -1130,7 +1135,8 @@ static int under_filters(const struct filters *f, enum live_call call, int arg)
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		struct perf_event_attr pa = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(pa),
+		struct perf_event_attr pa = { .type = PERF_TYPE_SOFTWARE,
+					      .size = sizeof(pa),
 					      .config = PERF_COUNT_SW_CPU_CLOCK };
 		union bpf_attr a;
 		char c;
@@ -1177,13 +1183,14 @@ static int under_filters(const struct filters *f, enum live_call call, int arg)
 	return status;
 }
 
-#define expect_killed(st, what)                                                              \
-	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,                                 \
-		  "%s: expected a SIGSYS kill, got %s %d", what,                              \
-		  WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
-#define expect_exit(st, code, what)                                                          \
+#define expect_killed(st, what)                                  \
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS,     \
+		  "%s: expected a SIGSYS kill, got %s %d", what, \
+		  WIFSIGNALED(st) ? "signal" : "exit",           \
+		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
+#define expect_exit(st, code, what)                                                              \
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == (code), "%s: expected exit %d, got %s %d", \
-		  what, (int)(code), WIFSIGNALED(st) ? "signal" : "exit",                      \
+		  what, (int)(code), WIFSIGNALED(st) ? "signal" : "exit",                        \
 		  WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st))
 
 /*
@@ -1196,11 +1203,10 @@ static int under_filters(const struct filters *f, enum live_call call, int arg)
 Test(tls_attach, a_live_network_worker_links_uprobes_but_opens_and_loads_nothing)
 {
 	static const int allowed[] = { BPF_MAP_LOOKUP_ELEM, BPF_MAP_UPDATE_ELEM,
-				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY,
-				       BPF_LINK_CREATE };
+				       BPF_MAP_DELETE_ELEM, BPF_MAP_GET_NEXT_KEY, BPF_LINK_CREATE };
 	char out[4096], log[4096], pids[16], *text = NULL, what[64];
-	char *argv[] = { (char *)bin("rover"), "profile", "--type", "network", "--pid", pids,
-			 "--duration", "8s", "--output", out, NULL };
+	char *argv[] = { (char *)bin("rover"), "profile", "--type",   "network", "--pid", pids,
+			 "--duration",	       "8s",	  "--output", out,	 NULL };
 	struct filters f;
 	pid_t worker;
 	int rc;

@@ -386,8 +386,9 @@ static inline void l7r_all_splits(const struct l7_ops *ops, const struct l7r_rec
 	l7r_pieces_same(ops, rec, pieces, sizeof(pieces) / sizeof(pieces[0]), what);
 	for (size_t i = 0; i < rec->n; i++) {
 		for (size_t at = 0; at <= rec->seg[i].len && at <= L7R_SPLIT_MAX; at++) {
-			struct l7r_run *r = l7r_play(
-				ops, rec, L7R_PLAY(.split = true, .split_seg = i, .split_at = at));
+			struct l7r_run *r =
+				l7r_play(ops, rec,
+					 L7R_PLAY(.split = true, .split_seg = i, .split_at = at));
 
 			snprintf(how, sizeof(how), "%s: segment %zu split at %zu", what, i, at);
 			l7r_same(whole, r, how);

@@ -65,29 +65,45 @@ static void write_sparse_elf(const char *path, size_t frame_size, bool search_ta
 	eh->e_shentsize = sizeof(*sh);
 	eh->e_shnum = 6;
 	eh->e_shstrndx = 5;
-	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_filesz = 4096,
-			    .p_memsz = 4096, .p_align = 4096 };
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD,
+			    .p_flags = PF_R | PF_X,
+			    .p_filesz = 4096,
+			    .p_memsz = 4096,
+			    .p_align = 4096 };
 	page[4000] = 0xc3;
-	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-			      .sh_addr = BIG_OFFSET, .sh_offset = BIG_OFFSET, .sh_size = frame_size };
+	sh[1] = (Elf64_Shdr){ .sh_name = 1,
+			      .sh_type = SHT_PROGBITS,
+			      .sh_flags = SHF_ALLOC,
+			      .sh_addr = BIG_OFFSET,
+			      .sh_offset = BIG_OFFSET,
+			      .sh_size = frame_size };
 	if (search_table) {
 		memcpy(hdr + 8, &one, sizeof(one));
 		memcpy(page + HDR_OFFSET, hdr, sizeof(hdr));
-		sh[2] = (Elf64_Shdr){ .sh_name = 11, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC,
-				      .sh_addr = HDR_OFFSET, .sh_offset = HDR_OFFSET,
+		sh[2] = (Elf64_Shdr){ .sh_name = 11,
+				      .sh_type = SHT_PROGBITS,
+				      .sh_flags = SHF_ALLOC,
+				      .sh_addr = HDR_OFFSET,
+				      .sh_offset = HDR_OFFSET,
 				      .sh_size = sizeof(hdr) };
 	}
 	if (symtab_size) {
-		sh[3] = (Elf64_Shdr){ .sh_name = 25, .sh_type = SHT_SYMTAB, .sh_offset = BIG_OFFSET,
-				      .sh_size = symtab_size, .sh_link = 4,
+		sh[3] = (Elf64_Shdr){ .sh_name = 25,
+				      .sh_type = SHT_SYMTAB,
+				      .sh_offset = BIG_OFFSET,
+				      .sh_size = symtab_size,
+				      .sh_link = 4,
 				      .sh_entsize = sizeof(Elf64_Sym) };
-		sh[4] = (Elf64_Shdr){ .sh_name = 33, .sh_type = SHT_STRTAB,
-				      .sh_offset = BIG_OFFSET, .sh_size = symtab_size };
+		sh[4] = (Elf64_Shdr){ .sh_name = 33,
+				      .sh_type = SHT_STRTAB,
+				      .sh_offset = BIG_OFFSET,
+				      .sh_size = symtab_size };
 		if (BIG_OFFSET + symtab_size > end)
 			end = BIG_OFFSET + symtab_size;
 	}
-	sh[5] = (Elf64_Shdr){ .sh_name = 41, .sh_type = SHT_STRTAB, .sh_offset = str_off,
-			      .sh_size = sizeof(shstr) };
+	sh[5] = (Elf64_Shdr){
+		.sh_name = 41, .sh_type = SHT_STRTAB, .sh_offset = str_off, .sh_size = sizeof(shstr)
+	};
 	memcpy(page + str_off, shstr, sizeof(shstr));
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));

@@ -39,7 +39,8 @@ Test(clientout, a_peer_that_never_reads_costs_no_wait)
 	cr_assert_eq(clientout__push(&o, t0), 0);
 	cr_assert_gt(o.off, 0);
 	cr_assert_lt(o.off, BIG);
-	cr_assert_eq(clientout__push(&o, t0 + 1), 0, "a second try took more than the socket holds");
+	cr_assert_eq(clientout__push(&o, t0 + 1), 0,
+		     "a second try took more than the socket holds");
 	/* Past its deadline it is given up. */
 	cr_assert_eq(clientout__push(&o, t0 + CLIENTOUT_DEADLINE_MS), -ETIMEDOUT);
 	clientout__end(&o);

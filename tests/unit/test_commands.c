@@ -119,9 +119,10 @@ Test(commands, good_command)
 	t = parse_ok(&m);
 	cr_assert_str_eq(t.task_id, "task-1");
 
-	const char *json = "{\"NetworkSamplings\":[{\"URIRegex\":\"/api/.*\",\"MinDuration\":10,"
-			   "\"When4xx\":true,\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":"
-			   "true,\"MaxRequestSize\":1024}}]}  ";
+	const char *json =
+		"{\"NetworkSamplings\":[{\"URIRegex\":\"/api/.*\",\"MinDuration\":10,"
+		"\"When4xx\":true,\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":"
+		"true,\"MaxRequestSize\":1024}}]}  ";
 	make(&m, "ExtensionConfigJSON", json);
 	t = parse_ok(&m);
 	cr_assert_str_eq(t.extension_json, json);
@@ -132,7 +133,8 @@ Test(commands, target_types)
 	static const struct {
 		const char *name;
 		uint32_t type;
-	} types[] = { { "ON_CPU", TASK_ON_CPU }, { "OFF_CPU", TASK_OFF_CPU },
+	} types[] = { { "ON_CPU", TASK_ON_CPU },
+		      { "OFF_CPU", TASK_OFF_CPU },
 		      { "NETWORK", TASK_NETWORK } };
 	struct cmd m;
 
@@ -182,9 +184,8 @@ Test(commands, non_numeric_values)
 {
 	static const char *const keys[] = { "TaskUpdateTime", "TaskStartTime",
 					    "FixedTriggerDuration" };
-	static const char *const bad[] = { "",	 "abc",	 "12a", "-5",
-					   "+5", " 10", "10 ", "1e3",
-					   "0x10", "99999999999999999999999" };
+	static const char *const bad[] = { "",	  "abc", "12a", "-5",	"+5",
+					   " 10", "10 ", "1e3", "0x10", "99999999999999999999999" };
 	struct cmd m;
 
 	for (size_t k = 0; k < 3; k++)
@@ -276,8 +277,8 @@ Test(commands, task_id_and_json_bounds)
 	make(&m, "TaskId", big);
 	refused(&m, "TaskId", NULL);
 
-	static const char *const bad_json[] = { "{", "{\"a\":}", "[1,2]", "\"s\"", "{} x",
-						"not json", "{\"a\":1}}" };
+	static const char *const bad_json[] = { "{",	"{\"a\":}", "[1,2]",	 "\"s\"",
+						"{} x", "not json", "{\"a\":1}}" };
 	for (size_t i = 0; i < sizeof(bad_json) / sizeof(bad_json[0]); i++) {
 		make(&m, "ExtensionConfigJSON", bad_json[i]);
 		refused(&m, "ExtensionConfigJSON", NULL);
@@ -524,8 +525,9 @@ Test(commands, network_capture_bytes)
 Test(commands, network_when4xx_is_taken_as_the_oap_sends_it)
 {
 	/* Asked in the UI: 5xx only. Sent by the OAP: both. */
-	struct sw_task t = parse_net("{\"NetworkSamplings\":[{\"URIRegex\":\"/a\",\"When4xx\":true,"
-				     "\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true}}]}");
+	struct sw_task t =
+		parse_net("{\"NetworkSamplings\":[{\"URIRegex\":\"/a\",\"When4xx\":true,"
+			  "\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true}}]}");
 
 	cr_assert_eq(t.nrules, 1);
 	cr_assert_eq(t.rules[0].when_4xx, 1);
@@ -538,7 +540,11 @@ Test(commands, network_when4xx_is_taken_as_the_oap_sends_it)
 
 Test(commands, network_without_a_config_has_no_rules)
 {
-	static const char *const none[] = { "", "null", " null\n", "{}", "{\"NetworkSamplings\":null}",
+	static const char *const none[] = { "",
+					    "null",
+					    " null\n",
+					    "{}",
+					    "{\"NetworkSamplings\":null}",
 					    "{\"NetworkSamplings\":[]}" };
 	struct cmd m;
 

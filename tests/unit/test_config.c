@@ -87,7 +87,7 @@ static void load_fails(const char *yaml, ...)
 
 /* Upstream's three analyzers (reference B4), as configs/rover_configs.yaml writes them. */
 #define ISTIO_SVC                                                                           \
-	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" "  \
+	"{{.Pod.LabelValue \"service.istio.io/canonical-name,app.kubernetes.io/name,app\" " \
 	"\"\"}}.{{.Pod.Namespace}}"
 
 static void check_analyzer(const struct config_analyzer *a, const char *layer,
@@ -300,17 +300,18 @@ Test(config, env_substitution)
 
 Test(config, bad_values_name_key_and_value)
 {
-	load_fails("profiling:\n  check_interval: ten\n", "profiling.check_interval: bad duration 'ten'",
-		   NULL);
+	load_fails("profiling:\n  check_interval: ten\n",
+		   "profiling.check_interval: bad duration 'ten'", NULL);
 	load_fails("profiling:\n  task:\n    on_cpu:\n      dump_period: 500us\n",
 		   "profiling.task.on_cpu.dump_period", "'500us'", NULL);
 	load_fails("profiling:\n  flush_interval: 0s\n", "profiling.flush_interval", "'0s'", NULL);
 	/* A worker runs 24 h at most; under a second is no task. */
-	load_fails("profiling:\n  max_task_duration: 25h\n", "profiling.max_task_duration",
-		   "'25h'", NULL);
+	load_fails("profiling:\n  max_task_duration: 25h\n", "profiling.max_task_duration", "'25h'",
+		   NULL);
 	load_fails("profiling:\n  max_task_duration: 500ms\n", "profiling.max_task_duration",
 		   "'500ms'", NULL);
-	load_fails("profiling:\n  flush_interval: -5s\n", "profiling.flush_interval", "'-5s'", NULL);
+	load_fails("profiling:\n  flush_interval: -5s\n", "profiling.flush_interval", "'-5s'",
+		   NULL);
 	/* A NETWORK task flushes every report interval: what a worker accepts, 100 ms to 10 min. */
 	load_fails("profiling:\n  task:\n    network:\n      report_interval: 50ms\n",
 		   "profiling.task.network.report_interval", "'50ms'", NULL);
@@ -563,8 +564,8 @@ Test(config, shipped_file_loads_clean)
 		}
 		o += sprintf(o, "%s\n", line);
 	}
-	cr_assert_eq(config__load(ex, strlen(ex), &c, err, sizeof(err), collect, &warns, fake_env), 0,
-		     "%s\n%s", err, ex);
+	cr_assert_eq(config__load(ex, strlen(ex), &c, err, sizeof(err), collect, &warns, fake_env),
+		     0, "%s\n%s", err, ex);
 	cr_assert_eq(warns.n, 0, "%s", warns.all);
 	cr_assert_eq(c.discovery.nfinders, 1);
 	cr_assert(matches(&c.discovery.finders[0], "java -Xmx1g -jar orders.jar"));
@@ -677,12 +678,19 @@ Test(config, kubernetes_keys)
 	static const struct tmpl_kv owners[] = { { "ReplicaSet", "shop-5d8" },
 						 { "Deployment", "shop" } };
 	static const char *const containers[] = { "shop" };
-	struct tmpl_pod pod = { .name = "shop-5d8-x", .ns = "prod", .service_name = "shop-svc",
-				.labels = labels, .nlabels = 1, .containers = containers,
-				.ncontainers = 1, .owners = owners, .nowners = 2 };
+	struct tmpl_pod pod = { .name = "shop-5d8-x",
+				.ns = "prod",
+				.service_name = "shop-svc",
+				.labels = labels,
+				.nlabels = 1,
+				.containers = containers,
+				.ncontainers = 1,
+				.owners = owners,
+				.nowners = 2 };
 	struct tmpl_container co = { .name = "shop", .id = "containerd://1" };
-	struct tmpl_ctx ctx = { .host_name = "n7", .exe_name = "node", .pod = &pod,
-				.container = &co };
+	struct tmpl_ctx ctx = {
+		.host_name = "n7", .exe_name = "node", .pod = &pod, .container = &co
+	};
 	char names[512];
 
 	cr_assert_eq(apply(a, &ctx, names, sizeof(names)), 1);
@@ -714,7 +722,8 @@ Test(config, kubernetes_keys)
 	load_ok("process_discovery:\n  kubernetes:\n    analyzers: []\n", &c);
 	cr_assert_eq(c.discovery.nanalyzers, 0);
 	config__free(&c);
-	load_ok("process_discovery:\n  kubernetes:\n    analyzers:\n    namespaces: ${T_EMPTY}\n", &c);
+	load_ok("process_discovery:\n  kubernetes:\n    analyzers:\n    namespaces: ${T_EMPTY}\n",
+		&c);
 	check_shipped_analyzers(&c);
 	cr_assert_eq(c.discovery.k8s_nnamespaces, 0);
 	config__free(&c);
@@ -724,7 +733,7 @@ Test(config, kubernetes_keys)
 static void bad_analyzer(const char *key, const char *line, ...)
 {
 	static const char *const keys[] = { "filters", "layer", "service_name", "instance_name",
-					     "process_name" };
+					    "process_name" };
 	static const char *const lines[] = {
 		"        filters:\n          - .Pod.HasServiceName\n",
 		"        layer: K8S_SERVICE\n",
@@ -765,8 +774,9 @@ Test(config, bad_analyzers_name_key_and_why)
 		     "analyzers[1].instance_name: required", NULL);
 	bad_analyzer("process_name", NULL, "analyzers[1].process_name: required", NULL);
 	/* Templates and filters that do not compile, with where and why. */
-	bad_analyzer("filters", "        filters:\n          - .Pod.HasServiceName\n"
-				"          - eq .Rover.HostName \"h\"\n",
+	bad_analyzer("filters",
+		     "        filters:\n          - .Pod.HasServiceName\n"
+		     "          - eq .Rover.HostName \"h\"\n",
 		     "process_discovery.kubernetes.analyzers[1].filters[1]: bad filter "
 		     "'eq .Rover.HostName \"h\"'",
 		     "field .Rover.HostName at 3 is not available in a kubernetes analyzer filter",
@@ -856,7 +866,8 @@ static const char *k8s_env(const char *name)
 		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_LABLES", "svc, k8s" },
 		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_HAS_SERVICE",
 		  "or (.Pod.HasContainer \"service\") (.Pod.HasContainer \"nginx\")" },
-		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_NAME", "{{.Container.Name}}" },
+		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_K8S_SERVICE_NAME",
+		  "{{.Container.Name}}" },
 		{ "ROVER_PROCESS_DISCOVERY_KUBERNETES_ANALYZER_ISTIO_APPLICATION_PROCESS_NAME",
 		  "{{.Process.ExeNameInCommandLine}}" },
 	};
@@ -904,7 +915,8 @@ Test(config, shipped_file_kubernetes_section)
 	cr_assert_str_eq(c.discovery.k8s_ca_file, "");
 	/* Envoy's analyzer off: MESH and K8S_SERVICE are left. */
 	cr_assert_eq(c.discovery.nanalyzers, 2);
-	const struct config_analyzer *app = &c.discovery.analyzers[0], *svc = &c.discovery.analyzers[1];
+	const struct config_analyzer *app = &c.discovery.analyzers[0],
+				     *svc = &c.discovery.analyzers[1];
 
 	cr_assert_str_eq(app->layer, "MESH");
 	cr_assert_str_eq(tmpl__source(app->process_name), "{{.Process.ExeNameInCommandLine}}");

@@ -14,8 +14,9 @@
 #include "common/msg.h"
 #include "supervisor/continuous/cpolicy.h"
 
-#define UUID128 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" \
-		"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define UUID128                                                            \
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" \
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 struct warns {
 	int n;
@@ -99,7 +100,7 @@ Test(cpolicy, reference_example)
 Test(cpolicy, names)
 {
 	static const char *const names[] = { "PROCESS_CPU", "PROCESS_THREAD_COUNT", "SYSTEM_LOAD",
-					      "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME" };
+					     "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME" };
 	static const char *const meters[] = { "process_cpu", "process_thread_count", "system_load",
 					      "http_error_rate", "http_avg_response_time" };
 
@@ -130,8 +131,8 @@ Test(cpolicy, every_target_and_monitor)
 			off += (size_t)snprintf(
 				json + off, sizeof(json) - off,
 				"%s\"%s\":{\"Threshold\":\"%d.5\",\"Period\":%d,\"Count\":%d%s}",
-				m ? "," : "", cmonitor__name(m), 10 * t + (int)m + 1, 20 + t * 5 + (int)m,
-				t + (int)m + 1,
+				m ? "," : "", cmonitor__name(m), 10 * t + (int)m + 1,
+				20 + t * 5 + (int)m, t + (int)m + 1,
 				m == CMON_HTTP_ERROR_RATE ? ",\"URIList\":[\"/a\",\"/b\",\"/a\"]"
 				: m == CMON_HTTP_AVG_RESPONSE_TIME ? ",\"URIRegex\":\"^/api/.*\""
 								   : ",\"URIList\":[\"/x\"]");
@@ -215,8 +216,8 @@ Test(cpolicy, decimal_thresholds)
 	static const struct {
 		const char *text;
 		double v;
-	} ok[] = { { "10.5", 10.5 }, { "0.0001", 0.0001 }, { "+5", 5 },  { ".5", 0.5 },
-		   { "5.", 5 },	     { "1e2", 100 },	    { "2E-1", 0.2 }, { "007", 7 } };
+	} ok[] = { { "10.5", 10.5 }, { "0.0001", 0.0001 }, { "+5", 5 },	    { ".5", 0.5 },
+		   { "5.", 5 },	     { "1e2", 100 },	   { "2E-1", 0.2 }, { "007", 7 } };
 	struct cpolicy *p = pols(1);
 	char json[512];
 	struct warns w;
@@ -298,10 +299,11 @@ Test(cpolicy, bad_items_one_by_one)
 		{ "OFF_CPU", "SYSTEM_LOAD", "{\"Threshold\":\".\",\"Period\":5,\"Count\":2}",
 		  "is not a number" },
 		{ "OFF_CPU", "SYSTEM_LOAD", long_threshold, "Threshold is too long" },
-		{ "OFF_CPU", "SYSTEM_LOAD", "{\"Threshold\":\"1\\u00002\",\"Period\":5,\"Count\":2}",
+		{ "OFF_CPU", "SYSTEM_LOAD",
+		  "{\"Threshold\":\"1\\u00002\",\"Period\":5,\"Count\":2}",
 		  "Threshold holds a NUL" },
-		{ "NETWORK", "HTTP_ERROR_RATE", "{\"Threshold\":\"100.5\",\"Period\":5,\"Count\":2}",
-		  "is above 100" },
+		{ "NETWORK", "HTTP_ERROR_RATE",
+		  "{\"Threshold\":\"100.5\",\"Period\":5,\"Count\":2}", "is above 100" },
 		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":3,\"Count\":4}",
 		  "Count 4 (1..Period 3) is out of range" },
 		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":0,\"Count\":0}",
@@ -315,8 +317,10 @@ Test(cpolicy, bad_items_one_by_one)
 		  "Period" },
 		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":5,\"Count\":0}",
 		  "Count 0 (1..Period 5) is out of range" },
-		{ "NETWORK", "HTTP_AVG_RESPONSE_TIME", many_uris, "URIList has more URIs than fit" },
-		{ "NETWORK", "HTTP_AVG_RESPONSE_TIME", long_uri, "URIList holds a URI that is too long" },
+		{ "NETWORK", "HTTP_AVG_RESPONSE_TIME", many_uris,
+		  "URIList has more URIs than fit" },
+		{ "NETWORK", "HTTP_AVG_RESPONSE_TIME", long_uri,
+		  "URIList holds a URI that is too long" },
 		{ "OFF_CPU", "PROCESS_MEMORY", "{\"Threshold\":\"10\",\"Period\":5,\"Count\":2}",
 		  "unknown monitor" },
 		/* Wrong JSON types, field by field. */
@@ -331,10 +335,12 @@ Test(cpolicy, bad_items_one_by_one)
 		  "Period is not an integer" },
 		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":5.0,\"Count\":2}",
 		  "Period is not an integer" },
-		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Count\":2}", "Period is missing" },
+		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Count\":2}",
+		  "Period is missing" },
 		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":5,\"Count\":true}",
 		  "Count is not an integer" },
-		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":5}", "Count is missing" },
+		{ "OFF_CPU", "PROCESS_CPU", "{\"Threshold\":\"10\",\"Period\":5}",
+		  "Count is missing" },
 		{ "NETWORK", "HTTP_ERROR_RATE",
 		  "{\"Threshold\":\"10\",\"Period\":5,\"Count\":2,\"URIList\":\"/a\"}",
 		  "URIList is not a list" },
@@ -406,8 +412,8 @@ Test(cpolicy, bad_targets)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(json, sizeof(json),
 			 "[{\"ServiceName\":\"svc\",\"UUID\":\"u\",\"Profiling\":{\"ON_CPU\":"
-			 "{\"PROCESS_CPU\":" GOOD "},\"%s\":%s,\"NETWORK\":{\"HTTP_ERROR_RATE\":" GOOD
-			 "}}}]",
+			 "{\"PROCESS_CPU\":" GOOD
+			 "},\"%s\":%s,\"NETWORK\":{\"HTTP_ERROR_RATE\":" GOOD "}}}]",
 			 bad[i].target, bad[i].value);
 		cr_assert_eq(parse(json, p, 1, &w), 1);
 		one_warn(&w, json, bad[i].says, "'svc'", NULL);
@@ -563,8 +569,8 @@ Test(cpolicy, bad_services)
 Test(cpolicy, not_an_array)
 {
 	static const char *const texts[] = {
-		"",	"{}",	  "5",	 "null", "\"[]\"", "[",	 "[1,",	 "[]]",
-		"[] x", "[]\x01", " {} ", "[{]", "[\"a]", "tru", "[nul]",
+		"",	"{}",	  "5",	  "null", "\"[]\"", "[",   "[1,",   "[]]",
+		"[] x", "[]\x01", " {} ", "[{]",  "[\"a]",  "tru", "[nul]",
 	};
 	struct cpolicy *p = pols(1);
 	struct warns w = { 0 };

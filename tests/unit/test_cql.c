@@ -30,8 +30,8 @@ static struct l7_stats l7_stats(const struct l7r_run *r)
 	return st;
 }
 
-static void check_x(const struct l7_exchange *x, const char *op, const char *target,
-		    uint64_t req, uint64_t resp, int32_t code, bool error, uint32_t flags)
+static void check_x(const struct l7_exchange *x, const char *op, const char *target, uint64_t req,
+		    uint64_t resp, int32_t code, bool error, uint32_t flags)
 {
 	cr_assert_str_eq(x->op, op);
 	cr_assert_str_eq(x->target, target);
@@ -69,7 +69,9 @@ static void put(struct l7b *b, uint8_t ver, uint8_t flags, int16_t stream, uint8
 /* a QUERY body: [long string], consistency ONE, no flags */
 #define Q_SELECT "\0\0\0\x08SELECT 1\0\x01\0"
 #define VOID "\0\0\0\x01"
-#define INVALID "\0\0\x22\0\0\x03" "bad"
+#define INVALID            \
+	"\0\0\x22\0\0\x03" \
+	"bad"
 
 TestSuite(cql);
 
@@ -95,7 +97,8 @@ Test(cql, python_session)
 		check_x(&r->x[3], "QUERY", "USE \"ks\"", 24, 17, 0, false, 0);
 		/* Rows, Void, Prepared (the id is remembered), Rows of the EXECUTE */
 		check_x(&r->x[4], "QUERY", "SELECT v FROM t WHERE k = 1", 55, 45, 0, false, 0);
-		check_x(&r->x[5], "QUERY", "INSERT INTO t (k, v) VALUES (1, 42)", 63, 13, 0, false, 0);
+		check_x(&r->x[5], "QUERY", "INSERT INTO t (k, v) VALUES (1, 42)", 63, 13, 0, false,
+			0);
 		check_x(&r->x[6], "PREPARE", ks_rows, 40, 77, 0, false, 0);
 		check_x(&r->x[7], "EXECUTE", ks_rows, 52, 45, 0, false, 0);
 		check_x(&r->x[8], "PREPARE", ins, 47, 65, 0, false, 0);
@@ -103,8 +106,9 @@ Test(cql, python_session)
 		check_x(&r->x[10], "QUERY", "SELECT * FROM nosuchtable", 53, 45, 0x2200, true, 0);
 		/* stream 12 was answered before stream 11: exchanges come out as they complete */
 		check_x(&r->x[11], "QUERY", "SELECT v FROM t WHERE k = 2", 55, 45, 0, false, 0);
-		check_x(&r->x[12], "QUERY", "SELECT v FROM t WHERE k = 1 AND sleep = 1 ALLOW FILTERING",
-			85, 45, 0, false, 0);
+		check_x(&r->x[12], "QUERY",
+			"SELECT v FROM t WHERE k = 1 AND sleep = 1 ALLOW FILTERING", 85, 45, 0,
+			false, 0);
 		cr_assert_eq(r->x[11].start_ns, 24000);
 		cr_assert_eq(r->x[11].end_ns, 25000);
 		cr_assert_eq(r->x[12].start_ns, 23000);
@@ -112,10 +116,11 @@ Test(cql, python_session)
 		/* its first statement is a prepared id */
 		check_x(&r->x[13], "BATCH", ins, 93, 13, 0, false, 0);
 		/* Schema_change, then the driver's schema agreement queries */
-		check_x(&r->x[14], "QUERY", "CREATE TABLE IF NOT EXISTS ks.t2 (k int PRIMARY KEY)", 80,
-			36, 0, false, 0);
-		check_x(&r->x[16], "QUERY", "SELECT schema_version FROM system.local WHERE key='local'",
-			73, 448, 0, false, 0);
+		check_x(&r->x[14], "QUERY", "CREATE TABLE IF NOT EXISTS ks.t2 (k int PRIMARY KEY)",
+			80, 36, 0, false, 0);
+		check_x(&r->x[16], "QUERY",
+			"SELECT schema_version FROM system.local WHERE key='local'", 73, 448, 0,
+			false, 0);
 		for (size_t i = 0; i < r->n; i++)
 			cr_assert_eq(r->x[i].req_dir, as_server ? IN : EG);
 		cr_assert_eq(st.bytes_unattributed, 0);
@@ -244,8 +249,7 @@ Test(cql, midstream_inside_a_frame)
 	struct l7_stats st;
 
 	/* the second half of the PREPARE result, then the rest from the EXECUTE on */
-	l7r_seg(r, IN, 1, rec->seg[13].data + 30, rec->seg[13].len - 30,
-		rec->seg[13].len - 30);
+	l7r_seg(r, IN, 1, rec->seg[13].data + 30, rec->seg[13].len - 30, rec->seg[13].len - 30);
 	for (size_t i = 14; i < rec->n; i++)
 		l7r_seg(r, l7r_dir(&rec->seg[i], false), rec->seg[i].ts, rec->seg[i].data,
 			rec->seg[i].len, rec->seg[i].len);
@@ -434,8 +438,8 @@ Test(cql, tracing_warnings_custom_payload)
 	l7b_send(r, IN, 2, &b);
 	l7r_finish(r, 3);
 	cr_assert_eq(r->n, 1);
-	check_x(&r->x[0], "QUERY", "SELECT x, y", 9 + sizeof(req) - 1, 9 + sizeof(resp) - 1,
-		0x2200, true, 0);
+	check_x(&r->x[0], "QUERY", "SELECT x, y", 9 + sizeof(req) - 1, 9 + sizeof(resp) - 1, 0x2200,
+		true, 0);
 	cr_assert_eq(l7_stats(r).malformed, 0);
 	l7r_free(r);
 }
@@ -448,7 +452,11 @@ Test(cql, v5_framing_stops_parsing)
 	static const uint8_t segment[] = { 0x13, 0x00, 0x02, 0x5a, 0x1b, 0x3c, 0x04, 0x84, 0,
 					   0,	 0,    0x08, 0,	   0,	 0,    1,    1,	   2 };
 
-	put(&b, 5, 0, 0, 0x01, "\0\x01\0\x0b" "CQL_VERSION\0\x05" "3.0.0", 22);
+	put(&b, 5, 0, 0, 0x01,
+	    "\0\x01\0\x0b"
+	    "CQL_VERSION\0\x05"
+	    "3.0.0",
+	    22);
 	l7b_send(r, EG, 1, &b);
 	put(&b, 0x85, 0, 0, 0x02, "", 0);
 	l7b_send(r, IN, 2, &b);
@@ -471,9 +479,15 @@ Test(cql, auth_exchange_and_v3)
 	struct l7r_run *r = l7r_new(OPS);
 	struct l7b b = { 0 };
 
-	put(&b, 3, 0, 0, 0x01, "\0\x01\0\x0b" "CQL_VERSION\0\x05" "3.0.0", 22);
+	put(&b, 3, 0, 0, 0x01,
+	    "\0\x01\0\x0b"
+	    "CQL_VERSION\0\x05"
+	    "3.0.0",
+	    22);
 	l7b_send(r, EG, 1, &b);
-	put(&b, 0x83, 0, 0, 0x03, "\0\x2f" "org.apache.cassandra.auth.PasswordAuthenticator",
+	put(&b, 0x83, 0, 0, 0x03,
+	    "\0\x2f"
+	    "org.apache.cassandra.auth.PasswordAuthenticator",
 	    49);
 	l7b_send(r, IN, 2, &b);
 	put(&b, 3, 0, 1, 0x0f, "\0\0\0\x0c\0user\0secret", 16);
@@ -668,7 +682,7 @@ Test(cql, bad_arguments)
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, (enum l7_dir)2, 1, (const uint8_t *)"x", 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 0, 100), 0);
-	cr_assert_eq(OPS->lost(c, (enum l7_dir)-1, 1), -EINVAL);
+	cr_assert_eq(OPS->lost(c, (enum l7_dir) - 1, 1), -EINVAL);
 	cr_assert_eq(OPS->next(c, &x), 0);
 	cr_assert_eq(cql__stats(c, NULL), -EINVAL);
 	cr_assert_eq(cql__stats(NULL, &cq), -EINVAL);

@@ -14,7 +14,7 @@
 
 #define T0 1700000000000LL
 /* s seconds after T0. */
-#define AT(s) (T0 + (int64_t)(s) * 1000)
+#define AT(s) (T0 + (int64_t)(s)*1000)
 
 /* The slot values, oldest first; NAN for a slot without one. */
 static void values(const struct cwindow *w, double *out)

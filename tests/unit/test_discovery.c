@@ -23,8 +23,10 @@
 
 static char root[] = "/tmp/rover-disc-XXXXXX";
 static struct rover_config cfg;
-static struct host_facts host = { .instance_id = "agent-1", .host_name = "box",
-				  .host_ip = "10.0.0.5", .nifs = 1,
+static struct host_facts host = { .instance_id = "agent-1",
+				  .host_name = "box",
+				  .host_ip = "10.0.0.5",
+				  .nifs = 1,
 				  .ifs = { { .name = "eth0", .v4 = "10.0.0.5" } } };
 
 static void add_proc(int pid, unsigned long long start, const char *argv0, const char *arg1)
@@ -298,8 +300,8 @@ Test(discovery, many_processes_scan)
 
 	load(finders);
 	for (int pid = 1000; pid < 3000; pid++)
-		add_proc(pid, (unsigned long long)pid, pid % 2 ? "/usr/bin/worker" : "/usr/bin/other",
-			 NULL);
+		add_proc(pid, (unsigned long long)pid,
+			 pid % 2 ? "/usr/bin/worker" : "/usr/bin/other", NULL);
 	d = discovery__new(&cfg, &host, root, NULL, NULL);
 	cr_assert_eq(discovery__scan(d), 1, "1000 workers are one entity");
 	cr_assert_eq(discovery__scan(d), 1, "and stay one on a second scan");

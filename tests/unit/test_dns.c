@@ -21,7 +21,7 @@
 #define SEC 1000000000ull
 #define T0 L7R_T0 /* where the recordings start too */
 
-#define QF 0x0100u		    /* RD */
+#define QF 0x0100u		      /* RD */
 #define RF(rcode) (0x8180u | (rcode)) /* QR RD RA */
 
 static const struct l7_ops *ops = &l7_dns_ops;
@@ -585,17 +585,19 @@ Test(dns, query_type_names)
 		unsigned type;
 		const char *name;
 	} t[] = {
-		{ 1, "A" },	   { 28, "AAAA" }, { 5, "CNAME" },    { 15, "MX" },    { 16, "TXT" },
-		{ 12, "PTR" },	   { 33, "SRV" },  { 2, "NS" },	      { 6, "SOA" },    { 65, "HTTPS" },
-		{ 64, "SVCB" },	   { 255, "ANY" }, { 41, "OPT" },     { 252, "AXFR" }, { 251, "IXFR" },
-		{ 43, "DS" },	   { 48, "DNSKEY" }, { 257, "CAA" },  { 35, "NAPTR" }, { 99, "TYPE99" },
-		{ 0, "TYPE0" },	   { 65535, "TYPE65535" },
+		{ 1, "A" },	  { 28, "AAAA" },	  { 5, "CNAME" },  { 15, "MX" },
+		{ 16, "TXT" },	  { 12, "PTR" },	  { 33, "SRV" },   { 2, "NS" },
+		{ 6, "SOA" },	  { 65, "HTTPS" },	  { 64, "SVCB" },  { 255, "ANY" },
+		{ 41, "OPT" },	  { 252, "AXFR" },	  { 251, "IXFR" }, { 43, "DS" },
+		{ 48, "DNSKEY" }, { 257, "CAA" },	  { 35, "NAPTR" }, { 99, "TYPE99" },
+		{ 0, "TYPE0" },	  { 65535, "TYPE65535" },
 	};
 	uint8_t q[512];
 	struct l7_stats st;
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct l7_exchange x = one_query(q, dns_msg(q, 1, QF, "t.example", t[i].type, 0), &st);
+		struct l7_exchange x =
+			one_query(q, dns_msg(q, 1, QF, "t.example", t[i].type, 0), &st);
 
 		cr_assert_str_eq(x.op, t[i].name);
 	}
@@ -886,7 +888,7 @@ Test(dns, bad_arguments)
 	cr_assert_eq(ops->feed(c, EG, 1, NULL, 1, 4), -EINVAL);
 	cr_assert_eq(ops->feed(c, (enum l7_dir)2, 1, b, 4, 4), -EINVAL);
 	cr_assert_eq(ops->feed(NULL, EG, 1, b, 4, 4), -EINVAL);
-	cr_assert_eq(ops->lost(c, (enum l7_dir)-1, 4), -EINVAL);
+	cr_assert_eq(ops->lost(c, (enum l7_dir) - 1, 4), -EINVAL);
 	cr_assert_eq(ops->feed(c, EG, 1, NULL, 0, 4), 0);
 	ops->stats(c, &st);
 	cr_assert_eq(st.segments, 1);

@@ -128,14 +128,14 @@ Test(http1, pipelining_three_then_three)
 	l7r_free(r);
 }
 
-#define CREQ                                                                                   \
+#define CREQ                                                                                       \
 	"PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n" \
-	"4;name=val\r\n{\"a\"\r\n"                                                             \
-	"A\r\n:1234567}\n\r\n"                                                                  \
+	"4;name=val\r\n{\"a\"\r\n"                                                                 \
+	"A\r\n:1234567}\n\r\n"                                                                     \
 	"0\r\nX-Checksum: 1\r\n\r\n"
-#define CRESP                                                                                  \
-	"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 99\r\n\r\n"     \
-	"1a ; ext=\"q\"\r\nabcdefghijklmnopqrstuvwxyz\r\n"                                     \
+#define CRESP                                                                               \
+	"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 99\r\n\r\n" \
+	"1a ; ext=\"q\"\r\nabcdefghijklmnopqrstuvwxyz\r\n"                                  \
 	"0;last\r\nTrailer-A: x\r\nTrailer-B: y\r\n\r\n"
 
 Test(http1, chunked_with_extensions_and_trailers)
@@ -254,8 +254,8 @@ Test(http1, capture_truncated_in_headers)
 	cr_assert_eq(r->n, 3);
 	cr_assert_str_eq(r->x[2].http->method, "GET");
 	cr_assert_eq(r->x[2].http->uri_len, HTTP1_URI_MAX);
-	cr_assert_eq(r->x[2].http->flags, HTTP1_F_URI_TRUNCATED | HTTP1_F_REQ_TRUNCATED |
-					    HTTP1_F_REQ_HDR_TRUNCATED);
+	cr_assert_eq(r->x[2].http->flags,
+		     HTTP1_F_URI_TRUNCATED | HTTP1_F_REQ_TRUNCATED | HTTP1_F_REQ_HDR_TRUNCATED);
 	cr_assert_eq(r->x[2].http->req_bytes, 1500);
 	cr_assert_eq(r->x[2].http->req_version, 0);
 	st = finish(r, 70);
@@ -284,7 +284,8 @@ Test(http1, capture_truncated_in_body)
 	cr_assert_eq(r->x[0].http->end_ns, 3);
 	/* A request body cut the same way, then the next exchange parses cleanly. */
 	memset(buf, 'y', sizeof(buf));
-	h = (size_t)snprintf(buf, sizeof(buf), "POST /big HTTP/1.1\r\nContent-Length: 5000\r\n\r\n");
+	h = (size_t)snprintf(buf, sizeof(buf),
+			     "POST /big HTTP/1.1\r\nContent-Length: 5000\r\n\r\n");
 	l7r_seg(r, EG, 4, buf, sizeof(buf), h + 5000);
 	feed(r, IN, 5, RESP2);
 	feed(r, EG, 6, REQ1);
@@ -315,7 +316,8 @@ Test(http1, no_body_head_204_304)
 	feed(r, IN, 8, RESP1);
 	cr_assert_eq(r->n, 4);
 	cr_assert_eq(r->x[0].http->status, 200);
-	cr_assert_eq(r->x[0].http->resp_bytes, strlen("HTTP/1.1 200 OK\r\nContent-Length: 777\r\n\r\n"));
+	cr_assert_eq(r->x[0].http->resp_bytes,
+		     strlen("HTTP/1.1 200 OK\r\nContent-Length: 777\r\n\r\n"));
 	cr_assert_eq(r->x[1].http->status, 204);
 	cr_assert_eq(r->x[2].http->status, 304);
 	cr_assert_eq(r->x[3].http->status, 200);
@@ -382,7 +384,8 @@ Test(http1, lost_segment_then_resync)
 	feed(r, IN, 9, "890");
 	feed(r, EG, 10, RESP1);
 	cr_assert_eq(r->n, 3);
-	cr_assert_eq(r->x[2].http->req_bytes, strlen("POST /q HTTP/1.1\r\nContent-Length: 10\r\n\r\n") + 10);
+	cr_assert_eq(r->x[2].http->req_bytes,
+		     strlen("POST /q HTTP/1.1\r\nContent-Length: 10\r\n\r\n") + 10);
 	cr_assert_eq(r->x[2].http->flags, HTTP1_F_REQ_TRUNCATED);
 	st = finish(r, 11);
 	cr_assert_eq(st.lost_segments, 2);
@@ -553,7 +556,8 @@ Test(http1, trace_headers_and_bounds)
 {
 	struct l7r_run *r = run_new();
 	char *req = malloc(4096), *sw8 = malloc(1000);
-	const char *sw = "1-dHJhY2U=-c2VnbWVudA==-3-c2VydmljZQ==-aW5zdGFuY2U=-L2FwaQ==-aG9zdDo4MA==";
+	const char *sw =
+		"1-dHJhY2U=-c2VnbWVudA==-3-c2VydmljZQ==-aW5zdGFuY2U=-L2FwaQ==-aG9zdDo4MA==";
 	size_t n;
 
 	cr_assert(req && sw8);
@@ -566,8 +570,9 @@ Test(http1, trace_headers_and_bounds)
 			    "Host: second-ignored\r\n\r\n",
 			    sw);
 	feed(r, EG, 1, req);
-	feed(r, IN, 2, "HTTP/1.1 500 Oops\r\nContent-Type: application/json\r\n"
-		       "Content-Length: 2\r\n\r\n{}");
+	feed(r, IN, 2,
+	     "HTTP/1.1 500 Oops\r\nContent-Type: application/json\r\n"
+	     "Content-Length: 2\r\n\r\n{}");
 	cr_assert_eq(r->n, 1);
 	cr_assert_str_eq(r->x[0].http->host, "svc.ns:8080");
 	cr_assert_str_eq(r->x[0].http->sw8, sw);
@@ -604,7 +609,8 @@ Test(http1, tunnel_ends_parsing)
 	struct http1_stats st;
 
 	feed(r, EG, 1, "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
-	feed(r, IN, 2, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x05hello");
+	feed(r, IN, 2,
+	     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x05hello");
 	feed(r, EG, 3, "GET / HTTP/1.1\r\n\r\n");
 	cr_assert_eq(r->n, 1);
 	cr_assert_eq(r->x[0].http->status, 101);
@@ -623,8 +629,7 @@ Test(http1, detect)
 		     HTTP1_DETECT_REQUEST);
 	cr_assert_eq(http1__detect((const uint8_t *)"CONNECT h:443 H", 15), HTTP1_DETECT_REQUEST);
 	cr_assert_eq(http1__detect((const uint8_t *)"PATCH /x", 8), HTTP1_DETECT_REQUEST);
-	cr_assert_eq(http1__detect((const uint8_t *)"HTTP/1.0 404 Not", 16),
-		     HTTP1_DETECT_RESPONSE);
+	cr_assert_eq(http1__detect((const uint8_t *)"HTTP/1.0 404 Not", 16), HTTP1_DETECT_RESPONSE);
 	cr_assert_eq(http1__detect((const uint8_t *)"HTTP/1.1 20", 11), -EAGAIN);
 	cr_assert_eq(http1__detect((const uint8_t *)"GE", 2), -EAGAIN);
 	cr_assert_eq(http1__detect((const uint8_t *)"", 0), -EAGAIN);
@@ -646,7 +651,7 @@ Test(http1, bad_arguments)
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, (enum l7_dir)2, 1, (const uint8_t *)"x", 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 0, 100), 0);
-	cr_assert_eq(OPS->lost(c, (enum l7_dir)-1, 1), -EINVAL);
+	cr_assert_eq(OPS->lost(c, (enum l7_dir) - 1, 1), -EINVAL);
 	cr_assert_eq(OPS->next(c, &x), 0);
 	OPS->close(c, 1);
 	cr_assert_eq(OPS->lost(c, EG, 1), -EPIPE);
@@ -668,8 +673,8 @@ Test(http1, response_begun_before_request_headers_is_orphan)
 	st = finish(r, 5);
 	cr_assert_eq(r->n, 2);
 	cr_assert_str_eq(r->x[0].http->uri, "/slow");
-	cr_assert_eq(r->x[0].http->flags, HTTP1_F_NO_RESPONSE | HTTP1_F_REQ_TRUNCATED |
-					    HTTP1_F_REQ_HDR_TRUNCATED);
+	cr_assert_eq(r->x[0].http->flags,
+		     HTTP1_F_NO_RESPONSE | HTTP1_F_REQ_TRUNCATED | HTTP1_F_REQ_HDR_TRUNCATED);
 	cr_assert_eq(r->x[0].http->req_bytes, strlen("GET /slow HTTP/1.1\r\nHost: a\r\n") + 500);
 	cr_assert_eq(r->x[1].http->flags, HTTP1_F_NO_REQUEST, "flags %#x", r->x[1].http->flags);
 	cr_assert_eq(r->x[1].http->resp_bytes, 36 + 4);
@@ -685,7 +690,8 @@ Test(http1, bad_framing_resyncs)
 	struct l7r_run *r = run_new();
 	struct http1_stats st;
 	const char *bad_chunk = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nxx\r\n";
-	const char *bad_cl = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd";
+	const char *bad_cl =
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd";
 
 	feed(r, EG, 1, REQ1 REQ3 "GET /z HTTP/1.1\r\n\r\n");
 	feed(r, IN, 2, bad_chunk);

@@ -165,7 +165,8 @@ static void check_grpc(const struct run *r, enum l7_dir req)
 	static const char *const path[] = { "/rover.Test/Echo", "/rover.Test/Fail",
 					    "/rover.Test/Count", "/rover.Test/Echo" };
 	static const uint64_t req_bytes[] = { 289, 55, 55, 36 }, resp_bytes[] = { 146, 54, 70, 60 };
-	static const uint64_t start[] = { 1002, 1007, 1010, 1016 }, end[] = { 1005, 1009, 1014, 1017 };
+	static const uint64_t start[] = { 1002, 1007, 1010, 1016 },
+			      end[] = { 1005, 1009, 1014, 1017 };
 	static const int32_t grpc[] = { 0, 5, 0, 0 };
 
 	cr_assert_eq(r->n, 4);
@@ -441,10 +442,10 @@ Test(http2, h2c_upgrade_after_http1)
 	cr_assert_eq(rec->seg[0].len, 186);
 	cr_assert_eq(rec->seg[1].len, 71);
 	cr_assert_eq(l7_http1_ops.feed(h1, EG, 1000, rec->seg[0].data, rec->seg[0].len,
-				 rec->seg[0].len),
+				       rec->seg[0].len),
 		     0);
 	cr_assert_eq(l7_http1_ops.feed(h1, IN, 1001, rec->seg[1].data, rec->seg[1].len,
-				 rec->seg[1].len),
+				       rec->seg[1].len),
 		     0);
 	cr_assert_eq(l7_http1_ops.next(h1, &up), 1);
 	cr_assert_eq(up.http->status, 101);
@@ -542,8 +543,8 @@ Test(http2, grpc_seen_midstream)
 	cr_assert_eq(r->x[1].stream_id, 5);
 	cr_assert_str_eq(r->x[1].h.uri, "/rover.Test/Count");
 	cr_assert_eq(r->x[1].grpc_status, -1);
-	cr_assert_eq(r->x[1].flags2, HTTP2_F2_REQ_HPACK_UNKNOWN | HTTP2_F2_RESP_HPACK_UNKNOWN |
-					     HTTP2_F2_TRAILERS);
+	cr_assert_eq(r->x[1].flags2,
+		     HTTP2_F2_REQ_HPACK_UNKNOWN | HTTP2_F2_RESP_HPACK_UNKNOWN | HTTP2_F2_TRAILERS);
 	cr_assert_eq(r->x[2].stream_id, 7);
 	cr_assert_str_eq(r->x[2].h.method, "POST");
 	cr_assert_str_eq(r->x[2].h.uri, "*");
@@ -745,8 +746,8 @@ static void flush(struct run *r, struct peer *p, uint64_t ts)
 	p->c.n = p->s.n = 0;
 }
 
-static const char *const get_req[] = { ":method", "GET", ":scheme", "http", ":path", "/x",
-				       ":authority", "h:1", NULL };
+static const char *const get_req[] = { ":method", "GET",	":scheme", "http", ":path",
+				       "/x",	  ":authority", "h:1",	   NULL };
 static const char *const ok_resp[] = { ":status", "200", NULL };
 
 /*
@@ -755,12 +756,23 @@ static const char *const ok_resp[] = { ":status", "200", NULL };
  */
 Test(http2, padding_priority_continuation_interim_trailers)
 {
-	static const char *const req[] = { ":method", "POST", ":scheme", "http", ":path",
-					   "/pkg.Svc/Call?a=b", ":authority", "svc:50051",
-					   "content-type", "application/grpc+proto", "b3",
+	static const char *const req[] = { ":method",
+					   "POST",
+					   ":scheme",
+					   "http",
+					   ":path",
+					   "/pkg.Svc/Call?a=b",
+					   ":authority",
+					   "svc:50051",
+					   "content-type",
+					   "application/grpc+proto",
+					   "b3",
 					   "80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1",
-					   "x-b3-traceid", "80f198ee56343ba8", "x-b3-spanid",
-					   "e457b5a2e4d86bd1", NULL };
+					   "x-b3-traceid",
+					   "80f198ee56343ba8",
+					   "x-b3-spanid",
+					   "e457b5a2e4d86bd1",
+					   NULL };
 	static const char *const early[] = { ":status", "103", "link", "</a>", NULL };
 	static const char *const resp[] = { ":status", "200", "content-type",
 					    "application/grpc+proto", NULL };
@@ -1069,8 +1081,8 @@ Test(http2, oversized_header_value)
 	struct run *r = run_new();
 	struct http2_stats st;
 	/* :method GET, :path /, then x-big: a literal of 70000 bytes (7-bit prefix 127 + 69873). */
-	static const uint8_t head[] = { 0x82, 0x84, 0x00, 0x05, 'x', '-', 'b', 'i', 'g',
-					0x7f, 0xf1, 0xa1, 0x04 };
+	static const uint8_t head[] = { 0x82, 0x84, 0x00, 0x05, 'x',  '-', 'b',
+					'i',  'g',  0x7f, 0xf1, 0xa1, 0x04 };
 	static uint8_t blk[sizeof(head) + 70000];
 	size_t off = 0;
 
@@ -1147,7 +1159,8 @@ Test(http2, garbage_abandoned)
 Test(http2, detect)
 {
 	cr_assert_eq(http2__detect((const uint8_t *)HTTP2_PREFACE, HTTP2_PREFACE_LEN), 1);
-	cr_assert_eq(http2__detect((const uint8_t *)HTTP2_PREFACE "\0\0", HTTP2_PREFACE_LEN + 2), 1);
+	cr_assert_eq(http2__detect((const uint8_t *)HTTP2_PREFACE "\0\0", HTTP2_PREFACE_LEN + 2),
+		     1);
 	cr_assert_eq(http2__detect((const uint8_t *)"PRI * HT", 8), -EAGAIN);
 	cr_assert_eq(http2__detect((const uint8_t *)"", 0), -EAGAIN);
 	cr_assert_eq(http2__detect((const uint8_t *)"PRI * HTTP/1.1\r\n", 16), 0);

@@ -248,7 +248,7 @@ Test(ipc, header_over_max_payload_rejected_before_allocation)
 struct bad_frame {
 	struct ipc_hdr hdr;
 	uint32_t send_len; /* payload bytes actually sent */
-	int nfds;          /* descriptors attached to the frame */
+	int nfds;	   /* descriptors attached to the frame */
 };
 
 static void expect_rejected(const struct bad_frame *bf)
@@ -977,8 +977,8 @@ Test(ipc, kernel_frames_named_by_the_worker_need_no_kallsyms)
  */
 Test(ipc, forged_kernel_names_are_refused, .init = task_setup, .fini = task_teardown)
 {
-	static const char *const bad_names[] = { "a;b",	    "two words", "tab\there", "nl\n",
-						  "del\x7f", "\x80high" };
+	static const char *const bad_names[] = { "a;b",	 "two words", "tab\there",
+						 "nl\n", "del\x7f",   "\x80high" };
 	const struct ksym_rec good = { 0xffffffff81000100ull, "good_fn" };
 	const struct ksym_rec again = { 0xffffffff81000100ull, "renamed_fn" };
 	char longname[SHIP_KSYM_NAME_MAX + 2];
@@ -1077,7 +1077,8 @@ Test(ipc, kernel_names_grow_to_their_bound_and_no_further, .init = task_setup,
 
 		memcpy(frame, &h, sizeof(h));
 		for (uint32_t i = 0; i < per; i++, sent++) {
-			struct ship_ksym k = { .addr = 0xffffffff81000000ull + sent * 16, .len = 8 };
+			struct ship_ksym k = { .addr = 0xffffffff81000000ull + sent * 16,
+					       .len = 8 };
 
 			memcpy(frame + off, &k, sizeof(k));
 			snprintf((char *)frame + off + sizeof(k), 9, "f%07u", sent);

@@ -78,9 +78,10 @@ Test(k8sobj, a_pod_as_the_api_server_writes_it)
 
 Test(k8sobj, a_pending_pod_has_containers_without_ids)
 {
-	struct json_object *o = parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\"},"
-				      "\"spec\":{\"containers\":[{\"name\":\"c\"}]},"
-				      "\"status\":{\"phase\":\"Pending\"}}");
+	struct json_object *o =
+		parse("{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\"},"
+		      "\"spec\":{\"containers\":[{\"name\":\"c\"}]},"
+		      "\"status\":{\"phase\":\"Pending\"}}");
 	struct k8s_pod p;
 	char err[256];
 
@@ -100,7 +101,8 @@ Test(k8sobj, malformed_pods_are_errors_naming_the_field)
 	} cases[] = {
 		{ "[]", "not an object" },
 		{ "{\"metadata\":\"x\"}", "wrong type" },
-		{ "{\"metadata\":{\"name\":5,\"namespace\":\"n\",\"uid\":\"u\"}}", "metadata.name" },
+		{ "{\"metadata\":{\"name\":5,\"namespace\":\"n\",\"uid\":\"u\"}}",
+		  "metadata.name" },
 		{ "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\"}}", "no uid" },
 		{ "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\",\"labels\":[]}}",
 		  "metadata.labels" },
@@ -139,7 +141,8 @@ Test(k8sobj, oversized_objects_are_refused_not_cut)
 	char err[256];
 
 	cr_assert(s);
-	q += sprintf(q, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\",\"labels\":{");
+	q += sprintf(q,
+		     "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\",\"labels\":{");
 	for (int i = 0; i < 200; i++)
 		q += sprintf(q, "%s\"k%d\":\"v\"", i ? "," : "", i);
 	sprintf(q, "}}}");
@@ -176,9 +179,10 @@ Test(k8sobj, bad_json_and_deep_nesting_are_errors)
 
 Test(k8sobj, services_and_the_selector_rule)
 {
-	struct json_object *o = parse("{\"metadata\":{\"name\":\"reviews\",\"namespace\":\"bookinfo\","
-				      "\"resourceVersion\":\"9\"},\"spec\":{\"selector\":"
-				      "{\"app\":\"reviews\"},\"ports\":[{\"port\":9080}]}}");
+	struct json_object *o =
+		parse("{\"metadata\":{\"name\":\"reviews\",\"namespace\":\"bookinfo\","
+		      "\"resourceVersion\":\"9\"},\"spec\":{\"selector\":"
+		      "{\"app\":\"reviews\"},\"ports\":[{\"port\":9080}]}}");
 	struct json_object *none = parse("{\"metadata\":{\"name\":\"headless\",\"namespace\":"
 					 "\"bookinfo\"},\"spec\":{\"clusterIP\":\"None\"}}");
 	struct k8s_kv labels[2] = { { "app", "reviews" }, { "version", "v1" } };
@@ -292,12 +296,13 @@ Test(k8sobj, container_ids_from_each_cgroup_layout)
 		  "c.slice/crio-0123456789abcdef0123456789abcdef.scope\n",
 		  "ab-c", "0123456789abcdef0123456789abcdef" },
 		/* CRI-O with crun on cgroup v2: the container's processes in a subgroup */
-		{ "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_ ".slice/"
+		{ "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" A_UID_
+		  ".slice/"
 		  "crio-" A_ID ".scope/container\n",
 		  A_UID, A_ID },
 		/* docker with the systemd driver (upstream misses it), a guaranteed pod */
-		{ "0::/kubepods.slice/kubepods-pod1.slice/docker-feedfacefeedfacefeedface.scope\n", "1",
-		  "feedfacefeedfacefeedface" },
+		{ "0::/kubepods.slice/kubepods-pod1.slice/docker-feedfacefeedfacefeedface.scope\n",
+		  "1", "feedfacefeedfacefeedface" },
 		/* cgroupfs driver, v1 and v2; CRI-O names its cgroup crio-<id> there */
 		{ "4:memory:/kubepods/burstable/pod7c1f-22/abcdefabcdef0123456789\n", "7c1f-22",
 		  "abcdefabcdef0123456789" },
@@ -436,8 +441,8 @@ Test(k8sobj, a_cgroup_s_pod_is_the_api_server_s_pod_or_its_mirror)
 	json_object_put(o);
 	cr_expect_str_eq(p.mirror_uid, "2c5e9b0e6d1c4a7f9d3b8e1a0f6c2d4b");
 	cr_assert_eq(k8sobj__cgroup_ids("0::/kubepods.slice/kubepods-burstable.slice/"
-					"kubepods-burstable-pod" B_UID_ ".slice/cri-containerd-" B_ID
-					".scope\n",
+					"kubepods-burstable-pod" B_UID_
+					".slice/cri-containerd-" B_ID ".scope\n",
 					ids, 2),
 		     1);
 	cr_expect(k8sobj__pod_is(&p, ids[0].pod));

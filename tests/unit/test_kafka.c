@@ -140,7 +140,8 @@ static void check_rec(const char *name, const struct want *w, size_t n, uint64_t
 		cr_assert_str_eq(r->x[i].target, w[i].target, "%s %zu", name, i);
 		cr_assert_eq(r->x[i].code, w[i].code, "%s %zu", name, i);
 		cr_assert_eq(r->x[i].error, w[i].code != 0, "%s %zu", name, i);
-		cr_assert_eq(r->x[i].flags, w[i].flags, "%s %zu: flags %#x", name, i, r->x[i].flags);
+		cr_assert_eq(r->x[i].flags, w[i].flags, "%s %zu: flags %#x", name, i,
+			     r->x[i].flags);
 		cr_assert_eq(r->x[i].req_bytes, w[i].req, "%s %zu: req %llu", name, i,
 			     (unsigned long long)r->x[i].req_bytes);
 		cr_assert_eq(r->x[i].resp_bytes, w[i].resp, "%s %zu: resp %llu", name, i,
@@ -241,9 +242,9 @@ Test(kafka, modern_recordings)
 }
 
 static const char *const recordings[] = {
-	"kcat_v0_produce", "kcat_v0_error", "kcat_v0_consume", "kpy_v0_produce",
-	"kpy_v0_acks0",	   "kpy_v0_consume", "kcat_produce",	"kcat_error",
-	"kcat_unknown_topic", "kcat_acks0",  "kafkajs",
+	"kcat_v0_produce",    "kcat_v0_error",	"kcat_v0_consume", "kpy_v0_produce",
+	"kpy_v0_acks0",	      "kpy_v0_consume", "kcat_produce",	   "kcat_error",
+	"kcat_unknown_topic", "kcat_acks0",	"kafkajs",
 };
 
 Test(kafka, broker_side)
@@ -561,18 +562,18 @@ Test(kafka, leading_error_codes)
 		const char *op;
 		bool parsed;
 	} cases[] = {
-		{ 12, 4, true, 27, "Heartbeat", true },	      /* REBALANCE_IN_PROGRESS, flexible */
-		{ 12, 0, false, 16, "Heartbeat", true },      /* NOT_COORDINATOR */
-		{ 10, 1, true, 15, "FindCoordinator", true }, /* COORDINATOR_NOT_AVAILABLE */
+		{ 12, 4, true, 27, "Heartbeat", true },	       /* REBALANCE_IN_PROGRESS, flexible */
+		{ 12, 0, false, 16, "Heartbeat", true },       /* NOT_COORDINATOR */
+		{ 10, 1, true, 15, "FindCoordinator", true },  /* COORDINATOR_NOT_AVAILABLE */
 		{ 10, 4, true, 15, "FindCoordinator", false }, /* v4: an array, not read */
-		{ 11, 5, true, 25, "JoinGroup", true },	      /* UNKNOWN_MEMBER_ID */
+		{ 11, 5, true, 25, "JoinGroup", true },	       /* UNKNOWN_MEMBER_ID */
 		{ 11, 1, false, 25, "JoinGroup", true },
-		{ 14, 4, true, 22, "SyncGroup", true },	      /* ILLEGAL_GENERATION */
+		{ 14, 4, true, 22, "SyncGroup", true }, /* ILLEGAL_GENERATION */
 		{ 13, 2, true, 25, "LeaveGroup", true },
-		{ 17, 1, false, 33, "SaslHandshake", true },  /* UNSUPPORTED_SASL_MECHANISM */
+		{ 17, 1, false, 33, "SaslHandshake", true },	/* UNSUPPORTED_SASL_MECHANISM */
 		{ 36, 2, false, 58, "SaslAuthenticate", true }, /* SASL_AUTHENTICATION_FAILED */
-		{ 22, 3, true, 53, "InitProducerId", true },  /* TRANSACTIONAL_ID_AUTHORIZATION */
-		{ 18, 4, false, 35, "ApiVersions", true },    /* UNSUPPORTED_VERSION, header v0 */
+		{ 22, 3, true, 53, "InitProducerId", true },	/* TRANSACTIONAL_ID_AUTHORIZATION */
+		{ 18, 4, false, 35, "ApiVersions", true },	/* UNSUPPORTED_VERSION, header v0 */
 		{ 2, 7, true, 3, "ListOffsets", false },
 		{ 100, 0, false, 0, "ApiKey100", false },
 	};
@@ -582,11 +583,12 @@ Test(kafka, leading_error_codes)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* header v2 from the first flexible version (all versions past the table) */
-		static const int8_t flex_from[] = { [2] = 6,  [10] = 3, [11] = 6, [12] = 4,
-						    [13] = 4, [14] = 4, [17] = -1, [18] = 3,
-						    [22] = 2, [36] = 2 };
-		bool flex = cases[i].key >= 100 ||
-			    (flex_from[cases[i].key] >= 0 && cases[i].ver >= flex_from[cases[i].key]);
+		static const int8_t flex_from[] = {
+			[2] = 6,  [10] = 3,  [11] = 6, [12] = 4, [13] = 4,
+			[14] = 4, [17] = -1, [18] = 3, [22] = 2, [36] = 2
+		};
+		bool flex = cases[i].key >= 100 || (flex_from[cases[i].key] >= 0 &&
+						    cases[i].ver >= flex_from[cases[i].key]);
 		size_t m;
 
 		q->w.n = a->w.n = 0;
@@ -917,8 +919,7 @@ Test(kafka, pending_limit)
 	cr_assert_eq(r->n, L7_MAX_PENDING + 100 - L7_MAX_PENDING - L7MSG_DROPPED_IDS);
 	cr_assert_eq(st.requests_dropped, 100 - L7_MAX_PENDING);
 	cr_assert_eq(st.responses_dropped, L7MSG_DROPPED_IDS);
-	cr_assert_eq(st.bytes_unattributed,
-		     qn * (100 - L7_MAX_PENDING) + an * L7MSG_DROPPED_IDS);
+	cr_assert_eq(st.bytes_unattributed, qn * (100 - L7_MAX_PENDING) + an * L7MSG_DROPPED_IDS);
 	free(q);
 	free(a);
 	l7r_free(r);

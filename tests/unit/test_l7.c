@@ -36,9 +36,9 @@ static const struct member {
 	{ &l7_mongo_ops, "mongo", { "pymongo", "node" } },
 	{ &l7_kafka_ops,
 	  "kafka",
-	  { "kcat_v0_produce", "kcat_v0_error", "kcat_v0_consume", "kpy_v0_produce",
-	    "kpy_v0_acks0", "kpy_v0_consume", "kcat_produce", "kcat_error", "kcat_unknown_topic",
-	    "kcat_acks0", "kafkajs" } },
+	  { "kcat_v0_produce", "kcat_v0_error", "kcat_v0_consume", "kpy_v0_produce", "kpy_v0_acks0",
+	    "kpy_v0_consume", "kcat_produce", "kcat_error", "kcat_unknown_topic", "kcat_acks0",
+	    "kafkajs" } },
 	{ &l7_dns_ops,
 	  "dns",
 	  { "dig_tcp_a", "dig_tcp_nxdomain", "dig_tcp_refused", "kdig_tcp_a",
@@ -67,11 +67,11 @@ static void check_member(const struct member *m)
 TestSuite(l7);
 
 /* One test per member, so that they run side by side and a failure names its protocol. */
-#define MEMBER_TEST(k, name)                                                                 \
-	Test(l7, name##_split_anywhere_same_exchanges)                                       \
-	{                                                                                    \
-		cr_assert_str_eq(members[k].dir, #name);                                     \
-		check_member(&members[k]);                                                   \
+#define MEMBER_TEST(k, name)                             \
+	Test(l7, name##_split_anywhere_same_exchanges)   \
+	{                                                \
+		cr_assert_str_eq(members[k].dir, #name); \
+		check_member(&members[k]);               \
 	}
 
 MEMBER_TEST(0, http1)
@@ -81,4 +81,3 @@ MEMBER_TEST(3, cql)
 MEMBER_TEST(4, mongo)
 MEMBER_TEST(5, kafka)
 MEMBER_TEST(6, dns)
-

@@ -142,7 +142,7 @@ Test(mongo, pymongo_recording)
 		const char *op, *target;
 		int32_t code;
 		uint64_t req, resp;
-	/* clang-format off */
+		/* clang-format off */
 	} want[] = {
 		/* the handshake: legacy OP_QUERY on admin.$cmd, OP_REPLY */
 		{ "ismaster", "", 0, 272, 272 },
@@ -725,12 +725,12 @@ Test(mongo, hostile_lengths)
 	struct l7_stats st;
 	size_t m, d;
 	uint32_t fields[][4] = {
-		{ 10, 1, 0, 2013 },	   /* shorter than a header */
-		{ 48000001, 1, 0, 2013 },  /* over maxMessageSizeBytes */
+		{ 10, 1, 0, 2013 },	     /* shorter than a header */
+		{ 48000001, 1, 0, 2013 },    /* over maxMessageSizeBytes */
 		{ 0xffffff00u, 1, 0, 2013 }, /* negative */
-		{ 100, 1, 0, 2010 },	   /* no such opcode */
-		{ 100, 1, 7, 2004 },	   /* a legacy request answering something */
-		{ 30, 1, 0, 2013 },	   /* unknown required flag bit, below */
+		{ 100, 1, 0, 2010 },	     /* no such opcode */
+		{ 100, 1, 7, 2004 },	     /* a legacy request answering something */
+		{ 30, 1, 0, 2013 },	     /* unknown required flag bit, below */
 	};
 
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
@@ -974,7 +974,7 @@ Test(mongo, bad_arguments)
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, (enum l7_dir)2, 1, (const uint8_t *)"x", 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 0, 100), 0);
-	cr_assert_eq(OPS->lost(c, (enum l7_dir)-1, 1), -EINVAL);
+	cr_assert_eq(OPS->lost(c, (enum l7_dir) - 1, 1), -EINVAL);
 	cr_assert_eq(OPS->next(c, &x), 0);
 	OPS->close(c, 1);
 	cr_assert_eq(OPS->lost(c, EG, 1), -EPIPE);

@@ -31,8 +31,8 @@ static struct l7_stats l7_stats(const struct l7r_run *r)
 	return st;
 }
 
-static void check_x(const struct l7_exchange *x, const char *op, const char *target,
-		    uint64_t req, uint64_t resp, int32_t code, uint32_t flags)
+static void check_x(const struct l7_exchange *x, const char *op, const char *target, uint64_t req,
+		    uint64_t resp, int32_t code, uint32_t flags)
 {
 	cr_assert_str_eq(x->op, op);
 	cr_assert_str_eq(x->target, target);
@@ -58,7 +58,10 @@ static void put(struct l7b *b, uint8_t seq, const void *p, size_t n)
 /* A packet whose payload is a string literal (its NUL excluded). */
 #define PUT(b, seq, lit) put(b, seq, lit, sizeof(lit) - 1)
 
-#define COLDEF "\x03" "def\0\0\0\x01" "a\0\0\x0c?\0\x01\0\0\0\x03\x81\0\0\0\0"
+#define COLDEF          \
+	"\x03"          \
+	"def\0\0\0\x01" \
+	"a\0\0\x0c?\0\x01\0\0\0\x03\x81\0\0\0\0"
 #define EOF_PKT "\xfe\0\0\x02\0"
 #define OK_PKT "\0\0\0\x02\0\0\0"
 /* CLIENT_DEPRECATE_EOF's end of rows: an OK packet with a 0xfe header. */
@@ -107,8 +110,8 @@ Test(mysql, cli_query_insert_error)
 		cr_assert_eq(r->n, 4);
 		check_x(&r->x[0], "COM_QUERY", "SELECT id, name, price FROM items ORDER BY id", 50,
 			213, 0, 0);
-		check_x(&r->x[1], "COM_QUERY", "INSERT INTO items VALUES (4,'kiwi',0.75)", 45, 11, 0,
-			0);
+		check_x(&r->x[1], "COM_QUERY", "INSERT INTO items VALUES (4,'kiwi',0.75)", 45, 11,
+			0, 0);
 		check_x(&r->x[2], "COM_QUERY", "SELECT * FROM nosuchtable", 30, 51, 1146, 0);
 		check_x(&r->x[3], "COM_QUIT", "", 5, 0, 0, L7_F_NO_REPLY_EXPECTED);
 		cr_assert_eq(r->x[0].start_ns, 4000);
@@ -193,8 +196,8 @@ Test(mysql, mysql2_prepared_statements)
 	check_x(&r->x[4], "COM_STMT_PREPARE", UPD_PS, 44, 81, 0, 0);
 	check_x(&r->x[5], "COM_STMT_EXECUTE", UPD_PS, 36, 52, 0, 0);
 	check_x(&r->x[6], "COM_QUERY", "SELECT * FROM nosuchtable", 30, 51, 1146, 0);
-	check_x(&r->x[7], "COM_STMT_PREPARE", "SELECT * FROM nosuchtable WHERE id = ?", 43, 51, 1146,
-		0);
+	check_x(&r->x[7], "COM_STMT_PREPARE", "SELECT * FROM nosuchtable WHERE id = ?", 43, 51,
+		1146, 0);
 	/* mysql2 closes statement 1 twice: the second time it is no longer known. */
 	check_x(&r->x[8], "COM_STMT_CLOSE", SEL_PS, 9, 0, 0, L7_F_NO_REPLY_EXPECTED);
 	check_x(&r->x[9], "COM_STMT_CLOSE", "", 9, 0, 0, L7_F_NO_REPLY_EXPECTED);
@@ -377,8 +380,12 @@ Test(mysql, deprecate_eof_from_handshake)
 	/* no EOF after the definitions; the rows end with an OK with a 0xfe header */
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
-	PUT(&b, 3, "\x01" "1");
-	PUT(&b, 4, "\x01" "2");
+	PUT(&b, 3,
+	    "\x01"
+	    "1");
+	PUT(&b, 4,
+	    "\x01"
+	    "2");
 	PUT(&b, 5, OK_FE);
 	l7b_send(r, IN, 11, &b);
 	cr_assert_eq(r->n, 1);
@@ -409,7 +416,9 @@ Test(mysql, deprecate_eof_from_handshake)
 	l7b_send(r, EG, 16, &b);
 	PUT(&b, 1, "\x01");
 	PUT(&b, 2, COLDEF);
-	PUT(&b, 3, "\0\0\x01" "1");
+	PUT(&b, 3,
+	    "\0\0\x01"
+	    "1");
 	PUT(&b, 4, OK_FE);
 	l7b_send(r, IN, 17, &b);
 	cr_assert_eq(r->n, 4);
@@ -426,7 +435,9 @@ Test(mysql, deprecate_eof_unknown_prepare)
 	struct l7b b = { 0 };
 	uint8_t ok[12] = { 0x00, 9, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 
-	PUT(&b, 0, "\x16" "DELETE FROM t WHERE a = ?");
+	PUT(&b, 0,
+	    "\x16"
+	    "DELETE FROM t WHERE a = ?");
 	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
@@ -448,7 +459,9 @@ Test(mysql, deprecate_eof_unknown_prepare)
 
 	/* The same with the EOF: learnt the other way, complete at once. */
 	r = l7r_new(OPS);
-	PUT(&b, 0, "\x16" "DELETE FROM t WHERE a = ?");
+	PUT(&b, 0,
+	    "\x16"
+	    "DELETE FROM t WHERE a = ?");
 	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
 	PUT(&b, 2, COLDEF);
@@ -484,8 +497,12 @@ Test(mysql, cursor_and_fetch)
 	check_x(&r->x[1], "COM_STMT_EXECUTE", "SELECT a FROM t", 14, 5 + 28 + 9, 0, 0);
 	PUT(&b, 0, "\x1c\x04\0\0\0\x02\0\0\0");
 	l7b_send(r, EG, 5, &b);
-	PUT(&b, 1, "\0\0\x01" "1");
-	PUT(&b, 2, "\0\0\x01" "2");
+	PUT(&b, 1,
+	    "\0\0\x01"
+	    "1");
+	PUT(&b, 2,
+	    "\0\0\x01"
+	    "2");
 	PUT(&b, 3, "\xfe\0\0\x82\0");
 	l7b_send(r, IN, 6, &b);
 	cr_assert_eq(r->n, 3);
@@ -506,7 +523,9 @@ Test(mysql, pipelined_prepare_and_execute)
 	uint8_t ok[12] = { 0x00, 3, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 };
 
 	/* MariaDB Connector/C: both at once, the execute naming statement -1 */
-	PUT(&b, 0, "\x16" "INSERT INTO t VALUES (?)");
+	PUT(&b, 0,
+	    "\x16"
+	    "INSERT INTO t VALUES (?)");
 	PUT(&b, 0, "\x17\xff\xff\xff\xff\0\x01\0\0\0\0\x01\x03\0\x05\0\0\0");
 	l7b_send(r, EG, 1, &b);
 	put(&b, 1, ok, sizeof(ok));
@@ -534,9 +553,15 @@ Test(mysql, change_user_and_unsolicited_error)
 	size_t hs = handshake(r, 0);
 
 	/* COM_CHANGE_USER, an auth switch, the client's answer, then OK */
-	PUT(&b, 0, "\x11" "bob\0\x14" "01234567890123456789shop\0");
+	PUT(&b, 0,
+	    "\x11"
+	    "bob\0\x14"
+	    "01234567890123456789shop\0");
 	l7b_send(r, EG, 10, &b);
-	PUT(&b, 1, "\xfe" "mysql_native_password\0" "abcdefghijklmnopqrst");
+	PUT(&b, 1,
+	    "\xfe"
+	    "mysql_native_password\0"
+	    "abcdefghijklmnopqrst");
 	l7b_send(r, IN, 11, &b);
 	PUT(&b, 2, "01234567890123456789");
 	l7b_send(r, EG, 12, &b);
@@ -632,7 +657,9 @@ Test(mysql, gap_across_packets_resynchronizes)
 	PUT(&b, 2, COLDEF);
 	PUT(&b, 3, EOF_PKT);
 	for (uint8_t i = 0; i < 100; i++)
-		PUT(&b, (uint8_t)(4 + i), "\x05" "abcde");
+		PUT(&b, (uint8_t)(4 + i),
+		    "\x05"
+		    "abcde");
 	PUT(&b, 104, EOF_PKT);
 	resp = b.n;
 	/* 60 bytes captured: the end of the answer is never seen */
@@ -768,7 +795,9 @@ Test(mysql, result_set_without_metadata)
 	PUT(&b, 0, "\x17\x05\0\0\0\0\x01\0\0\0");
 	l7b_send(r, EG, 1, &b);
 	PUT(&b, 1, "\x01\x00");
-	PUT(&b, 2, "\0\0\x01" "1");
+	PUT(&b, 2,
+	    "\0\0\x01"
+	    "1");
 	PUT(&b, 3, EOF_PKT);
 	l7b_send(r, IN, 2, &b);
 	cr_assert_eq(r->n, 1);
@@ -805,7 +834,11 @@ Test(mysql, query_attributes)
 	l7b_send(r, EG, 3, &b);
 	PUT(&b, 1, OK_PKT);
 	l7b_send(r, IN, 4, &b);
-	PUT(&b, 0, "\x03\x01\x01\x00\x01\x08\x00\x01" "a" "\x05\0\0\0\0\0\0\0" "SELECT 2");
+	PUT(&b, 0,
+	    "\x03\x01\x01\x00\x01\x08\x00\x01"
+	    "a"
+	    "\x05\0\0\0\0\0\0\0"
+	    "SELECT 2");
 	l7b_send(r, EG, 5, &b);
 	PUT(&b, 1, OK_PKT);
 	l7b_send(r, IN, 6, &b);
@@ -981,7 +1014,7 @@ Test(mysql, bad_arguments)
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, (enum l7_dir)2, 1, (const uint8_t *)"x", 1, 1), -EINVAL);
 	cr_assert_eq(OPS->feed(c, EG, 1, NULL, 0, 100), 0);
-	cr_assert_eq(OPS->lost(c, (enum l7_dir)-1, 1), -EINVAL);
+	cr_assert_eq(OPS->lost(c, (enum l7_dir) - 1, 1), -EINVAL);
 	cr_assert_eq(OPS->next(c, &x), 0);
 	cr_assert_eq(mysql__stats(c, NULL), -EINVAL);
 	cr_assert_eq(mysql__stats(NULL, &my), -EINVAL);

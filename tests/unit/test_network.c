@@ -150,10 +150,10 @@ static void procs(struct net_task *t, const char *inst_server)
 
 /* sw8 with trace id "trace-1" */
 #define SW8 "1-dHJhY2UtMQ==-c2Vn-3-YQ==-YQ==-YQ==-YQ=="
-#define REQS                                                                    \
+#define REQS                                                              \
 	"GET /api/users?id=1 HTTP/1.1\r\nHost: x\r\nsw8: " SW8 "\r\n\r\n" \
 	"GET /api/items HTTP/1.1\r\nHost: x\r\n\r\n"
-#define RESPS                                                   \
+#define RESPS                                            \
 	"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" \
 	"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
@@ -239,14 +239,16 @@ static size_t decode(struct spool_batch *b, struct mtr *out, size_t max, size_t 
 			if (i)
 				cr_assert_str_empty(d->service);
 			if (d->metric_case == SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE) {
-				snprintf(out[n].name, sizeof(out[n].name), "%s", d->singlevalue->name);
+				snprintf(out[n].name, sizeof(out[n].name), "%s",
+					 d->singlevalue->name);
 				out[n].value = d->singlevalue->value;
 				l = d->singlevalue->labels;
 				nl = d->singlevalue->n_labels;
 			} else {
 				cr_assert_eq(d->metric_case,
 					     SKYWALKING__V3__METER_DATA__METRIC_HISTOGRAM);
-				snprintf(out[n].name, sizeof(out[n].name), "%s", d->histogram->name);
+				snprintf(out[n].name, sizeof(out[n].name), "%s",
+					 d->histogram->name);
 				out[n].hist = 1;
 				out[n].nb = d->histogram->n_values;
 				out[n].b1 = d->histogram->values[1]->bucket;
@@ -274,8 +276,10 @@ static const struct mtr *find(const struct mtr *m, size_t n, const char *name, c
 	return NULL;
 }
 
-#define CL "client_process_id=p-client,server_process_id=p-server,side=client,protocol=http,is_ssl=false"
-#define SV "server_process_id=p-server,client_process_id=p-client,side=server,protocol=http,is_ssl=false"
+#define CL \
+	"client_process_id=p-client,server_process_id=p-server,side=client,protocol=http,is_ssl=false"
+#define SV \
+	"server_process_id=p-server,client_process_id=p-client,side=server,protocol=http,is_ssl=false"
 
 Test(network, http_pair_meters)
 {
@@ -583,7 +587,8 @@ Test(network, sampled_traces)
 		cr_assert_str_eq(jstr(cp, "process_id"), "p-client");
 		cr_assert_str_eq(jstr(sp, "process_id"), "p-server");
 		cr_assert_str_eq(jstr(sp, "address"), "");
-		cr_assert(json_object_object_get_ex(sp, "local", &v) && !json_object_get_boolean(v));
+		cr_assert(json_object_object_get_ex(sp, "local", &v) &&
+			  !json_object_get_boolean(v));
 		found |= server ? 2 : 1;
 		json_object_put(j);
 	}
@@ -677,8 +682,8 @@ Test(network, max_conns)
 
 	cr_assert(t);
 	for (uint64_t id = 1; id <= 3; id++) {
-		struct net_conn c = conn4(id, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000 + id,
-					  "127.0.0.1", 8080);
+		struct net_conn c =
+			conn4(id, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000 + id, "127.0.0.1", 8080);
 
 		one_conn(t, &c);
 	}
@@ -761,7 +766,8 @@ static size_t decode_events(struct spool_batch *b, struct ev *out, size_t max)
 		cr_assert_leq(e->n_tags, 8);
 		out[n].ntags = e->n_tags;
 		for (size_t i = 0; i < e->n_tags; i++) {
-			snprintf(out[n].tags[i][0], sizeof(out[n].tags[i][0]), "%s", e->tags[i]->key);
+			snprintf(out[n].tags[i][0], sizeof(out[n].tags[i][0]), "%s",
+				 e->tags[i]->key);
 			snprintf(out[n].tags[i][1], sizeof(out[n].tags[i][1]), "%s",
 				 e->tags[i]->value);
 		}
@@ -814,8 +820,8 @@ static void near_ns(int64_t got, uint64_t mono, int64_t off)
 {
 	int64_t want = (int64_t)mono + off, d = got - want;
 
-	cr_assert(d > -50 * (int64_t)MS && d < 50 * (int64_t)MS, "%lld vs %lld",
-		  (long long)got, (long long)want);
+	cr_assert(d > -50 * (int64_t)MS && d < 50 * (int64_t)MS, "%lld vs %lld", (long long)got,
+		  (long long)want);
 }
 
 static struct msg_net_rule require_rule(const char *re, bool req, uint32_t req_max, bool resp,
@@ -866,7 +872,8 @@ Test(network, events_sw8_both_sides)
 		cr_assert_eq(v[i].ntags, 8);
 		for (size_t k = 0; k < 8; k++)
 			cr_assert_str_eq(v[i].tags[k][0], keys[k], "tag order");
-		cr_assert_eq(v[i].type, SKYWALKING__V3__SPAN_ATTACHED_EVENT__SPAN_REFERENCE_TYPE__SKYWALKING);
+		cr_assert_eq(v[i].type,
+			     SKYWALKING__V3__SPAN_ATTACHED_EVENT__SPAN_REFERENCE_TYPE__SKYWALKING);
 		cr_assert_str_eq(v[i].trace, "trace-1");
 		cr_assert_str_eq(v[i].segment, "seg");
 		cr_assert_str_eq(v[i].span, "3");
@@ -989,10 +996,11 @@ Test(network, events_encodings)
 
 	/* a binary body, in both directions */
 	snprintf(req, 4096,
-		 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3("b1")
-		 "Content-Length: 4\r\n\r\n\x01\x02\x03\x04");
-	snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n"
-			     "\r\n\x89PNG");
+		 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3(
+			 "b1") "Content-Length: 4\r\n\r\n\x01\x02\x03\x04");
+	snprintf(resp, 4096,
+		 "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 4\r\n"
+		 "\r\n\x89PNG");
 	serve(t, 12, T0 + 10 * MS, req, strlen(req), resp, strlen(resp));
 	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
 	cr_assert_eq(net_task__meters(t, 12345, &b, &logs), 0);
@@ -1009,9 +1017,9 @@ Test(network, events_encodings)
 	e = find_ev(v, n, "b1", false, "server");
 	cr_assert(e);
 	cr_assert_str_eq(tag(e, "data_content"),
-			 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3("b1")
-			 "Content-Length: 4\r\n\r\n"
-			 "[not plain, current content type: application/octet-stream]");
+			 "POST /bin HTTP/1.1\r\nContent-Type: application/octet-stream\r\n" B3(
+				 "b1") "Content-Length: 4\r\n\r\n"
+				       "[not plain, current content type: application/octet-stream]");
 	e = find_ev(v, n, "b1", true, "server");
 	cr_assert(e);
 	cr_assert_str_eq(tag(e, "data_content"),
@@ -1026,8 +1034,10 @@ Test(network, events_encodings)
 
 	/* max sizes: the request's header block cut at 20, the response at 60 in all */
 	snprintf(req, 4096, "GET /trunc HTTP/1.1\r\nHost: x\r\n" B3("c1") "\r\n");
-	hl = (size_t)snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-					  "Content-Length: %u\r\n\r\n", 1536 - 67);
+	hl = (size_t)snprintf(resp, 4096,
+			      "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+			      "Content-Length: %u\r\n\r\n",
+			      1536 - 67);
 	cr_assert_eq(hl, 67);
 	memset(resp + hl, 'z', 1536 - hl);
 	serve(t, 13, T0 + 20 * MS, req, strlen(req), resp, 1536);
@@ -1040,8 +1050,9 @@ Test(network, events_encodings)
 
 	/* chunked text, no Content-Type: text/html by default */
 	snprintf(req, 4096, "GET /chunked HTTP/1.1\r\n" B3("e1") "\r\n");
-	snprintf(resp, 4096, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-			     "5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
+	snprintf(resp, 4096,
+		 "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		 "5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\n\r\n");
 	serve(t, 15, T0 + 40 * MS, req, strlen(req), resp, strlen(resp));
 
 	cr_assert_eq(net_task__interval(t, 4000 * MS), 0);
@@ -1077,7 +1088,8 @@ Test(network, events_encodings)
 Test(network, events_content)
 {
 	char out[256 + NET_CONTENT_SLACK], size[32];
-	static const uint8_t bad[] = "HTTP/1.1 200 OK\r\n\r\nA\xff\xc3\xa9\xed\xa0\x80\x00Z\xe2\x82";
+	static const uint8_t bad[] =
+		"HTTP/1.1 200 OK\r\n\r\nA\xff\xc3\xa9\xed\xa0\x80\x00Z\xe2\x82";
 
 	/* invalid UTF-8 and NUL become '?', valid sequences stay */
 	cr_assert_eq(net__http_content(bad, sizeof(bad) - 1, 256, out, sizeof(out)),
@@ -1210,10 +1222,11 @@ Test(network, mysql_session_meters_and_report)
 		int dir = rec->seg[i].c2s ? NET_DIR_INGRESS : NET_DIR_EGRESS;
 		size_t cap = rec->seg[i].len < NET_CAPTURE_MAX ? rec->seg[i].len : NET_CAPTURE_MAX;
 
-		fb_data(&f, 2, 200, dir, ++seq[dir], T0 + i * MS, (const char *)rec->seg[i].data, cap,
-			rec->seg[i].len);
+		fb_data(&f, 2, 200, dir, ++seq[dir], T0 + i * MS, (const char *)rec->seg[i].data,
+			cap, rec->seg[i].len);
 		/* fb_data says HTTP/1: this connection is MySQL's */
-		((struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7)))
+		((struct net_rec_data *)(f.buf + f.len -
+					 ((sizeof(struct net_rec_data) + cap + 7) & ~(size_t)7)))
 			->proto = NET_PROTO_MYSQL;
 	}
 	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
@@ -1233,8 +1246,9 @@ Test(network, mysql_session_meters_and_report)
 
 	x = find(m, n, "rover_net_p_mysql_request_counter", NULL);
 	cr_assert(x && x->value == 4, "3 queries and a quit");
-	cr_assert_str_eq(x->labels, "server_process_id=p-server,client_address=10.0.0.9:0,side=server,"
-				    "protocol=mysql,is_ssl=false");
+	cr_assert_str_eq(x->labels,
+			 "server_process_id=p-server,client_address=10.0.0.9:0,side=server,"
+			 "protocol=mysql,is_ssl=false");
 	x = find(m, n, "rover_net_p_mysql_error_counter", NULL);
 	cr_assert(x && x->value == 1);
 	x = find(m, n, "rover_net_p_mysql_response_status_counter", "code=1146");
@@ -1253,7 +1267,8 @@ Test(network, mysql_session_meters_and_report)
 	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
 	for (size_t i = 0; i < json_object_array_length(eps); i++) {
 		struct json_object *e = json_object_array_get_idx(eps, i), *v;
-		const char *path_s = json_object_object_get_ex(e, "path", &v) ? json_object_get_string(v) : "";
+		const char *path_s =
+			json_object_object_get_ex(e, "path", &v) ? json_object_get_string(v) : "";
 
 		cr_assert(json_object_object_get_ex(e, "protocol", &v));
 		cr_assert_str_eq(json_object_get_string(v), "mysql");
@@ -1330,7 +1345,8 @@ Test(network, a_target_opening_thousands_of_connections_gets_a_bounded_number_of
 		cr_assert_eq(net_task__interval(t, (uint64_t)(2 + i) * 2000 * MS), 0);
 	open_many(t, 20001, 100, NET_PROTO_HTTP2, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 	net_task__stats(t, &st);
-	cr_assert_eq(st.parsers_refused, (2100 - 2048) + (300 - 256), "room again after the closes");
+	cr_assert_eq(st.parsers_refused, (2100 - 2048) + (300 - 256),
+		     "room again after the closes");
 	net_task__free(t);
 }
 
@@ -1363,10 +1379,12 @@ Test(network, a_held_read_is_timed_by_its_own_read)
 	fb_data(&f, 2, 200, NET_DIR_EGRESS, 1, T0 + 150 * MS, resp, strlen(resp), strlen(resp));
 	/* held beyond the bytes it came with, or with a time outside the segment's */
 	fb_data(&f, 2, 200, NET_DIR_INGRESS, 2, T0 + 200 * MS, req, 3, 3);
-	((struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + 3 + 7) & ~(size_t)7)))
+	((struct net_rec_data *)(f.buf + f.len -
+				 ((sizeof(struct net_rec_data) + 3 + 7) & ~(size_t)7)))
 		->held = 4;
 	fb_data(&f, 2, 200, NET_DIR_INGRESS, 2, T0 + 200 * MS, req, 8, 8);
-	d = (struct net_rec_data *)(f.buf + f.len - ((sizeof(struct net_rec_data) + 8 + 7) & ~(size_t)7));
+	d = (struct net_rec_data *)(f.buf + f.len -
+				    ((sizeof(struct net_rec_data) + 8 + 7) & ~(size_t)7));
 	d->held = 4;
 	d->held_end_ns = T0 + 300 * MS;
 	cr_assert_eq(fb_send(t, &f, MSG_SHIP_NET_DATA), 0);
@@ -1388,7 +1406,8 @@ Test(network, a_held_read_is_timed_by_its_own_read)
 	}
 	cr_assert(e, "%s", buf);
 	cr_assert(json_object_object_get_ex(e, "latency_ms", &l) &&
-		  json_object_object_get_ex(l, "p50", &v), "%s", buf);
+			  json_object_object_get_ex(l, "p50", &v),
+		  "%s", buf);
 	cr_assert_float_eq(json_object_get_double(v), 150.0, 0.001, "%s", buf);
 	json_object_put(j);
 	net_task__free(t);

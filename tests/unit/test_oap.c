@@ -233,8 +233,9 @@ static Skywalking__V3__EBPFReportProcessDownstream *report_call(struct oap_conn 
 {
 	ProtobufCMessage *ans = NULL;
 	int err = oap_conn__call(c, "/skywalking.v3.EBPFProcessService/reportProcesses",
-				 &r->list.base, &skywalking__v3__ebpfreport_process_downstream__descriptor,
-				 &ans, st);
+				 &r->list.base,
+				 &skywalking__v3__ebpfreport_process_downstream__descriptor, &ans,
+				 st);
 
 	cr_assert_eq(err, 0, "reportProcesses: %d %s", st->code, st->text);
 	return (Skywalking__V3__EBPFReportProcessDownstream *)ans;
@@ -391,8 +392,7 @@ static const char *arg_of(const Skywalking__V3__Command *cmd, const char *key)
 	return NULL;
 }
 
-static const Skywalking__V3__Command *task_by_id(const Skywalking__V3__Commands *cs,
-						   const char *id)
+static const Skywalking__V3__Command *task_by_id(const Skywalking__V3__Commands *cs, const char *id)
 {
 	for (size_t i = 0; i < cs->n_commands; i++)
 		if (!strcmp(arg_of(cs->commands[i], "TaskId"), id))
@@ -459,7 +459,8 @@ Test(oap, query_tasks_serves_scripted_tasks)
 
 	/* Stable across queries; only newer tasks once latestUpdateTime is given. */
 	b = query_tasks(c, 0);
-	cr_assert_str_eq(arg_of(task_by_id(b, "t1"), "TaskUpdateTime"), arg_of(t1, "TaskUpdateTime"));
+	cr_assert_str_eq(arg_of(task_by_id(b, "t1"), "TaskUpdateTime"),
+			 arg_of(t1, "TaskUpdateTime"));
 	cr_assert_str_eq(arg_of(task_by_id(b, "t1"), "TaskStartTime"), arg_of(t1, "TaskStartTime"));
 	protobuf_c_message_free_unpacked(&b->base, NULL);
 	b = query_tasks(c, 999);
@@ -488,7 +489,8 @@ Test(oap, report_profiling_task_gets_a_task_id)
 {
 	char addr[64];
 	struct oap_opts o = { .addr = addr };
-	Skywalking__V3__ContinuousProfilingReport rep = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
+	Skywalking__V3__ContinuousProfilingReport rep =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
 	Skywalking__V3__Commands *a, *b;
 	struct oap_status st;
 	struct oap_conn *c;
@@ -499,11 +501,13 @@ Test(oap, report_profiling_task_gets_a_task_id)
 	rep.servicename = "svc-a";
 	rep.processname = "burner";
 	rep.duration = 10;
-	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
+	cr_assert_eq(oap_conn__call(c,
+				    "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
 				    &rep.base, &skywalking__v3__commands__descriptor,
 				    (ProtobufCMessage **)&a, &st),
 		     0, "%d %s", st.code, st.text);
-	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
+	cr_assert_eq(oap_conn__call(c,
+				    "/skywalking.v3.ContinuousProfilingService/reportProfilingTask",
 				    &rep.base, &skywalking__v3__commands__descriptor,
 				    (ProtobufCMessage **)&b, &st),
 		     0);
@@ -519,7 +523,8 @@ Test(oap, report_profiling_task_gets_a_task_id)
 /* A port nothing listens on at the moment (bound, read, closed). */
 static int free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -558,8 +563,8 @@ Test(oap, backend_that_comes_back_is_used_within_seconds)
 	for (t0 = mono_ms();; usleep(100000)) {
 		if (!keepalive(c, &st))
 			break;
-		cr_assert_lt(mono_ms() - t0, 7000, "backend up but calls still fail: %d %s", st.code,
-			     st.text);
+		cr_assert_lt(mono_ms() - t0, 7000, "backend up but calls still fail: %d %s",
+			     st.code, st.text);
 	}
 	ms = mono_ms() - t0;
 	cr_log_info("backend used %llu ms after it listened", (unsigned long long)ms);
@@ -578,11 +583,15 @@ static void *hammer(void *p)
 
 	for (int i = 0; i < 25; i++) {
 		if (i % 5 == 4) {
-			Skywalking__V3__MeterDataCollection m = SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
-			struct oap_stream *s = oap_stream__open(a->c, "/skywalking.v3.MeterReportService/collectBatch");
+			Skywalking__V3__MeterDataCollection m =
+				SKYWALKING__V3__METER_DATA_COLLECTION__INIT;
+			struct oap_stream *s =
+				oap_stream__open(a->c,
+						 "/skywalking.v3.MeterReportService/collectBatch");
 
 			if (s && !oap_stream__send(s, &m.base) &&
-			    !oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL, &st))
+			    !oap_stream__finish(s, &skywalking__v3__commands__descriptor, NULL,
+						&st))
 				a->ok++;
 		} else if (!keepalive(a->c, &st)) {
 			a->ok++;
@@ -628,8 +637,8 @@ Test(oap, profiling_stream_arrives_in_order)
 	struct oap_opts o = { .addr = addr, .authentication = "tok" };
 	Skywalking__V3__EBPFProfilingTaskMetadata task =
 		SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
-	Skywalking__V3__EBPFProfilingStackMetadata stack =
-		SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT,
+	Skywalking__V3__EBPFProfilingStackMetadata
+		stack = SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT,
 		*stacks[1] = { &stack };
 	char *syms[] = { "hot_leaf", "caller", "main" };
 	Skywalking__V3__EBPFOnCPUProfiling cpu = SKYWALKING__V3__EBPFON_CPUPROFILING__INIT;
@@ -693,7 +702,8 @@ Test(oap, profiling_stream_arrives_in_order)
 		cr_assert(strstr(p, want), "line %d: %s", i, p);
 		snprintf(want, sizeof(want), "\"stackId\": %d", 10 + i);
 		cr_assert(strstr(p, want), "line %d: %s", i, p);
-		cr_assert(strstr(p, "\"stackSymbols\": [\"hot_leaf\", \"caller\", \"main\"]"), "%s", p);
+		cr_assert(strstr(p, "\"stackSymbols\": [\"hot_leaf\", \"caller\", \"main\"]"), "%s",
+			  p);
 		cr_assert(strstr(p, "\"authentication\": \"tok\""), "%s", p);
 		cr_assert_eq(!!strstr(p, "\"taskId\": \"task-1\""), i == 0, "line %d: %s", i, p);
 		p = eol + 1;
@@ -705,7 +715,8 @@ Test(oap, profiling_stream_arrives_in_order)
 
 Test(oap, stream_to_unreachable_backend_fails_cleanly)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	char addr[64];
 	struct oap_opts o = { .addr = addr, .deadline_ms = 2000 };
@@ -880,8 +891,8 @@ Test(oap, undecodable_answer_is_a_decode_error)
 	/* The answer's field 1 is a message (length-delimited); MeterBucketValue's is a double
 	 * (fixed64): protobuf-c refuses the wire type. */
 	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.EBPFProcessService/reportProcesses",
-				    &r.list.base, &skywalking__v3__meter_bucket_value__descriptor, &ans,
-				    &st),
+				    &r.list.base, &skywalking__v3__meter_bucket_value__descriptor,
+				    &ans, &st),
 		     -EIO);
 	cr_assert_eq(st.code, OAP_E_DECODE, "%d %s", st.code, st.text);
 	cr_assert_eq(ans, (ProtobufCMessage *)0x1, "ret_answer written on failure");
@@ -911,8 +922,8 @@ Test(oap, oversized_answer_is_refused)
 	report_init(&r, name, "sleeper");
 	cr_assert_eq(oap_conn__call(c, "/skywalking.v3.EBPFProcessService/reportProcesses",
 				    &r.list.base,
-				    &skywalking__v3__ebpfreport_process_downstream__descriptor, &ans,
-				    &st),
+				    &skywalking__v3__ebpfreport_process_downstream__descriptor,
+				    &ans, &st),
 		     -EIO);
 	cr_assert_eq(st.code, OAP_E_TOO_BIG, "%d %s", st.code, st.text);
 	cr_assert_null(ans);
@@ -1017,7 +1028,9 @@ Test(oap, tls_verifies_the_server)
 Test(oap, tls_insecure_skip_verify_skips_the_check)
 {
 	char addr[64];
-	struct oap_opts o = { .addr = addr, .tls = 1, .insecure_skip_verify = 1, .deadline_ms = 5000 };
+	struct oap_opts o = {
+		.addr = addr, .tls = 1, .insecure_skip_verify = 1, .deadline_ms = 5000
+	};
 	struct oap_status st;
 	int port = tls_start();
 	char *wrong = read_pem("wrongca.pem");
@@ -1049,8 +1062,9 @@ Test(oap, backoff_bounds)
 
 		oap_backoff__failed(&b, now);
 		wait = b.next_ms - now;
-		cr_assert(wait >= want[i] / 2 && wait <= want[i], "attempt %zu: waits %llu, want [%u, %u]",
-			  i, (unsigned long long)wait, want[i] / 2, want[i]);
+		cr_assert(wait >= want[i] / 2 && wait <= want[i],
+			  "attempt %zu: waits %llu, want [%u, %u]", i, (unsigned long long)wait,
+			  want[i] / 2, want[i]);
 		cr_assert_not(oap_backoff__ready(&b, b.next_ms - 1));
 		cr_assert(oap_backoff__ready(&b, b.next_ms));
 		now = b.next_ms;
@@ -1081,8 +1095,8 @@ Test(oap, backoff_bounds)
 /* --- under the roles' seccomp filters -------------------------------------------------- */
 
 /* In a child: filter (before or after the connection), then unary, stream and TLS calls. */
-static int sandboxed_calls(const struct role_policy *role, int filter_first, int port,
-			   int tls_port, const char *ca, int dns_port)
+static int sandboxed_calls(const struct role_policy *role, int filter_first, int port, int tls_port,
+			   const char *ca, int dns_port)
 {
 	char addr[64], tls_addr[64], dns_addr[96];
 	struct oap_opts o = { .addr = addr, .authentication = "tok", .deadline_ms = 5000 };
@@ -1139,8 +1153,9 @@ static void run_sandboxed(const struct role_policy *role, int filter_first)
 	if (pid == 0)
 		_exit(sandboxed_calls(role, filter_first, port, tls_port, ca, dns_port));
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert_not(WIFSIGNALED(status), "%s child killed by signal %d (a call the filter forbids)",
-		      role->role, WTERMSIG(status));
+	cr_assert_not(WIFSIGNALED(status),
+		      "%s child killed by signal %d (a call the filter forbids)", role->role,
+		      WTERMSIG(status));
 	cr_assert_eq(WEXITSTATUS(status), 0, "%s child failed at step %d", role->role,
 		     WEXITSTATUS(status));
 	cr_assert_eq(count_lines(recorded("keepAlive")), 3);

@@ -17,11 +17,10 @@
 #include "common/msg.h"
 #include "shipper/output/profile.h"
 
-#define ADD(p, comm, value, ...)                                                               \
-	do {                                                                                   \
-		const char *fr_[] = { __VA_ARGS__ };                                           \
-		cr_assert_eq(profile__add(p, comm, fr_, sizeof(fr_) / sizeof(fr_[0]), value), \
-			     0);                                                               \
+#define ADD(p, comm, value, ...)                                                                  \
+	do {                                                                                      \
+		const char *fr_[] = { __VA_ARGS__ };                                              \
+		cr_assert_eq(profile__add(p, comm, fr_, sizeof(fr_) / sizeof(fr_[0]), value), 0); \
 	} while (0)
 
 /* Runs a writer on a memory stream and returns what it wrote (caller frees). */
@@ -378,7 +377,8 @@ Test(profile, comments_carry_losses)
 	f = open_memstream(&svg, &len);
 	cr_assert_eq(profile__write_svg(p, f, "t"), 0);
 	fclose(f);
-	cr_assert(strstr(svg, "<desc>rover ON_CPU profile, task 1\nlost: 3 stack map full\n</desc>"),
+	cr_assert(strstr(svg,
+			 "<desc>rover ON_CPU profile, task 1\nlost: 3 stack map full\n</desc>"),
 		  "%s", svg);
 	free(svg);
 
@@ -458,8 +458,8 @@ static void check_xml(const char *s)
 			namelen = strcspn(s, " >");
 			cr_assert(depth > 0, "close tag without open");
 			depth--;
-			cr_assert(!strncmp(stack[depth], s, namelen) &&
-					  stack[depth][namelen] && strchr(" >/\n", stack[depth][namelen]),
+			cr_assert(!strncmp(stack[depth], s, namelen) && stack[depth][namelen] &&
+					  strchr(" >/\n", stack[depth][namelen]),
 				  "mismatched </%.*s>", (int)namelen, s);
 			s += namelen;
 			cr_assert_eq(*s, '>');
@@ -597,7 +597,7 @@ Test(profile, svg)
 Test(profile, svg_omits_narrow_frames_and_grows)
 {
 	struct profile *p = profile__new("samples", "count", 0);
-	const char *deep[12] = { "d0", "d1", "d2", "d3", "d4", "d5",
+	const char *deep[12] = { "d0", "d1", "d2", "d3", "d4",	"d5",
 				 "d6", "d7", "d8", "d9", "d10", "d11" };
 	char *svg;
 	double h1, h2;

@@ -193,8 +193,11 @@ Test(spool, drops_oldest_at_the_bound_counted_once_per_episode)
 {
 	struct drops x = { 0 };
 	size_t file = sizeof(struct spool_file_hdr) + 1028;
-	struct spool_opts o = { .dir = dir, .mem_bytes = 2 * 1028, .disk_bytes = 3 * file,
-				.on_drop = on_drop, .ctx = &x };
+	struct spool_opts o = { .dir = dir,
+				.mem_bytes = 2 * 1028,
+				.disk_bytes = 3 * file,
+				.on_drop = on_drop,
+				.ctx = &x };
 	struct spool *sp = spool__new(&o);
 	struct spool_stats st;
 	struct spool_batch b;
@@ -301,8 +304,9 @@ static void nth_file(int i, char *path, size_t len)
 Test(spool, corrupt_files_dropped_counted_never_crash)
 {
 	struct drops x = { 0 };
-	struct spool_opts o = { .dir = dir, .mem_bytes = 0, .disk_bytes = 1 << 20,
-				.on_drop = on_drop, .ctx = &x };
+	struct spool_opts o = {
+		.dir = dir, .mem_bytes = 0, .disk_bytes = 1 << 20, .on_drop = on_drop, .ctx = &x
+	};
 	struct spool *sp = spool__new(&o);
 	struct spool_stats st;
 	struct spool_batch b;
@@ -364,9 +368,14 @@ Test(spool, corrupt_files_dropped_counted_never_crash)
 static void write_batch_file(uint64_t seq, uint32_t version, uint32_t kind, uint64_t task_id,
 			     size_t len)
 {
-	struct spool_file_hdr h = { .magic = SPOOL_MAGIC, .version = version, .seq = seq,
-				    .task_id = task_id, .samples = task_id * 10, .nmsgs = 1,
-				    .len = (uint32_t)(4 + len), .kind = kind };
+	struct spool_file_hdr h = { .magic = SPOOL_MAGIC,
+				    .version = version,
+				    .seq = seq,
+				    .task_id = task_id,
+				    .samples = task_id * 10,
+				    .nmsgs = 1,
+				    .len = (uint32_t)(4 + len),
+				    .kind = kind };
 	uint8_t payload[4 + 256];
 	char path[512];
 	uLong crc = crc32(0L, Z_NULL, 0);
@@ -434,8 +443,11 @@ Test(spool, kinds_survive_disk_and_restart)
 Test(spool, version_1_files_load_as_profiles)
 {
 	struct drops x = { 0 };
-	struct spool_opts o = { .dir = dir, .mem_bytes = 1 << 20, .disk_bytes = 1 << 20,
-				.on_drop = on_drop, .ctx = &x };
+	struct spool_opts o = { .dir = dir,
+				.mem_bytes = 1 << 20,
+				.disk_bytes = 1 << 20,
+				.on_drop = on_drop,
+				.ctx = &x };
 	struct spool_stats st;
 	struct spool_batch b;
 	struct spool *sp;

@@ -1655,8 +1655,7 @@ Test(symbolize, go_binaries, .timeout = 300)
 		cr_skip("no Go toolchain (go on PATH): Go binaries cannot be built");
 	for (i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
 		build_go(builds[i].name, builds[i].flags, builds[i].strip, exe);
-		sh("%sreadelf -S -W %s | grep -q ' \\.symtab '", builds[i].symtab ? "" : "! ",
-		   exe);
+		sh("%sreadelf -S -W %s | grep -q ' \\.symtab '", builds[i].symtab ? "" : "! ", exe);
 		pid = spawn_args(exe, "burn", NULL, addrs, &n);
 		a = addr_of(addrs, n, "main.burnA");
 		b = addr_of(addrs, n, "main.burnB");
@@ -1719,8 +1718,8 @@ enum go_layout { GO_12, GO_116, GO_118, GO_120 };
  * "main.two" at text + 0x140 (0x20), "runtime.three" at text + 0x160 (0x80), laid out as
  * cmd/link/internal/ld/pcln.go writes it. Returns its length.
  */
-static size_t go_table(unsigned char *t, size_t cap, enum go_layout layout, unsigned ptr,
-		       bool big, uint64_t text)
+static size_t go_table(unsigned char *t, size_t cap, enum go_layout layout, unsigned ptr, bool big,
+		       uint64_t text)
 {
 	static const char *const names[] = { "main.one", "main.two", "runtime.three" };
 	static const uint64_t off[] = { 0x100, 0x140, 0x160, 0x1e0 };
@@ -1754,8 +1753,8 @@ static size_t go_table(unsigned char *t, size_t cap, enum go_layout layout, unsi
 		go_put(t, functab + 2 * i * field, entry, (unsigned)field, big);
 		if (i == 3)
 			break;
-		go_put(t, functab + (2 * i + 1) * field, funcs + i * fsz - (layout == GO_12 ? 0 : functab),
-		       (unsigned)field, big);
+		go_put(t, functab + (2 * i + 1) * field,
+		       funcs + i * fsz - (layout == GO_12 ? 0 : functab), (unsigned)field, big);
 		go_put(t, funcs + i * fsz, entry, layout >= GO_118 ? 4 : ptr, big);
 		go_put(t, funcs + i * fsz + (layout >= GO_118 ? 4 : ptr), nameoff[i], 4, big);
 	}
@@ -1798,8 +1797,9 @@ Test(symbolize, gopclntab_layouts)
 					     "layout %d ptr %u big %u", layout, ptr, big);
 				cr_expect_not(s.outside);
 				for (i = 0; i < 3 && (int)i < s.n; i++) {
-					cr_expect_str_eq(s.name[i], want[i], "layout %d ptr %u big %u",
-							 layout, ptr, big);
+					cr_expect_str_eq(s.name[i], want[i],
+							 "layout %d ptr %u big %u", layout, ptr,
+							 big);
 					cr_expect_eq(s.entry[i], text + start[i]);
 					cr_expect_eq(s.size[i], size[i]);
 				}
@@ -1836,8 +1836,7 @@ Test(symbolize, gopclntab_layouts)
 }
 
 /* [off, off + size) of the section called name in the 64-bit ELF image p; 0 when absent. */
-static size_t elf64_section(const unsigned char *p, size_t len, const char *name,
-			    size_t *ret_off)
+static size_t elf64_section(const unsigned char *p, size_t len, const char *name, size_t *ret_off)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
 	const Elf64_Shdr *sh, *str;
@@ -1980,12 +1979,18 @@ static unsigned char *symtab_elf(const struct table_sym *t, size_t n, const char
 	}
 	memcpy(buf + off_shstr, shstr, sizeof(shstr));
 	sh = (Elf64_Shdr *)(buf + off_sh);
-	sh[1] = (Elf64_Shdr){ .sh_name = 1, .sh_type = SHT_SYMTAB, .sh_offset = off_sym,
-			      .sh_size = (n + 1) * sizeof(Elf64_Sym), .sh_link = 2,
+	sh[1] = (Elf64_Shdr){ .sh_name = 1,
+			      .sh_type = SHT_SYMTAB,
+			      .sh_offset = off_sym,
+			      .sh_size = (n + 1) * sizeof(Elf64_Sym),
+			      .sh_link = 2,
 			      .sh_entsize = sizeof(Elf64_Sym) };
-	sh[2] = (Elf64_Shdr){ .sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = off_str,
-			      .sh_size = strsz };
-	sh[3] = (Elf64_Shdr){ .sh_name = 17, .sh_type = SHT_STRTAB, .sh_offset = off_shstr,
+	sh[2] = (Elf64_Shdr){
+		.sh_name = 9, .sh_type = SHT_STRTAB, .sh_offset = off_str, .sh_size = strsz
+	};
+	sh[3] = (Elf64_Shdr){ .sh_name = 17,
+			      .sh_type = SHT_STRTAB,
+			      .sh_offset = off_shstr,
 			      .sh_size = sizeof(shstr) };
 	*ret_len = len;
 	return buf;
@@ -2026,7 +2031,7 @@ Test(symbolize, any_symbol_order_names_alike)
 		size_t len;
 
 		for (size_t i = 0; i < N; i++) {
-			size_t k = order == 0 ? i
+			size_t k = order == 0	? i
 				   : order == 1 ? N - 1 - i
 				   : order == 2 ? (i % 2 ? i / 2 : N - 1 - i / 2)
 						: i;

@@ -166,7 +166,8 @@ Test(template, compile_errors_name_what_and_where)
 	compile_fails("{{printff \"%d\" 1}}", "unknown function printff at 2");
 	compile_fails("{{.Process.Pid", "unclosed action at 0");
 	compile_fails("{{}}", "missing value");
-	compile_fails("{{.Process.Pid 3}}", "wrong number of args for .Process.Pid at 2: want 0 got 1");
+	compile_fails("{{.Process.Pid 3}}",
+		      "wrong number of args for .Process.Pid at 2: want 0 got 1");
 	compile_fails("{{.Rover.HostIPV4}}", "wrong number of args for .Rover.HostIPV4");
 	compile_fails("{{.Rover.HostIPV4 eth0}}", "unknown function eth0 at 18");
 	compile_fails("{{.Rover.HostIPV4 3}}", "expected string, got int");
@@ -328,8 +329,8 @@ static int filter(const char *src, const struct tmpl_ctx *c)
 }
 
 /* Compiles src as kind; rendering it on c fails with want_r and an error saying want. */
-static void render_fails(enum tmpl_kind kind, const char *src, const struct tmpl_ctx *c,
-			 int want_r, const char *want)
+static void render_fails(enum tmpl_kind kind, const char *src, const struct tmpl_ctx *c, int want_r,
+			 const char *want)
 {
 	char out[TMPL_MAX_OUTPUT + 1], err[200] = "";
 	struct tmpl *t = tmpl__compile_as(src, kind, err, sizeof(err));
@@ -409,7 +410,8 @@ Test(template, label_value)
 	cr_assert_str_eq(entity("{{.Pod.LabelValue \"nope,also-not\" \"dflt\"}}", &c), "dflt");
 	cr_assert_str_eq(entity("{{.Pod.LabelValue \"nope\" .Pod.Name}}", &c),
 			 "reviews-v1-7d4b9c-x2x8q");
-	cr_assert_str_eq(entity("[{{.Pod.LabelValue \"service.istio.io/canonical-name\" \"\"}}]", &c),
+	cr_assert_str_eq(entity("[{{.Pod.LabelValue \"service.istio.io/canonical-name\" \"\"}}]",
+				&c),
 			 "[]");
 	/* Keys are not trimmed (upstream splits at commas only), nor case-folded. */
 	cr_assert_str_eq(entity("{{.Pod.LabelValue \"nope, app\" \"-\"}}", &c), "-");
@@ -560,7 +562,8 @@ Test(template, comparisons)
 	/* eq stops at the first match, before a mismatched type. */
 	cr_assert_eq(filter("eq 1 1 \"x\"", &c), 1);
 	filter_fails("eq 1 2 \"x\"", &c, -EINVAL, "incompatible types");
-	compile_as_fails(TMPL_K8S_FILTER, "eq 1", "wrong number of args for eq at 0: want at least 2");
+	compile_as_fails(TMPL_K8S_FILTER, "eq 1",
+			 "wrong number of args for eq at 0: want at least 2");
 	compile_as_fails(TMPL_K8S_FILTER, "ne 1 2 3", "want 2 got 3");
 }
 
@@ -574,7 +577,8 @@ Test(template, logic_and_truth)
 			    &c),
 		     1);
 	/* The e2e variant upstream tests with. */
-	cr_assert_eq(filter("or (.Pod.HasContainer \"service\") (.Pod.HasContainer \"reviews\")", &c),
+	cr_assert_eq(filter("or (.Pod.HasContainer \"service\") (.Pod.HasContainer \"reviews\")",
+			    &c),
 		     1);
 	cr_assert_eq(filter("not .Pod.HasServiceName", &c), 0);
 	cr_assert_eq(filter(".Pod.HasServiceName | not", &c), 0);
@@ -632,7 +636,8 @@ Test(template, len_print_printf)
 	cr_assert_str_eq(entity("{{printf \"a\" 1 \"b\"}}", &c), "a%!(EXTRA int=1, string=b)");
 	cr_assert_str_eq(entity("{{printf \"x%\"}}", &c), "x%!(NOVERB)");
 	/* Verbs beyond these are refused, at compile time when the format is literal. */
-	compile_as_fails(TMPL_K8S_ENTITY, "{{printf \"%x\" 5}}", "verb or flag 'x' is not supported");
+	compile_as_fails(TMPL_K8S_ENTITY, "{{printf \"%x\" 5}}",
+			 "verb or flag 'x' is not supported");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{printf \"%.2s\" \"abc\"}}", "'.' is not supported");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{printf 5}}", "printf format at 9 is not a string");
 	render_fails(TMPL_K8S_ENTITY, "{{\"%q\" | printf}}", &c, -EINVAL, "'q' is not supported");
@@ -680,8 +685,8 @@ Test(template, numbers)
 {
 	struct tmpl_ctx c = ctx();
 
-	cr_assert_str_eq(render_on(TMPL_VM, "{{0x1F}} {{017}} {{0o17}} {{0b101}} {{-5}} {{+5}} {{0}}",
-				   &c),
+	cr_assert_str_eq(render_on(TMPL_VM,
+				   "{{0x1F}} {{017}} {{0o17}} {{0b101}} {{-5}} {{+5}} {{0}}", &c),
 			 "31 15 15 5 -5 5 0");
 	cr_assert_str_eq(render_on(TMPL_VM, "{{-9223372036854775808}} {{9223372036854775807}}", &c),
 			 "-9223372036854775808 9223372036854775807");
@@ -724,7 +729,8 @@ Test(template, names_by_kind)
 
 	cr_assert_eq(filter("eq .Process.ExeName \"nginx\"", &c), 1);
 	cr_assert_str_eq(entity("{{.Rover.InstanceID}}", &c), "inst-1");
-	cr_assert_str_eq(render_on(TMPL_VM, "{{printf \"%s-%d\" .Process.ExeName .Process.Pid}}", &c),
+	cr_assert_str_eq(render_on(TMPL_VM, "{{printf \"%s-%d\" .Process.ExeName .Process.Pid}}",
+				   &c),
 			 "nginx-4242");
 	/* A kubernetes name on a context without a pod or container is a render error. */
 	struct tmpl_ctx host = ctx();
@@ -738,16 +744,19 @@ Test(template, names_by_kind)
 
 Test(template, unsupported_syntax)
 {
-	compile_as_fails(TMPL_K8S_ENTITY, "{{if .Pod.Name}}x{{end}}", "'if' actions are not supported");
+	compile_as_fails(TMPL_K8S_ENTITY, "{{if .Pod.Name}}x{{end}}",
+			 "'if' actions are not supported");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{range .Pod.Name}}{{end}}", "'range'");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{$x := .Pod.Name}}", "variables are not supported");
-	compile_as_fails(TMPL_K8S_ENTITY, "{{index .Pod.Name 0}}", "function index is not supported");
+	compile_as_fails(TMPL_K8S_ENTITY, "{{index .Pod.Name 0}}",
+			 "function index is not supported");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{nil}}", "nil is not supported");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{'a'}}", "character constants");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{.}}", "the dot alone");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{(.Pod.FindContainer \"x\").ID}}",
 			 "unknown field .Pod.FindContainer");
-	compile_as_fails(TMPL_K8S_ENTITY, "{{(print \"x\").ID}}", "fields of a parenthesised value");
+	compile_as_fails(TMPL_K8S_ENTITY, "{{(print \"x\").ID}}",
+			 "fields of a parenthesised value");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{not(true)}}", "('(') after an operand at 5");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{print \"a\"\"b\"}}", "after an operand at 11");
 	compile_as_fails(TMPL_K8S_ENTITY, "{{print 1)}}", "unexpected ')' at 9");
@@ -902,8 +911,9 @@ Test(template, shipped_analyzers)
 	cr_assert_str_eq(ent, "reviews.bookinfo|reviews-v1-7d4b9c-x2x8q|java;"
 			      "reviews.bookinfo|reviews-v1-7d4b9c-x2x8q|java;");
 	/* The canonical name, when Istio sets it, comes first. */
-	static const struct tmpl_kv canon[] = { { "app", "reviews" },
-						{ "service.istio.io/canonical-name", "reviews-c" } };
+	static const struct tmpl_kv canon[] = {
+		{ "app", "reviews" }, { "service.istio.io/canonical-name", "reviews-c" }
+	};
 	struct tmpl_pod p = istio_pod;
 
 	p.labels = canon;

@@ -148,9 +148,9 @@ static void ref_loads(const char *path, struct ref *ret)
 			continue;
 		cr_assert_lt(ret->nloads, MAX_LOADS);
 		/* The flags column: "R E", "RWE": an E before the alignment. */
-		ret->load[ret->nloads++] = (struct load){
-			off, vaddr, filesz, strstr(line, " E ") || strstr(line, "WE ")
-		};
+		ret->load[ret->nloads++] =
+			(struct load){ off, vaddr, filesz,
+				       strstr(line, " E ") || strstr(line, "WE ") };
 	}
 	cr_assert_eq(pclose(p), 0, "%s", cmd);
 	cr_assert_gt(ret->nloads, 0, "no LOAD segments in %s", path);
@@ -220,8 +220,9 @@ static int ref_rets(const char *path, uint64_t start, uint64_t end, uint64_t *re
 	FILE *p;
 	int n = 0;
 
-	snprintf(cmd, sizeof(cmd), "objdump -d -w --start-address=0x%" PRIx64
-		 " --stop-address=0x%" PRIx64 " '%s'", start, end, path);
+	snprintf(cmd, sizeof(cmd),
+		 "objdump -d -w --start-address=0x%" PRIx64 " --stop-address=0x%" PRIx64 " '%s'",
+		 start, end, path);
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	while (fgets(line, sizeof(line), p)) {
@@ -695,15 +696,21 @@ static void fake_elf_init(struct fake_elf *f, uint64_t nsyms)
 {
 	memset(f, 0, sizeof(*f));
 	f->nsh = FAKE_SHSTRTAB + 1;
-	f->sh[FAKE_DYNSTR] = (Elf64_Shdr){ .sh_name = NAME_DYNSTR, .sh_type = SHT_STRTAB,
-					   .sh_offset = 0x1400, .sh_size = sizeof(fake_dynstr) };
-	f->sh[FAKE_DYNSYM] = (Elf64_Shdr){ .sh_name = NAME_DYNSYM, .sh_type = SHT_DYNSYM,
+	f->sh[FAKE_DYNSTR] = (Elf64_Shdr){ .sh_name = NAME_DYNSTR,
+					   .sh_type = SHT_STRTAB,
+					   .sh_offset = 0x1400,
+					   .sh_size = sizeof(fake_dynstr) };
+	f->sh[FAKE_DYNSYM] = (Elf64_Shdr){ .sh_name = NAME_DYNSYM,
+					   .sh_type = SHT_DYNSYM,
 					   .sh_offset = FAKE_SYMS,
 					   .sh_size = nsyms * sizeof(Elf64_Sym),
-					   .sh_link = FAKE_DYNSTR, .sh_info = 1,
+					   .sh_link = FAKE_DYNSTR,
+					   .sh_info = 1,
 					   .sh_entsize = sizeof(Elf64_Sym) };
-	f->sh[FAKE_SHSTRTAB] = (Elf64_Shdr){ .sh_name = NAME_SHSTRTAB, .sh_type = SHT_STRTAB,
-					     .sh_offset = 0x1200, .sh_size = sizeof(fake_shstr) };
+	f->sh[FAKE_SHSTRTAB] = (Elf64_Shdr){ .sh_name = NAME_SHSTRTAB,
+					     .sh_type = SHT_STRTAB,
+					     .sh_offset = 0x1200,
+					     .sh_size = sizeof(fake_shstr) };
 	f->ssl_at = nsyms >= 3 ? nsyms - 2 : 0;
 	f->size = FAKE_SYMS + nsyms * sizeof(Elf64_Sym);
 }
@@ -715,10 +722,16 @@ static void fake_elf_write(const struct fake_elf *f, const char *path)
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)head;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(head + sizeof(*eh));
 	Elf64_Sym ssl[2] = {
-		{ .st_name = 10, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1,
-		  .st_value = FAKE_WRITE, .st_size = 1 },
-		{ .st_name = 1, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = 1,
-		  .st_value = FAKE_READ, .st_size = 1 },
+		{ .st_name = 10,
+		  .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+		  .st_shndx = 1,
+		  .st_value = FAKE_WRITE,
+		  .st_size = 1 },
+		{ .st_name = 1,
+		  .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+		  .st_shndx = 1,
+		  .st_value = FAKE_READ,
+		  .st_size = 1 },
 	};
 	int fd;
 
@@ -730,8 +743,11 @@ static void fake_elf_write(const struct fake_elf *f, const char *path)
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	eh->e_shnum = (uint16_t)f->nsh;
 	eh->e_shstrndx = FAKE_SHSTRTAB;
-	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_filesz = 0x1000,
-			    .p_memsz = 0x1000, .p_align = 0x1000 };
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD,
+			    .p_flags = PF_R | PF_X,
+			    .p_filesz = 0x1000,
+			    .p_memsz = 0x1000,
+			    .p_align = 0x1000 };
 	head[FAKE_READ] = ret;
 	head[FAKE_WRITE] = ret;
 	memcpy(head + 0x1000, f->sh, f->nsh * sizeof(Elf64_Shdr));
@@ -741,7 +757,8 @@ static void fake_elf_write(const struct fake_elf *f, const char *path)
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 	cr_assert_eq(write(fd, head, sizeof(head)), (ssize_t)sizeof(head));
 	if (f->ssl_at)
-		cr_assert_eq(pwrite(fd, ssl, sizeof(ssl), FAKE_SYMS + f->ssl_at * sizeof(Elf64_Sym)),
+		cr_assert_eq(pwrite(fd, ssl, sizeof(ssl),
+				    FAKE_SYMS + f->ssl_at * sizeof(Elf64_Sym)),
 			     (ssize_t)sizeof(ssl));
 	cr_assert_eq(ftruncate(fd, (off_t)f->size), 0);
 	close(fd);
@@ -879,7 +896,8 @@ Test(tlsfind, one_budget_per_file)
 			fake_elf_init(&f, 1);
 			f.sh[f.nsh++] = (Elf64_Shdr){ .sh_name = NAME_PCLN,
 						      .sh_type = SHT_PROGBITS,
-						      .sh_offset = f.size, .sh_size = 65u << 20 };
+						      .sh_offset = f.size,
+						      .sh_size = 65u << 20 };
 			f.size += 65u << 20;
 		}
 		fake_elf_write(&f, path);
@@ -974,13 +992,15 @@ Test(tlsfind, scan_live_python, .timeout = 60)
 	cr_expect_eq(probed[0].err, 1, "an answer before the worker gave one");
 
 	/* Another attach's answer changes nothing; this one's is kept. */
-	res = (struct msg_tls_result){ .task_id = 42, .pid = child, .seq = log.m.seq + 1,
-				       .err = -EPERM };
+	res = (struct msg_tls_result){
+		.task_id = 42, .pid = child, .seq = log.m.seq + 1, .err = -EPERM
+	};
 	tls_finder__result(f, &res);
 	probed = tls_finder__probed(f, &n);
 	cr_expect_eq(probed[0].err, 1);
-	res = (struct msg_tls_result){ .task_id = 42, .pid = child, .seq = log.m.seq,
-				       .attached = 8 };
+	res = (struct msg_tls_result){
+		.task_id = 42, .pid = child, .seq = log.m.seq, .attached = 8
+	};
 	tls_finder__result(f, &res);
 	probed = tls_finder__probed(f, &n);
 	cr_assert_eq(n, 1);

@@ -89,7 +89,8 @@ Test(unwind, a_snapshot_of_this_process_unwinds_through_its_callers)
 	n = unwinder__unwind(u, getpid(), &snap_regs, snap_stack, snap_len, ips,
 			     ROVER_MAX_STACK_DEPTH);
 	for (size_t i = 0; i < n; i++) {
-		symbolizer__user(sym, getpid(), i ? ips[i] - 1 : ips[i], names[i], sizeof(names[i]));
+		symbolizer__user(sym, getpid(), i ? ips[i] - 1 : ips[i], names[i],
+				 sizeof(names[i]));
 		used += (size_t)snprintf(all + used, sizeof(all) - used, "%s;", names[i]);
 		if (used >= sizeof(all))
 			used = sizeof(all) - 1;
@@ -113,7 +114,8 @@ Test(unwind, garbage_stacks_end_within_bounds)
 	struct unwinder *u = unwinder__new(sym);
 	uint64_t ips[ROVER_MAX_STACK_DEPTH], words[1024];
 	struct unwind_regs regs = { .ip = (uint64_t)(uintptr_t)&unwind_level1 + 4,
-				    .sp = 0x7ffc00000000, .bp = 0x7ffc00000010 };
+				    .sp = 0x7ffc00000000,
+				    .bp = 0x7ffc00000010 };
 	size_t n;
 
 	srand(1);
@@ -144,8 +146,12 @@ static size_t build_payload(uint8_t *buf, uint32_t count, uint32_t nkips, uint32
 
 	memcpy(buf, &h, sizeof(h));
 	for (uint32_t i = 0; i < count; i++) {
-		struct ship_snapshot s = { .tgid = 42, .nkips = nkips, .stack_len = stack_len,
-					   .value = i + 1, .ip = 0x1000, .sp = 0x2000 };
+		struct ship_snapshot s = { .tgid = 42,
+					   .nkips = nkips,
+					   .stack_len = stack_len,
+					   .value = i + 1,
+					   .ip = 0x1000,
+					   .sp = 0x2000 };
 
 		memcpy(buf + off, &s, sizeof(s));
 		off += sizeof(s);
@@ -254,8 +260,13 @@ static size_t own_payload(uint8_t *buf, const struct unwind_regs *regs, const ui
 			  uint32_t count, uint32_t stack_len, uint32_t flags)
 {
 	struct ship_snapshots_hdr h = { .task_id = 9, .count = count };
-	struct ship_snapshot s = { .tgid = getpid(), .stack_len = stack_len, .flags = flags,
-				   .value = 1, .ip = regs->ip, .sp = regs->sp, .bp = regs->bp };
+	struct ship_snapshot s = { .tgid = getpid(),
+				   .stack_len = stack_len,
+				   .flags = flags,
+				   .value = 1,
+				   .ip = regs->ip,
+				   .sp = regs->sp,
+				   .bp = regs->bp };
 	size_t off = sizeof(h), sb = (stack_len + 7) & ~7u;
 
 	memcpy(buf, &h, sizeof(h));
@@ -305,8 +316,9 @@ Test(unwind, the_stack_hint_follows_what_unwinding_read)
 	static uint8_t buf[1 << 20];
 	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
 	struct unwinder *u = unwinder__new(sym);
-	struct task_spec spec = { .task_id = 9, .type = TASK_ON_CPU, .unwind = UNWIND_DWARF,
-				  .npids = 1 };
+	struct task_spec spec = {
+		.task_id = 9, .type = TASK_ON_CPU, .unwind = UNWIND_DWARF, .npids = 1
+	};
 	uint64_t ips[ROVER_MAX_STACK_DEPTH];
 	struct msg_stack_hint h[ROVER_MAX_PIDS];
 	struct ship_task *t = ship_task__new(9);
@@ -369,7 +381,8 @@ Test(unwind, the_stack_hint_follows_what_unwinding_read)
 	/* Trimmed to a hint that holds it, the deeper stack is whole: not cut. */
 	first = (uint32_t)t->stacks_cut;
 	len = own_payload(buf, &deep_regs, deep_stack, 1,
-			  h[0].bytes < deep_len ? h[0].bytes : (uint32_t)deep_len, SHIP_SNAP_TRIMMED);
+			  h[0].bytes < deep_len ? h[0].bytes : (uint32_t)deep_len,
+			  SHIP_SNAP_TRIMMED);
 	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
 	cr_assert_eq(t->stacks_cut, first, "a stack whole within the hint counted as cut");
 	ship_task__free(t);

@@ -77,7 +77,8 @@ static void task_end(void)
 
 static void set_backend(void)
 {
-	struct msg_output_backend be = { .task_id = 7, .type = task->spec.type,
+	struct msg_output_backend be = { .task_id = 7,
+					 .type = task->spec.type,
 					 .start_unix_ms = 1700000000123ull };
 
 	snprintf(be.sw_task_id, sizeof(be.sw_task_id), "sw-task-1");
@@ -160,8 +161,10 @@ static void expect_kernel_stack(const Skywalking__V3__EBPFProfilingStackMetadata
 	cr_assert_eq(s->n_stacksymbols, 2);
 	for (int i = 0; i < 2; i++) {
 		symbolizer__kernel(sym, kaddr[i], want, sizeof(want));
-		cr_assert_str_eq(s->stacksymbols[i], want, "kernel frame %d: '%s', the symbolizer "
-			"says '%s'", i, s->stacksymbols[i], want);
+		cr_assert_str_eq(s->stacksymbols[i], want,
+				 "kernel frame %d: '%s', the symbolizer "
+				 "says '%s'",
+				 i, s->stacksymbols[i], want);
 		cr_assert_null(strstr(s->stacksymbols[i], "_[k]"), "no folded-format suffix");
 	}
 }
@@ -201,7 +204,8 @@ Test(upload, on_cpu_flush_decoded_field_by_field, .init = NULL)
 	for (size_t i = 1; i < n; i++)
 		cr_assert_null(m[i]->task, "message %zu carries the task", i);
 	for (size_t i = 0; i < n; i++)
-		cr_assert_eq(m[i]->profiling_case, SKYWALKING__V3__EBPFPROFILING_DATA__PROFILING_ON_CPU);
+		cr_assert_eq(m[i]->profiling_case,
+			     SKYWALKING__V3__EBPFPROFILING_DATA__PROFILING_ON_CPU);
 	/* Kernel stack first, then user. */
 	cr_assert_eq(m[0]->oncpu->n_stacks, 2);
 	expect_kernel_stack(m[0]->oncpu->stacks[0]);
@@ -296,8 +300,11 @@ Test(upload, flushes_before_the_output_is_known_wait_for_it)
 Test(upload, one_stream_per_process_id_of_a_flush)
 {
 	struct task_spec spec = { .task_id = 7, .type = TASK_ON_CPU, .period_us = 9000, .npids = 3 };
-	struct msg_output_backend be = { .task_id = 7, .type = TASK_ON_CPU, .nprocs = 2,
-					 .start_unix_ms = 1700000000123ull, .npids = 3 };
+	struct msg_output_backend be = { .task_id = 7,
+					 .type = TASK_ON_CPU,
+					 .nprocs = 2,
+					 .start_unix_ms = 1700000000123ull,
+					 .npids = 3 };
 	struct ship_counts_hdr h = { .task_id = 7 };
 	struct ship_count c[3] = { { .ustack = -1, .kstack = 6, .value = 5 },
 				   { .ustack = -1, .kstack = 6, .value = 7 },
@@ -333,7 +340,8 @@ Test(upload, one_stream_per_process_id_of_a_flush)
 			size_t n;
 			int proc;
 
-			cr_assert_eq(ship_task__next_batch(task, &b), 1, "flush %d stream %d", flush, k);
+			cr_assert_eq(ship_task__next_batch(task, &b), 1, "flush %d stream %d",
+				     flush, k);
 			n = unpack_all(&b, m, 8);
 			cr_assert_not_null(m[0]->task);
 			cr_assert_str_eq(m[0]->task->taskid, "sw-task-1");
@@ -456,7 +464,7 @@ static void net_teardown(void)
 static int oap_start(int port, int fail_first)
 {
 	char port_arg[16], fail_arg[16];
-	const char *argv[] = { PYTHON,	 FAKE_OAP, "--port",	   port_arg, "--record",
+	const char *argv[] = { PYTHON,	 FAKE_OAP,	 "--port", port_arg, "--record",
 			       rec_path, "--fail-first", fail_arg, NULL };
 
 	snprintf(port_arg, sizeof(port_arg), "%d", port);
@@ -528,7 +536,8 @@ static int recorded_streams(int *order, int max, uint64_t *ret_dump)
 		cr_assert(json_object_object_get_ex(o, "message", &msg));
 		cr_assert(json_object_object_get_ex(o, "index", &v));
 		if (json_object_get_int(v) == 0) {
-			cr_assert(json_object_object_get_ex(msg, "task", &task), "stream without task");
+			cr_assert(json_object_object_get_ex(msg, "task", &task),
+				  "stream without task");
 			cr_assert(json_object_object_get_ex(task, "taskId", &v));
 			cr_assert_lt(n, max);
 			order[n++] = atoi(json_object_get_string(v) + 2);
@@ -545,8 +554,7 @@ static int recorded_streams(int *order, int max, uint64_t *ret_dump)
 	return n;
 }
 
-Test(upload, oap_restart_on_the_same_port_loses_nothing, .init = net_setup,
-     .fini = net_teardown)
+Test(upload, oap_restart_on_the_same_port_loses_nothing, .init = net_setup, .fini = net_teardown)
 {
 	struct spool_opts so = { .mem_bytes = 16 << 20 };
 	struct spool *sp = spool__new(&so);
@@ -723,8 +731,9 @@ Test(upload, batches_go_to_the_rpc_of_their_kind, .init = net_setup, .fini = net
 			cr_assert_str_eq(json_object_get_string(v), "svc");
 			cr_assert(json_object_object_get_ex(md, "singleValue", &sv));
 			cr_assert(json_object_object_get_ex(sv, "name", &v));
-			cr_assert_str_eq(json_object_get_string(v), n == 1 ? "rover_net_p_write_counter"
-									    : "rover_net_p_read_counter");
+			cr_assert_str_eq(json_object_get_string(v),
+					 n == 1 ? "rover_net_p_write_counter"
+						: "rover_net_p_read_counter");
 			cr_assert(json_object_object_get_ex(sv, "labels", &v));
 			cr_assert_eq(json_object_array_length(v), 2);
 		}
@@ -745,7 +754,8 @@ Test(upload, batches_go_to_the_rpc_of_their_kind, .init = net_setup, .fini = net
 static int sandboxed_upload(int port)
 {
 	struct spool_batch b[6];
-	struct spool_opts so = { .dir = spool_dir, .disk_bytes = 1 << 20,
+	struct spool_opts so = { .dir = spool_dir,
+				 .disk_bytes = 1 << 20,
 				 .fixed_dirfd = SPOOL_DIR_FD };
 	struct spool *sp;
 	struct uploader_opts uo = { .backoff_min_ms = 100, .backoff_max_ms = 400 };
@@ -797,8 +807,7 @@ static int sandboxed_upload(int port)
 	return 0;
 }
 
-Test(upload, under_the_shipper_filter_with_a_disk_spool, .init = net_setup,
-     .fini = net_teardown)
+Test(upload, under_the_shipper_filter_with_a_disk_spool, .init = net_setup, .fini = net_teardown)
 {
 	int port = oap_start(0, 1), status, order[8], n;
 	uint64_t dumped;
@@ -819,7 +828,8 @@ Test(upload, under_the_shipper_filter_with_a_disk_spool, .init = net_setup,
 
 	/* The shipper restarted: the two batches written at the stop come back, oldest first. */
 	{
-		struct spool_opts so = { .dir = spool_dir, .mem_bytes = 1 << 20,
+		struct spool_opts so = { .dir = spool_dir,
+					 .mem_bytes = 1 << 20,
 					 .disk_bytes = 1 << 20 };
 		struct spool *sp = spool__new(&so);
 		struct spool_batch b;

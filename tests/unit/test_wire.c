@@ -58,9 +58,9 @@ static void expect_packed(const ProtobufCMessage *m, const uint8_t *want, size_t
 	free(buf);
 }
 
-#define EXPECT(msg, ...)                                                          \
-	do {                                                                      \
-		static const uint8_t want_[] = { __VA_ARGS__ };                   \
+#define EXPECT(msg, ...)                                                              \
+	do {                                                                          \
+		static const uint8_t want_[] = { __VA_ARGS__ };                       \
 		expect_packed((const ProtobufCMessage *)(msg), want_, sizeof(want_)); \
 	} while (0)
 
@@ -139,7 +139,8 @@ Test(wire, task_query)
 
 Test(wire, task_metadata)
 {
-	Skywalking__V3__EBPFProfilingTaskMetadata t = SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
+	Skywalking__V3__EBPFProfilingTaskMetadata t =
+		SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
 
 	t.taskid = "t";
 	t.processid = "p";
@@ -151,10 +152,12 @@ Test(wire, task_metadata)
 Test(wire, on_cpu_data)
 {
 	char *syms[] = { "a", "bc" };
-	Skywalking__V3__EBPFProfilingStackMetadata st = SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT;
+	Skywalking__V3__EBPFProfilingStackMetadata st =
+		SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT;
 	Skywalking__V3__EBPFProfilingStackMetadata *stacks[] = { &st };
 	Skywalking__V3__EBPFOnCPUProfiling on = SKYWALKING__V3__EBPFON_CPUPROFILING__INIT;
-	Skywalking__V3__EBPFProfilingTaskMetadata t = SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
+	Skywalking__V3__EBPFProfilingTaskMetadata t =
+		SKYWALKING__V3__EBPFPROFILING_TASK_METADATA__INIT;
 	Skywalking__V3__EBPFProfilingData d = SKYWALKING__V3__EBPFPROFILING_DATA__INIT;
 
 	st.stacktype = SKYWALKING__V3__EBPFPROFILING_STACK_TYPE__PROCESS_USER_SPACE;
@@ -181,14 +184,15 @@ Test(wire, on_cpu_data)
 
 	/* Later messages of a stream carry no task. */
 	d.task = NULL;
-	EXPECT(&d, 0x12, 0x0f, 0x0a, 0x0b, 0x08, 0x01, 0x10, 0x07, 0x1a, 0x01, 'a', 0x1a, 0x02,
-	       'b', 'c', 0x10, 0x03);
+	EXPECT(&d, 0x12, 0x0f, 0x0a, 0x0b, 0x08, 0x01, 0x10, 0x07, 0x1a, 0x01, 'a', 0x1a, 0x02, 'b',
+	       'c', 0x10, 0x03);
 }
 
 Test(wire, off_cpu_data)
 {
 	char *syms[] = { "k" };
-	Skywalking__V3__EBPFProfilingStackMetadata st = SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT;
+	Skywalking__V3__EBPFProfilingStackMetadata st =
+		SKYWALKING__V3__EBPFPROFILING_STACK_METADATA__INIT;
 	Skywalking__V3__EBPFProfilingStackMetadata *stacks[] = { &st };
 	Skywalking__V3__EBPFOffCPUProfiling off = SKYWALKING__V3__EBPFOFF_CPUPROFILING__INIT;
 	Skywalking__V3__EBPFProfilingData d = SKYWALKING__V3__EBPFPROFILING_DATA__INIT;
@@ -233,7 +237,8 @@ Test(wire, off_cpu_data)
 Test(wire, process_report)
 {
 	char *labels[] = { "x", "y" };
-	Skywalking__V3__EBPFProcessEntityMetadata e = SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
+	Skywalking__V3__EBPFProcessEntityMetadata e =
+		SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
 	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
 	Skywalking__V3__KeyStringValuePair *props[] = { &kv };
 	Skywalking__V3__EBPFHostProcessMetadata h = SKYWALKING__V3__EBPFHOST_PROCESS_METADATA__INIT;
@@ -271,7 +276,8 @@ Test(wire, process_report)
 	       0x12, 0x01, 'a');			/* ebpfAgentID */
 	/* clang-format on */
 
-	Skywalking__V3__EBPFKubernetesProcessMetadata k = SKYWALKING__V3__EBPFKUBERNETES_PROCESS_METADATA__INIT;
+	Skywalking__V3__EBPFKubernetesProcessMetadata k =
+		SKYWALKING__V3__EBPFKUBERNETES_PROCESS_METADATA__INIT;
 	k.pid = 1;
 	p.metadata_case = SKYWALKING__V3__EBPFPROCESS_PROPERTIES__METADATA_K8S_PROCESS;
 	p.k8sprocess = &k;
@@ -281,11 +287,14 @@ Test(wire, process_report)
 
 Test(wire, process_downstream)
 {
-	Skywalking__V3__EBPFProcessEntityMetadata e = SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
-	Skywalking__V3__EBPFHostProcessDownstream h = SKYWALKING__V3__EBPFHOST_PROCESS_DOWNSTREAM__INIT;
+	Skywalking__V3__EBPFProcessEntityMetadata e =
+		SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
+	Skywalking__V3__EBPFHostProcessDownstream h =
+		SKYWALKING__V3__EBPFHOST_PROCESS_DOWNSTREAM__INIT;
 	Skywalking__V3__EBPFProcessDownstream p = SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__INIT;
 	Skywalking__V3__EBPFProcessDownstream *procs[] = { &p };
-	Skywalking__V3__EBPFReportProcessDownstream r = SKYWALKING__V3__EBPFREPORT_PROCESS_DOWNSTREAM__INIT;
+	Skywalking__V3__EBPFReportProcessDownstream r =
+		SKYWALKING__V3__EBPFREPORT_PROCESS_DOWNSTREAM__INIT;
 
 	e.processname = "p";
 	h.pid = 42;
@@ -298,7 +307,8 @@ Test(wire, process_downstream)
 	EXPECT(&r, 0x0a, 0x0d, 0x0a, 0x02, 'i', 'd', 0x12, 0x07, 0x08, 0x2a, 0x12, 0x03, 0x22, 0x01,
 	       'p');
 
-	Skywalking__V3__EBPFKubernetesProcessDownstream k = SKYWALKING__V3__EBPFKUBERNETES_PROCESS_DOWNSTREAM__INIT;
+	Skywalking__V3__EBPFKubernetesProcessDownstream k =
+		SKYWALKING__V3__EBPFKUBERNETES_PROCESS_DOWNSTREAM__INIT;
 	k.pid = 7;
 	p.processid = "";
 	p.process_case = SKYWALKING__V3__EBPFPROCESS_DOWNSTREAM__PROCESS_K8S_PROCESS;
@@ -306,8 +316,8 @@ Test(wire, process_downstream)
 	EXPECT(&r, 0x0a, 0x04, 0x1a, 0x02, 0x08, 0x07);
 
 	/* reportProcesses' answer decodes into the host branch. */
-	static const uint8_t in[] = { 0x0a, 0x0d, 0x0a, 0x02, 'i', 'd', 0x12, 0x07, 0x08, 0x2a,
-				      0x12, 0x03, 0x22, 0x01, 'p' };
+	static const uint8_t in[] = { 0x0a, 0x0d, 0x0a, 0x02, 'i',  'd',  0x12, 0x07,
+				      0x08, 0x2a, 0x12, 0x03, 0x22, 0x01, 'p' };
 	Skywalking__V3__EBPFReportProcessDownstream *d =
 		skywalking__v3__ebpfreport_process_downstream__unpack(NULL, sizeof(in), in);
 	cr_assert_not_null(d);
@@ -322,7 +332,8 @@ Test(wire, process_downstream)
 
 Test(wire, process_ping)
 {
-	Skywalking__V3__EBPFProcessEntityMetadata e = SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
+	Skywalking__V3__EBPFProcessEntityMetadata e =
+		SKYWALKING__V3__EBPFPROCESS_ENTITY_METADATA__INIT;
 	Skywalking__V3__KeyStringValuePair kv = SKYWALKING__V3__KEY_STRING_VALUE_PAIR__INIT;
 	Skywalking__V3__KeyStringValuePair *props[] = { &kv };
 	Skywalking__V3__EBPFProcessPingPkg p = SKYWALKING__V3__EBPFPROCESS_PING_PKG__INIT;
@@ -412,16 +423,22 @@ Test(wire, continuous_report)
 {
 	Skywalking__V3__ContinuousProfilingSingleValueCause sv =
 		SKYWALKING__V3__CONTINUOUS_PROFILING_SINGLE_VALUE_CAUSE__INIT;
-	Skywalking__V3__ContinuousProfilingURICause u0 = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__INIT;
-	Skywalking__V3__ContinuousProfilingURICause u1 = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__INIT;
-	Skywalking__V3__ContinuousProfilingCause c0 = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
-	Skywalking__V3__ContinuousProfilingCause c1 = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
-	Skywalking__V3__ContinuousProfilingCause c2 = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
+	Skywalking__V3__ContinuousProfilingURICause u0 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__INIT;
+	Skywalking__V3__ContinuousProfilingURICause u1 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__INIT;
+	Skywalking__V3__ContinuousProfilingCause c0 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
+	Skywalking__V3__ContinuousProfilingCause c1 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
+	Skywalking__V3__ContinuousProfilingCause c2 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__INIT;
 	Skywalking__V3__ContinuousProfilingCause *causes[] = { &c0, &c1, &c2 };
 	Skywalking__V3__ContinuousNetworkProfilingTask net =
 		SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
 	char *regexes[] = { "a", "b" };
-	Skywalking__V3__ContinuousProfilingReport r = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
+	Skywalking__V3__ContinuousProfilingReport r =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
 
 	sv.threshold = 0.5;
 	sv.current = 1.5;
@@ -467,9 +484,12 @@ Test(wire, continuous_report)
 	/* clang-format on */
 
 	/* The CPU tasks have no fields, yet the oneof branch is on the wire, empty. */
-	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
-	Skywalking__V3__ContinuousOffCPUProfilingTask off = SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
-	Skywalking__V3__ContinuousProfilingReport r2 = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
+	Skywalking__V3__ContinuousOnCPUProfilingTask on =
+		SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
+	Skywalking__V3__ContinuousOffCPUProfilingTask off =
+		SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
+	Skywalking__V3__ContinuousProfilingReport r2 =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
 	r2.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_ON_CPU;
 	r2.oncpu = &on;
 	EXPECT(&r2, 0x3a, 0x00);
@@ -483,7 +503,8 @@ Test(wire, continuous_policy_query)
 	Skywalking__V3__ContinuousProfilingServicePolicyQuery s =
 		SKYWALKING__V3__CONTINUOUS_PROFILING_SERVICE_POLICY_QUERY__INIT;
 	Skywalking__V3__ContinuousProfilingServicePolicyQuery *ps[] = { &s };
-	Skywalking__V3__ContinuousProfilingPolicyQuery q = SKYWALKING__V3__CONTINUOUS_PROFILING_POLICY_QUERY__INIT;
+	Skywalking__V3__ContinuousProfilingPolicyQuery q =
+		SKYWALKING__V3__CONTINUOUS_PROFILING_POLICY_QUERY__INIT;
 
 	s.servicename = "s";
 	s.uuid = "u";
@@ -510,14 +531,16 @@ Test(wire, enums)
 	cr_assert_str_eq(m->name, "skywalking.v3.ContinuousProfilingTriggeredMonitorType");
 	cr_assert_eq(m->n_values, N(monitor));
 	for (size_t i = 0; i < N(monitor); i++) {
-		const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(m, monitor[i].name);
+		const ProtobufCEnumValue *v =
+			protobuf_c_enum_descriptor_get_value_by_name(m, monitor[i].name);
 		cr_assert_not_null(v, "%s", monitor[i].name);
 		cr_assert_eq(v->value, monitor[i].value, "%s", monitor[i].name);
 	}
 	cr_assert_str_eq(s->name, "skywalking.v3.EBPFProfilingStackType");
 	cr_assert_eq(s->n_values, N(stack));
 	for (size_t i = 0; i < N(stack); i++) {
-		const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value_by_name(s, stack[i].name);
+		const ProtobufCEnumValue *v =
+			protobuf_c_enum_descriptor_get_value_by_name(s, stack[i].name);
 		cr_assert_not_null(v, "%s", stack[i].name);
 		cr_assert_eq(v->value, stack[i].value, "%s", stack[i].name);
 	}
@@ -528,7 +551,8 @@ Test(wire, enums)
 static void expect_method(const ProtobufCServiceDescriptor *sd, const char *name, const char *in,
 			  const char *out)
 {
-	const ProtobufCMethodDescriptor *m = protobuf_c_service_descriptor_get_method_by_name(sd, name);
+	const ProtobufCMethodDescriptor *m =
+		protobuf_c_service_descriptor_get_method_by_name(sd, name);
 
 	cr_assert_not_null(m, "%s has no %s", sd->name, name);
 	cr_assert_str_eq(m->input->name, in, "%s/%s", sd->name, name);
@@ -539,7 +563,8 @@ Test(wire, services)
 {
 	const ProtobufCServiceDescriptor *proc = &skywalking__v3__ebpfprocess_service__descriptor;
 	const ProtobufCServiceDescriptor *prof = &skywalking__v3__ebpfprofiling_service__descriptor;
-	const ProtobufCServiceDescriptor *cont = &skywalking__v3__continuous_profiling_service__descriptor;
+	const ProtobufCServiceDescriptor *cont =
+		&skywalking__v3__continuous_profiling_service__descriptor;
 	const ProtobufCServiceDescriptor *meter = &skywalking__v3__meter_report_service__descriptor;
 	const ProtobufCServiceDescriptor *ev =
 		&skywalking__v3__span_attached_event_report_service__descriptor;
@@ -552,13 +577,15 @@ Test(wire, services)
 	cr_assert_str_eq(proc->methods[1].name, "keepAlive");
 	expect_method(proc, "reportProcesses", "skywalking.v3.EBPFProcessReportList",
 		      "skywalking.v3.EBPFReportProcessDownstream");
-	expect_method(proc, "keepAlive", "skywalking.v3.EBPFProcessPingPkgList", "skywalking.v3.Commands");
+	expect_method(proc, "keepAlive", "skywalking.v3.EBPFProcessPingPkgList",
+		      "skywalking.v3.Commands");
 
 	cr_assert_str_eq(prof->name, "skywalking.v3.EBPFProfilingService");
 	cr_assert_eq(prof->n_methods, 2);
 	cr_assert_str_eq(prof->methods[0].name, "queryTasks");
 	cr_assert_str_eq(prof->methods[1].name, "collectProfilingData");
-	expect_method(prof, "queryTasks", "skywalking.v3.EBPFProfilingTaskQuery", "skywalking.v3.Commands");
+	expect_method(prof, "queryTasks", "skywalking.v3.EBPFProfilingTaskQuery",
+		      "skywalking.v3.Commands");
 	expect_method(prof, "collectProfilingData", "skywalking.v3.EBPFProfilingData",
 		      "skywalking.v3.Commands");
 
@@ -576,7 +603,8 @@ Test(wire, services)
 	cr_assert_str_eq(meter->methods[0].name, "collect");
 	cr_assert_str_eq(meter->methods[1].name, "collectBatch");
 	expect_method(meter, "collect", "skywalking.v3.MeterData", "skywalking.v3.Commands");
-	expect_method(meter, "collectBatch", "skywalking.v3.MeterDataCollection", "skywalking.v3.Commands");
+	expect_method(meter, "collectBatch", "skywalking.v3.MeterDataCollection",
+		      "skywalking.v3.Commands");
 
 	cr_assert_str_eq(ev->name, "skywalking.v3.SpanAttachedEventReportService");
 	cr_assert_eq(ev->n_methods, 1);
@@ -614,107 +642,171 @@ struct message {
 
 #define SW "skywalking.v3."
 static const struct message messages[] = {
-	{ &skywalking__v3__key_string_value_pair__descriptor, SW "KeyStringValuePair",
+	{ &skywalking__v3__key_string_value_pair__descriptor,
+	  SW "KeyStringValuePair",
 	  { { "key", 1, STR }, { "value", 2, STR } } },
-	{ &skywalking__v3__command__descriptor, SW "Command",
+	{ &skywalking__v3__command__descriptor,
+	  SW "Command",
 	  { { "command", 1, STR }, { "args", 2, MSG, 1, NULL, SW "KeyStringValuePair" } } },
-	{ &skywalking__v3__commands__descriptor, SW "Commands",
+	{ &skywalking__v3__commands__descriptor,
+	  SW "Commands",
 	  { { "commands", 1, MSG, 1, NULL, SW "Command" } } },
 
-	{ &skywalking__v3__ebpfprocess_report_list__descriptor, SW "EBPFProcessReportList",
-	  { { "processes", 1, MSG, 1, NULL, SW "EBPFProcessProperties" }, { "ebpfAgentID", 2, STR } } },
-	{ &skywalking__v3__ebpfprocess_properties__descriptor, SW "EBPFProcessProperties",
+	{ &skywalking__v3__ebpfprocess_report_list__descriptor,
+	  SW "EBPFProcessReportList",
+	  { { "processes", 1, MSG, 1, NULL, SW "EBPFProcessProperties" },
+	    { "ebpfAgentID", 2, STR } } },
+	{ &skywalking__v3__ebpfprocess_properties__descriptor,
+	  SW "EBPFProcessProperties",
 	  { { "hostProcess", 1, MSG, 0, "metadata", SW "EBPFHostProcessMetadata" },
 	    { "k8sProcess", 2, MSG, 0, "metadata", SW "EBPFKubernetesProcessMetadata" } } },
-	{ &skywalking__v3__ebpfhost_process_metadata__descriptor, SW "EBPFHostProcessMetadata",
-	  { { "entity", 1, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" }, { "pid", 2, I32 },
+	{ &skywalking__v3__ebpfhost_process_metadata__descriptor,
+	  SW "EBPFHostProcessMetadata",
+	  { { "entity", 1, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" },
+	    { "pid", 2, I32 },
 	    { "properties", 3, MSG, 1, NULL, SW "KeyStringValuePair" } } },
-	{ &skywalking__v3__ebpfkubernetes_process_metadata__descriptor, SW "EBPFKubernetesProcessMetadata",
-	  { { "entity", 1, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" }, { "pid", 2, I32 },
+	{ &skywalking__v3__ebpfkubernetes_process_metadata__descriptor,
+	  SW "EBPFKubernetesProcessMetadata",
+	  { { "entity", 1, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" },
+	    { "pid", 2, I32 },
 	    { "properties", 3, MSG, 1, NULL, SW "KeyStringValuePair" } } },
-	{ &skywalking__v3__ebpfprocess_entity_metadata__descriptor, SW "EBPFProcessEntityMetadata",
-	  { { "layer", 1, STR }, { "serviceName", 2, STR }, { "instanceName", 3, STR },
-	    { "processName", 4, STR }, { "labels", 5, STR, 1 } } },
-	{ &skywalking__v3__ebpfreport_process_downstream__descriptor, SW "EBPFReportProcessDownstream",
+	{ &skywalking__v3__ebpfprocess_entity_metadata__descriptor,
+	  SW "EBPFProcessEntityMetadata",
+	  { { "layer", 1, STR },
+	    { "serviceName", 2, STR },
+	    { "instanceName", 3, STR },
+	    { "processName", 4, STR },
+	    { "labels", 5, STR, 1 } } },
+	{ &skywalking__v3__ebpfreport_process_downstream__descriptor,
+	  SW "EBPFReportProcessDownstream",
 	  { { "processes", 1, MSG, 1, NULL, SW "EBPFProcessDownstream" } } },
-	{ &skywalking__v3__ebpfprocess_downstream__descriptor, SW "EBPFProcessDownstream",
+	{ &skywalking__v3__ebpfprocess_downstream__descriptor,
+	  SW "EBPFProcessDownstream",
 	  { { "processId", 1, STR },
 	    { "hostProcess", 2, MSG, 0, "process", SW "EBPFHostProcessDownstream" },
 	    { "k8sProcess", 3, MSG, 0, "process", SW "EBPFKubernetesProcessDownstream" } } },
-	{ &skywalking__v3__ebpfhost_process_downstream__descriptor, SW "EBPFHostProcessDownstream",
-	  { { "pid", 1, I32 }, { "entityMetadata", 2, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" } } },
-	{ &skywalking__v3__ebpfkubernetes_process_downstream__descriptor, SW "EBPFKubernetesProcessDownstream",
-	  { { "pid", 1, I32 }, { "entityMetadata", 2, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" } } },
-	{ &skywalking__v3__ebpfprocess_ping_pkg_list__descriptor, SW "EBPFProcessPingPkgList",
-	  { { "processes", 1, MSG, 1, NULL, SW "EBPFProcessPingPkg" }, { "ebpfAgentID", 2, STR } } },
-	{ &skywalking__v3__ebpfprocess_ping_pkg__descriptor, SW "EBPFProcessPingPkg",
+	{ &skywalking__v3__ebpfhost_process_downstream__descriptor,
+	  SW "EBPFHostProcessDownstream",
+	  { { "pid", 1, I32 },
+	    { "entityMetadata", 2, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" } } },
+	{ &skywalking__v3__ebpfkubernetes_process_downstream__descriptor,
+	  SW "EBPFKubernetesProcessDownstream",
+	  { { "pid", 1, I32 },
+	    { "entityMetadata", 2, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" } } },
+	{ &skywalking__v3__ebpfprocess_ping_pkg_list__descriptor,
+	  SW "EBPFProcessPingPkgList",
+	  { { "processes", 1, MSG, 1, NULL, SW "EBPFProcessPingPkg" },
+	    { "ebpfAgentID", 2, STR } } },
+	{ &skywalking__v3__ebpfprocess_ping_pkg__descriptor,
+	  SW "EBPFProcessPingPkg",
 	  { { "entityMetadata", 1, MSG, 0, NULL, SW "EBPFProcessEntityMetadata" },
 	    { "properties", 2, MSG, 1, NULL, SW "KeyStringValuePair" } } },
 
-	{ &skywalking__v3__ebpfprofiling_task_query__descriptor, SW "EBPFProfilingTaskQuery",
+	{ &skywalking__v3__ebpfprofiling_task_query__descriptor,
+	  SW "EBPFProfilingTaskQuery",
 	  { { "roverInstanceId", 1, STR }, { "latestUpdateTime", 2, I64 } } },
-	{ &skywalking__v3__ebpfprofiling_data__descriptor, SW "EBPFProfilingData",
+	{ &skywalking__v3__ebpfprofiling_data__descriptor,
+	  SW "EBPFProfilingData",
 	  { { "task", 1, MSG, 0, NULL, SW "EBPFProfilingTaskMetadata" },
 	    { "onCPU", 2, MSG, 0, "profiling", SW "EBPFOnCPUProfiling" },
 	    { "offCPU", 3, MSG, 0, "profiling", SW "EBPFOffCPUProfiling" } } },
-	{ &skywalking__v3__ebpfprofiling_task_metadata__descriptor, SW "EBPFProfilingTaskMetadata",
-	  { { "taskId", 1, STR }, { "processId", 2, STR }, { "profilingStartTime", 3, I64 },
+	{ &skywalking__v3__ebpfprofiling_task_metadata__descriptor,
+	  SW "EBPFProfilingTaskMetadata",
+	  { { "taskId", 1, STR },
+	    { "processId", 2, STR },
+	    { "profilingStartTime", 3, I64 },
 	    { "currentTime", 4, I64 } } },
-	{ &skywalking__v3__ebpfprofiling_stack_metadata__descriptor, SW "EBPFProfilingStackMetadata",
-	  { { "stackType", 1, ENUM, 0, NULL, SW "EBPFProfilingStackType" }, { "stackId", 2, I32 },
+	{ &skywalking__v3__ebpfprofiling_stack_metadata__descriptor,
+	  SW "EBPFProfilingStackMetadata",
+	  { { "stackType", 1, ENUM, 0, NULL, SW "EBPFProfilingStackType" },
+	    { "stackId", 2, I32 },
 	    { "stackSymbols", 3, STR, 1 } } },
-	{ &skywalking__v3__ebpfon_cpuprofiling__descriptor, SW "EBPFOnCPUProfiling",
-	  { { "stacks", 1, MSG, 1, NULL, SW "EBPFProfilingStackMetadata" }, { "dumpCount", 2, I32 } } },
-	{ &skywalking__v3__ebpfoff_cpuprofiling__descriptor, SW "EBPFOffCPUProfiling",
-	  { { "stacks", 1, MSG, 1, NULL, SW "EBPFProfilingStackMetadata" }, { "switchCount", 2, I32 },
+	{ &skywalking__v3__ebpfon_cpuprofiling__descriptor,
+	  SW "EBPFOnCPUProfiling",
+	  { { "stacks", 1, MSG, 1, NULL, SW "EBPFProfilingStackMetadata" },
+	    { "dumpCount", 2, I32 } } },
+	{ &skywalking__v3__ebpfoff_cpuprofiling__descriptor,
+	  SW "EBPFOffCPUProfiling",
+	  { { "stacks", 1, MSG, 1, NULL, SW "EBPFProfilingStackMetadata" },
+	    { "switchCount", 2, I32 },
 	    { "duration", 3, I64 } } },
 
-	{ &skywalking__v3__continuous_profiling_policy_query__descriptor, SW "ContinuousProfilingPolicyQuery",
+	{ &skywalking__v3__continuous_profiling_policy_query__descriptor,
+	  SW "ContinuousProfilingPolicyQuery",
 	  { { "policies", 1, MSG, 1, NULL, SW "ContinuousProfilingServicePolicyQuery" } } },
 	{ &skywalking__v3__continuous_profiling_service_policy_query__descriptor,
-	  SW "ContinuousProfilingServicePolicyQuery", { { "serviceName", 1, STR }, { "uuid", 2, STR } } },
-	{ &skywalking__v3__continuous_profiling_report__descriptor, SW "ContinuousProfilingReport",
-	  { { "layer", 1, STR }, { "serviceName", 2, STR }, { "instanceName", 3, STR },
-	    { "processName", 4, STR }, { "causes", 5, MSG, 1, NULL, SW "ContinuousProfilingCause" },
+	  SW "ContinuousProfilingServicePolicyQuery",
+	  { { "serviceName", 1, STR }, { "uuid", 2, STR } } },
+	{ &skywalking__v3__continuous_profiling_report__descriptor,
+	  SW "ContinuousProfilingReport",
+	  { { "layer", 1, STR },
+	    { "serviceName", 2, STR },
+	    { "instanceName", 3, STR },
+	    { "processName", 4, STR },
+	    { "causes", 5, MSG, 1, NULL, SW "ContinuousProfilingCause" },
 	    { "duration", 6, I32 },
 	    { "onCPU", 7, MSG, 0, "targetTask", SW "ContinuousOnCPUProfilingTask" },
 	    { "offCPU", 8, MSG, 0, "targetTask", SW "ContinuousOffCPUProfilingTask" },
 	    { "network", 9, MSG, 0, "targetTask", SW "ContinuousNetworkProfilingTask" } } },
-	{ &skywalking__v3__continuous_profiling_cause__descriptor, SW "ContinuousProfilingCause",
+	{ &skywalking__v3__continuous_profiling_cause__descriptor,
+	  SW "ContinuousProfilingCause",
 	  { { "type", 1, ENUM, 0, NULL, SW "ContinuousProfilingTriggeredMonitorType" },
 	    { "singleValue", 2, MSG, 0, "cause", SW "ContinuousProfilingSingleValueCause" },
 	    { "uri", 3, MSG, 0, "cause", SW "ContinuousProfilingURICause" } } },
 	{ &skywalking__v3__continuous_profiling_single_value_cause__descriptor,
-	  SW "ContinuousProfilingSingleValueCause", { { "threshold", 1, DBL }, { "current", 2, DBL } } },
-	{ &skywalking__v3__continuous_profiling_uricause__descriptor, SW "ContinuousProfilingURICause",
-	  { { "regex", 1, STR, 0, "uri" }, { "path", 2, STR, 0, "uri" }, { "threshold", 3, DBL },
+	  SW "ContinuousProfilingSingleValueCause",
+	  { { "threshold", 1, DBL }, { "current", 2, DBL } } },
+	{ &skywalking__v3__continuous_profiling_uricause__descriptor,
+	  SW "ContinuousProfilingURICause",
+	  { { "regex", 1, STR, 0, "uri" },
+	    { "path", 2, STR, 0, "uri" },
+	    { "threshold", 3, DBL },
 	    { "current", 4, DBL } } },
-	{ &skywalking__v3__continuous_on_cpuprofiling_task__descriptor, SW "ContinuousOnCPUProfilingTask", { { 0 } } },
-	{ &skywalking__v3__continuous_off_cpuprofiling_task__descriptor, SW "ContinuousOffCPUProfilingTask", { { 0 } } },
-	{ &skywalking__v3__continuous_network_profiling_task__descriptor, SW "ContinuousNetworkProfilingTask",
+	{ &skywalking__v3__continuous_on_cpuprofiling_task__descriptor,
+	  SW "ContinuousOnCPUProfilingTask",
+	  { { 0 } } },
+	{ &skywalking__v3__continuous_off_cpuprofiling_task__descriptor,
+	  SW "ContinuousOffCPUProfilingTask",
+	  { { 0 } } },
+	{ &skywalking__v3__continuous_network_profiling_task__descriptor,
+	  SW "ContinuousNetworkProfilingTask",
 	  { { "samplingURIRegexes", 1, STR, 1 } } },
 
-	{ &skywalking__v3__label__descriptor, SW "Label", { { "name", 1, STR }, { "value", 2, STR } } },
-	{ &skywalking__v3__meter_bucket_value__descriptor, SW "MeterBucketValue",
+	{ &skywalking__v3__label__descriptor,
+	  SW "Label",
+	  { { "name", 1, STR }, { "value", 2, STR } } },
+	{ &skywalking__v3__meter_bucket_value__descriptor,
+	  SW "MeterBucketValue",
 	  { { "bucket", 1, DBL }, { "count", 2, I64 }, { "isNegativeInfinity", 3, BOOL } } },
-	{ &skywalking__v3__meter_single_value__descriptor, SW "MeterSingleValue",
+	{ &skywalking__v3__meter_single_value__descriptor,
+	  SW "MeterSingleValue",
 	  { { "name", 1, STR }, { "labels", 2, MSG, 1, NULL, SW "Label" }, { "value", 3, DBL } } },
-	{ &skywalking__v3__meter_histogram__descriptor, SW "MeterHistogram",
-	  { { "name", 1, STR }, { "labels", 2, MSG, 1, NULL, SW "Label" },
+	{ &skywalking__v3__meter_histogram__descriptor,
+	  SW "MeterHistogram",
+	  { { "name", 1, STR },
+	    { "labels", 2, MSG, 1, NULL, SW "Label" },
 	    { "values", 3, MSG, 1, NULL, SW "MeterBucketValue" } } },
-	{ &skywalking__v3__meter_data__descriptor, SW "MeterData",
+	{ &skywalking__v3__meter_data__descriptor,
+	  SW "MeterData",
 	  { { "singleValue", 1, MSG, 0, "metric", SW "MeterSingleValue" },
-	    { "histogram", 2, MSG, 0, "metric", SW "MeterHistogram" }, { "service", 3, STR },
-	    { "serviceInstance", 4, STR }, { "timestamp", 5, I64 } } },
-	{ &skywalking__v3__meter_data_collection__descriptor, SW "MeterDataCollection",
+	    { "histogram", 2, MSG, 0, "metric", SW "MeterHistogram" },
+	    { "service", 3, STR },
+	    { "serviceInstance", 4, STR },
+	    { "timestamp", 5, I64 } } },
+	{ &skywalking__v3__meter_data_collection__descriptor,
+	  SW "MeterDataCollection",
 	  { { "meterData", 1, MSG, 1, NULL, SW "MeterData" } } },
 
-	{ &skywalking__v3__instant__descriptor, SW "Instant",
+	{ &skywalking__v3__instant__descriptor,
+	  SW "Instant",
 	  { { "seconds", 1, I64 }, { "nanos", 2, I32 } } },
-	{ &skywalking__v3__key_int_value_pair__descriptor, SW "KeyIntValuePair",
+	{ &skywalking__v3__key_int_value_pair__descriptor,
+	  SW "KeyIntValuePair",
 	  { { "key", 1, STR }, { "value", 2, I64 } } },
-	{ &skywalking__v3__span_attached_event__descriptor, SW "SpanAttachedEvent",
-	  { { "startTime", 1, MSG, 0, NULL, SW "Instant" }, { "event", 2, STR },
+	{ &skywalking__v3__span_attached_event__descriptor,
+	  SW "SpanAttachedEvent",
+	  { { "startTime", 1, MSG, 0, NULL, SW "Instant" },
+	    { "event", 2, STR },
 	    { "endTime", 3, MSG, 0, NULL, SW "Instant" },
 	    { "tags", 4, MSG, 1, NULL, SW "KeyStringValuePair" },
 	    { "summary", 5, MSG, 1, NULL, SW "KeyIntValuePair" },
@@ -722,7 +814,9 @@ static const struct message messages[] = {
 	{ &skywalking__v3__span_attached_event__span_reference__descriptor,
 	  SW "SpanAttachedEvent.SpanReference",
 	  { { "type", 1, ENUM, 0, NULL, SW "SpanAttachedEvent.SpanReferenceType" },
-	    { "traceId", 2, STR }, { "traceSegmentId", 3, STR }, { "spanId", 4, STR } } },
+	    { "traceId", 2, STR },
+	    { "traceSegmentId", 3, STR },
+	    { "spanId", 4, STR } } },
 };
 
 Test(wire, fields)
@@ -741,15 +835,17 @@ Test(wire, fields)
 			cr_assert_not_null(f, "%s.%s missing", m->name, w->name);
 			cr_assert_eq(f->id, w->id, "%s.%s number", m->name, w->name);
 			cr_assert_eq(f->type, w->type, "%s.%s type", m->name, w->name);
-			cr_assert_eq(f->label == PROTOBUF_C_LABEL_REPEATED, w->repeated, "%s.%s repeated",
-				     m->name, w->name);
+			cr_assert_eq(f->label == PROTOBUF_C_LABEL_REPEATED, w->repeated,
+				     "%s.%s repeated", m->name, w->name);
 			cr_assert_eq(!!(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF), w->oneof != NULL,
 				     "%s.%s oneof", m->name, w->name);
 			if (w->type == MSG)
-				cr_assert_str_eq(((const ProtobufCMessageDescriptor *)f->descriptor)->name,
+				cr_assert_str_eq(((const ProtobufCMessageDescriptor *)f->descriptor)
+							 ->name,
 						 w->of, "%s.%s", m->name, w->name);
 			if (w->type == ENUM)
-				cr_assert_str_eq(((const ProtobufCEnumDescriptor *)f->descriptor)->name,
+				cr_assert_str_eq(((const ProtobufCEnumDescriptor *)f->descriptor)
+							 ->name,
 						 w->of, "%s.%s", m->name, w->name);
 		}
 		cr_assert_eq(m->desc->n_fields, n, "%s has %u fields, the reference %u", m->name,

@@ -48,15 +48,15 @@ enum {
 };
 
 static const char *const req_names[OP_MAX + 1] = {
-	[OP_STARTUP] = "STARTUP", [OP_OPTIONS] = "OPTIONS",   [OP_QUERY] = "QUERY",
-	[OP_PREPARE] = "PREPARE", [OP_EXECUTE] = "EXECUTE",   [OP_REGISTER] = "REGISTER",
+	[OP_STARTUP] = "STARTUP", [OP_OPTIONS] = "OPTIONS",
+	[OP_QUERY] = "QUERY",	  [OP_PREPARE] = "PREPARE",
+	[OP_EXECUTE] = "EXECUTE", [OP_REGISTER] = "REGISTER",
 	[OP_BATCH] = "BATCH",	  [OP_AUTH_RESPONSE] = "AUTH_RESPONSE",
 };
 
 static const bool resp_ops[OP_MAX + 1] = {
-	[OP_ERROR] = true,  [OP_READY] = true, [OP_AUTHENTICATE] = true, [OP_SUPPORTED] = true,
-	[OP_RESULT] = true, [OP_EVENT] = true, [OP_AUTH_CHALLENGE] = true,
-	[OP_AUTH_SUCCESS] = true,
+	[OP_ERROR] = true,  [OP_READY] = true, [OP_AUTHENTICATE] = true,   [OP_SUPPORTED] = true,
+	[OP_RESULT] = true, [OP_EVENT] = true, [OP_AUTH_CHALLENGE] = true, [OP_AUTH_SUCCESS] = true,
 };
 
 enum dstate {

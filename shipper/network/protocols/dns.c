@@ -134,8 +134,8 @@ struct dir {
 	enum sstate st;
 	bool synced; /* the message in progress (or the next) is where framing says */
 	bool ever_valid;
-	bool holed; /* keep[] stopped at a gap */
-	bool trunc; /* bytes of the message in progress were not captured */
+	bool holed;   /* keep[] stopped at a gap */
+	bool trunc;   /* bytes of the message in progress were not captured */
 	uint32_t bad; /* failed starts while never valid */
 	unsigned len_have;
 	uint8_t len_buf[2];
@@ -170,9 +170,9 @@ static const struct {
 	uint16_t type;
 	const char *name;
 } type_names[] = {
-	{ 1, "A" },	  { 2, "NS" },	    { 5, "CNAME" },  { 6, "SOA" },   { 12, "PTR" },
-	{ 15, "MX" },	  { 16, "TXT" },    { 28, "AAAA" },  { 33, "SRV" },  { 35, "NAPTR" },
-	{ 41, "OPT" },	  { 43, "DS" },	    { 48, "DNSKEY" }, { 64, "SVCB" }, { 65, "HTTPS" },
+	{ 1, "A" },	 { 2, "NS" },	  { 5, "CNAME" },   { 6, "SOA" },   { 12, "PTR" },
+	{ 15, "MX" },	 { 16, "TXT" },	  { 28, "AAAA" },   { 33, "SRV" },  { 35, "NAPTR" },
+	{ 41, "OPT" },	 { 43, "DS" },	  { 48, "DNSKEY" }, { 64, "SVCB" }, { 65, "HTTPS" },
 	{ 251, "IXFR" }, { 252, "AXFR" }, { 255, "ANY" },   { 257, "CAA" },
 };
 
@@ -308,7 +308,8 @@ static void parse_msg(const uint8_t *p, size_t have, uint64_t len, struct msg *m
 	if (!tl)
 		m->target_cut = l7__copy_str(m->target, sizeof(m->target), (const uint8_t *)".", 1);
 	else
-		m->target_cut = l7__copy_str(m->target, sizeof(m->target), (const uint8_t *)text, tl);
+		m->target_cut =
+			l7__copy_str(m->target, sizeof(m->target), (const uint8_t *)text, tl);
 }
 
 static bool key_match(const struct qkey *a, const struct qkey *b)
@@ -744,8 +745,8 @@ static void dns_free(void *cv)
 	free(c);
 }
 
-static int dns_feed(void *cv, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		    size_t captured, size_t actual)
+static int dns_feed(void *cv, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data, size_t captured,
+		    size_t actual)
 {
 	struct dns_conn *c = cv;
 

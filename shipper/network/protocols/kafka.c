@@ -489,7 +489,7 @@ static int16_t fetch_response(struct rd *r, unsigned v)
 			}
 			if (v >= 11)
 				rd_skip(r, 4); /* preferred_read_replica */
-			rd_skip_bytes(r); /* records */
+			rd_skip_bytes(r);      /* records */
 			rd_tags(r);
 		}
 		rd_tags(r);
@@ -557,9 +557,9 @@ static const struct {
 	int8_t throttle;
 	int8_t max;
 } leading_error[] = {
-	{ K_FIND_COORDINATOR, 1, 3 }, { K_JOIN_GROUP, 2, 9 },	     { K_HEARTBEAT, 1, 4 },
-	{ K_LEAVE_GROUP, 1, 5 },      { K_SYNC_GROUP, 1, 5 },	     { K_SASL_HANDSHAKE, -1, 1 },
-	{ K_API_VERSIONS, -1, 127 },  { K_INIT_PRODUCER_ID, 0, 5 },  { K_SASL_AUTHENTICATE, -1, 2 },
+	{ K_FIND_COORDINATOR, 1, 3 }, { K_JOIN_GROUP, 2, 9 },	    { K_HEARTBEAT, 1, 4 },
+	{ K_LEAVE_GROUP, 1, 5 },      { K_SYNC_GROUP, 1, 5 },	    { K_SASL_HANDSHAKE, -1, 1 },
+	{ K_API_VERSIONS, -1, 127 },  { K_INIT_PRODUCER_ID, 0, 5 }, { K_SASL_AUTHENTICATE, -1, 2 },
 };
 
 /* The response's error code; *parsed false if its body is not one this file reads. */

@@ -124,14 +124,14 @@ struct l7_exchange {
  * The counts every parser's stats begin with, in this order (struct l7_seg_counts), kept by
  * l7__seg_feed() and l7__seg_lost().
  */
-#define L7_SEG_COUNTS                                                                        \
-	struct {                                                                             \
-		uint64_t segments;                                                           \
+#define L7_SEG_COUNTS                                                                             \
+	struct {                                                                                  \
+		uint64_t segments;                                                                \
 		uint64_t bytes_seen;	     /* actual bytes of every segment, plus lost bytes */ \
-		uint64_t bytes_unattributed; /* of those, in no exchange */                  \
-		uint64_t gap_bytes;	     /* not captured */                              \
-		uint64_t lost_segments;                                                      \
-		uint64_t lost_bytes;                                                         \
+		uint64_t bytes_unattributed; /* of those, in no exchange */                       \
+		uint64_t gap_bytes;	     /* not captured */                                   \
+		uint64_t lost_segments;                                                           \
+		uint64_t lost_bytes;                                                              \
 	}
 
 struct l7_seg_counts {
@@ -139,10 +139,10 @@ struct l7_seg_counts {
 };
 
 /* The head of a parser's stats: the counts by name, or as one struct l7_seg_counts. */
-#define L7_STATS_HEAD                                                                        \
-	union {                                                                              \
-		struct l7_seg_counts seg;                                                    \
-		L7_SEG_COUNTS;                                                               \
+#define L7_STATS_HEAD                     \
+	union {                           \
+		struct l7_seg_counts seg; \
+		L7_SEG_COUNTS;            \
 	}
 
 struct l7_stats {
@@ -185,10 +185,10 @@ struct l7_ops {
 	 */
 	bool (*starts)(const void *prev, enum l7_dir dir, const uint8_t *p, size_t n);
 	void *(*new_after)(const void *prev);
-	void (*free_conn)(void *c);	   /* accepts NULL */
+	void (*free_conn)(void *c); /* accepts NULL */
 	/* -EINVAL (captured > actual, data NULL with captured > 0, bad dir), -EPIPE after close. */
-	int (*feed)(void *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		    size_t captured, size_t actual);
+	int (*feed)(void *c, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data, size_t captured,
+		    size_t actual);
 	int (*lost)(void *c, enum l7_dir dir, uint64_t nbytes);
 	/* Messages in progress are truncated; pending requests become NO_RESPONSE exchanges. */
 	void (*close)(void *c, uint64_t ts_ns);
@@ -218,9 +218,9 @@ extern const struct l7_ops l7_dns_ops;
  * size; a loss, known when n is not 0), at ts.
  */
 struct l7_seg {
-	uint64_t events;  /* feeds and losses so far: orders the two directions */
-	uint64_t ts[2];	  /* each direction's latest segment: the time of a loss */
-	uint64_t last;	  /* the latest segment of either */
+	uint64_t events; /* feeds and losses so far: orders the two directions */
+	uint64_t ts[2];	 /* each direction's latest segment: the time of a loss */
+	uint64_t last;	 /* the latest segment of either */
 	bool closed;
 };
 
@@ -266,42 +266,42 @@ void *l7_ring__pop_done(struct l7_ring *r, size_t size, size_t done_off);
  * pfx_feed() and pfx_lost() (scope: static or nothing) of a parser whose connections (type)
  * hold `sg` and `st`, over its struct l7_seg_ops seg_ops.
  */
-#define L7_DEFINE_SEG(scope, pfx, type)                                                      \
-	scope int pfx##_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,  \
-			     size_t captured, size_t actual)                                 \
-	{                                                                                    \
-		type *c = p;                                                                 \
-                                                                                             \
-		return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data,   \
-					captured, actual)                                    \
-			 : -EINVAL;                                                          \
-	}                                                                                    \
-	scope int pfx##_lost(void *p, enum l7_dir dir, uint64_t nbytes)                      \
-	{                                                                                    \
-		type *c = p;                                                                 \
-                                                                                             \
+#define L7_DEFINE_SEG(scope, pfx, type)                                                          \
+	scope int pfx##_feed(void *p, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,      \
+			     size_t captured, size_t actual)                                     \
+	{                                                                                        \
+		type *c = p;                                                                     \
+                                                                                                 \
+		return c ? l7__seg_feed(c, &c->sg, &c->st.seg, &seg_ops, dir, ts_ns, data,       \
+					captured, actual)                                        \
+			 : -EINVAL;                                                              \
+	}                                                                                        \
+	scope int pfx##_lost(void *p, enum l7_dir dir, uint64_t nbytes)                          \
+	{                                                                                        \
+		type *c = p;                                                                     \
+                                                                                                 \
 		return c ? l7__seg_lost(c, &c->sg, &c->st.seg, &seg_ops, dir, nbytes) : -EINVAL; \
 	}
 
 /* The members of a struct l7_ops every parser has, by its functions' names pfx_new, pfx_free... */
-#define L7_OPS_OF(pfx)                                                                       \
+#define L7_OPS_OF(pfx)                                                                          \
 	.new_conn = pfx##_new, .free_conn = pfx##_free, .feed = pfx##_feed, .lost = pfx##_lost, \
 	.close = pfx##_close, .next = pfx##_next, .role = pfx##_role, .stats = pfx##_stats
 
 /* pfx_role() and pfx_stats() of a parser whose connections (type) hold `role` and `st`. */
-#define L7_DEFINE_GETTERS(pfx, type)                                                         \
-	static enum l7_role pfx##_role(const void *p)                                        \
-	{                                                                                    \
-		const type *c = p;                                                           \
-                                                                                             \
-		return c ? c->role : L7_ROLE_UNKNOWN;                                        \
-	}                                                                                    \
-	static void pfx##_stats(const void *p, struct l7_stats *ret)                         \
-	{                                                                                    \
-		const type *c = p;                                                           \
-                                                                                             \
-		if (c && ret)                                                                \
-			*ret = c->st;                                                        \
+#define L7_DEFINE_GETTERS(pfx, type)                                 \
+	static enum l7_role pfx##_role(const void *p)                \
+	{                                                            \
+		const type *c = p;                                   \
+                                                                     \
+		return c ? c->role : L7_ROLE_UNKNOWN;                \
+	}                                                            \
+	static void pfx##_stats(const void *p, struct l7_stats *ret) \
+	{                                                            \
+		const type *c = p;                                   \
+                                                                     \
+		if (c && ret)                                        \
+			*ret = c->st;                                \
 	}
 
 /* A zeroed connection of size bytes for a parser over TCP; NULL with errno set (EINVAL for

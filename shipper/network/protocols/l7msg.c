@@ -29,10 +29,10 @@ struct dir {
 	bool resync;	 /* framing was lost: the next candidate follows a loss */
 	bool ever_valid; /* carried a message of a known kind once */
 	bool is_req;
-	bool unknown;	 /* framed, kind not told while the role is unknown */
-	bool cut;	 /* the message in progress missed bytes */
-	bool pre_stop;	 /* its prefix ended at a gap */
-	unsigned bad;	 /* failed candidates while never valid */
+	bool unknown;  /* framed, kind not told while the role is unknown */
+	bool cut;      /* the message in progress missed bytes */
+	bool pre_stop; /* its prefix ended at a gap */
+	unsigned bad;  /* failed candidates while never valid */
 	size_t need;
 	size_t pre_len;
 	uint64_t total; /* of the message in progress, 0 until known */
@@ -68,7 +68,8 @@ static struct l7msg_entry *ring_at(struct l7msg_conn *c, unsigned i)
 
 static struct l7msg_entry *ring_push(struct l7msg_conn *c)
 {
-	struct l7msg_entry *e = l7_ring__push(&c->q, sizeof(*e), L7_MAX_PENDING, &c->st.alloc_failures);
+	struct l7msg_entry *e =
+		l7_ring__push(&c->q, sizeof(*e), L7_MAX_PENDING, &c->st.alloc_failures);
 
 	if (!e)
 		return NULL;
@@ -280,7 +281,7 @@ static bool accept(struct l7msg_conn *c, int di, const struct l7msg_head *h)
 		kind = di == (int)req_dir(c) ? L7MSG_REQUEST : L7MSG_RESPONSE;
 	if (kind != L7MSG_UNKNOWN && c->role == L7_ROLE_UNKNOWN)
 		c->role = (kind == L7MSG_REQUEST) == (di == L7_EGRESS) ? L7_ROLE_CLIENT
-									: L7_ROLE_SERVER;
+								       : L7_ROLE_SERVER;
 	d->unknown = kind == L7MSG_UNKNOWN;
 	d->is_req = kind == L7MSG_REQUEST;
 	if (!d->unknown) {

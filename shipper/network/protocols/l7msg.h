@@ -51,9 +51,9 @@
 
 /* head() results. */
 enum l7msg_verdict {
-	L7MSG_BAD = -1,	 /* not a message start */
-	L7MSG_MORE = 0,	 /* `need` bytes are wanted before deciding */
-	L7MSG_OK = 1,	 /* a message of `total` bytes, of kind `kind` */
+	L7MSG_BAD = -1, /* not a message start */
+	L7MSG_MORE = 0, /* `need` bytes are wanted before deciding */
+	L7MSG_OK = 1,	/* a message of `total` bytes, of kind `kind` */
 };
 
 enum l7msg_kind {
@@ -63,8 +63,8 @@ enum l7msg_kind {
 };
 
 struct l7msg_head {
-	uint64_t total;	     /* bytes of the message, length field included; 0 until known */
-	size_t need;	     /* MORE: bytes wanted (clamped to total and L7MSG_PREFIX_MAX) */
+	uint64_t total;	      /* bytes of the message, length field included; 0 until known */
+	size_t need;	      /* MORE: bytes wanted (clamped to total and L7MSG_PREFIX_MAX) */
 	enum l7msg_kind kind; /* OK */
 };
 
@@ -83,10 +83,10 @@ struct l7msg_msg {
 
 struct l7msg_entry {
 	struct l7_exchange x;
-	uint64_t key;	/* the id an answer carries */
-	uint32_t aux;	/* the protocol's own (Kafka: API key and version) */
+	uint64_t key; /* the id an answer carries */
+	uint32_t aux; /* the protocol's own (Kafka: API key and version) */
 	bool done;
-	bool answered;	/* a response was paired (more may follow) */
+	bool answered; /* a response was paired (more may follow) */
 };
 
 struct l7msg_conn;
@@ -111,17 +111,17 @@ struct l7msg_proto {
 /* NULL with errno set (EINVAL for L7_F_DATAGRAM: these protocols run over TCP). */
 struct l7msg_conn *l7msg__new(const struct l7msg_proto *proto, unsigned flags);
 void l7msg__free(void *cv);
-int l7msg__feed(void *cv, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data,
-		size_t captured, size_t actual);
+int l7msg__feed(void *cv, enum l7_dir dir, uint64_t ts_ns, const uint8_t *data, size_t captured,
+		size_t actual);
 int l7msg__lost(void *cv, enum l7_dir dir, uint64_t nbytes);
 void l7msg__close(void *cv, uint64_t ts_ns);
 int l7msg__next(void *cv, struct l7_exchange *ret);
 enum l7_role l7msg__role(const void *cv);
 void l7msg__stats(const void *cv, struct l7_stats *ret);
 /* Members of a struct l7_ops whose protocol these functions serve: all but name and new_conn. */
-#define L7MSG_OPS                                                                            \
-	.free_conn = l7msg__free, .feed = l7msg__feed, .lost = l7msg__lost,                  \
-	.close = l7msg__close, .next = l7msg__next, .role = l7msg__role, .stats = l7msg__stats
+#define L7MSG_OPS                                                                                  \
+	.free_conn = l7msg__free, .feed = l7msg__feed, .lost = l7msg__lost, .close = l7msg__close, \
+	.next = l7msg__next, .role = l7msg__role, .stats = l7msg__stats
 
 /* Exchanges held: pending, or complete and not popped. */
 unsigned l7msg__pending(const struct l7msg_conn *c);

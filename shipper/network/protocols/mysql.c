@@ -135,11 +135,11 @@ struct stmt {
 
 struct dir {
 	enum dstate st;
-	bool synced;  /* framing confirmed by a validated packet */
-	bool resync;  /* the candidate in progress began a segment after framing was lost */
-	bool checked; /* the packet in progress is believed */
-	bool cont;    /* the physical packet in progress (or next) continues a logical one */
-	bool trunc;   /* payload of the logical packet not captured */
+	bool synced;   /* framing confirmed by a validated packet */
+	bool resync;   /* the candidate in progress began a segment after framing was lost */
+	bool checked;  /* the packet in progress is believed */
+	bool cont;     /* the physical packet in progress (or next) continues a logical one */
+	bool trunc;    /* payload of the logical packet not captured */
 	bool have_hdr; /* the logical packet's first header is complete */
 	uint8_t hdr[4];
 	unsigned hdr_len;
@@ -147,12 +147,12 @@ struct dir {
 	uint8_t phys_seq; /* of its last physical packet */
 	uint32_t first_len;
 	uint64_t remaining;
-	uint64_t total;	  /* payload bytes of the logical packet so far */
-	uint64_t bytes;	  /* its wire bytes so far, headers and gaps included */
+	uint64_t total; /* payload bytes of the logical packet so far */
+	uint64_t bytes; /* its wire bytes so far, headers and gaps included */
 	uint64_t start_ns;
 	uint64_t start_event; /* feed or loss that brought its first byte */
-	uint64_t seg_actual; /* bytes moved by the segment a resync candidate began */
-	uint64_t sink; /* exchange that skipped bytes count to, 0 for none */
+	uint64_t seg_actual;  /* bytes moved by the segment a resync candidate began */
+	uint64_t sink;	      /* exchange that skipped bytes count to, 0 for none */
 	size_t keep_len;
 	uint8_t keep[MYSQL_PKT_KEEP];
 };
@@ -163,7 +163,7 @@ struct mysql_conn {
 	struct l7_seg sg;
 	int req_dir; /* direction of the client's packets, -1 unknown */
 	bool compress_after_auth;
-	bool saw_handshake; /* a greeting or HandshakeResponse was validated */
+	bool saw_handshake;   /* a greeting or HandshakeResponse was validated */
 	uint32_t server_caps; /* all bits until a greeting says */
 	bool qattrs;
 	uint32_t bad_unknown; /* failed starts while req_dir is unknown */
@@ -174,10 +174,10 @@ struct mysql_conn {
 	uint16_t prep_cols;
 	uint64_t resp_last_ts;
 	bool resp_trunc;
-	uint64_t req_id;   /* latest request, for the client packets that follow it */
+	uint64_t req_id;	/* latest request, for the client packets that follow it */
 	uint8_t resp_first_seq; /* sequence id the answer to the latest command begins with */
-	uint64_t req_seq;  /* requests expecting a response, dropped ones included */
-	uint64_t resp_seq; /* of those, answered (or dropped) */
+	uint64_t req_seq;	/* requests expecting a response, dropped ones included */
+	uint64_t resp_seq;	/* of those, answered (or dropped) */
 	uint64_t next_id;
 	uint64_t stmt_clock;
 	uint32_t last_stmt;
@@ -352,9 +352,8 @@ static void last_stmt_users(struct mysql_conn *c, const struct entry *e)
 
 static bool is_stmt_cmd(unsigned cmd)
 {
-	return cmd == COM_STMT_EXECUTE || cmd == COM_STMT_SEND_LONG_DATA ||
-	       cmd == COM_STMT_CLOSE || cmd == COM_STMT_RESET || cmd == COM_STMT_FETCH ||
-	       cmd == COM_STMT_BULK_EXECUTE;
+	return cmd == COM_STMT_EXECUTE || cmd == COM_STMT_SEND_LONG_DATA || cmd == COM_STMT_CLOSE ||
+	       cmd == COM_STMT_RESET || cmd == COM_STMT_FETCH || cmd == COM_STMT_BULK_EXECUTE;
 }
 
 /* --- validation of candidate first packets --- */
@@ -823,8 +822,7 @@ static void resp_step(struct mysql_conn *c, int di, uint64_t ts)
 		}
 		e = find_id(c, c->resp_id);
 		if (e) {
-			stmt_put(c, le32(p + 1), e->x.target,
-				 e->x.flags & L7_F_TARGET_TRUNCATED);
+			stmt_put(c, le32(p + 1), e->x.target, e->x.flags & L7_F_TARGET_TRUNCATED);
 			last_stmt_users(c, e);
 		}
 		c->prep_cols = (uint16_t)le16(p + 5);
@@ -944,7 +942,7 @@ static void op_target(struct mysql_conn *c, struct entry *e, const struct dir *d
 	size_t n = d->keep_len, k = 0;
 	uint64_t full = d->total ? d->total - 1 : 0;
 	unsigned cmd = p[0];
-	const char *name = cmd < 0x20			 ? cmd_names[cmd]
+	const char *name = cmd < 0x20			  ? cmd_names[cmd]
 			   : cmd == COM_STMT_BULK_EXECUTE ? "COM_STMT_BULK_EXECUTE"
 							  : NULL;
 	struct stmt *s;

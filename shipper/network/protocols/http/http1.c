@@ -27,14 +27,14 @@ enum state {
 	S_BOUNDARY,    /* between messages: CR and LF are skipped */
 	S_START,       /* collecting a candidate start line */
 	S_HEADER,      /* collecting header lines */
-	S_BODY,        /* `remaining` body bytes */
+	S_BODY,	       /* `remaining` body bytes */
 	S_CHUNK_SIZE,  /* collecting a chunk size line */
 	S_CHUNK_DATA,  /* `remaining` chunk bytes */
 	S_CHUNK_END,   /* the CRLF after chunk data */
 	S_TRAILER,     /* trailer lines up to an empty one */
 	S_UNTIL_CLOSE, /* response body delimited by the connection's end */
-	S_SKIP,        /* framing lost: up to the next candidate start */
-	S_DEAD,        /* not parsed any more */
+	S_SKIP,	       /* framing lost: up to the next candidate start */
+	S_DEAD,	       /* not parsed any more */
 };
 
 /* Message flags, mapped onto the request's or the response's http1_flags. */
@@ -51,22 +51,22 @@ enum kind {
 
 struct entry {
 	struct http1_exchange x;
-	uint64_t id;  /* unique in the connection, never 0 */
-	uint64_t seq; /* request number; 0 for a response without request */
+	uint64_t id;	/* unique in the connection, never 0 */
+	uint64_t seq;	/* request number; 0 for a response without request */
 	uint64_t event; /* feed or loss that completed the request's header block */
 	bool done;
 };
 
 struct dir {
 	enum state st;
-	bool in_msg;     /* a start line was accepted and its message has not ended */
-	bool is_req;     /* of the message in progress */
-	bool interim;    /* a 1xx response */
-	bool tunnel;     /* a response after which HTTP ends */
+	bool in_msg;	 /* a start line was accepted and its message has not ended */
+	bool is_req;	 /* of the message in progress */
+	bool interim;	 /* a 1xx response */
+	bool tunnel;	 /* a response after which HTTP ends */
 	bool ever_valid; /* carried a valid start line once */
 	bool line_over;
 	bool has_cl, cl_bad, chunked, te_other;
-	uint32_t bad;    /* failed candidate starts while never valid */
+	uint32_t bad;	 /* failed candidate starts while never valid */
 	uint32_t mflags; /* M_* of the message in progress */
 	size_t line_len;
 	uint64_t line_total; /* bytes of the candidate start line, CR LF and overflow included */
@@ -78,7 +78,7 @@ struct dir {
 	uint64_t last_ts; /* segment that last gave bytes to the message */
 	uint64_t remaining;
 	uint64_t content_length;
-	uint64_t entry_id; /* exchange the message goes to, 0 for none */
+	uint64_t entry_id;	 /* exchange the message goes to, 0 for none */
 	struct http1_exchange x; /* fields parsed from the message in progress */
 	uint8_t line[HTTP1_LINE_MAX];
 };
@@ -272,7 +272,8 @@ static struct entry *ring_at(struct http1_conn *c, unsigned i)
 
 static struct entry *ring_push(struct http1_conn *c)
 {
-	struct entry *e = l7_ring__push(&c->q, sizeof(*e), HTTP1_MAX_PENDING, &c->st.alloc_failures);
+	struct entry *e =
+		l7_ring__push(&c->q, sizeof(*e), HTTP1_MAX_PENDING, &c->st.alloc_failures);
 
 	if (!e)
 		return NULL;
@@ -561,28 +562,29 @@ static void header_line(struct http1_conn *c, struct dir *d, const uint8_t *l, s
 	} else if (l7__name_is(l, nlen, "host")) {
 		if (!x->host[0])
 			l7__copy_text(x->host, HTTP1_HOST_MAX, v, vlen, &x->flags,
-				  HTTP1_F_VALUE_TRUNCATED);
+				      HTTP1_F_VALUE_TRUNCATED);
 	} else if (l7__name_is(l, nlen, "content-type")) {
 		char *dst = d->is_req ? x->req_content_type : x->resp_content_type;
 
 		if (!dst[0])
-			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vlen, &x->flags, HTTP1_F_VALUE_TRUNCATED);
+			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vlen, &x->flags,
+				      HTTP1_F_VALUE_TRUNCATED);
 	} else if (l7__name_is(l, nlen, "sw8")) {
 		if (!x->sw8[0])
 			l7__copy_text(x->sw8, HTTP1_TRACE_MAX, v, vlen, &x->flags,
-				  HTTP1_F_VALUE_TRUNCATED);
+				      HTTP1_F_VALUE_TRUNCATED);
 	} else if (l7__name_is(l, nlen, "b3")) {
 		if (!x->b3[0])
 			l7__copy_text(x->b3, HTTP1_TRACE_MAX, v, vlen, &x->flags,
-				  HTTP1_F_VALUE_TRUNCATED);
+				      HTTP1_F_VALUE_TRUNCATED);
 	} else if (l7__name_is(l, nlen, "x-b3-traceid")) {
 		if (!x->x_b3_traceid[0])
 			l7__copy_text(x->x_b3_traceid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
-				  HTTP1_F_VALUE_TRUNCATED);
+				      HTTP1_F_VALUE_TRUNCATED);
 	} else if (l7__name_is(l, nlen, "x-b3-spanid")) {
 		if (!x->x_b3_spanid[0])
 			l7__copy_text(x->x_b3_spanid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
-				  HTTP1_F_VALUE_TRUNCATED);
+				      HTTP1_F_VALUE_TRUNCATED);
 	}
 }
 
@@ -634,7 +636,7 @@ static bool start_line(struct http1_conn *c, int di, size_t len, bool partial, u
 		memcpy(x->method, s.method, strlen(s.method) + 1);
 		x->req_version = s.version;
 		k = l7__copy_text(x->uri, HTTP1_URI_MAX, s.target, s.target_len, &x->flags,
-			      HTTP1_F_URI_TRUNCATED);
+				  HTTP1_F_URI_TRUNCATED);
 		if (s.target_cut)
 			x->flags |= HTTP1_F_URI_TRUNCATED;
 		x->uri_len = (uint16_t)k;

@@ -97,9 +97,9 @@ enum http1_flags {
 	HTTP1_F_RESP_HDR_TRUNCATED = 1u << 3, /* same for the response */
 	HTTP1_F_URI_TRUNCATED = 1u << 4,      /* the target is longer than uri[] holds */
 	HTTP1_F_VALUE_TRUNCATED = 1u << 5,    /* a kept header value was cut to its bound */
-	HTTP1_F_NO_REQUEST = 1u << 6,         /* a response nothing was pending for */
-	HTTP1_F_NO_RESPONSE = 1u << 7,        /* still unanswered at http1__close() */
-	HTTP1_F_TUNNEL = 1u << 8,             /* 101, or 2xx to CONNECT: HTTP ends here */
+	HTTP1_F_NO_REQUEST = 1u << 6,	      /* a response nothing was pending for */
+	HTTP1_F_NO_RESPONSE = 1u << 7,	      /* still unanswered at http1__close() */
+	HTTP1_F_TUNNEL = 1u << 8,	      /* 101, or 2xx to CONNECT: HTTP ends here */
 };
 
 /*
@@ -113,13 +113,13 @@ struct http1_exchange {
 	 * was lost, the last segment that carried its bytes; http1__close()'s ts if NO_RESPONSE.
 	 */
 	uint64_t end_ns;
-	uint64_t req_bytes; /* start line to end of body, gaps included; 0 if NO_REQUEST */
+	uint64_t req_bytes;  /* start line to end of body, gaps included; 0 if NO_REQUEST */
 	uint64_t resp_bytes; /* interim responses included; 0 if NO_RESPONSE */
-	uint32_t flags;      /* enum http1_flags */
+	uint32_t flags;	     /* enum http1_flags */
 	uint16_t status;     /* 0 if NO_RESPONSE */
 	uint8_t req_version; /* 10 or 11 for HTTP/1.0 or 1.1, 0 if unknown */
 	uint8_t resp_version;
-	uint8_t req_dir; /* enum http1_dir the request went (came, if NO_REQUEST) */
+	uint8_t req_dir;   /* enum http1_dir the request went (came, if NO_REQUEST) */
 	uint16_t uri_len;  /* strlen(uri) */
 	uint16_t path_len; /* uri up to its '?' */
 	char method[HTTP1_METHOD_MAX + 1];
@@ -136,19 +136,19 @@ struct http1_exchange {
 /* bytes_unattributed: see above */
 struct http1_stats {
 	L7_STATS_HEAD;
-	uint64_t requests;          /* request header blocks */
-	uint64_t responses;         /* final responses */
-	uint64_t interim;           /* 1xx but 101 */
-	uint64_t exchanges;         /* completed, unanswered ones included */
-	uint64_t unanswered;        /* pending at close */
+	uint64_t requests;	    /* request header blocks */
+	uint64_t responses;	    /* final responses */
+	uint64_t interim;	    /* 1xx but 101 */
+	uint64_t exchanges;	    /* completed, unanswered ones included */
+	uint64_t unanswered;	    /* pending at close */
 	uint64_t orphan_responses;  /* no request pending */
 	uint64_t requests_dropped;  /* over HTTP1_MAX_PENDING (or out of memory) */
 	uint64_t responses_dropped; /* to a dropped request, or orphans over the limit */
-	uint64_t resyncs;           /* framing lost, skipping to a next start */
-	uint64_t bad_starts;        /* candidate starts that were not a start line */
+	uint64_t resyncs;	    /* framing lost, skipping to a next start */
+	uint64_t bad_starts;	    /* candidate starts that were not a start line */
 	uint64_t framing_errors;    /* bad Content-Length, chunk size, Transfer-Encoding */
 	uint64_t bad_header_lines;  /* no colon */
-	uint64_t long_lines;        /* over HTTP1_LINE_MAX */
+	uint64_t long_lines;	    /* over HTTP1_LINE_MAX */
 	uint64_t dirs_abandoned;    /* not HTTP */
 	uint64_t tunnels;
 	uint64_t alloc_failures;
@@ -178,11 +178,11 @@ const struct http1_exchange *http1__switched(const void *c);
 void http1__as_l7(const struct http1_exchange *x, struct l7_exchange *ret);
 
 /* struct l7_stats' members from HTTP/1's or HTTP/2's stats s, as they name them. */
-#define HTTP_AS_L7_STATS(s)                                                                  \
-	.seg = (s).seg, .requests = (s).requests, .responses = (s).responses,                \
-	.exchanges = (s).exchanges, .unanswered = (s).unanswered,                            \
-	.orphan_responses = (s).orphan_responses, .resyncs = (s).resyncs,                    \
-	.malformed = (s).framing_errors, .dirs_abandoned = (s).dirs_abandoned,               \
+#define HTTP_AS_L7_STATS(s)                                                    \
+	.seg = (s).seg, .requests = (s).requests, .responses = (s).responses,  \
+	.exchanges = (s).exchanges, .unanswered = (s).unanswered,              \
+	.orphan_responses = (s).orphan_responses, .resyncs = (s).resyncs,      \
+	.malformed = (s).framing_errors, .dirs_abandoned = (s).dirs_abandoned, \
 	.alloc_failures = (s).alloc_failures
 
 #endif

@@ -89,9 +89,9 @@ enum begin {
 
 /* Per side of a stream. */
 enum {
-	M_TRUNC = 1,	   /* bytes not captured, lost, or not ended at close */
-	M_HDR_TRUNC = 2,   /* header fields may be missing */
-	M_HPACK_UNK = 4,   /* a block not wholly decoded */
+	M_TRUNC = 1,	 /* bytes not captured, lost, or not ended at close */
+	M_HDR_TRUNC = 2, /* header fields may be missing */
+	M_HPACK_UNK = 4, /* a block not wholly decoded */
 };
 
 enum slot_state {
@@ -108,9 +108,9 @@ enum rep {
 };
 
 enum wstate {
-	W_OP,	   /* a representation's first byte */
-	W_INT,	   /* its integer's continuation bytes */
-	W_SLEN,	   /* a string's first byte */
+	W_OP,	/* a representation's first byte */
+	W_INT,	/* its integer's continuation bytes */
+	W_SLEN, /* a string's first byte */
 	W_SLEN_INT,
 	W_STR,
 };
@@ -123,8 +123,8 @@ enum wstate {
 struct walker {
 	enum wstate st;
 	enum rep rep;
-	bool fwd;	  /* the representation in progress is passed on */
-	uint8_t strings;  /* strings left in it */
+	bool fwd;	 /* the representation in progress is passed on */
+	uint8_t strings; /* strings left in it */
 	uint8_t shift;
 	uint8_t nhold;
 	uint32_t val;
@@ -162,7 +162,7 @@ struct h2dir {
 	bool started;
 	bool preface;
 	bool ever_valid;
-	bool adv_unknown; /* a SETTINGS of this direction may have been missed */
+	bool adv_unknown;	/* a SETTINGS of this direction may have been missed */
 	uint32_t adv_max_frame; /* SETTINGS_MAX_FRAME_SIZE it sent: bounds the other's frames */
 	uint32_t bad;
 	uint64_t frames;
@@ -700,7 +700,8 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		d->blk_status = 0;
 		if (vl == 3 && v[0] >= '1' && v[0] <= '5' && v[1] >= '0' && v[1] <= '9' &&
 		    v[2] >= '0' && v[2] <= '9')
-			d->blk_status = (uint16_t)((v[0] - '0') * 100 + (v[1] - '0') * 10 + v[2] - '0');
+			d->blk_status =
+				(uint16_t)((v[0] - '0') * 100 + (v[1] - '0') * 10 + v[2] - '0');
 	}
 	if (!s)
 		return;
@@ -709,12 +710,12 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		if (l7__name_is(n, nl, ":method")) {
 			if (!s->method_set)
 				l7__copy_text(h->method, HTTP1_METHOD_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
+					      HTTP1_F_VALUE_TRUNCATED);
 			s->method_set = true;
 		} else if (l7__name_is(n, nl, ":path")) {
 			if (!s->path_set) {
 				size_t k = l7__copy_text(h->uri, HTTP1_URI_MAX, v, vl, &h->flags,
-						     HTTP1_F_URI_TRUNCATED);
+							 HTTP1_F_URI_TRUNCATED);
 				const char *q = memchr(h->uri, '?', k);
 
 				h->uri_len = (uint16_t)k;
@@ -724,12 +725,12 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		} else if (l7__name_is(n, nl, ":authority")) {
 			if (!s->authority_set)
 				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
+					      HTTP1_F_VALUE_TRUNCATED);
 			s->authority_set = true;
 		} else if (l7__name_is(n, nl, "host")) {
 			if (!s->authority_set && !h->host[0])
 				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
-					  HTTP1_F_VALUE_TRUNCATED);
+					      HTTP1_F_VALUE_TRUNCATED);
 		} else {
 			trace_header(h, n, nl, v, vl);
 		}
@@ -749,7 +750,8 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		char *dst = s->ctype[d->block_promise ? !di : di];
 
 		if (!dst[0])
-			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
+			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vl, &h->flags,
+				      HTTP1_F_VALUE_TRUNCATED);
 	}
 }
 
@@ -964,8 +966,7 @@ static bool inflater_new(struct http2_conn *c, int di)
 	return true;
 }
 
-static void block_begin(struct http2_conn *c, int di, struct stream *target, bool promise,
-			bool es)
+static void block_begin(struct http2_conn *c, int di, struct stream *target, bool promise, bool es)
 {
 	struct h2dir *d = &c->d[di];
 
@@ -1266,8 +1267,8 @@ static void frame_begin(struct http2_conn *c, int di, uint64_t ts)
 		return;
 	}
 	if (!d->frames++ && !d->preface)
-		dir_begins(c, di, d->type == F_SETTINGS && !(fl & FL_END_STREAM) ? B_SETTINGS
-										 : B_OTHER);
+		dir_begins(c, di,
+			   d->type == F_SETTINGS && !(fl & FL_END_STREAM) ? B_SETTINGS : B_OTHER);
 	d->ever_valid = true;
 	d->bad = 0;
 	if (d->in_block && (d->type != F_CONT || d->sid != d->block_sid)) {
@@ -1485,7 +1486,8 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 		switch (d->st) {
 		case DS_INIT:
 			/* Only a client writes the preface. */
-			if (p[off] == preface[0] && (c->role == HTTP1_ROLE_UNKNOWN || req_dir(c) == di)) {
+			if (p[off] == preface[0] &&
+			    (c->role == HTTP1_ROLE_UNKNOWN || req_dir(c) == di)) {
 				d->st = DS_PREFACE;
 				d->pre_len = 0;
 			} else {

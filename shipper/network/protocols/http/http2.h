@@ -103,17 +103,17 @@
 
 enum http2_flags2 {
 	HTTP2_F2_GRPC = 1u << 0,	      /* a content-type application/grpc* */
-	HTTP2_F2_RESET_BY_CLIENT = 1u << 1, /* ended by RST_STREAM in the request direction */
-	HTTP2_F2_RESET_BY_SERVER = 1u << 2, /* ended by RST_STREAM in the response direction */
+	HTTP2_F2_RESET_BY_CLIENT = 1u << 1,   /* ended by RST_STREAM in the request direction */
+	HTTP2_F2_RESET_BY_SERVER = 1u << 2,   /* ended by RST_STREAM in the response direction */
 	HTTP2_F2_REFUSED = 1u << 3,	      /* above a GOAWAY's last stream id */
 	HTTP2_F2_PUSHED = 1u << 4,	      /* a server push: the request is a PUSH_PROMISE */
 	HTTP2_F2_UPGRADED = 1u << 5,	      /* stream 1 after an h2c upgrade */
 	HTTP2_F2_REQ_HPACK_UNKNOWN = 1u << 6, /* request fields not decoded (table unknown) */
 	HTTP2_F2_RESP_HPACK_UNKNOWN = 1u << 7,
-	HTTP2_F2_INTERIM = 1u << 8,	 /* 1xx response(s) before the final one */
-	HTTP2_F2_TRAILERS = 1u << 9,	 /* a response header block after the final one */
+	HTTP2_F2_INTERIM = 1u << 8,	  /* 1xx response(s) before the final one */
+	HTTP2_F2_TRAILERS = 1u << 9,	  /* a response header block after the final one */
 	HTTP2_F2_ROLE_UNKNOWN = 1u << 10, /* req_dir is the stream's first frame's */
-	HTTP2_F2_EVICTED = 1u << 11,	 /* completed early to make room (see above) */
+	HTTP2_F2_EVICTED = 1u << 11,	  /* completed early to make room (see above) */
 };
 
 /*
@@ -133,30 +133,30 @@ struct http2_exchange {
 struct http2_stats {
 	L7_STATS_HEAD;
 	uint64_t bytes_control; /* of bytes_unattributed, the preface and frames of no exchange */
-	uint64_t frames;	   /* frame headers read */
-	uint64_t streams;	   /* exchanges opened (streams and pushes) */
-	uint64_t requests;	   /* exchanges whose request was seen (at completion) */
-	uint64_t responses;	   /* exchanges with a final response header block (same) */
-	uint64_t interim;	   /* 1xx header blocks */
-	uint64_t exchanges;	   /* completed, unanswered ones included */
-	uint64_t unanswered;	   /* NO_RESPONSE exchanges */
-	uint64_t orphan_responses; /* NO_REQUEST exchanges */
-	uint64_t header_blocks;	   /* HEADERS or PUSH_PROMISE blocks, CONTINUATIONs included */
+	uint64_t frames;	/* frame headers read */
+	uint64_t streams;	/* exchanges opened (streams and pushes) */
+	uint64_t requests;	/* exchanges whose request was seen (at completion) */
+	uint64_t responses;	/* exchanges with a final response header block (same) */
+	uint64_t interim;	/* 1xx header blocks */
+	uint64_t exchanges;	/* completed, unanswered ones included */
+	uint64_t unanswered;	/* NO_RESPONSE exchanges */
+	uint64_t orphan_responses;    /* NO_REQUEST exchanges */
+	uint64_t header_blocks;	      /* HEADERS or PUSH_PROMISE blocks, CONTINUATIONs included */
 	uint64_t headers_undecodable; /* blocks not wholly decoded (cut, refused, table unknown) */
 	uint64_t hpack_missed_before_start; /* of those, in a direction seen mid-stream */
 	uint64_t fields_unknown;	    /* header fields skipped: they need the unknown table */
 	uint64_t rst_streams;
 	uint64_t goaway;
 	uint64_t pushes;
-	uint64_t settings;	   /* SETTINGS frames but ACKs */
-	uint64_t streams_dropped;  /* over HTTP2_MAX_STREAMS (or out of memory) */
-	uint64_t streams_evicted;  /* completed early to make room */
-	uint64_t stray_frames;	   /* on a stream completed, dropped or never opened */
-	uint64_t unknown_frames;   /* types this parser does not read, skipped */
-	uint64_t framing_errors;   /* impossible frames, protocol errors */
-	uint64_t resyncs;	   /* framing lost, looking for a next frame header */
-	uint64_t bad_starts;	   /* segments that did not begin with a plausible frame */
-	uint64_t dirs_abandoned;   /* never carried HTTP/2 */
+	uint64_t settings;	  /* SETTINGS frames but ACKs */
+	uint64_t streams_dropped; /* over HTTP2_MAX_STREAMS (or out of memory) */
+	uint64_t streams_evicted; /* completed early to make room */
+	uint64_t stray_frames;	  /* on a stream completed, dropped or never opened */
+	uint64_t unknown_frames;  /* types this parser does not read, skipped */
+	uint64_t framing_errors;  /* impossible frames, protocol errors */
+	uint64_t resyncs;	  /* framing lost, looking for a next frame header */
+	uint64_t bad_starts;	  /* segments that did not begin with a plausible frame */
+	uint64_t dirs_abandoned;  /* never carried HTTP/2 */
 	uint64_t alloc_failures;
 };
 
