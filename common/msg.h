@@ -105,6 +105,12 @@ enum msg_type {
 	/* shipper -> worker: how much user stack a target's snapshots need (UNWIND_DWARF) */
 	MSG_SHIP_STACK_HINT, /* struct msg_stack_hint */
 
+	/* shipper <-> worker: a target's CPython interpreter (stack tasks, UNWIND_DWARF) */
+	MSG_SHIP_PY_ATTACH, /* struct msg_py_attach + fd of the file (the launcher opened it) */
+	MSG_SHIP_PY_RESULT, /* struct msg_py_result: what the worker made of it */
+	/* worker -> shipper: code objects met for the first time, ahead of the frames naming them */
+	MSG_SHIP_PYCODES, /* struct ship_pycodes_hdr + records, see there */
+
 	MSG_TYPE_MAX,
 };
 
@@ -327,8 +333,9 @@ struct ship_stack {
 /*
  * UNWIND_DWARF: one event's registers, kernel stack and the top of its user stack. In a
  * MSG_SHIP_SNAPSHOTS frame after struct ship_snapshots_hdr, each record is followed by
- * uint64_t kips[nkips] (innermost first) and stack_len bytes of user stack starting at
- * address sp, then zero padding to a multiple of 8 bytes.
+ * uint64_t kips[nkips] (innermost first), struct py_frame py[npy] (common/pyframes.h,
+ * innermost first) and stack_len bytes of user stack starting at address sp, then zero
+ * padding to a multiple of 8 bytes.
  */
 struct ship_snapshot {
 	int32_t tgid;
@@ -338,6 +345,8 @@ struct ship_snapshot {
 	uint64_t value;	    /* as in struct ship_count */
 	uint64_t value2;
 	uint64_t ip, sp, bp; /* user registers at the event */
+	uint32_t npy;	     /* Python frames (struct py_frame) after the kernel frames */
+	uint32_t pystatus;   /* enum py_status: PY_ST_NONE for a process not read as Python */
 };
 
 #define SHIP_SNAPSHOT_MAX_STACK 65536
@@ -357,6 +366,40 @@ struct msg_stack_hint {
 	uint64_t task_id;
 	int32_t tgid;
 	uint32_t bytes;
+};
+
+/*
+ * MSG_SHIP_PY_ATTACH: the file of pid's mapping that starts at `start` (the launcher opened
+ * /proc/PID/map_files/START-END for the shipper) looks like a CPython interpreter. The worker
+ * checks the file (worker/pyattach.h); the programs check the mapping. A hostile shipper can
+ * only point the frame reader at an interpreter a target really maps, at the place it maps it.
+ */
+struct msg_py_attach {
+	uint64_t task_id;
+	int32_t pid;
+	uint32_t seq; /* echoed in the result */
+	uint64_t start;
+	char path[256]; /* for logs */
+};
+
+struct msg_py_result {
+	uint64_t task_id;
+	int32_t pid;
+	uint32_t seq;
+	int32_t err;	  /* 0, or the -errno that refused it */
+	uint32_t version; /* 0x030b for 3.11 when err is 0 */
+};
+
+/*
+ * MSG_SHIP_PYCODES: after struct ship_pycodes_hdr, `count` records, each a struct sc_pycode
+ * (common/pyframes.h) as the programs wrote it, as long as its line table needs
+ * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), then zero padding to a multiple of
+ * 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
+ */
+struct ship_pycodes_hdr {
+	uint64_t task_id;
+	uint32_t count;
+	uint32_t pad;
 };
 
 /*

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #endif
 
+#include "common/pyframes.h"
+
 #define SC_MAX_TARGETS 64
 #define SC_STACK_DEPTH 127
 
@@ -36,7 +38,8 @@ enum sc_stat {
 	SC_STAT_STARTS_FULL,	   /* OFF_CPU: no room to remember a switched-out thread */
 	SC_STAT_SNAP_RINGBUF_FULL, /* snapshot or its OFF_CPU time not in the ring buffer */
 	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
-	SC_STAT_CRED_DROPPED,	   /* a client's target dropped: no longer the client's to trace */
+	SC_STAT_CRED_DROPPED,
+	SC_STAT_PY_CODE_LOST, /* a new Python code object's record not in the ring buffer */	   /* a client's target dropped: no longer the client's to trace */
 	SC_STAT_MAX,
 };
 
@@ -75,6 +78,7 @@ enum sc_stat {
 enum sc_rec_kind {
 	SC_REC_SNAP = 1, /* struct sc_snap */
 	SC_REC_DONE = 2, /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
+	SC_REC_PYCODE = 3, /* struct sc_pycode (common/pyframes.h): a Python code object's names */
 };
 
 /* The copy stopped at the target's limit (snap_limits), not at the stack's end or SC_SNAP_STACK. */
@@ -91,9 +95,11 @@ struct sc_snap {
 	__u64 stack_start; /* the address of the first stack byte: sp */
 	__u32 stack_len;   /* bytes of stack in data, after the kernel frames */
 	__u32 flags;	   /* SC_SNAP_LIMITED */
-	/* The kernel frames (kbytes of them, none when <= 0), then the stack: a record is as
-	 * long as what it holds. */
-	__u8 data[SC_STACK_DEPTH * 8 + SC_SNAP_STACK];
+	__u32 npy;	   /* Python frames (struct py_frame) after the kernel frames */
+	__u32 pystatus;	   /* enum py_status */
+	/* The kernel frames (kbytes of them, none when <= 0), the Python frames (npy), then the
+	 * stack: a record is as long as what it holds. */
+	__u8 data[SC_STACK_DEPTH * 8 + PY_MAX_FRAMES * 16 + SC_SNAP_STACK];
 };
 
 struct sc_done {
