@@ -210,6 +210,8 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 	key->ustack = stack_id(id, SC_STAT_USTACK_COLLISION);
 }
 
+#include "bpf/python.bpf.h"
+
 /*
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
  * kernel stack (kskip as in take_stacks) and the user stack from sp up, as much of it as the
@@ -223,7 +225,7 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
 {
 	__u64 pos = sp, end = sp + SC_SNAP_STACK, size;
-	__u32 zero = 0, len = 0, *limit, off, flags = 0;
+	__u32 zero = 0, len = 0, *limit, off, flags = 0, npy, pystatus, pyb;
 	struct sc_snap_scratch *scratch;
 	struct sc_snap *s;
 	long kb;
@@ -245,7 +247,12 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	}
 	kb = bpf_get_stack(ctx, s->data, SC_STACK_DEPTH * 8, kskip & BPF_F_SKIP_FIELD_MASK);
 	off = kb > 0 && kb <= SC_STACK_DEPTH * 8 ? (__u32)kb : 0;
-	/*
+	/* A Python target's frames follow the kernel frames (bpf/python.bpf.h). */
+	npy = py_frames(tgid, pid, off, &pystatus);
+	pyb = npy * sizeof(struct py_frame);
+	if (pyb > PY_MAX_FRAMES * sizeof(struct py_frame))
+		pyb = npy = 0;
+		/*
 	 * Piece by piece, none crossing a page: a read that crosses into an unmapped or absent
 	 * page fails whole, so a failing piece ends the copy with what came before it. In the
 	 * sched_switch and perf event contexts a page fault cannot be served, only present pages
@@ -254,16 +261,20 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 #pragma unroll
 	for (int i = 0; i <= SC_SNAP_PAGES; i++) {
 		__u64 next = (pos | (SC_SNAP_PAGE - 1)) + 1, n;
+		__u64 at = pyb;
 
+		/* Kept from the compiler's reuse of an unbounded copy: the bound below is at's. */
+		asm volatile("" : "+r"(at));
 		if (pos >= end)
 			break;
 		if (next > end)
 			next = end;
 		n = next - pos;
 		/* Always true; bounds the verifier can see. */
-		if (n > SC_SNAP_PAGE || len > SC_SNAP_STACK || off > SC_STACK_DEPTH * 8)
+		if (n > SC_SNAP_PAGE || len > SC_SNAP_STACK || off > SC_STACK_DEPTH * 8 ||
+		    at > PY_MAX_FRAMES * sizeof(struct py_frame))
 			break;
-		if (bpf_probe_read_user(s->data + off + len, n, (void *)pos))
+		if (bpf_probe_read_user(s->data + off + at + len, n, (void *)pos))
 			break;
 		len += n;
 		pos = next;
@@ -285,7 +296,9 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	/* Cut by the limit only if the copy reached it: the stack may go on above. */
 	s->flags = pos == end ? flags : 0;
 	s->kbytes = (__s32)off;
-	size = __builtin_offsetof(struct sc_snap, data) + off + len;
+	s->npy = npy;
+	s->pystatus = pystatus;
+	size = __builtin_offsetof(struct sc_snap, data) + off + pyb + len;
 	/* Never true (off and len are bounded above); the verifier needs the bound. */
 	if (size > sizeof(*s)) {
 		stat_inc(SC_STAT_SNAP_FAULT);

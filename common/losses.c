@@ -30,6 +30,8 @@ const char *loss_name(unsigned kind)
 			"connections not parsed (the task's bound of parsers), L4 only",
 		[LOSS_TARGETS_CRED] =
 			"processes dropped: no longer the client's to trace (set-user-ID exec, setuid or not dumpable)",
+		[LOSS_PY_CODES] =
+			"Python code objects whose names were not sent (their frames unnamed)",
 	};
 
 	return kind < LOSS_MAX && names[kind] ? names[kind] : "unknown loss";

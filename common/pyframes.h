@@ -91,9 +91,15 @@ enum py_entry_kind {
 /* _PyInterpreterFrame.owner of a 3.12+ shim frame (FRAME_OWNED_BY_CSTACK). */
 #define PY_OWNED_BY_CSTACK 3
 
-/* A target's interpreter, as the worker found it (map py_procs, by tgid). */
+/*
+ * A target's interpreter, as the worker found it (map py_procs, by tgid). The programs check
+ * the mapping at their first use of it (bpf_find_vma) and only then set runtime.
+ */
 struct py_proc {
-	__u64 runtime; /* the address of _PyRuntime in the target */
+	__u64 start;   /* where the interpreter's file is mapped from its first byte */
+	__u64 size;    /* the file's size */
+	__u64 rel;     /* _PyRuntime's address less start */
+	__u64 runtime; /* start + rel once checked; 0 before */
 	struct py_offsets o;
 };
 

@@ -39,7 +39,9 @@ enum sc_stat {
 	SC_STAT_SNAP_RINGBUF_FULL, /* snapshot or its OFF_CPU time not in the ring buffer */
 	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
 	SC_STAT_CRED_DROPPED,
-	SC_STAT_PY_CODE_LOST, /* a new Python code object's record not in the ring buffer */	   /* a client's target dropped: no longer the client's to trace */
+	SC_STAT_PY_CODE_LOST, /* a new Python code object's record not in the ring buffer */
+	SC_STAT_PY_MAP_BAD,
+	/* an interpreter not mapped where the worker was told: dropped */ /* a client's target dropped: no longer the client's to trace */
 	SC_STAT_MAX,
 };
 
@@ -76,8 +78,8 @@ enum sc_stat {
 #define SC_KSYM_SLOT 256
 
 enum sc_rec_kind {
-	SC_REC_SNAP = 1, /* struct sc_snap */
-	SC_REC_DONE = 2, /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
+	SC_REC_SNAP = 1,   /* struct sc_snap */
+	SC_REC_DONE = 2,   /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
 	SC_REC_PYCODE = 3, /* struct sc_pycode (common/pyframes.h): a Python code object's names */
 };
 

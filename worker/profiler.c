@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -51,7 +52,7 @@ struct pending {
 	uint64_t ts;
 	struct ship_snapshot s;
 	uint64_t kips[SC_STACK_DEPTH];
-	uint8_t stack[]; /* s.stack_len */
+	uint8_t data[]; /* s.npy Python frames, then s.stack_len bytes of stack */
 };
 
 struct profiler {
@@ -352,18 +353,20 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 }
 
 /*
- * Ring buffer records: ON_CPU snapshots go to the batch as they are; an OFF_CPU snapshot waits,
- * by thread, for the sc_done that carries its time.
+ * Ring buffer records: ON_CPU snapshots and Python code records go to the batch as they are; an
+ * OFF_CPU snapshot waits, by thread, for the sc_done that carries its time.
  */
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct profiler *p = ctx;
 	struct ship_batch *b = p->rb_batch;
+	const struct py_frame *py;
 	const uint64_t *kips;
 	const uint8_t *stack;
 	struct pending **pp, *pe;
 	struct ship_snapshot s;
 	uint32_t kind;
+	size_t pb;
 
 	if (size < sizeof(kind) || !b)
 		return 0;
@@ -375,7 +378,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		p->ring_records++;
 		p->ring_bytes += size;
 		if (snaprec__convert(r, size, stack_hints__limit(&p->hints, r->tgid), &s, &kips,
-				     &stack)) {
+				     &py, &stack)) {
 			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
 		}
@@ -383,7 +386,7 @@ static int on_record(void *ctx, void *data, size_t size)
 			s.nkips = 0;
 		if (!r->ts) {
 			ksym_namer__want(p->kn, kips, s.nkips);
-			p->rb_err = ship_batch_add_snapshot(b, &s, kips, stack);
+			p->rb_err = ship_batch_add_snapshot(b, &s, kips, py, stack);
 			return p->rb_err;
 		}
 		pp = pending_slot(p, r->pid);
@@ -399,7 +402,8 @@ static int on_record(void *ctx, void *data, size_t size)
 			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
 		}
-		pe = malloc(sizeof(*pe) + s.stack_len);
+		pb = s.npy * sizeof(struct py_frame);
+		pe = malloc(sizeof(*pe) + pb + s.stack_len);
 		if (!pe) {
 			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
@@ -408,7 +412,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		pe->ts = r->ts;
 		pe->s = s;
 		memcpy(pe->kips, kips, s.nkips * sizeof(uint64_t));
-		memcpy(pe->stack, stack, s.stack_len);
+		memcpy(pe->data, py, pb);
+		memcpy(pe->data + pb, stack, s.stack_len);
 		pe->next = p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS];
 		p->pending[(r->pid * 2654435761u) % PENDING_BUCKETS] = pe;
 		p->npending++;
@@ -424,9 +429,16 @@ static int on_record(void *ctx, void *data, size_t size)
 		pe->s.value = d->value;
 		pe->s.value2 = d->value2;
 		ksym_namer__want(p->kn, pe->kips, pe->s.nkips);
-		p->rb_err = ship_batch_add_snapshot(b, &pe->s, pe->kips, pe->stack);
+		pb = pe->s.npy * sizeof(struct py_frame);
+		p->rb_err = ship_batch_add_snapshot(b, &pe->s, pe->kips,
+						    (const struct py_frame *)(const void *)pe->data,
+						    pe->data + pb);
 		free(pe);
 		return p->rb_err;
+	} else if (kind == SC_REC_PYCODE) {
+		/* Names of a code object, ahead of the snapshots that hold it. */
+		if (ship_batch_add_pycode(b, data, size))
+			b->losses[LOSS_PY_CODES]++;
 	}
 	return 0;
 }
@@ -622,6 +634,8 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		[SC_STAT_SNAP_RINGBUF_FULL] = LOSS_SNAP_RINGBUF_FULL,
 		[SC_STAT_SNAP_FAULT] = LOSS_SNAP_FAULT,
 		[SC_STAT_CRED_DROPPED] = LOSS_TARGETS_CRED,
+		[SC_STAT_PY_CODE_LOST] = LOSS_PY_CODES,
+		[SC_STAT_PY_MAP_BAD] = -2, /* said, not a loss: the samples keep native frames */
 	};
 	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
 
@@ -636,7 +650,12 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 			sum += percpu[c];
 		delta = sum - p->stat_prev[k];
 		p->stat_prev[k] = sum;
-		if (loss_of[k] < 0)
+		if (loss_of[k] == -2 && delta)
+			log_warn("%" PRIu64
+				 " Python interpreters were not mapped where the shipper "
+				 "said: their frames are not read",
+				 delta);
+		else if (loss_of[k] < 0)
 			p->events += delta;
 		else
 			b->losses[loss_of[k]] += delta;

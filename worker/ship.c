@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,19 +52,22 @@ int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c)
 
 static size_t snapshot_bytes(const struct ship_snapshot *s)
 {
-	return sizeof(*s) + s->nkips * sizeof(uint64_t) + ((s->stack_len + 7u) & ~7u);
+	return sizeof(*s) + s->nkips * sizeof(uint64_t) + s->npy * sizeof(struct py_frame) +
+	       ((s->stack_len + 7u) & ~7u);
 }
 
 int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s, const void *kips,
-			    const uint8_t *stack)
+			    const struct py_frame *py, const uint8_t *stack)
 {
 	size_t need = snapshot_bytes(s), kb = s->nkips * sizeof(uint64_t);
+	size_t pb = s->npy * sizeof(struct py_frame);
 	/* Room for the first frame's header: wk_send_snapshots sends the records in place. */
 	size_t at = b->snaps_len ? b->snaps_len : sizeof(struct ship_snapshots_hdr);
 	uint8_t *p;
 	int err;
 
-	if (s->nkips > ROVER_MAX_STACK_DEPTH || s->stack_len > SHIP_SNAPSHOT_MAX_STACK)
+	if (s->nkips > ROVER_MAX_STACK_DEPTH || s->npy > PY_MAX_FRAMES ||
+	    s->stack_len > SHIP_SNAPSHOT_MAX_STACK)
 		return -EINVAL;
 	err = grow((void **)&b->snaps, &b->snaps_cap, at + need, 1);
 	if (err)
@@ -72,17 +76,52 @@ int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s,
 	p = b->snaps + b->snaps_len;
 	memcpy(p, s, sizeof(*s));
 	memcpy(p + sizeof(*s), kips, kb);
-	memcpy(p + sizeof(*s) + kb, stack, s->stack_len);
-	memset(p + sizeof(*s) + kb + s->stack_len, 0, need - sizeof(*s) - kb - s->stack_len);
+	memcpy(p + sizeof(*s) + kb, py, pb);
+	memcpy(p + sizeof(*s) + kb + pb, stack, s->stack_len);
+	memset(p + sizeof(*s) + kb + pb + s->stack_len, 0,
+	       need - sizeof(*s) - kb - pb - s->stack_len);
 	b->snaps_len += need;
 	b->snaps_value += s->value;
 	b->nsnaps++;
 	return 0;
 }
 
-static size_t ksym_bytes(const struct ship_ksym *k)
+static size_t ksym_bytes(const uint8_t *rec)
 {
+	const struct ship_ksym *k = (const void *)rec;
+
 	return sizeof(*k) + ((k->len + 7u) & ~7u);
+}
+
+/* A Python code record's bytes, without the padding: as long as its line table needs. */
+static size_t pycode_len(const struct sc_pycode *c)
+{
+	return offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + c->lines_len;
+}
+
+static size_t pycode_bytes(const uint8_t *rec)
+{
+	return (pycode_len((const void *)rec) + 7u) & ~(size_t)7u;
+}
+
+int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_t size)
+{
+	/* Room for the first frame's header, as for snapshots. */
+	size_t at = b->pycodes_len ? b->pycodes_len : sizeof(struct ship_pycodes_hdr), len, need;
+	int err;
+
+	if (size < offsetof(struct sc_pycode, data) || c->lines_len > PY_LINES_MAX ||
+	    size < pycode_len(c))
+		return -EINVAL;
+	len = pycode_len(c);
+	need = pycode_bytes((const uint8_t *)c);
+	err = grow((void **)&b->pycodes, &b->pycodes_cap, at + need, 1);
+	if (err)
+		return err;
+	memcpy(b->pycodes + at, c, len);
+	memset(b->pycodes + at + len, 0, need - len);
+	b->pycodes_len = at + need;
+	return 0;
 }
 
 int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, size_t len)
@@ -90,7 +129,7 @@ int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, s
 	struct ship_ksym k = { .addr = addr, .len = (uint32_t)len };
 	/* Room for the first frame's header, as for snapshots. */
 	size_t at = b->ksyms_len ? b->ksyms_len : sizeof(struct ship_ksyms_hdr);
-	size_t need = ksym_bytes(&k);
+	size_t need = ksym_bytes((const uint8_t *)&k);
 	int err;
 
 	if (len > SHIP_KSYM_NAME_MAX)
@@ -108,6 +147,7 @@ int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, s
 void ship_batch_reset(struct ship_batch *b)
 {
 	b->ksyms_len = 0;
+	b->pycodes_len = 0;
 	b->snaps_len = 0;
 	b->snaps_value = 0;
 	b->nsnaps = 0;
@@ -122,6 +162,7 @@ void ship_batch_free(struct ship_batch *b)
 	free(b->counts);
 	free(b->snaps);
 	free(b->ksyms);
+	free(b->pycodes);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -136,27 +177,44 @@ int wk_send_begin(int sock, const struct task_spec *spec)
 }
 
 /*
- * Frames of whole records, at most KSYMS_FRAME_MAX bytes, sent in place as snapshots are
- * (below); the records are forgotten once sent.
+ * Frames of whole records, at most PACKED_FRAME_MAX bytes, sent in place as snapshots are
+ * (below); the records are forgotten once sent. Kernel names and Python code records both:
+ * their headers are laid out alike.
  */
-#define KSYMS_FRAME_MAX (256u << 10)
+#define PACKED_FRAME_MAX (256u << 10)
+_Static_assert(sizeof(struct ship_ksyms_hdr) == sizeof(struct ship_pycodes_hdr) &&
+		       offsetof(struct ship_pycodes_hdr, count) ==
+			       offsetof(struct ship_ksyms_hdr, count),
+	       "packed record headers differ");
 
-static int send_ksyms(int sock, uint64_t task_id, struct ship_batch *b)
+static int send_packed(int sock, uint32_t type, uint64_t task_id, uint8_t *buf, size_t *len,
+		       size_t (*rec_bytes)(const uint8_t *))
 {
 	size_t off = sizeof(struct ship_ksyms_hdr), end;
 	int err = 0;
 
-	while (!err && off < b->ksyms_len) {
+	while (!err && off < *len) {
 		struct ship_ksyms_hdr hdr = { .task_id = task_id };
 
-		for (end = off; end < b->ksyms_len && end - off < KSYMS_FRAME_MAX; hdr.count++)
-			end += ksym_bytes((const void *)(b->ksyms + end));
-		memcpy(b->ksyms + off - sizeof(hdr), &hdr, sizeof(hdr));
-		err = ipc_send(sock, MSG_SHIP_KSYMS, b->ksyms + off - sizeof(hdr),
+		for (end = off; end < *len && end - off < PACKED_FRAME_MAX; hdr.count++)
+			end += rec_bytes(buf + end);
+		memcpy(buf + off - sizeof(hdr), &hdr, sizeof(hdr));
+		err = ipc_send(sock, type, buf + off - sizeof(hdr),
 			       (uint32_t)(sizeof(hdr) + end - off), -1);
 		off = end;
 	}
-	b->ksyms_len = 0;
+	*len = 0;
+	return err;
+}
+
+/* Kernel names and Python code records, ahead of the stacks and snapshots naming them. */
+static int send_ksyms(int sock, uint64_t task_id, struct ship_batch *b)
+{
+	int err = send_packed(sock, MSG_SHIP_KSYMS, task_id, b->ksyms, &b->ksyms_len, ksym_bytes);
+
+	if (!err)
+		err = send_packed(sock, MSG_SHIP_PYCODES, task_id, b->pycodes, &b->pycodes_len,
+				  pycode_bytes);
 	return err;
 }
 

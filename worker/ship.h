@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common/msg.h"
+#include "common/pyframes.h"
 
 /* A flush in the making: stacks the shipper has not seen, and count deltas. */
 struct ship_batch {
@@ -23,6 +24,9 @@ struct ship_batch {
 	/* kernel frames' names: packed records as MSG_SHIP_KSYMS carries them, sent first */
 	uint8_t *ksyms;
 	size_t ksyms_len, ksyms_cap;
+	/* Python code objects' records: as MSG_SHIP_PYCODES carries them, sent with the names */
+	uint8_t *pycodes;
+	size_t pycodes_len, pycodes_cap;
 };
 
 /*
@@ -36,11 +40,14 @@ struct ship_batch {
 int ship_batch_add_stack(struct ship_batch *b, const struct ship_stack *s);
 int ship_batch_add_count(struct ship_batch *b, const struct ship_count *c);
 /*
- * Appends a snapshot record: s (nkips, stack_len set), then kips and stack_len bytes of stack.
+ * Appends a snapshot record: s (nkips, npy, stack_len set), then kips, the Python frames and
+ * stack_len bytes of stack.
  * 0 or -errno.
  */
 int ship_batch_add_snapshot(struct ship_batch *b, const struct ship_snapshot *s, const void *kips,
-			    const uint8_t *stack);
+			    const struct py_frame *py, const uint8_t *stack);
+/* Appends a Python code record as the programs wrote it (size bytes). 0 or -errno. */
+int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_t size);
 /* Appends the name of kernel address addr (len 0: none). 0 or -errno. */
 int ship_batch_add_ksym(struct ship_batch *b, uint64_t addr, const char *name, size_t len);
 void ship_batch_reset(struct ship_batch *b);

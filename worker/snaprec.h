@@ -15,14 +15,14 @@
 
 /*
  * The snapshot record r of size bytes: its kernel frames (*ret_kips, ret->nkips of them, the
- * trailing zeros dropped) and its stack (*ret_stack, ret->stack_len bytes from sp), both
- * pointing into r, the stack trimmed to limit bytes (0: none). ret->flags has
+ * trailing zeros dropped), its Python frames (*ret_py, ret->npy of them) and its stack
+ * (*ret_stack, ret->stack_len bytes from sp), all pointing into r, the stack trimmed to limit bytes (0: none). ret->flags has
  * SHIP_SNAP_TRIMMED when that or the kernel's copy (which read the limit from snap_limits)
  * cut it. -EINVAL for a record that is not what the programs write: lengths past its size or
- * their bounds, kernel frames not whole, a stack not starting at sp.
+ * their bounds, kernel frames not whole, more than PY_MAX_FRAMES Python frames, a stack not starting at sp.
  */
 int snaprec__convert(const struct sc_snap *r, size_t size, uint32_t limit,
 		     struct ship_snapshot *ret, const uint64_t **ret_kips,
-		     const uint8_t **ret_stack);
+		     const struct py_frame **ret_py, const uint8_t **ret_stack);
 
 #endif

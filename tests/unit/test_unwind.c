@@ -465,13 +465,14 @@ Test(unwind, ring_snapshot_records_are_checked_before_they_are_read)
 {
 	struct sc_snap *r = calloc(1, sizeof(*r));
 	struct ship_snapshot s;
+	const struct py_frame *py;
 	const uint64_t *kips;
 	const uint8_t *stack;
 	size_t size;
 
 	cr_assert_not_null(r);
 	size = snap_record(r);
-	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &py, &stack), 0);
 	cr_assert_eq(s.tgid, 100);
 	cr_assert_eq(s.nkips, 3, "trailing empty kernel frames kept: %u", s.nkips);
 	cr_assert_eq(kips[2], 0xffffffff81000030ull);
@@ -483,40 +484,64 @@ Test(unwind, ring_snapshot_records_are_checked_before_they_are_read)
 	/* No kernel frames (user mode): the stack starts the data. */
 	r->kbytes = -14;
 	memmove(r->data, r->data + 40, 64);
-	cr_assert_eq(snaprec__convert(r, size - 40, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(snaprec__convert(r, size - 40, 0, &s, &kips, &py, &stack), 0);
 	cr_assert_eq(s.nkips, 0);
 	cr_assert_eq(stack, r->data);
 	/* Cut: by the kernel at the target's limit, or by the worker's own limit. */
 	size = snap_record(r);
 	r->flags = SC_SNAP_LIMITED;
-	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), 0);
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &py, &stack), 0);
 	cr_assert_eq(s.flags, SHIP_SNAP_TRIMMED);
 	r->flags = 0;
-	cr_assert_eq(snaprec__convert(r, size, 32, &s, &kips, &stack), 0);
+	cr_assert_eq(snaprec__convert(r, size, 32, &s, &kips, &py, &stack), 0);
 	cr_assert_eq(s.stack_len, 32);
 	cr_assert_eq(s.flags, SHIP_SNAP_TRIMMED);
-	cr_assert_eq(snaprec__convert(r, size, 64, &s, &kips, &stack), 0);
+	cr_assert_eq(snaprec__convert(r, size, 64, &s, &kips, &py, &stack), 0);
 	cr_assert_eq(s.flags, 0, "a limit that cut nothing flagged the stack");
 	/* Refused: each length wrong in turn. */
-	cr_assert_eq(snaprec__convert(r, offsetof(struct sc_snap, data) - 1, 0, &s, &kips, &stack),
+	cr_assert_eq(snaprec__convert(r, offsetof(struct sc_snap, data) - 1, 0, &s, &kips, &py,
+				      &stack),
 		     -EINVAL, "a record shorter than its header");
-	cr_assert_eq(snaprec__convert(r, size - 1, 0, &s, &kips, &stack), -EINVAL,
+	cr_assert_eq(snaprec__convert(r, size - 1, 0, &s, &kips, &py, &stack), -EINVAL,
 		     "a stack past the record's end");
 	r->kbytes = 41;
-	cr_assert_eq(snaprec__convert(r, size + 1, 0, &s, &kips, &stack), -EINVAL,
+	cr_assert_eq(snaprec__convert(r, size + 1, 0, &s, &kips, &py, &stack), -EINVAL,
 		     "kernel frames not whole");
 	r->kbytes = SC_STACK_DEPTH * 8 + 8;
-	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &stack), -EINVAL,
+	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &py, &stack), -EINVAL,
 		     "more kernel frames than a stack has");
 	size = snap_record(r);
 	r->stack_len = 0;
-	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), -EINVAL, "no stack");
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &py, &stack), -EINVAL, "no stack");
 	r->stack_len = SC_SNAP_STACK + 8;
-	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &stack), -EINVAL,
+	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &py, &stack), -EINVAL,
 		     "more stack than the kernel copies");
 	size = snap_record(r);
 	r->stack_start = r->sp - 4096;
-	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &stack), -EINVAL,
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &py, &stack), -EINVAL,
 		     "a stack that does not start at sp");
+	/* Python frames sit between the kernel frames and the stack, and count in the length. */
+	size = snap_record(r);
+	memmove(r->data + 40 + 2 * sizeof(struct py_frame), r->data + 40, 64);
+	r->npy = 2;
+	r->pystatus = PY_ST_OK;
+	((struct py_frame *)(r->data + 40))[1].code = 0x7f0000001000ull;
+	cr_assert_eq(snaprec__convert(r, size + 2 * sizeof(struct py_frame), 0, &s, &kips, &py,
+				      &stack),
+		     0);
+	cr_assert_eq(s.npy, 2);
+	cr_assert_eq(s.pystatus, PY_ST_OK);
+	cr_assert_eq(py[1].code, 0x7f0000001000ull);
+	cr_assert_eq(stack[63], 63, "the stack does not follow the Python frames");
+	cr_assert_eq(snaprec__convert(r, size + 2 * sizeof(struct py_frame) - 1, 0, &s, &kips, &py,
+				      &stack),
+		     -EINVAL, "Python frames counted out of the record's length");
+	r->npy = PY_MAX_FRAMES + 1;
+	cr_assert_eq(snaprec__convert(r, sizeof(*r), 0, &s, &kips, &py, &stack), -EINVAL,
+		     "more Python frames than the programs record");
+	r->npy = 0;
+	r->pystatus = PY_ST_MAX;
+	cr_assert_eq(snaprec__convert(r, size, 0, &s, &kips, &py, &stack), -EINVAL,
+		     "a Python status the programs do not write");
 	free(r);
 }
