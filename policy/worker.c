@@ -126,6 +126,7 @@ static const struct seccomp_entry attached_calls[] = {
 	{ "open", EACCES, "nothing is opened once attached" },
 	MAP_CMD(BPF_PROG_RUN, "naming kernel frames: runs its loaded ksym_names program, which "
 			      "asks the kernel for the names of addresses (worker/ksyms.c)"),
+	{ "pread64", SC_ALLOW, "the headers and dynamic symbols of a handed Python interpreter" },
 };
 
 /*
@@ -138,6 +139,7 @@ static const struct seccomp_entry attached_calls[] = {
 static const struct seccomp_entry attached_norun_calls[] = {
 	{ "openat", EACCES, "nothing is opened once attached" },
 	{ "open", EACCES, "nothing is opened once attached" },
+	{ "pread64", SC_ALLOW, "the headers and dynamic symbols of a handed Python interpreter" },
 };
 
 /*

@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 #include "worker/netcap.h"
 #include "worker/profiler.h"
+#include "worker/pyattach.h"
 #include "worker/worker.h"
 
 void worker_lost_shipper(struct worker *w, int err, const char *what)
@@ -93,19 +94,62 @@ static int stacks_events_fd(const struct worker *w)
 	return profiler__snapshots_fd(w->prof);
 }
 
-/* A stack task's one message from the shipper: how much user stack its snapshots need. */
+/* A target's CPython interpreter the shipper found (checked by pyattach__file). */
+static void stacks_py_attach(struct worker *w, const struct ipc_msg *msg)
+{
+	struct msg_py_attach m;
+	struct msg_py_result r = { 0 };
+	struct py_proc py;
+	int err;
+
+	memcpy(&m, msg->buf, sizeof(m));
+	m.path[sizeof(m.path) - 1] = '\0';
+	r.task_id = m.task_id;
+	r.pid = m.pid;
+	r.seq = m.seq;
+	if (m.task_id != w->spec.task_id || m.pid <= 0)
+		err = -EPERM;
+	else
+		err = pyattach__file(msg->fd, m.start, &py);
+	if (!err)
+		err = profiler__py_attach(w->prof, m.pid, &py);
+	r.err = err;
+	r.version = err ? 0 : py.o.version;
+	if (err)
+		log_warn("task %llu: Python frames of process %d (%s) not read: %s",
+			 (unsigned long long)w->spec.task_id, m.pid, m.path, strerror(-err));
+	else
+		log_info("task %llu: Python %u.%u frames of process %d read (%s)",
+			 (unsigned long long)w->spec.task_id, py.o.version >> 8,
+			 py.o.version & 0xff, m.pid, m.path);
+	err = ipc_send(w->shipper, MSG_SHIP_PY_RESULT, &r, sizeof(r), -1);
+	if (err)
+		worker_lost_shipper(w, err, "Python result");
+}
+
+/*
+ * A stack task's messages from the shipper: how much user stack its snapshots need, and the
+ * interpreters of its Python targets.
+ */
 static void stacks_on_shipper(struct worker *w)
 {
 	static const struct ipc_rule from_shipper[] = {
 		{ MSG_SHIP_STACK_HINT, sizeof(struct msg_stack_hint), sizeof(struct msg_stack_hint),
 		  0, 0 },
+		{ MSG_SHIP_PY_ATTACH, sizeof(struct msg_py_attach), sizeof(struct msg_py_attach), 0,
+		  1 },
 	};
 	struct ipc_msg msg = { .fd = -1 };
 	struct msg_stack_hint h;
-	int err = ipc_recv(w->shipper, from_shipper, 1, &msg);
+	int err = ipc_recv(w->shipper, from_shipper, 2, &msg);
 
 	if (err) {
 		worker_lost_shipper(w, err, "receiving");
+		return;
+	}
+	if (msg.type == MSG_SHIP_PY_ATTACH) {
+		stacks_py_attach(w, &msg);
+		ipc_msg_release(&msg);
 		return;
 	}
 	memcpy(&h, msg.buf, sizeof(h));

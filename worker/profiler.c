@@ -66,7 +66,7 @@ struct profiler {
 	int *pfds;
 	int ncpus;
 	/* the maps both programs share, by fd */
-	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd;
+	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd, pyprocs_fd;
 	volatile __u32 *active;
 	uint64_t flush_no;
 	uint64_t *sent_hash; /* per stack id: content hash last sent to the shipper, 0: none */
@@ -225,6 +225,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 	p->stats_fd = bpf_map__fd(p->on->maps.stats);
 	p->targets_fd = bpf_map__fd(p->on->maps.targets);
 	p->limits_fd = bpf_map__fd(p->on->maps.snap_limits);
+	p->pyprocs_fd = bpf_map__fd(p->on->maps.py_procs);
 	p->active = &p->on->bss->active_counts;
 	for (int cpu = 0; cpu < p->ncpus; cpu++) {
 		int fd = perf_open_cpu_clock(cpu, freq);
@@ -316,6 +317,7 @@ static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
 	p->stats_fd = bpf_map__fd(p->off->maps.stats);
 	p->targets_fd = bpf_map__fd(p->off->maps.targets);
 	p->limits_fd = bpf_map__fd(p->off->maps.snap_limits);
+	p->pyprocs_fd = bpf_map__fd(p->off->maps.py_procs);
 	p->active = &p->off->bss->active_counts;
 	p->links[0] = use_btf ? bpf_program__attach(prog)
 			      : bpf_program__attach_raw_tracepoint(prog, "sched_switch");
@@ -335,6 +337,17 @@ static struct pending **pending_slot(struct profiler *p, uint32_t pid)
 	while (*pp && (*pp)->pid != pid)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+int profiler__py_attach(struct profiler *p, int32_t tgid, const struct py_proc *py)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (!p->rb)
+		return -EOPNOTSUPP; /* Python frames ride in snapshots: unwind mode dwarf only */
+	if (!profiler__tracing(p, tgid))
+		return -EPERM;
+	return bpf_map_update_elem(p->pyprocs_fd, &key, py, BPF_ANY) ? -errno : 0;
 }
 
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
@@ -565,6 +578,8 @@ int profiler__forget(struct profiler *p, int32_t pid)
 
 	if (bpf_map_delete_elem(p->targets_fd, &tgid) && errno != ENOENT)
 		return -errno;
+	/* Its interpreter's place is no other process's that gets its number. */
+	bpf_map_delete_elem(p->pyprocs_fd, &tgid);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/msg.h"
+#include "common/pyframes.h"
 #include "worker/ship.h"
 
 struct profiler;
@@ -42,6 +43,11 @@ int profiler__snapshots_fd(const struct profiler *p);
  * when tgid is not a target of the task.
  */
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes);
+/*
+ * Tells the programs where target tgid's interpreter is (worker/pyattach.c checked the file):
+ * 0, -EOPNOTSUPP (no snapshots: frame-pointer unwinding), -EPERM (not a target traced).
+ */
+int profiler__py_attach(struct profiler *p, int32_t tgid, const struct py_proc *py);
 
 /* Whether the worker runs a program of its own (the kernel-frame namer, BPF_PROG_RUN). */
 int profiler__runs_programs(const struct profiler *p);

@@ -16,6 +16,15 @@
 
 #include "common/pyframes.h"
 
+/*
+ * Checks the ELF file fd, mapped from its first byte at start in a target, as a CPython
+ * interpreter: 0 with *ret filled for the programs (runtime 0: they check the mapping), or
+ * -EINVAL (start not page-aligned), -EBADF, -ENOEXEC (not an ELF file whose _PyRuntime lies in
+ * writable data), -ENOENT (no _PyRuntime: not an interpreter), -EPROTONOSUPPORT (a version
+ * other than 3.8-3.13), -E2BIG.
+ */
+int pyattach__file(int fd, uint64_t start, struct py_proc *ret);
+
 /* The offsets of a minor version (0x030b), NULL for one rover does not read. */
 const struct py_offsets *pyoffsets__find(unsigned int version);
 

@@ -40,6 +40,7 @@ static ssize_t counted_pread(int fd, void *buf, size_t n, off_t off)
 }
 
 #define pread counted_pread
+#include "worker/elffile.c"
 #include "worker/tlscheck.c"
 #undef pread
 
