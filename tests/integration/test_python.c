@@ -327,3 +327,63 @@ Test(python, reused_code_objects_are_never_misnamed)
 		free(err);
 	}
 }
+
+/*
+ * A C program embedding libpython (tests/programs/python/embed.c, built here against pyenv's
+ * 3.12): its Python frames sit under its own main, and its own C function, called from Python
+ * through ctypes, sits between them.
+ */
+Test(python, a_c_program_embedding_libpython)
+{
+	static const char *const chain[] = { "main",
+					     "embedded_calls_c (<string>:", "embed_native_burn" };
+	char buf[512], cmd[2048], exe[4096], *err = NULL, *dir;
+	const char *py = interpreter("3.12", buf, sizeof(buf));
+	char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	struct pyprog p = { 0 };
+	struct folded f;
+	uint64_t py_only, chained;
+
+	cr_assert_not_null(py);
+	dir = strdup(py);
+	*strrchr(dir, '/') = '\0'; /* .../bin */
+	snprintf(exe, sizeof(exe), "%s/embed", tmp);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -Wno-deprecated-declarations '%s' -o '%s' $('%s/python3.12-config' --cflags) "
+		 "$('%s/python3.12-config' --ldflags --embed) -Wl,-rpath,'%s/../lib' -rdynamic",
+		 src("tests/programs/python/embed.c"), exe, dir, dir, dir);
+	cr_assert_eq(run_cmd(sh, &err), 0, "building embed: %s", err);
+	free(err);
+	err = NULL;
+	/* pyprog_start runs python script seconds: here the program is the interpreter. */
+	{
+		int pfd[2];
+		char line[64];
+
+		cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+		p.pid = fork();
+		if (p.pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			dup2(pfd[1], 1);
+			execl(exe, exe, "6", (char *)NULL);
+			_exit(127);
+		}
+		close(pfd[1]);
+		p.out = fdopen(pfd[0], "r");
+		cr_assert(p.out && fgets(line, sizeof(line), p.out) && !strncmp(line, "ready", 5));
+	}
+	cr_assert_eq(profile(p.pid, "on_cpu", "4s", "embed.folded", &f, &err), 0, "rover: %s", err);
+	pyprog_end(&p);
+	py_only = with_chain(&f, (const char *const[]){ "embedded_python_burn (<string>:" }, 1);
+	chained = with_chain(&f, chain, 3);
+	cr_log_info("embedded_python_burn %lu, main > embedded_calls_c > embed_native_burn %lu of "
+		    "%lu",
+		    py_only, chained, f.total);
+	cr_assert_gt(py_only, f.total / 10, "no Python frame in the embedding program\n%s",
+		     f.n ? f.stacks[0] : "");
+	cr_assert_gt(chained, f.total / 10, "the C function not between its Python caller\n%s",
+		     f.n ? f.stacks[0] : "");
+	folded_free(&f);
+	free(err);
+	free(dir);
+}
