@@ -337,7 +337,7 @@ Test(python, a_c_program_embedding_libpython)
 {
 	static const char *const chain[] = { "main",
 					     "embedded_calls_c (<string>:", "embed_native_burn" };
-	char buf[512], cmd[2048], exe[4096], *err = NULL, *dir;
+	char buf[512], cmd[8192], exe[1024], *err = NULL, *dir;
 	const char *py = interpreter("3.12", buf, sizeof(buf));
 	char *sh[] = { "/bin/sh", "-c", cmd, NULL };
 	struct pyprog p = { 0 };
