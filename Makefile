@@ -491,6 +491,18 @@ fuzz-corpus: $(OUT)/fuzz/gen_corpus
 			-o go_64probes && \
 		objcopy --strip-all go go_stripped && \
 		chmod a-x libssl.so libssl_boring.so libssl32.so go go116 go_64probes go_stripped
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_pyattach && cd tests/fuzz/corpus/fuzz_pyattach && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DVERSION=0x030c01f0 ../../seed_python.c \
+			-o py312.so && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DVERSION=0x030d00f0 -DDEBUG_OFFSETS \
+			../../seed_python.c -o py313.so && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DADDED=PyAIter_Check ../../seed_python.c \
+			-o py310.so && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DADDED=PyCode_NewWithPosOnlyArgs \
+			../../seed_python.c -o py38.so && \
+		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DVERSION=0x030701f0 ../../seed_python.c \
+			-o py37.so && \
+		chmod a-x py312.so py313.so py310.so py38.so py37.so
 
 clean:
 	rm -rf $(OUT) out

@@ -198,3 +198,37 @@ Test(pyattach, files_that_are_not_an_interpreter_are_refused)
 	close(fd);
 	unlink(tmp);
 }
+
+/*
+ * Made-up interpreters (the fuzz seeds, tests/fuzz/seed_python.c): the version from Py_Version
+ * or from the function a release added, 3.7 refused.
+ */
+Test(pyattach, the_version_comes_from_py_version_or_the_functions_a_release_added)
+{
+	static const struct {
+		const char *file;
+		int err;
+		unsigned int version;
+	} seeds[] = {
+		{ "py312.so", 0, 0x030c },	    { "py313.so", 0, 0x030d },
+		{ "py310.so", 0, 0x030a },	    { "py38.so", 0, 0x0308 },
+		{ "py37.so", -EPROTONOSUPPORT, 0 },
+	};
+	const char *srcdir = getenv("ROVER_SRC");
+	char path[4096];
+	struct py_proc p;
+
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/fuzz_pyattach/%s",
+			 srcdir ? srcdir : ".", seeds[i].file);
+		cr_assert_eq(attach(path, START, &p), seeds[i].err, "%s", seeds[i].file);
+		if (!seeds[i].err)
+			cr_assert_eq(p.o.version, seeds[i].version, "%s: %#x", seeds[i].file,
+				     p.o.version);
+	}
+	/* The made-up 3.13's debug offsets are the table's: taken, and the same. */
+	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/fuzz_pyattach/py313.so",
+		 srcdir ? srcdir : ".");
+	cr_assert_eq(attach(path, START, &p), 0);
+	cr_assert_eq(p.o.is_threads_head, 7344);
+}
