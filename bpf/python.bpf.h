@@ -49,7 +49,19 @@ struct {
 	__uint(max_entries, PY_CODES_ENTRIES);
 } py_codes SEC(".maps");
 
+/*
+ * A CPU's own memory of code objects whose records went out, direct-mapped: a frame whose code
+ * it holds costs no map lookup. A slot taken by another code object falls back on py_codes.
+ */
+#define PY_SEEN_SLOTS 512
+struct py_seen {
+	__u64 code;
+	__u32 tgid;
+	__u32 stamp;
+};
+
 struct py_scratch {
+	struct py_seen seen[PY_SEEN_SLOTS];
 	struct py_proc p;
 	__u8 frame[PY_FRAME_READ];
 	__u8 code[PY_CODE_READ];
@@ -368,16 +380,28 @@ static long py_frame_step(__u32 i, void *ctx)
 	f->stamp = py_stamp(sc, code);
 	f->instr = instr;
 	w->n++;
-	if (w->new_codes < PY_NEW_CODES) {
+	{
+		__u32 slot = (__u32)((code >> 4) ^ (code >> 13)) & (PY_SEEN_SLOTS - 1);
+		struct py_seen *seen = &sc->seen[slot];
 		struct py_code_key key = { .code = code, .tgid = w->tgid };
-		__u32 *known = bpf_map_lookup_elem(&py_codes, &key), stamp = f->stamp;
+		__u32 stamp = f->stamp, *known;
 
+		if (seen->code == code && seen->tgid == w->tgid && seen->stamp == stamp)
+			goto next;
+		if (w->new_codes >= PY_NEW_CODES)
+			goto next; /* a later sample reads it */
+		known = bpf_map_lookup_elem(&py_codes, &key);
 		if (!known || *known != stamp) {
 			w->new_codes++;
-			if (!py_send_code(sc, w->tgid, code, stamp))
-				bpf_map_update_elem(&py_codes, &key, &stamp, BPF_ANY);
+			if (py_send_code(sc, w->tgid, code, stamp))
+				goto next;
+			bpf_map_update_elem(&py_codes, &key, &stamp, BPF_ANY);
 		}
+		seen->code = code;
+		seen->tgid = w->tgid;
+		seen->stamp = stamp;
 	}
+next:
 	w->frame = prev;
 	return 0;
 }

@@ -1,0 +1,90 @@
+#!/bin/bash
+# make bench, Python frames: what reading a CPython thread's frames costs the BPF program per
+# ON_CPU sample (kernel bpf_stats: run_time_ns / run_cnt), with 64 Python frames on the stack,
+# against the same process sampled with native frames only (--python-frames off), and the
+# shipper's CPU per sample for both. Debian's python3.11 and pyenv's 3.12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${OUT:-build}
+DUR=${BENCH_PYTHON_SECONDS:-8}
+PERIOD_MS=2
+DEPTH=64
+. scripts/bench_lib.sh
+bench_setup rover-bench-python
+sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+
+cat > "$work/deep.py" <<EOF2
+import sys
+sys.setrecursionlimit(1000)
+def spin():
+    x = 0
+    for i in range(100000):
+        x += i
+    return x
+def down(n):
+    if n:
+        return down(n - 1)
+    return spin()
+print("ready", flush=True)
+while True:
+    down($DEPTH - 3)
+EOF2
+sysctl -q -w kernel.bpf_stats_enabled=1 || true
+
+AG="$CG/agent"
+mkdir -p "$AG"
+( run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" 2> "$work/serve.err" ) &
+S=$!
+for _ in $(seq 100); do [ -S "$work/sock/ctl.sock" ] && break; sleep 0.1; done
+shipper=""
+for _ in $(seq 50); do
+	shipper=$(for p in $(cat "$AG/cgroup.procs"); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rover-shipper ] && echo "$p"; done | head -1)
+	[ -n "$shipper" ] && break
+	sleep 0.1
+done
+[ -n "$shipper" ] || { echo "bench: no shipper"; cat "$work/serve.err"; exit 1; }
+
+# measure PYTHON MODE: prints "python mode samples bpf_ns shipper_ns pyframes_share"
+measure() {
+	local py=$1 mode=$2 s0 s1 bpf samples share
+	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" --duration 1s \
+		--output "$work/warm.folded" 2> /dev/null
+	s0=$(sched_ns "$shipper")
+	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" \
+		--duration "${DUR}s" --dump-period "${PERIOD_MS}ms" --output "$work/$mode.folded" \
+		2> "$work/$mode.err" &
+	local T=$!
+	sleep $((DUR - 1))
+	bpf=$(bpftool prog show 2>/dev/null | awk '/on_cpu_sample/ { for (i = 1; i <= NF; i++) {
+		if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } }
+		END { if (c) printf "%.0f", t / c; else print 0 }')
+	wait "$T" || { echo "bench: $mode task failed:"; cat "$work/$mode.err"; exit 1; }
+	s1=$(sched_ns "$shipper")
+	samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/$mode.err")
+	share=$(awk '{ n = $NF; t += n; if ($0 ~ /down \(deep.py:/) p += n }
+		END { printf "%.3f", t ? p / t : 0 }' "$work/$mode.folded")
+	echo "$(basename "$py") $mode ${samples:-0} $bpf $((s1 - s0)) $share"
+}
+
+results=""
+for py in /usr/bin/python3.11 "$(ls -d "$(pyenv root 2>/dev/null || echo /root/.pyenv)"/versions/3.12.*/bin/python3.12 | head -1)"; do
+	"$py" "$work/deep.py" > "$work/deep.out" &
+	W=$!
+	for _ in $(seq 50); do grep -q ready "$work/deep.out" 2>/dev/null && break; sleep 0.1; done
+	results+="$(measure "$py" off)"$'\n'
+	results+="$(measure "$py" on)"$'\n'
+	kill "$W"; wait "$W" 2>/dev/null || true
+	W=""
+done
+echo
+echo "== Python frames: $DEPTH frames deep, ON_CPU ${DUR} s at $((1000 / PERIOD_MS)) Hz, frames off vs on =="
+printf '%s' "$results" | awk '
+	{ py[NR] = $1; m[NR] = $2; smp[NR] = $3; bpf[NR] = $4; sh[NR] = $5 / ($3 ? $3 : 1); pf[NR] = $6 }
+	END {
+		printf "%-12s %-5s %8s %14s %18s %14s\n", "python", "frames", "samples", "BPF ns/sample", "shipper ns/sample", "Python frames"
+		for (i = 1; i <= NR; i++)
+			printf "%-12s %-5s %8d %14d %18.0f %13.1f%%\n", py[i], m[i], smp[i], bpf[i], sh[i], 100 * pf[i]
+		for (i = 2; i <= NR; i += 2)
+			printf "%s: Python frames add %.2f us of BPF per sample (target: at most 3 us at 64 frames)\n", py[i], (bpf[i] - bpf[i-1]) / 1000
+	}'
