@@ -147,30 +147,29 @@ static bool rd_skip(struct rd *r, uint64_t k)
 	return true;
 }
 
-static uint32_t rd_u16(struct rd *r)
+/* A big-endian integer of k bytes (at most 4). */
+static uint32_t rd_be(struct rd *r, size_t k)
 {
-	uint32_t v;
+	uint32_t v = 0;
 
-	if (r->bad || r->n - r->off < 2) {
+	if (r->bad || r->n - r->off < k) {
 		r->bad = true;
 		return 0;
 	}
-	v = be16(r->p + r->off);
-	r->off += 2;
+	for (size_t i = 0; i < k; i++)
+		v = v << 8 | r->p[r->off + i];
+	r->off += k;
 	return v;
+}
+
+static uint32_t rd_u16(struct rd *r)
+{
+	return rd_be(r, 2);
 }
 
 static uint32_t rd_u32(struct rd *r)
 {
-	uint32_t v;
-
-	if (r->bad || r->n - r->off < 4) {
-		r->bad = true;
-		return 0;
-	}
-	v = be32(r->p + r->off);
-	r->off += 4;
-	return v;
+	return rd_be(r, 4);
 }
 
 /* [bytes map]: a count of [string] keys and [bytes] values (a negative length: null). */
@@ -686,12 +685,7 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 			break;
 		case D_BODY:
 			k = n - off < d->remaining ? n - off : (size_t)d->remaining;
-			if (d->keep_len < CQL_BODY_KEEP) {
-				size_t room = CQL_BODY_KEEP - d->keep_len;
-
-				memcpy(d->keep + d->keep_len, p + off, k < room ? k : room);
-				d->keep_len += k < room ? k : room;
-			}
+			l7__take(d->keep, &d->keep_len, CQL_BODY_KEEP, p + off, k);
 			d->bytes += k;
 			d->remaining -= k;
 			off += k;

@@ -640,12 +640,8 @@ static void stream_feed(struct dns_conn *c, int di, uint64_t ts, const uint8_t *
 			k = n - off;
 			if (k > d->msg_len - d->msg_got)
 				k = d->msg_len - d->msg_got;
-			if (!d->holed && d->keep_len < DNS_KEEP) {
-				size_t room = DNS_KEEP - d->keep_len;
-
-				memcpy(d->keep + d->keep_len, p + off, k < room ? k : room);
-				d->keep_len += k < room ? k : room;
-			}
+			if (!d->holed)
+				l7__take(d->keep, &d->keep_len, DNS_KEEP, p + off, k);
 			d->msg_got += (uint32_t)k;
 			d->last_ts = ts;
 			off += k;

@@ -19,6 +19,18 @@ int l7__copy_str(char *out, size_t cap, const uint8_t *s, size_t n)
 	return k < n;
 }
 
+size_t l7__take(uint8_t *buf, size_t *len, size_t max, const uint8_t *p, size_t n)
+{
+	size_t room = *len < max ? max - *len : 0;
+
+	if (n > room)
+		n = room;
+	if (n)
+		memcpy(buf + *len, p, n);
+	*len += n;
+	return n;
+}
+
 int l7__name_is(const uint8_t *p, size_t n, const char *lit)
 {
 	size_t k = strlen(lit);
@@ -126,6 +138,19 @@ void *l7_ring__push(struct l7_ring *r, size_t size, unsigned max, uint64_t *allo
 	e = l7_ring__at(r, size, r->count++);
 	memset(e, 0, size);
 	return e;
+}
+
+void *l7_ring__find(const struct l7_ring *r, size_t size, size_t off, uint64_t v)
+{
+	for (unsigned i = 0; v && i < r->count; i++) {
+		char *e = l7_ring__at(r, size, i);
+		uint64_t k;
+
+		memcpy(&k, e + off, sizeof(k));
+		if (k == v)
+			return e;
+	}
+	return NULL;
 }
 
 void l7_ring__drop(struct l7_ring *r)

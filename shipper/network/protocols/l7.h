@@ -256,6 +256,8 @@ void *l7_ring__at(const struct l7_ring *r, size_t size, unsigned i);
 void *l7_ring__push(struct l7_ring *r, size_t size, unsigned max, uint64_t *alloc_failures);
 /* The oldest entry goes. */
 void l7_ring__drop(struct l7_ring *r);
+/* The first entry whose uint64_t at off is v, or NULL (always for v 0: no entry's). */
+void *l7_ring__find(const struct l7_ring *r, size_t size, size_t off, uint64_t v);
 /*
  * The oldest entry leaves the ring when it is complete (the bool at done_off in it is set):
  * it, its bytes kept until the next push; else NULL.
@@ -307,6 +309,9 @@ void *l7_ring__pop_done(struct l7_ring *r, size_t size, size_t done_off);
 /* A zeroed connection of size bytes for a parser over TCP; NULL with errno set (EINVAL for
  * L7_F_DATAGRAM). */
 void *l7__stream_new(size_t size, unsigned flags);
+
+/* Appends what fits of p[0..n) to buf[*len..max), *len grown; returns the bytes taken. */
+size_t l7__take(uint8_t *buf, size_t *len, size_t max, const uint8_t *p, size_t n);
 
 /* Copies s[0..n) into out (cap bytes incl. NUL), control bytes as '?'; 1 if it was cut. */
 int l7__copy_str(char *out, size_t cap, const uint8_t *s, size_t n);

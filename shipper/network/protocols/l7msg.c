@@ -344,11 +344,7 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 			begin(c, d, ts);
 			break;
 		case S_HEAD:
-			k = d->need - d->pre_len;
-			if (k > left)
-				k = left;
-			memcpy(d->pre + d->pre_len, p + off, k);
-			d->pre_len += k;
+			k = l7__take(d->pre, &d->pre_len, d->need, p + off, left);
 			d->seen += k;
 			d->last_ts = ts;
 			off += k;
@@ -370,14 +366,8 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 			uint64_t rem = d->total - d->seen;
 
 			k = left < rem ? left : (size_t)rem;
-			if (!d->pre_stop && d->pre_len < L7MSG_PREFIX_MAX) {
-				size_t keep = L7MSG_PREFIX_MAX - d->pre_len;
-
-				if (keep > k)
-					keep = k;
-				memcpy(d->pre + d->pre_len, p + off, keep);
-				d->pre_len += keep;
-			}
+			if (!d->pre_stop)
+				l7__take(d->pre, &d->pre_len, L7MSG_PREFIX_MAX, p + off, k);
 			d->seen += k;
 			d->last_ts = ts;
 			off += k;

@@ -244,18 +244,12 @@ static struct entry *ring_push(struct mysql_conn *c)
 
 static struct entry *find_id(struct mysql_conn *c, uint64_t id)
 {
-	for (unsigned i = 0; id && i < c->q.count; i++)
-		if (ring_at(c, i)->id == id)
-			return ring_at(c, i);
-	return NULL;
+	return l7_ring__find(&c->q, sizeof(struct entry), offsetof(struct entry, id), id);
 }
 
 static struct entry *find_seq(struct mysql_conn *c, uint64_t seq)
 {
-	for (unsigned i = 0; seq && i < c->q.count; i++)
-		if (ring_at(c, i)->seq == seq)
-			return ring_at(c, i);
-	return NULL;
+	return l7_ring__find(&c->q, sizeof(struct entry), offsetof(struct entry, seq), seq);
 }
 
 /* n bytes of direction di to exchange id, or to bytes_unattributed if it is gone or done. */
@@ -1260,16 +1254,6 @@ static void header_done(struct mysql_conn *c, int di, uint64_t ts)
 		phys_end(c, di, ts);
 }
 
-static void keep_bytes(struct dir *d, const uint8_t *p, size_t n)
-{
-	size_t room = MYSQL_PKT_KEEP - d->keep_len;
-
-	if (n > room)
-		n = room;
-	memcpy(d->keep + d->keep_len, p, n);
-	d->keep_len += n;
-}
-
 static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
 {
 	struct mysql_conn *c = cv;
@@ -1308,7 +1292,7 @@ static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, 
 			break;
 		case D_BODY:
 			k = n - off < d->remaining ? n - off : (size_t)d->remaining;
-			keep_bytes(d, p + off, k);
+			l7__take(d->keep, &d->keep_len, MYSQL_PKT_KEEP, p + off, k);
 			d->total += k;
 			d->bytes += k;
 			d->remaining -= k;

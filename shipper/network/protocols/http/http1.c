@@ -283,18 +283,12 @@ static struct entry *ring_push(struct http1_conn *c)
 
 static struct entry *find_id(struct http1_conn *c, uint64_t id)
 {
-	for (unsigned i = 0; id && i < c->q.count; i++)
-		if (ring_at(c, i)->id == id)
-			return ring_at(c, i);
-	return NULL;
+	return l7_ring__find(&c->q, sizeof(struct entry), offsetof(struct entry, id), id);
 }
 
 static struct entry *find_seq(struct http1_conn *c, uint64_t seq)
 {
-	for (unsigned i = 0; i < c->q.count; i++)
-		if (ring_at(c, i)->seq == seq)
-			return ring_at(c, i);
-	return NULL;
+	return l7_ring__find(&c->q, sizeof(struct entry), offsetof(struct entry, seq), seq);
 }
 
 /* --- one direction --- */
