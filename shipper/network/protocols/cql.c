@@ -13,6 +13,7 @@
 
 #include "shipper/network/protocols/cql.h"
 #include "shipper/network/protocols/l7.h"
+#include "shipper/network/protocols/l7msg.h"
 
 #define SLOTS_MIN 4u
 #define HDR_LEN 9u
@@ -59,13 +60,6 @@ static const bool resp_ops[OP_MAX + 1] = {
 	[OP_RESULT] = true, [OP_EVENT] = true, [OP_AUTH_CHALLENGE] = true, [OP_AUTH_SUCCESS] = true,
 };
 
-enum dstate {
-	D_HDR,
-	D_BODY,
-	D_SKIP, /* framing lost or never found: up to the next segment start */
-	D_DEAD,
-};
-
 struct entry {
 	struct l7_exchange x;
 	uint64_t id;	/* unique in the connection, never 0; 0: a free slot */
@@ -85,17 +79,7 @@ struct prepared {
 };
 
 struct dir {
-	enum dstate st;
-	bool synced; /* framing confirmed by a valid header */
-	bool resync; /* the frame in progress began a segment after framing was lost */
-	bool trunc;  /* body bytes not captured */
-	uint8_t hdr[HDR_LEN];
-	unsigned hdr_len;
-	uint64_t remaining;
-	uint64_t bytes; /* wire bytes of the frame so far, gaps included */
-	uint64_t start_ns;
-	uint64_t start_event;
-	uint64_t seg_actual;
+	L7MSG_FRAME_HEAD;
 	size_t keep_len;
 	uint8_t keep[CQL_BODY_KEEP];
 };
@@ -402,22 +386,16 @@ static void set_req_dir(struct cql_conn *c, int di)
 
 static void frame_reset(struct dir *d)
 {
-	d->hdr_len = 0;
-	d->remaining = 0;
-	d->trunc = false;
-	d->bytes = 0;
+	l7msg__frame_reset(&d->f);
 	d->keep_len = 0;
 }
+
+static const struct l7msg_frame_ops frame_ops;
 
 static void set_off(struct cql_conn *c)
 {
 	c->off = true;
-	for (int i = 0; i < 2; i++) {
-		if (c->d[i].st != D_DEAD)
-			c->st.bytes_unattributed += c->d[i].bytes;
-		frame_reset(&c->d[i]);
-		c->d[i].st = D_DEAD;
-	}
+	c->st.bytes_unattributed += l7msg__frames_stop(c, &c->d[0].f, &c->d[1].f, &frame_ops);
 }
 
 static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t bytes)
@@ -572,8 +550,9 @@ static void response_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byt
 }
 
 /* A frame ended (whole, or cut with what was captured). */
-static void frame_done(struct cql_conn *c, int di, uint64_t ts)
+static void frame_done(void *cv, int di, uint64_t ts)
 {
+	struct cql_conn *c = cv;
 	struct dir *d = &c->d[di];
 	uint64_t bytes = d->bytes;
 
@@ -586,9 +565,9 @@ static void frame_done(struct cql_conn *c, int di, uint64_t ts)
 		response_frame(c, di, ts, bytes);
 	else
 		request_frame(c, di, ts, bytes);
-	if (d->st != D_DEAD) {
+	if (d->st != L7MSG_FR_DEAD) {
 		frame_reset(d);
-		d->st = D_HDR;
+		d->st = L7MSG_FR_HDR;
 	}
 }
 
@@ -601,7 +580,7 @@ static void lose_framing(struct cql_conn *c, int di)
 	d->synced = false;
 	d->resync = false;
 	frame_reset(d);
-	d->st = D_SKIP;
+	d->st = L7MSG_FR_SKIP;
 }
 
 /* A header that is not one: its bytes are garbage, the direction skips. */
@@ -614,17 +593,15 @@ static void bad_start(struct cql_conn *c, int di)
 		c->cq.bad_starts++;
 	lose_framing(c, di);
 	if (c->req_dir < 0 && ++c->bad_unknown >= CQL_MAX_BAD_STARTS) {
-		for (int i = 0; i < 2; i++) {
-			c->st.bytes_unattributed += c->d[i].bytes;
-			frame_reset(&c->d[i]);
-			c->d[i].st = D_DEAD;
-		}
+		c->st.bytes_unattributed +=
+			l7msg__frames_stop(c, &c->d[0].f, &c->d[1].f, &frame_ops);
 		c->st.dirs_abandoned += 2;
 	}
 }
 
-static void header_done(struct cql_conn *c, int di, uint64_t ts)
+static void header_done(void *cv, int di, uint64_t ts)
 {
+	struct cql_conn *c = cv;
 	struct dir *d = &c->d[di];
 	const uint8_t *h = d->hdr;
 	bool ok = header_ok(c, di, h);
@@ -644,59 +621,60 @@ static void header_done(struct cql_conn *c, int di, uint64_t ts)
 	d->synced = true;
 	d->resync = false;
 	d->remaining = body_len(h);
-	d->st = D_BODY;
+	d->st = L7MSG_FR_BODY;
 	if (!d->remaining)
 		frame_done(c, di, ts);
 }
 
-static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
+static void dir_reset(void *cv, int di)
+{
+	struct cql_conn *c = cv;
+
+	frame_reset(&c->d[di]);
+}
+
+static bool body_bytes(void *cv, int di, const uint8_t *p, size_t k)
 {
 	struct cql_conn *c = cv;
 	struct dir *d = &c->d[di];
-	size_t off = 0, k;
 
-	/* A syscall's data is where a frame most likely begins. */
-	if (d->st == D_SKIP && n) {
-		frame_reset(d);
-		d->st = D_HDR;
-		d->resync = true;
-		d->seg_actual = actual;
-	}
-	while (off < n) {
-		switch (d->st) {
-		case D_DEAD:
-		case D_SKIP:
-			c->st.bytes_unattributed += n - off;
-			return;
-		case D_HDR:
-			if (!d->hdr_len) {
-				d->start_ns = ts;
-				d->start_event = c->sg.events;
-			}
-			k = HDR_LEN - d->hdr_len;
-			if (k > n - off)
-				k = n - off;
-			memcpy(d->hdr + d->hdr_len, p + off, k);
-			d->hdr_len += (unsigned)k;
-			d->bytes += k;
-			off += k;
-			if (d->hdr_len == HDR_LEN)
-				header_done(c, di, ts);
-			break;
-		case D_BODY:
-			k = n - off < d->remaining ? n - off : (size_t)d->remaining;
-			l7__take(d->keep, &d->keep_len, CQL_BODY_KEEP, p + off, k);
-			d->bytes += k;
-			d->remaining -= k;
-			off += k;
-			if (!d->remaining)
-				frame_done(c, di, ts);
-			break;
-		}
-	}
-	/* A resynchronizing header shows itself within its own segment. */
-	if (d->resync && d->st == D_HDR && d->hdr_len)
+	l7__take(d->keep, &d->keep_len, CQL_BODY_KEEP, p, k);
+	return true;
+}
+
+static void skipped(void *cv, int di, uint64_t n)
+{
+	struct cql_conn *c = cv;
+
+	(void)di;
+	c->st.bytes_unattributed += n;
+}
+
+/* A resynchronizing header shows itself within its own segment. */
+static void seg_end(void *cv, int di)
+{
+	struct cql_conn *c = cv;
+	struct dir *d = &c->d[di];
+
+	if (d->resync && d->st == L7MSG_FR_HDR && d->hdr_len)
 		bad_start(c, di);
+}
+
+static const struct l7msg_frame_ops frame_ops = {
+	.hdr_size = HDR_LEN,
+	.reset = dir_reset,
+	.header = header_done,
+	.body = body_bytes,
+	.end = frame_done,
+	.skipped = skipped,
+	.seg_end = seg_end,
+};
+
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
+{
+	struct cql_conn *c = cv;
+
+	l7msg__frame_read(c, &c->d[di].f, &frame_ops, di, ts, c->sg.events, p, n, actual);
 }
 
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
@@ -705,11 +683,11 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 	struct dir *d = &c->d[di];
 
 	switch (d->st) {
-	case D_DEAD:
-	case D_SKIP:
+	case L7MSG_FR_DEAD:
+	case L7MSG_FR_SKIP:
 		c->st.bytes_unattributed += n;
 		return;
-	case D_BODY:
+	case L7MSG_FR_BODY:
 		d->trunc = true;
 		if (known && n <= d->remaining) {
 			d->bytes += n;
@@ -725,14 +703,14 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 		d->remaining = 0;
 		frame_done(c, di, ts);
 		break;
-	case D_HDR:
+	case L7MSG_FR_HDR:
 		/* a header cut short: the frame it began is unknown */
 		c->st.bytes_unattributed += d->bytes;
 		d->bytes = 0;
 		break;
 	}
 	c->st.bytes_unattributed += n;
-	if (d->st != D_DEAD)
+	if (d->st != L7MSG_FR_DEAD)
 		lose_framing(c, di);
 }
 
@@ -780,14 +758,14 @@ static void cql_close(void *p, uint64_t ts_ns)
 		int di = k ? !first : first;
 		struct dir *d = &c->d[di];
 
-		if (d->st == D_BODY) {
+		if (d->st == L7MSG_FR_BODY) {
 			d->trunc = true;
 			frame_done(c, di, c->sg.ts[di]);
-		} else if (d->st == D_HDR) {
+		} else if (d->st == L7MSG_FR_HDR) {
 			c->st.bytes_unattributed += d->bytes;
 		}
 		frame_reset(d);
-		d->st = D_DEAD;
+		d->st = L7MSG_FR_DEAD;
 	}
 	for (unsigned i = 0; i < c->cap; i++) {
 		struct entry *e = &c->slots[i];

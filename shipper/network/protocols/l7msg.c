@@ -3,7 +3,8 @@
  * Framing and pairing of length-prefixed l7 protocols (see l7msg.h). Each direction is a
  * small state machine: between messages, collecting a candidate header for head(), counting
  * a message's bytes, skipping to a segment start after lost framing, or dead. Exchanges live
- * in one ring in request order; answers find their entry by key.
+ * in one ring in request order; answers find their entry by key. At the end, the framing that
+ * CQL and MySQL read their directions with.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -542,4 +543,72 @@ unsigned l7msg__pending(const struct l7msg_conn *c)
 uint64_t l7msg__bodies_unparsed(const struct l7msg_conn *c)
 {
 	return c ? c->unparsed : 0;
+}
+
+/* --- the framing below pairing (CQL, MySQL) --- */
+
+void l7msg__frame_reset(struct l7msg_frame *f)
+{
+	f->hdr_len = 0;
+	f->started = false;
+	f->trunc = false;
+	f->remaining = 0;
+	f->bytes = 0;
+}
+
+uint64_t l7msg__frames_stop(void *c, struct l7msg_frame *d0, struct l7msg_frame *d1,
+			    const struct l7msg_frame_ops *o)
+{
+	struct l7msg_frame *f[2] = { d0, d1 };
+	uint64_t n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (f[i]->st != L7MSG_FR_DEAD)
+			n += f[i]->bytes;
+		o->reset(c, i);
+		f[i]->st = L7MSG_FR_DEAD;
+	}
+	return n;
+}
+
+void l7msg__frame_read(void *c, struct l7msg_frame *f, const struct l7msg_frame_ops *o, int di,
+		       uint64_t ts, uint64_t event, const uint8_t *p, size_t n, size_t actual)
+{
+	size_t off = 0, k;
+
+	/* A syscall's data is where a message most likely begins. */
+	if (f->st == L7MSG_FR_SKIP && n) {
+		o->reset(c, di);
+		f->st = L7MSG_FR_HDR;
+		f->resync = true;
+		f->seg_actual = actual;
+	}
+	while (off < n) {
+		switch (f->st) {
+		case L7MSG_FR_DEAD:
+		case L7MSG_FR_SKIP:
+			o->skipped(c, di, n - off);
+			return;
+		case L7MSG_FR_HDR:
+			if (!f->started && !f->hdr_len) {
+				f->start_ns = ts;
+				f->start_event = event;
+			}
+			k = l7__take(f->hdr, &f->hdr_len, o->hdr_size, p + off, n - off);
+			f->bytes += k;
+			off += k;
+			if (f->hdr_len == o->hdr_size)
+				o->header(c, di, ts);
+			break;
+		case L7MSG_FR_BODY:
+			k = n - off < f->remaining ? n - off : (size_t)f->remaining;
+			f->bytes += k;
+			f->remaining -= k;
+			off += k;
+			if (o->body(c, di, p + off - k, k) && !f->remaining)
+				o->end(c, di, ts);
+			break;
+		}
+	}
+	o->seg_end(c, di);
 }

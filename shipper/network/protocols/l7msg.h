@@ -4,7 +4,8 @@
  * framing of each direction by a length at a message's start, the bounded prefix of a message
  * its parser reads, gaps, losses and resynchronization, and the ring of exchanges paired by
  * an id the response carries (MongoDB responseTo, Kafka correlation id), not in FIFO order.
- * The contract is l7.h's; this file says how it is kept.
+ * The contract is l7.h's; this file says how it is kept. CQL and MySQL, which pair in ways
+ * of their own, use only the framing under it (struct l7msg_frame, at the end).
  *
  * A direction is a sequence of messages. A message begins with a header the protocol's head()
  * checks as its bytes arrive (it asks for more, up to L7MSG_PREFIX_MAX, until it can tell the
@@ -148,5 +149,82 @@ void l7msg__answer(struct l7msg_conn *c, struct l7msg_entry *e, const struct l7m
  * else a complete NO_REQUEST entry (NULL if the ring is full: counted as dropped).
  */
 struct l7msg_entry *l7msg__orphan(struct l7msg_conn *c, const struct l7msg_msg *m, uint64_t key);
+
+/*
+ * The framing below pairing, for the length-prefixed protocols that pair on their own (CQL by
+ * stream id in any order, MySQL strictly in order by sequence): one direction's messages each
+ * begin with a header of hdr_size bytes that gives the length of a body after it (a MySQL
+ * packet of the longest length continues in another header and body). l7msg__frame_read() is a
+ * direction's struct l7_seg_ops read(): it collects each header, counts its body's bytes and
+ * hands them to the parser, and after lost framing starts a candidate at the next segment's
+ * first byte (resync, seg_actual that segment's size). What a header or body means, gaps,
+ * losses, bad starts and where skipped bytes go are the parser's, through struct
+ * l7msg_frame_ops.
+ */
+enum l7msg_frame_state {
+	L7MSG_FR_HDR,  /* collecting a header */
+	L7MSG_FR_BODY, /* `remaining` bytes of the body in progress */
+	L7MSG_FR_SKIP, /* framing lost or never found: up to the next segment start */
+	L7MSG_FR_DEAD, /* not parsed any more */
+};
+
+#define L7MSG_FRAME_HDR_MAX 16u
+
+/* A direction's framing: the head of the parser's own struct of a direction (L7MSG_FRAME_HEAD). */
+#define L7MSG_FRAME_FIELDS                                                                 \
+	struct {                                                                           \
+		enum l7msg_frame_state st;                                                 \
+		bool synced;  /* framing confirmed by a valid header */                    \
+		bool resync;  /* the message in progress began a segment after a loss */   \
+		bool trunc;   /* bytes of the message in progress not captured */          \
+		bool started; /* its first header is complete (a continuation follows) */  \
+		uint8_t hdr[L7MSG_FRAME_HDR_MAX];                                          \
+		size_t hdr_len;                                                            \
+		uint64_t remaining; /* of the body in progress */                          \
+		uint64_t bytes;	    /* of the message so far, headers and gaps included */ \
+		uint64_t start_ns;                                                         \
+		uint64_t start_event; /* feed or loss that brought its first byte */       \
+		uint64_t seg_actual;  /* bytes moved by the segment a resync began */      \
+	}
+
+struct l7msg_frame {
+	L7MSG_FRAME_FIELDS;
+};
+
+/* The framing by name, or as one struct l7msg_frame f. */
+#define L7MSG_FRAME_HEAD              \
+	union {                       \
+		struct l7msg_frame f; \
+		L7MSG_FRAME_FIELDS;   \
+	}
+
+/* A parser's part, called with its connection c and a direction di. */
+struct l7msg_frame_ops {
+	size_t hdr_size; /* at most L7MSG_FRAME_HDR_MAX */
+	/* A candidate begins at a segment start after lost framing: the message's state reset. */
+	void (*reset)(void *c, int di);
+	/* The header is complete: the parser sets st (L7MSG_FR_BODY with remaining, or not). */
+	void (*header)(void *c, int di, uint64_t ts);
+	/* k body bytes at p (counted in bytes and remaining): false if that refused the message. */
+	bool (*body)(void *c, int di, const uint8_t *p, size_t k);
+	/* The body's last byte came: remaining is 0. */
+	void (*end)(void *c, int di, uint64_t ts);
+	/* n bytes seen while skipping or dead. */
+	void (*skipped)(void *c, int di, uint64_t n);
+	/* After the segment, when it did not end skipping or dead. */
+	void (*seg_end)(void *c, int di);
+};
+
+/* Direction di of c, whose framing is f, reads n captured bytes of a segment of actual bytes. */
+void l7msg__frame_read(void *c, struct l7msg_frame *f, const struct l7msg_frame_ops *o, int di,
+		       uint64_t ts, uint64_t event, const uint8_t *p, size_t n, size_t actual);
+/* The framing's state of a new message. */
+void l7msg__frame_reset(struct l7msg_frame *f);
+/*
+ * Both directions of c (their framings d0 and d1) are parsed no more, reset: returns the bytes
+ * of the messages they had in progress.
+ */
+uint64_t l7msg__frames_stop(void *c, struct l7msg_frame *d0, struct l7msg_frame *d1,
+			    const struct l7msg_frame_ops *o);
 
 #endif

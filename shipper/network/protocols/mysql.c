@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "shipper/network/protocols/l7.h"
+#include "shipper/network/protocols/l7msg.h"
 #include "shipper/network/protocols/mysql.h"
 
 /* Enough to see a greeting's version string end (MariaDB's are long), or a statement's start. */
@@ -83,13 +84,6 @@ enum phase {
 	P_OFF, /* TLS or compression: nothing parsed any more */
 };
 
-enum dstate {
-	D_HDR,	/* collecting a packet header */
-	D_BODY, /* `remaining` payload bytes of the physical packet */
-	D_SKIP, /* framing lost or never found: up to the next segment start */
-	D_DEAD,
-};
-
 /* What the server's next packet may be, for the response in progress. */
 enum rstate {
 	R_IDLE,
@@ -133,26 +127,16 @@ struct stmt {
 	char text[L7_TARGET_MAX + 1];
 };
 
+/* The framing's message is the logical packet: `remaining` is of its physical packet. */
 struct dir {
-	enum dstate st;
-	bool synced;   /* framing confirmed by a validated packet */
-	bool resync;   /* the candidate in progress began a segment after framing was lost */
-	bool checked;  /* the packet in progress is believed */
-	bool cont;     /* the physical packet in progress (or next) continues a logical one */
-	bool trunc;    /* payload of the logical packet not captured */
-	bool have_hdr; /* the logical packet's first header is complete */
-	uint8_t hdr[4];
-	unsigned hdr_len;
+	L7MSG_FRAME_HEAD;
+	bool checked;	  /* the packet in progress is believed */
+	bool cont;	  /* the physical packet in progress (or next) continues a logical one */
 	uint8_t seq;	  /* of the logical packet's first physical packet */
 	uint8_t phys_seq; /* of its last physical packet */
 	uint32_t first_len;
-	uint64_t remaining;
 	uint64_t total; /* payload bytes of the logical packet so far */
-	uint64_t bytes; /* its wire bytes so far, headers and gaps included */
-	uint64_t start_ns;
-	uint64_t start_event; /* feed or loss that brought its first byte */
-	uint64_t seg_actual;  /* bytes moved by the segment a resync candidate began */
-	uint64_t sink;	      /* exchange that skipped bytes count to, 0 for none */
+	uint64_t sink;	/* exchange that skipped bytes count to, 0 for none */
 	size_t keep_len;
 	uint8_t keep[MYSQL_PKT_KEEP];
 };
@@ -499,7 +483,7 @@ static enum verdict validate(struct mysql_conn *c, int di, bool final)
 	bool more = false;
 	enum verdict v;
 
-	if (!d->have_hdr)
+	if (!d->started)
 		return final ? V_NO : V_MORE;
 
 	if (may_server && c->phase == P_START && d->seq == 0 &&
@@ -1040,7 +1024,7 @@ static void end_open_response(struct mysql_conn *c)
 		resp_end(c, 0, false, c->resp_last_ts);
 		return;
 	}
-	if (s->synced && (s->st == D_BODY || s->cont || s->hdr_len)) {
+	if (s->synced && (s->st == L7MSG_FR_BODY || s->cont || s->hdr_len)) {
 		/* The response's framing was wrong: the packet in progress is its own. */
 		give(c, c->resp_id, sdi, s->bytes);
 		s->bytes = 0;
@@ -1132,30 +1116,21 @@ static void client_packet(struct mysql_conn *c, int di, uint64_t ts, uint64_t by
 
 static void pkt_reset(struct dir *d)
 {
-	d->hdr_len = 0;
-	d->have_hdr = false;
+	l7msg__frame_reset(&d->f);
 	d->cont = false;
-	d->trunc = false;
 	d->checked = false;
 	d->total = 0;
-	d->bytes = 0;
 	d->keep_len = 0;
-	d->remaining = 0;
 	d->first_len = 0;
 	d->seq = 0;
 }
 
+static const struct l7msg_frame_ops frame_ops;
+
 static void set_off(struct mysql_conn *c)
 {
 	c->phase = P_OFF;
-	for (int i = 0; i < 2; i++) {
-		struct dir *d = &c->d[i];
-
-		if (d->st != D_DEAD)
-			c->st.bytes_unattributed += d->bytes;
-		pkt_reset(d);
-		d->st = D_DEAD;
-	}
+	c->st.bytes_unattributed += l7msg__frames_stop(c, &c->d[0].f, &c->d[1].f, &frame_ops);
 }
 
 /* The direction lost its framing: skip to a later segment start. */
@@ -1169,7 +1144,7 @@ static void start_skip(struct mysql_conn *c, int di)
 	d->synced = false;
 	d->resync = false;
 	pkt_reset(d);
-	d->st = D_SKIP;
+	d->st = L7MSG_FR_SKIP;
 }
 
 /* A packet ended (whole, or cut with what was captured): to its phase. */
@@ -1185,9 +1160,9 @@ static void packet_done(struct mysql_conn *c, int di, uint64_t ts)
 		client_packet(c, di, ts, bytes);
 	else
 		server_packet(c, di, ts, bytes);
-	if (d->st != D_DEAD && d->st != D_SKIP) {
+	if (d->st != L7MSG_FR_DEAD && d->st != L7MSG_FR_SKIP) {
 		pkt_reset(d);
-		d->st = D_HDR;
+		d->st = L7MSG_FR_HDR;
 	}
 }
 
@@ -1208,25 +1183,23 @@ static bool candidate_check(struct mysql_conn *c, int di, bool final)
 	c->my.bad_starts++;
 	give_skipped(c, di, d->bytes);
 	pkt_reset(d);
-	d->st = D_SKIP;
+	d->st = L7MSG_FR_SKIP;
 	d->resync = false;
 	if (c->req_dir < 0 && ++c->bad_unknown >= MYSQL_MAX_BAD_STARTS) {
-		for (int i = 0; i < 2; i++) {
-			c->st.bytes_unattributed += c->d[i].bytes;
-			pkt_reset(&c->d[i]);
-			c->d[i].st = D_DEAD;
-		}
+		c->st.bytes_unattributed +=
+			l7msg__frames_stop(c, &c->d[0].f, &c->d[1].f, &frame_ops);
 		c->st.dirs_abandoned += 2;
 	}
 	return false;
 }
 
-static void phys_end(struct mysql_conn *c, int di, uint64_t ts)
+static void phys_end(void *cv, int di, uint64_t ts)
 {
+	struct mysql_conn *c = cv;
 	struct dir *d = &c->d[di];
 
 	if (d->cont) {
-		d->st = D_HDR;
+		d->st = L7MSG_FR_HDR;
 		return;
 	}
 	if (!d->checked && !candidate_check(c, di, true))
@@ -1234,79 +1207,80 @@ static void phys_end(struct mysql_conn *c, int di, uint64_t ts)
 	packet_done(c, di, ts);
 }
 
-static void header_done(struct mysql_conn *c, int di, uint64_t ts)
+static void header_done(void *cv, int di, uint64_t ts)
 {
+	struct mysql_conn *c = cv;
 	struct dir *d = &c->d[di];
 	uint32_t len = le24(d->hdr);
 
 	d->hdr_len = 0;
 	d->phys_seq = d->hdr[3];
-	if (!d->have_hdr) {
-		d->have_hdr = true;
+	if (!d->started) {
+		d->started = true;
 		d->seq = d->hdr[3];
 		d->first_len = len;
 		d->checked = d->synced;
 	}
 	d->cont = len == MAX_PHYS;
 	d->remaining = len;
-	d->st = D_BODY;
+	d->st = L7MSG_FR_BODY;
 	if (!len)
 		phys_end(c, di, ts);
 }
 
-static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
+static void dir_reset(void *cv, int di)
+{
+	struct mysql_conn *c = cv;
+
+	pkt_reset(&c->d[di]);
+}
+
+static bool body_bytes(void *cv, int di, const uint8_t *p, size_t k)
 {
 	struct mysql_conn *c = cv;
 	struct dir *d = &c->d[di];
-	size_t off = 0, k;
 
-	/* A syscall's data is where a packet most likely begins. */
-	if (d->st == D_SKIP && n) {
-		pkt_reset(d);
-		d->st = D_HDR;
-		d->resync = true;
-		d->seg_actual = actual;
-	}
-	while (off < n) {
-		switch (d->st) {
-		case D_DEAD:
-			c->st.bytes_unattributed += n - off;
-			return;
-		case D_SKIP:
-			give_skipped(c, di, n - off);
-			return;
-		case D_HDR:
-			if (!d->have_hdr && !d->hdr_len) {
-				d->start_ns = ts;
-				d->start_event = c->sg.events;
-			}
-			k = 4 - d->hdr_len;
-			if (k > n - off)
-				k = n - off;
-			memcpy(d->hdr + d->hdr_len, p + off, k);
-			d->hdr_len += (unsigned)k;
-			d->bytes += k;
-			off += k;
-			if (d->hdr_len == 4)
-				header_done(c, di, ts);
-			break;
-		case D_BODY:
-			k = n - off < d->remaining ? n - off : (size_t)d->remaining;
-			l7__take(d->keep, &d->keep_len, MYSQL_PKT_KEEP, p + off, k);
-			d->total += k;
-			d->bytes += k;
-			d->remaining -= k;
-			off += k;
-			if (!d->checked && !candidate_check(c, di, false))
-				break;
-			if (!d->remaining)
-				phys_end(c, di, ts);
-			break;
-		}
-	}
-	/* A resynchronizing candidate shows what it is within its own segment. */
-	if (d->resync && !d->checked && (d->st == D_HDR || d->st == D_BODY))
+	l7__take(d->keep, &d->keep_len, MYSQL_PKT_KEEP, p, k);
+	d->total += k;
+	return d->checked || candidate_check(c, di, false);
+}
+
+/* Bytes of a direction skipping go to what they interrupted; of a dead one, to none. */
+static void skipped(void *cv, int di, uint64_t n)
+{
+	struct mysql_conn *c = cv;
+
+	if (c->d[di].st == L7MSG_FR_DEAD)
+		c->st.bytes_unattributed += n;
+	else
+		give_skipped(c, di, n);
+}
+
+/* A resynchronizing candidate shows what it is within its own segment. */
+static void seg_end(void *cv, int di)
+{
+	struct mysql_conn *c = cv;
+	struct dir *d = &c->d[di];
+
+	if (d->resync && !d->checked && (d->st == L7MSG_FR_HDR || d->st == L7MSG_FR_BODY))
 		candidate_check(c, di, true);
+}
+
+static const struct l7msg_frame_ops frame_ops = {
+	.hdr_size = 4,
+	.reset = dir_reset,
+	.header = header_done,
+	.body = body_bytes,
+	.end = phys_end,
+	.skipped = skipped,
+	.seg_end = seg_end,
+};
+
+static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
+{
+	struct mysql_conn *c = cv;
+
+	l7msg__frame_read(c, &c->d[di].f, &frame_ops, di, ts, c->sg.events, p, n, actual);
 }
 
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
@@ -1315,13 +1289,11 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 	struct dir *d = &c->d[di];
 
 	switch (d->st) {
-	case D_DEAD:
-		c->st.bytes_unattributed += n;
+	case L7MSG_FR_DEAD:
+	case L7MSG_FR_SKIP:
+		skipped(c, di, n);
 		return;
-	case D_SKIP:
-		give_skipped(c, di, n);
-		return;
-	case D_BODY:
+	case L7MSG_FR_BODY:
 		if (known && n <= d->remaining) {
 			d->bytes += n;
 			d->total += n;
@@ -1345,7 +1317,7 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 		if (d->checked || candidate_check(c, di, true))
 			packet_done(c, di, ts);
 		break;
-	case D_HDR:
+	case L7MSG_FR_HDR:
 		if (d->cont && d->checked) {
 			d->trunc = true;
 			d->cont = false;
@@ -1358,13 +1330,9 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 		break;
 	}
 	/* Framing is lost: what the gap held is not known. */
-	if (d->st == D_DEAD) {
-		c->st.bytes_unattributed += n;
-		return;
-	}
-	if (d->st != D_SKIP)
+	if (d->st != L7MSG_FR_DEAD && d->st != L7MSG_FR_SKIP)
 		start_skip(c, di);
-	give_skipped(c, di, n);
+	skipped(c, di, n);
 }
 
 /* --- l7_ops --- */
@@ -1405,18 +1373,18 @@ static void dir_close(struct mysql_conn *c, int di)
 {
 	struct dir *d = &c->d[di];
 
-	if (d->st == D_DEAD)
+	if (d->st == L7MSG_FR_DEAD)
 		return;
-	if (d->st == D_BODY || d->cont) {
+	if (d->st == L7MSG_FR_BODY || d->cont) {
 		d->trunc = true;
 		d->cont = false;
 		if (d->checked || candidate_check(c, di, true))
 			packet_done(c, di, c->sg.ts[di]);
-	} else if (d->st == D_HDR) {
+	} else if (d->st == L7MSG_FR_HDR) {
 		give(c, d->synced ? cur_sink(c, di) : d->sink, di, d->bytes);
 	}
 	pkt_reset(d);
-	d->st = D_DEAD;
+	d->st = L7MSG_FR_DEAD;
 }
 
 static void mysql_close(void *p, uint64_t ts_ns)
