@@ -510,6 +510,26 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 	}
 }
 
+#define KEPT(name, field, cap)                                      \
+	{                                                           \
+		name, offsetof(struct http1_exchange, field),       \
+			offsetof(struct http1_exchange, field), cap \
+	}
+
+/* Header values kept as they first come: where in the exchange (a request's, a response's). */
+static const struct {
+	const char *name;
+	size_t req, resp, cap;
+} kept[] = {
+	KEPT("host", host, HTTP1_HOST_MAX),
+	{ "content-type", offsetof(struct http1_exchange, req_content_type),
+	  offsetof(struct http1_exchange, resp_content_type), HTTP1_CTYPE_MAX },
+	KEPT("sw8", sw8, HTTP1_TRACE_MAX),
+	KEPT("b3", b3, HTTP1_TRACE_MAX),
+	KEPT("x-b3-traceid", x_b3_traceid, HTTP1_B3_ID_MAX),
+	KEPT("x-b3-spanid", x_b3_spanid, HTTP1_B3_ID_MAX),
+};
+
 static void header_line(struct http1_conn *c, struct dir *d, const uint8_t *l, size_t n)
 {
 	struct http1_exchange *x = &d->x;
@@ -553,32 +573,17 @@ static void header_line(struct http1_conn *c, struct dir *d, const uint8_t *l, s
 			i++;
 		d->chunked = !d->line_over && l7__name_is(v + i, vlen - i, "chunked");
 		d->te_other = !d->chunked;
-	} else if (l7__name_is(l, nlen, "host")) {
-		if (!x->host[0])
-			l7__copy_text(x->host, HTTP1_HOST_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
-	} else if (l7__name_is(l, nlen, "content-type")) {
-		char *dst = d->is_req ? x->req_content_type : x->resp_content_type;
+	} else {
+		for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+			char *dst = (char *)x + (d->is_req ? kept[i].req : kept[i].resp);
 
-		if (!dst[0])
-			l7__copy_text(dst, HTTP1_CTYPE_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
-	} else if (l7__name_is(l, nlen, "sw8")) {
-		if (!x->sw8[0])
-			l7__copy_text(x->sw8, HTTP1_TRACE_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
-	} else if (l7__name_is(l, nlen, "b3")) {
-		if (!x->b3[0])
-			l7__copy_text(x->b3, HTTP1_TRACE_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
-	} else if (l7__name_is(l, nlen, "x-b3-traceid")) {
-		if (!x->x_b3_traceid[0])
-			l7__copy_text(x->x_b3_traceid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
-	} else if (l7__name_is(l, nlen, "x-b3-spanid")) {
-		if (!x->x_b3_spanid[0])
-			l7__copy_text(x->x_b3_spanid, HTTP1_B3_ID_MAX, v, vlen, &x->flags,
-				      HTTP1_F_VALUE_TRUNCATED);
+			if (!l7__name_is(l, nlen, kept[i].name))
+				continue;
+			if (!dst[0])
+				l7__copy_text(dst, kept[i].cap, v, vlen, &x->flags,
+					      HTTP1_F_VALUE_TRUNCATED);
+			break;
+		}
 	}
 }
 
