@@ -426,11 +426,7 @@ static void request_frame(struct cql_conn *c, int di, uint64_t ts, uint64_t byte
 	e->stream = stream;
 	e->opcode = h[4];
 	e->event = c->sg.events;
-	e->x.start_ns = d->start_ns;
-	e->x.req_dir = (uint8_t)di;
-	e->x.req_bytes = bytes;
-	if (d->trunc)
-		e->x.flags |= L7_F_REQ_TRUNCATED;
+	l7msg__frame_request(&e->x, &d->f, di, bytes);
 	memcpy(e->x.op, req_names[h[4]], strlen(req_names[h[4]]) + 1);
 	if (h[1] & F_COMPRESSED)
 		return;
@@ -660,22 +656,7 @@ static void seg_end(void *cv, int di)
 		bad_start(c, di);
 }
 
-static const struct l7msg_frame_ops frame_ops = {
-	.hdr_size = HDR_LEN,
-	.reset = dir_reset,
-	.header = header_done,
-	.body = body_bytes,
-	.end = frame_done,
-	.skipped = skipped,
-	.seg_end = seg_end,
-};
-
-static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
-{
-	struct cql_conn *c = cv;
-
-	l7msg__frame_read(c, &c->d[di].f, &frame_ops, di, ts, c->sg.events, p, n, actual);
-}
+L7MSG_DEFINE_FRAMES(struct cql_conn, HDR_LEN, frame_done)
 
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {

@@ -556,6 +556,16 @@ void l7msg__frame_reset(struct l7msg_frame *f)
 	f->bytes = 0;
 }
 
+void l7msg__frame_request(struct l7_exchange *x, const struct l7msg_frame *f, int di,
+			  uint64_t bytes)
+{
+	x->start_ns = f->start_ns;
+	x->req_dir = (uint8_t)di;
+	x->req_bytes = bytes;
+	if (f->trunc)
+		x->flags |= L7_F_REQ_TRUNCATED;
+}
+
 uint64_t l7msg__frames_stop(void *c, struct l7msg_frame *d0, struct l7msg_frame *d1,
 			    const struct l7msg_frame_ops *o)
 {

@@ -218,8 +218,34 @@ struct l7msg_frame_ops {
 /* Direction di of c, whose framing is f, reads n captured bytes of a segment of actual bytes. */
 void l7msg__frame_read(void *c, struct l7msg_frame *f, const struct l7msg_frame_ops *o, int di,
 		       uint64_t ts, uint64_t event, const uint8_t *p, size_t n, size_t actual);
+/*
+ * frame_ops and dir_feed() (its struct l7_seg_ops read()) of a parser whose connections (type)
+ * hold `sg` and d[2] headed by L7MSG_FRAME_HEAD, with headers of hdr_size bytes, over its
+ * functions dir_reset(), header_done(), body_bytes(), end(), skipped() and seg_end().
+ */
+#define L7MSG_DEFINE_FRAMES(type, hdr_len, end_fn)                                                 \
+	static const struct l7msg_frame_ops frame_ops = {                                          \
+		.hdr_size = (hdr_len),                                                             \
+		.reset = dir_reset,                                                                \
+		.header = header_done,                                                             \
+		.body = body_bytes,                                                                \
+		.end = end_fn,                                                                     \
+		.skipped = skipped,                                                                \
+		.seg_end = seg_end,                                                                \
+	};                                                                                         \
+	static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n,            \
+			     size_t actual)                                                        \
+	{                                                                                          \
+		type *c = cv;                                                                      \
+                                                                                                   \
+		l7msg__frame_read(c, &c->d[di].f, &frame_ops, di, ts, c->sg.events, p, n, actual); \
+	}
+
 /* The framing's state of a new message. */
 void l7msg__frame_reset(struct l7msg_frame *f);
+/* x begins with the request that framing f of direction di ended, of `bytes` on the wire. */
+void l7msg__frame_request(struct l7_exchange *x, const struct l7msg_frame *f, int di,
+			  uint64_t bytes);
 /*
  * Both directions of c (their framings d0 and d1) are parsed no more, reset: returns the bytes
  * of the messages they had in progress.

@@ -1057,11 +1057,7 @@ static void new_command(struct mysql_conn *c, int di, uint64_t ts, uint64_t byte
 	}
 	e->cmd = (uint16_t)cmd;
 	e->event = c->sg.events;
-	e->x.start_ns = d->start_ns;
-	e->x.req_dir = (uint8_t)di;
-	e->x.req_bytes = bytes;
-	if (d->trunc)
-		e->x.flags |= L7_F_REQ_TRUNCATED;
+	l7msg__frame_request(&e->x, &d->f, di, bytes);
 	op_target(c, e, d);
 	if (cmd == COM_STMT_CLOSE)
 		stmt_drop(c, d);
@@ -1266,22 +1262,7 @@ static void seg_end(void *cv, int di)
 		candidate_check(c, di, true);
 }
 
-static const struct l7msg_frame_ops frame_ops = {
-	.hdr_size = 4,
-	.reset = dir_reset,
-	.header = header_done,
-	.body = body_bytes,
-	.end = phys_end,
-	.skipped = skipped,
-	.seg_end = seg_end,
-};
-
-static void dir_feed(void *cv, int di, uint64_t ts, const uint8_t *p, size_t n, size_t actual)
-{
-	struct mysql_conn *c = cv;
-
-	l7msg__frame_read(c, &c->d[di].f, &frame_ops, di, ts, c->sg.events, p, n, actual);
-}
+L7MSG_DEFINE_FRAMES(struct mysql_conn, 4, phys_end)
 
 static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 {
