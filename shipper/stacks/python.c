@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Python frames in the shipper (shipper/stacks/python.h): code records, line tables, the
+ * splice. The line table decoders follow CPython's own (Objects/codeobject.c,
+ * Objects/lnotab_notes.txt, Objects/locations.md of each version), each read bounded by the
+ * table's length; tests/unit/test_pylines.c checks them against what PyCode_Addr2Line of each
+ * CPython 3.8-3.13 gives (tests/tools/pylines_vectors.py).
+ */
+#include "shipper/stacks/python.h"
+#include "common/stackcount.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---- line tables ---- */
+
+/* 3.8, 3.9: co_lnotab, (bytecode delta, signed line delta) byte pairs; always a line. */
+static bool lnotab_line(const uint8_t *tab, size_t len, int64_t line, uint32_t addrq, int64_t *ret)
+{
+	uint64_t addr = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		addr += tab[i];
+		if (addr > addrq)
+			break;
+		line += (int8_t)tab[i + 1];
+	}
+	*ret = line;
+	return true;
+}
+
+/*
+ * 3.10: co_linetable, (bytecode delta, signed line delta) pairs; a line delta of -128 is an
+ * entry without a line. Ranges of no bytes are stepped over (PyLineTable_NextAddressRange).
+ */
+static bool linetable310_line(const uint8_t *tab, size_t len, int64_t line, uint32_t addrq,
+			      int64_t *ret)
+{
+	uint64_t start = 0, end = 0;
+	size_t pos = 0;
+	bool has = false;
+
+	while (end <= addrq) {
+		do {
+			if (pos + 2 > len)
+				return false; /* past the table: CPython's -1 */
+			start = end;
+			end += tab[pos];
+			if ((int8_t)tab[pos + 1] == -128) {
+				has = false;
+			} else {
+				line += (int8_t)tab[pos + 1];
+				has = true;
+			}
+			pos += 2;
+		} while (start == end);
+	}
+	*ret = line;
+	return has;
+}
+
+/* A varint of the 3.11+ location table at *pos: 6 bits a byte, bit 6 says more follow. */
+static bool loc_varint(const uint8_t *tab, size_t len, size_t *pos, uint32_t *ret)
+{
+	uint32_t val = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*pos >= len || shift > 30)
+			return false;
+		b = tab[(*pos)++];
+		val |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	*ret = val;
+	return true;
+}
+
+/*
+ * 3.11-3.13: the location table. An entry starts with a byte of bit 7 set, its code in bits
+ * 3-6 and its length in code units - 1 in bits 0-2; code 15 has no location, 14 (long form)
+ * and 13 (no column) a signed varint line delta, 10-12 a line delta of 0-2, 0-9 the same line.
+ * The bytes after the first up to the next entry's are columns, not read here.
+ */
+static bool loctable_line(const uint8_t *tab, size_t len, int64_t line, uint32_t addrq,
+			  int64_t *ret)
+{
+	uint64_t end = 0;
+	size_t pos = 0;
+	bool has = false;
+
+	while (end <= addrq) {
+		uint8_t b;
+		unsigned code;
+
+		if (pos >= len)
+			return false;
+		b = tab[pos];
+		if (!(b & 0x80))
+			return false; /* not an entry's first byte: not a table CPython wrote */
+		code = (b >> 3) & 15;
+		if (code == 13 || code == 14) {
+			size_t p = pos + 1;
+			uint32_t u;
+
+			if (!loc_varint(tab, len, &p, &u))
+				return false;
+			line += (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
+		} else if (code >= 10 && code <= 12) {
+			line += code - 10;
+		}
+		has = code != 15;
+		end += ((b & 7) + 1) * 2;
+		for (pos++; pos < len && !(tab[pos] & 0x80); pos++)
+			;
+	}
+	*ret = line;
+	return has;
+}
+
+bool pylines__addr2line(uint16_t version, const uint8_t *tab, size_t len, int32_t firstlineno,
+			uint32_t addrq, int32_t *ret_line)
+{
+	int64_t line;
+	bool ok;
+
+	if (!tab)
+		len = 0;
+	if (version == 0x0308 || version == 0x0309)
+		ok = lnotab_line(tab, len, firstlineno, addrq, &line);
+	else if (version == 0x030a)
+		ok = linetable310_line(tab, len, firstlineno, addrq, &line);
+	else if (version >= 0x030b && version <= 0x030d)
+		ok = loctable_line(tab, len, firstlineno, addrq, &line);
+	else
+		return false;
+	/* A hostile table's deltas add up past an int: no line rather than a wrapped one. */
+	if (!ok || line < INT32_MIN || line > INT32_MAX)
+		return false;
+	*ret_line = (int32_t)line;
+	return true;
+}
+
+/* ---- strings ---- */
+
+static size_t put_utf8(char *out, uint32_t cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | cp >> 18);
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+int pystr__utf8(const uint8_t *src, size_t len, unsigned kind, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	if ((kind != 1 && kind != 2 && kind != 4) || len % kind || !cap)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i += kind) {
+		uint32_t cp = src[i];
+
+		/* CPython keeps a string in the machine's order: little-endian here. */
+		if (kind == 2)
+			cp |= (uint32_t)src[i + 1] << 8;
+		else if (kind == 4)
+			cp |= (uint32_t)src[i + 1] << 8 | (uint32_t)src[i + 2] << 16 |
+			      (uint32_t)src[i + 3] << 24;
+		if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
+			cp = 0xfffd;
+		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == ';')
+			cp = '_';
+		if (o + 4 >= cap)
+			break; /* cut at a character's boundary */
+		o += put_utf8(out + o, cp);
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+/* ---- the cache ---- */
+
+struct pycode {
+	struct pycode *hnext;
+	struct pycode *prev, *next; /* LRU, most recent first */
+	uint64_t code;
+	int32_t tgid;
+	uint32_t stamp;
+	int32_t firstlineno;
+	uint16_t version;
+	uint16_t lines_len;
+	size_t bytes; /* charged */
+	char *name;   /* UTF-8, in this allocation */
+	char *file;   /* NULL: unreadable */
+	uint8_t lines[];
+};
+
+/* Buckets of the hash table, fixed: a full cache holds some 100 000 small records. */
+#define PYCODES_BUCKETS (1u << 16)
+
+struct pycodes {
+	struct pycode **b;
+	struct pycode lru; /* list head: lru.next the most recent */
+	size_t budget;
+	struct pycodes_stats st;
+};
+
+static size_t bucket_of(int32_t tgid, uint64_t code, uint32_t stamp)
+{
+	uint64_t h = code ^ ((uint64_t)(uint32_t)tgid << 32 | stamp);
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (size_t)(h & (PYCODES_BUCKETS - 1));
+}
+
+struct pycodes *pycodes__new(size_t budget_bytes)
+{
+	struct pycodes *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->b = calloc(PYCODES_BUCKETS, sizeof(*c->b));
+	if (!c->b) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->budget = budget_bytes ? budget_bytes : PYCODES_CACHE_BYTES;
+	c->lru.next = c->lru.prev = &c->lru;
+	return c;
+}
+
+static void lru_del(struct pycode *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+}
+
+static void lru_add(struct pycodes *c, struct pycode *e)
+{
+	e->next = c->lru.next;
+	e->prev = &c->lru;
+	c->lru.next->prev = e;
+	c->lru.next = e;
+}
+
+/* The entry of key, and the link that points to it. */
+static struct pycode **find_link(struct pycodes *c, int32_t tgid, uint64_t code, uint32_t stamp)
+{
+	struct pycode **l = &c->b[bucket_of(tgid, code, stamp)];
+
+	for (; *l; l = &(*l)->hnext)
+		if ((*l)->code == code && (*l)->tgid == tgid && (*l)->stamp == stamp)
+			return l;
+	return l;
+}
+
+static void drop(struct pycodes *c, struct pycode *e)
+{
+	struct pycode **l = find_link(c, e->tgid, e->code, e->stamp);
+
+	if (*l == e)
+		*l = e->hnext;
+	lru_del(e);
+	c->st.bytes -= e->bytes;
+	c->st.entries--;
+	free(e);
+}
+
+void pycodes__free(struct pycodes *c)
+{
+	if (!c)
+		return;
+	while (c->lru.next != &c->lru) {
+		struct pycode *e = c->lru.next;
+
+		lru_del(e);
+		free(e);
+	}
+	free(c->b);
+	free(c);
+}
+
+void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
+{
+	if (!c)
+		return;
+	for (struct pycode *e = c->lru.next, *n; e != &c->lru; e = n) {
+		n = e->next;
+		if (e->tgid == tgid)
+			drop(c, e);
+	}
+}
+
+/* One record's fixed part, as checked (struct sc_pycode up to data). */
+struct rec_view {
+	struct sc_pycode h; /* data[] not copied */
+	const uint8_t *data;
+	size_t size; /* the record's bytes in the frame, padding included */
+};
+
+#define REC_HEAD offsetof(struct sc_pycode, data)
+
+static bool kind_ok(uint8_t kind, uint16_t len, uint16_t max)
+{
+	if (kind == 0)
+		return len == 0;
+	return (kind == 1 || kind == 2 || kind == 4) && len <= max && len % kind == 0;
+}
+
+static bool is_target(const int32_t *tgids, uint32_t n, int32_t tgid)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (tgids[i] == tgid)
+			return true;
+	return false;
+}
+
+/* The record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
+static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids, uint32_t ntgids,
+		  struct rec_view *ret, const char **why)
+{
+	size_t rest = len - off;
+
+	if (rest < REC_HEAD + PY_NAME_MAX + PY_FILE_MAX) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	memcpy(&ret->h, buf + off, REC_HEAD);
+	ret->data = buf + off + REC_HEAD;
+	if (ret->h.kind != SC_REC_PYCODE) {
+		*why = "a record of another kind";
+		return -EBADMSG;
+	}
+	if (!is_target(tgids, ntgids, (int32_t)ret->h.tgid)) {
+		*why = "a record of a process not among the task's targets";
+		return -EBADMSG;
+	}
+	if (ret->h.lines_len > PY_LINES_MAX ||
+	    !kind_ok(ret->h.name_kind, ret->h.name_len, PY_NAME_MAX) ||
+	    !kind_ok(ret->h.file_kind, ret->h.file_len, PY_FILE_MAX)) {
+		*why = "a record with a bad string or table length or kind";
+		return -EBADMSG;
+	}
+	if (!ret->h.stamp || ret->h.version < 0x0308 || ret->h.version > 0x030d) {
+		*why = "a record without a stamp or of a version not read";
+		return -EBADMSG;
+	}
+	ret->size = PYCODE_REC_BYTES(ret->h.lines_len);
+	if (rest < ret->size) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int keep(struct pycodes *c, const struct rec_view *r)
+{
+	char name[4 * PY_NAME_MAX + 8], file[4 * PY_FILE_MAX + 8];
+	size_t nl = 0, fl = 0;
+	struct pycode *e, **l;
+	int n;
+
+	if (r->h.name_kind) {
+		n = pystr__utf8(r->data, r->h.name_len, r->h.name_kind, name, sizeof(name) - 3);
+		if (n < 0)
+			return n;
+		nl = (size_t)n;
+	}
+	if (!nl) {
+		nl = strlen(PY_UNKNOWN_NAME);
+		memcpy(name, PY_UNKNOWN_NAME, nl + 1);
+	} else if (r->h.flags & PY_CODE_NAME_CUT) {
+		memcpy(name + nl, "...", 4);
+		nl += 3;
+	}
+	if (r->h.file_kind) {
+		size_t at = r->h.flags & PY_CODE_FILE_TAIL ? 3 : 0;
+
+		n = pystr__utf8(r->data + PY_NAME_MAX, r->h.file_len, r->h.file_kind, file + at,
+				sizeof(file) - at);
+		if (n < 0)
+			return n;
+		if (n) {
+			memcpy(file, "...", at);
+			fl = (size_t)n + at + 1;
+		}
+	}
+	e = malloc(sizeof(*e) + r->h.lines_len + nl + 1 + fl);
+	if (!e)
+		return -ENOMEM;
+	*e = (struct pycode){ .code = r->h.code,
+			      .tgid = (int32_t)r->h.tgid,
+			      .stamp = r->h.stamp,
+			      .firstlineno = r->h.firstlineno,
+			      .version = r->h.version,
+			      .lines_len = r->h.lines_len,
+			      .bytes = sizeof(*e) + r->h.lines_len + nl + 1 + fl };
+	memcpy(e->lines, r->data + PY_NAME_MAX + PY_FILE_MAX, r->h.lines_len);
+	e->name = (char *)e->lines + r->h.lines_len;
+	memcpy(e->name, name, nl + 1);
+	if (fl) {
+		e->file = e->name + nl + 1;
+		memcpy(e->file, file, fl);
+	}
+	/* Sent again (the programs forgot they had sent it): the newer one. */
+	l = find_link(c, e->tgid, e->code, e->stamp);
+	if (*l)
+		drop(c, *l);
+	l = &c->b[bucket_of(e->tgid, e->code, e->stamp)];
+	e->hnext = *l;
+	*l = e;
+	lru_add(c, e);
+	c->st.bytes += e->bytes;
+	c->st.entries++;
+	c->st.records++;
+	while (c->st.bytes > c->budget && c->lru.prev != e) {
+		drop(c, c->lru.prev);
+		c->st.evicted++;
+	}
+	return 0;
+}
+
+int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids, uint32_t ntgids,
+		       const void *buf, size_t len, const char **ret_why)
+{
+	const uint8_t *b = buf;
+	struct ship_pycodes_hdr hdr;
+	struct rec_view r;
+	const char *why = "";
+	size_t off;
+	int err = 0;
+
+	if (!c || !buf || len < sizeof(hdr)) {
+		why = "shorter than its header";
+		err = -EBADMSG;
+		goto cleanup;
+	}
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.task_id != task_id) {
+		why = "of another task";
+		err = -EBADMSG;
+		goto cleanup;
+	}
+	/* Every record checked first: a frame is taken whole or not at all. */
+	off = sizeof(hdr);
+	for (uint32_t i = 0; i < hdr.count; i++) {
+		err = rec_at(b, len, off, tgids, ntgids, &r, &why);
+		if (err)
+			goto cleanup;
+		off += r.size;
+	}
+	if (off != len) {
+		why = "bytes after its records";
+		err = -EBADMSG;
+		goto cleanup;
+	}
+	off = sizeof(hdr);
+	for (uint32_t i = 0; i < hdr.count; i++) {
+		(void)rec_at(b, len, off, tgids, ntgids, &r, &why);
+		err = keep(c, &r);
+		if (err)
+			return err;
+		off += r.size;
+	}
+	return 0;
+cleanup:
+	if (c)
+		c->st.bad_frames++;
+	if (ret_why)
+		*ret_why = why;
+	return err;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+int pycodes__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		  struct py_frame_src *ret_src)
+{
+	struct pycode *e = NULL;
+	struct py_frame_src src = { .qualname = PY_UNKNOWN_NAME };
+	int32_t line = 0;
+
+	if (c) {
+		c->st.lookups++;
+		e = *find_link(c, tgid, f->code, f->stamp);
+	}
+	if (!e) {
+		if (c)
+			c->st.unknown++;
+		if (len)
+			snprintf(buf, len, "%s", PY_UNKNOWN_NAME);
+		if (ret_src)
+			*ret_src = src;
+		return 0;
+	}
+	lru_del(e);
+	lru_add(c, e);
+	if (f->instr & PY_FRAME_NO_INSTR)
+		line = e->firstlineno;
+	else if (!pylines__addr2line(e->version, e->lines, e->lines_len, e->firstlineno,
+				     f->instr & PY_FRAME_INSTR_MASK, &line))
+		line = 0;
+	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = line };
+	if (len) {
+		const char *file = e->file ? base_name(e->file) : "?";
+
+		if (line > 0)
+			snprintf(buf, len, "%s (%s:%d)", e->name, file, line);
+		else
+			snprintf(buf, len, "%s (%s)", e->name, file);
+	}
+	if (ret_src)
+		*ret_src = src;
+	return 1;
+}
+
+void pycodes__stats(const struct pycodes *c, struct pycodes_stats *ret)
+{
+	if (c)
+		*ret = c->st;
+	else
+		memset(ret, 0, sizeof(*ret));
+}
+
+/* ---- the splice ---- */
+
+bool py_is_eval_loop(const char *name)
+{
+	size_t n = strlen(PY_EVAL_LOOP);
+
+	/* GCC's hot/cold split keeps the loop's cold blocks in "_PyEval_EvalFrameDefault.cold". */
+	return !strncmp(name, PY_EVAL_LOOP, n) && (name[n] == '\0' || name[n] == '.');
+}
+
+size_t py_splice(const struct py_native *nat, size_t nn, const struct py_frame *py, size_t npy,
+		 enum py_native_mode mode, struct py_item *ret, size_t max)
+{
+	/* Group g is py[gstart[g]..gend[g]], innermost first. */
+	uint16_t gstart[PY_MAX_FRAMES], gend[PY_MAX_FRAMES];
+	/* The group each native frame takes, or -1. */
+	int16_t takes[2 * ROVER_MAX_STACK_DEPTH];
+	size_t ng = 0, n = 0, assigned = 0;
+	ssize_t lo = -1, hi = -1;
+
+	if (npy > PY_MAX_FRAMES)
+		npy = PY_MAX_FRAMES;
+	if (nn > 2 * ROVER_MAX_STACK_DEPTH)
+		nn = 2 * ROVER_MAX_STACK_DEPTH;
+	for (size_t i = 0; i < npy; i++) {
+		if (i == 0 || (py[i - 1].instr & PY_FRAME_ENTRY))
+			gstart[ng++] = (uint16_t)i;
+		gend[ng - 1] = (uint16_t)i;
+	}
+	for (size_t i = 0; i < nn; i++)
+		takes[i] = -1;
+	/* The innermost group to the innermost loop frame, and outwards. */
+	for (ssize_t i = (ssize_t)nn - 1; i >= 0 && assigned < ng; i--) {
+		if (!nat[i].eval)
+			continue;
+		takes[i] = (int16_t)assigned++;
+		if (hi < 0)
+			hi = i;
+		lo = i;
+	}
+	/* Groups left over: at the outermost end, the outermost first. */
+	for (size_t g = ng; g-- > assigned;)
+		for (size_t k = gend[g] + 1; k-- > gstart[g] && n < max;)
+			ret[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+	for (size_t i = 0; i < nn && n < max; i++) {
+		if (takes[i] >= 0) {
+			size_t g = (size_t)takes[i];
+
+			if (mode == PY_NATIVE_ALL)
+				ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
+			for (size_t k = gend[g] + 1; k-- > gstart[g] && n < max;)
+				ret[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+			continue;
+		}
+		if (mode == PY_NATIVE_SPLICED && lo >= 0 && (ssize_t)i > lo && (ssize_t)i < hi &&
+		    nat[i].interp)
+			continue;
+		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
+	}
+	return n;
+}
+
+const char *py_status_name(uint32_t status)
+{
+	switch (status) {
+	case PY_ST_NONE:
+		return "not read as Python";
+	case PY_ST_OK:
+		return "complete";
+	case PY_ST_NO_THREAD:
+		return "no thread state (a thread Python never ran on)";
+	case PY_ST_IDLE:
+		return "no frame (the thread ran no Python code)";
+	case PY_ST_FAULT:
+		return "a read of the interpreter's state failed";
+	case PY_ST_CUT:
+		return "deeper than 128 frames (outermost left out)";
+	}
+	return "unknown status";
+}

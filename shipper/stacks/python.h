@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shipper side (no privileges): Python frames. The worker's programs read a CPython thread's
+ * frames in the target (bpf/python.bpf.h) and send, per frame, the code object's address, a
+ * stamp and the bytecode offset (common/pyframes.h); each code object met for the first time
+ * in a process comes once as a record with its names and line table (MSG_SHIP_PYCODES), ahead
+ * of the snapshots that use it. Here: those records, checked and converted to UTF-8 and kept
+ * in a cache under a byte budget; line numbers computed from a line table exactly as the
+ * target's CPython computes them (PyCode_Addr2Line); and the splice of a snapshot's Python
+ * frames into its native stack, at the frames of the evaluation loop's C calls.
+ *
+ * Every byte of a record after its kind and tgid is the target's: lengths and kinds are
+ * checked, strings converted with invalid characters replaced, line tables decoded with every
+ * read bounded. The shipper never reads a target's memory (policy/README.md, "Python frames").
+ */
+#ifndef ROVER_SHIPPER_PYTHON_H
+#define ROVER_SHIPPER_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/msg.h"
+#include "common/pyframes.h"
+
+/*
+ * Bytes of code records kept (names, file names and line tables, as converted), over every
+ * process: a record takes 100 bytes to 5 KiB, so some thousands of code objects at least.
+ * Least recently used go first (counted); a frame whose record went is named PY_UNKNOWN_NAME.
+ */
+#define PYCODES_CACHE_BYTES (16u << 20)
+/* A frame whose code object's record never came or was evicted: never a guessed name. */
+#define PY_UNKNOWN_NAME "<python code>"
+/* The C function of CPython's evaluation loop, 3.8 to 3.13: where Python frames are spliced. */
+#define PY_EVAL_LOOP "_PyEval_EvalFrameDefault"
+
+/* The bytes of a record of lines_len bytes of line table in a frame, padding included. */
+#define PYCODE_REC_BYTES(lines_len)                                                            \
+	((offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + (size_t)(lines_len) + \
+	  7) &                                                                                 \
+	 ~(size_t)7)
+
+/*
+ * The line of byte offset addrq in a code object of CPython version (0x030b for 3.11) whose
+ * line table is tab (co_lnotab before 3.10, co_linetable after) and first line firstlineno:
+ * what PyCode_Addr2Line returns. true with *ret_line, false when the table gives no line there
+ * (an instruction of none, an offset past a cut table, a malformed table, another version).
+ */
+bool pylines__addr2line(uint16_t version, const uint8_t *tab, size_t len, int32_t firstlineno,
+			uint32_t addrq, int32_t *ret_line);
+
+/*
+ * A string of a record as UTF-8 into out (cap bytes, NUL included; 4 * PY_NAME_MAX + 1 always
+ * suffice): len bytes of kind 1 (Latin-1), 2 (UCS-2) or 4 (UCS-4) characters. Code points no
+ * UTF-8 can carry (surrogates, past U+10FFFF, U+FFFE/U+FFFF) become U+FFFD; control characters
+ * and ';' (the folded format's separator) become '_', as the folded writer does to native names.
+ * Returns the bytes written (NUL excluded), or -EINVAL for a kind or length that is not one.
+ */
+int pystr__utf8(const uint8_t *src, size_t len, unsigned kind, char *out, size_t cap);
+
+struct pycodes;
+
+struct pycodes_stats {
+	uint64_t records;    /* records taken */
+	uint64_t bad_frames; /* MSG_SHIP_PYCODES frames refused whole */
+	uint64_t evicted;    /* records evicted for the budget */
+	uint64_t lookups;    /* frames named */
+	uint64_t unknown;    /* of which with no record: PY_UNKNOWN_NAME */
+	uint64_t entries;    /* kept now */
+	uint64_t bytes;	     /* charged now */
+};
+
+/* budget_bytes: 0 for PYCODES_CACHE_BYTES. NULL + errno. */
+struct pycodes *pycodes__new(size_t budget_bytes);
+void pycodes__free(struct pycodes *c);
+
+/*
+ * A MSG_SHIP_PYCODES payload (len bytes at buf) of task task_id, whose records may only be of
+ * the processes tgids[ntgids]. Every record is checked before any is kept: 0, or -EBADMSG with
+ * *ret_why (a static string) when the frame is refused whole, -ENOMEM.
+ */
+int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids, uint32_t ntgids,
+		       const void *buf, size_t len, const char **ret_why);
+
+/* Drops every record of tgid (its process ended: the pid may be reused). */
+void pycodes__forget_pid(struct pycodes *c, int32_t tgid);
+
+/* Where a Python frame is, for pprof: valid until the cache changes. */
+struct py_frame_src {
+	const char *qualname; /* PY_UNKNOWN_NAME without a record */
+	const char *file;     /* NULL without a record */
+	int32_t line;	      /* 0: none */
+};
+
+/*
+ * The name of frame f of process tgid into buf: "qualname (file.py:LINE)" (file's base name;
+ * "qualname (file.py)" where the table gives no line), PY_UNKNOWN_NAME without a record. The
+ * record becomes the most recently used. 1 when named from a record, 0 for PY_UNKNOWN_NAME.
+ */
+int pycodes__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		  struct py_frame_src *ret_src);
+
+void pycodes__stats(const struct pycodes *c, struct pycodes_stats *ret);
+
+/* ---- the splice ---- */
+
+/* One native frame of a user stack, outermost first, as the splice sees it. */
+struct py_native {
+	uint8_t eval;	/* a frame of the evaluation loop's C function (PY_EVAL_LOOP) */
+	uint8_t interp; /* in the file of the innermost such frame: the interpreter's */
+};
+
+/* One frame of a spliced stack: a native frame's index, or a Python frame's (the other -1). */
+struct py_item {
+	int16_t native;
+	int16_t py;
+};
+
+enum py_native_mode {
+	PY_NATIVE_SPLICED = 0, /* each Python group replaces its evaluation loop frame; the
+				* interpreter's frames between spliced ones are hidden */
+	PY_NATIVE_ALL = 1,     /* every native frame stays; each group follows its loop frame */
+};
+
+/*
+ * Merges nat[nn] (native frames, outermost first) and py[npy] (Python frames, innermost first,
+ * as the programs send them) into ret (outermost first, at most max items): returns how many.
+ *
+ * The Python frames split into groups at PY_FRAME_ENTRY: a group is the frames up to and
+ * including an entry frame (the last group may lack one: its outer frames were cut), the frames
+ * one C call of the evaluation loop ran. The innermost group takes the place of the innermost
+ * evaluation loop frame, the next group the next one outwards, and so on. Groups left over
+ * (the native unwinding stopped short) go at the outermost end; loop frames left over (the
+ * Python frames were cut) stay as they are. With PY_NATIVE_SPLICED, native frames of the
+ * interpreter's file strictly between the outermost and the innermost spliced loop frames are
+ * hidden (the interpreter's glue between Python calls); frames of other files (C extensions,
+ * libffi, libc), frames inner to the innermost Python frame (the C work it called) and outer
+ * to the outermost one stay. With PY_NATIVE_ALL nothing is hidden and each loop frame stays,
+ * its group after it.
+ */
+size_t py_splice(const struct py_native *nat, size_t nn, const struct py_frame *py, size_t npy,
+		 enum py_native_mode mode, struct py_item *ret, size_t max);
+
+/* Whether a native function name is the evaluation loop's (its .cold part included). */
+bool py_is_eval_loop(const char *name);
+
+/* For logs: "no thread state" for PY_ST_NO_THREAD, and so on. */
+const char *py_status_name(uint32_t status);
+
+#endif
