@@ -100,6 +100,10 @@ static const char usage_profile[] =
 	"      --unwind HOW           user stacks: dwarf (default: a copy of the stack top,\n"
 	"                             unwound with the binaries' CFI, callers in code without\n"
 	"                             frame pointers kept) or fp (frame pointers, cheaper)\n"
+	"      --python-native HOW    Python targets (--unwind dwarf): spliced (default: each\n"
+	"                             Python call replaces the interpreter's evaluation loop\n"
+	"                             frame, the interpreter's C frames between Python calls\n"
+	"                             hidden) or all (every native frame kept)\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"Folded output: one line per distinct stack, `comm;outermost;...;innermost VALUE`, kernel\n"
@@ -787,6 +791,7 @@ static int cmd_profile(int argc, char **argv)
 		{ "connect", required_argument, NULL, 'c' },
 		{ "attach", required_argument, NULL, 'A' },
 		{ "unwind", required_argument, NULL, 'U' },
+		{ "python-native", required_argument, NULL, 'Y' },
 		{ "capture-bytes", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -878,6 +883,15 @@ static int cmd_profile(int argc, char **argv)
 				spec.unwind = UNWIND_FP;
 			else
 				return die_usage("bad --unwind '%s': dwarf or fp expected", optarg);
+			break;
+		case 'Y':
+			if (!strcmp(optarg, "spliced"))
+				spec.python_native = PYTHON_NATIVE_SPLICED;
+			else if (!strcmp(optarg, "all"))
+				spec.python_native = PYTHON_NATIVE_ALL;
+			else
+				return die_usage("bad --python-native '%s': spliced or all expected",
+						 optarg);
 			break;
 		case 'h':
 			fputs(usage_profile, stdout);
