@@ -31,6 +31,8 @@
 #include "shipper/opener.h"
 #include "shipper/network/tlsfind.h"
 #include "shipper/output/spool.h"
+#include "shipper/stacks/pyfind.h"
+#include "shipper/stacks/python.h"
 #include "shipper/stacks/symbolize.h"
 #include "shipper/task.h"
 #include "shipper/output/upload.h"
@@ -58,6 +60,7 @@ struct shipper {
 	struct symbolizer *sym;
 	const struct fd_opener *fdop; /* the launcher's opener, or -1 in opener */
 	struct unwinder *unw;
+	struct pycodes *pycodes; /* Python code records, of every task (a budget for all) */
 	struct peer peers[MAX_PEERS];
 	struct ship_task *tasks[MAX_TASKS];
 	struct client_out outs[MAX_TASKS]; /* clients' outputs still being sent */
@@ -90,6 +93,8 @@ static const struct ipc_rule worker_rules[] = {
 	{ MSG_SHIP_NET_CONNS, sizeof(struct ship_net_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 	{ MSG_NET_TLS_RESULT, sizeof(struct msg_tls_result), sizeof(struct msg_tls_result), 0, 0 },
 	{ MSG_SHIP_KSYMS, sizeof(struct ship_ksyms_hdr), IPC_MAX_PAYLOAD, 0, 0 },
+	{ MSG_SHIP_PY_RESULT, sizeof(struct msg_py_result), sizeof(struct msg_py_result), 0, 0 },
+	{ MSG_SHIP_PYCODES, sizeof(struct ship_pycodes_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 static const struct ipc_rule supervisor_rules[] = {
@@ -184,8 +189,10 @@ static void forget_targets(struct shipper *s, const struct ship_task *t)
 			for (uint32_t j = 0; o && o != t && o->have_spec && j < o->spec.npids; j++)
 				shared |= o->spec.pids[j] == t->spec.pids[i];
 		}
-		if (!shared)
+		if (!shared) {
 			symbolizer__forget_pid(s->sym, t->spec.pids[i]);
+			pycodes__forget_pid(s->pycodes, t->spec.pids[i]);
+		}
 	}
 }
 
@@ -283,6 +290,7 @@ static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 			 (unsigned long long)t->task_id, (unsigned long long)w.samples,
 			 (unsigned long long)w.stacks, aborted ? " (task aborted)" : "");
 	}
+	ship_task__py_log(t);
 	if (t->stacks_cut)
 		log_info("task %llu: %llu user stacks lost outer frames to a stack hint too short "
 			 "(each raised it)",
@@ -452,6 +460,41 @@ static void send_stack_hints(struct ship_task *t, struct peer *p)
 	}
 }
 
+/* An interpreter found: to the worker, with the file's descriptor. */
+static int send_py(void *ctx, const struct msg_py_attach *m, int fd)
+{
+	struct peer *worker = ctx;
+
+	return ipc_send(worker->fd, MSG_SHIP_PY_ATTACH, m, sizeof(*m), fd);
+}
+
+/*
+ * The CPython interpreters of a stack task's targets (--unwind dwarf: the worker reads Python
+ * frames with its snapshots): looked for at the task's begin, and again for a target whose
+ * mappings the symbolizer read again since (an address in none of them: new code mapped, or
+ * an exec), which it does once a second at most.
+ */
+static void find_python(struct shipper *s, struct peer *p, struct ship_task *t)
+{
+	if (t->net || t->spec.unwind == UNWIND_FP || s->opener < 0)
+		return;
+	if (!t->pyfind && !(t->pyfind = py_finder__new(t->task_id)))
+		return;
+	for (uint32_t i = 0; i < t->spec.npids && p->fd >= 0; i++) {
+		uint64_t stamp = symbolizer__maps_stamp(s->sym, t->spec.pids[i]);
+		int err;
+
+		/* + 1: a target never looked at holds 0 (its stamp is 0 when no maps are held). */
+		if (stamp + 1 == t->maps_seen[i])
+			continue;
+		t->maps_seen[i] = stamp + 1;
+		err = py_finder__scan(t->pyfind, s->fdop, t->spec.pids[i], send_py, p);
+		if (err < 0 && err != -ENOENT && err != -ESRCH)
+			log_debug("task %llu: python in pid %d: %s", (unsigned long long)t->task_id,
+				  t->spec.pids[i], strerror(-err));
+	}
+}
+
 static int on_worker(struct shipper *s, struct peer *p)
 {
 	struct ipc_msg *m = &s->msg;
@@ -481,8 +524,11 @@ static int on_worker(struct shipper *s, struct peer *p)
 			ship_task__free(*slot);
 			*slot = NULL;
 		}
-		if (!err)
+		if (!err) {
+			(*slot)->pycodes = s->pycodes;
 			find_tls(s, p, *slot);
+			find_python(s, p, *slot);
+		}
 		return err;
 	}
 	slot = p->task_id ? task_slot(s, p->task_id, 0) : NULL;
@@ -493,6 +539,17 @@ static int on_worker(struct shipper *s, struct peer *p)
 	    m->type != MSG_SHIP_END)
 		return -EPROTO; /* a frame of another task type */
 	switch (m->type) {
+	case MSG_SHIP_PY_RESULT: {
+		const struct msg_py_result *r = m->buf;
+
+		if (r->task_id != (*slot)->task_id)
+			return -EPROTO;
+		if ((*slot)->pyfind)
+			py_finder__result((*slot)->pyfind, r);
+		return 0;
+	}
+	case MSG_SHIP_PYCODES:
+		return ship_task__pycodes(*slot, m->buf, m->len);
 	case MSG_NET_TLS_RESULT:
 		on_tls_result(*slot, m->buf);
 		return 0;
@@ -528,6 +585,8 @@ static int on_worker(struct shipper *s, struct peer *p)
 		err = ship_task__snapshots(*slot, m->buf, m->len, s->sym, s->unw);
 		if (!err)
 			send_stack_hints(*slot, p);
+		if (!err && !(*slot)->ended)
+			find_python(s, p, *slot);
 		if (!err && (*slot)->backend)
 			queue_batches(s, *slot);
 		return err;
@@ -1094,7 +1153,9 @@ int main(int argc, char **argv)
 		symbolizer__on_refusal(s.sym, log_refusal, NULL);
 		s.unw = unwinder__new(s.sym);
 	}
-	if (!s.sym || !s.unw) {
+	if (s.sym)
+		s.pycodes = pycodes__new(0);
+	if (!s.sym || !s.unw || !s.pycodes) {
 		log_err("symbolizer: %s", strerror(errno));
 		return 1;
 	}
@@ -1103,6 +1164,7 @@ int main(int argc, char **argv)
 	err = loop(&s);
 	backend_stop(&s);
 	unwinder__free(s.unw);
+	pycodes__free(s.pycodes);
 	symbolizer__free(s.sym);
 	return err ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "shipper/stacks/knames.h"
 #include "shipper/network/network.h"
@@ -32,8 +33,12 @@ struct stored_stack {
 	int32_t named_for; /* tgid the names were made for (user stacks) */
 	int named;	   /* names[] is complete */
 	uint64_t ips[ROVER_MAX_STACK_DEPTH];
-	char **names; /* nr names, outermost first, once named */
+	struct py_frame *py; /* npy Python frames, innermost first (unwound stacks) */
+	uint32_t npy;
+	uint32_t nnames; /* names, outermost first, once named: nr, or the spliced stack's */
+	char **names;
 	uint32_t unnamed;
+	uint32_t py_unknown; /* Python frames named PY_UNKNOWN_NAME */
 	uint32_t agg_gen; /* unwound stacks: the aggregation (ship_task.agg_gen) naming it last */
 };
 
@@ -42,9 +47,10 @@ static void stored_free(struct stored_stack *s)
 	if (!s)
 		return;
 	if (s->names)
-		for (uint32_t i = 0; i < s->nr; i++)
+		for (uint32_t i = 0; i < s->nnames; i++)
 			free(s->names[i]);
 	free(s->names);
+	free(s->py);
 	free(s);
 }
 
@@ -86,6 +92,9 @@ void ship_task__free(struct ship_task *t)
 	net_task__free(t->net);
 	tls_finder__free(t->tls);
 	knames__free(t->knames);
+	py_finder__free(t->pyfind);
+	if (t->own_pycodes)
+		pycodes__free(t->pycodes);
 	free(t->net_pending);
 	/* Not all 65536 ids: the table's untouched pages stay unmapped (a fault each). */
 	for (int32_t i = 0; t->stacks && i < t->stacks_end; i++)
@@ -159,8 +168,11 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 		return -EPROTO;
 	if (spec->type == TASK_NETWORK)
 		return begin_network(t, spec);
+	if (spec->python_native > PYTHON_NATIVE_ALL)
+		return -EPROTO;
 	t->spec = *spec;
 	t->have_spec = 1;
+	t->py_mode = spec->python_native == PYTHON_NATIVE_ALL ? PY_NATIVE_ALL : PY_NATIVE_SPLICED;
 	/* OFF_CPU values are nanoseconds off the CPU; profiles show microseconds. */
 	t->profile = spec->type == TASK_OFF_CPU
 			     ? profile__new("off_cpu", "microseconds", 0)
@@ -209,6 +221,57 @@ int ship_task__ksyms(struct ship_task *t, const void *buf, size_t len)
 	return knames__add_frame(t->knames, t->task_id, buf, len);
 }
 
+int ship_task__pycodes(struct ship_task *t, const void *buf, size_t len)
+{
+	const char *why = "";
+	int err;
+
+	if (!t->have_spec || t->net)
+		return -EPROTO;
+	if (!t->pycodes) {
+		t->pycodes = pycodes__new(0);
+		if (!t->pycodes)
+			return -ENOMEM;
+		t->own_pycodes = 1;
+	}
+	err = pycodes__add_frame(t->pycodes, t->task_id, t->spec.pids, t->spec.npids, buf, len,
+				 &why);
+	if (err != -EBADMSG)
+		return err;
+	/* The records are the targets': a bad one costs their names, not the task. */
+	if (!t->py_bad_frames++)
+		log_warn("task %llu: Python code records refused: %s; their frames are named %s "
+			 "(counted, said once)",
+			 (unsigned long long)t->task_id, why, PY_UNKNOWN_NAME);
+	return 0;
+}
+
+/* Statuses said at the end: those of a sample that has no Python frames, or not all. */
+static int py_status_said(uint32_t st)
+{
+	return st == PY_ST_NO_THREAD || st == PY_ST_IDLE || st == PY_ST_FAULT || st == PY_ST_CUT;
+}
+
+void ship_task__py_log(struct ship_task *t)
+{
+	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
+		for (uint32_t st = 0; st < PY_ST_MAX; st++)
+			if (py_status_said(st) && t->py_status[i][st])
+				log_info("task %llu: pid %d: %llu samples %s Python frames: %s",
+					 (unsigned long long)t->task_id, t->spec.pids[i],
+					 (unsigned long long)t->py_status[i][st],
+					 st == PY_ST_CUT ? "with only the innermost" : "without",
+					 py_status_name(st));
+	if (t->py_unknown)
+		log_info("task %llu: %llu samples with Python frames whose code record was not "
+			 "there, named %s",
+			 (unsigned long long)t->task_id, (unsigned long long)t->py_unknown,
+			 PY_UNKNOWN_NAME);
+	if (t->py_bad_frames)
+		log_warn("task %llu: %llu frames of Python code records refused",
+			 (unsigned long long)t->task_id, (unsigned long long)t->py_bad_frames);
+}
+
 /*
  * A kernel frame's name: the worker's when it gave one, else kallsyms' (read at the first such
  * frame: a worker without the kernel's lookup, or past its bound). 1 when named.
@@ -233,7 +296,7 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 		return 0;
 	st->named = 0;
 	if (st->names) {
-		for (uint32_t i = 0; i < st->nr; i++) {
+		for (uint32_t i = 0; i < st->nnames; i++) {
 			free(st->names[i]);
 			st->names[i] = NULL;
 		}
@@ -243,6 +306,7 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 			return -ENOMEM;
 	}
 	st->unnamed = 0;
+	st->nnames = st->nr;
 	for (uint32_t i = 0; i < st->nr; i++) {
 		uint64_t ip = st->ips[st->nr - 1 - i];
 		int named;
@@ -339,7 +403,7 @@ static void upload_stack_of(struct upload_stack *u, const struct stored_stack *s
 	if (!st)
 		return;
 	u->id = id;
-	u->nr = st->nr;
+	u->nr = st->nnames;
 	u->names = st->names;
 	u->cut = st->kind == 0 ? strlen(KERNEL_SUFFIX) : 0;
 }
@@ -371,7 +435,7 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		err = name_stack(us, c->tgid, sym, t->knames);
 		if (err)
 			return err;
-		for (uint32_t k = 0; k < us->nr; k++)
+		for (uint32_t k = 0; k < us->nnames; k++)
 			frames[nf++] = us->names[k];
 		t->frames_unnamed += us->unnamed * c->value;
 	}
@@ -379,7 +443,7 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		err = name_stack(ks, c->tgid, sym, t->knames);
 		if (err)
 			return err;
-		for (uint32_t k = 0; k < ks->nr; k++)
+		for (uint32_t k = 0; k < ks->nnames; k++)
 			frames[nf++] = ks->names[k];
 	}
 	if (!nf)
@@ -505,13 +569,84 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 	return err;
 }
 
+/* The address of st's native frame i (outermost first) that naming looked up. */
+static uint64_t lookup_addr(const struct stored_stack *st, uint32_t i)
+{
+	uint64_t ip = st->ips[st->nr - 1 - i];
+
+	return i == st->nr - 1 ? ip : ip - 1;
+}
+
+/*
+ * st's names (native, from name_stack) become the spliced stack's: its Python frames named
+ * and put in place of the evaluation loop's frames (py_splice, shipper/stacks/python.h). The
+ * interpreter's file is the one the innermost loop frame is in. 0 or -ENOMEM.
+ */
+static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tgid,
+			struct symbolizer *sym)
+{
+	struct py_native nat[ROVER_MAX_STACK_DEPTH];
+	struct py_item items[ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES];
+	struct sym_mapping interp, m;
+	char buf[FRAME_NAME_MAX];
+	int have_interp = 0;
+	char **names;
+	size_t n;
+
+	for (uint32_t i = st->nr; i-- > 0 && !have_interp;)
+		if (py_is_eval_loop(st->names[i]))
+			have_interp = symbolizer__mapping(sym, tgid, lookup_addr(st, i), &interp) ==
+				      1;
+	for (uint32_t i = 0; i < st->nr; i++) {
+		nat[i].eval = py_is_eval_loop(st->names[i]);
+		nat[i].interp = have_interp &&
+				symbolizer__mapping(sym, tgid, lookup_addr(st, i), &m) == 1 &&
+				m.dev == interp.dev && m.ino == interp.ino;
+	}
+	n = py_splice(nat, st->nr, st->py, st->npy, t->py_mode, items,
+		      sizeof(items) / sizeof(items[0]));
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	st->py_unknown = 0;
+	for (size_t k = 0; k < n; k++) {
+		struct py_frame_src src;
+
+		if (items[k].native >= 0) {
+			/* Taken: a native frame appears once at most. */
+			names[k] = st->names[items[k].native];
+			st->names[items[k].native] = NULL;
+			continue;
+		}
+		if (!pycodes__name(t->pycodes, tgid, &st->py[items[k].py], buf, sizeof(buf), &src))
+			st->py_unknown++;
+		else if (t->profile)
+			(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
+						    src.line);
+		names[k] = strdup(buf);
+		if (!names[k]) {
+			for (size_t j = 0; j < k; j++)
+				free(names[j]);
+			free(names);
+			return -ENOMEM;
+		}
+	}
+	/* The native frames hidden. */
+	for (uint32_t i = 0; i < st->nr; i++)
+		free(st->names[i]);
+	free(st->names);
+	st->names = names;
+	st->nnames = (uint32_t)n;
+	return 0;
+}
+
 /*
  * The named stack of this content for tgid: from the cache, else made and named. *ret_old:
  * a stack it replaced that the flush being built names (the caller flushes, then frees it).
  */
 static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, struct symbolizer *sym, struct stored_stack **ret,
-		       int32_t *ret_id, struct stored_stack **ret_old)
+		       uint32_t nr, const struct py_frame *py, uint32_t npy, struct symbolizer *sym,
+		       struct stored_stack **ret, int32_t *ret_id, struct stored_stack **ret_old)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
 	struct stored_stack **set, **slot = NULL, *st;
@@ -519,12 +654,16 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 
 	for (uint32_t i = 0; i < nr; i++)
 		h = (h ^ ips[i]) * 1099511628211ULL;
+	for (uint32_t i = 0; i < npy; i++)
+		h = (h ^ py[i].code ^ ((uint64_t)py[i].stamp << 32 | py[i].instr)) *
+		    1099511628211ULL;
 	set = &t->unwound[(h >> 7) % (UNWOUND_SLOTS / 2 / UNWOUND_WAYS) * UNWOUND_WAYS +
 			  (kind ? UNWOUND_SLOTS / 2 : 0)];
 	for (int w = 0; w < UNWOUND_WAYS; w++) {
 		st = set[w];
 		if (st && st->named_for == tgid && st->nr == nr &&
-		    !memcmp(st->ips, ips, nr * sizeof(*ips))) {
+		    !memcmp(st->ips, ips, nr * sizeof(*ips)) && st->npy == npy &&
+		    (!npy || !memcmp(st->py, py, npy * sizeof(*py)))) {
 			st->agg_gen = t->agg_gen;
 			/* Upload stack ids of these stacks: above those of the worker's stack map. */
 			*ret_id = SHIP_MAX_STACK_ID + (int32_t)(&set[w] - t->unwound);
@@ -547,7 +686,18 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 	st->kind = kind;
 	st->nr = nr;
 	memcpy(st->ips, ips, nr * sizeof(*ips));
+	if (npy) {
+		st->py = malloc(npy * sizeof(*py));
+		if (!st->py) {
+			free(st);
+			return -ENOMEM;
+		}
+		memcpy(st->py, py, npy * sizeof(*py));
+		st->npy = npy;
+	}
 	err = name_stack(st, tgid, sym, t->knames);
+	if (!err && npy)
+		err = splice_names(t, st, tgid, sym);
 	if (err) {
 		stored_free(st);
 		return err;
@@ -653,8 +803,9 @@ size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, s
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
 			 struct unwinder *unw)
 {
-	const char *frames[2 * ROVER_MAX_STACK_DEPTH + 1];
+	const char *frames[2 * ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES + 1];
 	uint64_t uips[ROVER_MAX_STACK_DEPTH], kips[ROVER_MAX_STACK_DEPTH];
+	struct py_frame py[PY_MAX_FRAMES];
 	/* As ship_task__counts: until the output is known to be a file, it may be uploaded. */
 	int upload = t->backend || t->out_fd < 0;
 	struct flush_build fb;
@@ -692,9 +843,21 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 						      uips, ROVER_MAX_STACK_DEPTH, &reach);
 		stack_reach_seen(t, target, &v.s, &reach);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
-		rc = unwound_get(t, 1, v.s.tgid, uips, nu, sym, &us, &uid, &old[0]);
+		memcpy(py, v.py, v.s.npy * sizeof(struct py_frame));
+		t->py_status[target][v.s.pystatus]++;
+		if (v.s.npy && !t->pycodes) {
+			/* Frames before any record: named PY_UNKNOWN_NAME, from an empty cache. */
+			t->pycodes = pycodes__new(0);
+			if (!t->pycodes) {
+				rc = -ENOMEM;
+				break;
+			}
+			t->own_pycodes = 1;
+		}
+		rc = unwound_get(t, 1, v.s.tgid, uips, nu, py, v.s.npy, sym, &us, &uid, &old[0]);
 		if (!rc && v.s.nkips)
-			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, sym, &ks, &kid, &old[1]);
+			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, NULL, 0, sym, &ks, &kid,
+					 &old[1]);
 		/* A stack that took the slot of another: entries naming the old one go out first. */
 		if (!rc && (old[0] || old[1]) && agg)
 			rc = agg_flush(t, agg, &fb);
@@ -702,10 +865,11 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		stored_free(old[1]);
 		if (rc)
 			break;
-		for (uint32_t k = 0; k < us->nr; k++)
+		for (uint32_t k = 0; k < us->nnames; k++)
 			frames[nf++] = us->names[k];
 		t->frames_unnamed += us->unnamed * v.s.value;
-		for (uint32_t k = 0; ks && k < ks->nr; k++)
+		t->py_unknown += us->py_unknown > 0;
+		for (uint32_t k = 0; ks && k < ks->nnames; k++)
 			frames[nf++] = ks->names[k];
 		if (!nf)
 			frames[nf++] = "[no stack]";
@@ -798,6 +962,25 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 			lost += t->losses[k];
 			snprintf(line, sizeof(line), "lost: %llu %s",
 				 (unsigned long long)t->losses[k], loss_name(k));
+			profile__add_comment(t->profile, line);
+		}
+		for (uint32_t st = 0; st < PY_ST_MAX; st++) {
+			uint64_t n = 0;
+
+			for (uint32_t i = 0; i < t->spec.npids && py_status_said(st); i++)
+				n += t->py_status[i][st];
+			if (!n)
+				continue;
+			snprintf(line, sizeof(line), "python: %llu samples %s Python frames: %s",
+				 (unsigned long long)n,
+				 st == PY_ST_CUT ? "with only the innermost" : "without",
+				 py_status_name(st));
+			profile__add_comment(t->profile, line);
+		}
+		if (t->py_unknown) {
+			snprintf(line, sizeof(line),
+				 "python: %llu samples with frames of unknown code, named %s",
+				 (unsigned long long)t->py_unknown, PY_UNKNOWN_NAME);
 			profile__add_comment(t->profile, line);
 		}
 		snprintf(title, sizeof(title), "rover %s profile%s%s",

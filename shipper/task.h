@@ -14,6 +14,8 @@
 #include "common/msg.h"
 #include "shipper/output/profile.h"
 #include "shipper/output/spool.h"
+#include "shipper/stacks/python.h"
+#include "shipper/stacks/pyfind.h"
 #include "shipper/stacks/symbolize.h"
 #include "shipper/stacks/unwind.h"
 
@@ -71,6 +73,20 @@ struct ship_task {
 	uint64_t losses[LOSS_MAX];
 
 	/*
+	 * Python targets: the code records (the shipper's, shared by its tasks; the task's own
+	 * when it was given none), how Python frames meet native ones (enum py_native_mode), the
+	 * interpreters found and sent to the worker, snapshots by target and enum py_status,
+	 * snapshots with a frame whose record was not there, MSG_SHIP_PYCODES frames refused.
+	 */
+	struct pycodes *pycodes;
+	int own_pycodes;
+	uint32_t py_mode;
+	struct py_finder *pyfind;
+	uint64_t maps_seen[ROVER_MAX_PIDS]; /* symbolizer__maps_stamp + 1 at the last look */
+	uint64_t py_status[ROVER_MAX_PIDS][PY_ST_MAX];
+	uint64_t py_unknown, py_bad_frames;
+
+	/*
 	 * Backend output: each flush becomes one upload batch. Flushes that arrive before the
 	 * supervisor names the output (out_fd or backend) are built and kept, at most
 	 * SHIP_MAX_PENDING; a local output discards them.
@@ -103,6 +119,14 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n);
 /* MSG_SHIP_KSYMS (shipper/stacks/knames.h): names of kernel frames from the worker. 0 or -errno. */
 int ship_task__ksyms(struct ship_task *t, const void *buf, size_t len);
+/*
+ * MSG_SHIP_PYCODES (shipper/stacks/python.h): code records from the worker, into t->pycodes
+ * (the task's own when the caller set none). A frame refused whole is counted and logged, 0;
+ * -EPROTO for a task that takes none, -ENOMEM.
+ */
+int ship_task__pycodes(struct ship_task *t, const void *buf, size_t len);
+/* What Python frames lacked, one line per target and reason, logged. */
+void ship_task__py_log(struct ship_task *t);
 int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 		      const struct ship_count *c, size_t n, struct symbolizer *sym);
 

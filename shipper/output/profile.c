@@ -25,11 +25,12 @@
 /*
  * Limits on what the worker's data can make the shipper allocate. 1M distinct stacks is far
  * beyond what one interval of a real workload produces (BPF stack maps hold 16K-64K); 256
- * frames is above the 127 of the kernel's default perf_event_max_stack. Names longer than
+ * frames is above the 127 of the kernel's default perf_event_max_stack, 512 above a Python stack's
+ * (127 native, 128 Python and 127 kernel frames). Names longer than
  * PROFILE_MAX_NAME bytes (huge C++ template names) are cut, at a UTF-8 boundary.
  */
 #define PROFILE_MAX_STACKS 1000000u
-#define PROFILE_MAX_FRAMES 256u
+#define PROFILE_MAX_FRAMES 512u
 #define PROFILE_MAX_NAME 4096u
 #define PROFILE_MAX_STRING_BYTES (256u << 20)
 
@@ -64,6 +65,16 @@ struct profile {
 	size_t ncomments;
 	uint32_t type_id, unit_id, cpu_id, nanoseconds_id, comm_key_id, fake_file_id;
 	bool unit_is_count;
+
+	/* Frames with a source position (profile__frame_source), by the frame's string id. */
+	struct frame_src *srcs;
+	size_t nsrcs, cap_srcs;
+	struct hindex src_index;
+};
+
+struct frame_src {
+	uint32_t name, function, file;
+	int64_t line;
 };
 
 static uint64_t hash_bytes(const char *s, size_t len)
@@ -280,7 +291,65 @@ void profile__free(struct profile *p)
 	hindex__free(&p->str_index);
 	free(p->stacks);
 	hindex__free(&p->stack_index);
+	free(p->srcs);
+	hindex__free(&p->src_index);
 	free(p);
+}
+
+static uint64_t src_hash(uint32_t name)
+{
+	return hash_mix(0x5851f42d4c957f2dULL, name);
+}
+
+static uint64_t src_hash_of(const void *ctx, uint32_t i)
+{
+	const struct profile *p = ctx;
+
+	return src_hash(p->srcs[i].name);
+}
+
+static const struct frame_src *src_find(const struct profile *p, uint32_t name)
+{
+	size_t pos = hindex__start(&p->src_index, src_hash(name));
+	uint32_t slot;
+
+	while ((slot = hindex__next(&p->src_index, &pos)))
+		if (p->srcs[slot - 1].name == name)
+			return &p->srcs[slot - 1];
+	return NULL;
+}
+
+int profile__frame_source(struct profile *p, const char *name, const char *function,
+			  const char *file, int64_t line)
+{
+	struct frame_src src = { .line = line };
+	int err;
+
+	if (!p || !name || !function)
+		return -EINVAL;
+	err = strtab_intern(p, name, &src.name);
+	if (!err && src_find(p, src.name))
+		return 0; /* the first stays */
+	if (!err)
+		err = strtab_intern(p, function, &src.function);
+	if (!err && file)
+		err = strtab_intern(p, file, &src.file);
+	if (!err)
+		err = hindex__reserve(&p->src_index, PROFILE_INDEX_SLOTS, src_hash_of, p);
+	if (err)
+		return err;
+	if (p->nsrcs == p->cap_srcs) {
+		size_t cap = p->cap_srcs ? p->cap_srcs * 2 : 256;
+		struct frame_src *v = reallocarray(p->srcs, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->srcs = v;
+		p->cap_srcs = cap;
+	}
+	hindex__put(&p->src_index, src_hash(src.name), (uint32_t)p->nsrcs);
+	p->srcs[p->nsrcs++] = src;
+	return 0;
 }
 
 int profile__add(struct profile *p, const char *comm, const char *const *frames, uint32_t nframes,
@@ -619,6 +688,8 @@ static int pprof_emit(const struct profile *p, struct gz_sink *g)
 	}
 
 	for (uint32_t k = 1; k <= nfn && !g->err; k++) {
+		const struct frame_src *src;
+
 		perftools__profiles__location__init(&loc);
 		loc.mapping_id = 1;
 		perftools__profiles__line__init(&line);
@@ -630,6 +701,13 @@ static int pprof_emit(const struct profile *p, struct gz_sink *g)
 		fn.id = k;
 		fn.name = fn_name[k - 1];
 		fn.system_name = fn_name[k - 1];
+		src = src_find(p, fn_name[k - 1]);
+		if (src) {
+			fn.name = src->function;
+			fn.system_name = src->function;
+			fn.filename = src->file;
+			line.line = src->line;
+		}
 
 		perftools__profiles__profile__init(&msg);
 		msg.n_location = 1;

@@ -27,6 +27,14 @@ int profile__add(struct profile *p, const char *comm, const char *const *frames,
 		 uint64_t value);
 
 /*
+ * A frame name that stands for a place in source (a Python frame, "qualname (file.py:LINE)"):
+ * pprof gets function, file (NULL: none) and line for it; the other formats show the name. The
+ * first call for a name holds. 0 or -errno.
+ */
+int profile__frame_source(struct profile *p, const char *name, const char *function,
+			  const char *file, int64_t line);
+
+/*
  * A line about the whole profile (what was profiled, what was lost): pprof comments, and the
  * SVG's <desc>. At most 16. 0 or -errno.
  */

@@ -1033,6 +1033,13 @@ int symbolizer__load_pid(struct symbolizer *sym, int pid)
 	return 0;
 }
 
+uint64_t symbolizer__maps_stamp(const struct symbolizer *sym, int pid)
+{
+	const struct pid_maps *pm = sym ? pid_maps__find(sym, pid) : NULL;
+
+	return pm ? pm->loaded_ns : 0;
+}
+
 void symbolizer__forget_pid(struct symbolizer *sym, int pid)
 {
 	struct perf_map *pmap;

@@ -66,6 +66,12 @@ void symbolizer__load_kernel(struct symbolizer *sym);
 /* Takes a snapshot of pid's mappings now (call early: the process may exit). 0 or -errno. */
 int symbolizer__load_pid(struct symbolizer *sym, int pid);
 
+/*
+ * When pid's mappings were last read (or a read of them failed), in monotonic ns; 0 when none
+ * are held. A change says they were read again: new code mapped, or an exec.
+ */
+uint64_t symbolizer__maps_stamp(const struct symbolizer *sym, int pid);
+
 /* Drops what is cached for pid (its mappings; symbol tables stay cached by build-id). */
 void symbolizer__forget_pid(struct symbolizer *sym, int pid);
 

@@ -799,7 +799,7 @@ int snapshots__begin(struct snapshot_iter *it, const void *buf, size_t len)
 
 int snapshots__next(struct snapshot_iter *it, struct snapshot_view *ret)
 {
-	size_t rest = it->len - it->off, kb, sb;
+	size_t rest = it->len - it->off, kb, pb, sb;
 
 	if (it->seen == it->count)
 		return rest ? -EPROTO : 0;
@@ -807,15 +807,17 @@ int snapshots__next(struct snapshot_iter *it, struct snapshot_view *ret)
 		return -EPROTO;
 	memcpy(&ret->s, it->buf + it->off, sizeof(ret->s));
 	if (ret->s.nkips > ROVER_MAX_STACK_DEPTH || ret->s.stack_len > SHIP_SNAPSHOT_MAX_STACK ||
-	    ret->s.tgid <= 0)
+	    ret->s.tgid <= 0 || ret->s.npy > PY_MAX_FRAMES || ret->s.pystatus >= PY_ST_MAX)
 		return -EPROTO;
 	kb = (size_t)ret->s.nkips * 8;
+	pb = (size_t)ret->s.npy * sizeof(struct py_frame);
 	sb = ((size_t)ret->s.stack_len + 7) & ~(size_t)7;
-	if (rest - sizeof(ret->s) < kb + sb)
+	if (rest - sizeof(ret->s) < kb + pb + sb)
 		return -EPROTO;
 	ret->kips = it->buf + it->off + sizeof(ret->s);
-	ret->stack = ret->kips + kb;
-	it->off += sizeof(ret->s) + kb + sb;
+	ret->py = ret->kips + kb;
+	ret->stack = ret->py + pb;
+	it->off += sizeof(ret->s) + kb + pb + sb;
 	it->seen++;
 	return 1;
 }

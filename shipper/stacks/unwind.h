@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/msg.h"
+#include "common/pyframes.h"
 #include "shipper/stacks/symbolize.h"
 
 /* Files whose CFI stays cached (a file's CFI is its .eh_frame, read whole). */
@@ -91,6 +92,7 @@ void unwinder__stats(const struct unwinder *u, struct unwind_stats *ret_stats);
 struct snapshot_view {
 	struct ship_snapshot s;
 	const uint8_t *kips; /* s.nkips little-endian uint64_t, maybe unaligned */
+	const uint8_t *py;   /* s.npy struct py_frame (common/pyframes.h), maybe unaligned */
 	const uint8_t *stack;
 };
 
