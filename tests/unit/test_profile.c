@@ -332,6 +332,41 @@ Test(profile, pprof)
 	profile__free(p);
 }
 
+/* A Python frame: pprof gets its function, file and line; folded shows the name. */
+Test(profile, pprof_frames_with_a_source_position)
+{
+	struct profile *p = profile__new("samples", "count", 0);
+	const char *frames[] = { "main", "work (app.py:12)", "leaf" };
+	Perftools__Profiles__Profile *prof;
+	int fd = temp_fd(), seen = 0;
+	char *out;
+
+	cr_assert_eq(profile__frame_source(p, frames[1], "work", "/srv/app.py", 12), 0);
+	/* The first holds. */
+	cr_assert_eq(profile__frame_source(p, frames[1], "other", "/x.py", 3), 0);
+	cr_assert_eq(profile__add(p, "app", frames, 3, 5), 0);
+	out = capture_folded(p);
+	cr_assert_str_eq(out, "app;main;work (app.py:12);leaf 5\n");
+	free(out);
+	cr_assert_eq(write_pprof_fd(p, fd), 0);
+	prof = read_pprof(fd);
+	for (size_t i = 0; i < prof->n_location; i++) {
+		const Perftools__Profiles__Location *l = prof->location[i];
+		const Perftools__Profiles__Function *fn =
+			function_by_id(prof, l->line[0]->function_id);
+
+		if (strcmp(str_at(prof, fn->name), "work"))
+			continue;
+		seen++;
+		cr_assert_str_eq(str_at(prof, fn->filename), "/srv/app.py");
+		cr_assert_eq(l->line[0]->line, 12);
+	}
+	cr_assert_eq(seen, 1);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	close(fd);
+	profile__free(p);
+}
+
 Test(profile, pprof_no_period)
 {
 	struct profile *p = profile__new("off_cpu", "microseconds", 0);

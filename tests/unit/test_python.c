@@ -1,0 +1,541 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Python frames in the shipper (shipper/stacks/python.c, pyfind.c, task.c): the splice of
+ * Python groups into native stacks, the code record parser (lengths, kinds, strings of each
+ * kind), the cache's budget, interpreter file names, and a snapshot of this process through a
+ * function named like CPython's evaluation loop, spliced and written as folded.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/stackcount.h"
+#include "shipper/stacks/pyfind.h"
+#include "shipper/stacks/python.h"
+#include "shipper/stacks/symbolize.h"
+#include "shipper/stacks/unwind.h"
+#include "shipper/task.h"
+
+/* ---- the splice ---- */
+
+/*
+ * nat: a native frame per character, outermost first: 'e' the loop (in the interpreter's
+ * file), 'i' another frame of the interpreter's file, 'x' of another file. py: a Python frame
+ * per character, innermost first: 'E' an entry frame, 'f' another. Returns the spliced stack,
+ * outermost first: "nK" native frame K, "pK" Python frame K.
+ */
+static char *splice(const char *nat, const char *py, enum py_native_mode mode)
+{
+	struct py_native n[64];
+	struct py_frame f[64];
+	struct py_item items[128];
+	size_t nn = strlen(nat), np = strlen(py), k;
+	static char out[1024];
+	size_t o = 0;
+
+	for (size_t i = 0; i < nn; i++)
+		n[i] = (struct py_native){ .eval = nat[i] == 'e', .interp = nat[i] != 'x' };
+	for (size_t i = 0; i < np; i++)
+		f[i] = (struct py_frame){ .code = 0x1000 + i,
+					  .stamp = 1,
+					  .instr = py[i] == 'E' ? PY_FRAME_ENTRY : 0 };
+	k = py_splice(n, nn, f, np, mode, items, 128);
+	out[0] = '\0';
+	for (size_t i = 0; i < k; i++) {
+		cr_assert((items[i].native < 0) != (items[i].py < 0));
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%c%d", i ? " " : "",
+				      items[i].native >= 0 ? 'n' : 'p',
+				      items[i].native >= 0 ? items[i].native : items[i].py);
+	}
+	return out;
+}
+
+Test(pysplice, groups_take_the_loop_frames_innermost_first)
+{
+	/*
+	 * main(x) Py_RunMain(i) loop(e) call(i) loop(e) ext(x) loop(e) leaf(i); groups
+	 * [p0 p1] [p2] [p3 p4]: the innermost to n6, then n4, then n2. The interpreter's call
+	 * between loops hidden, the extension's frame kept, the leaf and main kept.
+	 */
+	cr_assert_str_eq(splice("xieiexei", "fEEfE", PY_NATIVE_SPLICED),
+			 "n0 n1 p4 p3 p2 n5 p1 p0 n7");
+	cr_assert_str_eq(splice("xieiexei", "fEEfE", PY_NATIVE_ALL),
+			 "n0 n1 n2 p4 p3 n3 n4 p2 n5 n6 p1 p0 n7");
+	/* Two loops (3.8-3.10: every frame its own call). */
+	cr_assert_str_eq(splice("xeiie", "EE", PY_NATIVE_SPLICED), "n0 p1 p0");
+	cr_assert_str_eq(splice("xeiie", "EE", PY_NATIVE_ALL), "n0 n1 p1 n2 n3 n4 p0");
+}
+
+Test(pysplice, leftovers)
+{
+	/*
+	 * More groups than loop frames (the native unwinding stopped): at the outermost end.
+	 * Groups [p0] [p1 p2] [p3]: [p0] to the loop, the two others before everything.
+	 */
+	cr_assert_str_eq(splice("iei", "EfEE", PY_NATIVE_SPLICED), "p3 p2 p1 n0 p0 n2");
+	/* More loop frames than groups (Python frames cut): the outer ones stay. */
+	cr_assert_str_eq(splice("xeieiei", "fE", PY_NATIVE_SPLICED), "n0 n1 n2 n3 n4 p1 p0 n6");
+	/* A last group without its entry frame (cut) is still the next loop frame's. */
+	cr_assert_str_eq(splice("eie", "Eff", PY_NATIVE_SPLICED), "p2 p1 p0");
+	/* No loop frame at all (its file unnamed): every group outermost. */
+	cr_assert_str_eq(splice("xix", "EE", PY_NATIVE_SPLICED), "p1 p0 n0 n1 n2");
+	/* No Python frame: the native stack as it is. */
+	cr_assert_str_eq(splice("xei", "", PY_NATIVE_SPLICED), "n0 n1 n2");
+	/* Bounded by the room given. */
+	{
+		struct py_native n[3] = { { 1, 1 }, { 0, 1 }, { 1, 1 } };
+		struct py_frame f[2] = { { 1, 1, PY_FRAME_ENTRY }, { 2, 1, PY_FRAME_ENTRY } };
+		struct py_item items[2];
+
+		cr_assert_eq(py_splice(n, 3, f, 2, PY_NATIVE_ALL, items, 2), 2);
+	}
+}
+
+Test(pysplice, the_loop_by_name)
+{
+	cr_assert(py_is_eval_loop("_PyEval_EvalFrameDefault"));
+	cr_assert(py_is_eval_loop("_PyEval_EvalFrameDefault.cold"));
+	cr_assert(!py_is_eval_loop("_PyEval_EvalFrameDefaultX"));
+	cr_assert(!py_is_eval_loop("PyEval_EvalFrameEx"));
+	cr_assert(!py_is_eval_loop("python3.11+0x1a85ed"));
+}
+
+/* ---- records ---- */
+
+struct rec {
+	int32_t tgid;
+	uint64_t code;
+	uint32_t stamp;
+	int32_t first;
+	uint16_t version;
+	const void *name;
+	uint16_t name_len;
+	uint8_t name_kind;
+	const void *file;
+	uint16_t file_len;
+	uint8_t file_kind;
+	const void *lines;
+	uint16_t lines_len;
+	uint8_t flags;
+};
+
+static uint8_t frame_buf[1 << 16];
+
+/* A MSG_SHIP_PYCODES payload of task 5 holding n records: its length. */
+static size_t frame_of(const struct rec *r, uint32_t n)
+{
+	struct ship_pycodes_hdr h = { .task_id = 5, .count = n };
+	size_t off = sizeof(h);
+
+	memset(frame_buf, 0, sizeof(frame_buf));
+	memcpy(frame_buf, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		struct sc_pycode *p = (struct sc_pycode *)(frame_buf + off);
+
+		p->kind = SC_REC_PYCODE;
+		p->tgid = (uint32_t)r[i].tgid;
+		p->code = r[i].code;
+		p->stamp = r[i].stamp;
+		p->firstlineno = r[i].first;
+		p->version = r[i].version;
+		p->name_len = r[i].name_len;
+		p->name_kind = r[i].name_kind;
+		p->file_len = r[i].file_len;
+		p->file_kind = r[i].file_kind;
+		p->lines_len = r[i].lines_len;
+		p->flags = r[i].flags;
+		memcpy(p->data, r[i].name, r[i].name_len);
+		memcpy(p->data + PY_NAME_MAX, r[i].file, r[i].file_len);
+		memcpy(p->data + PY_NAME_MAX + PY_FILE_MAX, r[i].lines, r[i].lines_len);
+		off += PYCODE_REC_BYTES(r[i].lines_len);
+	}
+	return off;
+}
+
+static const int32_t tgids[] = { 100, 200 };
+
+/* 3.11: RESUME on the first line, then two units one line below. */
+static const uint8_t lines311[] = { 0x80, 0x00, 0xd9, 0x04, 0x05 };
+
+static struct rec good(uint64_t code, const char *name)
+{
+	return (struct rec){ .tgid = 100,
+			     .code = code,
+			     .stamp = 7,
+			     .first = 10,
+			     .version = 0x030b,
+			     .name = name,
+			     .name_len = (uint16_t)strlen(name),
+			     .name_kind = 1,
+			     .file = "/srv/app/main.py",
+			     .file_len = 16,
+			     .file_kind = 1,
+			     .lines = lines311,
+			     .lines_len = sizeof(lines311) };
+}
+
+static const char *name_of(struct pycodes *c, int32_t tgid, uint64_t code, uint32_t instr)
+{
+	static char buf[2048];
+	struct py_frame f = { .code = code, .stamp = 7, .instr = instr };
+
+	pycodes__name(c, tgid, &f, buf, sizeof(buf), NULL);
+	return buf;
+}
+
+Test(pycodes, records_name_frames_with_their_lines)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct rec r[2] = { good(0xa0, "Worker.run"), good(0xb0, "main") };
+	struct pycodes_stats st;
+	struct py_frame_src src;
+	struct py_frame f = { .code = 0xa0, .stamp = 7, .instr = 2 };
+	const char *why = NULL;
+	char buf[256];
+	size_t len;
+
+	r[1].tgid = 200;
+	len = frame_of(r, 2);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, &why), 0);
+	cr_assert_str_eq(name_of(c, 100, 0xa0, 0), "Worker.run (main.py:10)");
+	cr_assert_str_eq(name_of(c, 100, 0xa0, 2), "Worker.run (main.py:11)");
+	cr_assert_str_eq(name_of(c, 100, 0xa0, 4), "Worker.run (main.py:11)");
+	/* Past the table: no line. Offset unknown: the first line. */
+	cr_assert_str_eq(name_of(c, 100, 0xa0, 6), "Worker.run (main.py)");
+	cr_assert_str_eq(name_of(c, 100, 0xa0, PY_FRAME_NO_INSTR | PY_FRAME_ENTRY | 4),
+			 "Worker.run (main.py:10)");
+	/* Another process, another stamp, another address: not this record. */
+	cr_assert_str_eq(name_of(c, 200, 0xa0, 0), PY_UNKNOWN_NAME);
+	cr_assert_str_eq(name_of(c, 200, 0xb0, 0), "main (main.py:10)");
+	f.stamp = 8;
+	cr_assert_eq(pycodes__name(c, 100, &f, buf, sizeof(buf), NULL), 0);
+	cr_assert_str_eq(buf, PY_UNKNOWN_NAME);
+	f.stamp = 7;
+	cr_assert_eq(pycodes__name(c, 100, &f, buf, sizeof(buf), &src), 1);
+	cr_assert_str_eq(src.qualname, "Worker.run");
+	cr_assert_str_eq(src.file, "/srv/app/main.py");
+	cr_assert_eq(src.line, 11);
+	pycodes__stats(c, &st);
+	cr_assert_eq(st.records, 2);
+	cr_assert_eq(st.entries, 2);
+	cr_assert_eq(st.unknown, 2);
+	pycodes__forget_pid(c, 200);
+	cr_assert_str_eq(name_of(c, 200, 0xb0, 0), PY_UNKNOWN_NAME);
+	pycodes__free(c);
+}
+
+Test(pycodes, names_of_every_kind_become_utf8)
+{
+	struct pycodes *c = pycodes__new(0);
+	/* Latin-1 "café;\n" */
+	static const uint8_t latin1[] = { 'c', 'a', 'f', 0xe9, ';', '\n' };
+	/* UCS-2: U+4E2D, a lone surrogate, U+0085 (a C1 control) */
+	static const uint8_t ucs2[] = { 0x2d, 0x4e, 0x00, 0xd8, 0x85, 0x00 };
+	/* UCS-4: U+1F600, past U+10FFFF, U+FFFE, 'x' */
+	static const uint8_t ucs4[] = { 0x00, 0xf6, 0x01, 0x00, 0x00, 0x00, 0x11, 0x00,
+					0xfe, 0xff, 0x00, 0x00, 'x',  0,    0,	  0 };
+	/* a file name in UCS-2: "/d/é.py" */
+	static const uint8_t file2[] = { '/', 0, 'd', 0, '/', 0, 0xe9, 0, '.', 0, 'p', 0, 'y', 0 };
+	struct rec r[4] = { good(1, ""), good(2, ""), good(3, ""), good(4, "") };
+	size_t len;
+
+	r[0].name = latin1, r[0].name_len = sizeof(latin1);
+	r[1].name = ucs2, r[1].name_len = sizeof(ucs2), r[1].name_kind = 2;
+	r[2].name = ucs4, r[2].name_len = sizeof(ucs4), r[2].name_kind = 4;
+	r[3].file = file2, r[3].file_len = sizeof(file2), r[3].file_kind = 2;
+	r[3].name = "long", r[3].name_len = 4, r[3].flags = PY_CODE_NAME_CUT | PY_CODE_FILE_TAIL;
+	len = frame_of(r, 4);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, NULL), 0);
+	cr_assert_str_eq(name_of(c, 100, 1, 0), "caf\xc3\xa9__ (main.py:10)");
+	cr_assert_str_eq(name_of(c, 100, 2, 0), "\xe4\xb8\xad\xef\xbf\xbd_ (main.py:10)");
+	cr_assert_str_eq(name_of(c, 100, 3, 0),
+			 "\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbdx (main.py:10)");
+	cr_assert_str_eq(name_of(c, 100, 4, 0), "long... (\xc3\xa9.py:10)");
+	pycodes__free(c);
+}
+
+Test(pycodes, unreadable_strings_are_said_so)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct rec r = good(1, "");
+	struct py_frame_src src;
+	struct py_frame f = { .code = 1, .stamp = 7 };
+	char buf[128];
+
+	r.name_kind = 0, r.name_len = 0, r.file_kind = 0, r.file_len = 0;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, frame_of(&r, 1), NULL), 0);
+	cr_assert_eq(pycodes__name(c, 100, &f, buf, sizeof(buf), &src), 1);
+	cr_assert_str_eq(buf, PY_UNKNOWN_NAME " (?:10)");
+	cr_assert_null(src.file);
+	pycodes__free(c);
+}
+
+/* Every bad frame is refused whole: no record of it kept, counted, never read past. */
+Test(pycodes, bad_frames_are_refused_whole)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct rec base[2] = { good(0xa0, "ok"), good(0xb0, "bad") };
+	struct pycodes_stats st;
+	const char *why;
+	size_t len;
+	int bad = 0;
+
+	for (int k = 0; k < 12; k++) {
+		struct rec r[2] = { base[0], base[1] };
+		uint64_t task = 5;
+
+		switch (k) {
+		case 0:
+			r[1].name_kind = 3;
+			break;
+		case 1:
+			r[1].name_kind = 2, r[1].name_len = 3; /* not whole characters */
+			break;
+		case 2:
+			r[1].name_kind = 0; /* unreadable, yet bytes */
+			break;
+		case 3:
+			r[1].file_kind = 4, r[1].file_len = 6;
+			break;
+		case 4:
+			r[1].tgid = 300; /* not a target */
+			break;
+		case 5:
+			r[1].stamp = 0;
+			break;
+		case 6:
+			r[1].version = 0x0307;
+			break;
+		case 7:
+			r[1].version = 0x030e;
+			break;
+		case 8:
+			task = 6;
+			break;
+		default:
+			break;
+		}
+		len = frame_of(r, 2);
+		if (k == 9)
+			((struct sc_pycode *)(frame_buf + sizeof(struct ship_pycodes_hdr) +
+					      PYCODE_REC_BYTES(r[0].lines_len)))
+				->lines_len = PY_LINES_MAX + 1;
+		if (k == 10)
+			((struct sc_pycode *)(frame_buf + sizeof(struct ship_pycodes_hdr)))->kind =
+				SC_REC_SNAP;
+		if (k == 11)
+			len += 8; /* bytes after the records */
+		why = NULL;
+		cr_assert_eq(pycodes__add_frame(c, task, tgids, 2, frame_buf, len, &why), -EBADMSG,
+			     "case %d taken", k);
+		cr_assert_not_null(why);
+		bad++;
+		cr_assert_str_eq(name_of(c, 100, 0xa0, 0), PY_UNKNOWN_NAME, "case %d", k);
+	}
+	/* Cut anywhere: refused. */
+	len = frame_of(base, 2);
+	for (size_t cut = 0; cut < len; cut += 8) {
+		uint8_t *copy = malloc(cut ? cut : 1);
+
+		memcpy(copy, frame_buf, cut);
+		cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, copy, cut, NULL), -EBADMSG,
+			     "cut at %zu", cut);
+		free(copy);
+		bad++;
+	}
+	pycodes__stats(c, &st);
+	cr_assert_eq(st.bad_frames, (uint64_t)bad);
+	cr_assert_eq(st.records, 0);
+	/* The whole one is taken. */
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, NULL), 0);
+	cr_assert_str_eq(name_of(c, 100, 0xb0, 2), "bad (main.py:11)");
+	pycodes__free(c);
+}
+
+Test(pycodes, the_budget_evicts_the_least_recently_used)
+{
+	struct pycodes *c = pycodes__new(4096);
+	struct pycodes_stats st;
+	char name[32];
+
+	for (uint64_t i = 0; i < 100; i++) {
+		struct rec r;
+
+		snprintf(name, sizeof(name), "f%llu", (unsigned long long)i);
+		r = good(0x1000 + i, name);
+		cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, frame_of(&r, 1), NULL),
+			     0);
+		/* The first stays the most recently used. */
+		cr_assert_str_eq(name_of(c, 100, 0x1000, 0), "f0 (main.py:10)");
+	}
+	pycodes__stats(c, &st);
+	cr_assert_leq(st.bytes, 4096);
+	cr_assert_gt(st.evicted, 50);
+	cr_assert_eq(st.entries + st.evicted, 100);
+	cr_assert_str_eq(name_of(c, 100, 0x1001, 0), PY_UNKNOWN_NAME);
+	cr_assert_str_eq(name_of(c, 100, 0x1000 + 99, 0), "f99 (main.py:10)");
+	pycodes__free(c);
+}
+
+Test(pyfind, interpreter_names)
+{
+	unsigned minor = 0;
+
+	cr_assert_eq(pyfind__name("libpython3.11.so.1.0", &minor), 1);
+	cr_assert_eq(minor, 11);
+	cr_assert_eq(pyfind__name("libpython3.8d.so", &minor), 1);
+	cr_assert_eq(minor, 8);
+	cr_assert_eq(pyfind__name("python3.13", &minor), 2);
+	cr_assert_eq(minor, 13);
+	cr_assert_eq(pyfind__name("python3.9d", &minor), 2);
+	cr_assert_eq(pyfind__name("python3.7", &minor), 0);
+	cr_assert_eq(pyfind__name("python3.14", &minor), 0);
+	cr_assert_eq(pyfind__name("python3", &minor), 0);
+	cr_assert_eq(pyfind__name("python3.11-config", &minor), 0);
+	cr_assert_eq(pyfind__name("libpython3.11.a", &minor), 0);
+	cr_assert_eq(pyfind__name("libpython3.11.sox", &minor), 0);
+	cr_assert_eq(pyfind__name("python2.7", &minor), 0);
+}
+
+/* ---- a snapshot of this process, spliced ---- */
+
+#define SNAP_MAX (16 << 10)
+
+static struct unwind_regs snap_regs;
+static uint8_t snap_stack[SNAP_MAX];
+static size_t snap_len;
+
+static uint64_t mapping_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long long s, e;
+	char line[512];
+	uint64_t end = 0;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && addr >= s && addr < e)
+			end = e;
+	fclose(f);
+	return end;
+}
+
+__attribute__((noinline)) static void py_take_snapshot(void)
+{
+	uint64_t ip, sp, end;
+
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1" : "=r"(ip), "=r"(sp));
+	snap_regs = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = 0x10 };
+	end = mapping_end(sp);
+	snap_len = end - sp < SNAP_MAX ? end - sp : SNAP_MAX;
+	memcpy(snap_stack, (void *)sp, snap_len);
+}
+
+/* Named as CPython's loop, in this file: the "interpreter" of this test. */
+__attribute__((noinline)) void _PyEval_EvalFrameDefault(int depth);
+
+__attribute__((noinline)) void py_glue_frame(int depth)
+{
+	_PyEval_EvalFrameDefault(depth);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void _PyEval_EvalFrameDefault(int depth)
+{
+	if (depth)
+		py_glue_frame(depth - 1);
+	else
+		py_take_snapshot();
+	__asm__ volatile("" ::: "memory");
+}
+
+static size_t snapshot_payload(uint8_t *buf, const struct py_frame *py, uint32_t npy)
+{
+	struct ship_snapshots_hdr h = { .task_id = 5, .count = 1 };
+	struct ship_snapshot s = { .tgid = getpid(),
+				   .stack_len = (uint32_t)snap_len,
+				   .value = 3,
+				   .ip = snap_regs.ip,
+				   .sp = snap_regs.sp,
+				   .bp = snap_regs.bp,
+				   .npy = npy,
+				   .pystatus = PY_ST_OK };
+	size_t off = 0;
+
+	memcpy(buf + off, &h, sizeof(h));
+	off += sizeof(h);
+	memcpy(buf + off, &s, sizeof(s));
+	off += sizeof(s);
+	memcpy(buf + off, py, npy * sizeof(*py));
+	off += npy * sizeof(*py);
+	memcpy(buf + off, snap_stack, snap_len);
+	off += (snap_len + 7) & ~(size_t)7;
+	return off;
+}
+
+static char *folded_of(uint32_t mode)
+{
+	static uint8_t buf[1 << 17];
+	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
+	struct unwinder *u = unwinder__new(sym);
+	struct task_spec spec = { .task_id = 5,
+				  .type = TASK_ON_CPU,
+				  .unwind = UNWIND_DWARF,
+				  .npids = 1,
+				  .python_native = mode };
+	struct ship_task *t = ship_task__new(5);
+	int32_t me = getpid();
+	struct rec r[3] = { good(0xa0, "inner"), good(0xb0, "middle"), good(0xc0, "outer") };
+	/* innermost first: inner and middle ran in the inner loop call, outer in the outer */
+	struct py_frame py[3] = { { 0xa0, 7, 2 },
+				  { 0xb0, 7, 0 | PY_FRAME_ENTRY },
+				  { 0xc0, 7, 4 | PY_FRAME_ENTRY } };
+	struct msg_output_written w;
+	char *out = NULL;
+	size_t olen = 0, len;
+	FILE *f;
+
+	cr_assert(sym && u && t);
+	spec.pids[0] = me;
+	for (int i = 0; i < 3; i++)
+		r[i].tgid = me;
+	_PyEval_EvalFrameDefault(1);
+	cr_assert_eq(symbolizer__load_pid(sym, me), 0);
+	cr_assert_eq(unwinder__load_pid(u, me), 0);
+	cr_assert_eq(ship_task__begin(t, &spec, sym), 0);
+	len = frame_of(r, 3);
+	cr_assert_eq(ship_task__pycodes(t, frame_buf, len), 0);
+	len = snapshot_payload(buf, py, 3);
+	cr_assert_eq(ship_task__snapshots(t, buf, len, sym, u), 0);
+	t->format = FORMAT_FOLDED;
+	f = open_memstream(&out, &olen);
+	cr_assert_eq(ship_task__write(t, f, &w), 0);
+	fclose(f);
+	ship_task__free(t);
+	unwinder__free(u);
+	symbolizer__free(sym);
+	return out;
+}
+
+Test(pysplice, a_snapshot_of_this_process_is_spliced_and_named)
+{
+	char *spliced = folded_of(PYTHON_NATIVE_DEFAULT), *all = folded_of(PYTHON_NATIVE_ALL);
+
+	cr_log_info("spliced: %s", spliced);
+	cr_log_info("all: %s", all);
+	cr_assert_not_null(strstr(spliced, ";outer (main.py:11);middle (main.py:10);inner "
+					   "(main.py:11);py_take_snapshot 3"),
+			   "%s", spliced);
+	cr_assert_null(strstr(spliced, "_PyEval_EvalFrameDefault"), "%s", spliced);
+	cr_assert_null(strstr(spliced, "py_glue_frame"), "hidden: %s", spliced);
+	cr_assert_not_null(strstr(all, ";_PyEval_EvalFrameDefault;outer (main.py:11);py_glue_frame;"
+				       "_PyEval_EvalFrameDefault;middle (main.py:10);inner "
+				       "(main.py:11);py_take_snapshot 3"),
+			   "%s", all);
+	free(spliced);
+	free(all);
+}
