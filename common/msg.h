@@ -179,19 +179,6 @@ struct task_spec {
 	/* TASK_USER_ONLY: the client's uid and gid, set by the supervisor from its socket. */
 	uint32_t req_uid;
 	uint32_t req_gid;
-	uint32_t python_native; /* enum python_native: the interpreter's C frames among Python's */
-	uint32_t pad;
-};
-
-/*
- * Stack tasks of Python targets (docs/profiling.md, "Python frames"): each Python group takes
- * the place of its evaluation loop frame, and the interpreter's own C frames between spliced
- * ones are hidden (the default), or every native frame stays.
- */
-enum python_native {
-	PYTHON_NATIVE_DEFAULT = 0, /* PYTHON_NATIVE_SPLICED */
-	PYTHON_NATIVE_SPLICED = 1,
-	PYTHON_NATIVE_ALL = 2,
 };
 
 enum task_flags {
@@ -201,7 +188,17 @@ enum task_flags {
 	 * worker.
 	 */
 	TASK_USER_ONLY = 1,
+	/*
+	 * Asked by the client (rover profile --python-native all): Python targets keep every
+	 * native frame, the evaluation loop's included, each Python group after its loop frame;
+	 * without it the interpreter's C frames between spliced Python calls are hidden
+	 * (docs/profiling.md, "Python frames").
+	 */
+	TASK_PYTHON_NATIVE_ALL = 2,
 };
+
+/* The flags a client may set; the supervisor sets the others. */
+#define TASK_CLIENT_FLAGS TASK_PYTHON_NATIVE_ALL
 
 /* How user stacks are unwound (docs/profiling.md, "Whole stacks"). */
 enum unwind_mode {

@@ -886,9 +886,9 @@ static int cmd_profile(int argc, char **argv)
 			break;
 		case 'Y':
 			if (!strcmp(optarg, "spliced"))
-				spec.python_native = PYTHON_NATIVE_SPLICED;
+				spec.flags &= ~(uint32_t)TASK_PYTHON_NATIVE_ALL;
 			else if (!strcmp(optarg, "all"))
-				spec.python_native = PYTHON_NATIVE_ALL;
+				spec.flags |= TASK_PYTHON_NATIVE_ALL;
 			else
 				return die_usage("bad --python-native '%s': spliced or all expected",
 						 optarg);

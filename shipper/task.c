@@ -168,11 +168,9 @@ int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct s
 		return -EPROTO;
 	if (spec->type == TASK_NETWORK)
 		return begin_network(t, spec);
-	if (spec->python_native > PYTHON_NATIVE_ALL)
-		return -EPROTO;
 	t->spec = *spec;
 	t->have_spec = 1;
-	t->py_mode = spec->python_native == PYTHON_NATIVE_ALL ? PY_NATIVE_ALL : PY_NATIVE_SPLICED;
+	t->py_mode = spec->flags & TASK_PYTHON_NATIVE_ALL ? PY_NATIVE_ALL : PY_NATIVE_SPLICED;
 	/* OFF_CPU values are nanoseconds off the CPU; profiles show microseconds. */
 	t->profile = spec->type == TASK_OFF_CPU
 			     ? profile__new("off_cpu", "microseconds", 0)

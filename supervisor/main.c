@@ -266,9 +266,6 @@ static int check_client_spec(const struct supervisor *s, struct task_spec *spec,
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
 	if (spec->attach > (spec->type == TASK_NETWORK ? ATTACH_SYSCALLS : ATTACH_RAW_TP))
 		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
-	if (spec->python_native > PYTHON_NATIVE_ALL)
-		return snprintf(why, len, "unknown python native choice %u", spec->python_native),
-		       -EINVAL;
 	if (net ? spec->format != FORMAT_NET_TXT && spec->format != FORMAT_NET_JSON
 		: spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
 		return snprintf(why, len, "output format %u is not one of a%s task", spec->format,
@@ -330,8 +327,8 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 
 	memset(t, 0, sizeof(*t));
 	t->spec = *spec;
-	/* Ours to set, whatever a client wrote there. */
-	t->spec.flags = 0;
+	/* Ours to set, whatever a client wrote there, but the client's own choices. */
+	t->spec.flags &= TASK_CLIENT_FLAGS;
 	t->spec.req_uid = t->spec.req_gid = 0;
 	t->spec.task_id = ++s->next_id;
 	t->spec.start_unix_ms = now_unix_ms();

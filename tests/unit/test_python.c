@@ -482,11 +482,9 @@ static char *folded_of(uint32_t mode)
 	static uint8_t buf[1 << 17];
 	struct symbolizer *sym = symbolizer__new(&fd_opener_direct, 0);
 	struct unwinder *u = unwinder__new(sym);
-	struct task_spec spec = { .task_id = 5,
-				  .type = TASK_ON_CPU,
-				  .unwind = UNWIND_DWARF,
-				  .npids = 1,
-				  .python_native = mode };
+	struct task_spec spec = {
+		.task_id = 5, .type = TASK_ON_CPU, .unwind = UNWIND_DWARF, .npids = 1, .flags = mode
+	};
 	struct ship_task *t = ship_task__new(5);
 	int32_t me = getpid();
 	struct rec r[3] = { good(0xa0, "inner"), good(0xb0, "middle"), good(0xc0, "outer") };
@@ -523,7 +521,7 @@ static char *folded_of(uint32_t mode)
 
 Test(pysplice, a_snapshot_of_this_process_is_spliced_and_named)
 {
-	char *spliced = folded_of(PYTHON_NATIVE_DEFAULT), *all = folded_of(PYTHON_NATIVE_ALL);
+	char *spliced = folded_of(0), *all = folded_of(TASK_PYTHON_NATIVE_ALL);
 
 	cr_log_info("spliced: %s", spliced);
 	cr_log_info("all: %s", all);
