@@ -200,9 +200,13 @@ int pystr__utf8(const uint8_t *src, size_t len, unsigned kind, char *out, size_t
 
 /* ---- the cache ---- */
 
+struct pylink {
+	struct pylink *prev, *next;
+};
+
 struct pycode {
+	struct pylink l; /* first: the LRU list, most recent first */
 	struct pycode *hnext;
-	struct pycode *prev, *next; /* LRU, most recent first */
 	uint64_t code;
 	int32_t tgid;
 	uint32_t stamp;
@@ -220,7 +224,7 @@ struct pycode {
 
 struct pycodes {
 	struct pycode **b;
-	struct pycode lru; /* list head: lru.next the most recent */
+	struct pylink lru; /* list head: lru.next the most recent */
 	size_t budget;
 	struct pycodes_stats st;
 };
@@ -254,16 +258,21 @@ struct pycodes *pycodes__new(size_t budget_bytes)
 
 static void lru_del(struct pycode *e)
 {
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
+	e->l.prev->next = e->l.next;
+	e->l.next->prev = e->l.prev;
 }
 
 static void lru_add(struct pycodes *c, struct pycode *e)
 {
-	e->next = c->lru.next;
-	e->prev = &c->lru;
-	c->lru.next->prev = e;
-	c->lru.next = e;
+	e->l.next = c->lru.next;
+	e->l.prev = &c->lru;
+	c->lru.next->prev = &e->l;
+	c->lru.next = &e->l;
+}
+
+static struct pycode *of_link(struct pylink *l)
+{
+	return (struct pycode *)l;
 }
 
 /* The entry of key, and the link that points to it. */
@@ -294,7 +303,7 @@ void pycodes__free(struct pycodes *c)
 	if (!c)
 		return;
 	while (c->lru.next != &c->lru) {
-		struct pycode *e = c->lru.next;
+		struct pycode *e = of_link(c->lru.next);
 
 		lru_del(e);
 		free(e);
@@ -307,10 +316,10 @@ void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
 {
 	if (!c)
 		return;
-	for (struct pycode *e = c->lru.next, *n; e != &c->lru; e = n) {
-		n = e->next;
-		if (e->tgid == tgid)
-			drop(c, e);
+	for (struct pylink *l = c->lru.next, *n; l != &c->lru; l = n) {
+		n = l->next;
+		if (of_link(l)->tgid == tgid)
+			drop(c, of_link(l));
 	}
 }
 
@@ -436,8 +445,8 @@ static int keep(struct pycodes *c, const struct rec_view *r)
 	c->st.bytes += e->bytes;
 	c->st.entries++;
 	c->st.records++;
-	while (c->st.bytes > c->budget && c->lru.prev != e) {
-		drop(c, c->lru.prev);
+	while (c->st.bytes > c->budget && c->lru.prev != &e->l) {
+		drop(c, of_link(c->lru.prev));
 		c->st.evicted++;
 	}
 	return 0;

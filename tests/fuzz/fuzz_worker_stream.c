@@ -41,6 +41,8 @@ static const struct ipc_rule worker_rules[] = {
 	  sizeof(struct ship_count), 0 },
 	{ MSG_SHIP_END, sizeof(struct ship_end), sizeof(struct ship_end), 0, 0 },
 	{ MSG_SHIP_KSYMS, sizeof(struct ship_ksyms_hdr), IPC_MAX_PAYLOAD, 0, 0 },
+	{ MSG_SHIP_PY_RESULT, sizeof(struct msg_py_result), sizeof(struct msg_py_result), 0, 0 },
+	{ MSG_SHIP_PYCODES, sizeof(struct ship_pycodes_hdr), IPC_MAX_PAYLOAD, 0, 0 },
 };
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
@@ -192,6 +194,11 @@ static int run_peer(int sock, struct symbolizer *sym)
 		case MSG_SHIP_KSYMS:
 			err = ship_task__ksyms(t, m.buf, m.len);
 			break;
+		case MSG_SHIP_PYCODES:
+			err = ship_task__pycodes(t, m.buf, m.len);
+			break;
+		case MSG_SHIP_PY_RESULT:
+			break; /* logged by the shipper's finder: nothing to parse */
 		case MSG_SHIP_COUNTS:
 			err = ship_task__counts(t, m.buf,
 						(const struct ship_count

@@ -6,7 +6,7 @@
  * runs it; the ELF seeds come from the compiler (see the Makefile).
  *
  * Usage: gen_corpus DIR   (writes DIR/fuzz_worker_stream/, DIR/fuzz_maps_kallsyms/,
- * DIR/fuzz_netrec/ and DIR/fuzz_netcontent/)
+ * DIR/fuzz_netrec/, DIR/fuzz_netcontent/ and DIR/fuzz_pycode/)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +19,8 @@
 #include "common/ipc.h"
 #include "common/msg.h"
 #include "common/netrec.h"
+#include "common/pyframes.h"
+#include "common/stackcount.h"
 
 /* Seeds stay small: libFuzzer mutates small inputs faster, and they live in git. */
 #define SEED_MAX 4096
@@ -528,6 +530,128 @@ static void netcontent_seeds(void)
 	netcontent_seed("gzip", 120, msg, sizeof(gz_head) - 1 + sizeof(gz_json));
 }
 
+/* ---- fuzz_pycode: mode, code records, native frames for the splice, snapshots ---- */
+
+struct pyseed {
+	uint8_t buf[SEED_MAX];
+	size_t len;
+};
+
+static void pput(struct pyseed *p, const void *d, size_t n)
+{
+	if (p->len + n > sizeof(p->buf))
+		die("pycode seed too large");
+	memcpy(p->buf + p->len, d, n);
+	p->len += n;
+}
+
+static void pput16(struct pyseed *p, size_t v)
+{
+	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+
+	pput(p, b, 2);
+}
+
+struct pyrec {
+	uint64_t code;
+	uint16_t version;
+	uint8_t name_kind;
+	const void *name;
+	uint16_t name_len;
+	const void *lines;
+	uint16_t lines_len;
+	uint8_t flags;
+};
+
+/* A MSG_SHIP_PYCODES payload of task 7, pid 42 (fuzz_pycode.c's). */
+static size_t pycodes_payload(uint8_t *out, const struct pyrec *r, uint32_t n)
+{
+	struct ship_pycodes_hdr h = { .task_id = 7, .count = n };
+	size_t off = sizeof(h);
+
+	memcpy(out, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		struct sc_pycode c = { .kind = SC_REC_PYCODE,
+				       .tgid = 42,
+				       .code = r[i].code,
+				       .stamp = 1,
+				       .firstlineno = 10,
+				       .version = r[i].version,
+				       .name_len = r[i].name_len,
+				       .file_len = 10,
+				       .lines_len = r[i].lines_len,
+				       .name_kind = r[i].name_kind,
+				       .file_kind = 1,
+				       .flags = r[i].flags };
+		size_t len = (offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX +
+			      r[i].lines_len + 7) &
+			     ~(size_t)7;
+
+		memcpy(c.data, r[i].name, r[i].name_len);
+		memcpy(c.data + PY_NAME_MAX, "/srv/x.py", 10);
+		memcpy(c.data + PY_NAME_MAX + PY_FILE_MAX, r[i].lines, r[i].lines_len);
+		memcpy(out + off, &c, len);
+		off += len;
+	}
+	return off;
+}
+
+static void pycode_seed(const char *name, uint8_t mode, const struct pyrec *r, uint32_t n,
+			const char *natives, uint32_t npy)
+{
+	static uint8_t codes[SEED_MAX];
+	struct ship_snapshots_hdr h = { .task_id = 7, .count = 1 };
+	struct ship_snapshot snap = { .tgid = 42,
+				      .stack_len = 64,
+				      .value = 1,
+				      .ip = 0x401000,
+				      .sp = 0x7ffc0000,
+				      .npy = npy,
+				      .pystatus = PY_ST_OK };
+	uint8_t stack[64] = { 0 };
+	struct pyseed p = { .len = 0 };
+	size_t clen = pycodes_payload(codes, r, n);
+
+	pput(&p, &mode, 1);
+	pput16(&p, clen);
+	pput(&p, codes, clen);
+	pput16(&p, strlen(natives));
+	pput(&p, natives, strlen(natives));
+	pput(&p, &h, sizeof(h));
+	pput(&p, &snap, sizeof(snap));
+	for (uint32_t i = 0; i < npy; i++) {
+		struct py_frame f = { .code = r[i % n].code,
+				      .stamp = 1,
+				      .instr = 2 * i | (i % 2 ? PY_FRAME_ENTRY : 0) };
+
+		pput(&p, &f, sizeof(f));
+	}
+	pput(&p, stack, sizeof(stack));
+	write_file("fuzz_pycode", name, p.buf, p.len);
+}
+
+static void pycode_seeds(void)
+{
+	static const uint8_t loc311[] = { 0x80, 0x00, 0xd9, 0x04, 0x05, 0xf0, 0x03, 0x01, 0x02 };
+	static const uint8_t lnotab[] = { 0x00, 0x01, 0x08, 0x01, 0x08, 0xff };
+	static const uint8_t lt310[] = { 0x06, 0x01, 0x04, 0x80, 0x00, 0x02, 0x08, 0xfe };
+	static const uint8_t ucs2[] = { 'f', 0, 0x2d, 0x4e, 0x00, 0xd8 };
+	static const uint8_t ucs4[] = { 'g', 0, 0, 0, 0x00, 0xf6, 0x01, 0x00 };
+	struct pyrec r[3] = {
+		{ 0xa0, 0x030b, 1, "Cls.m\xe9", 6, loc311, sizeof(loc311), 0 },
+		{ 0xb0, 0x030c, 2, ucs2, sizeof(ucs2), loc311, sizeof(loc311), PY_CODE_NAME_CUT },
+		{ 0xc0, 0x030d, 4, ucs4, sizeof(ucs4), loc311, sizeof(loc311), PY_CODE_FILE_TAIL },
+	};
+	struct pyrec old[2] = { { 0xa0, 0x0308, 1, "f38", 3, lnotab, sizeof(lnotab), 0 },
+				{ 0xb0, 0x030a, 1, "f310", 4, lt310, sizeof(lt310), 0 } };
+
+	/* natives: bit 0 the loop, bit 1 the interpreter's file */
+	pycode_seed("each_kind", 0x06, r, 3, "\x02\x03\x02\x03\x00\x03\x02", 3);
+	pycode_seed("each_kind_all", 0x17, r, 3, "\x03\x02\x03", 5);
+	pycode_seed("v38_v310", 0x00, old, 2, "\x03\x03", 2);
+	pycode_seed("v310_table", 0x04, old + 1, 1, "\x02", 1);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -541,5 +665,6 @@ int main(int argc, char **argv)
 	text_samples();
 	netrec_seeds();
 	netcontent_seeds();
+	pycode_seeds();
 	return 0;
 }
