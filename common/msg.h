@@ -309,11 +309,10 @@ enum loss_kind {
 	LOSS_NET_SEGMENTS,	/* NETWORK: payload segments not delivered (ring buffer, budget) */
 	LOSS_NET_CLOSES,	/* NETWORK: connections whose last counters were lost */
 	LOSS_NET_RECORDS,	/* NETWORK: records the shipper did not take */
-	LOSS_NET_TLS,	  /* NETWORK: TLS calls not traced or on no connection we could name */
-	LOSS_NET_PARSERS, /* NETWORK: connections over the task's bound of parsers: L4 only */
-	LOSS_TARGETS_CRED,
-	LOSS_PY_CODES,
-	/* Python code objects' names not sent: their frames are not named */ /* a client's target dropped: its credentials left the client's */
+	LOSS_NET_TLS,	   /* NETWORK: TLS calls not traced or on no connection we could name */
+	LOSS_NET_PARSERS,  /* NETWORK: connections over the task's bound of parsers: L4 only */
+	LOSS_TARGETS_CRED, /* a client's target dropped: its credentials left the client's */
+	LOSS_PY_CODES,	   /* Python code objects' names not sent: their frames not named */
 	LOSS_MAX,
 };
 

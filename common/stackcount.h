@@ -38,10 +38,9 @@ enum sc_stat {
 	SC_STAT_STARTS_FULL,	   /* OFF_CPU: no room to remember a switched-out thread */
 	SC_STAT_SNAP_RINGBUF_FULL, /* snapshot or its OFF_CPU time not in the ring buffer */
 	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
-	SC_STAT_CRED_DROPPED,
-	SC_STAT_PY_CODE_LOST, /* a new Python code object's record not in the ring buffer */
-	SC_STAT_PY_MAP_BAD,
-	/* an interpreter not mapped where the worker was told: dropped */ /* a client's target dropped: no longer the client's to trace */
+	SC_STAT_CRED_DROPPED,	   /* a client's target dropped: no longer the client's to trace */
+	SC_STAT_PY_CODE_LOST,	   /* a new Python code object's record not in the ring buffer */
+	SC_STAT_PY_MAP_BAD, /* an interpreter not mapped where the worker was told: dropped */
 	SC_STAT_MAX,
 };
 

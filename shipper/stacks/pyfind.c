@@ -80,10 +80,15 @@ void py_finder__free(struct py_finder *f)
 struct scan {
 	int kind; /* pyfind__name's: 1 beats 2 */
 	uint64_t start, end, dev, ino;
+	/* Its executable mapping: the launcher opens code mappings only (OPEN_MAPPED_FILE). */
+	uint64_t xstart, xend;
 	char path[256];
 };
 
-/* "start-end perms offset major:minor inode   path": file mappings from offset 0. */
+/*
+ * "start-end perms offset major:minor inode   path": file mappings from offset 0, and the
+ * executable mapping of the candidate's file that follows its first.
+ */
 static int scan_line(void *ctx, const char *line, size_t n)
 {
 	static const char deleted[] = " (deleted)";
@@ -102,7 +107,15 @@ static int scan_line(void *ctx, const char *line, size_t n)
 	buf[n] = '\0';
 	if (sscanf(buf, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
 		   &ino, &pos) < 7 ||
-	    !pos || buf[pos] != '/' || off != 0 || !ino || start >= end)
+	    !pos || buf[pos] != '/' || !ino || start >= end)
+		return 0;
+	if (s->kind && !s->xstart && perms[2] == 'x' && s->dev == ((uint64_t)maj << 32 | min) &&
+	    s->ino == ino) {
+		s->xstart = start;
+		s->xend = end;
+		return 0;
+	}
+	if (off != 0)
 		return 0;
 	path = buf + pos;
 	plen = strlen(path);
@@ -137,7 +150,7 @@ int py_finder__scan(struct py_finder *f, const struct fd_opener *op, int pid, py
 	close(fd);
 	if (err)
 		return err;
-	if (!s.kind)
+	if (!s.kind || !s.xstart)
 		return 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		e = &f->sent[i];
@@ -151,7 +164,7 @@ int py_finder__scan(struct py_finder *f, const struct fd_opener *op, int pid, py
 		f->full_said = 1;
 		return 0;
 	}
-	fd = op->open_mapped_file(op->ctx, pid, s.start, s.end);
+	fd = op->open_mapped_file(op->ctx, pid, s.xstart, s.xend);
 	if (fd < 0)
 		return fd;
 	e = &f->sent[f->n++];
