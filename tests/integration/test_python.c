@@ -294,11 +294,17 @@ Test(python, reused_code_objects_are_never_misnamed)
 		struct pyprog p;
 		struct folded f;
 		uint64_t good = 0, bad = 0;
+		unsigned generated = 0, distinct = 0;
+		static unsigned char seen[1 << 16];
+		char line[128];
 
+		memset(seen, 0, sizeof(seen));
 		cr_assert_not_null(py);
 		cr_assert_eq(pyprog_start(py, "tests/programs/python/codegen.py", "6", &p), 0);
 		cr_assert_eq(profile(p.pid, "on_cpu", "4s", "gen.folded", &f, &err), 0, "rover: %s",
 			     err);
+		while (fgets(line, sizeof(line), p.out))
+			sscanf(line, "generated %u", &generated);
 		pyprog_end(&p);
 		for (size_t i = 0; i < f.n; i++) {
 			char *copy = strdup(f.stacks[i]), *frames[512];
@@ -312,6 +318,8 @@ Test(python, reused_code_objects_are_never_misnamed)
 					continue;
 				if (n == file_n && at >= line && at <= line + 3) {
 					good += f.counts[i];
+					if (n < sizeof(seen) && !seen[n]++)
+						distinct++;
 				} else {
 					bad += f.counts[i];
 					cr_log_error("%s: misnamed: %s", py, frames[j]);
@@ -319,7 +327,12 @@ Test(python, reused_code_objects_are_never_misnamed)
 			}
 			free(copy);
 		}
-		cr_log_info("%s: %lu samples named rightly, %lu not", py, good, bad);
+		cr_log_info("%s: %lu samples named rightly, %lu not; %u functions of %u generated "
+			    "seen",
+			    py, good, bad, distinct, generated);
+		/* About 4 s of the 6 s: a name kept for a reused address would repeat a few. */
+		cr_assert_gt(distinct, generated / 3, "%s: %u distinct functions of %u generated",
+			     py, distinct, generated);
 		cr_assert_gt(good, f.total / 4, "%s: generated functions missing (%lu of %lu)", py,
 			     good, f.total);
 		cr_assert_eq(bad, 0, "%s: %lu samples misnamed", py, bad);
