@@ -195,10 +195,15 @@ enum task_flags {
 	 * (docs/profiling.md, "Python frames").
 	 */
 	TASK_PYTHON_NATIVE_ALL = 2,
+	/*
+	 * Asked by the client (rover profile --python-frames off): no interpreter is looked for,
+	 * Python targets get native frames only (what make bench compares the frames' cost to).
+	 */
+	TASK_PYTHON_OFF = 4,
 };
 
 /* The flags a client may set; the supervisor sets the others. */
-#define TASK_CLIENT_FLAGS TASK_PYTHON_NATIVE_ALL
+#define TASK_CLIENT_FLAGS (TASK_PYTHON_NATIVE_ALL | TASK_PYTHON_OFF)
 
 /* How user stacks are unwound (docs/profiling.md, "Whole stacks"). */
 enum unwind_mode {

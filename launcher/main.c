@@ -104,6 +104,8 @@ static const char usage_profile[] =
 	"                             Python call replaces the interpreter's evaluation loop\n"
 	"                             frame, the interpreter's C frames between Python calls\n"
 	"                             hidden) or all (every native frame kept)\n"
+	"      --python-frames ON     on (default: Python targets' frames read and named) or\n"
+	"                             off (native frames only)\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"Folded output: one line per distinct stack, `comm;outermost;...;innermost VALUE`, kernel\n"
@@ -792,6 +794,7 @@ static int cmd_profile(int argc, char **argv)
 		{ "attach", required_argument, NULL, 'A' },
 		{ "unwind", required_argument, NULL, 'U' },
 		{ "python-native", required_argument, NULL, 'Y' },
+		{ "python-frames", required_argument, NULL, 'Z' },
 		{ "capture-bytes", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -891,6 +894,15 @@ static int cmd_profile(int argc, char **argv)
 				spec.flags |= TASK_PYTHON_NATIVE_ALL;
 			else
 				return die_usage("bad --python-native '%s': spliced or all expected",
+						 optarg);
+			break;
+		case 'Z':
+			if (!strcmp(optarg, "on"))
+				spec.flags &= ~(uint32_t)TASK_PYTHON_OFF;
+			else if (!strcmp(optarg, "off"))
+				spec.flags |= TASK_PYTHON_OFF;
+			else
+				return die_usage("bad --python-frames '%s': on or off expected",
 						 optarg);
 			break;
 		case 'h':

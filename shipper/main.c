@@ -476,7 +476,8 @@ static int send_py(void *ctx, const struct msg_py_attach *m, int fd)
  */
 static void find_python(struct shipper *s, struct peer *p, struct ship_task *t)
 {
-	if (t->net || t->spec.unwind == UNWIND_FP || s->opener < 0)
+	if (t->net || t->spec.unwind == UNWIND_FP || (t->spec.flags & TASK_PYTHON_OFF) ||
+	    s->opener < 0)
 		return;
 	if (!t->pyfind && !(t->pyfind = py_finder__new(t->task_id)))
 		return;
