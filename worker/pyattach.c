@@ -106,7 +106,7 @@ static int fits(uint64_t v, uint16_t *ret)
 /*
  * 3.13's own offsets, as the file's initial _PyRuntime holds them, over the table's: a release
  * that moved a field is read right. A file whose cookie or version is not 3.13's keeps the
- * table's. 1 when the file's were taken.
+ * table's. 1 when the file's were taken, -1 for a free-threaded build.
  */
 static int debug_offsets(struct elf_file *f, uint64_t runtime, struct py_offsets *o)
 {
@@ -115,8 +115,10 @@ static int debug_offsets(struct elf_file *f, uint64_t runtime, struct py_offsets
 	uint64_t off = elf_file_offset(f, runtime, false);
 
 	if (off == ELF_NONE || elf_rd(f, &d, sizeof(d), off) || memcmp(d.cookie, "xdebugpy", 8) ||
-	    (d.version >> 16) != o->version || d.free_threaded)
+	    (d.version >> 16) != o->version)
 		return 0;
+	if (d.free_threaded)
+		return -1; /* objects of another layout: not read */
 	if (!fits(d.rt[2], &n.rt_interp_head) || !fits(d.is[3], &n.is_threads_head) ||
 	    !fits(d.ts[2], &n.ts_next) || !fits(d.ts[5], &n.ts_thread_id) ||
 	    !fits(d.ts[4], &n.ts_frame) || !fits(d.fr[1], &n.fr_previous) ||
@@ -187,8 +189,14 @@ int pyattach__file(int fd, uint64_t start, struct py_proc *ret)
 	if (!first || !data || rt.value < (first->p_vaddr & ~(uint64_t)(PAGE - 1)))
 		return -ENOEXEC;
 	ret->o = *table;
-	if (version == 0x030d && !debug_offsets(&f, rt.value, &ret->o))
-		log_debug("python 3.13 without its debug offsets: the table's are used");
+	if (version == 0x030d) {
+		int r = debug_offsets(&f, rt.value, &ret->o);
+
+		if (r < 0)
+			return -EPROTONOSUPPORT; /* the free-threaded build */
+		if (!r)
+			log_debug("python 3.13 without its debug offsets: the table's are used");
+	}
 	if (!code_window_ok(&ret->o) || rt.size < (uint64_t)ret->o.rt_interp_head + 8)
 		return -ENOEXEC;
 	ret->start = start;
