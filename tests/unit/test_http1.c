@@ -712,3 +712,51 @@ Test(http1, bad_framing_resyncs)
 	cr_assert_eq(st.bytes_unattributed, 0);
 	l7r_free(r);
 }
+
+/*
+ * fuzz_http1's found-continue_then_bad_status: a 100 Continue, then a final response whose
+ * status line does not parse ("HTTP,/1.1"). The request is unanswered: no status, no response
+ * bytes (the interim's are unattributed with the bad response's), no response flags.
+ */
+Test(http1, continue_then_bad_status_is_unanswered)
+{
+	static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+	static const char bad[] = "HTTP,/1.1 200 OK\r\nContent-Length: 5\r\n"
+				  "Content-Type: text/plain\r\n\r\nhello";
+	struct l7r_run *r = run_new();
+	struct http1_stats st;
+
+	feed(r, IN, 1, REQ1);
+	feed(r, EG, 2, cont);
+	feed(r, EG, 3, bad);
+	cr_assert_eq(r->n, 0);
+	st = finish(r, 4);
+	cr_assert_eq(r->n, 1);
+	cr_assert_eq(r->x[0].flags, L7_F_NO_RESPONSE | L7_F_NO_RESULT, "flags %#x", r->x[0].flags);
+	cr_assert_eq(r->x[0].code, 0);
+	cr_assert_eq(r->x[0].resp_bytes, 0);
+	cr_assert_eq(r->x[0].req_bytes, strlen(REQ1));
+	cr_assert_eq(r->x[0].http->flags, HTTP1_F_NO_RESPONSE);
+	cr_assert_eq(r->x[0].http->status, 0);
+	cr_assert_eq(r->x[0].http->resp_bytes, 0);
+	cr_assert_eq(r->x[0].http->end_ns, 4);
+	cr_assert_eq(st.interim, 1);
+	cr_assert_eq(st.responses, 0);
+	cr_assert_eq(st.unanswered, 1);
+	cr_assert_gt(st.bad_starts, 0);
+	cr_assert_eq(st.bytes_unattributed, strlen(cont) + strlen(bad));
+	l7r_free(r);
+
+	/* A 100 Continue cut by a gap in its header block, then nothing: no RESP_TRUNCATED. */
+	r = run_new();
+	feed(r, EG, 1, REQ1);
+	l7r_seg(r, IN, 2, cont, 23, strlen(cont) + 100);
+	st = finish(r, 3);
+	cr_assert_eq(r->n, 1);
+	cr_assert_eq(r->x[0].http->flags, HTTP1_F_NO_RESPONSE, "flags %#x", r->x[0].http->flags);
+	cr_assert_eq(r->x[0].http->resp_bytes, 0);
+	cr_assert_eq(st.interim, 1);
+	cr_assert_eq(st.unanswered, 1);
+	cr_assert_eq(st.bytes_unattributed, strlen(cont) + 100);
+	l7r_free(r);
+}

@@ -1000,6 +1000,14 @@ static void h1_close(void *p, uint64_t ts_ns)
 
 		if (e->done)
 			continue;
+		/*
+		 * No final response: what interim ones (100 Continue) gave it is not its
+		 * response, and goes where the bytes of a response that did not parse go.
+		 */
+		c->st.bytes_unattributed += e->x.resp_bytes;
+		e->x.resp_bytes = 0;
+		e->x.status = 0;
+		e->x.flags &= ~(uint32_t)(HTTP1_F_RESP_TRUNCATED | HTTP1_F_RESP_HDR_TRUNCATED);
 		e->x.flags |= HTTP1_F_NO_RESPONSE;
 		e->x.end_ns = ts_ns;
 		e->done = true;

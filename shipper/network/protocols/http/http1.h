@@ -14,8 +14,10 @@
  * chunked (sizes, extensions, trailers; Transfer-Encoding wins over Content-Length), none
  * (requests without either; responses to HEAD; 1xx, 204, 304), or until the connection
  * closes (responses without either). 1xx other than 101 are interim: their bytes count with
- * the final response. 101, and 2xx to CONNECT, end HTTP on the connection (a tunnel): both
- * directions stop being parsed. Pipelining: responses pair FIFO with requests.
+ * the final response; a request no final response answered by close is NO_RESPONSE, its
+ * interim responses' bytes unattributed (as those of a final response that did not parse).
+ * 101, and 2xx to CONNECT, end HTTP on the connection (a tunnel): both directions stop being
+ * parsed. Pipelining: responses pair FIFO with requests.
  *
  * Pairing: a response pairs with the oldest request not yet answered, unless it began before
  * that request's header block was complete (then it answers something not seen and is a
@@ -44,8 +46,9 @@
  *
  * Counted in struct http1_stats: every byte seen ends up either in an exchange's req_bytes or
  * resp_bytes, or in bytes_unattributed (skipped garbage, gaps between messages, messages
- * whose exchange was dropped, bytes after a tunnel or in an abandoned direction); after
- * http1__close() and popping everything, the two add up to bytes_seen.
+ * whose exchange was dropped, interim responses of a request left unanswered, bytes after a
+ * tunnel or in an abandoned direction); after http1__close() and popping everything, the two
+ * add up to bytes_seen.
  *
  * Not thread-safe: one connection is fed by one thread. Pop with next() after each feed:
  * exchanges that wait to be popped count against HTTP1_MAX_PENDING.
