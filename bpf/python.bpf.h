@@ -222,6 +222,14 @@ static __always_inline __u32 py_read_str(struct py_scratch *sc, __u64 str, __u8 
 	return (__u32)bytes;
 }
 
+/* The code object's fields the programs read (its window) into sc->code: 0 or -1. */
+static __always_inline int py_read_code(struct py_scratch *sc, __u64 code)
+{
+	return bpf_probe_read_user(sc->code, sizeof(sc->code), (void *)(code + sc->p.o.co_read))
+		       ? -1
+		       : 0;
+}
+
 /* Puts code's record into the ring buffer: 0, or -1 (nothing sent, counted). */
 static __always_inline int py_send_code(struct py_scratch *sc, __u32 tgid, __u64 code, __u32 stamp)
 {
@@ -229,6 +237,10 @@ static __always_inline int py_send_code(struct py_scratch *sc, __u32 tgid, __u64
 	struct sc_pycode *r = &sc->rec;
 	__u64 name, file, lines, size, n;
 
+	if (py_read_code(sc, code)) {
+		stat_inc(SC_STAT_PY_CODE_LOST);
+		return -1;
+	}
 	r->kind = SC_REC_PYCODE;
 	r->tgid = tgid;
 	r->code = code;
@@ -267,6 +279,8 @@ static __always_inline int py_send_code(struct py_scratch *sc, __u32 tgid, __u64
 }
 
 struct py_walk {
+	struct py_scratch *sc;	    /* this CPU's, looked up once a sample */
+	struct sc_snap_scratch *ss; /* the snapshot being made */
 	__u64 frame;
 	__u32 tgid;
 	__u32 kb; /* bytes of kernel frames before the Python frames in the snapshot */
@@ -275,33 +289,41 @@ struct py_walk {
 	__u32 new_codes;
 };
 
-/* The stamp of the code object in sc->code (read from code): never 0. */
+/*
+ * The stamp of code: never 0, 0 when it could not be read. 3.12+ give each code object a
+ * version of its own (co_version, 4 bytes read); before, a freed code object's address, names
+ * and line table may all come back for another: its window's fields and its name's length,
+ * hash and first bytes tell them apart (two reads more).
+ */
 static __always_inline __u32 py_stamp(struct py_scratch *sc, __u64 code)
 {
 	const struct py_offsets *o = &sc->p.o;
-	__u64 h = py_mix(code, PY_FIELD32(sc->code, (__u32)(o->co_firstlineno - o->co_read)));
 	__u32 version = 0;
+	__u64 h, name, x = 0;
 
-	if (o->co_version != PY_NONE)
-		version = PY_FIELD32(sc->code, (__u32)(o->co_version - o->co_read));
+	if (o->co_version != PY_NONE &&
+	    bpf_probe_read_user(&version, sizeof(version), (void *)(code + o->co_version)))
+		return 0;
 	if (version) {
-		h = py_mix(h, version);
+		h = py_mix(code, version);
 	} else {
-		__u64 name = PY_FIELD64(sc->code, (__u32)(o->co_qualname - o->co_read));
-
-		/*
-		 * Without a version (before 3.12) a freed code object's address, names and line
-		 * table may all come back for another: the name's length, hash and first bytes
-		 * tell them apart.
-		 */
-		h = py_mix(h, name);
-		h = py_mix(h, PY_FIELD64(sc->code, (__u32)(o->co_filename - o->co_read)));
+		if (py_read_code(sc, code))
+			return 0;
+		name = PY_FIELD64(sc->code, (__u32)(o->co_qualname - o->co_read));
+		h = code ^ PY_FIELD32(sc->code, (__u32)(o->co_firstlineno - o->co_read));
+		h = py_mix(h, name ^ PY_FIELD64(sc->code, (__u32)(o->co_filename - o->co_read)));
 		h = py_mix(h, PY_FIELD64(sc->code, (__u32)(o->co_linetable - o->co_read)));
 		if (bpf_probe_read_user(sc->str, 64, (void *)(name + 16)) &&
 		    bpf_probe_read_user(sc->str, 32, (void *)(name + 16)))
 			__builtin_memset(sc->str, 0, 64);
-		for (int i = 0; i < 8; i++)
-			h = py_mix(h, *(__u64 *)(sc->str + i * 8));
+		/* Folded by rotations into one word (cheaper than a mix each): length, hash,
+		 * state and the first bytes. */
+		for (int i = 0; i < 8; i++) {
+			__u64 v = *(__u64 *)(sc->str + i * 8);
+
+			x = ((x << 7) | (x >> 57)) ^ v;
+		}
+		h = py_mix(h, x);
 	}
 	h ^= h >> 32;
 	return (__u32)h ? (__u32)h : 1;
@@ -321,20 +343,21 @@ static __always_inline void py_mark_entry(struct sc_snap_scratch *ss, __u32 kb, 
 static long py_frame_step(__u32 i, void *ctx)
 {
 	struct py_walk *w = ctx;
-	struct sc_snap_scratch *ss;
-	struct py_scratch *sc;
+	struct sc_snap_scratch *ss = w->ss;
+	struct py_scratch *sc = w->sc;
 	const struct py_offsets *o;
 	struct py_frame *f;
-	__u32 zero = 0, at, instr;
-	__u64 code, prev;
+	__u32 at, instr, stamp;
+	__u64 code, prev, len;
 
-	sc = bpf_map_lookup_elem(&py_scratch, &zero);
-	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
 	if (!sc || !ss || !w->frame)
 		return 1;
 	o = &sc->p.o;
-	if (bpf_probe_read_user(sc->frame, sizeof(sc->frame), (void *)w->frame) &&
-	    bpf_probe_read_user(sc->frame, 80, (void *)w->frame)) {
+	/* The fields of a frame, no more: a frame near the end of its memory reads whole. */
+	len = o->fr_read;
+	asm volatile("" : "+r"(len));
+	if (!len || len > sizeof(sc->frame) ||
+	    bpf_probe_read_user(sc->frame, len, (void *)w->frame)) {
 		w->status = PY_ST_FAULT;
 		return 1;
 	}
@@ -351,7 +374,8 @@ static long py_frame_step(__u32 i, void *ctx)
 		w->status = PY_ST_CUT;
 		return 1;
 	}
-	if (!code || bpf_probe_read_user(sc->code, sizeof(sc->code), (void *)(code + o->co_read))) {
+	stamp = code ? py_stamp(sc, code) : 0;
+	if (!stamp) {
 		w->status = PY_ST_FAULT;
 		return 1;
 	}
@@ -377,14 +401,14 @@ static long py_frame_step(__u32 i, void *ctx)
 		return 1;
 	f = (struct py_frame *)(ss->s.data + at);
 	f->code = code;
-	f->stamp = py_stamp(sc, code);
+	f->stamp = stamp;
 	f->instr = instr;
 	w->n++;
 	{
 		__u32 slot = (__u32)((code >> 4) ^ (code >> 13)) & (PY_SEEN_SLOTS - 1);
 		struct py_seen *seen = &sc->seen[slot];
 		struct py_code_key key = { .code = code, .tgid = w->tgid };
-		__u32 stamp = f->stamp, *known;
+		__u32 *known;
 
 		if (seen->code == code && seen->tgid == w->tgid && seen->stamp == stamp)
 			goto next;
@@ -438,11 +462,15 @@ static __always_inline __u32 py_frames(__u32 tgid, __u32 tid, __u32 kb, __u32 *r
 		*ret_status = PY_ST_IDLE;
 		return 0;
 	}
+	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
+	if (!ss)
+		return 0;
+	w.sc = sc;
+	w.ss = ss;
 	bpf_loop(PY_MAX_FRAMES + 16, py_frame_step, &w, 0);
 	if (w.status == PY_ST_OK && w.frame && w.n >= PY_MAX_FRAMES)
 		w.status = PY_ST_CUT;
-	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
-	if (ss && w.status == PY_ST_OK)
+	if (w.status == PY_ST_OK)
 		py_mark_entry(ss, kb, w.n); /* the outermost frame ends its C call's group */
 	*ret_status = w.n || w.status != PY_ST_OK ? w.status : PY_ST_IDLE;
 	return w.n;

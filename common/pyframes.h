@@ -78,7 +78,7 @@ struct py_offsets {
 	__u16 str_state;
 	__u16 bytes_size; /* PyVarObject.ob_size */
 	__u16 bytes_sval; /* PyBytesObject.ob_sval */
-	__u16 pad;
+	__u16 fr_read;	  /* bytes of a frame the fields above lie in (the worker's sum) */
 };
 
 /* How the frames of one C call of the evaluation loop are told apart from the next. */

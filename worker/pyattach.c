@@ -131,9 +131,14 @@ static int debug_offsets(struct elf_file *f, uint64_t runtime, struct py_offsets
 	return 1;
 }
 
-/* Whether the fields the programs read of a code object lie in their window. */
+/* Whether the fields the programs read of a frame and of a code object lie in their windows. */
 static int code_window_ok(const struct py_offsets *o)
 {
+	if (o->fr_previous + 8 > PY_FRAME_READ || o->fr_code + 8 > PY_FRAME_READ ||
+	    o->fr_instr + 8 > PY_FRAME_READ ||
+	    (o->fr_owner != PY_NONE && o->fr_owner >= PY_FRAME_READ) ||
+	    (o->fr_is_entry != PY_NONE && o->fr_is_entry >= PY_FRAME_READ))
+		return 0;
 	const uint16_t f[] = { o->co_name, o->co_qualname, o->co_filename, o->co_linetable };
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -145,6 +150,24 @@ static int code_window_ok(const struct py_offsets *o)
 	    (o->co_version < o->co_read || o->co_version + 4 > o->co_read + PY_CODE_READ))
 		return 0;
 	return 1;
+}
+
+/* The bytes of a frame its fields lie in: what the programs read of each. */
+static uint16_t frame_read(const struct py_offsets *o)
+{
+	const struct {
+		uint16_t off, size;
+	} f[] = { { o->fr_previous, 8 },
+		  { o->fr_code, 8 },
+		  { o->fr_instr, 8 },
+		  { o->fr_owner, 1 },
+		  { o->fr_is_entry, 1 } };
+	uint16_t end = 0;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (f[i].off != PY_NONE && f[i].off + f[i].size > end)
+			end = f[i].off + f[i].size;
+	return end;
 }
 
 int pyattach__file(int fd, uint64_t start, struct py_proc *ret)
@@ -199,6 +222,7 @@ int pyattach__file(int fd, uint64_t start, struct py_proc *ret)
 	}
 	if (!code_window_ok(&ret->o) || rt.size < (uint64_t)ret->o.rt_interp_head + 8)
 		return -ENOEXEC;
+	ret->o.fr_read = frame_read(&ret->o);
 	ret->start = start;
 	ret->size = f.size;
 	ret->rel = rt.value - (first->p_vaddr & ~(uint64_t)(PAGE - 1));
