@@ -333,6 +333,7 @@ bench: deps
 	scripts/bench_network_tls.sh
 	scripts/bench_network_protocols.sh
 	scripts/bench_continuous.sh
+	scripts/bench_python.sh
 	scripts/bench_discovery.sh
 
 # The endurance scenarios at full length (scripts/soak.sh: about 1 h 40 min; SOAK_SCALE=0.1
