@@ -326,7 +326,7 @@ bench: deps
 		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
 		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor \
 		$(OUT)/tests/bench/tls_calls $(OUT)/tests/programs/idle_burn \
-		$(OUT)/tests/programs/idle_many
+		$(OUT)/tests/programs/idle_many $(OUT)/tests/bench/bench_pyframes
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
@@ -356,6 +356,12 @@ $(OUT)/tests/bench/bench_symbolize: $(OUT)/tests/bench/bench_symbolize.o $(SYMBO
 		$(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lelf -lz -liberty -llzma $(LIBS_COMMON)
+
+# Naming Python frames, warm; scripts/bench_python.sh runs it.
+$(OUT)/tests/bench/bench_pyframes: $(OUT)/tests/bench/bench_pyframes.o \
+		$(OUT)/shipper/stacks/python.o $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
 
 # Empty programs on the NETWORK capture's tracepoints: the hooks' own cost, for bench_network.sh.
 $(OUT)/tests/bench/hook_floor.bpf.o: tests/bench/hook_floor.bpf.c $(OUT)/vmlinux.h

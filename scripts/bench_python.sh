@@ -97,3 +97,6 @@ printf '%s' "$results" | awk '
 		for (i = 2; i <= m; i += 2)
 			printf "%s: Python frames add %.2f us of BPF per sample (median of 3; target: at most 3 us at 64 frames)\n", substr(order[i], 1, index(order[i], " ") - 1), (b[order[i]] - b[order[i-1]]) / 1000
 	}'
+echo
+echo "== Python frames named by the shipper, warm =="
+"$B/tests/bench/bench_pyframes"
