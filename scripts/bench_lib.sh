@@ -55,3 +55,24 @@ bench_setup() {
 	W="" S=""
 	trap bench_cleanup EXIT
 }
+
+# Nanoseconds on the CPU of every thread of pid $1.
+sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
+
+# `rover serve` in the cgroup $CG/agent ($AG) with its sockets in $work/sock ($S its pid), once
+# its shipper runs: its pid in $shipper.
+serve_with_shipper() {
+	AG="$CG/agent"
+	mkdir -p "$AG"
+	( run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" 2> "$work/serve.err" ) &
+	S=$!
+	for _ in $(seq 100); do [ -S "$work/sock/ctl.sock" ] && break; sleep 0.1; done
+	shipper=""
+	for _ in $(seq 50); do
+		shipper=$(for p in $(cat "$AG/cgroup.procs"); do
+			[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rover-shipper ] && echo "$p"; done | head -1)
+		[ -n "$shipper" ] && break
+		sleep 0.1
+	done
+	[ -n "$shipper" ] || { echo "bench: no shipper"; cat "$work/serve.err"; exit 1; }
+}

@@ -14,7 +14,6 @@ PY=/usr/bin/python3
 . scripts/bench_lib.sh
 bench_setup rover-bench-unwind
 # Nanoseconds on the CPU of every thread of pid $1.
-sched_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }
 
 cat > "$work/load.py" <<'EOF'
 import json, random, re
@@ -33,19 +32,7 @@ W=$!
 for _ in $(seq 50); do grep -q ready "$work/load.out" 2>/dev/null && break; sleep 0.1; done
 sysctl -q -w kernel.bpf_stats_enabled=1 || true
 
-AG="$CG/agent"
-mkdir -p "$AG"
-( run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" 2> "$work/serve.err" ) &
-S=$!
-for _ in $(seq 100); do [ -S "$work/sock/ctl.sock" ] && break; sleep 0.1; done
-shipper=""
-for _ in $(seq 50); do
-	shipper=$(for p in $(cat "$AG/cgroup.procs"); do
-		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = rover-shipper ] && echo "$p"; done | head -1)
-	[ -n "$shipper" ] && break
-	sleep 0.1
-done
-[ -n "$shipper" ] || { echo "bench: no shipper"; cat "$work/serve.err"; exit 1; }
+serve_with_shipper
 
 # measure MODE: one ON_CPU task of DUR seconds; prints "mode samples bpf_ns shipper_ns agent_us whole"
 measure() {

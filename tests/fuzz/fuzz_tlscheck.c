@@ -31,13 +31,7 @@
 #include "common/netrec.h"
 #include "shipper/network/tlsfind.h"
 
-static uint64_t read_bytes;
-
-static ssize_t counted_pread(int fd, void *buf, size_t n, off_t off)
-{
-	read_bytes += n;
-	return pread(fd, buf, n, off);
-}
+#include "tests/fuzz/counted_pread.h"
 
 #define pread counted_pread
 #include "worker/elffile.c"
