@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -368,6 +371,251 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	cr_expect_geq(count_method(r = records(&n), n, "queryTasks"), 3);
 	records_free(r, n);
 
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
+}
+
+/* pyenv's CPython 3.12 ($PYENV_ROOT, default /root/.pyenv), as test_python.c finds it. */
+static const char *python312(char *buf, size_t len)
+{
+	const char *root = getenv("PYENV_ROOT");
+	char pat[512];
+	glob_t g;
+
+	snprintf(pat, sizeof(pat), "%s/versions/3.12.*/bin/python3.12",
+		 root ? root : "/root/.pyenv");
+	if (glob(pat, 0, NULL, &g) || !g.gl_pathc) {
+		globfree(&g);
+		return NULL;
+	}
+	snprintf(buf, len, "%s", g.gl_pathv[0]);
+	globfree(&g);
+	return buf;
+}
+
+/*
+ * tests/programs/python/two_funcs.py SECONDS under python, copied to tmp/pyburn_PID/ (its
+ * frames still read two_funcs.py, the file's base name): the finder start_rover_py adds
+ * matches that directory and nothing else, and names the entity after it (workload_name).
+ * Returns its pid (tracked) once it printed "ready"; its stdout, for the shares it prints at
+ * its end, in *ret_out.
+ */
+static pid_t start_python_workload(const char *python, const char *seconds, FILE **ret_out)
+{
+	char dir[4096], script[4200], cmd[8800], line[256];
+	int pfd[2];
+	pid_t pid;
+
+	snprintf(workload_name, sizeof(workload_name), "pyburn_%d", (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/%s", tmp, workload_name);
+	snprintf(script, sizeof(script), "%s/two_funcs.py", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir '%s' && cp '%s' '%s'", dir,
+		 src("tests/programs/python/two_funcs.py"), script);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		execl(python, python, script, seconds, (char *)NULL);
+		_exit(127);
+	}
+	track(pid);
+	close(pfd[1]);
+	*ret_out = fdopen(pfd[0], "r");
+	cr_assert_not_null(*ret_out);
+	cr_assert(fgets(line, sizeof(line), *ret_out) && !strncmp(line, "ready", 5),
+		  "%s %s did not start", python, script);
+	return pid;
+}
+
+/* The agent of config_fmt with a second finder for start_python_workload's program. */
+static pid_t start_rover_py(int port)
+{
+	static const char finder[] =
+		"      - match_cmd_regex: \"/python3\\\\.12 .*/(pyburn_[0-9]+)/two_funcs\\\\.py \"\n"
+		"        layer: OS_LINUX\n"
+		"        service_name: \"rover-it\"\n"
+		"        instance_name: \"{{.Rover.HostName}}\"\n"
+		"        process_name: \"{{.Finder.RegexMatchGroup 1}}\"\n";
+	char cfg[8192], *p;
+
+	snprintf(cfg, sizeof(cfg), config_fmt, port, "");
+	p = strstr(cfg, "profiling:\n");
+	cr_assert_not_null(p);
+	cr_assert_lt(strlen(cfg) + sizeof(finder), sizeof(cfg));
+	memmove(p + strlen(finder), p, strlen(p) + 1);
+	memcpy(p, finder, strlen(finder));
+	return start_rover_cfg(cfg);
+}
+
+/* What the uploads of a Python workload's task say about its frames, in samples. */
+struct py_sum {
+	long dump_count;
+	long python;	       /* a user stack with a Python frame ("qualname (file.py:LINE)") */
+	long outer_a, outer_b; /* with hot_outer_a, hot_outer_b */
+	long in_spin;	       /* with spin */
+	long ordered;	       /* spin, hot_inner, hot_outer_*, worker: in this order */
+	long misordered;       /* any two of those out of it, or a caller missing */
+	size_t messages;
+	char first_bad[1024];
+};
+
+/* The index of the first symbol of syms starting with prefix, or -1. */
+static long sym_index(struct json_object *syms, const char *prefix)
+{
+	for (size_t i = 0; i < json_object_array_length(syms); i++) {
+		const char *s = json_object_get_string(json_object_array_get_idx(syms, i));
+
+		if (s && !strncmp(s, prefix, strlen(prefix)))
+			return (long)i;
+	}
+	return -1;
+}
+
+static void py_stack_text(struct json_object *syms, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = 0;
+	for (size_t i = 0; i < json_object_array_length(syms) && o + 1 < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? " | " : "",
+				      json_object_get_string(json_object_array_get_idx(syms, i)));
+}
+
+/* Adds up the collectProfilingData messages (this test runs one task). */
+static void sum_python_uploads(struct py_sum *s)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *m = at(r[i], "message"), *stacks;
+		long dc;
+
+		if (strcmp(method_of(r[i]), "collectProfilingData"))
+			continue;
+		s->messages++;
+		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
+		s->dump_count += dc;
+		stacks = at(m, "onCPU.stacks");
+		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
+			struct json_object *st = json_object_array_get_idx(stacks, k);
+			struct json_object *syms = at(st, "stackSymbols");
+			const char *type = str_at(st, "stackType");
+			long spin, inner, a, b, outer, worker;
+			int python = 0, ok = 1;
+
+			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
+				continue;
+			for (size_t j = 0; j < json_object_array_length(syms); j++) {
+				const char *sym =
+					json_object_get_string(json_object_array_get_idx(syms, j));
+
+				if (sym && strstr(sym, " (") && strstr(sym, ".py:"))
+					python = 1;
+			}
+			spin = sym_index(syms, "spin (two_funcs.py:");
+			inner = sym_index(syms, "hot_inner (two_funcs.py:");
+			a = sym_index(syms, "hot_outer_a (two_funcs.py:");
+			b = sym_index(syms, "hot_outer_b (two_funcs.py:");
+			worker = sym_index(syms, "worker (two_funcs.py:");
+			outer = a >= 0 ? a : b;
+			s->python += python ? dc : 0;
+			s->outer_a += a >= 0 ? dc : 0;
+			s->outer_b += b >= 0 ? dc : 0;
+			s->in_spin += spin >= 0 ? dc : 0;
+			/* Innermost first: each frame before its caller's. */
+			if (a >= 0 && b >= 0)
+				ok = 0;
+			if (spin >= 0 && !(inner > spin))
+				ok = 0;
+			if (inner >= 0 && !(outer > inner))
+				ok = 0;
+			if (outer >= 0 && !(worker > outer))
+				ok = 0;
+			if (!ok) {
+				if (!s->misordered)
+					py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
+				s->misordered += dc;
+			} else if (spin >= 0) {
+				s->ordered += dc;
+			}
+		}
+	}
+	records_free(r, n);
+}
+
+/*
+ * Python frames at the OAP: a CPython 3.12 program burning two functions 3:1 (two threads),
+ * found by a finder of its own and profiled by a backend ON_CPU task. Its user stacks reach
+ * the OAP with its frames named as in the folded output, `qualname (two_funcs.py:LINE)`,
+ * innermost first as every stackSymbols list is, at about the program's split (its precision
+ * is python::on_cpu_python_frames_at_every_version's to check).
+ */
+Test(backend, python_frames_reach_the_oap_named)
+{
+	char pybuf[512], line[256], fn[128];
+	const char *python = python312(pybuf, sizeof(pybuf));
+	pid_t work, oap, rover;
+	struct json_object *h;
+	struct py_sum s;
+	FILE *out;
+	int port = 0;
+	long samples;
+	double v, measured = -1;
+
+	cr_assert_not_null(python, "no pyenv CPython 3.12 on this machine");
+	work = start_python_workload(python, "12", &out);
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &port);
+	rover = start_rover_py(port);
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "%s not reported; rover log:\n%s", workload_name,
+			   slurp(tmp_path("rover.log"), NULL));
+	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name);
+	json_object_put(h);
+
+	add_task("it-py-1", "ON_CPU", 4);
+	samples = wait_task_done("it-py-1", 30000);
+	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	for (int i = 0; i < 40; i++) {
+		sum_python_uploads(&s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	/* The program's own measure, printed at its end (12 s after it started). */
+	while (fgets(line, sizeof(line), out))
+		if (sscanf(line, "share %127s %lf", fn, &v) == 2 && !strcmp(fn, "hot_outer_a"))
+			measured = v;
+	fclose(out);
+	cr_log_info("python: samples %ld uploaded %ld in %zu messages; Python frames in %ld, "
+		    "hot_outer_a %ld hot_outer_b %ld (%.1f%%; the program measured %.1f%%), "
+		    "spin %ld: ordered %ld misordered %ld",
+		    samples, s.dump_count, s.messages, s.python, s.outer_a, s.outer_b,
+		    s.outer_a + s.outer_b ? 100.0 * s.outer_a / (s.outer_a + s.outer_b) : 0,
+		    measured, s.in_spin, s.ordered, s.misordered);
+	cr_expect_eq(s.dump_count, samples, "uploaded %ld dumpCounts for %ld samples", s.dump_count,
+		     samples);
+	/* 4 s at 200 Hz of two threads taking turns at the GIL: one busy CPU's worth. */
+	cr_expect_gt(samples, 400);
+	cr_expect_gt(s.python * 2, s.dump_count,
+		     "Python frames in %ld of %ld samples; rover log:\n%s", s.python, s.dump_count,
+		     slurp(tmp_path("rover.log"), NULL));
+	cr_expect_gt(s.outer_a + s.outer_b, s.dump_count / 2);
+	/* A steal-time burst of this VM must not fail what is a test of the uploads. */
+	cr_expect(s.outer_a * 100 > (s.outer_a + s.outer_b) * 65 &&
+			  s.outer_a * 100 < (s.outer_a + s.outer_b) * 85,
+		  "hot_outer_a %ld of %ld (75%% expected)", s.outer_a, s.outer_a + s.outer_b);
+	cr_expect_eq(s.misordered, 0, "%ld samples out of order, the first: %s", s.misordered,
+		     s.first_bad);
+	cr_expect_gt(s.ordered, s.dump_count / 2,
+		     "spin, hot_inner, hot_outer, worker in %ld of %ld", s.ordered, s.dump_count);
 	stop(rover, SIGTERM);
 	stop(oap, SIGTERM);
 	stop_program(work);
