@@ -403,37 +403,7 @@ Test(pyfind, interpreter_names)
 
 /* ---- a snapshot of this process, spliced ---- */
 
-#define SNAP_MAX (16 << 10)
-
-static struct unwind_regs snap_regs;
-static uint8_t snap_stack[SNAP_MAX];
-static size_t snap_len;
-
-static uint64_t mapping_end(uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long long s, e;
-	char line[512];
-	uint64_t end = 0;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && addr >= s && addr < e)
-			end = e;
-	fclose(f);
-	return end;
-}
-
-__attribute__((noinline)) static void py_take_snapshot(void)
-{
-	uint64_t ip, sp, end;
-
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1" : "=r"(ip), "=r"(sp));
-	snap_regs = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = 0x10 };
-	end = mapping_end(sp);
-	snap_len = end - sp < SNAP_MAX ? end - sp : SNAP_MAX;
-	memcpy(snap_stack, (void *)sp, snap_len);
-}
+#include "tests/unit/self_snapshot.h"
 
 /* Named as CPython's loop, in this file: the "interpreter" of this test. */
 __attribute__((noinline)) void _PyEval_EvalFrameDefault(int depth);
@@ -449,7 +419,7 @@ __attribute__((noinline)) void _PyEval_EvalFrameDefault(int depth)
 	if (depth)
 		py_glue_frame(depth - 1);
 	else
-		py_take_snapshot();
+		take_snapshot();
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -526,13 +496,13 @@ Test(pysplice, a_snapshot_of_this_process_is_spliced_and_named)
 	cr_log_info("spliced: %s", spliced);
 	cr_log_info("all: %s", all);
 	cr_assert_not_null(strstr(spliced, ";outer (main.py:11);middle (main.py:10);inner "
-					   "(main.py:11);py_take_snapshot 3"),
+					   "(main.py:11);take_snapshot 3"),
 			   "%s", spliced);
 	cr_assert_null(strstr(spliced, "_PyEval_EvalFrameDefault"), "%s", spliced);
 	cr_assert_null(strstr(spliced, "py_glue_frame"), "hidden: %s", spliced);
 	cr_assert_not_null(strstr(all, ";_PyEval_EvalFrameDefault;outer (main.py:11);py_glue_frame;"
 				       "_PyEval_EvalFrameDefault;middle (main.py:10);inner "
-				       "(main.py:11);py_take_snapshot 3"),
+				       "(main.py:11);take_snapshot 3"),
 			   "%s", all);
 	free(spliced);
 	free(all);

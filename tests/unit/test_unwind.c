@@ -19,40 +19,7 @@
 #include "worker/snaprec.h"
 #include "worker/stackhint.h"
 
-#define SNAP_MAX (16 << 10)
-
-static struct unwind_regs snap_regs;
-static uint8_t snap_stack[SNAP_MAX];
-static size_t snap_len;
-
-/* End of the mapping of this process that holds addr, from /proc/self/maps. */
-static uint64_t mapping_end(uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long long s, e;
-	char line[512];
-	uint64_t end = 0;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && addr >= s && addr < e)
-			end = e;
-	fclose(f);
-	return end;
-}
-
-/* What the BPF programs take: ip, sp, bp at one point, and the stack from sp up. */
-__attribute__((noinline)) static void take_snapshot(void)
-{
-	uint64_t ip, sp, end;
-
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1" : "=r"(ip), "=r"(sp));
-	/* A poisoned rbp: a frame-pointer step has nothing to go on. */
-	snap_regs = (struct unwind_regs){ .ip = ip, .sp = sp, .bp = 0x10 };
-	end = mapping_end(sp);
-	snap_len = end - sp < SNAP_MAX ? end - sp : SNAP_MAX;
-	memcpy(snap_stack, (void *)sp, snap_len);
-}
+#include "tests/unit/self_snapshot.h"
 
 __attribute__((noinline)) void unwind_level3(void)
 {
