@@ -111,6 +111,18 @@ enum msg_type {
 	/* worker -> shipper: code objects met for the first time, ahead of the frames naming them */
 	MSG_SHIP_PYCODES, /* struct ship_pycodes_hdr + records, see there */
 
+	/*
+	 * The access-log module (docs/access-log.md). supervisor -> launcher and supervisor ->
+	 * worker: the processes the TASK_ACCESS_LOG worker traces from now on, added or dropped
+	 * (the launcher pins each added pid as it pins a task's pids at spawn, for the shipper's
+	 * opens; the worker sets or clears its target bit).
+	 */
+	MSG_TASK_TARGETS, /* struct msg_task_targets_hdr + struct msg_task_target[count] */
+	/* supervisor -> shipper: the access-log task's output (the node, the flush), once */
+	MSG_OUTPUT_ACCESSLOG, /* struct msg_output_accesslog */
+	/* supervisor -> shipper: who a pid or an address is, for the access log's addresses */
+	MSG_ALOG_PROCS, /* struct msg_alog_procs_hdr + struct msg_alog_proc[count] */
+
 	MSG_TYPE_MAX,
 };
 
@@ -152,6 +164,13 @@ enum task_type {
 	TASK_ON_CPU = 1,
 	TASK_OFF_CPU = 2, /* later issue */
 	TASK_NETWORK = 3, /* later issue */
+	/*
+	 * The access-log module's capture (docs/access-log.md): started by the supervisor alone
+	 * (never by a client or the backend), one at a time, with no duration (it runs until
+	 * stopped); its targets change while it runs (MSG_TASK_TARGETS); NETWORK's worker and
+	 * privileges, its records in access-log mode (common/netrec.h, net_opts.access_log).
+	 */
+	TASK_ACCESS_LOG = 4,
 };
 
 enum output_format {
@@ -239,7 +258,11 @@ struct msg_spawn {
 	uint32_t req_uid;
 	uint32_t req_gid;
 	uint32_t ngroups;
-	uint32_t pad;
+	/*
+	 * 1: a TASK_ACCESS_LOG worker (from the supervisor's own module, never a client's):
+	 * npids may be 0, and MSG_TASK_TARGETS changes its pids while it runs.
+	 */
+	uint32_t access_log;
 	uint32_t groups[ROVER_MAX_GROUPS];
 };
 
@@ -692,6 +715,76 @@ struct msg_tls_result {
 	uint32_t seq;
 	int32_t err;	   /* 0, or the -errno that refused it */
 	uint32_t attached; /* probes attached */
+};
+
+
+/*
+ * MSG_TASK_TARGETS: after the header, `count` entries. Sent by the supervisor to the launcher
+ * first (which pins the added pids, or answers nothing: a pid it cannot pin is left out of
+ * the shipper's opens and logged), then to the TASK_ACCESS_LOG worker. Only a TASK_ACCESS_LOG
+ * worker's targets change this way; the launcher refuses the frame for any other task.
+ */
+#define MSG_TARGETS_MAX 1024 /* entries in one frame */
+#define ALOG_MAX_PIDS 4096   /* processes one access-log task traces at once */
+struct msg_task_targets_hdr {
+	uint64_t task_id;
+	uint32_t count;
+	uint32_t pad;
+};
+
+struct msg_task_target {
+	int32_t pid;
+	uint32_t on; /* 1: trace it from now on; 0: no longer */
+};
+
+/* MSG_OUTPUT_ACCESSLOG: what EBPFAccessLogNodeInfo says and how often the logs go. */
+#define ALOG_MAX_EXCLUDE 32
+#define ALOG_MAX_IFS 64
+struct msg_alog_netif {
+	int32_t index;
+	int32_t mtu;
+	char name[16]; /* IFNAMSIZ */
+};
+
+struct msg_output_accesslog {
+	uint64_t task_id;
+	uint32_t flush_max_count; /* logs (kernel and protocol) that make a flush before its time */
+	uint32_t flush_period_ms;
+	uint32_t queue_size;	  /* connections the shipper keeps logs of at once (bounded) */
+	uint32_t nexclude, nifs;
+	uint32_t pad;
+	int64_t boot_unix_ns; /* CLOCK_REALTIME at CLOCK_MONOTONIC 0: bootTime */
+	char node_name[256];
+	char cluster[256];
+	char exclude[ALOG_MAX_EXCLUDE][64]; /* policy.excludeNamespaces */
+	struct msg_alog_netif ifs[ALOG_MAX_IFS];
+};
+
+/*
+ * MSG_ALOG_PROCS: after the header, `count` entries, each a process of a watched pod (pid >
+ * 0) or an address only (pid 0: a Service's cluster IP, service set, the rest ""). Names are
+ * as discovery reports the process (service, pod, container, process name). `gone`: forget
+ * the pid (or the address). Strings are NUL-terminated within their arrays; the shipper
+ * checks that and drops an entry that is not.
+ */
+#define MSG_ALOG_PROCS_MAX 256 /* entries in one frame */
+struct msg_alog_procs_hdr {
+	uint64_t task_id;
+	uint32_t count;
+	uint32_t pad;
+};
+
+struct msg_alog_proc {
+	int32_t pid;
+	uint8_t gone;
+	uint8_t family; /* AF_INET or AF_INET6 of addr; 0: no address known */
+	uint8_t pad[2];
+	uint8_t addr[16]; /* the pod's IP (a process), the cluster IP (an address only) */
+	char ns[64];
+	char service[256];
+	char pod[256];
+	char container[128];
+	char process[256];
 };
 
 #endif

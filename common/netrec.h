@@ -152,8 +152,17 @@ struct net_conn {
 	__u64 data_seq[2];		/* payload segments the program meant to send, per dir */
 	__u64 tls_calls;		/* TLS library calls that moved plaintext on it */
 	__u8 tls_lib;			/* enum net_tls_lib, with NET_CONN_TLS */
-	__u8 pad2[7];
+	__u8 nat;	/* 1: nat_addr/nat_port hold the peer behind a DNAT (conntrack's reply) */
+	__u16 nat_port; /* host order */
+	__u8 close_failed; /* close() returned an error */
+	__u8 pad2[3];
 	__u64 last_ns; /* the last call that moved bytes on it */
+	/*
+	 * Access-log mode: the real peer of a connection whose destination was translated
+	 * (a Kubernetes Service's cluster IP): the source of the conntrack entry's reply tuple,
+	 * read from the first packet the connection sent (net_dev_queue). Same family as raddr.
+	 */
+	__u8 nat_addr[16];
 };
 
 /* The program's map value: the connection, and the socket it was seen on (kernel side only). */
@@ -181,6 +190,9 @@ struct net_conn_state {
 enum net_rec_kind {
 	NET_REC_DATA = 1,  /* struct net_rec_data, then `captured` bytes, padded to 8 */
 	NET_REC_CLOSE = 2, /* struct net_rec_close: the connection's final counters */
+	/* Access-log mode only (net_opts.access_log): */
+	NET_REC_OPEN = 3, /* struct net_rec_open: connect() or accept() returned (or failed) */
+	NET_REC_CALL = 4, /* struct net_rec_call: one read or write call on a TCP connection */
 };
 
 struct net_rec_hdr {
@@ -216,6 +228,55 @@ struct net_rec_close {
 	struct net_conn conn;
 };
 
+/*
+ * Access-log mode: a connection as connect() or accept() left it (conn.connect_exe_ns is the
+ * call's duration, conn.open_ns its return), before any call on it. A connect() that failed
+ * (err: a negative errno; EINPROGRESS is no failure) still sends one, with the addresses it
+ * was given; that connection is not tracked further.
+ */
+struct net_rec_open {
+	struct net_rec_hdr hdr;
+	struct net_conn conn;
+	__s32 err;
+	__u32 pad;
+};
+
+/*
+ * Access-log mode: one read or write call of a target on a TCP connection, whatever it moved
+ * and whatever the protocol (payload still goes in NET_REC_DATA for the parsed ones), with
+ * what the packet tracepoints saw of it in the calling thread. A field a tracepoint cannot
+ * give is 0 (docs/access-log.md lists them).
+ *   write: packets: skbs of the socket queued to a device (net:net_dev_queue) during the
+ *          call, retransmits included; retrans: tcp:tcp_retransmit_skb of the socket during
+ *          the call; pkt_bytes: those skbs' lengths; ifindex: the device of the last;
+ *          l2_ns: net_dev_queue to net_dev_xmit, summed; l2_ready_ns: net_dev_queue to
+ *          net_dev_start_xmit; l2_send_ns: net_dev_start_xmit to net_dev_xmit; l2_queued:
+ *          qdisc enqueues (qdisc:qdisc_enqueue) of those skbs.
+ *   read:  packets, pkt_bytes: skbs copied to the caller (skb:skb_copy_datagram_iovec);
+ *          ifindex: the device the last came in on (net:netif_receive_skb); rx_wait_ns:
+ *          netif_receive_skb to the copy, summed.
+ */
+struct net_rec_call {
+	struct net_rec_hdr hdr;
+	__u64 conn_id;
+	__u64 start_ns; /* syscall entry, CLOCK_MONOTONIC */
+	__u64 end_ns;	/* syscall exit */
+	__u32 tgid;
+	__u32 actual; /* bytes the call moved */
+	__u8 dir;     /* enum net_dir */
+	__u8 fn;      /* enum net_fn */
+	__u8 proto;   /* enum net_proto at the call */
+	__u8 pad;
+	__u32 ifindex;
+	__u32 packets;
+	__u32 retrans;
+	__u32 l2_queued;
+	__u32 pad2;
+	__u64 pkt_bytes;
+	__u64 l2_ns, l2_ready_ns, l2_send_ns;
+	__u64 rx_wait_ns;
+};
+
 /* Per-CPU counters of the program; the worker reports them as losses. */
 enum net_stat {
 	NET_STAT_SYSCALLS,	  /* traced syscalls of the targets on TCP and UDP sockets */
@@ -232,6 +293,8 @@ enum net_stat {
 				   * memory BIO: the library made no system call itself) */
 	NET_STAT_TLS_CALLS_FULL,  /* a TLS call not traced: no room for its arguments */
 	NET_STAT_CRED_DROPPED,	  /* a client's target dropped: no longer the client's to trace */
+	NET_STAT_CALL_RINGBUF,	  /* access log: a NET_REC_CALL or NET_REC_OPEN lost, ring full */
+	NET_STAT_PKT_FULL,	  /* access log: a packet not joined to its call (map full) */
 	NET_STAT_MAX,
 };
 
@@ -239,6 +302,14 @@ enum net_stat {
 struct net_opts {
 	__u32 capture_bytes; /* per syscall, <= NET_CAPTURE_MAX */
 	__u32 detect_tries;  /* data syscalls without a known protocol before it gives up */
+	/*
+	 * 1: the access-log module's capture (TASK_ACCESS_LOG): NET_REC_OPEN at connect/accept,
+	 * NET_REC_CALL for every read and write on a TCP connection, the packet tracepoints
+	 * joined to the call, the conntrack peer of a translated destination; payload captured
+	 * for HTTP/1 and HTTP/2 only.
+	 */
+	__u32 access_log;
+	__u32 pad;
 };
 
 #endif

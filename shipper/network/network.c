@@ -501,6 +501,8 @@ static const char *const kernel_names[NET_STAT_MAX] = {
 	[NET_STAT_CLOSE_RINGBUF] = "close_ringbuf", [NET_STAT_READ_FAULT] = "read_fault",
 	[NET_STAT_TLS_CALLS] = "tls_calls",	    [NET_STAT_TLS_UNBOUND] = "tls_unbound",
 	[NET_STAT_TLS_ADJACENT] = "tls_adjacent",   [NET_STAT_TLS_CALLS_FULL] = "tls_calls_full",
+	[NET_STAT_CRED_DROPPED] = "cred_dropped",   [NET_STAT_CALL_RINGBUF] = "call_ringbuf",
+	[NET_STAT_PKT_FULL] = "pkt_full",
 };
 
 static void losses(const struct net_stats *s, struct sb *b, bool json)
