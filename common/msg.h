@@ -750,7 +750,7 @@ struct msg_output_accesslog {
 	uint64_t task_id;
 	uint32_t flush_max_count; /* logs (kernel and protocol) that make a flush before its time */
 	uint32_t flush_period_ms;
-	uint32_t queue_size;	  /* connections the shipper keeps logs of at once (bounded) */
+	uint32_t queue_size; /* connections the shipper keeps logs of at once (bounded) */
 	uint32_t nexclude, nifs;
 	uint32_t pad;
 	int64_t boot_unix_ns; /* CLOCK_REALTIME at CLOCK_MONOTONIC 0: bootTime */
