@@ -18,6 +18,7 @@
  *   conn     the connection table
  *   detect   the protocol of a connection's first bytes, a test per protocol
  *   capture  the payload: detected, copied, held, sent
+ *   alog     the access log's records of each call, packets and conntrack peer
  *   l4       counts, bytes, durations, round-trip times
  *   tls      TLS libraries' plaintext (uprobes) and how a call finds its connection
  *   syscall  the system call hooks
@@ -37,6 +38,7 @@
 #include "bpf/net/conn.bpf.h"
 #include "bpf/net/detect.bpf.h"
 #include "bpf/net/capture.bpf.h"
+#include "bpf/net/alog.bpf.h"
 #include "bpf/net/l4.bpf.h"
 #include "bpf/net/tls.bpf.h"
 #include "bpf/net/syscall.bpf.h"

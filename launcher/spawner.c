@@ -49,6 +49,14 @@ struct sp_worker {
 	/* A client's task: its pids are opened for only while still that client's to trace. */
 	int check_access, said_refused;
 	uint32_t req_uid, req_gid;
+	/*
+	 * The access log's worker (msg_spawn.access_log): its processes come and go
+	 * (MSG_TASK_TARGETS), each pinned here while it is one, up to ALOG_MAX_PIDS.
+	 */
+	int access_log;
+	uint32_t nx;
+	int32_t *xpids;
+	int *xpidfds;
 };
 
 struct spawner {
@@ -67,6 +75,9 @@ static const struct ipc_rule hello_rules[] = {
 };
 static const struct ipc_rule supervisor_rules[] = {
 	{ SIZED(MSG_SPAWN_WORKER, struct msg_spawn), 0, 0 },
+	{ MSG_TASK_TARGETS, sizeof(struct msg_task_targets_hdr),
+	  sizeof(struct msg_task_targets_hdr) + MSG_TARGETS_MAX * sizeof(struct msg_task_target),
+	  sizeof(struct msg_task_target), 0 },
 };
 static const struct ipc_rule shipper_rules[] = {
 	{ SIZED(MSG_OPEN_REQUEST, struct msg_open), 0, 0 },
@@ -80,6 +91,10 @@ static void worker_release(struct sp_worker *w)
 	for (uint32_t i = 0; i < w->npids; i++)
 		if (w->pidfds[i] >= 0)
 			close(w->pidfds[i]);
+	for (uint32_t i = 0; i < w->nx; i++)
+		close(w->xpidfds[i]);
+	free(w->xpids);
+	free(w->xpidfds);
 	*w = (struct sp_worker){ 0 };
 }
 
@@ -452,6 +467,61 @@ static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, i
 	return spawner__exec(exe, argv, fds, 2 + (int)nfds);
 }
 
+/*
+ * MSG_TASK_TARGETS: the access-log worker's processes from now on, pinned as a task's are at
+ * its spawn, so that the shipper may open their files exactly while they are its targets.
+ * Refused for any other task (whose targets were checked once and never change); entries past
+ * ALOG_MAX_PIDS refused. Said, never fatal: the supervisor is the only one that sends it.
+ */
+static void lc_answer_targets(struct spawner *sp, const struct ipc_msg *m)
+{
+	struct msg_task_targets_hdr h;
+	const struct msg_task_target *t;
+	struct sp_worker *w = NULL;
+	uint32_t refused = 0;
+
+	memcpy(&h, m->buf, sizeof(h));
+	for (int i = 0; i < MAX_WORKERS && !w; i++)
+		if (sp->workers[i].pid && !sp->workers[i].open_until_ms &&
+		    sp->workers[i].task_id == h.task_id)
+			w = &sp->workers[i];
+	if (!w || !w->access_log || h.count != (m->len - sizeof(h)) / sizeof(*t)) {
+		log_warn("task %llu: targets refused: not a running access-log worker's, or a "
+			 "count that does not match its length",
+			 (unsigned long long)h.task_id);
+		return;
+	}
+	t = (const struct msg_task_target *)((const uint8_t *)m->buf + sizeof(h));
+	for (uint32_t i = 0; i < h.count; i++) {
+		uint32_t k;
+
+		for (k = 0; k < w->nx && w->xpids[k] != t[i].pid; k++)
+			;
+		if (!t[i].on) {
+			if (k < w->nx) {
+				close(w->xpidfds[k]);
+				w->xpids[k] = w->xpids[w->nx - 1];
+				w->xpidfds[k] = w->xpidfds[w->nx - 1];
+				w->nx--;
+			}
+			continue;
+		}
+		if (k < w->nx || t[i].pid <= 0)
+			continue;
+		if (w->nx >= ALOG_MAX_PIDS) {
+			refused++;
+			continue;
+		}
+		w->xpidfds[w->nx] = (int)syscall(SYS_pidfd_open, t[i].pid, 0);
+		if (w->xpidfds[w->nx] < 0)
+			continue; /* gone already: nothing of it to open */
+		w->xpids[w->nx++] = t[i].pid;
+	}
+	if (refused)
+		log_warn("task %llu: %u access-log target(s) refused: over %u processes",
+			 (unsigned long long)h.task_id, refused, ALOG_MAX_PIDS);
+}
+
 /* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
 static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct msg_spawn *req)
 {
@@ -466,10 +536,28 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 	pid_t pid;
 	int err;
 
-	if (!req->task_id || !req->npids || req->npids > ROVER_MAX_PIDS ||
-	    req->ngroups > ROVER_MAX_GROUPS) {
+	/* The access log may start with no process; it is never a client's. */
+	if (!req->task_id || (!req->npids && !req->access_log) || req->npids > ROVER_MAX_PIDS ||
+	    req->ngroups > ROVER_MAX_GROUPS || (req->access_log && req->check_access)) {
 		drop_peer(sp, p, "malformed spawn request");
 		return;
+	}
+	if (req->access_log) {
+		for (int i = 0; i < MAX_WORKERS; i++)
+			if (sp->workers[i].pid && !sp->workers[i].open_until_ms &&
+			    sp->workers[i].access_log) {
+				send_spawn_failed(p->fd, req->task_id, EBUSY,
+						  "an access-log worker runs already");
+				return;
+			}
+		nw.xpids = calloc(ALOG_MAX_PIDS, sizeof(*nw.xpids));
+		nw.xpidfds = calloc(ALOG_MAX_PIDS, sizeof(*nw.xpidfds));
+		if (!nw.xpids || !nw.xpidfds) {
+			worker_release(&nw);
+			send_spawn_failed(p->fd, req->task_id, ENOMEM, "no memory");
+			return;
+		}
+		nw.access_log = 1;
 	}
 	for (int i = 0; i < MAX_WORKERS && !w; i++)
 		if (!sp->workers[i].pid ||
@@ -517,7 +605,7 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 			return;
 		}
 	}
-	if (!alive) {
+	if (!alive && !req->access_log) {
 		worker_release(&nw);
 		snprintf(why, sizeof(why), "its %u process(es) have exited", req->npids);
 		send_spawn_failed(p->fd, req->task_id, ESRCH, why);
@@ -596,6 +684,13 @@ static int pid_allowed(struct spawner *sp, int32_t pid, int *ret_pidfd, struct s
 			if (w->pids[k] != pid || w->pidfds[k] < 0)
 				continue;
 			*ret_pidfd = w->pidfds[k];
+			*ret_w = w;
+			return 0;
+		}
+		for (uint32_t k = 0; k < w->nx; k++) {
+			if (w->xpids[k] != pid)
+				continue;
+			*ret_pidfd = w->xpidfds[k];
 			*ret_w = w;
 			return 0;
 		}
@@ -881,8 +976,10 @@ void spawner__handle(struct spawner *sp, int fd)
 			on_hello(sp, p);
 			return;
 		case PEER_SUPERVISOR:
-			err = ipc_recv(fd, supervisor_rules, 1, &sp->msg);
-			if (!err)
+			err = ipc_recv(fd, supervisor_rules, 2, &sp->msg);
+			if (!err && sp->msg.type == MSG_TASK_TARGETS)
+				lc_answer_targets(sp, &sp->msg);
+			else if (!err)
 				lc_answer_spawn(sp, p, sp->msg.buf);
 			break;
 		case PEER_DISCOVERY:

@@ -31,6 +31,7 @@
 #include "common/config/config.h"
 #include "common/config/passed.h"
 #include "common/grpc/oap.h"
+#include "supervisor/accesslog/accesslog.h"
 #include "supervisor/backend/backend.h"
 #include "supervisor/discovery/curl_load.h"
 #include "supervisor/discovery/discovery.h"
@@ -100,6 +101,13 @@ struct supervisor {
 	int disc_fd;		  /* discovery connection to the launcher */
 	int config_refused;
 	uint64_t next_scan_ms;
+	/* The access-log module (access_log.active with Kubernetes discovery): its one task. */
+	struct alog_mod *alog;
+	uint64_t alog_task;	/* its task's id; 0: none running */
+	uint64_t alog_retry_ms; /* a new worker not before (after one ended) */
+	uint32_t alog_backoff_ms;
+	uint64_t alog_restarts;
+	int alog_said_refused;
 };
 
 static const struct ipc_rule from_client[] = {
@@ -702,6 +710,132 @@ static void on_client(struct supervisor *s, int idx)
 	close_fd(&out[1]);
 }
 
+/*
+ * The access log's task (docs/access-log.md): the shipper told where its logs go, then one
+ * worker asked for, with no process yet; the processes follow once it runs (alog_tick). The
+ * supervisor's own task, never a client's or the backend's.
+ */
+static int alog_begin(struct supervisor *s, struct sv_task *t)
+{
+	struct msg_output_accesslog o;
+	struct msg_spawn sp = { 0 };
+	const char *node = s->cfg->discovery.k8s_node_name[0] ? s->cfg->discovery.k8s_node_name
+							      : s->host.host_name;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->spec.type = TASK_ACCESS_LOG;
+	t->spec.task_id = ++s->next_id;
+	t->spec.start_unix_ms = now_unix_ms();
+	t->spec.flush_ms = 1000;
+	t->spec.attach = ATTACH_SYSCALLS;
+	t->client = -1;
+	t->worker = -1;
+	t->state = T_SPAWNING;
+	t->accepted_ms = now_mono_ms();
+	alog__reset(s->alog);
+	alog__output(s->alog, node, t->spec.task_id, &o);
+	err = ipc_send(s->shipper, MSG_OUTPUT_ACCESSLOG, &o, sizeof(o), -1);
+	if (err) {
+		shipper_lost(s, err);
+		task_fail(s, t, -err, "handing the access log to the shipper: %s", strerror(-err));
+		return err;
+	}
+	t->at_shipper = 1;
+	sp.task_id = t->spec.task_id;
+	sp.access_log = 1;
+	err = ipc_send(s->spawner, MSG_SPAWN_WORKER, &sp, sizeof(sp), -1);
+	if (err) {
+		task_fail(s, t, -err, "asking for a worker: %s", strerror(-err));
+		return err;
+	}
+	s->alog_task = t->spec.task_id;
+	log_info("access log: task %llu accepted (node %s, flush every %llu ms)",
+		 (unsigned long long)t->spec.task_id, node,
+		 (unsigned long long)s->cfg->access_log.flush_period_ms);
+	return 0;
+}
+
+/* Sends n entries of size each after a header, in frames of at most per: 0 or -errno. */
+static int send_frames(int fd, uint16_t type, uint64_t task_id, const void *v, size_t n,
+		       size_t size, size_t per)
+{
+	uint8_t *buf = malloc(sizeof(struct msg_task_targets_hdr) + per * size);
+	int err = 0;
+
+	_Static_assert(sizeof(struct msg_task_targets_hdr) == sizeof(struct msg_alog_procs_hdr),
+		       "one header shape");
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i += per) {
+		size_t k = n - i < per ? n - i : per;
+		struct msg_task_targets_hdr h = { .task_id = task_id, .count = (uint32_t)k };
+
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), (const uint8_t *)v + i * size, k * size);
+		err = ipc_send(fd, type, buf, sizeof(h) + k * size, -1);
+	}
+	free(buf);
+	return err;
+}
+
+/*
+ * After a scan, and once its worker runs: the access log's processes as discovery sees them
+ * now, the changes to the shipper (who they are), the launcher (pinned for the shipper's opens)
+ * and the worker (traced). A worker that ended is replaced, after a backoff (1 s, doubling to
+ * a minute).
+ */
+static void alog_tick(struct supervisor *s)
+{
+	struct sv_task *t = s->alog_task ? task_by_id(s, s->alog_task) : NULL;
+	struct alog_changes ch;
+	uint64_t now = now_mono_ms();
+	int err;
+
+	if (!t || t->failed) {
+		if (s->alog_task && !t) {
+			s->alog_task = 0;
+			s->alog_restarts++;
+			s->alog_backoff_ms = s->alog_backoff_ms ? s->alog_backoff_ms * 2 : 1000;
+			if (s->alog_backoff_ms > 60000)
+				s->alog_backoff_ms = 60000;
+			s->alog_retry_ms = now + s->alog_backoff_ms;
+			log_warn("access log: its task ended (%llu time(s) so far); another in %u ms",
+				 (unsigned long long)s->alog_restarts, s->alog_backoff_ms);
+		}
+		if (t || now < s->alog_retry_ms || s->shipper < 0)
+			return;
+		t = free_task(s);
+		if (t)
+			alog_begin(s, t);
+		return;
+	}
+	if (t->state != T_RUNNING)
+		return;
+	s->alog_backoff_ms = 0;
+	if (alog__refresh(s->alog, s->disc, &ch))
+		return;
+	if (ch.refused && !s->alog_said_refused++)
+		log_warn("access log: %llu process(es) not traced: over %u at once",
+			 (unsigned long long)ch.refused, ALOG_MAX_PIDS);
+	err = send_frames(s->shipper, MSG_ALOG_PROCS, t->spec.task_id, ch.procs, ch.nprocs,
+			  sizeof(*ch.procs), MSG_ALOG_PROCS_MAX);
+	if (!err)
+		err = send_frames(s->spawner, MSG_TASK_TARGETS, t->spec.task_id, ch.targets,
+				  ch.ntargets, sizeof(*ch.targets), MSG_TARGETS_MAX);
+	if (!err)
+		err = send_frames(t->worker, MSG_TASK_TARGETS, t->spec.task_id, ch.targets,
+				  ch.ntargets, sizeof(*ch.targets), MSG_TARGETS_MAX);
+	if (err) {
+		/* What was said is not known: a new worker starts from nothing. */
+		task_fail(s, t, -err, "access log: sending its processes: %s", strerror(-err));
+		return;
+	}
+	if (ch.ntargets)
+		log_info("access log: %zu process(es) traced (%zu change(s))", alog__count(s->alog),
+			 ch.ntargets);
+}
+
 static void on_worker(struct supervisor *s, struct sv_task *t);
 
 static int on_spawner(struct supervisor *s)
@@ -819,6 +953,8 @@ static void on_worker(struct supervisor *s, struct sv_task *t)
 		t->state = T_RUNNING;
 		log_info("task %llu running in worker %d", (unsigned long long)t->spec.task_id,
 			 t->worker_pid);
+		if (t->spec.type == TASK_ACCESS_LOG && s->alog)
+			alog_tick(s);
 		break;
 	case MSG_TASK_ERROR: {
 		const struct msg_error *e = s->msg.buf;
@@ -1033,6 +1169,8 @@ static int loop(struct supervisor *s)
 			if (n < 0)
 				log_warn("discovery: reading /proc: %s, ignoring", strerror(-n));
 			s->next_scan_ms = now_mono_ms() + s->cfg->discovery.scan_period_ms;
+			if (s->alog)
+				alog_tick(s);
 		}
 		for (int k = 0; k < n; k++) {
 			if (!pfd[k].revents)
@@ -1184,6 +1322,18 @@ static int backend_setup(struct supervisor *s, struct config_passed *passed)
 			goto cleanup;
 		}
 		discovery__set_k8s(s->disc, s->k8s);
+	}
+	if (s->cfg->access_log.active && !s->k8s) {
+		log_warn("access log: needs process_discovery.kubernetes (it watches pods): off");
+	} else if (s->cfg->access_log.active) {
+		/* Before the sandbox: it reads the node's network interfaces. */
+		s->alog = alog__new(s->cfg);
+		if (!s->alog) {
+			err = -errno;
+			goto cleanup;
+		}
+		log_info("access log: on; the *_analyze per_cpu_buffer and parallels settings are "
+			 "accepted and not used (one ring buffer and one thread serve it)");
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
 		err = -errno;

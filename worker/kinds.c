@@ -307,6 +307,13 @@ static void net_free(struct worker *w)
 	w->net = NULL;
 }
 
+static int net_set_target(struct worker *w, int32_t pid, int on)
+{
+	if (!on)
+		return w->net ? netcap__forget(w->net, pid, w->shipper) : -ESRCH;
+	return w->net ? netcap__trace(w->net, pid) : -ESRCH;
+}
+
 static const struct task_kind net_kind = {
 	.start = net_start,
 	.attached_policy = net_policy,
@@ -324,6 +331,23 @@ static const struct task_kind net_kind = {
 	.free = net_free,
 };
 
+/* The access log: NETWORK's capture in access-log mode, its targets changing as it runs. */
+static const struct task_kind alog_kind = {
+	.start = net_start,
+	.attached_policy = net_policy,
+	.flush = net_flush,
+	.read = net_read,
+	.read_every_ms = 100,
+	.events_fd = net_events_fd,
+	.on_shipper = net_on_shipper,
+	.tracing = net_tracing,
+	.forget = net_forget,
+	.set_target = net_set_target,
+	.stop = net_stop,
+	.totals = net_totals,
+	.free = net_free,
+};
+
 const struct task_kind *task_kind_of(uint32_t type)
 {
 	switch (type) {
@@ -332,6 +356,8 @@ const struct task_kind *task_kind_of(uint32_t type)
 		return &stacks_kind;
 	case TASK_NETWORK:
 		return &net_kind;
+	case TASK_ACCESS_LOG:
+		return &alog_kind;
 	default:
 		return NULL;
 	}

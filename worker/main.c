@@ -33,6 +33,9 @@ static const struct ipc_rule from_supervisor[] = {
 	{ MSG_TASK_START, sizeof(struct task_spec), sizeof(struct task_spec), 0, 0 },
 	{ MSG_TASK_STOP, 0, 0, 0, 0 },
 	{ MSG_TASK_EXTEND, sizeof(struct msg_task_extend), sizeof(struct msg_task_extend), 0, 0 },
+	{ MSG_TASK_TARGETS, sizeof(struct msg_task_targets_hdr),
+	  sizeof(struct msg_task_targets_hdr) + MSG_TARGETS_MAX * sizeof(struct msg_task_target),
+	  sizeof(struct msg_task_target), 0 },
 };
 
 static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
@@ -46,13 +49,19 @@ static void wk_send_error(int sv, uint64_t task_id, int err, const char *what)
 
 static int check_spec(const struct task_spec *s)
 {
-	if (s->type != TASK_ON_CPU && s->type != TASK_OFF_CPU && s->type != TASK_NETWORK)
+	if (s->type != TASK_ON_CPU && s->type != TASK_OFF_CPU && s->type != TASK_NETWORK &&
+	    s->type != TASK_ACCESS_LOG)
 		return -EOPNOTSUPP;
-	if (!s->npids || s->npids > ROVER_MAX_PIDS)
+	/* The access log's targets come and go (MSG_TASK_TARGETS): it may start with none. */
+	if ((!s->npids && s->type != TASK_ACCESS_LOG) || s->npids > ROVER_MAX_PIDS)
 		return -EINVAL;
 	for (uint32_t i = 0; i < s->npids; i++)
 		if (s->pids[i] <= 0)
 			return -EINVAL;
+	if (s->type == TASK_ACCESS_LOG)
+		return s->flush_ms < 100 || s->duration_ms || s->capture_bytes > NET_CAPTURE_MAX
+			       ? -EINVAL
+			       : 0;
 	if (s->type == TASK_NETWORK)
 		return s->flush_ms < 100 || !s->duration_ms || s->attach > ATTACH_SYSCALLS ||
 				       s->capture_bytes > NET_CAPTURE_MAX
@@ -110,7 +119,7 @@ static int open_targets(struct worker *w)
 	}
 	for (int k = 0; k < w->inherited; k++)
 		close(ROLE_FD_SECOND + 1 + k);
-	return w->npidfds ? 0 : -ESRCH;
+	return w->npidfds || w->spec.type == TASK_ACCESS_LOG ? 0 : -ESRCH;
 }
 
 /*
@@ -140,11 +149,49 @@ static int forget_dropped(struct worker *w)
 	return n;
 }
 
+/*
+ * MSG_TASK_TARGETS: the access log's processes from now on. For another task a frame is
+ * refused (its targets were checked at spawn and never change); a bad one is said and left.
+ */
+static void on_targets(struct worker *w, const struct ipc_msg *m)
+{
+	struct msg_task_targets_hdr h;
+	const struct msg_task_target *t;
+
+	memcpy(&h, m->buf, sizeof(h));
+	if (w->spec.type != TASK_ACCESS_LOG || h.task_id != w->spec.task_id ||
+	    h.count != (m->len - sizeof(h)) / sizeof(*t) || !w->kind->set_target) {
+		log_warn("task %llu: a targets frame refused (not this access-log task's, or "
+			 "its count does not match its length)",
+			 (unsigned long long)w->spec.task_id);
+		return;
+	}
+	t = (const struct msg_task_target *)((const uint8_t *)m->buf + sizeof(h));
+	for (uint32_t i = 0; i < h.count; i++) {
+		if (t[i].pid <= 0 || (uint32_t)t[i].pid >> 22) {
+			log_warn("task %llu: target %d refused: not a pid",
+				 (unsigned long long)w->spec.task_id, t[i].pid);
+			continue;
+		}
+		if (w->kind->set_target(w, t[i].pid, t[i].on != 0))
+			continue;
+		/* One line a change: tests and people follow the set by them. */
+		if (t[i].on)
+			log_info("access log: tracing pid %d (task %llu)", t[i].pid,
+				 (unsigned long long)w->spec.task_id);
+		else
+			log_info("access log: no longer tracing pid %d (task %llu)", t[i].pid,
+				 (unsigned long long)w->spec.task_id);
+	}
+}
+
 /* Runs the task to its end; returns the end reason. */
 static uint32_t run(struct worker *w)
 {
 	uint64_t start = now_mono_ms(), next_flush = start + w->spec.flush_ms;
-	uint64_t end = start + w->spec.duration_ms;
+	/* The access log runs until stopped, whatever its targets do. */
+	int alog = w->spec.type == TASK_ACCESS_LOG;
+	uint64_t end = alog ? UINT64_MAX : start + w->spec.duration_ms;
 	struct ipc_msg msg = { .fd = -1 };
 	struct pollfd pfd[3 + ROVER_MAX_PIDS];
 	int alive = w->npidfds, ship_idx;
@@ -166,7 +213,7 @@ static uint32_t run(struct worker *w)
 			next_flush += w->spec.flush_ms;
 			if (w->spec.flags & TASK_USER_ONLY)
 				alive -= forget_dropped(w);
-			if (!alive)
+			if (!alive && !alog)
 				return END_TARGETS_EXITED;
 			continue;
 		}
@@ -192,7 +239,13 @@ static uint32_t run(struct worker *w)
 			w->kind->on_shipper(w);
 		if (pfd[0].revents) {
 			/* A stop, or the supervisor gone: either way the task ends now. */
-			int err = ipc_recv(w->sv, from_supervisor, 3, &msg);
+			int err = ipc_recv(w->sv, from_supervisor, 4, &msg);
+
+			if (!err && msg.type == MSG_TASK_TARGETS) {
+				on_targets(w, &msg);
+				ipc_msg_release(&msg);
+				continue;
+			}
 
 			if (!err && msg.type == MSG_TASK_EXTEND) {
 				struct msg_task_extend x;
@@ -222,7 +275,7 @@ static uint32_t run(struct worker *w)
 						 w->pidfd_pid[i - 1], strerror(errno));
 			}
 		}
-		if (!alive)
+		if (!alive && !alog)
 			return END_TARGETS_EXITED;
 		/* Closed pidfds stay in the array as -1: poll ignores negative fds. */
 	}
@@ -309,6 +362,10 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < w.spec.npids; i++) {
 		int pinned = 0;
 
+		if (w.spec.type == TASK_ACCESS_LOG)
+			log_info("access log: tracing pid %d (task %llu)", w.spec.pids[i],
+				 (unsigned long long)w.spec.task_id);
+
 		for (int k = 0; k < w.npidfds; k++)
 			pinned |= w.pidfd_pid[k] == w.spec.pids[i];
 		if (pinned)
@@ -332,9 +389,10 @@ int main(int argc, char **argv)
 	ipc_send(w.sv, MSG_TASK_STARTED, &started, sizeof(started), -1);
 	log_info("task %llu: %s of %u process(es) on %u CPUs, attached with %s",
 		 (unsigned long long)w.spec.task_id,
-		 w.spec.type == TASK_ON_CPU    ? "ON_CPU"
-		 : w.spec.type == TASK_OFF_CPU ? "OFF_CPU"
-					       : "NETWORK",
+		 w.spec.type == TASK_ON_CPU	  ? "ON_CPU"
+		 : w.spec.type == TASK_OFF_CPU	  ? "OFF_CPU"
+		 : w.spec.type == TASK_ACCESS_LOG ? "the access log"
+						  : "NETWORK",
 		 w.spec.npids, started.ncpus, started.attach);
 	log_debug("task %llu: started after %llu us of CPU", (unsigned long long)w.spec.task_id,
 		  (unsigned long long)cpu_used_us());

@@ -25,13 +25,16 @@
 /* uprobe links of TLS libraries per task (3 per library and process at most). */
 #define TLS_MAX_LINKS 512
 
+/* Programs a mode attaches, and the terminating empty entry. */
+#define MAX_HOOKS 12
+
 /* Not in the uapi headers of every build host (Linux 6.6+); the kernel's values. */
 #define ROVER_BPF_TRACE_UPROBE_MULTI 48
 #define ROVER_BPF_F_UPROBE_MULTI_RETURN 1u
 
 struct netcap {
 	struct net_bpf *obj;
-	struct bpf_link *links[7];
+	struct bpf_link *links[MAX_HOOKS];
 	int nlinks;
 	struct ring_buffer *rb;
 	int conns_fd, stats_fd, ncpus;
@@ -72,13 +75,13 @@ struct hook {
 	int optional;	/* adds figures; the task runs without it */
 };
 
-/* The programs of a mode, NULL-terminated (at most 6). */
-static void hooks_of(struct netcap *n, enum mode m, struct hook h[7])
+/* The programs of a mode, NULL-terminated (at most MAX_HOOKS - 1). */
+static void hooks_of(struct netcap *n, enum mode m, struct hook h[MAX_HOOKS])
 {
 	struct net_bpf *o = n->obj;
 	int k = 0;
 
-	memset(h, 0, 7 * sizeof(*h));
+	memset(h, 0, MAX_HOOKS * sizeof(*h));
 	if (m == MODE_SOCK) {
 		h[k++] = (struct hook){ o->progs.net_send_btf };
 		h[k++] = (struct hook){ o->progs.net_recv_btf };
@@ -97,11 +100,22 @@ static void hooks_of(struct netcap *n, enum mode m, struct hook h[7])
 		h[k++] = (struct hook){ o->progs.net_retrans_btf, NULL, 1 };
 		h[k++] = (struct hook){ o->progs.net_drop_btf, NULL, 1 };
 	}
+	/*
+	 * The access log's packet figures (bpf/net/alog.bpf.h): each adds figures, none is
+	 * needed for the logs themselves.
+	 */
+	if (n->spec->type == TASK_ACCESS_LOG) {
+		h[k++] = (struct hook){ o->progs.alog_dev_queue, NULL, 1 };
+		h[k++] = (struct hook){ o->progs.alog_qdisc, NULL, 1 };
+		h[k++] = (struct hook){ o->progs.alog_start_xmit, NULL, 1 };
+		h[k++] = (struct hook){ o->progs.alog_xmit, NULL, 1 };
+		h[k++] = (struct hook){ o->progs.alog_copy, NULL, 1 };
+	}
 }
 
 static int attach_all(struct netcap *n, enum mode m)
 {
-	struct hook h[7];
+	struct hook h[MAX_HOOKS];
 
 	hooks_of(n, m, h);
 	for (int i = 0; h[i].prog; i++) {
@@ -127,7 +141,7 @@ static int attach_all(struct netcap *n, enum mode m)
 static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int tls)
 {
 	struct bpf_program *p;
-	struct hook h[7];
+	struct hook h[MAX_HOOKS];
 
 	bpf_object__for_each_program(p, n->obj->obj)
 		bpf_program__set_autoload(p, false);
@@ -151,6 +165,7 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int
 	if (n->obj->rodata->opts.capture_bytes > NET_CAPTURE_MAX)
 		n->obj->rodata->opts.capture_bytes = NET_CAPTURE_MAX;
 	n->obj->rodata->opts.detect_tries = 4;
+	n->obj->rodata->opts.access_log = spec->type == TASK_ACCESS_LOG;
 	set_cred_check(&n->obj->rodata->cred_check, &n->obj->rodata->cred_uid,
 		       &n->obj->rodata->cred_gid, spec);
 	return net_bpf__load(n->obj) ? -errno : 0;
@@ -377,6 +392,14 @@ static void set_target(struct netcap *n, uint32_t tgid, int on)
 		__atomic_and_fetch(w, ~(1ull << (tgid & 63)), __ATOMIC_SEQ_CST);
 }
 
+int netcap__trace(struct netcap *n, int32_t pid)
+{
+	if (pid <= 0 || (uint32_t)pid >> 22)
+		return -EINVAL;
+	set_target(n, (uint32_t)pid, 1);
+	return 0;
+}
+
 int netcap__tracing(const struct netcap *n, int32_t pid)
 {
 	uint32_t tgid = (uint32_t)pid;
@@ -474,11 +497,18 @@ struct netcap *netcap__start(const struct task_spec *spec, struct msg_task_start
 		enum mode order[3];
 		int nmodes = 0;
 
+		/*
+		 * The access log times every call (its kernel logs' start and end): the system
+		 * call hooks, whichever was asked.
+		 */
+		if (spec->type == TASK_ACCESS_LOG)
+			attach = ATTACH_SYSCALLS;
 		if (attach == ATTACH_AUTO || attach == ATTACH_TP_BTF)
 			order[nmodes++] = MODE_SOCK;
 		if (attach == ATTACH_AUTO || attach == ATTACH_SYSCALLS)
 			order[nmodes++] = MODE_SYS_BTF;
-		if (attach == ATTACH_AUTO || attach == ATTACH_RAW_TP)
+		if (attach == ATTACH_AUTO || attach == ATTACH_RAW_TP ||
+		    spec->type == TASK_ACCESS_LOG)
 			order[nmodes++] = MODE_SYS_RAW;
 		err = -EINVAL;
 		for (int i = 0; i < nmodes && err; i++) {

@@ -49,6 +49,8 @@ int netcap__forget(struct netcap *n, int32_t pid, int shipper);
  * being the client's to trace (bpf/credcheck.bpf.h).
  */
 int netcap__tracing(const struct netcap *n, int32_t pid);
+/* The access log: pid traced from now on. 0 or -EINVAL (not a pid). */
+int netcap__trace(struct netcap *n, int32_t pid);
 
 /*
  * Attaches the TLS probes the shipper found in a target's library (m, the file's descriptor

@@ -17,6 +17,18 @@
 const volatile struct net_opts opts = { .capture_bytes = 1024, .detect_tries = 4 };
 
 /*
+ * The access log parses HTTP/1 and HTTP/2 only (docs/access-log.md): another protocol found is
+ * no protocol to it, and its payload is never copied.
+ */
+static __always_inline __u8 alog_keep(__u8 p)
+{
+	if (!opts.access_log || p == NET_PROTO_HTTP1 || p == NET_PROTO_HTTP2 ||
+	    p == NET_PROTO_UNKNOWN)
+		return p;
+	return NET_PROTO_NONE;
+}
+
+/*
  * iovecs a payload is copied from: HTTP/2 peers write a frame header and its payload as two
  * (nginx: five for its first answer), gRPC's C core a header block as a slice per name and
  * value (27 for its first request).
@@ -145,7 +157,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 				struct det_bytes h = {};
 
 				__builtin_memcpy(h.b, st->head, 8);
-				p = net_detect(&h, st->head_len, 0, DET_STREAM);
+				p = alog_keep(net_detect(&h, st->head_len, 0, DET_STREAM));
 			}
 			if (p == NET_PROTO_UNKNOWN)
 				p = NET_PROTO_NONE;
@@ -170,6 +182,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 					       (__u32)st->head[2] << 8 | st->head[3]) == bytes)
 			p = net_detect((const struct det_bytes *)s->buf, captured, bytes,
 				       DET_KAFKA_BODY);
+		p = alog_keep(p);
 		if (p == NET_PROTO_DNS || p == NET_PROTO_KAFKA) {
 			st->conn.proto = p;
 			emit_head(st, dir, tgid, a->ts ? a->ts : now, fn);
@@ -187,6 +200,7 @@ static __always_inline void capture(struct net_conn_state *st, __u32 dir, const 
 		 */
 		if (p == NET_PROTO_NONE && (st->conn.flags & (NET_CONN_MIDSTREAM | NET_CONN_TLS)))
 			p = NET_PROTO_UNKNOWN;
+		p = alog_keep(p);
 		if (p == NET_PROTO_UNKNOWN && tries < opts.detect_tries)
 			return;
 		if (p == NET_PROTO_UNKNOWN)

@@ -9,6 +9,7 @@
 
 #include "common/netrec.h"
 #include "bpf/net/conn.bpf.h"
+#include "bpf/net/alog.bpf.h"
 
 /* n drops (drop) or retransmitted segments on the connection at key. */
 static __always_inline void count_on(__u64 *key, __u64 skv, int drop, __u32 n)
@@ -83,6 +84,7 @@ static __always_inline void on_retrans(const struct sock *sk, const struct sk_bu
 
 	if (err)
 		return;
+	alog_retrans(sk);
 	if (bpf_probe_read_kernel(&cb, sizeof(cb), (void *)skb + bpf_core_field_offset(skb->cb)))
 		segs = 1;
 	else

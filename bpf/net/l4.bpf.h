@@ -11,6 +11,7 @@
 #include "bpf/net/call.bpf.h"
 #include "bpf/net/conn.bpf.h"
 #include "bpf/net/capture.bpf.h"
+#include "bpf/net/alog.bpf.h"
 
 /* L4 duration buckets, lower bounds in ns (reference network-profiling §3.4). */
 static const __u64 l4_bounds[NET_L4_BUCKETS] = {
@@ -111,6 +112,7 @@ static __always_inline void account(struct net_conn_state *st, struct sock *sk, 
 			hist_add(st->conn.rtt_hist, (__u64)srtt * 1000);
 		}
 	}
+	alog_call(st, (__u64)sk, dir, a, bytes, tgid, now);
 	if (st->conn.flags & NET_CONN_TLS)
 		return;
 	capture(st, dir, a, bytes, tgid, now, st->conn.dir[0].count + st->conn.dir[1].count,

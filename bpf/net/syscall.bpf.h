@@ -16,6 +16,7 @@
 #include "bpf/net/call.bpf.h"
 #include "bpf/net/conn.bpf.h"
 #include "bpf/net/l4.bpf.h"
+#include "bpf/net/alog.bpf.h"
 #include "bpf/net/tls.bpf.h"
 
 #define EINPROGRESS 115
@@ -77,6 +78,7 @@ static __always_inline int on_enter(struct pt_regs *regs, long id)
 	a.a4 = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	if (bpf_map_update_elem(&inflight, &pid_tgid, &a, BPF_ANY))
 		stat_add(NET_STAT_INFLIGHT_FULL, 1);
+	alog_enter(pid_tgid, kind, (__s32)a.a0);
 	return 0;
 }
 
@@ -117,22 +119,35 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 	}
 	switch (a.kind) {
 	case K_CONNECT:
-		if (ret != 0 && ret != -EINPROGRESS)
-			return 0;
 		fd = a.a0;
 		sk = tcp_sock_of(fd);
-		if (sk)
-			conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_CLIENT, now,
-				 a.ts ? now - a.ts : 0, now);
+		if (ret != 0 && ret != -EINPROGRESS) {
+			/* The access log tells failed connects too (only where timed). */
+			if (sk && a.ts)
+				alog_open(NULL, sk, tgid, fd, NET_ROLE_CLIENT, now, now - a.ts,
+					  (__s32)ret);
+			alog_exit(pid_tgid);
+			return 0;
+		}
+		if (sk) {
+			st = conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_CLIENT,
+				      now, a.ts ? now - a.ts : 0, now);
+			if (st)
+				alog_open(st, sk, tgid, fd, NET_ROLE_CLIENT, now, 0, 0);
+		}
+		alog_exit(pid_tgid);
 		return 0;
 	case K_ACCEPT:
 		if (ret < 0)
 			return 0;
 		fd = ret;
 		sk = tcp_sock_of(fd);
-		if (sk)
-			conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_SERVER, now,
-				 a.ts ? now - a.ts : 0, now);
+		if (sk) {
+			st = conn_get((__u64)tgid << 32 | (__u32)fd, tgid, fd, sk, NET_ROLE_SERVER,
+				      now, a.ts ? now - a.ts : 0, now);
+			if (st)
+				alog_open(st, sk, tgid, fd, NET_ROLE_SERVER, now, 0, 0);
+		}
 		return 0;
 	case K_CLOSE:
 		if (ret != 0)
@@ -144,6 +159,7 @@ static __always_inline int on_exit(struct pt_regs *regs, long ret)
 		return 0;
 	}
 	on_data(&a, tgid, ret, now);
+	alog_exit(pid_tgid);
 	return 0;
 }
 

@@ -256,7 +256,44 @@ static const struct key profiling_keys[] = {
 	{ NULL },
 };
 
+/* Accepted as upstream writes them; one ring buffer and one thread serve the module here. */
+static const struct key alog_analyze_keys[] = {
+	{ "per_cpu_buffer", K_BYTES, NO_FIELD, NULL, 1, 1ULL << 30 },
+	{ "parse_parallels", K_U32, NO_FIELD, NULL, 1, 1024 },
+	{ "analyze_parallels", K_U32, NO_FIELD, NULL, 1, 1024 },
+	{ "parallels", K_U32, NO_FIELD, NULL, 1, 1024 },
+	{ "queue_size", K_U32, NO_FIELD, NULL, 1, 1 << 24 },
+	{ NULL },
+};
+
+static const struct key alog_connection_keys[] = {
+	{ "per_cpu_buffer", K_BYTES, NO_FIELD, NULL, 1, 1ULL << 30 },
+	{ "parse_parallels", K_U32, NO_FIELD, NULL, 1, 1024 },
+	{ "analyze_parallels", K_U32, NO_FIELD, NULL, 1, 1024 },
+	/* Connections the shipper keeps pending logs of at once. */
+	{ "queue_size", K_U32, CF(access_log.queue_size), NULL, 16, 1 << 20 },
+	{ NULL },
+};
+
+static const struct key alog_flush_keys[] = {
+	{ "max_count", K_U32, CF(access_log.flush_max_count), NULL, 1, 1 << 24 },
+	{ "period", K_DUR_MS, CF(access_log.flush_period_ms), NULL, 100, 600000 },
+	{ NULL },
+};
+
+static const struct key access_log_keys[] = {
+	{ "active", K_BOOL, CF(access_log.active) },
+	{ "exclude_namespaces", K_CSV, CF(access_log.exclude_namespaces), NULL, 0,
+	  CONFIG_MAX_NAMESPACES, CF(access_log.nexclude_namespaces) },
+	{ "exclude_cluster", K_STR, CF(access_log.exclude_cluster) },
+	{ "flush", K_MAP, NO_FIELD, alog_flush_keys },
+	{ "connection_analyze", K_MAP, NO_FIELD, alog_connection_keys },
+	{ "protocol_analyze", K_MAP, NO_FIELD, alog_analyze_keys },
+	{ NULL },
+};
+
 static const struct key root_keys[] = {
+	{ "access_log", K_MAP, NO_FIELD, access_log_keys },
 	{ "logger", K_MAP, NO_FIELD, logger_keys },
 	{ "core", K_MAP, NO_FIELD, core_keys },
 	{ "process_discovery", K_MAP, CF(discovery.present), discovery_keys },
@@ -547,6 +584,8 @@ void config__free(struct rover_config *cfg)
 	free(cfg->discovery.finders);
 	free(cfg->discovery.k8s_node_name);
 	free_strv(cfg->discovery.k8s_namespaces, cfg->discovery.k8s_nnamespaces);
+	free_strv(cfg->access_log.exclude_namespaces, cfg->access_log.nexclude_namespaces);
+	free(cfg->access_log.exclude_cluster);
 	free_analyzers(cfg);
 	free(cfg->discovery.k8s_api_server);
 	free(cfg->discovery.k8s_token_file);
@@ -591,7 +630,14 @@ int config__defaults(struct rover_config *ret_cfg)
 	c.profiling.continuous_check_interval_ms = 5000;
 	c.profiling.trigger_execute_duration_ms = 10 * 60 * 1000;
 	c.profiling.trigger_silence_duration_ms = 20 * 60 * 1000;
-	if (!c.logger_level || !c.cluster_name || !c.backend.addr || !c.backend.client_pem_path ||
+	c.access_log.exclude_cluster = strdup("");
+	c.access_log.flush_max_count = 10000;
+	c.access_log.flush_period_ms = 5000;
+	c.access_log.queue_size = 2000;
+	if (!c.access_log.exclude_cluster ||
+	    split_csv("istio-system,cert-manager,kube-system", CONFIG_MAX_NAMESPACES,
+		      &c.access_log.exclude_namespaces, &c.access_log.nexclude_namespaces) ||
+	    !c.logger_level || !c.cluster_name || !c.backend.addr || !c.backend.client_pem_path ||
 	    !c.backend.client_key_path || !c.backend.ca_pem_path || !c.backend.authentication ||
 	    !c.backend.spool_dir || !c.profiling.network_meter_prefix ||
 	    !c.profiling.continuous_meter_prefix || !c.discovery.k8s_node_name ||

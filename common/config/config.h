@@ -102,6 +102,17 @@ struct rover_config {
 		uint64_t trigger_execute_duration_ms;  /* 10 m */
 		uint64_t trigger_silence_duration_ms;  /* 20 m */
 	} profiling;
+
+	/* access_log (docs/access-log.md), as upstream writes it. */
+	struct {
+		int active;		     /* 0 */
+		char **exclude_namespaces;   /* istio-system,cert-manager,kube-system */
+		size_t nexclude_namespaces;
+		char *exclude_cluster;	     /* "" */
+		uint32_t flush_max_count;    /* 10000 */
+		uint64_t flush_period_ms;    /* 5 s */
+		uint32_t queue_size;	     /* connection_analyze.queue_size: 2000 */
+	} access_log;
 };
 
 /* Called once per unknown key with its dotted path, e.g. "core.backend.adr". */

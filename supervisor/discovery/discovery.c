@@ -118,7 +118,7 @@ struct disc_draft {
 	int pid;
 	char cmdline[DISC_CMDLINE_LEN];
 	int k8s;
-	char pod[DISC_NAME_LEN], container[DISC_NAME_LEN];
+	char pod[DISC_NAME_LEN], container[DISC_NAME_LEN], ns[DISC_NAME_LEN];
 	char container_ip[64], host_ip[64];
 };
 
@@ -161,7 +161,7 @@ struct discovery {
 };
 
 /* The addresses of e's string fields (its labels included); returns how many. */
-#define ENT_MAX_STRS (9 + DISC_MAX_LABELS)
+#define ENT_MAX_STRS (10 + DISC_MAX_LABELS)
 static int ent_strs(struct disc_entity *e, const char **f[ENT_MAX_STRS])
 {
 	int n = 0;
@@ -173,6 +173,7 @@ static int ent_strs(struct disc_entity *e, const char **f[ENT_MAX_STRS])
 	f[n++] = &e->cmdline;
 	f[n++] = &e->pod;
 	f[n++] = &e->container;
+	f[n++] = &e->ns;
 	f[n++] = &e->container_ip;
 	f[n++] = &e->host_ip;
 	for (int i = 0; i < e->nlabels; i++)
@@ -742,6 +743,7 @@ static struct disc_entity *draft_view(const struct disc_draft *r, struct disc_en
 		.k8s = r->k8s,
 		.pod = r->pod,
 		.container = r->container,
+		.ns = r->ns,
 		.container_ip = r->container_ip,
 		.host_ip = r->host_ip,
 	};
@@ -1007,6 +1009,7 @@ static void on_container(void *arg, const struct k8s_view *v)
 		e.k8s = 1;
 		snprintf(e.pod, sizeof(e.pod), "%s", p->name);
 		snprintf(e.container, sizeof(e.container), "%s", v->container->name);
+		snprintf(e.ns, sizeof(e.ns), "%s", p->ns ? p->ns : "");
 		snprintf(e.container_ip, sizeof(e.container_ip), "%s", p->ip);
 		snprintf(e.host_ip, sizeof(e.host_ip), "%s",
 			 p->host_ip && p->host_ip[0] ? p->host_ip : d->host->host_ip);
@@ -1364,6 +1367,25 @@ int discovery__scan(struct discovery *d)
 			s->e.tried_ms = 0;
 			s->e.generation = ++d->generation;
 		}
+		n++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+int discovery__k8s_procs(struct discovery *d,
+			 void (*fn)(void *arg, int32_t pid, const struct disc_entity *e), void *arg)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nkprocs; i++) {
+		const struct disc_kproc *kp = &d->kprocs[i];
+
+		if (!kp->nents || kp->ents[0] < 0 || (size_t)kp->ents[0] >= d->nents ||
+		    !d->ents[kp->ents[0]].used)
+			continue;
+		fn(arg, kp->pid, &d->ents[kp->ents[0]].e);
 		n++;
 	}
 	pthread_mutex_unlock(&d->lock);
