@@ -32,7 +32,7 @@ PROTO_PPROF := $(OUT)/proto/pprof/profile.pb-c.c
 # The supervisor and the shipper link it; the worker and the launcher never do.
 SW_PROTOS     := common/Common common/Command ebpf/profiling/Process ebpf/profiling/Profile \
                  ebpf/profiling/Continuous language-agent/Meter language-agent/Tracing \
-                 logging/Logging
+                 logging/Logging ebpf/accesslog
 SW_PROTO_HDRS := $(patsubst %,$(OUT)/proto/%.pb-c.h,$(SW_PROTOS))
 SW_PROTO_OBJS := $(patsubst %,$(OUT)/proto/%.pb-c.o,$(SW_PROTOS))
 

@@ -105,6 +105,11 @@ static const struct ipc_rule supervisor_rules[] = {
 	  0, 0 },
 	{ MSG_OUTPUT_NETWORK, sizeof(struct msg_output_network), sizeof(struct msg_output_network),
 	  0, 0 },
+	{ MSG_OUTPUT_ACCESSLOG, sizeof(struct msg_output_accesslog),
+	  sizeof(struct msg_output_accesslog), 0, 0 },
+	{ MSG_ALOG_PROCS, sizeof(struct msg_alog_procs_hdr),
+	  sizeof(struct msg_alog_procs_hdr) + MSG_ALOG_PROCS_MAX * sizeof(struct msg_alog_proc),
+	  sizeof(struct msg_alog_proc), 0 },
 };
 
 #define NRULES(r) (sizeof(r) / sizeof((r)[0]))
@@ -266,12 +271,28 @@ static int render_output(struct shipper *s, struct ship_task *t, struct msg_outp
 	return 0;
 }
 
+/* The access log's batch when one is due (last: the task ends): to the spool. */
+static void alog_flush(struct shipper *s, struct ship_task *t, bool last)
+{
+	struct spool_batch b = { .task_id = t->task_id, .kind = SPOOL_ACCESSLOG };
+	int r = ship_task__alog_flush(t, now_mono_ms(), last, &b);
+
+	if (r < 0)
+		log_warn("task %llu: access log: %s", (unsigned long long)t->task_id, strerror(-r));
+	/* A batch the spool refuses is counted by spool_dropped(). */
+	if (r > 0 && s->spool)
+		spool__put(s->spool, &b);
+	free(b.data);
+}
+
 static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)
 {
 	struct ship_task *t = *slot;
 	struct msg_output_written w;
 	int err, pending = 0;
 
+	if (t->alog)
+		alog_flush(s, t, true);
 	if (t->backend) {
 		ship_task__end_uploads(t);
 		queue_batches(s, t);
@@ -365,6 +386,8 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 	}
 	if (t->monitor && m->type == MSG_SHIP_NET_CONNS && s->supervisor >= 0)
 		send_monitor(s, t);
+	if (t->alog)
+		alog_flush(s, t, false);
 	if (meters.nmsgs && s->spool)
 		spool__put(s->spool, &meters);
 	if (logs.nmsgs && s->spool)
@@ -410,6 +433,16 @@ static void find_tls(struct shipper *s, struct peer *p, struct ship_task *t)
 		t->tls = tls_finder__new(t->task_id);
 		if (!t->tls)
 			return;
+	}
+	if (t->alog) {
+		/* The access log's processes are the supervisor's word, not the spec's. */
+		int32_t *pids = malloc(ALOG_MAX_PIDS * sizeof(*pids));
+		size_t n = pids ? net_task__alog_pids(t->net, pids, ALOG_MAX_PIDS) : 0;
+
+		for (size_t i = 0; i < n && p->fd >= 0; i++)
+			(void)tls_finder__scan(t->tls, s->fdop, pids[i], send_tls, &ts);
+		free(pids);
+		return;
 	}
 	for (uint32_t i = 0; i < t->spec.npids && p->fd >= 0; i++)
 		(void)tls_finder__scan(t->tls, s->fdop, t->spec.pids[i], send_tls, &ts);
@@ -711,6 +744,32 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 		return on_output_backend(s, m->buf);
 	if (m->type == MSG_OUTPUT_NETWORK)
 		return on_output_network(s, m->buf);
+	if (m->type == MSG_OUTPUT_ACCESSLOG) {
+		const struct msg_output_accesslog *o = m->buf;
+
+		if (!o->task_id)
+			return -EPROTO;
+		if (!s->spool)
+			return refuse_backend(s, o->task_id);
+		slot = task_slot(s, o->task_id, 1);
+		if (!slot)
+			return -ENOSPC;
+		return ship_task__set_accesslog(*slot, o);
+	}
+	if (m->type == MSG_ALOG_PROCS) {
+		struct msg_alog_procs_hdr h;
+
+		memcpy(&h, m->buf, sizeof(h));
+		if (h.count != (m->len - sizeof(h)) / sizeof(struct msg_alog_proc))
+			return -EPROTO;
+		slot = task_slot(s, h.task_id, 0);
+		if (!slot || !(*slot)->alog)
+			return 0; /* a task given up meanwhile */
+		return net_task__alog_procs((*slot)->net,
+					    (const struct msg_alog_proc *)((const uint8_t *)m->buf +
+									   sizeof(h)),
+					    h.count);
+	}
 	/* MSG_OUTPUT_ABORT: write what was collected, the supervisor reports the failure. */
 	{
 		const struct msg_output_abort *a = m->buf;

@@ -160,8 +160,61 @@ static int begin_network(struct ship_task *t, const struct task_spec *spec)
 	return 0;
 }
 
+/* The access log's network task: made by whichever comes first, the supervisor's word or the
+ * worker's begin. */
+static int alog_net(struct ship_task *t)
+{
+	struct net_task_opts o = { .task_id = t->task_id, .report_interval_ms = 1000 };
+
+	if (t->net)
+		return t->alog ? 0 : -EPROTO;
+	t->net = net_task__new(&o);
+	if (!t->net)
+		return -errno;
+	t->alog = 1;
+	return 0;
+}
+
+int ship_task__set_accesslog(struct ship_task *t, const struct msg_output_accesslog *o)
+{
+	int err = o->task_id == t->task_id ? alog_net(t) : -EPROTO;
+
+	if (!err)
+		err = net_task__access_log(t->net, o);
+	if (err)
+		return err;
+	t->backend = 1;
+	t->alog_period_ms = o->flush_period_ms;
+	t->alog_max = o->flush_max_count;
+	t->alog_next_ms = now_mono_ms() + o->flush_period_ms;
+	return 0;
+}
+
+int ship_task__alog_flush(struct ship_task *t, uint64_t now_ms, bool last, struct spool_batch *b)
+{
+	int err;
+
+	if (!t->alog || !t->alog_period_ms)
+		return 0;
+	if (!last && now_ms < t->alog_next_ms && net_task__alog_pending(t->net) < t->alog_max)
+		return 0;
+	t->alog_next_ms = now_ms + t->alog_period_ms;
+	err = net_task__alog_flush(t->net, last, b);
+	return err ? err : b->nmsgs > 0;
+}
+
 int ship_task__begin(struct ship_task *t, const struct task_spec *spec, struct symbolizer *sym)
 {
+	if (!t->have_spec && spec->type == TASK_ACCESS_LOG && spec->task_id == t->task_id &&
+	    spec->npids <= ROVER_MAX_PIDS && spec->flush_ms >= 100) {
+		int err = alog_net(t);
+
+		if (err)
+			return err;
+		t->spec = *spec;
+		t->have_spec = 1;
+		return 0;
+	}
 	if (t->have_spec || spec->task_id != t->task_id || !spec->npids ||
 	    spec->npids > ROVER_MAX_PIDS ||
 	    (spec->type != TASK_ON_CPU && spec->type != TASK_OFF_CPU && spec->type != TASK_NETWORK))
@@ -1106,7 +1159,7 @@ int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, si
 		return err;
 	t->net_frames++;
 	err = net_task__interval(t->net, now_mono_ms() * 1000000ull);
-	if (err || !t->backend || t->monitor)
+	if (err || !t->backend || t->monitor || t->alog)
 		return err;
 	err = net_task__meters(t->net, now_unix_ms(), meters, logs);
 	return err ? err : net_task__events(t->net, events);

@@ -8,6 +8,7 @@
 #ifndef ROVER_SHIPPER_TASK_H
 #define ROVER_SHIPPER_TASK_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -109,6 +110,13 @@ struct ship_task {
 	const char *net_prefix; /* profiling.task.network.meter_prefix; NULL: the default */
 	/* MSG_OUTPUT_NETWORK that came before the worker's begin, applied then */
 	struct msg_output_network *net_pending;
+	/*
+	 * The access log (TASK_ACCESS_LOG, docs/access-log.md): its records become
+	 * EBPFAccessLogService batches every alog_period_ms, or sooner once alog_max logs wait.
+	 */
+	int alog;
+	uint32_t alog_period_ms, alog_max;
+	uint64_t alog_next_ms;
 };
 
 struct ship_task *ship_task__new(uint64_t task_id);
@@ -165,6 +173,12 @@ int ship_task__net_frame(struct ship_task *t, uint32_t type, const void *buf, si
 			 struct spool_batch *events);
 /* NETWORK: the backend half of the task (labels, sampling rules); again to add rules. */
 int ship_task__set_network(struct ship_task *t, const struct msg_output_network *o);
+/* The access log's output (MSG_OUTPUT_ACCESSLOG), before or after the worker's begin. 0 or
+ * -errno (-EPROTO: malformed). */
+int ship_task__set_accesslog(struct ship_task *t, const struct msg_output_accesslog *o);
+/* The access log's batch now if one is due (now_ms; last: the task ends), into b (kind set by
+ * the caller). 1 when b was built, 0 when nothing was due, -errno. */
+int ship_task__alog_flush(struct ship_task *t, uint64_t now_ms, bool last, struct spool_batch *b);
 /*
  * The oldest stream ready for the spool, the samples of one process id in one flush, its first
  * message carrying the task metadata: 1 and *ret (the caller owns ret->data), 0 when none is

@@ -105,13 +105,13 @@ struct rover_config {
 
 	/* access_log (docs/access-log.md), as upstream writes it. */
 	struct {
-		int active;		     /* 0 */
-		char **exclude_namespaces;   /* istio-system,cert-manager,kube-system */
+		int active;		   /* 0 */
+		char **exclude_namespaces; /* istio-system,cert-manager,kube-system */
 		size_t nexclude_namespaces;
-		char *exclude_cluster;	     /* "" */
-		uint32_t flush_max_count;    /* 10000 */
-		uint64_t flush_period_ms;    /* 5 s */
-		uint32_t queue_size;	     /* connection_analyze.queue_size: 2000 */
+		char *exclude_cluster;	  /* "" */
+		uint32_t flush_max_count; /* 10000 */
+		uint64_t flush_period_ms; /* 5 s */
+		uint32_t queue_size;	  /* connection_analyze.queue_size: 2000 */
 	} access_log;
 };
 

@@ -272,6 +272,7 @@ static void on_exchange(struct net_task *t, struct net_conn_st *c, const struct 
 			t->st.l7_unpaired++;
 		return;
 	}
+	net__alog_exchange(t, c, x);
 	ns = net__d64(x->end_ns, x->start_ns);
 	ms = ns / 1000000;
 	a->requests++;

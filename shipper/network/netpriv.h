@@ -175,6 +175,8 @@ struct net_task {
 	struct net_endpoint **eps;
 	size_t neps;
 	uint64_t rng;
+	/* The access log (netalog.c); NULL for a NETWORK task. */
+	struct net_alog *alog;
 };
 
 struct net_keep_dir;
@@ -297,6 +299,13 @@ void net__keep_add(struct net_task *t, struct net_conn_st *c, const struct net_r
 void net__keep_locate(struct net_conn_st *c, const struct l7_exchange *x, struct net_pos ret[2]);
 void net__sample(struct net_task *t, struct net_conn_st *c, const struct http1_exchange *x,
 		 uint64_t ms, const struct net_pos pos[2]);
+
+/* netalog.c: the access log's records, connections and exchanges (no-ops without t->alog) */
+void net__alog_open(struct net_task *t, const struct net_rec_open *r);
+void net__alog_call(struct net_task *t, const struct net_rec_call *r);
+void net__alog_conn(struct net_task *t, const struct net_conn *nc, bool closing);
+void net__alog_exchange(struct net_task *t, struct net_conn_st *c, const struct l7_exchange *x);
+void net__alog_free(struct net_task *t);
 
 /* netmeter.c */
 /* A sampled trace's ids from the request's headers: 0 none, 1 skywalking, 2 zipkin. */

@@ -83,6 +83,7 @@ void net_task__free(struct net_task *t)
 	free(t->procs);
 	free(t->comms);
 	free(t->mon);
+	net__alog_free(t);
 	free(t);
 }
 
@@ -331,6 +332,7 @@ int net_task__frame(struct net_task *t, uint32_t type, const void *buf, size_t l
 
 			memcpy(&nc, p + (size_t)i * sizeof(nc), sizeof(nc));
 			net__on_conn(t, &nc, false);
+			net__alog_conn(t, &nc, false);
 		}
 		return 0;
 	}
@@ -367,6 +369,21 @@ int net_task__frame(struct net_task *t, uint32_t type, const void *buf, size_t l
 
 			memcpy(&cl, p + off, sizeof(cl));
 			net__on_conn(t, &cl.conn, true);
+			net__alog_conn(t, &cl.conn, true);
+		} else if (rh.kind == NET_REC_OPEN && rh.len >= sizeof(struct net_rec_open) &&
+			   t->alog) {
+			struct net_rec_open o;
+
+			memcpy(&o, p + off, sizeof(o));
+			if (o.conn.id)
+				net__on_conn(t, &o.conn, false);
+			net__alog_open(t, &o);
+		} else if (rh.kind == NET_REC_CALL && rh.len >= sizeof(struct net_rec_call) &&
+			   t->alog) {
+			struct net_rec_call cr;
+
+			memcpy(&cr, p + off, sizeof(cr));
+			net__alog_call(t, &cr);
 		} else {
 			t->st.bad_records++;
 		}

@@ -24,6 +24,7 @@
 #ifndef ROVER_SHIPPER_NETWORK_H
 #define ROVER_SHIPPER_NETWORK_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -148,8 +149,32 @@ struct net_stats {
 	struct l7_stats l7[NET_PROTO_MAX]; /* each protocol's parsers, summed */
 	struct http2_stats http2;	   /* every HTTP/2 connection's parser, summed */
 	uint64_t parsers_refused; /* connections over the task's bound of parsers: L4 only */
+	/* The access log (shipper/network/netalog.c), at the end. */
+	uint64_t alog_conns_dropped; /* connections over queue_size: their logs dropped */
+	uint64_t alog_logs_dropped;  /* logs over the pending bound, or of unnamed processes */
+	uint64_t alog_unknown_pids;  /* connections of processes the supervisor never named */
+	uint64_t alog_bad_procs;     /* MSG_ALOG_PROCS entries refused (malformed, over bound) */
+	uint64_t alog_other_methods; /* HTTP methods the proto has no value for: sent as GET */
 };
 void net_task__stats(const struct net_task *t, struct net_stats *ret);
+
+/*
+ * The access log (docs/access-log.md, shipper/network/netalog.c): the task's records become
+ * EBPFAccessLogService messages instead of meters. o: the node and the flush settings (checked:
+ * -EPROTO). 0 or -errno.
+ */
+int net_task__access_log(struct net_task *t, const struct msg_output_accesslog *o);
+/* Who pids (and Service addresses) are, from the supervisor; bad entries counted. 0 or -errno. */
+int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size_t n);
+/* The named pids, at most max, into out; their count. */
+size_t net_task__alog_pids(const struct net_task *t, int32_t *out, size_t max);
+/* Logs waiting for a flush. */
+size_t net_task__alog_pending(const struct net_task *t);
+/*
+ * A flush: the logs due as one stream's messages appended to out (kind SPOOL_ACCESSLOG), the
+ * node's first. last: the task ends, everything goes. 0 or -errno (its logs dropped, counted).
+ */
+int net_task__alog_flush(struct net_task *t, bool last, struct spool_batch *out);
 
 /*
  * Local mode: the command name of pid for the report, instead of reading /proc/PID/comm

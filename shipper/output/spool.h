@@ -32,6 +32,7 @@ enum spool_kind {
 	SPOOL_METERS,	   /* MeterDataCollection, MeterReportService/collectBatch */
 	SPOOL_LOGS,	   /* LogData, LogReportService/collect */
 	SPOOL_EVENTS,	   /* SpanAttachedEvent, SpanAttachedEventReportService/collect */
+	SPOOL_ACCESSLOG,   /* EBPFAccessLogMessage, EBPFAccessLogService/collect */
 	SPOOL_KIND_MAX,
 };
 

@@ -202,6 +202,7 @@ const char *upload__method(uint32_t kind)
 		[SPOOL_METERS] = UPLOAD_METHOD_METERS,
 		[SPOOL_LOGS] = UPLOAD_METHOD_LOGS,
 		[SPOOL_EVENTS] = UPLOAD_METHOD_EVENTS,
+		[SPOOL_ACCESSLOG] = UPLOAD_METHOD_ACCESSLOG,
 	};
 
 	return kind < SPOOL_KIND_MAX ? methods[kind] : NULL;

@@ -19,6 +19,7 @@
 #define UPLOAD_METHOD_METERS "/skywalking.v3.MeterReportService/collectBatch"
 #define UPLOAD_METHOD_LOGS "/skywalking.v3.LogReportService/collect"
 #define UPLOAD_METHOD_EVENTS "/skywalking.v3.SpanAttachedEventReportService/collect"
+#define UPLOAD_METHOD_ACCESSLOG "/skywalking.v3.EBPFAccessLogService/collect"
 
 /*
  * The client-streaming rpc a batch of that kind (enum spool_kind) goes to, NULL for none.

@@ -164,7 +164,8 @@ static void on_proc(void *arg, int32_t pid, const struct disc_entity *e)
 
 static int by_pid(const void *a, const void *b)
 {
-	int32_t x = ((const struct msg_alog_proc *)a)->pid, y = ((const struct msg_alog_proc *)b)->pid;
+	int32_t x = ((const struct msg_alog_proc *)a)->pid,
+		y = ((const struct msg_alog_proc *)b)->pid;
 
 	return (x > y) - (x < y);
 }
@@ -228,16 +229,16 @@ int alog__refresh(struct alog_mod *m, struct discovery *d, struct alog_changes *
 			i++;
 		} else {
 			m->ch.procs[m->ch.nprocs++] = *p;
-			m->ch.targets[m->ch.ntargets++] = (struct msg_task_target){ .pid = p->pid,
-										    .on = 1 };
+			m->ch.targets[m->ch.ntargets++] =
+				(struct msg_task_target){ .pid = p->pid, .on = 1 };
 		}
 		next[nnext++] = (struct alog_proc){ .pid = p->pid, .hash = h };
 	}
 	for (; i < m->nprocs; i++) {
-		m->ch.procs[m->ch.nprocs++] = (struct msg_alog_proc){ .pid = m->procs[i].pid,
-								      .gone = 1 };
-		m->ch.targets[m->ch.ntargets++] = (struct msg_task_target){ .pid = m->procs[i].pid,
-									    .on = 0 };
+		m->ch.procs[m->ch.nprocs++] =
+			(struct msg_alog_proc){ .pid = m->procs[i].pid, .gone = 1 };
+		m->ch.targets[m->ch.ntargets++] =
+			(struct msg_task_target){ .pid = m->procs[i].pid, .on = 0 };
 	}
 	(void)k;
 	memcpy(m->procs, next, nnext * sizeof(*next));

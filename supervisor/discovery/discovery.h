@@ -64,7 +64,7 @@ struct disc_entity {
 	uint64_t tried_ms; /* last report without an id in the answer (monotonic ms), 0: none */
 	/* Found through Kubernetes (reported as a k8sProcess), with its pod's facts: */
 	int k8s;
-	const char *pod, *container, *ns; /* ns: the pod's namespace */
+	const char *pod, *container, *ns;   /* ns: the pod's namespace */
 	const char *container_ip, *host_ip; /* status.podIP, status.hostIP */
 };
 
@@ -95,7 +95,8 @@ int discovery__entities(struct discovery *d, struct disc_entity **ret, size_t *r
  * discovery's lock (fn must not block; e valid during the call only). The calls' count.
  */
 int discovery__k8s_procs(struct discovery *d,
-			 void (*fn)(void *arg, int32_t pid, const struct disc_entity *e), void *arg);
+			 void (*fn)(void *arg, int32_t pid, const struct disc_entity *e),
+			 void *arg);
 
 /* The backend's answer for the entity reported with pid: stores its process id. 1 when an
  * entity matched, 0 when none did (it exited meanwhile, or the answer is not ours). */

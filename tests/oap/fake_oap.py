@@ -27,7 +27,7 @@ from google.protobuf.json_format import MessageToDict
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
 # A directory that does not exist (yet) adds nothing: logging/ comes with Logging.proto.
-PROTO_DIRS = ("common", "ebpf/profiling", "language-agent", "logging")
+PROTO_DIRS = ("common", "ebpf", "ebpf/profiling", "language-agent", "logging")
 
 # (service, rpc, request, answer, client streaming, name in the record and for --stall).
 # The last two are served only when proto/ has their messages (logging/Logging.proto,
@@ -52,6 +52,8 @@ RPCS = (
     ("LogReportService", "collect", "LogData", "Commands", True, "LogReportService/collect"),
     ("SpanAttachedEventReportService", "collect", "SpanAttachedEvent", "Commands", True,
      "SpanAttachedEventReportService/collect"),
+    ("EBPFAccessLogService", "collect", "EBPFAccessLogMessage", "EBPFAccessLogDownstream", True,
+     "EBPFAccessLogService/collect"),
 )
 
 NOW_RE = re.compile(r"^@now([+-]\d+)?$")
@@ -309,7 +311,7 @@ class FakeOap:
             return self.m["Commands"]()
         return handle
 
-    def streaming(self, method):
+    def streaming(self, method, ans="Commands"):
         def handle(it, context):
             metadata = self.admit(method, context)
             with self.lock:
@@ -318,7 +320,7 @@ class FakeOap:
             for i, msg in enumerate(it):
                 self.log(method, msg, metadata, stream=n, index=i)
             self.maybe_stall(method, context)
-            return self.m["Commands"]()
+            return self.m[ans]()
         return handle
 
     def handlers(self):
@@ -329,7 +331,7 @@ class FakeOap:
             des = self.m[req].FromString
             ser = self.m[ans].SerializeToString
             if streaming:
-                h = grpc.stream_unary_rpc_method_handler(self.streaming(method),
+                h = grpc.stream_unary_rpc_method_handler(self.streaming(method, ans),
                                                          request_deserializer=des,
                                                          response_serializer=ser)
             else:

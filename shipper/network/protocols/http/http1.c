@@ -409,6 +409,11 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 	line_reset(d);
 	if (truncated)
 		d->mflags |= M_HDR_TRUNC | M_TRUNC;
+	/* The start line and header block, blank line included (the access log's sizes). */
+	if (d->is_req)
+		d->x.req_hdr_bytes = d->msg_bytes;
+	else
+		d->x.resp_hdr_bytes = d->msg_bytes;
 	if (d->is_req) {
 		uint64_t seq = ++c->req_seq;
 
@@ -475,6 +480,7 @@ static void headers_done(struct http1_conn *c, int di, uint64_t ts, bool truncat
 		}
 	}
 	if (e && !d->interim) {
+		e->x.resp_hdr_bytes = d->x.resp_hdr_bytes;
 		e->x.status = d->x.status;
 		e->x.resp_version = d->x.resp_version;
 		memcpy(e->x.resp_content_type, d->x.resp_content_type,

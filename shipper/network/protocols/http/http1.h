@@ -118,6 +118,8 @@ struct http1_exchange {
 	uint64_t end_ns;
 	uint64_t req_bytes;  /* start line to end of body, gaps included; 0 if NO_REQUEST */
 	uint64_t resp_bytes; /* interim responses included; 0 if NO_RESPONSE */
+	/* Of those, the start line and header block (the final response's); 0 if not seen. */
+	uint64_t req_hdr_bytes, resp_hdr_bytes;
 	uint32_t flags;	     /* enum http1_flags */
 	uint16_t status;     /* 0 if NO_RESPONSE */
 	uint8_t req_version; /* 10 or 11 for HTTP/1.0 or 1.1, 0 if unknown */

@@ -138,6 +138,7 @@ struct stream {
 	uint64_t uid; /* unique in the connection, never 0 */
 	uint64_t done_seq;
 	uint64_t bytes[2];
+	uint64_t hdr_bytes[2]; /* of bytes[], in HEADERS and CONTINUATION frames (headers included) */
 	uint64_t start_ns[2];
 	uint64_t req_start_ns; /* pushed or upgraded: when the request was known */
 	uint64_t last_ns;
@@ -466,6 +467,8 @@ static void finalize(struct http2_conn *c, struct stream *s)
 	h->req_dir = (uint8_t)rd;
 	h->req_bytes = s->bytes[rd];
 	h->resp_bytes = s->bytes[pd];
+	h->req_hdr_bytes = s->hdr_bytes[rd];
+	h->resp_hdr_bytes = s->hdr_bytes[pd];
 	h->req_version = 20;
 	h->resp_version = 20;
 	if (s->pushed || s->upgraded)
@@ -1066,6 +1069,8 @@ static void give(struct http2_conn *c, int di, uint64_t n, uint64_t ts)
 
 	if (s) {
 		s->bytes[di] += n;
+		if (d->type == F_HEADERS || d->type == F_CONT)
+			s->hdr_bytes[di] += n;
 		s->last_ns = ts;
 	} else {
 		c->st.bytes_unattributed += n;
