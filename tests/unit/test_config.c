@@ -930,3 +930,47 @@ Test(config, shipped_file_kubernetes_section)
 	config__free(&c);
 	free(text);
 }
+
+/* access_log as upstream writes it: defaults, every key, its environment names, bad values. */
+Test(config, access_log_keys)
+{
+	struct rover_config c;
+
+	load_ok("", &c);
+	cr_assert_eq(c.access_log.active, 0);
+	cr_assert_eq(c.access_log.nexclude_namespaces, 3);
+	cr_assert_str_eq(c.access_log.exclude_namespaces[0], "istio-system");
+	cr_assert_str_eq(c.access_log.exclude_namespaces[1], "cert-manager");
+	cr_assert_str_eq(c.access_log.exclude_namespaces[2], "kube-system");
+	cr_assert_str_eq(c.access_log.exclude_cluster, "");
+	cr_assert_eq(c.access_log.flush_max_count, 10000);
+	cr_assert_eq(c.access_log.flush_period_ms, 5000);
+	cr_assert_eq(c.access_log.queue_size, 2000);
+	config__free(&c);
+
+	memset(&warns, 0, sizeof(warns));
+	load_ok("access_log:\n  active: true\n  exclude_namespaces: \"a, b\"\n"
+		"  exclude_cluster: c1\n  flush:\n    max_count: 50\n    period: 2s\n"
+		"  connection_analyze:\n    per_cpu_buffer: 200KB\n    parse_parallels: 1\n"
+		"    analyze_parallels: 1\n    queue_size: 300\n"
+		"  protocol_analyze:\n    per_cpu_buffer: 400KB\n    parse_parallels: 2\n"
+		"    analyze_parallels: 2\n    queue_size: 5000\n",
+		&c);
+	cr_assert_eq(warns.n, 0, "upstream's keys are all known");
+	cr_assert_eq(c.access_log.active, 1);
+	cr_assert_eq(c.access_log.nexclude_namespaces, 2);
+	cr_assert_str_eq(c.access_log.exclude_namespaces[1], "b");
+	cr_assert_str_eq(c.access_log.exclude_cluster, "c1");
+	cr_assert_eq(c.access_log.flush_max_count, 50);
+	cr_assert_eq(c.access_log.flush_period_ms, 2000);
+	cr_assert_eq(c.access_log.queue_size, 300);
+	config__free(&c);
+
+	load_fails("access_log:\n  active: maybe\n", "access_log.active", "'maybe'", NULL);
+	load_fails("access_log:\n  flush:\n    period: 10ms\n", "access_log.flush.period", "'10ms'",
+		   NULL);
+	load_fails("access_log:\n  flush:\n    max_count: 0\n", "access_log.flush.max_count", "'0'",
+		   NULL);
+	load_fails("access_log:\n  connection_analyze:\n    queue_size: lots\n",
+		   "access_log.connection_analyze.queue_size", "'lots'", NULL);
+}

@@ -404,17 +404,19 @@ Test(spool, kinds_survive_disk_and_restart)
 	struct spool_batch b;
 
 	cr_assert_not_null(sp);
-	/* Ids 1..8: kinds 0..3 twice; the first batch fits in memory, the others go to disk. */
-	for (uint64_t id = 1; id <= 8; id++) {
+	/* Every kind twice; the first batch fits in memory, the others go to disk. */
+	const uint64_t k = SPOOL_KIND_MAX;
+
+	for (uint64_t id = 1; id <= 2 * k; id++) {
 		b = make(id, 1, 500);
 		b.kind = (uint32_t)((id - 1) % SPOOL_KIND_MAX);
 		cr_assert_eq(spool__put(sp, &b), 0);
 	}
-	b = make(9, 1, 10);
+	b = make(2 * k + 1, 1, 10);
 	b.kind = SPOOL_KIND_MAX;
 	cr_assert_eq(spool__put(sp, &b), -EINVAL, "unknown kind taken");
 	cr_assert_null(b.data);
-	for (uint64_t id = 1; id <= 4; id++) {
+	for (uint64_t id = 1; id <= k; id++) {
 		cr_assert_eq(spool__take(sp, 0, &b), 0);
 		cr_assert_eq(b.task_id, id);
 		cr_assert_eq(b.kind, (uint32_t)(id - 1), "task %llu: kind %u",
@@ -426,14 +428,14 @@ Test(spool, kinds_survive_disk_and_restart)
 
 	sp = spool__new(&o);
 	cr_assert_not_null(sp);
-	for (uint64_t id = 5; id <= 8; id++) {
+	for (uint64_t id = k + 1; id <= 2 * k; id++) {
 		cr_assert_eq(spool__take(sp, 0, &b), 0);
 		cr_assert_eq(b.task_id, id);
-		cr_assert_eq(b.kind, (uint32_t)(id - 5));
+		cr_assert_eq(b.kind, (uint32_t)(id - k - 1));
 		/* Given back and taken again: read from its file a second time. */
 		spool__untake(sp, b.seq);
 		cr_assert_eq(spool__take(sp, 0, &b), 0);
-		cr_assert_eq(b.kind, (uint32_t)(id - 5));
+		cr_assert_eq(b.kind, (uint32_t)(id - k - 1));
 		spool__done(sp, b.seq);
 	}
 	spool__free(sp);

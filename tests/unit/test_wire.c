@@ -14,6 +14,7 @@
 
 #include "common/Command.pb-c.h"
 #include "common/Common.pb-c.h"
+#include "ebpf/accesslog.pb-c.h"
 #include "ebpf/profiling/Continuous.pb-c.h"
 #include "ebpf/profiling/Process.pb-c.h"
 #include "ebpf/profiling/Profile.pb-c.h"
@@ -609,6 +610,15 @@ Test(wire, services)
 	cr_assert_str_eq(ev->name, "skywalking.v3.SpanAttachedEventReportService");
 	cr_assert_eq(ev->n_methods, 1);
 	expect_method(ev, "collect", "skywalking.v3.SpanAttachedEvent", "skywalking.v3.Commands");
+	{
+		const ProtobufCServiceDescriptor *al =
+			&skywalking__v3__ebpfaccess_log_service__descriptor;
+
+		cr_assert_str_eq(al->name, "skywalking.v3.EBPFAccessLogService");
+		cr_assert_eq(al->n_methods, 1);
+		expect_method(al, "collect", "skywalking.v3.EBPFAccessLogMessage",
+			      "skywalking.v3.EBPFAccessLogDownstream");
+	}
 	cr_assert_str_eq(ref->name, "skywalking.v3.SpanAttachedEvent.SpanReferenceType");
 	cr_assert_eq(ref->n_values, 2);
 	cr_assert_eq(protobuf_c_enum_descriptor_get_value_by_name(ref, "SKYWALKING")->value, 0);
@@ -624,6 +634,8 @@ Test(wire, services)
 #define BOOL PROTOBUF_C_TYPE_BOOL
 #define ENUM PROTOBUF_C_TYPE_ENUM
 #define MSG PROTOBUF_C_TYPE_MESSAGE
+#define U64 PROTOBUF_C_TYPE_UINT64
+#define U32 PROTOBUF_C_TYPE_UINT32
 
 struct field {
 	const char *name;
@@ -817,6 +829,176 @@ static const struct message messages[] = {
 	    { "traceId", 2, STR },
 	    { "traceSegmentId", 3, STR },
 	    { "spanId", 4, STR } } },
+
+	/* ebpf/accesslog.proto (reference access-log.md, "every field") */
+	{ &skywalking__v3__ebpfaccess_log_message__descriptor,
+	  SW "EBPFAccessLogMessage",
+	  { { "node", 1, MSG, 0, NULL, SW "EBPFAccessLogNodeInfo" },
+	    { "connection", 2, MSG, 0, NULL, SW "AccessLogConnection" },
+	    { "kernelLogs", 3, MSG, 1, NULL, SW "AccessLogKernelLog" },
+	    { "protocolLog", 4, MSG, 0, NULL, SW "AccessLogProtocolLogs" } } },
+	{ &skywalking__v3__ebpfaccess_log_node_info__descriptor,
+	  SW "EBPFAccessLogNodeInfo",
+	  { { "name", 1, STR },
+	    { "netInterfaces", 2, MSG, 1, NULL, SW "EBPFAccessLogNodeNetInterface" },
+	    { "bootTime", 3, MSG, 0, NULL, SW "Instant" },
+	    { "clusterName", 4, STR },
+	    { "policy", 5, MSG, 0, NULL, SW "EBPFAccessLogPolicy" } } },
+	{ &skywalking__v3__ebpfaccess_log_policy__descriptor,
+	  SW "EBPFAccessLogPolicy",
+	  { { "excludeNamespaces", 1, STR, 1 } } },
+	{ &skywalking__v3__ebpfaccess_log_node_net_interface__descriptor,
+	  SW "EBPFAccessLogNodeNetInterface",
+	  { { "index", 1, I32 }, { "mtu", 2, I32 }, { "name", 3, STR } } },
+	{ &skywalking__v3__access_log_connection__descriptor,
+	  SW "AccessLogConnection",
+	  { { "local", 1, MSG, 0, NULL, SW "ConnectionAddress" },
+	    { "remote", 2, MSG, 0, NULL, SW "ConnectionAddress" },
+	    { "role", 3, ENUM, 0, NULL, SW "DetectPoint" },
+	    { "tlsMode", 4, ENUM, 0, NULL, SW "AccessLogConnectionTLSMode" },
+	    { "protocol", 5, ENUM, 0, NULL, SW "AccessLogProtocolType" },
+	    { "attachment", 6, MSG, 0, NULL, SW "ConnectionAttachment" } } },
+	{ &skywalking__v3__connection_attachment__descriptor,
+	  SW "ConnectionAttachment",
+	  { { "zTunnel", 1, MSG, 0, "environment", SW "ZTunnelAttachmentEnvironment" } } },
+	{ &skywalking__v3__ztunnel_attachment_environment__descriptor,
+	  SW "ZTunnelAttachmentEnvironment",
+	  { { "real_destination_ip", 1, STR },
+	    { "by", 2, ENUM, 0, NULL, SW "ZTunnelAttachmentEnvironmentDetectBy" },
+	    { "security_policy", 3, ENUM, 0, NULL, SW "ZTunnelAttachmentSecurityPolicy" },
+	    { "addition", 4, STR } } },
+	{ &skywalking__v3__connection_address__descriptor,
+	  SW "ConnectionAddress",
+	  { { "kubernetes", 1, MSG, 0, "address", SW "KubernetesProcessAddress" },
+	    { "ip", 2, MSG, 0, "address", SW "IPAddress" } } },
+	{ &skywalking__v3__kubernetes_process_address__descriptor,
+	  SW "KubernetesProcessAddress",
+	  { { "serviceName", 1, STR },
+	    { "podName", 2, STR },
+	    { "containerName", 3, STR },
+	    { "processName", 4, STR },
+	    { "port", 5, I32 } } },
+	{ &skywalking__v3__ipaddress__descriptor,
+	  SW "IPAddress",
+	  { { "host", 1, STR }, { "port", 2, I32 } } },
+	{ &skywalking__v3__access_log_kernel_log__descriptor,
+	  SW "AccessLogKernelLog",
+	  { { "connect", 1, MSG, 0, "operation", SW "AccessLogKernelConnectOperation" },
+	    { "accept", 2, MSG, 0, "operation", SW "AccessLogKernelAcceptOperation" },
+	    { "close", 3, MSG, 0, "operation", SW "AccessLogKernelCloseOperation" },
+	    { "read", 4, MSG, 0, "operation", SW "AccessLogKernelReadOperation" },
+	    { "write", 5, MSG, 0, "operation", SW "AccessLogKernelWriteOperation" } } },
+	{ &skywalking__v3__access_log_protocol_logs__descriptor,
+	  SW "AccessLogProtocolLogs",
+	  { { "http", 1, MSG, 0, "protocol", SW "AccessLogHTTPProtocol" } } },
+	{ &skywalking__v3__access_log_httpprotocol__descriptor,
+	  SW "AccessLogHTTPProtocol",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "version", 3, ENUM, 0, NULL, SW "AccessLogHTTPProtocolVersion" },
+	    { "request", 4, MSG, 0, NULL, SW "AccessLogHTTPProtocolRequest" },
+	    { "response", 5, MSG, 0, NULL, SW "AccessLogHTTPProtocolResponse" } } },
+	{ &skywalking__v3__access_log_httpprotocol_request__descriptor,
+	  SW "AccessLogHTTPProtocolRequest",
+	  { { "method", 1, ENUM, 0, NULL, SW "AccessLogHTTPProtocolRequestMethod" },
+	    { "path", 2, STR },
+	    { "sizeOfHeadersBytes", 3, U64 },
+	    { "sizeOfBodyBytes", 4, U64 },
+	    { "trace", 5, MSG, 0, NULL, SW "AccessLogTraceInfo" },
+	    { "host", 6, STR } } },
+	{ &skywalking__v3__access_log_httpprotocol_response__descriptor,
+	  SW "AccessLogHTTPProtocolResponse",
+	  { { "statusCode", 1, I32 },
+	    { "sizeOfHeadersBytes", 3, U64 },
+	    { "sizeOfBodyBytes", 4, U64 } } },
+	{ &skywalking__v3__access_log_trace_info__descriptor,
+	  SW "AccessLogTraceInfo",
+	  { { "provider", 1, ENUM, 0, NULL, SW "AccessLogTraceInfoProvider" },
+	    { "traceId", 2, STR },
+	    { "traceSegmentId", 3, STR },
+	    { "spanId", 4, STR } } },
+	{ &skywalking__v3__access_log_kernel_connect_operation__descriptor,
+	  SW "AccessLogKernelConnectOperation",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "success", 3, BOOL } } },
+	{ &skywalking__v3__access_log_kernel_accept_operation__descriptor,
+	  SW "AccessLogKernelAcceptOperation",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" } } },
+	{ &skywalking__v3__access_log_kernel_close_operation__descriptor,
+	  SW "AccessLogKernelCloseOperation",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "success", 3, BOOL } } },
+	{ &skywalking__v3__access_log_kernel_write_operation__descriptor,
+	  SW "AccessLogKernelWriteOperation",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "syscall", 3, ENUM, 0, NULL, SW "AccessLogKernelWriteSyscall" },
+	    { "l4Metrics", 4, MSG, 0, NULL, SW "AccessLogKernelWriteL4Metrics" },
+	    { "l3Metrics", 5, MSG, 0, NULL, SW "AccessLogKernelWriteL3Metrics" },
+	    { "l2Metrics", 6, MSG, 0, NULL, SW "AccessLogKernelWriteL2Metrics" } } },
+	{ &skywalking__v3__access_log_kernel_write_l4_metrics__descriptor,
+	  SW "AccessLogKernelWriteL4Metrics",
+	  { { "totalDuration", 1, U64 },
+	    { "totalTransmitPackageCount", 2, I64 },
+	    { "totalRetransmitPackageCount", 3, I64 },
+	    { "lossPackageMetrics", 4, MSG, 1, NULL, SW "AccessLogLossPackageMetrics" },
+	    { "totalPackageSize", 5, I64 } } },
+	{ &skywalking__v3__access_log_loss_package_metrics__descriptor,
+	  SW "AccessLogLossPackageMetrics",
+	  { { "location", 1, STR }, { "count", 2, I32 } } },
+	{ &skywalking__v3__access_log_kernel_write_l3_metrics__descriptor,
+	  SW "AccessLogKernelWriteL3Metrics",
+	  { { "totalDuration", 1, U64 },
+	    { "totalLocalDuration", 2, U64 },
+	    { "totalOutputDuration", 3, U64 },
+	    { "totalResolveMACCount", 5, U64 },
+	    { "totalResolveMACDuration", 6, U64 },
+	    { "totalNetFilterCount", 7, U64 },
+	    { "totalNetFilterDuration", 8, U64 } } },
+	{ &skywalking__v3__access_log_kernel_write_l2_metrics__descriptor,
+	  SW "AccessLogKernelWriteL2Metrics",
+	  { { "totalDuration", 1, U64 },
+	    { "ifindex", 2, U32 },
+	    { "totalEnterQueueBufferCount", 3, U64 },
+	    { "totalReadySendDuration", 4, U64 },
+	    { "totalNetDeviceSendDuration", 5, U64 } } },
+	{ &skywalking__v3__access_log_kernel_read_operation__descriptor,
+	  SW "AccessLogKernelReadOperation",
+	  { { "startTime", 1, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "endTime", 2, MSG, 0, NULL, SW "EBPFTimestamp" },
+	    { "syscall", 3, ENUM, 0, NULL, SW "AccessLogKernelReadSyscall" },
+	    { "l2Metrics", 4, MSG, 0, NULL, SW "AccessLogKernelReadL2Metrics" },
+	    { "l3Metrics", 5, MSG, 0, NULL, SW "AccessLogKernelReadL3Metrics" },
+	    { "l4Metrics", 6, MSG, 0, NULL, SW "AccessLogKernelReadL4Metrics" } } },
+	{ &skywalking__v3__access_log_kernel_read_l2_metrics__descriptor,
+	  SW "AccessLogKernelReadL2Metrics",
+	  { { "ifindex", 1, U32 },
+	    { "totalPackageCount", 2, U32 },
+	    { "totalPackageSize", 3, U64 },
+	    { "totalPackageToQueueDuration", 4, U64 },
+	    { "totalRcvPackageFromQueueDuration", 5, U64 } } },
+	{ &skywalking__v3__access_log_kernel_read_l3_metrics__descriptor,
+	  SW "AccessLogKernelReadL3Metrics",
+	  { { "totalDuration", 1, U64 },
+	    { "totalRecvDuration", 2, U64 },
+	    { "totalLocalDuration", 3, U64 },
+	    { "totalNetFilterCount", 4, U64 },
+	    { "totalNetFilterDuration", 5, U64 } } },
+	{ &skywalking__v3__access_log_kernel_read_l4_metrics__descriptor,
+	  SW "AccessLogKernelReadL4Metrics",
+	  { { "totalDuration", 1, U64 } } },
+	{ &skywalking__v3__ebpftimestamp__descriptor,
+	  SW "EBPFTimestamp",
+	  { { "offset", 1, MSG, 0, "timestamp", SW "EBPFOffsetTimestamp" } } },
+	{ &skywalking__v3__ebpfoffset_timestamp__descriptor,
+	  SW "EBPFOffsetTimestamp",
+	  { { "offset", 1, U64 } } },
+	{ &skywalking__v3__ebpfaccess_log_downstream__descriptor,
+	  SW "EBPFAccessLogDownstream",
+	  { { 0 } } },
 };
 
 Test(wire, fields)
@@ -850,5 +1032,48 @@ Test(wire, fields)
 		}
 		cr_assert_eq(m->desc->n_fields, n, "%s has %u fields, the reference %u", m->name,
 			     m->desc->n_fields, n);
+	}
+}
+
+/* The access log's enums, value by value (reference access-log.md). */
+Test(wire, access_log_enums)
+{
+	static const struct {
+		const ProtobufCEnumDescriptor *d;
+		const char *names[10];
+	} e[] = {
+		{ &skywalking__v3__detect_point__descriptor, { "client", "server", "proxy" } },
+		{ &skywalking__v3__access_log_connection_tlsmode__descriptor, { "Plain", "TLS" } },
+		{ &skywalking__v3__access_log_protocol_type__descriptor,
+		  { "TCP", "HTTP_1", "HTTP_2" } },
+		{ &skywalking__v3__access_log_httpprotocol_version__descriptor,
+		  { "HTTP1", "HTTP2" } },
+		{ &skywalking__v3__access_log_trace_info_provider__descriptor,
+		  { "Zipkin", "SkyWalking" } },
+		{ &skywalking__v3__access_log_httpprotocol_request_method__descriptor,
+		  { "Get", "Post", "Put", "Delete", "Head", "Patch", "Options", "Trace",
+		    "Connect" } },
+		{ &skywalking__v3__access_log_kernel_write_syscall__descriptor,
+		  { "Write", "Writev", "Send", "SendTo", "SendMsg", "SendMmsg", "SendFile",
+		    "SendFile64" } },
+		{ &skywalking__v3__access_log_kernel_read_syscall__descriptor,
+		  { "Read", "Readv", "Recv", "RecvFrom", "RecvMsg", "RecvMmsg" } },
+		{ &skywalking__v3__ztunnel_attachment_environment_detect_by__descriptor,
+		  { "ZTUNNEL_OUTBOUND_FUNC", "ZTUNNEL_INBOUND_FUNC" } },
+		{ &skywalking__v3__ztunnel_attachment_security_policy__descriptor,
+		  { "MTLS", "NONE" } },
+	};
+
+	for (size_t i = 0; i < N(e); i++) {
+		unsigned n = 0;
+
+		for (; n < N(e[i].names) && e[i].names[n]; n++) {
+			const ProtobufCEnumValue *v =
+				protobuf_c_enum_descriptor_get_value_by_name(e[i].d, e[i].names[n]);
+
+			cr_assert_not_null(v, "%s.%s", e[i].d->name, e[i].names[n]);
+			cr_assert_eq(v->value, (int)n, "%s.%s", e[i].d->name, e[i].names[n]);
+		}
+		cr_assert_eq(e[i].d->n_values, n, "%s", e[i].d->name);
 	}
 }
