@@ -371,3 +371,72 @@ Test(opener, a_client_s_target_that_execs_a_setuid_program_is_not_opened_for)
 	close(go);
 	close(master);
 }
+
+/* ask_spawn, keeping the worker's supervisor socket (so that it waits for its task). */
+static int ask_spawn_keep(struct msg_spawn *req, int *ret_sv)
+{
+	cr_assert_eq(ipc_send(sup[0], MSG_SPAWN_WORKER, req, sizeof(*req), -1), 0);
+	for (;;) {
+		cr_assert_eq(next_frame(sup[0]), 0);
+		if (m.type == MSG_WORKER_SPAWNED) {
+			workers[nworkers++] = ((struct msg_worker *)m.buf)->pid;
+			*ret_sv = m.fd;
+			m.fd = -1;
+			cr_assert_eq(next_frame(ship[1]), 0);
+			cr_assert_eq(m.type, MSG_PEER_CONN);
+			return 0;
+		}
+		if (m.type == MSG_SPAWN_FAILED)
+			return ((struct msg_error *)m.buf)->err;
+	}
+}
+
+/* MSG_TASK_TARGETS as the supervisor: one pid on or off, then the launcher has its turn. */
+static void send_target(uint64_t task_id, pid_t pid, int on)
+{
+	struct {
+		struct msg_task_targets_hdr h;
+		struct msg_task_target t;
+	} f = { { .task_id = task_id, .count = 1 }, { .pid = pid, .on = (uint32_t)on } };
+
+	cr_assert_eq(ipc_send(sup[0], MSG_TASK_TARGETS, &f, sizeof(f), -1), 0);
+	/* Nothing answers a targets frame: the launcher handles it on its next turn. */
+	(void)pump_until(ship[0], 200);
+}
+
+/*
+ * The access log's targets change while its worker runs (MSG_TASK_TARGETS). Tried as a
+ * compromised supervisor widening another task: refused, the shipper still opens nothing of the
+ * added process; for the access-log worker the shipper may open a target's files exactly while
+ * it is one; a second access-log worker is refused.
+ */
+Test(opener, only_the_access_log_s_targets_change_and_only_while_they_are_targets)
+{
+	struct regions r;
+	struct msg_spawn net = { .task_id = 11, .npids = 1 }, alog = { .task_id = 12 };
+	pid_t t = start_target(&r), u = start_target(&r);
+	int sv_net = -1, sv_alog = -1, fd = -1;
+
+	net.pids[0] = t;
+	cr_assert_eq(ask_spawn_keep(&net, &sv_net), 0);
+	/* Another task widened: refused, u stays closed to the shipper. */
+	send_target(11, u, 1);
+	cr_assert_eq(ask_open(OPEN_MAPS, u, 0, 0, NULL), EPERM,
+		     "a NETWORK task's targets were widened by a targets frame");
+
+	alog.access_log = 1;
+	cr_assert_eq(ask_spawn_keep(&alog, &sv_alog), 0, "an access-log worker with no process");
+	cr_assert_eq(ask_open(OPEN_MAPS, u, 0, 0, NULL), EPERM);
+	send_target(12, u, 1);
+	cr_assert_eq(ask_open(OPEN_MAPS, u, 0, 0, &fd), 0, "the access log's new target");
+	close(fd);
+	send_target(12, u, 0);
+	cr_assert_eq(ask_open(OPEN_MAPS, u, 0, 0, NULL), EPERM, "a target no longer");
+	{
+		struct msg_spawn again = { .task_id = 13, .access_log = 1 };
+
+		cr_assert_eq(ask_spawn_keep(&again, &fd), EBUSY, "a second access-log worker");
+	}
+	close(sv_net);
+	close(sv_alog);
+}
