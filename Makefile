@@ -326,7 +326,8 @@ bench: deps
 		$(OUT)/tests/bench/bench_symbolize $(OUT)/tests/programs/llvm_map \
 		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor \
 		$(OUT)/tests/bench/tls_calls $(OUT)/tests/programs/idle_burn \
-		$(OUT)/tests/programs/idle_many $(OUT)/tests/bench/bench_pyframes
+		$(OUT)/tests/programs/idle_many $(OUT)/tests/bench/bench_pyframes \
+		$(OUT)/tests/integration/runner
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
@@ -335,6 +336,7 @@ bench: deps
 	scripts/bench_continuous.sh
 	scripts/bench_python.sh
 	scripts/bench_discovery.sh
+	scripts/bench_accesslog.sh
 
 # The endurance scenarios at full length (scripts/soak.sh: about 1 h 40 min; SOAK_SCALE=0.1
 # for a tenth), then 5 s of fuzzing per target. Not part of `make test`, which runs the same

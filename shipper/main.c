@@ -283,6 +283,42 @@ static void alog_flush(struct shipper *s, struct ship_task *t, bool last)
 	if (r > 0 && s->spool)
 		spool__put(s->spool, &b);
 	free(b.data);
+	if (r > 0 || last) {
+		/*
+		 * What the module lost so far, said when it first grows, then at most once a
+		 * minute of flushes while it still grows, and at the end.
+		 */
+		struct net_stats st;
+		uint64_t lost;
+
+		net_task__stats(t->net, &st);
+		lost = st.alog_logs_dropped + st.alog_conns_dropped + st.alog_bad_procs +
+		       st.kernel[NET_STAT_CALL_RINGBUF] + st.kernel[NET_STAT_PKT_FULL] +
+		       st.kernel[NET_STAT_DATA_RINGBUF] + st.kernel[NET_STAT_INFLIGHT_FULL] +
+		       st.kernel[NET_STAT_CONNS_FULL] + st.bad_records + st.bad_frames;
+		t->alog_flushes++;
+		if ((lost > t->alog_lost_said && (!t->alog_lost_said || !(t->alog_flushes % 60))) ||
+		    (last && lost))
+			log_warn("access log: lost so far: %llu logs over the pending bound "
+				 "(2 x flush.max_count), %llu of connections over queue_size, "
+				 "%llu of processes never named; kernel: %llu call records "
+				 "(ring full), %llu packets not joined, %llu payload segments, "
+				 "%llu calls not traced, %llu connections not tracked; %llu bad "
+				 "records, %llu bad frames, %llu bad process entries",
+				 (unsigned long long)st.alog_logs_dropped,
+				 (unsigned long long)st.alog_conns_dropped,
+				 (unsigned long long)st.alog_unknown_pids,
+				 (unsigned long long)st.kernel[NET_STAT_CALL_RINGBUF],
+				 (unsigned long long)st.kernel[NET_STAT_PKT_FULL],
+				 (unsigned long long)st.kernel[NET_STAT_DATA_RINGBUF],
+				 (unsigned long long)st.kernel[NET_STAT_INFLIGHT_FULL],
+				 (unsigned long long)st.kernel[NET_STAT_CONNS_FULL],
+				 (unsigned long long)st.bad_records,
+				 (unsigned long long)st.bad_frames,
+				 (unsigned long long)st.alog_bad_procs);
+		if (lost > t->alog_lost_said && (!t->alog_lost_said || !(t->alog_flushes % 60)))
+			t->alog_lost_said = lost;
+	}
 }
 
 static void finish_task(struct shipper *s, struct ship_task **slot, int aborted)

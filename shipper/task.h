@@ -117,6 +117,7 @@ struct ship_task {
 	int alog;
 	uint32_t alog_period_ms, alog_max;
 	uint64_t alog_next_ms;
+	uint64_t alog_lost_said, alog_flushes; /* losses last logged; flushes so far */
 };
 
 struct ship_task *ship_task__new(uint64_t task_id);

@@ -31,7 +31,6 @@ struct alog_mod {
 	size_t ncur;
 	uint64_t refused;
 	struct alog_changes ch;
-	int said_cluster;
 	/* The node's interfaces, read at start (before the sandbox closes /sys and netlink). */
 	struct msg_alog_netif ifs[ALOG_MAX_IFS];
 	uint32_t nifs;
@@ -137,12 +136,36 @@ static void copy(char *dst, size_t len, const char *s)
 	snprintf(dst, len, "%s", s ? s : "");
 }
 
+/*
+ * Upstream's exclude_cluster: a process whose service name is "CLUSTER::name" (discovery
+ * prefixes core.cluster_name) with CLUSTER excluded (a comma list).
+ */
+static int excluded_cluster(const struct rover_config *cfg, const char *service)
+{
+	const char *xc = cfg->access_log.exclude_cluster,
+		   *sep = service ? strstr(service, "::") : NULL;
+
+	while (xc && *xc && sep) {
+		size_t n = strcspn(xc, ",");
+
+		while (n && xc[n - 1] == ' ')
+			n--;
+		if (n && (size_t)(sep - service) == n && !strncmp(service, xc, n))
+			return 1;
+		xc += strcspn(xc, ",");
+		while (*xc == ',' || *xc == ' ')
+			xc++;
+	}
+	return 0;
+}
+
 static void on_proc(void *arg, int32_t pid, const struct disc_entity *e)
 {
 	struct alog_mod *m = arg;
 	struct msg_alog_proc *p;
 
-	if (pid <= 0 || !e->k8s || excluded_ns(m->cfg, e->ns ? e->ns : ""))
+	if (pid <= 0 || !e->k8s || excluded_ns(m->cfg, e->ns ? e->ns : "") ||
+	    excluded_cluster(m->cfg, e->service))
 		return;
 	if (m->ncur >= ALOG_MAX_PIDS) {
 		m->refused++;
@@ -186,23 +209,13 @@ static uint32_t hash_of(const struct msg_alog_proc *p)
 
 int alog__refresh(struct alog_mod *m, struct discovery *d, struct alog_changes *ret)
 {
-	const char *xc = m->cfg->access_log.exclude_cluster;
 	struct alog_proc *next;
 	size_t nnext = 0, i = 0, k = 0;
 
 	m->ncur = 0;
 	m->refused = 0;
 	m->ch.nprocs = m->ch.ntargets = 0;
-	/* The whole cluster excluded (upstream's exclude_cluster): nothing is traced. */
-	if (xc && xc[0] && m->cfg->cluster_name && !strcmp(xc, m->cfg->cluster_name)) {
-		if (!m->said_cluster)
-			log_info("access log: cluster %s is excluded (access_log.exclude_cluster): "
-				 "nothing is traced",
-				 xc);
-		m->said_cluster = 1;
-	} else {
-		discovery__k8s_procs(d, on_proc, m);
-	}
+	discovery__k8s_procs(d, on_proc, m);
 	/* Processes of several entities come once: the first entity names them. */
 	qsort(m->cur, m->ncur, sizeof(*m->cur), by_pid);
 	next = malloc((m->ncur ? m->ncur : 1) * sizeof(*next));

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -623,4 +624,137 @@ Test(accesslog, an_oap_away_30s_loses_nothing_and_a_deleted_pods_logs_stop)
 	cr_assert_eq(t.status[404], 5);
 	sleep_ms(3000); /* three flushes */
 	cr_assert_eq(wait_http_logs("web-0", pn.gw, "HTTP1", "/missing", 404, 1, 0), 0);
+}
+
+/* ---- make bench (scripts/bench_accesslog.sh): not part of make test ---- */
+
+/* CPU (user + system, µs) of every rover process of the host now. */
+static uint64_t rover_cpu_us(void)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	uint64_t ticks = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char path[300], buf[1024], *p;
+		unsigned long long ut, st;
+		FILE *f;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && strstr(buf, "(rover") &&
+		    (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			   &st) == 2)
+			ticks += ut + st;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return ticks * 1000000ull / (uint64_t)tck;
+}
+
+/*
+ * The module's cost: 20 idle pods and nginx in a pod of its own, wrk from the node against the
+ * pod's address, rounds ordered ABBA without (A) and with (B) the agent's access log on; the
+ * OAP counts the streams without decoding them (FAKE_OAP_SINK). Prints one figure a line,
+ * `accesslog.<name> <value>`; asserts nothing about speed (a bench, not a test).
+ */
+TestSuite(accesslog_bench, .init = setup, .fini = teardown, .timeout = 600);
+
+Test(accesslog_bench, twenty_idle_pods_and_nginx_under_wrk)
+{
+	struct env e = { 0 };
+	char uid[37], id[65], url[128], idle_uid[20][37], idle_id[20][65];
+	const char *secs = getenv("BENCH_ALOG_SECONDS");
+	int dur = secs && atoi(secs) > 0 ? atoi(secs) : 8;
+	double rps[2] = { 0 };
+	uint64_t reqs_b = 0, cpu_b = 0;
+	int nrounds[2] = { 0 };
+	const char order[] = "ABBA";
+
+	if (!getenv("ROVER_BENCH"))
+		cr_skip_test("a bench: make bench runs it");
+	setenv("FAKE_OAP_SINK", METHOD, 1);
+	podnet_up();
+	cr_assert_eq(kube_api_start(tmp, 0, 1, &e.k), 0);
+	cr_assert_gt(kube_api_put(&e.k, kube_node_json("node-a", "192.168.49.2")), 0);
+	for (int i = 0; i < 20; i++) {
+		char name[32], *argv[] = { "/bin/sleep", "600", NULL };
+		pid_t p;
+
+		kube_random_uid(idle_uid[i]);
+		kube_random_id(idle_id[i]);
+		p = kube_spawn_in_cgroup(KUBE_CGROUPFS, idle_uid[i], idle_id[i], argv);
+		cr_assert_gt(p, 0);
+		snprintf(name, sizeof(name), "idle-%d", i);
+		put_pod(&e, name, "idle", idle_uid[i], name, "10.245.0.1", "idle", idle_id[i]);
+	}
+	kube_random_uid(uid);
+	pod_nginx(&e, uid, id);
+	put_pod(&e, "web-0", "shop", uid, "web", pn.ip[0], "web", id);
+	snprintf(url, sizeof(url), "http://%s/ok", pn.ip[0]);
+	for (int round = 0; round < 4; round++) {
+		int b = order[round] == 'B';
+		struct wrk_result w;
+		uint64_t c0, c1;
+
+		if (b && !e.rover) {
+			start_agent(&e);
+			wait_traced(e.nginx, 30000);
+			sleep_ms(2000); /* the module settled: 21 pods' processes traced */
+		}
+		c0 = rover_cpu_us();
+		cr_assert_eq(wrk_run(url, dur, 4, &w), 0);
+		c1 = rover_cpu_us();
+		rps[b] += w.rps;
+		nrounds[b]++;
+		if (b) {
+			reqs_b += w.requests;
+			cpu_b += c1 - c0;
+		}
+		printf("accesslog.round%d_%c_rps %.0f\n", round + 1, order[round], w.rps);
+		if (b && round == 2) {
+			char *log, *last, *nl;
+
+			stop(e.rover, SIGTERM);
+			e.rover = 0;
+			/* What the module lost, as its shipper says at the end. */
+			log = slurp(tmp_path("rover.log"), NULL);
+			last = NULL;
+			for (char *p = log; p && (p = strstr(p, "access log: lost so far")); p++)
+				last = p;
+			if (last && (nl = strchr(last, '\n')))
+				*nl = 0;
+			printf("accesslog.losses %s\n", last ? last : "none said");
+			free(log);
+		}
+	}
+	printf("accesslog.rps_without %.0f\n", rps[0] / nrounds[0]);
+	printf("accesslog.rps_with %.0f\n", rps[1] / nrounds[1]);
+	printf("accesslog.throughput_ratio %.3f\n", (rps[1] / nrounds[1]) / (rps[0] / nrounds[0]));
+	printf("accesslog.agent_cpu_ms_per_1000_requests %.2f\n",
+	       reqs_b ? (double)cpu_b / 1000.0 / ((double)reqs_b / 1000.0) : 0.0);
+	{
+		size_t n;
+		struct json_object **r = records(&n);
+		uint64_t msgs = 0, streams = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(method_of(r[i]), METHOD)) {
+				streams++;
+				msgs += (uint64_t)num_at(r[i], "messages");
+			}
+		records_free(r, n);
+		printf("accesslog.streams %llu\naccesslog.messages %llu\n",
+		       (unsigned long long)streams, (unsigned long long)msgs);
+		printf("accesslog.messages_per_request %.2f\n",
+		       reqs_b ? (double)msgs / (double)reqs_b : 0.0);
+	}
+	fflush(stdout);
 }

@@ -323,14 +323,38 @@ class FakeOap:
             return self.m[ans]()
         return handle
 
+    def sink(self, method):
+        """A stream counted, not decoded: one record per stream with its messages and bytes
+        (benches: the agent's cost, not the fake's, is what they measure)."""
+        def handle(it, context):
+            metadata = self.admit(method, context)
+            with self.lock:
+                self.streams += 1
+                n = self.streams
+            count = size = 0
+            for raw in it:
+                count += 1
+                size += len(raw)
+            if self.record:
+                line = {"method": method, "time_ms": now_ms(), "metadata": metadata,
+                        "stream": n, "messages": count, "bytes": size, "sink": True}
+                with self.lock:
+                    self.record.write(json.dumps(line, sort_keys=True) + "\n")
+                    self.record.flush()
+            return b""
+        return handle
+
     def handlers(self):
         by_service = {}
+        sinks = set(filter(None, os.environ.get("FAKE_OAP_SINK", "").split(",")))
         for service, rpc, req, ans, streaming, method in RPCS:
             if req not in self.m:
                 continue  # its .proto is not in proto/ yet
             des = self.m[req].FromString
             ser = self.m[ans].SerializeToString
-            if streaming:
+            if streaming and method in sinks:
+                h = grpc.stream_unary_rpc_method_handler(self.sink(method))
+            elif streaming:
                 h = grpc.stream_unary_rpc_method_handler(self.streaming(method, ans),
                                                          request_deserializer=des,
                                                          response_serializer=ser)
