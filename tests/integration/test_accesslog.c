@@ -732,6 +732,7 @@ Test(accesslog_bench, twenty_idle_pods_and_nginx_under_wrk)
 			if (last && (nl = strchr(last, '\n')))
 				*nl = 0;
 			printf("accesslog.losses %s\n", last ? last : "none said");
+			printf("accesslog.spool_full_episodes %d\n", count_in_log("spool full"));
 			free(log);
 		}
 	}
