@@ -153,6 +153,10 @@ static const struct seccomp_entry attached_net_calls[] = {
 	{ "open", EACCES, "nothing is opened once attached" },
 	MAP_CMD(BPF_LINK_CREATE, "uprobes on a target's TLS library (uprobe_multi, one pid)"),
 	{ "pread64", SC_ALLOW, "the ELF header and program headers of a handed TLS library" },
+	/* Also in load_calls: a stacked filter narrows, so both must allow it. */
+	{ "pidfd_open", SC_ALLOW,
+	  "the access log: a pidfd of a target its supervisor added, held while one of its TLS "
+	  "libraries is probed (a handle to see it exit; no signal can be sent with it here)" },
 };
 
 const struct role_policy worker_policy = {

@@ -812,7 +812,10 @@ static void alog_tick(struct supervisor *s)
 	}
 	if (t->state != T_RUNNING)
 		return;
-	s->alog_backoff_ms = 0;
+	/* A worker that keeps dying is not restarted at once each time: the backoff goes back
+	 * to a second only after a minute of running. */
+	if (now - t->accepted_ms > 60000)
+		s->alog_backoff_ms = 0;
 	if (alog__refresh(s->alog, s->disc, &ch))
 		return;
 	if (ch.refused && !s->alog_said_refused++)

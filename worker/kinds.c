@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/ipc.h"
@@ -255,7 +256,7 @@ static void net_on_shipper(struct worker *w)
 	struct ipc_msg msg = { .fd = -1 };
 	struct msg_tls_attach m;
 	struct msg_tls_result r;
-	int pidfd = -1, err;
+	int pidfd = -1, own = -1, err;
 
 	err = ipc_recv(w->shipper, from_shipper, 1, &msg);
 	if (err) {
@@ -268,7 +269,18 @@ static void net_on_shipper(struct worker *w)
 	for (int k = 0; k < w->npidfds; k++)
 		if (w->pidfds[k] >= 0 && w->pidfd_pid[k] == m.pid)
 			pidfd = w->pidfds[k];
+	/*
+	 * The access log's targets come with no pidfd (MSG_TASK_TARGETS; the launcher pins them
+	 * and opened this file for the pinned process): one of its own, for a pid it traces now,
+	 * so that an exit during the attach is seen as for any target.
+	 */
+	if (pidfd < 0 && w->spec.type == TASK_ACCESS_LOG && netcap__tracing(w->net, m.pid)) {
+		own = (int)syscall(SYS_pidfd_open, m.pid, 0);
+		pidfd = own;
+	}
 	err = netcap__tls_attach(w->net, &m, msg.fd, pidfd, &r);
+	if (own >= 0)
+		close(own);
 	ipc_msg_release(&msg);
 	if (err)
 		log_warn("task %llu: TLS probes on %s of process %d not attached: %s",

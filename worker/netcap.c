@@ -618,6 +618,9 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 	ret->seq = m->seq;
 	for (uint32_t i = 0; i < n->spec->npids; i++)
 		target |= n->spec->pids[i] == m->pid;
+	/* The access log's targets are its supervisor's word since the start: traced now. */
+	if (n->spec->type == TASK_ACCESS_LOG && m->pid > 0)
+		target = netcap__tracing(n, m->pid);
 	if (!n->tls)
 		err = -EOPNOTSUPP;
 	else if (m->task_id != n->task_id || !target || m->pid <= 0 || pidfd < 0)

@@ -202,7 +202,8 @@ static int proc_cmp(const void *x, const void *y)
 
 	if (a->pid != b->pid)
 		return (a->pid > b->pid) - (a->pid < b->pid);
-	return memcmp(a->p.addr, b->p.addr, 16);
+	/* Address-only entries (pid 0) are told apart by their address. */
+	return a->pid ? 0 : memcmp(a->p.addr, b->p.addr, 16);
 }
 
 static bool proc_valid(const struct msg_alog_proc *p)
@@ -229,7 +230,8 @@ int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size
 		}
 		if (!p[i].pid)
 			memcpy(key.p.addr, p[i].addr, 16);
-		hit = bsearch(&key, a->procs, a->nprocs, sizeof(*a->procs), proc_cmp);
+		hit = a->nprocs ? bsearch(&key, a->procs, a->nprocs, sizeof(*a->procs), proc_cmp)
+				: NULL;
 		if (p[i].gone) {
 			if (hit) {
 				memmove(hit, hit + 1,

@@ -15,6 +15,12 @@
  * every frame; every packed meter collection, log and event unpacks again, an event's
  * data_content is valid UTF-8 within its rule's bound; the reports are written in full; the
  * stats add up (closed <= seen).
+ *
+ * The task also keeps the access log (shipper/network/netalog.c: pids 1 and 2 named, 127.0.0.1
+ * and 10.0.0.2 their pods' addresses), so access-log records (NET_REC_OPEN, NET_REC_CALL)
+ * are taken too; op bit 4 flushes it: every message unpacks as an EBPFAccessLogMessage, a
+ * stream's first carries the node, its logs bounded by the pending bound; the end flushes it
+ * whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ebpf/accesslog.pb-c.h"
 #include "language-agent/Meter.pb-c.h"
 #include "language-agent/Tracing.pb-c.h"
 #include "logging/Logging.pb-c.h"
@@ -101,6 +108,51 @@ static void check_batch(const struct spool_batch *b, int logs)
 		abort();
 }
 
+static void check_alog(struct net_task *t, bool last)
+{
+	struct spool_batch b = { .kind = SPOOL_ACCESSLOG };
+	const uint8_t *msg;
+	size_t off = 0, len, n = 0;
+	int r;
+
+	if (net_task__alog_flush(t, last, &b))
+		abort();
+	while ((r = spool_batch__next(&b, &off, &msg, &len)) == 1) {
+		Skywalking__V3__EBPFAccessLogMessage *m =
+			skywalking__v3__ebpfaccess_log_message__unpack(NULL, len, msg);
+
+		if (!m || (n == 0) != (m->node != NULL) || m->n_kernellogs > 64)
+			abort();
+		skywalking__v3__ebpfaccess_log_message__free_unpacked(m, NULL);
+		n++;
+	}
+	if (r || (last && net_task__alog_pending(t)))
+		abort();
+	free(b.data);
+}
+
+static void access_log_on(struct net_task *t)
+{
+	struct msg_output_accesslog o = { .task_id = 7,
+					  .flush_max_count = 50,
+					  .flush_period_ms = 1000,
+					  .queue_size = 16,
+					  .nexclude = 1,
+					  .nifs = 1 };
+	struct msg_alog_proc ap[2] = { { .pid = 1, .family = 2, .addr = { 127, 0, 0, 1 } },
+				       { .pid = 2, .family = 2, .addr = { 10, 0, 0, 2 } } };
+
+	snprintf(o.node_name, sizeof(o.node_name), "node");
+	snprintf(o.exclude[0], sizeof(o.exclude[0]), "kube-system");
+	snprintf(o.ifs[0].name, sizeof(o.ifs[0].name), "eth0");
+	for (int k = 0; k < 2; k++) {
+		snprintf(ap[k].service, sizeof(ap[k].service), "svc");
+		snprintf(ap[k].pod, sizeof(ap[k].pod), "pod-%d", k);
+	}
+	if (net_task__access_log(t, &o) || net_task__alog_procs(t, ap, 2))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -134,6 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t = net_task__new(&o);
 	if (!t || net_task__set_processes(t, p, 2) || net_task__add_rules(t, r, 2))
 		abort();
+	access_log_on(t);
 	/* the report goes to /dev/null: its writing, not its bytes, is under test */
 	while (i < size) {
 		uint8_t op = data[i++];
@@ -165,6 +218,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(logs.data);
 			free(events.data);
 		}
+		if (op & 16)
+			check_alog(t, false);
 		if (op & 4) {
 			char summary[256];
 
@@ -183,6 +238,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (net_task__interval(t, now + 1))
 		abort();
+	check_alog(t, true);
 	net_task__free(t);
 	if (out)
 		fclose(out);

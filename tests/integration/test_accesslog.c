@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <net/if.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -160,11 +161,13 @@ static void nginx_h1(const struct env *e, int *ret_requests, uint64_t *ret_sent)
 /* nginx in pod 0: HTTP/1 on 80, h2c (prior knowledge) on 81; its access log counts bytes. */
 static pid_t pod_nginx(struct env *e, const char *uid, char id[65])
 {
-	char conf[4096], cpath[512], epath[512];
+	char conf[16384], cpath[512], epath[512];
+	struct tls_cert cert;
 
 	e->nginx_dir = make_tmpdir();
 	cr_assert(e->nginx_dir);
 	chmod(e->nginx_dir, 0755);
+	cr_assert_eq(tls_cert_make(e->nginx_dir, &cert), 0);
 	snprintf(cpath, sizeof(cpath), "%s/nginx.conf", e->nginx_dir);
 	snprintf(epath, sizeof(epath), "%s/error.log", e->nginx_dir);
 	snprintf(conf, sizeof(conf),
@@ -175,7 +178,7 @@ static pid_t pod_nginx(struct env *e, const char *uid, char id[65])
 		 "error_log %1$s/error.log warn;\n"
 		 "events { worker_connections 512; }\n"
 		 "http {\n"
-		 "  log_format truth '$status $bytes_sent $request_length $server_protocol';\n"
+		 "  log_format truth '$status $bytes_sent $request_length $server_protocol $server_port';\n"
 		 "  access_log %1$s/access.log truth;\n"
 		 "  client_body_temp_path %1$s/body;\n"
 		 "  proxy_temp_path %1$s/proxy;\n"
@@ -185,12 +188,15 @@ static pid_t pod_nginx(struct env *e, const char *uid, char id[65])
 		 "  server {\n"
 		 "    listen 80;\n"
 		 "    listen 81 http2;\n"
+		 "    listen 443 ssl;\n"
+		 "    ssl_certificate %2$s;\n"
+		 "    ssl_certificate_key %3$s;\n"
 		 "    location = /ok { return 200 \"ok\\n\"; }\n"
 		 "    location = /missing { return 404; }\n"
 		 "    location / { return 404; }\n"
 		 "  }\n"
 		 "}\n",
-		 e->nginx_dir);
+		 e->nginx_dir, cert.cert, cert.key);
 	cr_assert_eq(write_file(cpath, conf), 0);
 	{
 		char *argv[] = { "/usr/sbin/ip", "netns", "exec",	pn.ns[0], "nginx", "-e",
@@ -217,7 +223,8 @@ static pid_t pod_nginx(struct env *e, const char *uid, char id[65])
  * A client pod's container: a shell in pod i's netns that waits for the file `go`, then
  * becomes (exec, same pid) script's command. The pid is traced before it connects.
  */
-static pid_t pod_client(int i, const char *uid, char id[65], const char *go, const char *cmd)
+static pid_t pod_client(int i, enum kube_layout layout, const char *uid, char id[65],
+			const char *go, const char *cmd)
 {
 	char script[2048];
 	char *argv[] = { "/usr/sbin/ip", "netns", "exec", pn.ns[i], "/bin/sh", "-c", script, NULL };
@@ -227,13 +234,14 @@ static pid_t pod_client(int i, const char *uid, char id[65], const char *go, con
 		 "for i in $(seq 1200); do [ -e %s ] && exec %s >/dev/null; sleep 0.1; done; exit 3",
 		 go, cmd);
 	kube_random_id(id);
-	pid = kube_spawn_in_cgroup(KUBE_CONTAINERD_SYSTEMD, uid, id, argv);
+	pid = kube_spawn_in_cgroup(layout, uid, id, argv);
 	cr_assert_gt(pid, 0, "client pod %d: %s", i, strerror(errno));
 	return pid;
 }
 
-static void put_pod(struct env *e, const char *name, const char *ns, const char *uid,
-		    const char *app, const char *ip, const char *container, const char *id)
+static void put_pod_rt(struct env *e, const char *name, const char *ns, const char *uid,
+		       const char *app, const char *ip, const char *container, const char *id,
+		       enum kube_runtime rt)
 {
 	char label[64];
 	const char *labels[] = { label, NULL };
@@ -246,9 +254,8 @@ static void put_pod(struct env *e, const char *name, const char *ns, const char 
 		.pod_ip = ip,
 		.host_ip = "192.168.49.2",
 		.containers =
-			(struct kube_container[]){
-				{ .name = container, .id = id, .runtime = KUBE_RT_CONTAINERD },
-				{ 0 } },
+			(struct kube_container[]){ { .name = container, .id = id, .runtime = rt },
+						   { 0 } },
 	};
 	const char *sel[] = { label, NULL };
 	struct kube_service s = { .name = app, .ns = ns, .selector = sel };
@@ -258,6 +265,12 @@ static void put_pod(struct env *e, const char *name, const char *ns, const char 
 		s.cluster_ip = pn.svc_ip;
 	cr_assert_gt(kube_api_put(&e->k, kube_pod_json(&p)), 0);
 	cr_assert_gt(kube_api_put(&e->k, kube_service_json(&s)), 0);
+}
+
+static void put_pod(struct env *e, const char *name, const char *ns, const char *uid,
+		    const char *app, const char *ip, const char *container, const char *id)
+{
+	put_pod_rt(e, name, ns, uid, app, ip, container, id, KUBE_RT_CONTAINERD);
 }
 
 static void start_agent(struct env *e)
@@ -415,7 +428,7 @@ static int kernel_logs(const struct alog *a, const char *lpod, int lport, const 
 	return n;
 }
 
-/* nginx's own count of its HTTP/1 requests and the bytes it sent for them. */
+/* nginx's own count of its plaintext HTTP/1 requests (port 80) and the bytes it sent for them. */
 static void nginx_h1(const struct env *e, int *ret_requests, uint64_t *ret_sent)
 {
 	char path[512];
@@ -427,12 +440,12 @@ static void nginx_h1(const struct env *e, int *ret_requests, uint64_t *ret_sent)
 	*ret_sent = 0;
 	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned status;
+		unsigned status, port;
 		unsigned long long sent, len;
 		char proto[32];
 
-		if (sscanf(line, "%u %llu %llu %31s", &status, &sent, &len, proto) == 4 &&
-		    !strncmp(proto, "HTTP/1", 6)) {
+		if (sscanf(line, "%u %llu %llu %31s %u", &status, &sent, &len, proto, &port) == 5 &&
+		    !strncmp(proto, "HTTP/1", 6) && port == 80) {
 			++*ret_requests;
 			*ret_sent += sent;
 		}
@@ -484,13 +497,15 @@ Test(accesslog, pods_traffic_arrives_as_upstreams_access_log_exactly)
 		 "http://%2$s/ok http://%2$s/ok http://%2$s/ok http://%2$s/ok http://%2$s/ok "
 		 "http://%2$s/ok http://%2$s/ok http://%2$s/ok http://%2$s/ok http://%2$s/ok",
 		 pn.ip[0], pn.svc_ip);
-	client = pod_client(1, uid[1], id[1], go, cmd);
+	/* CRI-O's naming for this one (its conmon beside it), containerd's for the others. */
+	client = pod_client(1, KUBE_CRIO_SYSTEMD, uid[1], id[1], go, cmd);
 	/* pod 2, of an excluded namespace: the same requests, never seen. */
 	snprintf(cmd, sizeof(cmd), "curl -s -o /dev/null http://%1$s/ok http://%1$s/ok", pn.ip[0]);
-	sys_client = pod_client(2, uid_sys, id_sys, go, cmd);
+	sys_client = pod_client(2, KUBE_CONTAINERD_SYSTEMD, uid_sys, id_sys, go, cmd);
 
 	put_pod(&e, "web-0", "shop", uid[0], "web", pn.ip[0], "web", id[0]);
-	put_pod(&e, "client-0", "shop", uid[1], "client", pn.ip[1], "client", id[1]);
+	put_pod_rt(&e, "client-0", "shop", uid[1], "client", pn.ip[1], "client", id[1],
+		   KUBE_RT_CRIO);
 	put_pod(&e, "dns-0", "kube-system", uid_sys, "dns", pn.ip[2], "dns", id_sys);
 	start_agent(&e);
 
@@ -523,6 +538,22 @@ Test(accesslog, pods_traffic_arrives_as_upstreams_access_log_exactly)
 		free(out);
 	}
 
+	{
+		/*
+		 * TLS: nginx's libssl probed once the shipper found it (its log says so), then
+		 * three requests over HTTPS from the node: plaintext HTTP logs, tlsMode TLS.
+		 */
+		char line[96], url[128];
+		pid_t w = find_child(web, "nginx");
+		char *argv[] = { "/usr/bin/curl", "-sk", "-o", "/dev/null", url, "-o",
+				 "/dev/null",	  url,	 "-o", "/dev/null", url, NULL };
+
+		cr_assert_gt(w, 0);
+		snprintf(line, sizeof(line), "of process %d: 8 probes attached", (int)w);
+		cr_assert(wait_log(line, 30000), "nginx's libssl never probed");
+		snprintf(url, sizeof(url), "https://%s/tls", pn.ip[0]);
+		cr_assert_eq(run_cmd(argv, NULL), 0);
+	}
 	/* Server side: every request once, whoever sent it, with its status. */
 	cr_assert_eq(wait_http_logs("web-0", "client-0", "HTTP1", "/ok", 200, 19, 20000), 19,
 		     "nginx's logs of the client pod's /ok requests (9 direct, 9 via the service)");
@@ -537,11 +568,37 @@ Test(accesslog, pods_traffic_arrives_as_upstreams_access_log_exactly)
 	cr_assert_eq(http_logs(&a, "web-0", "client-0", "HTTP1", "/ok", 200), 19);
 	cr_assert_eq(http_logs(&a, "web-0", "client-0", "HTTP1", "/missing", 404), 1);
 	cr_assert_eq(http_logs(&a, "web-0", pn.gw, "HTTP2", "/ok", 200), 40);
+	{
+		/* The TLS requests: plaintext parsed, on a connection said to be TLS. */
+		int tls = 0;
+
+		cr_assert_eq(wait_http_logs("web-0", pn.gw, "HTTP1", "/tls", 404, 3, 20000), 3);
+		alog_free(&a);
+		alog_read(&a);
+		for (size_t i = 0; i < a.n; i++)
+			if (at(a.m[i].msg, "protocolLog.http") &&
+			    !strcmp(s_or(str_at(a.m[i].msg, "protocolLog.http.request.path")),
+				    "/tls"))
+				tls += !strcmp(s_or(str_at(a.m[i].conn, "tlsMode")), "TLS");
+		cr_assert_eq(tls, 3, "HTTPS requests on a connection said to be TLS");
+	}
 	cr_assert_eq(http_logs(&a, "client-0", "web-0", "HTTP1", "/ok", 200), 19);
 	for (size_t i = 0; i < a.n; i++) {
 		cr_assert_str_neq(local_pod(&a.m[i]), "dns-0", "a pod of an excluded namespace");
 		cr_assert(a.m[i].node, "every stream starts with the node");
 		if (a.m[i].first_of_stream) {
+			struct json_object *ifs = at(a.m[i].node, "netInterfaces");
+			int bridge = 0;
+
+			/* The node's interfaces, the test's bridge among them with its index. */
+			for (size_t k = 0; ifs && k < json_object_array_length(ifs); k++) {
+				struct json_object *f = json_object_array_get_idx(ifs, k);
+
+				bridge |= !strcmp(s_or(str_at(f, "name")), pn.br) &&
+					  (unsigned)num_at(f, "index") == if_nametoindex(pn.br) &&
+					  num_at(f, "mtu") > 0;
+			}
+			cr_assert(bridge, "the bridge %s among the node's interfaces", pn.br);
 			cr_assert_str_eq(s_or(str_at(a.m[i].node, "name")), "node-a");
 			cr_assert_str_eq(s_or(str_at(a.m[i].node, "policy.excludeNamespaces.1")),
 					 "kube-system");
