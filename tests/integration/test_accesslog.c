@@ -625,6 +625,25 @@ Test(accesslog, pods_traffic_arrives_as_upstreams_access_log_exactly)
 		cr_assert_eq(written, sent, "nginx's write logs %llu bytes, its access log %llu",
 			     (unsigned long long)written, (unsigned long long)sent);
 		cr_assert_gt(read_by_client, 0);
+		{
+			/*
+			 * The packet tracepoints joined to each call: every write sent a packet at
+			 * least, on a device (the pod's eth0); every read took one.
+			 */
+			uint64_t pkts, ifs, rpkts;
+			int writes = kernel_logs(&a, "web-0", 80, "write",
+						 "l4Metrics.totalTransmitPackageCount", &pkts);
+			int reads = kernel_logs(&a, "client-0", 0, "read",
+						"l2Metrics.totalPackageCount", &rpkts);
+
+			kernel_logs(&a, "web-0", 80, "write", "l2Metrics.ifindex", &ifs);
+			cr_assert_gt(writes, 0);
+			cr_assert_geq(pkts, (uint64_t)writes, "%llu packets for %d writes",
+				      (unsigned long long)pkts, writes);
+			cr_assert_geq(ifs, (uint64_t)writes, "writes without a device");
+			cr_assert_geq(rpkts, (uint64_t)reads / 2, "%llu packets for %d reads",
+				      (unsigned long long)rpkts, reads);
+		}
 	}
 	alog_free(&a);
 }
