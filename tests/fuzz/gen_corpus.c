@@ -406,6 +406,38 @@ static struct net_conn net_conn(uint64_t id, uint32_t tgid, uint8_t role, uint16
 	return c;
 }
 
+/* An access-log call record (NET_REC_CALL) of conn id, dir, moving actual bytes. */
+static void net_call(struct nbuf *n, uint64_t id, uint32_t tgid, uint8_t dir, uint64_t start,
+		     uint64_t end, uint32_t actual)
+{
+	struct net_rec_call r = {
+		.hdr = { .kind = NET_REC_CALL, .len = sizeof(r) },
+		.conn_id = id,
+		.start_ns = start,
+		.end_ns = end,
+		.tgid = tgid,
+		.actual = actual,
+		.dir = dir,
+		.fn = dir ? NET_FN_READ : NET_FN_WRITEV,
+		.proto = NET_PROTO_HTTP1,
+		.ifindex = 2,
+		.packets = 1,
+		.pkt_bytes = actual,
+		.l2_ns = 3000,
+	};
+
+	nput(n, &r, sizeof(r));
+}
+
+static void net_open(struct nbuf *n, const struct net_conn *c, int32_t err)
+{
+	struct net_rec_open o = { .hdr = { .kind = NET_REC_OPEN, .len = sizeof(o) }, .err = err };
+
+	o.conn = *c;
+	o.conn.open_ns = 500;
+	nput(n, &o, sizeof(o));
+}
+
 static void netrec_seeds(void)
 {
 	static const char req[] =
@@ -496,6 +528,37 @@ static void netrec_seeds(void)
 	nput(&n, &s, sizeof(s));
 	net_end(&n, at);
 	write_file("fuzz_netrec", "held_header", n.b, n.len);
+
+	/*
+	 * The access log: a connect and an accept, each call of an exchange with its record, a
+	 * failed connect, the close, flushes between (op bit 4).
+	 */
+	n.len = 0;
+	at = net_begin(&n, 16, 11);
+	net_open(&n, &c, 0);
+	net_open(&n, &s, 0);
+	net_call(&n, 1, 1, 0, 900, 1000, sizeof(req) - 1);
+	net_data(&n, 1, 1, 0, 1, 1000, req);
+	net_call(&n, 2, 2, 1, 1500, 2000, sizeof(req) - 1);
+	net_data(&n, 2, 2, 1, 1, 2000, req);
+	net_call(&n, 2, 2, 0, 89000000, 90000000, sizeof(resp) - 1);
+	net_data(&n, 2, 2, 0, 1, 90000000, resp);
+	net_call(&n, 1, 1, 1, 90500000, 91000000, sizeof(resp) - 1);
+	net_data(&n, 1, 1, 1, 1, 91000000, resp);
+	{
+		struct net_conn f = net_conn(0, 1, 1, 40001, 9);
+
+		net_open(&n, &f, -111);
+	}
+	net_end(&n, at);
+	at = net_begin(&n, 16, 1);
+	cl.conn = c;
+	cl.conn.flags = 1; /* NET_CONN_CLOSED */
+	cl.conn.close_ns = 92000000;
+	cl.conn.close_exe_ns = 5000;
+	nput(&n, &cl, sizeof(cl));
+	net_end(&n, at);
+	write_file("fuzz_netrec", "access_log", n.b, n.len);
 }
 
 /* fuzz_netcontent: u16 max size, then a message. */
