@@ -83,6 +83,39 @@ struct net_alog {
 	size_t nprocs;
 };
 
+/*
+ * A proto3 string must be valid UTF-8, or the OAP refuses the whole message (and the stream
+ * with it): paths, hosts and trace ids come from traced bytes, names from processes' own
+ * executables. Each byte of an invalid sequence becomes '?', in place.
+ */
+static void utf8_fix(char *s)
+{
+	uint8_t *p = (uint8_t *)s;
+
+	while (*p) {
+		size_t n = p[0] < 0x80			  ? 1
+			   : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
+			   : (p[0] & 0xf0) == 0xe0	  ? 3
+			   : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+							  : 0;
+		size_t k = 1;
+
+		for (; n && k < n; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				break;
+		/* overlong three-byte forms, surrogates, and code points past U+10FFFF */
+		if (n && k == n &&
+		    ((n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))) ||
+		     (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))))
+			n = 0;
+		if (!n || k < n) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}
+
 static struct aconn **slot_of(struct net_alog *a, uint64_t id)
 {
 	struct aconn **s = &a->hash[(id * 0x9e3779b97f4a7c15ull) >> 52 & (ALOG_HASH - 1)];
@@ -179,6 +212,12 @@ int net_task__access_log(struct net_task *t, const struct msg_output_accesslog *
 			return -ENOMEM;
 	}
 	t->alog->o = c;
+	utf8_fix(t->alog->o.node_name);
+	utf8_fix(t->alog->o.cluster);
+	for (uint32_t i = 0; i < c.nexclude; i++)
+		utf8_fix(t->alog->o.exclude[i]);
+	for (uint32_t i = 0; i < c.nifs; i++)
+		utf8_fix(t->alog->o.ifs[i].name);
 	return 0;
 }
 
@@ -242,6 +281,10 @@ int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size
 		}
 		if (hit) {
 			hit->p = p[i];
+			utf8_fix(hit->p.service);
+			utf8_fix(hit->p.pod);
+			utf8_fix(hit->p.container);
+			utf8_fix(hit->p.process);
 			continue;
 		}
 		if (a->nprocs >= ALOG_MAX_PIDS) {
@@ -257,6 +300,10 @@ int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size
 		}
 		a->procs[a->nprocs].pid = p[i].pid;
 		a->procs[a->nprocs].p = p[i];
+		utf8_fix(a->procs[a->nprocs].p.service);
+		utf8_fix(a->procs[a->nprocs].p.pod);
+		utf8_fix(a->procs[a->nprocs].p.container);
+		utf8_fix(a->procs[a->nprocs].p.process);
 		if (!p[i].pid)
 			memset(&a->procs[a->nprocs].p.pid, 0, sizeof(a->procs[a->nprocs].p.pid));
 		a->nprocs++;
@@ -437,6 +484,11 @@ void net__alog_exchange(struct net_task *t, struct net_conn_st *cs, const struct
 	snprintf(p->path, sizeof(p->path), "%.*s", (int)h->path_len, h->uri);
 	snprintf(p->host, sizeof(p->host), "%.*s", (int)sizeof(p->host) - 1, h->host);
 	p->provider = (uint8_t)net__trace_ctx(h, &p->ref);
+	utf8_fix(p->path);
+	utf8_fix(p->host);
+	utf8_fix(p->ref.trace_id);
+	utf8_fix(p->ref.segment_id);
+	utf8_fix(p->ref.span_id);
 	/*
 	 * The calls that carried it: a segment's time is its call's return (netl7.c), so those
 	 * that returned from its first byte's call to its last's. It began when the first began.

@@ -123,6 +123,13 @@ static void check_alog(struct net_task *t, bool last)
 
 		if (!m || (n == 0) != (m->node != NULL) || m->n_kernellogs > 64)
 			abort();
+		/* What the OAP would refuse: a string that is not UTF-8. */
+		if (m->protocollog && m->protocollog->http && m->protocollog->http->request &&
+		    (!utf8_ok(m->protocollog->http->request->path,
+			      strlen(m->protocollog->http->request->path)) ||
+		     !utf8_ok(m->protocollog->http->request->host,
+			      strlen(m->protocollog->http->request->host))))
+			abort();
 		skywalking__v3__ebpfaccess_log_message__free_unpacked(m, NULL);
 		n++;
 	}

@@ -670,6 +670,17 @@ Test(accesslog, an_oap_away_30s_loses_nothing_and_a_deleted_pods_logs_stop)
 	snprintf(url, sizeof(url), "http://%s/ok", pn.ip[0]);
 	cr_assert_eq(curl_run(url, 3, &t), 0);
 	cr_assert_eq(wait_http_logs("web-0", pn.gw, "HTTP1", "/ok", 200, 3, 20000), 3);
+	/*
+	 * A hostile client: a path that is not UTF-8, which an OAP refuses in a proto3 string
+	 * (with the stream around it). Its log comes with '?' for the bad byte, the others too.
+	 */
+	{
+		char *argv[] = { "/usr/bin/curl",    "-s",	  "-o", "/dev/null",
+				 "--request-target", "/bad\377x", url,	NULL };
+
+		cr_assert_eq(run_cmd(argv, NULL), 0);
+	}
+	cr_assert_eq(wait_http_logs("web-0", pn.gw, "HTTP1", "/bad?x", 404, 1, 20000), 1);
 
 	/* The OAP away for 30 s: what happens meanwhile waits in the spool. */
 	r = records(&n);
