@@ -80,6 +80,10 @@ static void podnet_up(void)
 	snprintf(pn.br, sizeof(pn.br), "rvab%d", pn.net);
 	snprintf(pn.gw, sizeof(pn.gw), "10.244.%d.1", pn.net);
 	snprintf(pn.svc_ip, sizeof(pn.svc_ip), "10.96.%d.10", pn.net);
+	/* What a run killed midway left under these names goes first. */
+	sh("ip link del %s 2>/dev/null; for i in 0 1 2; do ip netns del rvan%d_$i 2>/dev/null; "
+	   "ip link del rvav%d_$i 2>/dev/null; done; true",
+	   pn.br, pn.net, pn.net);
 	cr_assert_eq(sh("ip link add %s type bridge && ip addr add %s/24 dev %s && ip link set %s up",
 			pn.br, pn.gw, pn.br, pn.br),
 		     0, "bridge");
