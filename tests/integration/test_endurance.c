@@ -699,6 +699,12 @@ static int count_fds(pid_t pid, int *ret_pidfds)
 			continue;
 		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
 		len = readlink(link, target, sizeof(target) - 1);
+		/*
+		 * Closed since readdir listed it (discovery drops the pidfds of a churn's exits
+		 * while this reads): gone, not a descriptor of another kind.
+		 */
+		if (len < 0 && errno == ENOENT)
+			continue;
 		target[len > 0 ? len : 0] = '\0';
 		if (!strcmp(target, "anon_inode:[pidfd]"))
 			pidfds++;
