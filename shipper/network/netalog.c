@@ -245,6 +245,14 @@ static int proc_cmp(const void *x, const void *y)
 	return a->pid ? 0 : memcmp(a->p.addr, b->p.addr, 16);
 }
 
+static void names_fix(struct msg_alog_proc *p)
+{
+	utf8_fix(p->service);
+	utf8_fix(p->pod);
+	utf8_fix(p->container);
+	utf8_fix(p->process);
+}
+
 static bool proc_valid(const struct msg_alog_proc *p)
 {
 	return p->pid >= 0 && p->gone <= 1 &&
@@ -281,10 +289,7 @@ int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size
 		}
 		if (hit) {
 			hit->p = p[i];
-			utf8_fix(hit->p.service);
-			utf8_fix(hit->p.pod);
-			utf8_fix(hit->p.container);
-			utf8_fix(hit->p.process);
+			names_fix(&hit->p);
 			continue;
 		}
 		if (a->nprocs >= ALOG_MAX_PIDS) {
@@ -298,16 +303,19 @@ int net_task__alog_procs(struct net_task *t, const struct msg_alog_proc *p, size
 				return -ENOMEM;
 			a->procs = g;
 		}
-		a->procs[a->nprocs].pid = p[i].pid;
-		a->procs[a->nprocs].p = p[i];
-		utf8_fix(a->procs[a->nprocs].p.service);
-		utf8_fix(a->procs[a->nprocs].p.pod);
-		utf8_fix(a->procs[a->nprocs].p.container);
-		utf8_fix(a->procs[a->nprocs].p.process);
-		if (!p[i].pid)
-			memset(&a->procs[a->nprocs].p.pid, 0, sizeof(a->procs[a->nprocs].p.pid));
-		a->nprocs++;
-		qsort(a->procs, a->nprocs, sizeof(*a->procs), proc_cmp);
+		{
+			/* In its place: the table stays sorted without a sort per entry. */
+			size_t at = 0;
+
+			while (at < a->nprocs && proc_cmp(&a->procs[at], &key) < 0)
+				at++;
+			memmove(&a->procs[at + 1], &a->procs[at],
+				(a->nprocs - at) * sizeof(*a->procs));
+			a->procs[at].pid = p[i].pid;
+			a->procs[at].p = p[i];
+			names_fix(&a->procs[at].p);
+			a->nprocs++;
+		}
 	}
 	return 0;
 }

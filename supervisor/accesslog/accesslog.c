@@ -210,7 +210,7 @@ static uint32_t hash_of(const struct msg_alog_proc *p)
 int alog__refresh(struct alog_mod *m, struct discovery *d, struct alog_changes *ret)
 {
 	struct alog_proc *next;
-	size_t nnext = 0, i = 0, k = 0;
+	size_t nnext = 0, i = 0;
 
 	m->ncur = 0;
 	m->refused = 0;
@@ -253,7 +253,6 @@ int alog__refresh(struct alog_mod *m, struct discovery *d, struct alog_changes *
 		m->ch.targets[m->ch.ntargets++] =
 			(struct msg_task_target){ .pid = m->procs[i].pid, .on = 0 };
 	}
-	(void)k;
 	memcpy(m->procs, next, nnext * sizeof(*next));
 	m->nprocs = nnext;
 	free(next);
