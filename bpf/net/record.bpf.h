@@ -10,14 +10,16 @@
 #include "bpf/net/target.bpf.h"
 
 /*
- * 32 MiB: what the worker has not read yet waits here, and the worker waits for the shipper,
+ * 16 MiB: what the worker has not read yet waits here, and the worker waits for the shipper,
  * which the scheduler may leave runnable but off the CPU for most of a second while the
  * targets' threads wake each other (0.64 s seen on this 2-core VM under mariadb-slap, at
- * 13 MB/s of records: 8 MiB overflowed).
+ * 13 MB/s of records: 8 MiB overflowed; 16 MiB holds 1.2 s of it). The worker maps the data
+ * once (worker/ringread.h): these 16 MiB are 16 MB of its resident set, where libbpf's reader
+ * of the 32 MiB ring before made 64.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 32 << 20);
+	__uint(max_entries, 16 << 20);
 } events SEC(".maps");
 
 /*
