@@ -373,9 +373,11 @@ $(OUT)/tests/bench/hook_floor.bpf.o: tests/bench/hook_floor.bpf.c $(OUT)/vmlinux
 $(OUT)/tests/bench/hook_floor.skel.h: $(OUT)/tests/bench/hook_floor.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
-$(OUT)/tests/bench/hook_floor: tests/bench/hook_floor.c $(OUT)/tests/bench/hook_floor.skel.h
+$(OUT)/tests/bench/hook_floor: tests/bench/hook_floor.c $(OUT)/common/tlssite.o \
+		$(OUT)/tests/bench/hook_floor.skel.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(OUT)/tests/bench $< -o $@ $(LDFLAGS) -lbpf -lelf -lz
+	$(Q)$(CC) $(CFLAGS) -I$(OUT)/tests/bench $< $(OUT)/common/tlssite.o -o $@ $(LDFLAGS) -lbpf \
+		-lelf -lz
 # Plain and TLS 64-byte round trips in one process, for bench_network_tls.sh: the TLS probes' cost.
 $(OUT)/tests/bench/tls_calls: tests/bench/tls_calls.c
 	$(call msg,CC,$@)

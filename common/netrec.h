@@ -93,6 +93,15 @@ enum net_tls_fn {
 	NET_TLS_FN_MAX,
 };
 #define NET_TLS_COOKIE(fn, lib) ((__u64)(fn) | (__u64)(lib) << 8)
+/*
+ * Where a C probe of SSL_read or SSL_write is (the cookie's third byte; common/tlssite.h):
+ * 0 at the function's entry (with a return probe), NET_TLS_AT_SITE on the call of its _ex
+ * implementation (arguments as SSL_read_ex's: the count's address in the fourth),
+ * NET_TLS_AT_AFTER on the jump that tests that call's result (the return program, as a plain
+ * probe: the result in the return register).
+ */
+#define NET_TLS_AT_SITE (1u << 16)
+#define NET_TLS_AT_AFTER (2u << 16)
 
 enum net_dir {
 	NET_DIR_EGRESS = 0,  /* written by the target */

@@ -76,14 +76,15 @@ tls_task_start() {
 	tail -n 5 "$work/$1.err" "$work/serve.err"
 	exit 1
 }
-# floor_start PID: empty programs on the TLS functions of the libssl PID maps (hook_floor, pid
-# in $FL and $BG), held until floor_stop.
+# floor_start PID [entry]: empty programs on the TLS functions of the libssl PID maps
+# (hook_floor, pid in $FL and $BG), held until floor_stop: where the worker puts its probes, or
+# with "entry" at every function's entry with a return probe (the placement before call sites).
 FL=""
 floor_start() {
 	local lib
 	lib=$(awk '$6 ~ /\/libssl\.so/ { print $6; exit }' "/proc/$1/maps")
 	[ -n "$lib" ] || { echo "bench: process $1 maps no libssl"; exit 1; }
-	"$B/tests/bench/hook_floor" 600 "$1" "$lib" > "$work/floor.out" 2>&1 &
+	"$B/tests/bench/hook_floor" 600 "$1" "$lib" ${2:+"$2"} > "$work/floor.out" 2>&1 &
 	FL=$!
 	BG="$BG $FL"
 	for _ in $(seq 50); do grep -qs attached "$work/floor.out" && return 0; sleep 0.1; done
@@ -181,6 +182,7 @@ calls_side() {
 	case "$name" in
 	B) tls_task_start "calls$r" "$CTASK_S" "$TC" ;;
 	F) floor_start "$TC" ;;
+	E) floor_start "$TC" entry ;;
 	esac
 	p=$(calls_run USR1)
 	t=$(calls_run USR2)
@@ -192,18 +194,18 @@ calls_side() {
 		read -r _ tc _ _ < <(report_counts "calls$r" "$TC")
 		ll=$(rover_lost "calls$r")
 	fi
-	[ "$name" != F ] || floor_stop
+	[ "$name" != F ] && [ "$name" != E ] || floor_stop
 	echo "$name $pn $pw $pc $tn $tw $tcpu $tc $lo $ll" >> "$work/calls"
 }
 for r in $(seq "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then
-		calls_side A; calls_side B; calls_side F
+		calls_side A; calls_side B; calls_side F; calls_side E
 	else
-		calls_side F; calls_side B; calls_side A
+		calls_side E; calls_side F; calls_side B; calls_side A
 	fi
-	tail -n 3 "$work/calls" | sort | awk -v r="$r" '{ p[NR] = $4; t[NR] = $7 }
-		END { printf "bench: tls calls round %d: CPU ns per plain syscall %.0f -> %.0f with the task; per TLS call %.0f -> %.0f with the task, %.0f with empty probes\n",
-			r, p[1], p[2], t[1], t[2], t[3] }' >&2
+	tail -n 4 "$work/calls" | sort | awk -v r="$r" '{ p[$1] = $4; t[$1] = $7 }
+		END { printf "bench: tls calls round %d: CPU ns per plain syscall %.0f -> %.0f with the task; per TLS call %.0f -> %.0f with the task, %.0f with empty probes, %.0f with empty probes at entries and returns\n",
+			r, p["A"], p["B"], t["A"], t["B"], t["F"], t["E"] }' >&2
 done
 
 # BPF time: one task on nginx's worker and tls_calls, with the kernel's program stats on:
@@ -273,6 +275,7 @@ awk '$1 == "A" { a[++na] = $3 } $1 == "F" { f[++nf] = $3 } $1 == "B" { b[++nb] =
 awk '
 	$1 == "A" { n0++; pw0 += $3; pc0 += $4; tw0 += $6; tc0 += $7 }
 	$1 == "F" { nf++; pcf += $4; twf += $6; tcf += $7 }
+	$1 == "E" { ne++; twe += $6; tce += $7 }
 	$1 == "B" { n1++; pw1 += $3; pc1 += $4; tw1 += $6; tc1 += $7; tn1 += $5; tr1 += $8; lo1 += $9; ll1 += $10 }
 	END {
 		printf "network.tls_plain_syscall_ns %.1f\n", pw0 / n0
@@ -292,6 +295,8 @@ awk '
 		printf "network.tls_floor_call_cpu_ns %.1f\n", tcf / nf
 		printf "network.tls_floor_call_cpu_ns_added %.1f\n", (tcf - tc0) / n0
 		printf "network.tls_floor_plain_syscall_cpu_ns_added %.1f\n", (pcf - pc0) / n0
+		printf "network.tls_entry_floor_call_ns_added %.1f\n", (twe - tw0) / n0
+		printf "network.tls_entry_floor_call_cpu_ns_added %.1f\n", (tce - tc0) / n0
 		printf "network.tls_calls_made_task %d\n", tn1
 		printf "network.tls_calls_traced_task %d\n", tr1
 		printf "network.tls_calls_events_lost %d\n", lo1
@@ -376,6 +381,11 @@ awk '{ v[$1] = $2 }
 		printf "network: the uprobes alone (empty programs, no task): %+.0f ns CPU per TLS call (wall clock %+.0f ns), nginx throughput x%.3f: rover cannot go below that\n",
 			v["network.tls_floor_call_cpu_ns_added"], v["network.tls_floor_call_ns_added"],
 			v["network.tls_floor_throughput_ratio"]
+		e = v["network.tls_entry_floor_call_cpu_ns_added"]
+		printf "network: empty probes at entries and returns (before call sites): %+.0f ns CPU per TLS call; where the worker puts them now: %+.0f (x%.2f, target <= x0.5: %s)\n",
+			e, v["network.tls_floor_call_cpu_ns_added"],
+			e > 0 ? v["network.tls_floor_call_cpu_ns_added"] / e : 0,
+			ok(e > 0 && v["network.tls_floor_call_cpu_ns_added"] <= e / 2)
 		lost = v["network.tls_events_lost"] + v["network.tls_calls_events_lost"] + v["network.tls_stats_task_events_lost"]
 		lines = v["network.tls_rover_lost_lines"] + v["network.tls_calls_rover_lost_lines"] + v["network.tls_stats_task_rover_lost_lines"]
 		printf "network: tls events lost %d, rover: lost: lines %d (target 0 or counted: ok)\n", lost, lines

@@ -24,7 +24,7 @@
 
 /* Open connections per frame: a frame stays well under IPC_MAX_PAYLOAD. */
 #define CONNS_PER_FRAME 4096
-/* uprobe links of TLS libraries per task (3 per library and process at most). */
+/* uprobe links of TLS libraries per task (4 per library and process at most). */
 #define TLS_MAX_LINKS 512
 
 /* Programs a mode attaches, and the terminating empty entry. */
@@ -616,10 +616,13 @@ static int pidfd_ended(int pidfd)
 int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd, int pidfd,
 		       struct msg_tls_result *ret)
 {
-	/* 0: C entries (tls_enter), 1: C returns (tls_exit), 2: Go (go_tls) */
-	uint64_t offs[3][MSG_TLS_MAX_PROBES], cookies[3][MSG_TLS_MAX_PROBES];
-	uint32_t cnt[3] = { 0 };
-	int progs[3], target = 0, err = 0, first = n->ntls_links;
+	/*
+	 * 0: C entries and call sites (tls_enter), 1: C returns (tls_exit), 2: Go (go_tls),
+	 * 3: the jumps after C call sites (tls_exit, as plain probes)
+	 */
+	uint64_t offs[4][MSG_TLS_MAX_PROBES], cookies[4][MSG_TLS_MAX_PROBES];
+	uint32_t cnt[4] = { 0 };
+	int progs[4], target = 0, err = 0, first = n->ntls_links;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->task_id = m->task_id;
@@ -639,16 +642,19 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 	else if (!m->nprobes || m->nprobes > MSG_TLS_MAX_PROBES || m->lib == NET_TLS_NONE ||
 		 m->lib >= NET_TLS_MAX)
 		err = -EINVAL;
-	else if (n->ntls_links + 3 > TLS_MAX_LINKS)
+	else if (n->ntls_links + 4 > TLS_MAX_LINKS)
 		err = -ENOSPC;
 	for (uint32_t i = 0; !err && i < m->nprobes; i++) {
 		const struct msg_tls_probe *p = &m->probes[i];
-		uint32_t fn = p->cookie & 0xff, lib = (p->cookie >> 8) & 0xff;
+		uint32_t fn = p->cookie & 0xff, lib = (p->cookie >> 8) & 0xff,
+			 where = p->cookie >> 16;
 		int go = fn >= NET_TLS_FN_GO_READ && fn <= NET_TLS_FN_GO_HS_RET;
-		int g = go ? 2 : p->ret ? 1 : 0;
+		int g = go ? 2 : where == NET_TLS_AT_AFTER >> 16 ? 3 : p->ret ? 1 : 0;
 
-		if (lib != m->lib || (p->cookie >> 16) || !fn || fn >= NET_TLS_FN_MAX ||
-		    go != (m->lib == NET_TLS_GO) || (go && p->ret)) {
+		/* Call sites: SSL_read's and SSL_write's only, never with a return probe. */
+		if (lib != m->lib || !fn || fn >= NET_TLS_FN_MAX || go != (m->lib == NET_TLS_GO) ||
+		    (go && p->ret) || where > NET_TLS_AT_AFTER >> 16 ||
+		    (where && (p->ret || (fn != NET_TLS_FN_READ && fn != NET_TLS_FN_WRITE)))) {
 			err = -EINVAL;
 			break;
 		}
@@ -660,7 +666,8 @@ int netcap__tls_attach(struct netcap *n, const struct msg_tls_attach *m, int fd,
 	progs[0] = bpf_program__fd(n->obj->progs.tls_enter);
 	progs[1] = bpf_program__fd(n->obj->progs.tls_exit);
 	progs[2] = bpf_program__fd(n->obj->progs.go_tls);
-	for (int g = 0; !err && g < 3; g++) {
+	progs[3] = progs[1];
+	for (int g = 0; !err && g < 4; g++) {
 		int l;
 
 		if (!cnt[g])

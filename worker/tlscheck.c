@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/netrec.h"
+#include "common/tlssite.h"
 #include "worker/elffile.h"
 #include "worker/tlscheck.h"
 
@@ -47,11 +48,67 @@ static const char *const ssl_names[] = {
 	[NET_TLS_FN_WRITE_EX] = "SSL_write_ex",
 };
 
+/* The file offset of a function named as wanted, into *arg. */
+static int func_offset(struct elf_file *f, const Elf64_Sym *s, void *arg)
+{
+	uint64_t off;
+
+	if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || !s->st_value)
+		return 0;
+	off = elf_file_offset(f, s->st_value, true);
+	if (off == ELF_NONE)
+		return 0;
+	*(uint64_t *)arg = off;
+	return 1;
+}
+
+/* The probe of m at offset off with cookie, or NULL. */
+static const struct msg_tls_probe *probe_at(const struct msg_tls_attach *m, uint64_t off,
+					    uint32_t cookie, int ret)
+{
+	for (uint32_t j = 0; j < m->nprobes; j++)
+		if (m->probes[j].offset == off && m->probes[j].cookie == cookie &&
+		    !m->probes[j].ret == !ret)
+			return &m->probes[j];
+	return NULL;
+}
+
+/*
+ * A call-site probe p (common/tlssite.h): where this worker finds the call site of the function
+ * its cookie names, from the function's own bytes, with its twin on the jump after it.
+ */
+static int check_site(struct elf_file *f, const struct elf_dyn *d, const struct msg_tls_attach *m,
+		      const struct msg_tls_probe *p)
+{
+	uint32_t where = p->cookie & ~0xffffu, base = p->cookie & 0xffffu;
+	uint8_t code[TLS_SITE_SCAN];
+	struct tls_site site;
+	uint64_t entry = 0;
+	int r;
+
+	r = elf_dynsym_find(f, d, ssl_names[p->cookie & 0xff], func_offset, &entry);
+	if (r <= 0)
+		return r ? r : -EFAULT;
+	if ((r = elf_rd(f, code, sizeof(code), entry)))
+		return r == -E2BIG ? r : -EFAULT;
+	if (tls_site_find(code, sizeof(code), &site))
+		return -EFAULT;
+	if (p->offset != entry + (where == NET_TLS_AT_SITE ? site.call_off : site.after_off))
+		return -EFAULT;
+	/* Its twin: each jump's program pairs with its own call's. */
+	if (!probe_at(m, entry + (where == NET_TLS_AT_SITE ? site.after_off : site.call_off),
+		      base | (where == NET_TLS_AT_SITE ? NET_TLS_AT_AFTER : NET_TLS_AT_SITE), 0))
+		return -EINVAL;
+	return 0;
+}
+
 /*
  * An entry and a return probe each: the return program pairs with the thread's last entry and
  * reads as many bytes from its buffer as the call returned, so that a return of one function
  * paired with the entry of another (say SSL_write's 16 KiB with a 5-byte SSL_read) would read
- * past a buffer. With both probes on every function, each return follows its own entry.
+ * past a buffer. With both probes on every function, each return follows its own entry. So
+ * for the call sites of SSL_read and SSL_write: a probe on the call and one on the jump after
+ * it, both where this worker finds them itself.
  */
 static int check_ssl(struct elf_file *f, const struct msg_tls_attach *m)
 {
@@ -60,12 +117,8 @@ static int check_ssl(struct elf_file *f, const struct msg_tls_attach *m)
 
 	for (uint32_t i = 0; i < m->nprobes; i++) {
 		const struct msg_tls_probe *p = &m->probes[i];
-		bool twin = false;
 
-		for (uint32_t j = 0; j < m->nprobes && !twin; j++)
-			twin = m->probes[j].offset == p->offset &&
-			       m->probes[j].cookie == p->cookie && !m->probes[j].ret != !p->ret;
-		if (!twin)
+		if (!(p->cookie >> 16) && !probe_at(m, p->offset, p->cookie, !p->ret))
 			return -EINVAL;
 	}
 	err = elf_load_dynamic(f, &d);
@@ -80,6 +133,11 @@ static int check_ssl(struct elf_file *f, const struct msg_tls_attach *m)
 			seen = m->probes[j].offset == p->offset && m->probes[j].cookie == p->cookie;
 		if (seen)
 			continue;
+		if (p->cookie >> 16) {
+			if ((r = check_site(f, &d, m, p)))
+				return r;
+			continue;
+		}
 		r = dynsym_has(f, &d, ssl_names[p->cookie & 0xff], p->offset);
 		if (r <= 0)
 			return r ? r : -EFAULT;

@@ -7,7 +7,9 @@
  *
  * A probe must be at the function its cookie names, as the file itself names it: SSL_read,
  * SSL_write, SSL_read_ex or SSL_write_ex in its dynamic symbol table (found through its hash
- * table: PT_DYNAMIC's DT_GNU_HASH or DT_HASH), an entry and a return probe in pairs; Go's
+ * table: PT_DYNAMIC's DT_GNU_HASH or DT_HASH), an entry and a return probe in pairs, or for
+ * SSL_read and SSL_write a probe on their _ex call and one on the jump after it, in pairs, each
+ * where this worker finds it in the function's own bytes (common/tlssite.h); Go's
  * crypto/tls.(*Conn).Read, .Write and .handshakeContext in the runtime's function table
  * (.gopclntab, which strip leaves), each RET probe on a 0xc3 byte inside one of them whose
  * entry the message probes too. The file is read with pread64 only (the attached worker opens

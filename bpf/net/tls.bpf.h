@@ -257,19 +257,25 @@ int BPF_KPROBE(tls_enter, void *ssl, void *buf, __u64 num, void *exlen)
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
 	struct tls_ckey k = { .tgid = pid_tgid >> 32, .id = (__u32)pid_tgid };
 	__u8 fn = cookie & 0xff;
+	/* On SSL_read's or SSL_write's call of its _ex twin: the count's address is the fourth. */
+	int ex = fn == NET_TLS_FN_READ_EX || fn == NET_TLS_FN_WRITE_EX ||
+		 (cookie & NET_TLS_AT_SITE);
 
 	if (!is_traced(pid_tgid >> 32))
 		return 0;
 	/* SSL_read/SSL_write take an int: the register's upper half is not theirs. */
 	if (fn == NET_TLS_FN_READ || fn == NET_TLS_FN_WRITE)
 		num = (int)num > 0 ? (__u32)num : 0;
-	tls_begin(pid_tgid, &k, (__u64)ssl, (__u64)buf, num,
-		  fn == NET_TLS_FN_READ_EX || fn == NET_TLS_FN_WRITE_EX ? (__u64)exlen : 0, fn,
+	tls_begin(pid_tgid, &k, (__u64)ssl, (__u64)buf, num, ex ? (__u64)exlen : 0, fn,
 		  (cookie >> 8) & 0xff);
 	return 0;
 }
 
-/* Their return: the bytes moved (an int, or 1 and *exlen for _ex). */
+/*
+ * Their return: the bytes moved (an int, or 1 and *exlen for _ex). Also linked as a plain
+ * probe on the jump after the call site (NET_TLS_AT_AFTER): the _ex twin's result is in the
+ * same register there.
+ */
 SEC("uretprobe")
 int BPF_KRETPROBE(tls_exit, long ret)
 {

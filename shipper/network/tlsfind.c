@@ -5,7 +5,8 @@
  * within the limits below, and make the worker refuse offsets that fail its own checks.
  *
  * C libraries: SSL_read, SSL_write, SSL_read_ex, SSL_write_ex from .dynsym/.symtab, each with
- * an entry and a return probe. Go: crypto/tls.(*Conn).Read and .Write from .gopclntab (which
+ * an entry and a return probe, or, for SSL_read and SSL_write where their code is the wrapper
+ * common/tlssite.h knows, a probe on the call of their _ex twin and one on the jump after it. Go: crypto/tls.(*Conn).Read and .Write from .gopclntab (which
  * `-ldflags=-s` and strip leave), an entry probe and one at each RET instruction, found by
  * decoding the function with Capstone: a uretprobe would rewrite a return address on a stack
  * the Go runtime moves.
@@ -32,6 +33,7 @@
 
 #include "common/log.h"
 #include "common/netrec.h"
+#include "common/tlssite.h"
 #include "shipper/stacks/elfsym.h"
 #include "shipper/stacks/gopclntab.h"
 #include "shipper/network/tlsfind.h"
@@ -287,13 +289,25 @@ static int find_merged_table(Elf *elf, Elf_Scn *relro, struct file_budget *b,
 	return -ENOENT;
 }
 
+/* fn: the function, with NET_TLS_AT_SITE or NET_TLS_AT_AFTER where it is not the entry. */
 static void add_probe(struct msg_tls_attach *m, uint64_t off, uint32_t fn, uint32_t lib, int ret)
 {
 	struct msg_tls_probe *p = &m->probes[m->nprobes++];
 
 	p->offset = off;
-	p->cookie = (uint32_t)NET_TLS_COOKIE(fn, lib);
+	p->cookie = (uint32_t)NET_TLS_COOKIE(fn & 0xff, lib) | (fn & ~0xffu);
 	p->ret = (uint32_t)ret;
+}
+
+/* The call site of the C function at file offset off (common/tlssite.h): 0 or -errno. */
+static int call_site(int fd, struct file_budget *b, uint64_t off, struct tls_site *ret)
+{
+	uint8_t code[TLS_SITE_SCAN];
+
+	if (!file_budget__charge(b, sizeof(code)) ||
+	    pread(fd, code, sizeof(code), (off_t)off) != (ssize_t)sizeof(code))
+		return -EIO;
+	return tls_site_find(code, sizeof(code), ret);
 }
 
 /*
@@ -537,6 +551,7 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 						  : NET_TLS_OPENSSL;
 		static const uint32_t fns[4] = { NET_TLS_FN_READ, NET_TLS_FN_WRITE,
 						 NET_TLS_FN_READ_EX, NET_TLS_FN_WRITE_EX };
+		struct tls_site site;
 
 		m.lib = lib;
 		for (int k = 0; k < 4; k++) {
@@ -549,6 +564,14 @@ int tlsfind__probes(int fd, const char *path, struct msg_tls_attach *ret, const 
 				err = -ERANGE;
 				why = "an SSL call outside the file's loaded code";
 				goto cleanup;
+			}
+			/* SSL_read and SSL_write: on their _ex call where it is found, no single-step. */
+			if (k < 2 && !call_site(fd, &budget, (uint64_t)off, &site)) {
+				add_probe(&m, (uint64_t)off + site.call_off,
+					  fns[k] | NET_TLS_AT_SITE, lib, 0);
+				add_probe(&m, (uint64_t)off + site.after_off,
+					  fns[k] | NET_TLS_AT_AFTER, lib, 0);
+				continue;
 			}
 			add_probe(&m, (uint64_t)off, fns[k], lib, 0);
 			add_probe(&m, (uint64_t)off, fns[k], lib, 1);

@@ -43,6 +43,7 @@
 #include "common/ipc.h"
 #include "common/msg.h"
 #include "common/netrec.h"
+#include "common/tlssite.h"
 #include "tests/integration/harness.h"
 #include "tests/elf_header.h"
 
@@ -697,6 +698,83 @@ Test(tls_attach, a_fake_ssl_pair_at_a_non_ssl_offset_is_refused)
 	cr_expect_eq(links_on(srv.pid, &l, 1), 2);
 	cr_expect_eq(l.offsets[0], rd);
 	close(cfd);
+	close(fd);
+}
+
+/*
+ * Call sites (common/tlssite.h): a probe off SSL_read's entry is taken only on the call the
+ * worker finds itself in SSL_read's bytes, with its twin on the jump after it, never for a
+ * function the shipper names otherwise: a hostile shipper cannot move the probes to an
+ * instruction of its choice (say, inside one, where a breakpoint corrupts the target's code),
+ * nor read a result off a jump that does not follow its call.
+ */
+Test(tls_attach, call_site_probes_only_where_the_worker_finds_them)
+{
+	uint32_t site = NET_TLS_AT_SITE, after = NET_TLS_AT_AFTER;
+	struct msg_tls_attach m;
+	struct msg_tls_result r;
+	struct tls_site ts;
+	uint8_t code[TLS_SITE_SCAN];
+	uint64_t rd, wr;
+	struct elf e;
+	int fd = open_ro(libssl);
+
+	elf_read(libssl, &e);
+	rd = elf_sym(&e, "SSL_read", NULL);
+	wr = elf_sym(&e, "SSL_write", NULL);
+	free(e.b);
+	cr_assert_eq(pread(fd, code, sizeof(code), (off_t)rd), (ssize_t)sizeof(code));
+	cr_assert_eq(tls_site_find(code, sizeof(code), &ts), 0,
+		     "no call site in %s's SSL_read: the test needs Debian's OpenSSL 3.0", libssl);
+	wk_start(&srv.pid, 1);
+
+#define SITE_PAIR(fn, call, jump)                        \
+	do {                                             \
+		m = msg_of(srv.pid, NET_TLS_OPENSSL);    \
+		add(&m, call, fn, NET_TLS_OPENSSL, 0);   \
+		m.probes[m.nprobes - 1].cookie |= site;  \
+		add(&m, jump, fn, NET_TLS_OPENSSL, 0);   \
+		m.probes[m.nprobes - 1].cookie |= after; \
+	} while (0)
+	SITE_PAIR(NET_TLS_FN_READ, rd + ts.call_off + 1, rd + ts.after_off);
+	expect_refused(&m, fd, EFAULT, "a call site one byte inside the call");
+	SITE_PAIR(NET_TLS_FN_READ, rd + ts.call_off, rd + ts.after_off - 2);
+	expect_refused(&m, fd, EINVAL, "the jump probe on the test before it (its call's twin)");
+	SITE_PAIR(NET_TLS_FN_WRITE, rd + ts.call_off, rd + ts.after_off);
+	expect_refused(&m, fd, EFAULT, "SSL_read's call site named SSL_write's");
+	SITE_PAIR(NET_TLS_FN_READ_EX, rd + ts.call_off, rd + ts.after_off);
+	expect_refused(&m, fd, EINVAL, "a call site of SSL_read_ex (no wrapper: none taken)");
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd + ts.call_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	m.probes[0].cookie |= site;
+	expect_refused(&m, fd, EINVAL, "a call site without the jump after it");
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd + ts.call_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 1);
+	m.probes[0].cookie |= site;
+	add(&m, rd + ts.after_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	m.probes[1].cookie |= after;
+	expect_refused(&m, fd, EINVAL, "a call site as a return probe");
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd + ts.call_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	m.probes[0].cookie |= 3u << 16;
+	expect_refused(&m, fd, EINVAL, "a placement past NET_TLS_AT_AFTER");
+#undef SITE_PAIR
+
+	/* The control: the true pairs of SSL_read and SSL_write are taken, 4 probes, 2 links. */
+	m = msg_of(srv.pid, NET_TLS_OPENSSL);
+	add(&m, rd + ts.call_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	m.probes[0].cookie |= site;
+	add(&m, rd + ts.after_off, NET_TLS_FN_READ, NET_TLS_OPENSSL, 0);
+	m.probes[1].cookie |= after;
+	cr_assert_eq(pread(fd, code, sizeof(code), (off_t)wr), (ssize_t)sizeof(code));
+	cr_assert_eq(tls_site_find(code, sizeof(code), &ts), 0);
+	add(&m, wr + ts.call_off, NET_TLS_FN_WRITE, NET_TLS_OPENSSL, 0);
+	m.probes[2].cookie |= site;
+	add(&m, wr + ts.after_off, NET_TLS_FN_WRITE, NET_TLS_OPENSSL, 0);
+	m.probes[3].cookie |= after;
+	cr_expect_eq(attack(&m, fd, &r), 0, "the true call sites: %s", strerror(-r.err));
+	cr_expect_eq(r.attached, 4);
+	cr_expect_eq(links_on(srv.pid, NULL, 0), 2);
 	close(fd);
 }
 

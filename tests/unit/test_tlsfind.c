@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/netrec.h"
+#include "common/tlssite.h"
 #include "shipper/opener.h"
 #include "shipper/network/tlsfind.h"
 #include "tests/elf_header.h"
@@ -262,10 +263,48 @@ static void patch(const char *path, uint64_t off, const void *bytes, size_t len)
 /* ---- C libraries ---- */
 
 /*
- * A C library's probes: lib, then for each of the nfns functions one entry and one return
- * probe, at the function's file offset from readelf's dynamic symbols and segments.
+ * By objdump: the first call instruction in the 96 bytes from start of path, and the
+ * conditional jump after it (past a `test %eax,%eax`): 0 when the code is not that.
  */
-static void check_c_library(const char *path, uint32_t lib, int nfns)
+static void ref_call_site(const char *path, uint64_t start, uint64_t *ret_call, uint64_t *ret_after)
+{
+	char cmd[PATH_MAX + 160], line[1024], mnem[32];
+	unsigned long long a;
+	FILE *p;
+	int state = 0;
+
+	*ret_call = *ret_after = 0;
+	snprintf(cmd, sizeof(cmd),
+		 "objdump -d -w --no-show-raw-insn --start-address=0x%" PRIx64
+		 " --stop-address=0x%" PRIx64 " '%s'",
+		 start, start + 96, path);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		/* "   3599e:\tcall   355a0 <...>" */
+		if (sscanf(line, " %llx:\t%31s", &a, mnem) != 2)
+			continue;
+		if (state == 0 && !strcmp(mnem, "call")) {
+			*ret_call = a;
+			state = 1;
+		} else if (state == 1 && !strcmp(mnem, "test")) {
+			state = 2;
+		} else if (state == 1 || state == 2) {
+			if (mnem[0] == 'j' && strcmp(mnem, "jmp"))
+				*ret_after = a;
+			state = 3;
+		}
+	}
+	pclose(p);
+}
+
+/*
+ * A C library's probes: lib, then for each of the nfns functions one entry and one return
+ * probe, at the function's file offset from readelf's dynamic symbols and segments; or, for
+ * SSL_read and SSL_write, one on the call of their _ex twin and one on the jump after it, where
+ * objdump shows them (sites: the functions that must have them).
+ */
+static void check_c_library(const char *path, uint32_t lib, int nfns, int sites)
 {
 	static const char *const names[4] = { "SSL_read", "SSL_write", "SSL_read_ex",
 					      "SSL_write_ex" };
@@ -275,57 +314,82 @@ static void check_c_library(const char *path, uint32_t lib, int nfns)
 	struct msg_tls_attach m;
 	const char *why;
 	struct ref r;
-	int err, seen[4][2] = { { 0 } };
+	int err, seen[4][4] = { { 0 } }, nprobes = 0;
 
 	err = probes_of(path, &m, &why);
 	cr_assert_eq(err, 0, "%s: %s (%s)", path, strerror(-err), why ? why : "no reason");
 	cr_expect_eq(m.lib, lib, "%s: lib %s", path, tlsfind__lib_name(m.lib));
-	cr_assert_eq(m.nprobes, (uint32_t)nfns * 2, "%s: %u probes", path, m.nprobes);
 	ref_loads(path, &r);
 	ref_symbols(path, "--dyn-syms", names, 4, values, NULL);
 	for (int k = 0; k < 4; k++) {
-		uint64_t v = values[k];
+		uint64_t v = values[k], call = 0, after = 0;
 
 		if (k >= nfns) {
 			cr_assert_eq(v, 0, "%s exports %s", path, names[k]);
 			continue;
 		}
 		cr_assert_neq(v, 0, "readelf finds no %s in %s", names[k], path);
+		if (k < 2)
+			ref_call_site(path, v, &call, &after);
 		for (uint32_t i = 0; i < m.nprobes; i++) {
 			const struct msg_tls_probe *p = &m.probes[i];
+			uint32_t where = p->cookie >> 16;
 
 			if ((p->cookie & 0xff) != fns[k])
 				continue;
-			cr_expect_eq(p->cookie >> 8, lib);
+			nprobes++;
+			cr_expect_eq((p->cookie >> 8) & 0xff, lib);
 			cr_assert_leq(p->ret, 1);
+			cr_assert_leq(where, 2);
+			if (where) {
+				uint64_t want = where == 1 ? call : after;
+
+				cr_assert_eq(p->ret, 0);
+				cr_assert(k < 2, "%s: a call site on %s", path, names[k]);
+				cr_expect_eq(p->offset, ref_offset(&r, want),
+					     "%s %s: %s probe at 0x%" PRIx64
+					     ", objdump's 0x%" PRIx64,
+					     path, names[k], where == 1 ? "call" : "jump",
+					     p->offset, ref_offset(&r, want));
+				seen[k][1 + where]++;
+				continue;
+			}
 			seen[k][p->ret]++;
 			cr_expect_eq(p->offset, ref_offset(&r, v),
 				     "%s %s%s: offset 0x%" PRIx64 ", readelf's 0x%" PRIx64, path,
 				     names[k], p->ret ? " (return)" : "", p->offset,
 				     ref_offset(&r, v));
 		}
-		cr_expect(seen[k][0] == 1 && seen[k][1] == 1,
-			  "%s: %s has %d entry and %d return probes", path, names[k], seen[k][0],
-			  seen[k][1]);
+		if (seen[k][2] || (sites & (1 << k)))
+			cr_expect(seen[k][2] == 1 && seen[k][3] == 1 && !seen[k][0] && !seen[k][1],
+				  "%s: %s has %d call and %d jump probes, %d entry and %d return",
+				  path, names[k], seen[k][2], seen[k][3], seen[k][0], seen[k][1]);
+		else
+			cr_expect(seen[k][0] == 1 && seen[k][1] == 1,
+				  "%s: %s has %d entry and %d return probes", path, names[k],
+				  seen[k][0], seen[k][1]);
 	}
+	cr_assert_eq(m.nprobes, (uint32_t)nprobes, "%s: %u probes", path, m.nprobes);
+	cr_assert_eq(m.nprobes, (uint32_t)nfns * 2, "%s: %u probes", path, m.nprobes);
 }
 
 Test(tlsfind, openssl_shared)
 {
-	check_c_library(LIBSSL3, NET_TLS_OPENSSL, 4);
+	/* Debian's OpenSSL 3.0: SSL_read and SSL_write are probed on their call sites. */
+	check_c_library(LIBSSL3, NET_TLS_OPENSSL, 4, 3);
 	cr_expect_str_eq(tlsfind__lib_name(NET_TLS_OPENSSL), "openssl");
 }
 
 Test(tlsfind, boringssl_android)
 {
 	need(BORINGSSL, "android-libboringssl");
-	check_c_library(BORINGSSL, NET_TLS_BORINGSSL, 2);
+	check_c_library(BORINGSSL, NET_TLS_BORINGSSL, 2, 0);
 }
 
 Test(tlsfind, node_static_openssl, .timeout = 120)
 {
 	need(NODE, "nodejs");
-	check_c_library(NODE, NET_TLS_NODE, 4);
+	check_c_library(NODE, NET_TLS_NODE, 4, 0);
 }
 
 /* ---- Go ---- */
@@ -1036,4 +1100,72 @@ Test(tlsfind, scan_gone_process)
 	tls_finder__free(f);
 	/* NULL is freed as nothing. */
 	tls_finder__free(NULL);
+}
+
+/* ---- call sites (common/tlssite.c) ---- */
+
+/* OpenSSL 3.0's SSL_write as Debian 12 builds it, to its test of the _ex call's result. */
+static const uint8_t ssl_write_30[] = {
+	0x48, 0x83, 0xec, 0x18,			     /* sub $0x18,%rsp */
+	0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0, /* mov %fs:0x28,%rax */
+	0x48, 0x89, 0x44, 0x24, 0x08,		     /* mov %rax,0x8(%rsp) */
+	0x31, 0xc0,				     /* xor %eax,%eax */
+	0x85, 0xd2,				     /* test %edx,%edx */
+	0x78, 0x2f,				     /* js +0x2f */
+	0x48, 0x89, 0xe1,			     /* mov %rsp,%rcx */
+	0x48, 0x63, 0xd2,			     /* movslq %edx,%rdx */
+	0xe8, 0xfd, 0xfb, 0xff, 0xff,		     /* call */
+	0x85, 0xc0,				     /* test %eax,%eax */
+	0x7e, 0x03,				     /* jle +3 */
+	0x8b, 0x04, 0x24,			     /* mov (%rsp),%eax */
+};
+
+static int site_of(const uint8_t *code, size_t len, struct tls_site *s)
+{
+	return tls_site_find(code, len, s);
+}
+
+Test(tlssite, openssl_30_wrapper_is_found)
+{
+	struct tls_site s;
+
+	cr_assert_eq(site_of(ssl_write_30, sizeof(ssl_write_30), &s), 0);
+	cr_expect_eq(s.call_off, 0x1e);
+	cr_expect_eq(s.after_off, 0x25);
+}
+
+/* Each change below could make the probes read the wrong registers: the entry is kept. */
+Test(tlssite, prologues_that_could_change_the_arguments_are_refused)
+{
+	struct {
+		size_t at, n;
+		const char *bytes, *why;
+	} edits[] = {
+		{ 24, 3, "\x31\xc9\x90", "xor %ecx,%ecx (OpenSSL 3.3's flags argument)" },
+		{ 24, 3, "\x48\x89\xd6", "mov %rdx,%rsi" },
+		{ 27, 3, "\x48\x89\xfa", "mov %rdi,%rdx" },
+		{ 22, 2, "\x78\xf0", "a jump backwards" },
+		{ 22, 2, "\x78\x0b", "a jump into the call's test" },
+		{ 35, 2, "\x90\x90", "no test and jump after the call" },
+		{ 13, 5, "\x48\x89\x4c\x24\x08", "a store of %rcx (unknown: not in the list)" },
+	};
+
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		uint8_t code[sizeof(ssl_write_30)];
+		struct tls_site s;
+
+		memcpy(code, ssl_write_30, sizeof(code));
+		memcpy(code + edits[i].at, edits[i].bytes, edits[i].n);
+		cr_expect_eq(site_of(code, sizeof(code), &s), -ENOENT, "accepted with %s",
+			     edits[i].why);
+	}
+}
+
+Test(tlssite, code_cut_short_is_refused)
+{
+	struct tls_site s;
+
+	for (size_t len = 0; len < 39; len++)
+		cr_expect_eq(site_of(ssl_write_30, len, &s), -ENOENT, "accepted in %zu bytes", len);
+	cr_expect_eq(site_of(ssl_write_30, 39, &s), 0);
 }
