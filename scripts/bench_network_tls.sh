@@ -374,7 +374,7 @@ awk '{ v[$1] = $2 }
 			v["network.tls_call_ns_added"], v["network.tls_syscalls_per_tls_call"],
 			v["network.tls_plain_syscall_cpu_ns"], v["network.tls_plain_syscall_cpu_ns_task"],
 			v["network.tls_plain_syscall_cpu_ns_added"], v["network.tls_plain_syscall_ns_added"]
-		printf "network: the uprobes (entry + return) %+.0f ns per TLS call, of which BPF %d ns (tls_enter %d, tls_exit %d per run); BPF per traced syscall %d ns\n",
+		printf "network: the uprobes (call site and jump, or entry and return) %+.0f ns per TLS call, of which BPF %d ns (tls_enter %d, tls_exit %d per run); BPF per traced syscall %d ns\n",
 			v["network.tls_uprobe_cpu_ns_per_call"], v["network.tls_bpf_ns_per_tls_call_uprobes"],
 			v["network.tls_bpf_ns_per_run.tls_enter"], v["network.tls_bpf_ns_per_run.tls_exit"],
 			v["network.tls_bpf_ns_per_plain_syscall"]
@@ -384,7 +384,7 @@ awk '{ v[$1] = $2 }
 		e = v["network.tls_entry_floor_call_cpu_ns_added"]
 		printf "network: empty probes at entries and returns (before call sites): %+.0f ns CPU per TLS call; where the worker puts them now: %+.0f (x%.2f, target <= x0.5: %s)\n",
 			e, v["network.tls_floor_call_cpu_ns_added"],
-			e > 0 ? v["network.tls_floor_call_cpu_ns_added"] / e : 0,
+			(e > 0 ? v["network.tls_floor_call_cpu_ns_added"] / e : 0),
 			ok(e > 0 && v["network.tls_floor_call_cpu_ns_added"] <= e / 2)
 		lost = v["network.tls_events_lost"] + v["network.tls_calls_events_lost"] + v["network.tls_stats_task_events_lost"]
 		lines = v["network.tls_rover_lost_lines"] + v["network.tls_calls_rover_lost_lines"] + v["network.tls_stats_task_rover_lost_lines"]
