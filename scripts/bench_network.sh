@@ -308,9 +308,10 @@ awk -v long="$LONG" '{ v[$1] = $2 }
 		lost = v["network.events_lost"] + v["network.stats_task_events_lost"] + v["network.long_events_lost"]
 		lines = v["network.rover_lost_lines"] + v["network.stats_task_rover_lost_lines"] + v["network.long_rover_lost_lines"]
 		printf "network: events lost %d, rover: lost: lines %d (target 0 or counted: %s)\n", lost, lines, "ok"
-		printf "network: peak RSS kB: launcher %d, supervisor %d, shipper %d, worker %d\n",
+		printf "network: peak RSS kB: launcher %d, supervisor %d, shipper %d, worker %d (worker target <= 32 MB: %s)\n",
 			v["network.peak_rss_kb.launcher"], v["network.peak_rss_kb.supervisor"],
-			v["network.peak_rss_kb.shipper"], v["network.peak_rss_kb.worker"]
+			v["network.peak_rss_kb.shipper"], v["network.peak_rss_kb.worker"],
+			ok(v["network.peak_rss_kb.worker"] <= 32768)
 		if (long == 1)
 			printf "network: %d s at %.0f req/s: peak RSS kB launcher %d, supervisor %d, shipper %d, worker %d; agent %.1f%% of a core\n",
 				v["network.long_seconds"], v["network.long_rps"], v["network.long_peak_rss_kb.launcher"],

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <linux/perf_event.h>
@@ -20,6 +21,7 @@
 #include "worker/credcheck.h"
 #include "worker/ksyms.h"
 #include "worker/profiler.h"
+#include "worker/ringread.h"
 #include "worker/snaprec.h"
 #include "worker/stackhint.h"
 
@@ -78,7 +80,7 @@ struct profiler {
 	struct sc_key *keys;
 	struct sc_value *vals;
 	/* unwind mode dwarf */
-	struct ring_buffer *rb;
+	struct ringread *rb;
 	struct ship_batch *rb_batch; /* where records go during profiler__read_snapshots */
 	int rb_err;
 	struct pending *pending[PENDING_BUCKETS];
@@ -132,7 +134,7 @@ void profiler__free(struct profiler *p)
 	if (!p)
 		return;
 	profiler__stop(p);
-	ring_buffer__free(p->rb);
+	ringread__free(p->rb);
 	ksym_namer__free(p->kn);
 	pending_clear(p);
 	free(p->links);
@@ -464,7 +466,7 @@ int profiler__read_snapshots(struct profiler *p, struct ship_batch *b)
 		return 0;
 	p->rb_batch = b;
 	p->rb_err = 0;
-	n = ring_buffer__consume(p->rb);
+	n = ringread__consume(p->rb);
 	p->rb_batch = NULL;
 	if (p->rb_err)
 		return p->rb_err;
@@ -545,10 +547,13 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 		goto cleanup;
 	start_namer(p);
 	if (dwarf_mode(spec)) {
-		int fd = bpf_map__fd(p->on ? p->on->maps.snaps : p->off->maps.snaps);
+		struct bpf_map *snaps = p->on ? p->on->maps.snaps : p->off->maps.snaps;
 		size_t n = strlen(ret_started->attach);
 
-		p->rb = ring_buffer__new(fd, on_record, p, NULL);
+		/* The heap of loading (the kernel's BTF for tp_btf: about 12 MB) given back first. */
+		malloc_trim(0);
+		p->rb = ringread__new(bpf_map__fd(snaps), bpf_map__max_entries(snaps), on_record,
+				      p);
 		if (!p->rb) {
 			err = -errno;
 			goto cleanup;
