@@ -127,6 +127,7 @@ printf "%s" "$floor_rows" > "$work/floor"
 STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 sysctl -q -w kernel.bpf_stats_enabled=1
 r=stats
+nread0=$(grep -c "NETWORK read" "$work/serve.err" || true)
 task_start stats "$((DUR + SYS_MS / 1000 + 8))"
 bpf_progs > "$work/bpf0"
 read -r sreq _ _ _ < <(wrk_run "$DUR")
@@ -139,6 +140,17 @@ STATS_WAS=""
 read -r _ ssy slo < <(task_losses stats)
 sll=$(rover_lost stats)
 echo "S $sreq $ssy $slo $sll" > "$work/stats"
+# What the worker read from its ring in that task (its last line, when it exits): records,
+# bytes and the reads that found any, per request and per second of the task.
+for _ in $(seq 50); do
+	[ "$(grep -c "NETWORK read" "$work/serve.err" || true)" -gt "$nread0" ] && break
+	sleep 0.1
+done
+grep "NETWORK read" "$work/serve.err" | tail -n 1 | sed 's/.* read \([0-9]*\) records (\([0-9]*\) bytes) .* in \([0-9]*\) reads/\1 \2 \3/' |
+	awk -v req="$sreq" -v secs="$((DUR + SYS_MS / 1000 + 8))" 'NF == 3 {
+		printf "network.ring_records_per_request %.2f\n", $1 / (req > 0 ? req : 1)
+		printf "network.ring_bytes_per_request %.1f\n", $2 / (req > 0 ? req : 1)
+		printf "network.worker_reads_per_second %.1f\n", $3 / secs }' > "$work/ring"
 
 # The sustained load: wrk paced by a 1 ms delay a request per connection, in 10 s runs under
 # one task; each run's connections are the last run's scaled to LONG_RPS (the first from three 2 s
@@ -253,6 +265,7 @@ print("network.bpf_ns_per_untargeted_syscall %.0f" % (it / max(ic, 1)))
 EOF
 awk '{ printf "network.stats_task_events_lost %d\nnetwork.stats_task_rover_lost_lines %d\n", $4, $5 }' \
 	"$work/stats" >> "$work/figures"
+cat "$work/ring" >> "$work/figures"
 awk '{ r0 += $1; u0 += $2; r1 += $3; u1 += $4 }
 	END { printf "network.floor_throughput_ratio %.4f\n", r1 / r0
 	      printf "network.floor_untargeted_unix_cpu_slowdown %.4f\n", u1 / u0 }' \
@@ -295,9 +308,12 @@ awk -v long="$LONG" '{ v[$1] = $2 }
 		printf "network: nginx CPU per request x%.3f; agent %.3f ms CPU per 1000 requests (%.1f%% of a core)\n",
 			v["network.nginx_cpu_ratio"], v["network.agent_cpu_ms_per_1000_requests"],
 			v["network.agent_cpu_percent_of_core"]
-		printf "network: BPF %d ns per request, %d ns per traced syscall, %d ns per untargeted syscall\n",
-			v["network.bpf_ns_per_request"], v["network.bpf_ns_per_traced_syscall"],
-			v["network.bpf_ns_per_untargeted_syscall"]
+		printf "network: BPF %d ns per request (target <= 800: %s), %d ns per traced syscall, %d ns per untargeted syscall\n",
+			v["network.bpf_ns_per_request"], ok(v["network.bpf_ns_per_request"] <= 800),
+			v["network.bpf_ns_per_traced_syscall"], v["network.bpf_ns_per_untargeted_syscall"]
+		printf "network: the ring: %.2f records and %.0f bytes per request, %.1f worker reads a second\n",
+			v["network.ring_records_per_request"], v["network.ring_bytes_per_request"],
+			v["network.worker_reads_per_second"]
 		u = 100 * (v["network.untargeted_unix_cpu_slowdown"] - 1)
 		t = 100 * (v["network.untargeted_tcp_cpu_slowdown"] - 1)
 		printf "network: untargeted process, CPU per op: unix %+.1f%%, tcp %+.1f%% (target <= 1%%: %s); wall clock %+.1f%%, %+.1f%%\n",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
@@ -50,6 +51,8 @@ struct netcap {
 	int send_err;
 	uint64_t stat_prev[NET_STAT_MAX];
 	uint64_t records_lost;
+	/* what the ring gave: records, their bytes, reads that found any (for make bench) */
+	uint64_t ring_records, ring_bytes, ring_reads;
 	struct net_conn_state *vals;
 	uint64_t *keys;
 	int tls; /* the TLS programs are loaded */
@@ -231,6 +234,8 @@ static int on_record(void *ctx, void *data, size_t len)
 		n->frame_len = sizeof(struct ship_net_hdr);
 		n->frame_count = 0;
 	}
+	n->ring_records++;
+	n->ring_bytes += len;
 	memcpy(n->frame + n->frame_len, data, len);
 	/* The record's own length field is what the shipper walks by: make it the true size. */
 	((struct net_rec_hdr *)(n->frame + n->frame_len))->len = (uint32_t)len;
@@ -265,6 +270,7 @@ int netcap__read(struct netcap *n, int shipper)
 	n->shipper = shipper;
 	n->send_err = 0;
 	rc = ringread__consume(n->rb);
+	n->ring_reads += rc > 0;
 	if (n->send_err)
 		return n->send_err;
 	return rc < 0 ? rc : 0;
@@ -719,6 +725,9 @@ void netcap__free(struct netcap *n)
 		return;
 	if (n->obj)
 		netcap__stop(n);
+	log_info("task %" PRIu64 ": NETWORK read %" PRIu64 " records (%" PRIu64
+		 " bytes) from its ring in %" PRIu64 " reads",
+		 n->task_id, n->ring_records, n->ring_bytes, n->ring_reads);
 	ringread__free(n->rb);
 	net_bpf__destroy(n->obj);
 	free(n->frame);
