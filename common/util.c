@@ -95,9 +95,13 @@ void heap_prefault(size_t bytes)
 
 	if (!bytes)
 		return;
-	/* Large blocks from the heap, and the heap kept: what is populated stays for reuse. */
-	mallopt(M_MMAP_THRESHOLD, 8 << 20);
-	mallopt(M_TRIM_THRESHOLD, 16 << 20);
+	/*
+	 * Large blocks from the heap, and the heap kept: what is populated stays for reuse. Both
+	 * thresholds above bytes: a block of bytes over the first would be mapped and unmapped
+	 * apart from the heap, one over the second given back when freed.
+	 */
+	mallopt(M_MMAP_THRESHOLD, bytes + (1 << 20) > (8 << 20) ? (int)(bytes + (1 << 20)) : 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 2 * bytes > (16 << 20) ? (int)(2 * bytes) : 16 << 20);
 	p = malloc(bytes);
 	if (!p)
 		return;

@@ -18,7 +18,7 @@ uint64_t cpu_used_us(void);
 
 /*
  * Makes the first bytes of heap a role allocates cost one call instead of a page fault each:
- * glibc keeps allocations up to 8 MiB in its heap and what is freed there, and bytes of it
+ * glibc keeps allocations up to 8 MiB (or bytes) in its heap and what is freed there, and bytes of it
  * are populated at once (MADV_POPULATE_WRITE, Linux 5.14; older kernels: nothing done). On a
  * VM whose hypervisor makes page faults dear (10 us each here, a quarter of that populated in
  * bulk) a role's first allocations were a third of its start-up. The price: up to bytes more
