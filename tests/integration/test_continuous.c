@@ -921,6 +921,50 @@ Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .tim
 	stop_program(pa);
 }
 
+/* Context switches of pid so far (voluntary: each a wait that ended in a wakeup). */
+static long voluntary_switches(pid_t pid)
+{
+	char buf[64];
+
+	cr_assert_eq(proc_status(pid, "voluntary_ctxt_switches", buf, sizeof(buf)), 0);
+	return atol(buf);
+}
+
+/*
+ * The HTTP monitor's worker on processes that serve nothing reads its ring buffer at each
+ * flush (fetch_interval, 1 s), not every 100 ms: about a wakeup a second, where ten a second
+ * were most of what the monitor cost. Its counts are tested by the HTTP tests above.
+ */
+Test(continuous, the_http_monitor_of_quiet_processes_wakes_once_a_flush)
+{
+	char name[64];
+	struct agent a;
+	pid_t pid, worker;
+	long v0, v1;
+
+	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"q1\",\"Profiling\":{\"NETWORK\":"
+		     "{\"HTTP_ERROR_RATE\":{\"Threshold\":\"100\",\"Period\":4,\"Count\":2}}}}]");
+	pid = start_named("tests/programs/idle_burn", "cp_quiet", NULL, name, sizeof(name));
+	cr_assert_gt(pid, 0);
+	start_agent(&a, FINDER("cp_quiet", SVC), "2s", "10s", "60s");
+	expect_reported(pid);
+	cr_assert(wait_log("HTTP monitor rover-http-monitor-1 on 1 process", 15000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_log("running in worker", 10000), "%s", slurp(tmp_path("rover.log"), NULL));
+	worker = wait_child(a.rover, "rover-worker", 5000);
+	cr_assert_gt(worker, 0, "no worker; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	sleep_ms(1500);
+	v0 = voluntary_switches(worker);
+	sleep_ms(5000);
+	v1 = voluntary_switches(worker);
+	cr_log_info("the monitor's worker: %ld wakeups in 5 s", v1 - v0);
+	/* Five flushes and what they send; every 100 ms would be 50 and more. */
+	cr_expect_leq(v1 - v0, 20, "%ld wakeups in 5 s", v1 - v0);
+	cr_expect_eq(waitpid(a.rover, NULL, WNOHANG), 0, "the agent stopped");
+	stop_agent(&a);
+	stop_program(pid);
+}
+
 /*
  * An OAP that sends the same policy at every query (here: served raw, whatever UUID the
  * agent holds; a real one does so for an entry the agent cannot take) must not hold the
