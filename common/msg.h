@@ -219,6 +219,14 @@ enum task_flags {
 	 * Python targets get native frames only (what make bench compares the frames' cost to).
 	 */
 	TASK_PYTHON_OFF = 4,
+	/*
+	 * Set by the supervisor on continuous profiling's HTTP monitor: the worker reads the ring
+	 * buffer at each flush and when the programs wake it (bpf/net/record.bpf.h), not every
+	 * 100 ms as well. Its counts go out per flush anyway; its processes are many and mostly
+	 * quiet, and ten wakeups a second, each a poll of every target's pidfd, were most of
+	 * what it cost them.
+	 */
+	TASK_READ_AT_FLUSH = 8,
 };
 
 /* The flags a client may set; the supervisor sets the others. */

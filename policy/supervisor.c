@@ -63,6 +63,9 @@ static const struct seccomp_entry calls[] = {
 	{ "openat", EACCES, "no writing", 2, O_RDWR, O_RDWR },
 	{ "openat", EACCES, "no creating", 2, O_CREAT, O_CREAT },
 	{ "getdents64", SC_ALLOW, "discovery lists /proc" },
+	{ "pread64", SC_ALLOW,
+	  "continuous profiling reads each watched process's /proc/PID/stat again through the "
+	  "descriptor it keeps (offset 0: the figures of now)" },
 	/* Signal 0 sends nothing: whether a pid still exists, for discovery's processes with an
 	 * entity at every scan (a path lookup in /proc costs 5 times more). Any signal: EPERM. */
 	{ "pidfd_open", SC_ALLOW,

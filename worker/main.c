@@ -196,13 +196,14 @@ static uint32_t run(struct worker *w)
 	struct pollfd pfd[3 + ROVER_MAX_PIDS];
 	int alive = w->npidfds, ship_idx;
 	int snap_fd = w->kind->events_fd(w);
+	uint32_t read_every = w->spec.flags & TASK_READ_AT_FLUSH ? 0 : w->kind->read_every_ms;
 
 	for (;;) {
 		uint64_t now = now_mono_ms(), wake = next_flush < end ? next_flush : end;
 		int n = 0, rc;
 
-		if (w->kind->read_every_ms && wake > now + w->kind->read_every_ms)
-			wake = now + w->kind->read_every_ms;
+		if (read_every && wake > now + read_every)
+			wake = now + read_every;
 		if (snap_fd >= 0)
 			w->kind->read(w);
 

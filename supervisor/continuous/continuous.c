@@ -19,10 +19,12 @@
 #include <errno.h>
 #include <pcre2.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/Command.pb-c.h"
@@ -45,6 +47,15 @@
 #define MAX_DIMS 1024
 /* Causes in one round. */
 #define MAX_CAUSES 512
+/*
+ * Each watched process's stat file stays open between samples, read again at offset 0: an
+ * open and a close a process a second cost the supervisor a third of its time with 200
+ * processes watched (docs/performance.md, "Continuous profiling").
+ * A descriptor is kept when its number is under half the descriptor limit (numbers are given
+ * lowest first: half of them are still free for discovery's pidfds, clients and gRPC);
+ * beyond, that process's file is opened at each sample as before.
+ */
+#define FD_SHARE 2
 
 /* An HTTP item's windows on one process: one per listed URI, or one (regex, or all). */
 struct chttp {
@@ -60,9 +71,10 @@ struct cproc {
 	char service[DISC_NAME_LEN], instance[DISC_NAME_LEN], process[DISC_NAME_LEN];
 	char layer[DISC_NAME_LEN];
 	int pid;
-	uint64_t starttime; /* /proc/PID/stat field 22: the process, not just its number */
-	uint64_t ticks;	    /* utime + stime at the last sample */
-	uint64_t ticks_ms;  /* when */
+	uint64_t starttime;	   /* /proc/PID/stat field 22: the process, not just its number */
+	struct procstat_file stat; /* its stat file, kept open; free when pid changes */
+	uint64_t ticks;		   /* utime + stime at the last sample */
+	uint64_t ticks_ms;	   /* when */
 	int have_ticks;
 	struct cwindow cpu, threads; /* n 0: not watched for that monitor */
 	struct chttp *http;	     /* one per HTTP item of its policy */
@@ -91,6 +103,7 @@ struct continuous {
 	char proc_root[256];
 	struct continuous_ops ops;
 	long tck;
+	int fd_bound; /* stat descriptors are kept below this number */
 
 	struct cpolicy *pols;
 	size_t npols;
@@ -128,6 +141,13 @@ struct continuous *continuous__new(const struct rover_config *cfg, struct oap_co
 	c->tck = sysconf(_SC_CLK_TCK);
 	if (c->tck <= 0)
 		c->tck = 100;
+	{
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl))
+			c->fd_bound =
+				(int)((rl.rlim_cur > INT_MAX ? INT_MAX : rl.rlim_cur) / FD_SHARE);
+	}
 	c->pols = calloc(CPOLICY_MAX_SERVICES, sizeof(*c->pols));
 	c->procs = calloc(MAX_PROCS, sizeof(*c->procs));
 	c->mon_ids = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
@@ -158,8 +178,21 @@ static void http_release(struct cproc *p)
 	p->nhttp = 0;
 }
 
-static void proc_release(struct cproc *p)
+/* Counts what read_stat() did to p's descriptor (had: whether it was open before). */
+static void stat_files(struct continuous *c, int had, const struct cproc *p, int err)
 {
+	int has = p->stat.fd >= 0;
+
+	c->st.stat_files += (uint32_t)(has - had);
+	if (had && !has && err == -ESRCH)
+		c->st.stat_files_gone++;
+}
+
+static void proc_release(struct continuous *c, struct cproc *p)
+{
+	if (p->stat.fd >= 0)
+		c->st.stat_files--;
+	procstat_file__close(&p->stat);
 	cwindow__free(&p->cpu);
 	cwindow__free(&p->threads);
 	memset(&p->cpu, 0, sizeof(p->cpu));
@@ -172,7 +205,7 @@ void continuous__free(struct continuous *c)
 	if (!c)
 		return;
 	for (size_t i = 0; c->procs && i < c->nprocs; i++)
-		proc_release(&c->procs[i]);
+		proc_release(c, &c->procs[i]);
 	cwindow__free(&c->load);
 	pcre2_match_context_free(c->mctx);
 	free(c->mon_ids);
@@ -455,10 +488,19 @@ cleanup:
 
 /* ---- the processes ---- */
 
-/* 0, or -errno; -ESRCH for a zombie (common/procstat.c). */
-static int read_stat(const struct continuous *c, int pid, uint64_t *ret_ticks, uint64_t *ret_start)
+/*
+ * p's stat file, through the descriptor kept for it. 0, or -errno; -ESRCH once its process
+ * has ended (a zombie too, common/procstat.c), or when its pid is another process's now.
+ */
+static int read_stat(struct continuous *c, struct cproc *p, uint64_t *ret_ticks,
+		     uint64_t *ret_start, double *ret_threads)
 {
-	return procstat__cpu(c->proc_root, pid, ret_ticks, ret_start);
+	int had = p->stat.fd >= 0;
+	int err = procstat_file__read(&p->stat, c->proc_root, p->pid, c->fd_bound, ret_ticks,
+				      ret_start, ret_threads);
+
+	stat_files(c, had, p, err);
+	return err;
 }
 
 static int read_load(const struct continuous *c, double *ret)
@@ -485,7 +527,7 @@ static void refresh_procs(struct continuous *c)
 
 	if (!c->npols) {
 		for (size_t i = 0; i < c->nprocs; i++)
-			proc_release(&c->procs[i]);
+			proc_release(c, &c->procs[i]);
 		c->nprocs = 0;
 		return;
 	}
@@ -506,11 +548,12 @@ static void refresh_procs(struct continuous *c)
 				continue;
 			k = (int)c->nprocs++;
 			memset(&c->procs[k], 0, sizeof(c->procs[k]));
+			procstat_file__init(&c->procs[k].stat);
 		}
 		p = &c->procs[k];
 		if (p->pid != e->pid) {
 			/* Another process for the entity: its samples start again. */
-			proc_release(p);
+			proc_release(c, p);
 			p->have_ticks = 0;
 			p->starttime = 0;
 		}
@@ -527,7 +570,7 @@ static void refresh_procs(struct continuous *c)
 	for (size_t i = 0; i < c->nprocs; i++) {
 		if (c->procs[i].mark)
 			continue;
-		proc_release(&c->procs[i]);
+		proc_release(c, &c->procs[i]);
 		c->procs[i--] = c->procs[--c->nprocs];
 	}
 	fit_windows(c);
@@ -551,7 +594,7 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 
 		if (!p->cpu.n && !p->threads.n)
 			continue;
-		if (procstat__stat(c->proc_root, p->pid, &ticks, &start, &v))
+		if (read_stat(c, p, &ticks, &start, &v))
 			continue; /* gone: the next refresh drops it */
 		if (p->starttime && start != p->starttime) {
 			/* Its number is another process's now: no sample is its. */
@@ -756,12 +799,11 @@ cleanup:
 }
 
 /* Whether p is still the process it was, and may take one more task of target. */
-static int profilable(struct continuous *c, const struct cproc *p, uint32_t target,
-		      const char **ret_why)
+static int profilable(struct continuous *c, struct cproc *p, uint32_t target, const char **ret_why)
 {
 	uint64_t ticks, start;
 
-	if (read_stat(c, p->pid, &ticks, &start) || (p->starttime && start != p->starttime)) {
+	if (read_stat(c, p, &ticks, &start, NULL) || (p->starttime && start != p->starttime)) {
 		*ret_why = "it ended";
 		return 0;
 	}
@@ -843,7 +885,7 @@ static void trigger(struct continuous *c, uint32_t target, const size_t *idx, si
 		    uint64_t now)
 {
 	uint64_t run_ms = c->cfg->profiling.trigger_execute_duration_ms;
-	const struct cproc *main_p = &c->procs[c->causes[idx[0]].proc];
+	struct cproc *main_p = &c->procs[c->causes[idx[0]].proc];
 	size_t mine[MAX_CAUSES], nmine = 0;
 	struct sw_task *t;
 	char key[sizeof(c->dims[0].key)];

@@ -12,6 +12,8 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <signal.h>
@@ -803,6 +805,164 @@ Test(continuous, a_process_that_ended_gets_no_task, .timeout = 90)
 		     "the idle process is not watched");
 	stop_agent(&a);
 	stop_program(pidle);
+}
+
+/* Whether t is "/proc/PID/stat". */
+static int is_stat_path(const char *t)
+{
+	const char *p = t + 6;
+
+	if (strncmp(t, "/proc/", 6) || *p < '0' || *p > '9')
+		return 0;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !strcmp(p, "/stat");
+}
+
+/*
+ * The supervisor's descriptors of /proc/PID/stat: of pid (0: of any process). Discovery's
+ * reads of a new process's stat file are open for microseconds: callers wait for a count.
+ */
+static int stat_fds(pid_t sup, pid_t pid)
+{
+	char path[64], want[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)sup);
+	snprintf(want, sizeof(want), "/proc/%d/stat", (int)pid);
+	d = opendir(path);
+	cr_assert_not_null(d, "%s: %s", path, strerror(errno));
+	while ((de = readdir(d))) {
+		char link[400], target[128];
+		ssize_t len;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%s", path, de->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue; /* closed since the listing */
+		target[len] = '\0';
+		n += pid ? !strcmp(target, want) : is_stat_path(target);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Until the supervisor holds n descriptors of pid's stat file (pid 0: of any), up to ms. */
+static int wait_stat_fds(pid_t sup, pid_t pid, int n, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 100) {
+		if (stat_fds(sup, pid) == n)
+			return 1;
+		sleep_ms(100);
+	}
+	return stat_fds(sup, pid) == n;
+}
+
+/*
+ * The supervisor keeps each watched process's stat file open (one descriptor a process, read
+ * again every second): a process that ended, reaped or a zombie, has its descriptor closed
+ * within a sample or two, the others keep theirs, none is opened twice; a removed policy
+ * closes them all.
+ */
+Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .timeout = 90)
+{
+	char na[64], nb[64], nc[64];
+	struct agent a;
+	pid_t pa, pb, pc, sup;
+
+	set_policies(CPU_POLICY("k1", "99", 3, 2));
+	pa = start_named("tests/programs/idle_burn", "cp_ka", NULL, na, sizeof(na));
+	pb = start_named("tests/programs/idle_burn", "cp_kb", NULL, nb, sizeof(nb));
+	pc = start_named("tests/programs/idle_burn", "cp_kc", NULL, nc, sizeof(nc));
+	cr_assert(pa > 0 && pb > 0 && pc > 0);
+	start_agent(&a, FINDER("cp_ka", SVC) FINDER("cp_kb", SVC) FINDER("cp_kc", SVC), "2s", "2s",
+		    "60s");
+	expect_reported(pa);
+	expect_reported(pb);
+	expect_reported(pc);
+	sup = wait_child(a.rover, "rover-superviso", 5000);
+	cr_assert_gt(sup, 0);
+	cr_assert(wait_log("service " SVC ": policy", 10000), "no policy; rover log:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_stat_fds(sup, pa, 1, 8000) && wait_stat_fds(sup, pb, 1, 3000) &&
+			  wait_stat_fds(sup, pc, 1, 3000),
+		  "not one stat descriptor each: %d %d %d; rover log:\n%s", stat_fds(sup, pa),
+		  stat_fds(sup, pb), stat_fds(sup, pc), slurp(tmp_path("rover.log"), NULL));
+	/* Read every second through the same descriptors: none opened again. */
+	sleep_ms(3000);
+	cr_expect(wait_stat_fds(sup, 0, 3, 1000), "stat descriptors after 3 samples: %d",
+		  stat_fds(sup, 0));
+	cr_expect_eq(meters_of("rover_con_p_process_cpu", na, SVC, NULL, 0) > 0, 1,
+		     "no CPU meter from the kept descriptors");
+
+	/* b ends and is reaped; c ends and stays a zombie. */
+	stop_program(pb);
+	cr_assert_eq(kill(pc, SIGKILL), 0);
+	cr_assert_eq(waitid(P_PID, (id_t)pc, &(siginfo_t){ 0 }, WEXITED | WNOWAIT), 0);
+	cr_expect(wait_stat_fds(sup, pb, 0, 3000), "the stat descriptor of a reaped process kept");
+	cr_expect(wait_stat_fds(sup, pc, 0, 3000), "the stat descriptor of a zombie kept");
+	cr_expect_eq(stat_fds(sup, pa), 1, "the live process's descriptor closed");
+	cr_expect(wait_stat_fds(sup, 0, 1, 1000), "%d stat descriptors for one process",
+		  stat_fds(sup, 0));
+	cr_assert_eq(waitpid(pc, NULL, 0), pc);
+
+	/* No policy: nothing watched, nothing open. */
+	set_policies("[]\n");
+	cr_assert(wait_log("service " SVC ": policy removed", 6000), "not removed; rover log:\n%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_expect(wait_stat_fds(sup, 0, 0, 3000), "%d stat descriptors with no policy",
+		  stat_fds(sup, 0));
+	cr_expect_eq(waitpid(a.rover, NULL, WNOHANG), 0, "the agent stopped");
+	stop_agent(&a);
+	stop_program(pa);
+}
+
+/* Context switches of pid so far (voluntary: each a wait that ended in a wakeup). */
+static long voluntary_switches(pid_t pid)
+{
+	char buf[64];
+
+	cr_assert_eq(proc_status(pid, "voluntary_ctxt_switches", buf, sizeof(buf)), 0);
+	return atol(buf);
+}
+
+/*
+ * The HTTP monitor's worker on processes that serve nothing reads its ring buffer at each
+ * flush (fetch_interval, 1 s), not every 100 ms: about a wakeup a second, where ten a second
+ * were most of what the monitor cost. Its counts are tested by the HTTP tests above.
+ */
+Test(continuous, the_http_monitor_of_quiet_processes_wakes_once_a_flush)
+{
+	char name[64];
+	struct agent a;
+	pid_t pid, worker;
+	long v0, v1;
+
+	set_policies("[{\"ServiceName\":\"" SVC "\",\"UUID\":\"q1\",\"Profiling\":{\"NETWORK\":"
+		     "{\"HTTP_ERROR_RATE\":{\"Threshold\":\"100\",\"Period\":4,\"Count\":2}}}}]");
+	pid = start_named("tests/programs/idle_burn", "cp_quiet", NULL, name, sizeof(name));
+	cr_assert_gt(pid, 0);
+	start_agent(&a, FINDER("cp_quiet", SVC), "2s", "10s", "60s");
+	expect_reported(pid);
+	cr_assert(wait_log("HTTP monitor rover-http-monitor-1 on 1 process", 15000), "%s",
+		  slurp(tmp_path("rover.log"), NULL));
+	cr_assert(wait_log("running in worker", 10000), "%s", slurp(tmp_path("rover.log"), NULL));
+	worker = wait_child(a.rover, "rover-worker", 5000);
+	cr_assert_gt(worker, 0, "no worker; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	sleep_ms(1500);
+	v0 = voluntary_switches(worker);
+	sleep_ms(5000);
+	v1 = voluntary_switches(worker);
+	cr_log_info("the monitor's worker: %ld wakeups in 5 s", v1 - v0);
+	/* Five flushes and what they send; every 100 ms would be 50 and more. */
+	cr_expect_leq(v1 - v0, 20, "%ld wakeups in 5 s", v1 - v0);
+	cr_expect_eq(waitpid(a.rover, NULL, WNOHANG), 0, "the agent stopped");
+	stop_agent(&a);
+	stop_program(pid);
 }
 
 /*

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The stat files continuous profiling keeps open (common/procstat.h, procstat_file): read
+ * again they give the figures of now; the descriptor of a process that ended is closed and not
+ * opened again; a pid reused by another process never reads as the old one, whether the file
+ * was kept open or opened anew. On real processes (children of the test) and the real /proc.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/procstat.h"
+
+/* This process's descriptors now. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the listing's own */
+}
+
+/* A child that waits for a byte on a pipe, then burns about ms of CPU, then waits again. */
+static pid_t start_child(int *ret_go, int ms)
+{
+	int p[2];
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		char b;
+
+		close(p[1]);
+		while (read(p[0], &b, 1) == 1) {
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+			do
+				clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+			while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+			       ms);
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	*ret_go = p[1];
+	return pid;
+}
+
+static void end_child(pid_t pid, int go)
+{
+	close(go);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+}
+
+/* Until pid has used at least ticks clock ticks (the child burns after a byte). */
+static void wait_ticks(pid_t pid, uint64_t ticks)
+{
+	for (int i = 0; i < 500; i++) {
+		uint64_t t, s;
+
+		if (!procstat__cpu("/proc", pid, &t, &s) && t >= ticks)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("pid %d did not burn", (int)pid);
+}
+
+Test(procstat, a_kept_file_reads_the_figures_of_now)
+{
+	struct procstat_file f;
+	uint64_t t0, t1, s0, s1, ps;
+	double threads = 0;
+	int go, fd, base = count_fds();
+	pid_t pid = start_child(&go, 100);
+
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t0, &s0, &threads), 0);
+	cr_assert_geq(f.fd, 0, "not kept");
+	cr_expect_eq(threads, 1);
+	cr_assert_eq(procstat__cpu("/proc", pid, &t1, &ps), 0);
+	cr_expect_eq(s0, ps, "start time %llu, /proc says %llu", (unsigned long long)s0,
+		     (unsigned long long)ps);
+	fd = f.fd;
+	cr_expect_eq(count_fds(), base + 2); /* the pipe's end and the stat file */
+	cr_assert_eq(write(go, "x", 1), 1);
+	wait_ticks(pid, t0 + 5);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t1, &s1, NULL), 0);
+	cr_expect_eq(f.fd, fd, "opened again");
+	cr_expect_geq(t1, t0 + 5, "the old figures: %llu then %llu ticks", (unsigned long long)t0,
+		      (unsigned long long)t1);
+	cr_expect_eq(s1, s0);
+	cr_expect_eq(count_fds(), base + 2);
+	procstat_file__close(&f);
+	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(count_fds(), base + 1);
+	end_child(pid, go);
+}
+
+Test(procstat, a_descriptor_is_kept_only_below_the_bound)
+{
+	struct procstat_file f;
+	uint64_t t, s;
+	int go, base = count_fds();
+	pid_t pid = start_child(&go, 1);
+
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, 0, &t, &s, NULL), 0);
+	cr_expect_eq(f.fd, -1, "kept with a bound of 0");
+	cr_expect_eq(count_fds(), base + 1);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
+	cr_expect_geq(f.fd, 0);
+	procstat_file__close(&f);
+	end_child(pid, go);
+	cr_expect_eq(count_fds(), base);
+}
+
+/* The file of a process that was reaped or is a zombie: closed, and never opened again. */
+static void expect_gone_after(int reap)
+{
+	struct procstat_file f;
+	uint64_t t = 7, s = 7;
+	int go, base = count_fds();
+	pid_t pid = start_child(&go, 1);
+
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
+	cr_assert_geq(f.fd, 0);
+	close(go);
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	if (reap) {
+		cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	} else {
+		/* A zombie once /proc says so. */
+		cr_assert_eq(waitid(P_PID, (id_t)pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT), 0);
+	}
+	t = s = 7;
+	cr_expect_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), -ESRCH);
+	cr_expect_eq(f.fd, -1, "the descriptor of an ended process is still open");
+	cr_expect(f.gone);
+	cr_expect(t == 7 && s == 7, "written on failure");
+	cr_expect_eq(count_fds(), base);
+	/* Gone for good: nothing opened again, whatever holds the number now. */
+	cr_expect_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), -ESRCH);
+	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(count_fds(), base);
+	if (!reap)
+		cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	/* Free again: another process's file may be read through it. */
+	procstat_file__close(&f);
+	cr_expect_eq(procstat_file__read(&f, "/proc", getpid(), INT_MAX, &t, &s, NULL), 0);
+	cr_expect_eq(count_fds(), base + 1);
+	procstat_file__close(&f);
+}
+
+Test(procstat, an_ended_process_closes_its_descriptor)
+{
+	expect_gone_after(1);
+}
+
+Test(procstat, a_zombie_has_ended)
+{
+	expect_gone_after(0);
+}
+
+Test(procstat, another_pid_closes_the_file_of_the_first)
+{
+	struct procstat_file f;
+	uint64_t t, s;
+	int go, base = count_fds();
+	pid_t pid = start_child(&go, 1);
+
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
+	cr_assert_eq(procstat_file__read(&f, "/proc", getpid(), INT_MAX, &t, &s, NULL), 0);
+	cr_expect_eq(count_fds(), base + 2, "the first file is still open");
+	cr_expect_eq(f.pid, getpid());
+	procstat_file__close(&f);
+	end_child(pid, go);
+}
+
+/* A child with the pid want (clone3's set_tid: root), which waits on go; -errno. */
+static pid_t child_with_pid(pid_t want, int *ret_go)
+{
+	pid_t tid[1] = { want };
+	struct clone_args args = { .exit_signal = SIGCHLD,
+				   .set_tid = (uint64_t)(uintptr_t)tid,
+				   .set_tid_size = 1 };
+	int p[2];
+	long pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0) {
+		int err = -errno;
+
+		close(p[0]);
+		close(p[1]);
+		return err;
+	}
+	if (!pid) {
+		char b;
+
+		close(p[1]);
+		(void)!read(p[0], &b, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	*ret_go = p[1];
+	return (pid_t)pid;
+}
+
+/*
+ * The pid of a process whose file was read goes to another process: neither the descriptor
+ * kept (it is the first process's) nor a file opened anew (another start time) gives the new
+ * process's figures as the old one's.
+ */
+static void expect_reuse_not_taken(int keep_below)
+{
+	struct procstat_file f;
+	uint64_t t, s, t2, s2;
+	int go, go2 = -1, base = count_fds();
+	pid_t pid = start_child(&go, 1), again;
+
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), 0);
+	end_child(pid, go);
+	/* Its start time in ticks: the new process must start in a later tick. */
+	usleep(30000);
+	again = child_with_pid(pid, &go2);
+	if (again == -EPERM || again == -ENOSYS || again == -EEXIST) {
+		procstat_file__close(&f);
+		cr_skip("clone3 with set_tid (pid reuse on purpose): %s", strerror(-again));
+	}
+	cr_assert_eq(again, pid, "clone3: %s", again < 0 ? strerror(-again) : "another pid");
+	cr_assert_eq(procstat__cpu("/proc", pid, &t2, &s2), 0);
+	cr_assert_neq(s2, s, "the same start time: the test cannot tell them apart");
+	cr_expect_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), -ESRCH,
+		     "the new process read as the old one");
+	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(count_fds(), base + 1); /* the new child's pipe */
+	procstat_file__close(&f);
+	/* Free again, it reads the new one. */
+	cr_expect_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), 0);
+	cr_expect_eq(s, s2);
+	procstat_file__close(&f);
+	end_child(again, go2);
+}
+
+Test(procstat, a_reused_pid_is_not_the_process_of_a_kept_file)
+{
+	expect_reuse_not_taken(INT_MAX);
+}
+
+Test(procstat, a_reused_pid_is_not_the_process_of_a_file_opened_anew)
+{
+	expect_reuse_not_taken(0);
+}
