@@ -27,7 +27,7 @@
 #    then waits for the worker to start and for its first flush (flush_interval 1 s).
 #
 # One figure a line, `continuous.<name> <value>`, then a summary against the target (agent
-# CPU <= 0.2% of one core). About 4 minutes; BENCH_CONT_SECONDS (30) is the length of each of
+# CPU <= 0.3% of one core (issue 27; 0.2% before it)). About 4 minutes; BENCH_CONT_SECONDS (30) is the length of each of
 # the four CPU windows, BENCH_CONT_PROCS the number of processes.
 # shellcheck disable=SC2154 # $work, $CG: bench_lib.sh's
 set -euo pipefail
@@ -289,9 +289,9 @@ awk -v win="$WIN" '{ v[$1] = $2 }
 			v["continuous.cpu_agent_pct"], v["continuous.cpu_supervisor_pct"],
 			v["continuous.cpu_shipper_pct"], v["continuous.cpu_others_pct"],
 			v["continuous.cpu_agent_base_pct"], v["continuous.cpu_supervisor_base_pct"]
-		printf "continuous: target agent <= 0.200%% of one core: %s; added by continuous profiling %.3f%%: %s\n",
-			ok(v["continuous.cpu_agent_pct"] <= 0.2), v["continuous.cpu_added_pct"],
-			ok(v["continuous.cpu_added_pct"] <= 0.2)
+		printf "continuous: target agent <= 0.300%% of one core: %s; added by continuous profiling %.3f%%: %s\n",
+			ok(v["continuous.cpu_agent_pct"] <= 0.3), v["continuous.cpu_added_pct"],
+			ok(v["continuous.cpu_added_pct"] <= 0.3)
 		printf "continuous: threshold crossed (PROCESS_CPU > 50, Period 3, Count 2) to reportProfilingTask %d ms, to the first upload %d ms (median); floor about 2 s + up to 5 s (check_interval)\n",
 			v["continuous.trigger_to_report_ms"], v["continuous.trigger_to_upload_ms"]
 	}' "$work/figures"
