@@ -15,7 +15,8 @@
  * not the worker's), with pread counted: besides sanitizer reports, it aborts on an errno that
  * worker/tlscheck.h does not list, on more bytes read than TLSCHECK_MAX_READ, and on probes
  * taken that break the rules on the file's bytes: an offset outside an executable segment's
- * bytes, a Go RET not on 0xc3, an SSL probe without its twin, a Go RET without an entry
+ * bytes, a Go RET not on 0xc3, an SSL probe without its twin (a call site without its jump,
+ * one not on a call, a jump not on a conditional jump), a Go RET without an entry
  * probe, a function whose name (with its terminator) the file does not hold.
  */
 #define _GNU_SOURCE
@@ -89,7 +90,12 @@ static void check_taken(const uint8_t *data, size_t size, const struct msg_tls_a
 		for (uint32_t j = 0; j < m->nprobes && !twin; j++) {
 			uint32_t e = m->probes[j].cookie & 0xff;
 
-			if (fn < NET_TLS_FN_GO_READ)
+			if (fn < NET_TLS_FN_GO_READ && (p->cookie >> 16))
+				/* a call site and the jump after it, with the same function */
+				twin = m->probes[j].cookie ==
+					       (p->cookie ^ (NET_TLS_AT_SITE | NET_TLS_AT_AFTER)) &&
+				       !m->probes[j].ret && !p->ret;
+			else if (fn < NET_TLS_FN_GO_READ)
 				twin = m->probes[j].offset == p->offset &&
 				       m->probes[j].cookie == p->cookie &&
 				       !m->probes[j].ret != !p->ret;
@@ -105,6 +111,13 @@ static void check_taken(const uint8_t *data, size_t size, const struct msg_tls_a
 		else if ((fn == NET_TLS_FN_GO_RET || fn == NET_TLS_FN_GO_HS_RET) &&
 			 data[p->offset] != 0xc3)
 			why = "a Go RET not on 0xc3";
+		else if ((p->cookie >> 16) == NET_TLS_AT_SITE >> 16 && data[p->offset] != 0xe8)
+			why = "a call-site probe not on a call";
+		else if ((p->cookie >> 16) == NET_TLS_AT_AFTER >> 16 &&
+			 !(data[p->offset] >= 0x70 && data[p->offset] <= 0x7f) &&
+			 !(data[p->offset] == 0x0f && p->offset + 1 < size &&
+			   data[p->offset + 1] >= 0x80 && data[p->offset + 1] <= 0x8f))
+			why = "a jump probe not on a conditional jump";
 		else if (!twin)
 			why = "a probe without its twin or entry";
 		else if (name && !holds(data, size, name))
