@@ -629,9 +629,13 @@ static struct stream *open_stream(struct http2_conn *c, uint32_t id, int di, uin
 static struct stream *stream_for(struct http2_conn *c, int di, uint32_t id, bool headers,
 				 uint64_t ts)
 {
-	struct stream *s = find(c, id);
+	struct stream *s;
 	int rd = req_dir(c);
 
+	/* Above every id opened: in no slot, not retired (both were opened first). */
+	if (id > c->max_opened[id & 1])
+		goto open;
+	s = find(c, id);
 	if (s) {
 		if (s->state == SL_OPEN && !s->ended[di])
 			return s;
@@ -642,6 +646,7 @@ static struct stream *stream_for(struct http2_conn *c, int di, uint32_t id, bool
 		c->st.stray_frames++;
 		return NULL;
 	}
+open:
 	s = open_stream(c, id, di, ts);
 	/* Its request's opening HEADERS was not seen. */
 	if (s && (!headers || (rd >= 0 && di != rd)))
@@ -678,23 +683,19 @@ enum fname {
 	FN_CTYPE,
 };
 
-static const struct {
-	const char *s;
-	uint8_t len;
-	uint8_t f;
-} fnames[] = {
-	{ "b3", 2, FN_B3 },
-	{ "sw8", 3, FN_SW8 },
-	{ "host", 4, FN_HOST },
-	{ ":path", 5, FN_PATH },
-	{ ":method", 7, FN_METHOD },
-	{ ":scheme", 7, FN_SCHEME },
-	{ ":status", 7, FN_STATUS },
-	{ ":authority", 10, FN_AUTHORITY },
-	{ "x-b3-spanid", 11, FN_B3_SPANID },
-	{ "grpc-status", 11, FN_GRPC_STATUS },
-	{ "x-b3-traceid", 12, FN_B3_TRACEID },
-	{ "content-type", 12, FN_CTYPE },
+static const char *const fnames[] = {
+	[FN_METHOD] = ":method",
+	[FN_PATH] = ":path",
+	[FN_SCHEME] = ":scheme",
+	[FN_AUTHORITY] = ":authority",
+	[FN_STATUS] = ":status",
+	[FN_HOST] = "host",
+	[FN_SW8] = "sw8",
+	[FN_B3] = "b3",
+	[FN_B3_TRACEID] = "x-b3-traceid",
+	[FN_B3_SPANID] = "x-b3-spanid",
+	[FN_GRPC_STATUS] = "grpc-status",
+	[FN_CTYPE] = "content-type",
 };
 
 /* As l7__name_is (ASCII letters of the name in any case), with the literal's length known. */
@@ -709,15 +710,43 @@ static bool name_eq(const uint8_t *n, const char *lit, size_t len)
 	return true;
 }
 
-/* Every field of every header block is named here: by its length first, then its bytes. */
+/*
+ * Every field of every header block is named here: the one candidate its length and a byte
+ * leave (| 0x20 folds the case of a letter; name_eq() checks the whole name), then its bytes.
+ */
 static enum fname fname_of(const uint8_t *n, size_t nl)
 {
-	if (nl < 2 || nl > 12)
+	enum fname f;
+
+	switch (nl) {
+	case 2:
+		f = FN_B3;
+		break;
+	case 3:
+		f = FN_SW8;
+		break;
+	case 4:
+		f = FN_HOST;
+		break;
+	case 5:
+		f = FN_PATH;
+		break;
+	case 7:
+		f = (n[1] | 0x20) == 'm' ? FN_METHOD : (n[2] | 0x20) == 'c' ? FN_SCHEME : FN_STATUS;
+		break;
+	case 10:
+		f = FN_AUTHORITY;
+		break;
+	case 11:
+		f = (n[0] | 0x20) == 'x' ? FN_B3_SPANID : FN_GRPC_STATUS;
+		break;
+	case 12:
+		f = (n[0] | 0x20) == 'x' ? FN_B3_TRACEID : FN_CTYPE;
+		break;
+	default:
 		return FN_OTHER;
-	for (size_t i = 0; i < sizeof(fnames) / sizeof(fnames[0]); i++)
-		if (fnames[i].len == nl && name_eq(n, fnames[i].s, nl))
-			return (enum fname)fnames[i].f;
-	return FN_OTHER;
+	}
+	return name_eq(n, fnames[f], nl) ? f : FN_OTHER;
 }
 
 /*
