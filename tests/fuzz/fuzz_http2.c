@@ -75,7 +75,7 @@ static int http2_clean(void *c)
 
 static const struct l7f_target target = {
 	.ops = &l7_http2_ops,
-	.format = L7F_BYTELESS_REQ,
+	.format = L7F_BYTELESS_REQ | L7F_HEADLESS_ORPHANS,
 	.check_x = http2_check_x,
 	.pending = http2_pending,
 	.max_pending = HTTP2_MAX_HELD,
