@@ -328,7 +328,7 @@ bench: deps
 		$(OUT)/tests/programs/sock_writes $(OUT)/tests/bench/hook_floor \
 		$(OUT)/tests/bench/tls_calls $(OUT)/tests/programs/idle_burn \
 		$(OUT)/tests/programs/idle_many $(OUT)/tests/bench/bench_pyframes \
-		$(OUT)/tests/integration/runner
+		$(OUT)/tests/bench/bench_http2 $(OUT)/tests/integration/runner
 	scripts/bench.sh
 	scripts/bench_unwind.sh
 	scripts/bench_network.sh
@@ -365,6 +365,13 @@ $(OUT)/tests/bench/bench_pyframes: $(OUT)/tests/bench/bench_pyframes.o \
 		$(OUT)/shipper/stacks/python.o $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COMMON)
+
+# The HTTP/2 parser per 1000 requests, warm; scripts/bench_network_protocols.sh runs it.
+$(OUT)/tests/bench/bench_http2: $(OUT)/tests/bench/bench_http2.o \
+		$(OUT)/shipper/network/protocols/http/http2.o \
+		$(OUT)/shipper/network/protocols/http/http1.o $(OUT)/shipper/network/protocols/l7.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lnghttp2
 
 # Empty programs on the NETWORK capture's tracepoints: the hooks' own cost, for bench_network.sh.
 $(OUT)/tests/bench/hook_floor.bpf.o: tests/bench/hook_floor.bpf.c $(OUT)/vmlinux.h

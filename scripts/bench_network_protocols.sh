@@ -14,8 +14,13 @@
 # time per request, and per run of each program. The client's own socket calls run them too
 # (a load and a bit test each: it is not a target), so a run's average mixes both.
 #
-# One figure a line, `network.proto_<name> <value>`, then a summary against the target
-# (<= 3% throughput lost). Every task's losses are printed: 0 or counted.
+# One figure a line, `network.proto_<name> <value>`, then a summary against the targets
+# (<= 3% throughput lost; nginx's shipper <= 0.8 ms of CPU per 1000 requests, issue 27). Every
+# task's losses are printed: 0 or counted.
+#
+# BENCH_PROTO_ONLY=http2 (or mysql) runs one server only. BENCH_PROTO_PERF=FILE records
+# `perf record -g` of the shipper into FILE during the first round's task on nginx (a round of
+# its own, after the measured ones: perf's sampling costs the machine's CPU too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${OUT:-build}
@@ -23,14 +28,27 @@ ROVER=${ROVER:-$B/rover}
 ROUNDS=${BENCH_PROTO_ROUNDS:-4}
 H2REQ=${BENCH_PROTO_H2_REQUESTS:-100000}
 QUERIES=${BENCH_PROTO_QUERIES:-40000}
+PROTOS=${BENCH_PROTO_ONLY:-http2 mysql}
+PERF_OUT=${BENCH_PROTO_PERF:-}
+# The target for nginx's shipper, ms of CPU per 1000 requests (issue 27).
+SHIPPER_TARGET_MS=0.8
 CONNS=4
+case "$PROTOS" in
+"http2 mysql" | http2 | mysql) ;;
+*) echo "bench: BENCH_PROTO_ONLY must be http2 or mysql"; exit 1 ;;
+esac
+has_proto() { [[ " $PROTOS " == *" $1 "* ]]; }
 for v in ROUNDS H2REQ QUERIES; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "bench: $v must be a positive integer"; exit 1; }
 done
 . scripts/bench_lib.sh
 bench_setup rover-bench-proto
 
-for t in nginx h2load mariadbd mariadb-slap mariadb-install-db python3; do
+tools="python3 nginx"
+! has_proto http2 || tools="$tools h2load"
+! has_proto mysql || tools="$tools mariadbd mariadb-slap mariadb-install-db"
+[ -z "$PERF_OUT" ] || tools="$tools perf"
+for t in $tools; do
 	command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] ||
 		{ echo "bench: $t is missing: run 'make deps'"; exit 1; }
 done
@@ -48,6 +66,8 @@ nginx_start "listen 127.0.0.1:$PORT http2;
 	access_log $work/ngx/access.log truth;"
 access_lines() { wc -l < "$work/ngx/access.log" 2>/dev/null || echo 0; }
 
+DB=""
+if has_proto mysql; then
 # MariaDB in cgroup $MG: no grant tables, no binary log, on a port next to nginx's.
 DBPORT=$((PORT + 1000))
 MARIADBD=$(command -v mariadbd || echo /usr/sbin/mariadbd)
@@ -63,6 +83,7 @@ BG="$BG $DB"
 for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$DBPORT") 2>/dev/null && break; sleep 0.2; done
 (exec 3<>"/dev/tcp/127.0.0.1/$DBPORT") 2>/dev/null ||
 	{ echo "bench: mariadbd did not start:"; tail -n 5 "$work/db/error.log"; exit 1; }
+fi
 
 # h2load_run: "requests rps" of one h2load run of $H2REQ requests against nginx (4 connections,
 # 10 streams each); requests: the ones that succeeded.
@@ -115,7 +136,8 @@ network_available
 : > "$work/lost"
 : > "$work/rounds"
 TASK_S=600
-DBPID=$(cat "$work/db/pid" 2>/dev/null || pgrep -P "$DB" | head -1)
+DBPID=""
+[ -z "$DB" ] || DBPID=$(cat "$work/db/pid" 2>/dev/null || pgrep -P "$DB" | head -1)
 
 # One side of a round, one line: proto side requests rate agent_us shipper_us truth report lost lost_lines
 side() {
@@ -147,7 +169,7 @@ side() {
 	echo "$proto $name $req $rate $((a1 - a0)) $((s1 - s0)) $truth $ep $lo $ll" >> "$work/rounds"
 }
 for r in $(seq "$ROUNDS"); do
-	for proto in http2 mysql; do
+	for proto in $PROTOS; do
 		if [ $((r % 2)) = 1 ]; then side "$proto" A; side "$proto" B; else side "$proto" B; side "$proto" A; fi
 		tail -n 2 "$work/rounds" | sort -k2 | awk -v r="$r" '{ x[NR] = $4; t[NR] = $7; e[NR] = $8; p = $1 }
 			END { printf "bench: %s round %d: %.0f req/s without, %.0f with the task (%.3f); task: %d requests in the report, %d by the server'"'"'s count\n",
@@ -158,7 +180,7 @@ done
 # The BPF window: "proto requests prog ns runs" lines, one per program that ran.
 STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 : > "$work/bpf"
-for proto in http2 mysql; do
+for proto in $PROTOS; do
 	r=stats
 	if [ "$proto" = http2 ]; then task_start "$proto$r" "$TASK_S"; else task_start "$proto$r" "$TASK_S" "$DBPID"; fi
 	sysctl -q -w kernel.bpf_stats_enabled=1
@@ -172,6 +194,27 @@ for proto in http2 mysql; do
 		awk -v p="$proto" -v q="$req" '$5 > $3 { print p, q, $1, $4 - $2, $5 - $3 }' >> "$work/bpf"
 done
 STATS_WAS=""
+
+# The profile: the shipper's functions under one more nginx task (perf report --no-children -i FILE).
+if [ -n "$PERF_OUT" ] && has_proto http2; then
+	r=perf
+	# The shipper of `rover serve` outlives tasks: its start, run and report are all recorded.
+	pids=$(for p in $(cat "$AG/cgroup.procs"); do
+		if [ "$(cat /proc/"$p"/comm 2>/dev/null)" = rover-shipper ]; then echo "$p"; fi
+	done | paste -sd,)
+	[ -n "$pids" ] || { echo "bench: no shipper to profile"; exit 1; }
+	perf record -q -F 2999 -g -p "$pids" -o "$PERF_OUT" 2> "$work/perf.err" &
+	PERF=$!
+	BG="$BG $PERF"
+	sleep 0.5
+	task_start "http2$r" "$TASK_S"
+	read -r req _ < <(h2load_run)
+	task_stop "http2$r"
+	kill -INT "$PERF" 2>/dev/null || true
+	wait "$PERF" 2>/dev/null || true
+	task_losses "http2$r" > /dev/null
+	echo "bench: perf record -g of the shipper (pids $pids), a task of $req requests: $PERF_OUT" >&2
+fi
 
 # Figures: throughput as the ratio of sums over rounds; CPU per 1000 requests of B less A.
 awk '{ k = $1 $2; n[k]++; req[k] += $3; rate[k] += $4; ag[k] += $5; sh[k] += $6; tr[k] += $7
@@ -205,6 +248,13 @@ awk '{ ns[$1] += $4; runs[$1] += $5; q[$1] = $2
 		printf "network.proto_%s_bpf_runs_per_request %.2f\n", p, runs[p] / q[p]
 		printf "network.proto_%s_bpf_ns_per_request %.0f\n", p, ns[p] / q[p]
 	} }' "$work/bpf" >> "$work/figures"
+# The HTTP/2 parser alone, warm, on nginx's and h2load's header blocks (tests/bench/bench_http2.c):
+# the median of 3 runs, a figure the machine's load moves less than the rounds'.
+if has_proto http2 && [ -x "$B/tests/bench/bench_http2" ]; then
+	for _ in 1 2 3; do "$B/tests/bench/bench_http2" 300000; done |
+		awk '{ print $2 }' | sort -n | sed -n 2p |
+		awk '{ printf "network.proto_http2_parser_ms_per_1000_requests %s\n", $1 }' >> "$work/figures"
+fi
 cat "$work/figures" "$work/lost"
 grep -h '^rover: lost:' "$work"/http2*.err "$work"/mysql*.err 2>/dev/null || true
 
@@ -212,10 +262,12 @@ echo
 awk '{ v[$1] = $2 }
 	function ok(c) { return c ? "ok" : "MISSED" }
 	END {
+		target = '"$SHIPPER_TARGET_MS"'
 		split("http2 mysql", ps, " ")
 		split("nginx h2c under h2load|MariaDB under mariadb-slap", names, "|")
 		for (i = 1; i <= 2; i++) {
 			p = "network.proto_" ps[i]
+			if (!((p "_baseline_rps") in v)) continue
 			loss = v[p "_throughput_loss_percent"]
 			printf "network: %s %.0f -> %.0f req/s with the task: %.1f%% lost (target <= 3%%: %s); agent %.3f ms CPU per 1000 requests, shipper %.3f ms; %d requests in the reports, %d by the server (%s)\n",
 				names[i], v[p "_baseline_rps"], v[p "_task_rps"], loss, ok(loss <= 3),
@@ -225,5 +277,13 @@ awk '{ v[$1] = $2 }
 			printf "network: %s: BPF %.0f ns per request (%.1f runs: receive %.0f ns a run, send %.0f ns)\n",
 				names[i], v[p "_bpf_ns_per_request"], v[p "_bpf_runs_per_request"],
 				v[p "_bpf_recv_ns_per_run"], v[p "_bpf_send_ns_per_run"]
+			if (ps[i] == "http2") {
+				sh = v[p "_shipper_cpu_ms_per_1000_requests"]
+				printf "network: %s: shipper %.3f ms CPU per 1000 requests (target <= %.1f: %s)",
+					names[i], sh, target, sh <= target ? "met" : "MISSED"
+				if ((p "_parser_ms_per_1000_requests") in v)
+					printf "; its HTTP/2 parser alone %.3f ms (bench_http2)", v[p "_parser_ms_per_1000_requests"]
+				printf "\n"
+			}
 		}
 	}' "$work/figures"

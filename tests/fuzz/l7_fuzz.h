@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The body of the libFuzzer targets of the parsers behind shipper/network/protocols/l7.h
- * (fuzz_http1.c, fuzz_mysql.c, fuzz_cql.c, fuzz_mongo.c, fuzz_kafka.c, fuzz_dns.c): what a traced process writes and reads
+ * (fuzz_http1.c, fuzz_http2.c, fuzz_mysql.c, fuzz_cql.c, fuzz_mongo.c, fuzz_kafka.c, fuzz_dns.c): what a traced process writes and reads
  * on one connection, as the shipper's parser gets it: segments of either direction with a
  * captured prefix and a gap, lost segments, pops, and a close. Each target is a struct
  * l7f_target: its parser, its input format and the contracts of its protocol.
@@ -19,7 +19,8 @@
  * (bytes = byte << shift, 0: unknown).
  *
  * Contracts checked for every target: feeds succeed until close and fail with -EPIPE after;
- * at most L7_MAX_PENDING exchanges held (popped at once, or as the target's `pending` says);
+ * at most L7_MAX_PENDING exchanges held, or the target's max_pending (popped at once, or as
+ * the target's `pending` says);
  * every exchange's op and target terminated within bounds with no control bytes, flags
  * known, the fields a NO_REQUEST, NO_RESPONSE or NO_REPLY_EXPECTED exchange must leave 0 left
  * 0, sizes within the bytes seen, times in order; after close and popping, the bytes in
@@ -52,6 +53,12 @@
 enum {
 	L7F_MODE_BYTE = 1u << 0, /* the input starts with a mode byte */
 	L7F_SECONDS = 1u << 1,	 /* opcode bit 5: time steps in seconds */
+	/* a request may have no bytes of its own (HTTP/2's pushes and its stream after an h2c
+	 * upgrade): the target's check_x says when */
+	L7F_BYTELESS_REQ = 1u << 2,
+	/* an orphan (NO_REQUEST) may be a response met without its header block (HTTP/2's
+	 * DATA of a stream opened before the capture), which `responses` does not count */
+	L7F_HEADLESS_ORPHANS = 1u << 3,
 };
 
 struct l7f_target {
@@ -62,6 +69,8 @@ struct l7f_target {
 	void (*check_stats)(const struct l7_stats *st);
 	/* Exchanges the connection holds, pending or not popped; NULL: not known. */
 	unsigned (*pending)(void *c);
+	/* The most it may hold (and a pop may give at once); 0: L7_MAX_PENDING. */
+	unsigned max_pending;
 	/* 0 if the run's exchanges may depend on where segments begin; NULL: they do not. */
 	int (*clean)(void *c);
 };
@@ -85,7 +94,7 @@ static void l7f_check_str(const char *s, size_t cap)
 			abort();
 }
 
-static void l7f_check(const struct l7_exchange *x, uint64_t seen, uint64_t max_ts)
+static void l7f_check(const struct l7_exchange *x, uint64_t seen, uint64_t max_ts, unsigned format)
 {
 	l7f_check_str(x->op, L7_OP_MAX);
 	l7f_check_str(x->target, L7_TARGET_MAX);
@@ -102,7 +111,7 @@ static void l7f_check(const struct l7_exchange *x, uint64_t seen, uint64_t max_t
 	if (x->flags & L7_F_NO_REQUEST) {
 		if (x->req_bytes || (x->flags & (L7_F_NO_RESPONSE | L7_F_NO_REPLY_EXPECTED)))
 			abort();
-	} else if (!x->req_bytes) {
+	} else if (!x->req_bytes && !(format & L7F_BYTELESS_REQ)) {
 		abort();
 	}
 	if ((x->flags & (L7_F_NO_RESPONSE | L7_F_NO_REPLY_EXPECTED)) &&
@@ -149,15 +158,15 @@ static void l7f_drain(const struct l7f_target *t, void *c, struct l7f_out *o)
 {
 	struct l7_exchange x;
 	struct l7_stats st;
-	unsigned n = 0;
+	unsigned n = 0, max = t->max_pending ? t->max_pending : L7_MAX_PENDING;
 
 	t->ops->stats(c, &st);
-	if (t->pending && t->pending(c) > L7_MAX_PENDING)
+	if (t->pending && t->pending(c) > max)
 		abort();
 	while (t->ops->next(c, &x) == 1) {
-		if (++n > L7_MAX_PENDING)
+		if (++n > max)
 			abort();
-		l7f_check(&x, st.bytes_seen, o->max_ts);
+		l7f_check(&x, st.bytes_seen, o->max_ts, t->format);
 		if (t->check_x)
 			t->check_x(&x);
 		o->sum += x.req_bytes + x.resp_bytes;
@@ -251,7 +260,7 @@ static int l7f_play(const struct l7f_target *t, unsigned flags, const uint8_t *d
 		abort();
 	}
 	if (st.bytes_unattributed > st.bytes_seen || st.gap_bytes > st.bytes_seen ||
-	    st.responses < st.orphan_responses)
+	    (st.responses < st.orphan_responses && !(t->format & L7F_HEADLESS_ORPHANS)))
 		abort();
 	if (t->check_stats)
 		t->check_stats(&st);

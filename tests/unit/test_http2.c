@@ -1072,6 +1072,103 @@ Test(http2, hpack_refused_blocks)
 }
 
 /*
+ * Fields no meter reads are walked past, not decoded, where that leaves the dynamic table as
+ * it was: indexed fields and literals not indexed whose names are not read, and literals
+ * with incremental indexing while the table's size is 0 (nginx sets it so and indexes every
+ * response field). Those that change a table of another size still go to the inflater, and
+ * the table is read only once what came before them in the block went there too. Fed whole
+ * and byte by byte, with the same exchanges.
+ */
+static void unread_fields(struct run *r, size_t chunk)
+{
+	/* 62 :authority h:1, 63 user-agent ua, 64 x: y, 65 :path /a. */
+	static const uint8_t req1[] = { 0x82, 0x86, 0x44, 0x02, '/', 'a',  0x40, 0x01, 'x', 0x01,
+					'y',  0x7a, 0x02, 'u',	'a', 0x41, 0x03, 'h',  ':', '1' };
+	/* 62, 63 (skipped), 64 (skipped), 65; user-agent: z not indexed; content-type never. */
+	static const uint8_t req3[] = { 0x82, 0xbe, 0xbf, 0xc0, 0xc1, 0x0f, 0x30, 0x01,
+					'z',  0x1f, 0x10, 0x03, 'a',  '/',  'b' };
+	/* Two entries added, then 64: :authority once they are in, x: y before. */
+	static const uint8_t req5[] = { 0x40, 0x02, 'x', 'x', 0x02, 'v',  'v', 0x42,
+					0x04, 'P',  'O', 'S', 'T',  0xc0, 0x84 };
+	static const uint8_t req7[] = { 0x82, 0x84 };
+	/* Size 0, :status 200, server and date indexed (skipped), content-type indexed. */
+	static const uint8_t resp1[] = { 0x20, 0x88, 0x76, 0x05, 'n', 'g',  'i',  'n', 'x',
+					 0x61, 0x03, 'd',  'a',	 'y', 0x5f, 0x0a, 't', 'e',
+					 'x',  't',  '/',  'p',	 'l', 'a',  'i',  'n' };
+	/* Size 4096: server and content-type are table entries now (63 and 62). */
+	static const uint8_t resp3[] = { 0x3f, 0xe1, 0x1f, 0x88, 0x76, 0x05, 'n', 'g',
+					 'i',  'n',  'x',  0x5f, 0x09, 't',  'e', 'x',
+					 't',  '/',  'h',  't',	 'm',  'l' };
+	static const uint8_t resp5[] = { 0x8d, 0xbf, 0xbe };
+	/* A size update after a field, one walked past: refused, the table unknown since. */
+	static const uint8_t resp7[] = { 0x88, 0xbf, 0x20 };
+	static const struct {
+		const uint8_t *p;
+		size_t n;
+	} req[] = { { req1, sizeof(req1) },
+		    { req3, sizeof(req3) },
+		    { req5, sizeof(req5) },
+		    { req7, sizeof(req7) } },
+	  resp[] = { { resp1, sizeof(resp1) },
+		     { resp3, sizeof(resp3) },
+		     { resp5, sizeof(resp5) },
+		     { resp7, sizeof(resp7) } };
+	struct l7b *b[2] = { l7b_new(), l7b_new() };
+
+	l7b_put(b[0], HTTP2_PREFACE, HTTP2_PREFACE_LEN);
+	frame(b[0], 4, 0, 0, NULL, 0);
+	frame(b[1], 4, 0, 0, NULL, 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		frame(b[0], 1, 5, 1 + 2 * i, req[i].p, req[i].n);
+		frame(b[1], 1, 5, 1 + 2 * i, resp[i].p, resp[i].n);
+	}
+	for (int d = 0; d < 2; d++) {
+		for (size_t off = 0; off < b[d]->n; off += chunk) {
+			size_t k = b[d]->n - off < chunk ? b[d]->n - off : chunk;
+
+			seg(r, d ? IN : EG, 1 + (uint64_t)d, b[d]->b + off, k, k);
+		}
+		free(b[d]);
+	}
+}
+
+Test(http2, hpack_unread_fields)
+{
+	struct run *r = run_new(), *b = run_new();
+	static const char *const method[] = { "GET", "GET", "POST", "GET" };
+	static const char *const uri[] = { "/a", "/a", "/", "/" };
+	static const char *const host[] = { "h:1", "h:1", "h:1", "" };
+	static const char *const ctype[] = { "text/plain", "text/html", "text/html", "" };
+	static const uint16_t status[] = { 200, 200, 404, 200 };
+	struct http2_stats st;
+
+	unread_fields(r, 1 << 20);
+	cr_assert_eq(r->n, 4);
+	for (int i = 0; i < 4; i++) {
+		const struct http2_exchange *x = &r->x[i];
+
+		cr_assert_eq(x->stream_id, 1u + 2u * (unsigned)i);
+		cr_assert_str_eq(x->h.method, method[i], "stream %d", i);
+		cr_assert_str_eq(x->h.uri, uri[i], "stream %d", i);
+		cr_assert_str_eq(x->h.host, host[i], "stream %d", i);
+		cr_assert_str_eq(x->h.resp_content_type, ctype[i], "stream %d", i);
+		cr_assert_str_eq(x->h.req_content_type, i == 1 ? "a/b" : "", "stream %d", i);
+		cr_assert_eq(x->h.status, status[i], "stream %d", i);
+		cr_assert_eq(x->h.flags, i == 3 ? HTTP1_F_RESP_HDR_TRUNCATED : 0, "stream %d", i);
+		cr_assert_eq(x->flags2, i == 3 ? HTTP2_F2_RESP_HPACK_UNKNOWN : 0, "stream %d", i);
+	}
+	st = finish(r, 3);
+	cr_assert_eq(st.header_blocks, 8);
+	cr_assert_eq(st.headers_undecodable, 1);
+	cr_assert_eq(st.fields_unknown, 0);
+	unread_fields(b, 1);
+	finish(b, 3);
+	same_exchanges(r, b);
+	run_free(r);
+	run_free(b);
+}
+
+/*
  * A 70000-byte header value sent as is (libnghttp2 refuses strings over 64 KiB as sent) in
  * CONTINUATIONs: the block is refused, nothing is kept of it.
  */

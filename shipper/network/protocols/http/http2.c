@@ -29,6 +29,8 @@
 #define HPACK_STATIC_LAST 61u
 /* An HPACK integer of more than 4 continuation bytes (2^28) exceeds any length we accept. */
 #define HPACK_INT_MAX_SHIFT 28u
+/* The longest string libnghttp2's inflater takes (NGHTTP2_HD_MAX_NV). */
+#define HPACK_STRING_MAX 65536u
 #define HOLD_MAX 6u
 
 _Static_assert(HTTP2_MAX_HELD >= SLOTS_MIN && !(HTTP2_MAX_HELD & (HTTP2_MAX_HELD - 1)),
@@ -116,14 +118,17 @@ enum wstate {
 };
 
 /*
- * Walks a header block whose direction's dynamic table is unknown, passing on to the
- * inflater only the representations that do not refer to it. Streaming: a representation's
- * first bytes are held until its index is known (at most HOLD_MAX of them).
+ * Walks a header block representation by representation, passing on to the inflater only
+ * the ones it needs: where the direction's dynamic table is unknown, those that do not refer
+ * to it; where it is known, those that change it or carry a field the parser reads (see
+ * walk_known()). Streaming: a representation's first bytes are held until its index is known
+ * (at most HOLD_MAX of them).
  */
 struct walker {
 	enum wstate st;
 	enum rep rep;
 	bool fwd;	 /* the representation in progress is passed on */
+	bool field;	 /* a field came in this block (a size update may not follow) */
 	uint8_t strings; /* strings left in it */
 	uint8_t shift;
 	uint8_t nhold;
@@ -624,9 +629,13 @@ static struct stream *open_stream(struct http2_conn *c, uint32_t id, int di, uin
 static struct stream *stream_for(struct http2_conn *c, int di, uint32_t id, bool headers,
 				 uint64_t ts)
 {
-	struct stream *s = find(c, id);
+	struct stream *s;
 	int rd = req_dir(c);
 
+	/* Above every id opened: in no slot, not retired (both were opened first). */
+	if (id > c->max_opened[id & 1])
+		goto open;
+	s = find(c, id);
 	if (s) {
 		if (s->state == SL_OPEN && !s->ended[di])
 			return s;
@@ -637,6 +646,7 @@ static struct stream *stream_for(struct http2_conn *c, int di, uint32_t id, bool
 		c->st.stray_frames++;
 		return NULL;
 	}
+open:
 	s = open_stream(c, id, di, ts);
 	/* Its request's opening HEADERS was not seen. */
 	if (s && (!headers || (rd >= 0 && di != rd)))
@@ -656,42 +666,139 @@ static void taint(struct http2_conn *c, int di, enum taint why)
 	}
 }
 
-/* The trace context headers an exchange keeps, the first of each name. */
-static void trace_header(struct http1_exchange *h, const uint8_t *n, size_t nl, const uint8_t *v,
-			 size_t vl)
-{
-	const struct {
-		const char *name;
-		char *to;
-		size_t max;
-	} t[] = {
-		{ "sw8", h->sw8, HTTP1_TRACE_MAX },
-		{ "b3", h->b3, HTTP1_TRACE_MAX },
-		{ "x-b3-traceid", h->x_b3_traceid, HTTP1_B3_ID_MAX },
-		{ "x-b3-spanid", h->x_b3_spanid, HTTP1_B3_ID_MAX },
-	};
+/* The header fields the parser reads; every other name is FN_OTHER. */
+enum fname {
+	FN_OTHER,
+	FN_METHOD,
+	FN_PATH,
+	FN_SCHEME,
+	FN_AUTHORITY,
+	FN_STATUS,
+	FN_HOST,
+	FN_SW8,
+	FN_B3,
+	FN_B3_TRACEID,
+	FN_B3_SPANID,
+	FN_GRPC_STATUS,
+	FN_CTYPE,
+};
 
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		if (!l7__name_is(n, nl, t[i].name))
-			continue;
-		if (!t[i].to[0])
-			l7__copy_text(t[i].to, t[i].max, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
+static const char *const fnames[] = {
+	[FN_METHOD] = ":method",
+	[FN_PATH] = ":path",
+	[FN_SCHEME] = ":scheme",
+	[FN_AUTHORITY] = ":authority",
+	[FN_STATUS] = ":status",
+	[FN_HOST] = "host",
+	[FN_SW8] = "sw8",
+	[FN_B3] = "b3",
+	[FN_B3_TRACEID] = "x-b3-traceid",
+	[FN_B3_SPANID] = "x-b3-spanid",
+	[FN_GRPC_STATUS] = "grpc-status",
+	[FN_CTYPE] = "content-type",
+};
+
+/* As l7__name_is (ASCII letters of the name in any case), with the literal's length known. */
+static bool name_eq(const uint8_t *n, const char *lit, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint8_t ch = n[i] >= 'A' && n[i] <= 'Z' ? n[i] + ('a' - 'A') : n[i];
+
+		if (ch != (uint8_t)lit[i])
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Every field of every header block is named here: the one candidate its length and a byte
+ * leave (| 0x20 folds the case of a letter; name_eq() checks the whole name), then its bytes.
+ */
+static enum fname fname_of(const uint8_t *n, size_t nl)
+{
+	enum fname f;
+
+	switch (nl) {
+	case 2:
+		f = FN_B3;
+		break;
+	case 3:
+		f = FN_SW8;
+		break;
+	case 4:
+		f = FN_HOST;
+		break;
+	case 5:
+		f = FN_PATH;
+		break;
+	case 7:
+		f = (n[1] | 0x20) == 'm' ? FN_METHOD : (n[2] | 0x20) == 'c' ? FN_SCHEME : FN_STATUS;
+		break;
+	case 10:
+		f = FN_AUTHORITY;
+		break;
+	case 11:
+		f = (n[0] | 0x20) == 'x' ? FN_B3_SPANID : FN_GRPC_STATUS;
+		break;
+	case 12:
+		f = (n[0] | 0x20) == 'x' ? FN_B3_TRACEID : FN_CTYPE;
+		break;
+	default:
+		return FN_OTHER;
+	}
+	return name_eq(n, fnames[f], nl) ? f : FN_OTHER;
+}
+
+/*
+ * Whether on_field() would do anything with a field of that name: :scheme only tells the
+ * role, the other pseudo-headers and the names of fnames[] are read.
+ */
+static bool field_used(const struct http2_conn *c, enum fname f)
+{
+	return f != FN_OTHER && (f != FN_SCHEME || c->role == HTTP1_ROLE_UNKNOWN);
+}
+
+/* The trace context headers an exchange keeps, the first of each name. */
+static void trace_header(struct http1_exchange *h, enum fname f, const uint8_t *v, size_t vl)
+{
+	char *to;
+	size_t max;
+
+	switch (f) {
+	case FN_SW8:
+		to = h->sw8, max = HTTP1_TRACE_MAX;
+		break;
+	case FN_B3:
+		to = h->b3, max = HTTP1_TRACE_MAX;
+		break;
+	case FN_B3_TRACEID:
+		to = h->x_b3_traceid, max = HTTP1_B3_ID_MAX;
+		break;
+	case FN_B3_SPANID:
+		to = h->x_b3_spanid, max = HTTP1_B3_ID_MAX;
+		break;
+	default:
 		return;
 	}
+	if (!to[0])
+		l7__copy_text(to, max, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
 }
 
 static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, const uint8_t *v,
 		     size_t vl)
 {
 	struct h2dir *d = &c->d[di];
-	struct stream *s = slot_at(c, d->bslot, d->buid);
-	bool req_pseudo = l7__name_is(n, nl, ":method") || l7__name_is(n, nl, ":path") ||
-			  l7__name_is(n, nl, ":scheme") || l7__name_is(n, nl, ":authority");
-	bool is_status = l7__name_is(n, nl, ":status");
+	enum fname f = fname_of(n, nl);
+	struct stream *s;
+	bool req_pseudo = f == FN_METHOD || f == FN_PATH || f == FN_SCHEME || f == FN_AUTHORITY;
+	bool is_status = f == FN_STATUS;
 	bool req_side, resp_side;
 	struct http1_exchange *h;
 	int rd;
 
+	if (f == FN_OTHER)
+		return;
+	s = slot_at(c, d->bslot, d->buid);
 	if (!d->block_promise && req_pseudo)
 		set_role(c, di);
 	else if (!d->block_promise && is_status)
@@ -710,12 +817,14 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		return;
 	h = &s->x.h;
 	if (req_side) {
-		if (l7__name_is(n, nl, ":method")) {
+		switch (f) {
+		case FN_METHOD:
 			if (!s->method_set)
 				l7__copy_text(h->method, HTTP1_METHOD_MAX, v, vl, &h->flags,
 					      HTTP1_F_VALUE_TRUNCATED);
 			s->method_set = true;
-		} else if (l7__name_is(n, nl, ":path")) {
+			break;
+		case FN_PATH:
 			if (!s->path_set) {
 				size_t k = l7__copy_text(h->uri, HTTP1_URI_MAX, v, vl, &h->flags,
 							 HTTP1_F_URI_TRUNCATED);
@@ -725,20 +834,24 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 				h->path_len = (uint16_t)(q ? (size_t)(q - h->uri) : k);
 			}
 			s->path_set = true;
-		} else if (l7__name_is(n, nl, ":authority")) {
+			break;
+		case FN_AUTHORITY:
 			if (!s->authority_set)
 				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
 					      HTTP1_F_VALUE_TRUNCATED);
 			s->authority_set = true;
-		} else if (l7__name_is(n, nl, "host")) {
+			break;
+		case FN_HOST:
 			if (!s->authority_set && !h->host[0])
 				l7__copy_text(h->host, HTTP1_HOST_MAX, v, vl, &h->flags,
 					      HTTP1_F_VALUE_TRUNCATED);
-		} else {
-			trace_header(h, n, nl, v, vl);
+			break;
+		default:
+			trace_header(h, f, v, vl);
+			break;
 		}
 	}
-	if (resp_side && l7__name_is(n, nl, "grpc-status")) {
+	if (resp_side && f == FN_GRPC_STATUS) {
 		int32_t g = 0;
 		size_t i;
 
@@ -748,7 +861,7 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 		if (vl && i == vl && vl <= 9)
 			s->x.grpc_status = g;
 	}
-	if (l7__name_is(n, nl, "content-type")) {
+	if (f == FN_CTYPE) {
 		/* A promise is written by the server, for a request of the client's side. */
 		char *dst = s->ctype[d->block_promise ? !di : di];
 
@@ -804,37 +917,152 @@ static void walk_fwd(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 		block_break(c, di);
 }
 
-/* The representation's index is known: pass it on, or skip it (it needs the table). */
-static void walk_decide(struct http2_conn *c, int di)
+/*
+ * Bytes of the block passed on to the inflater, gathered while they lie next to each other
+ * in the segment: one call for a run of fields. dirty: the run holds a representation that
+ * may change the dynamic table, so the table is not read before the run was passed on.
+ */
+struct fwdrun {
+	const uint8_t *p;
+	size_t n;
+	bool dirty;
+};
+
+static void run_flush(struct http2_conn *c, int di, struct fwdrun *r)
+{
+	if (r->n)
+		walk_fwd(c, di, r->p, r->n);
+	r->n = 0;
+	r->dirty = false;
+}
+
+static void run_add(struct http2_conn *c, int di, struct fwdrun *r, const uint8_t *p, size_t n)
+{
+	if (!n)
+		return;
+	if (r->n && r->p + r->n == p) {
+		r->n += n;
+		return;
+	}
+	run_flush(c, di, r);
+	r->p = p;
+	r->n = n;
+}
+
+/*
+ * Whether the field named by table entry idx (static or dynamic, 1-based) is one
+ * on_field() reads; also when idx is not in the table, for the inflater to refuse.
+ */
+/* The block is broken where the walk stands: what came before it still reaches the inflater. */
+static void walk_break(struct http2_conn *c, int di, struct fwdrun *r)
+{
+	run_flush(c, di, r);
+	block_break(c, di);
+}
+
+static bool entry_used(struct http2_conn *c, int di, struct fwdrun *r, uint32_t idx)
+{
+	const nghttp2_nv *nv;
+
+	if (idx > HPACK_STATIC_LAST && r->dirty)
+		run_flush(c, di, r);
+	nv = nghttp2_hd_inflate_get_table_entry(c->d[di].inf, idx);
+	return !nv || field_used(c, fname_of(nv->name, nv->namelen));
+}
+
+/*
+ * Whether a representation of a direction whose table is known goes to the inflater: when it
+ * changes the dynamic table (a size update; a literal with incremental indexing, unless the
+ * table's size is 0, where adding an entry only empties the table again), when its name is a
+ * literal, or when on_field() reads its name. Indexed fields and literals that are not
+ * indexed leave the table as it was: skipped, their strings are neither copied nor
+ * Huffman-decoded. *changes: it may change the table.
+ */
+static bool walk_known(struct http2_conn *c, int di, struct fwdrun *r, bool *changes)
+{
+	struct h2dir *d = &c->d[di];
+	struct walker *w = &d->w;
+	bool incremental = w->hold[0] & 0x40;
+
+	*changes = false;
+	switch (w->rep) {
+	case R_INDEXED:
+		return entry_used(c, di, r, w->val);
+	case R_LITERAL:
+		if (!w->val) {
+			*changes = incremental;
+			return true;
+		}
+		if (incremental) {
+			if (r->dirty)
+				run_flush(c, di, r);
+			if (nghttp2_hd_inflate_get_max_dynamic_table_size(d->inf)) {
+				*changes = true;
+				return true;
+			}
+		}
+		return entry_used(c, di, r, w->val);
+	case R_SIZE:
+		*changes = true;
+		return true;
+	}
+	return true;
+}
+
+/*
+ * The representation's index is known: pass it on, or skip it (it needs the unknown table,
+ * or nothing reads it). op: its first byte in the segment being walked, NULL when it began
+ * in an earlier one (its first bytes are then in w->hold only).
+ */
+static void walk_decide(struct http2_conn *c, int di, struct fwdrun *r, const uint8_t *op)
 {
 	struct h2dir *d = &c->d[di];
 	struct walker *w = &d->w;
 	uint8_t hold[HOLD_MAX];
 	size_t nhold = w->nhold;
+	bool known = d->hp == HP_FRESH, changes = false;
 
 	w->strings = 0;
 	switch (w->rep) {
 	case R_INDEXED:
 		if (!w->val) {
-			block_break(c, di);
+			walk_break(c, di, r);
 			return;
 		}
-		w->fwd = w->val <= HPACK_STATIC_LAST;
 		break;
 	case R_LITERAL:
-		w->fwd = w->val <= HPACK_STATIC_LAST;
 		w->strings = w->val ? 1 : 2;
 		break;
 	case R_SIZE:
-		w->fwd = true;
+		/* libnghttp2 refuses an update after a field, one it was not given too. */
+		if (w->field) {
+			walk_break(c, di, r);
+			return;
+		}
 		break;
 	}
+	if (known) {
+		w->fwd = walk_known(c, di, r, &changes);
+		if (d->block_broken)
+			return;
+	} else {
+		w->fwd = w->rep == R_SIZE || w->val <= HPACK_STATIC_LAST;
+		changes = w->rep == R_SIZE || (w->rep == R_LITERAL && (w->hold[0] & 0x40));
+	}
+	if (w->rep != R_SIZE)
+		w->field = true;
 	memcpy(hold, w->hold, nhold);
 	w->nhold = 0;
 	w->st = w->strings ? W_SLEN : W_OP;
 	if (w->fwd) {
-		walk_fwd(c, di, hold, nhold);
-	} else {
+		if (op) {
+			run_add(c, di, r, op, nhold);
+		} else {
+			run_flush(c, di, r);
+			walk_fwd(c, di, hold, nhold);
+		}
+		r->dirty |= changes;
+	} else if (!known) {
 		d->block_unknown = true;
 		c->st.fields_unknown++;
 	}
@@ -846,9 +1074,18 @@ static void walk_string_done(struct walker *w)
 	w->st = w->strings ? W_SLEN : W_OP;
 }
 
-/* The string's length is known: its bytes follow, if it has any. */
-static void walk_string_len(struct walker *w)
+/*
+ * The string's length is known: its bytes follow, if it has any. One the inflater would
+ * refuse breaks the block, skipped or not.
+ */
+static void walk_string_len(struct http2_conn *c, int di, struct fwdrun *r)
 {
+	struct walker *w = &c->d[di].w;
+
+	if (!w->fwd && w->val > HPACK_STRING_MAX) {
+		walk_break(c, di, r);
+		return;
+	}
 	w->left = w->val;
 	if (w->left)
 		w->st = W_STR;
@@ -870,6 +1107,8 @@ static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 {
 	struct h2dir *d = &c->d[di];
 	struct walker *w = &d->w;
+	struct fwdrun r = { 0 };
+	const uint8_t *op = NULL;
 	size_t i = 0;
 
 	while (i < n && !d->block_broken) {
@@ -896,48 +1135,49 @@ static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 			w->shift = 0;
 			w->hold[0] = b;
 			w->nhold = 1;
+			op = p + i;
 			i++;
 			if (w->val == mask)
 				w->st = W_INT;
 			else
-				walk_decide(c, di);
+				walk_decide(c, di, &r, op);
 			break;
 		case W_INT:
 			if (w->nhold == HOLD_MAX || !walk_int(w, b)) {
-				block_break(c, di);
+				walk_break(c, di, &r);
 				break;
 			}
 			w->hold[w->nhold++] = b;
 			i++;
 			if (!(b & 0x80))
-				walk_decide(c, di);
+				walk_decide(c, di, &r, op);
 			break;
 		case W_SLEN:
 			w->val = b & 0x7f;
 			w->shift = 0;
 			if (w->fwd)
-				walk_fwd(c, di, p + i, 1);
+				run_add(c, di, &r, p + i, 1);
 			i++;
 			if (w->val == 0x7f)
 				w->st = W_SLEN_INT;
 			else
-				walk_string_len(w);
+				walk_string_len(c, di, &r);
 			break;
 		case W_SLEN_INT:
 			if (!walk_int(w, b)) {
-				block_break(c, di);
+				walk_break(c, di, &r);
 				break;
 			}
 			if (w->fwd)
-				walk_fwd(c, di, p + i, 1);
+				run_add(c, di, &r, p + i, 1);
 			i++;
 			if (!(b & 0x80))
-				walk_string_len(w);
+				walk_string_len(c, di, &r);
 			break;
 		case W_STR:
 			k = n - i < w->left ? n - i : w->left;
 			if (w->fwd)
-				walk_fwd(c, di, p + i, k);
+				run_add(c, di, &r, p + i, k);
 			w->left -= (uint32_t)k;
 			i += k;
 			if (!w->left)
@@ -945,6 +1185,7 @@ static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 			break;
 		}
 	}
+	run_flush(c, di, &r);
 }
 
 /* A new inflater for a direction, allowed tables up to HTTP2_HPACK_TABLE_MAX. */
@@ -1002,12 +1243,7 @@ static void block_data(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 
 	if (d->block_broken || !n)
 		return;
-	if (d->hp == HP_FRESH) {
-		if (!inflate(c, di, p, n, false))
-			block_break(c, di);
-	} else {
-		walk(c, di, p, n);
-	}
+	walk(c, di, p, n);
 }
 
 /* The block ended (complete: END_HEADERS read; or not: cut short). */
@@ -1022,7 +1258,7 @@ static void block_end(struct http2_conn *c, int di, uint64_t ts, bool whole)
 		block_break(c, di);
 	if (!d->block_broken) {
 		/* A block ending inside a representation is malformed, skipped part or not. */
-		if (d->hp != HP_FRESH && (d->w.st != W_OP || d->w.nhold))
+		if (d->w.st != W_OP || d->w.nhold)
 			block_break(c, di);
 		else if (!inflate(c, di, NULL, 0, true))
 			block_break(c, di);

@@ -22,7 +22,14 @@
  * that direction is flagged truncated.
  *
  * HPACK: one libnghttp2 inflater per direction, header blocks streamed through it as they
- * come (split across frames and segments, never buffered whole). A direction's dynamic table
+ * come (split across frames and segments, never buffered whole), representation by
+ * representation: those that may change the dynamic table (size updates, literals with
+ * incremental indexing while the table's size is not 0, literals of a new name) and those
+ * whose field the parser reads (the pseudo-headers, host, content-type, grpc-status, the
+ * trace headers) go through it; the others (indexed fields and literals not indexed, of
+ * other names) are walked past, neither copied nor Huffman-decoded, so a malformed string in
+ * one is not noticed. A size update after a field, or a string longer than the inflater
+ * takes, fails the block either way. A direction's dynamic table
  * is known only while every header block it carried since its first byte was decoded: its
  * first bytes were the preface (the client), or its first frame was a SETTINGS frame of a
  * connection whose preface was seen (the server), or the connection was switched to
