@@ -100,7 +100,8 @@ void heap_prefault(size_t bytes)
 	 * thresholds above bytes: a block of bytes over the first would be mapped and unmapped
 	 * apart from the heap, one over the second given back when freed.
 	 */
-	mallopt(M_MMAP_THRESHOLD, bytes + (1 << 20) > (8 << 20) ? (int)(bytes + (1 << 20)) : 8 << 20);
+	mallopt(M_MMAP_THRESHOLD,
+		bytes + (1 << 20) > (8 << 20) ? (int)(bytes + (1 << 20)) : 8 << 20);
 	mallopt(M_TRIM_THRESHOLD, 2 * bytes > (16 << 20) ? (int)(2 * bytes) : 16 << 20);
 	p = malloc(bytes);
 	if (!p)
