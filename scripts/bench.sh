@@ -34,7 +34,9 @@ samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/oneshot.err")
 # 2. The agent as it runs in production (`rover serve`): CPU of every rover process over one
 #    task, after a warm-up task has loaded kernel and workload symbols.
 AG=$(cg_new agent)
-( run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" 2> "$work/serve.err" ) &
+# At debug level each worker says, at its task's end, its snapshot records and their bytes.
+( ROVER_LOG_LEVEL=debug run_in "$AG" "$B/rover" serve --socket-dir "$work/sock" \
+	2> "$work/serve.err" ) &
 S=$!
 for _ in $(seq 100); do [ -S "$work/sock/ctl.sock" ] && break; sleep 0.1; done
 ( run_in "$AG" "$B/rover" profile --connect "$work/sock" --pid "$W" --duration 1s \
@@ -47,14 +49,18 @@ u0=$(cg_usec "$AG")
 T=$!
 # BPF program time, as the kernel counts it, just before the task ends.
 sleep $((DUR - 1))
+# With the seconds the program has run for, to set its runs against the snapshots taken.
 bpftool prog show 2>/dev/null | awk '/on_cpu_sample/ { for (i = 1; i <= NF; i++) {
-	if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } } END { print t + 0, c + 0 }' > "$work/bpf"
+	if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) }; getline
+	for (i = 1; i <= NF; i++) if ($i == "loaded_at") l = $(i+1) } END { print t + 0, c + 0, l }' > "$work/bpf"
+read -r _ _ bpf_loaded < "$work/bpf"
+bpf_secs=$(($(date +%s) - $(date -d "${bpf_loaded:-now}" +%s)))
 wait "$T" || { echo "bench: the agent task failed:"; cat "$work/agent.err" "$work/serve.err"; exit 1; }
 u1=$(cg_usec "$AG")
 touch "$work/agent.done"
 wait "$RW"
 agent_cpu=$(sec $((u1 - u0)))
-read -r bpf_ns bpf_cnt < "$work/bpf"
+read -r bpf_ns bpf_cnt _ < "$work/bpf"
 # The roles' user is one agent's at a time: this one goes before `rover run` below starts.
 pkill -TERM -f -- "serve --socket-dir $work/sock" 2> /dev/null || true
 for _ in $(seq 100); do pgrep -f -- "serve --socket-dir $work/sock" > /dev/null || break; sleep 0.1; done
@@ -86,6 +92,21 @@ sed -n 's/.*debug: \(worker\|supervisor\|shipper\|the launcher\)[ 0-9]* used \([
 awk -v ns="$bpf_ns" -v c="$bpf_cnt" -v d="$DUR" 'BEGIN {
 	if (c > 0) printf "in-kernel BPF program (charged to the workload): %d runs, %.0f ns per run, %.4f%% of one core\n", c, ns / c, 100 * ns / 1e9 / d
 }'
+# What a sample's cost grows with: the bytes of each snapshot record (header, kernel frames,
+# user stack up to the shipper's hint; 16 KiB of stack before the first hint reaches the worker),
+# from the measured task's worker (the last of the serve log: the warm-up's comes first).
+sed -n 's/.*task [0-9]*: \([0-9]*\) snapshot records, \([0-9]*\) bytes.*; \([0-9]*\) records, \([0-9]*\) bytes, before.*/\1 \2 \3 \4/p' \
+	"$work/serve.err" | tail -n 1 | awk -v ns="$bpf_ns" -v c="$bpf_cnt" -v s="$bpf_secs" -v d="$DUR" '$1 > 0 {
+	printf "  snapshots: %d records, %.0f bytes a record; before the stack hint: %d records, %.0f bytes a record\n",
+		$1, $2 / $1, $3, $3 ? $4 / $3 : 0
+	if ($1 > $3) printf "  with the hint: %.0f bytes a record\n", ($2 - $4) / ($1 - $3)
+	# A run that takes no snapshot (another task on the CPU) costs a lookup: the per-run
+	# figure falls as the workload gets less of the CPUs, the per-snapshot one does not.
+	f = c > 0 && s > 0 ? ($1 / d) / (c / s) : 0
+	if (f > 0) printf "  runs that took a snapshot: %.2f; about %.0f ns per snapshot\n", f, ns / (c * f) }'
+# The hints the measured task's worker applied (the programs copy that much stack, no more).
+grep -h "worker.*stack hint of process .*: [0-9]* bytes" "$work/serve.err" | tail -n 3 |
+	sed 's/.*\(stack hint.*\)/  \1/' || true
 awk -v s="${samples:-0}" -v e="$expected" -v ps="$perf_samples" 'BEGIN {
 	printf "samples seen / expected (%d): rover %.3f, perf %.3f\n", e, s / e, ps / e
 	printf "  (rover samples the CPU clock per CPU and counts the CPU time the workload really got;\n"

@@ -178,14 +178,16 @@ static void stacks_stop(struct worker *w)
 
 static void stacks_totals(struct worker *w, struct msg_task_done *ret)
 {
-	uint64_t records, bytes;
+	uint64_t records[2], bytes[2];
 
 	profiler__totals(w->prof, &ret->samples, ret->losses);
-	profiler__ring_totals(w->prof, &records, &bytes);
-	if (records)
-		log_debug("task %llu: %llu snapshot records, %llu bytes of them from the kernel",
-			  (unsigned long long)w->spec.task_id, (unsigned long long)records,
-			  (unsigned long long)bytes);
+	profiler__ring_totals(w->prof, records, bytes);
+	if (records[0])
+		log_debug("task %llu: %llu snapshot records, %llu bytes of them from the kernel; "
+			  "%llu records, %llu bytes, before a stack hint",
+			  (unsigned long long)w->spec.task_id, (unsigned long long)records[0],
+			  (unsigned long long)bytes[0], (unsigned long long)records[1],
+			  (unsigned long long)bytes[1]);
 }
 
 static void stacks_free(struct worker *w)

@@ -75,7 +75,8 @@ struct profiler {
 	uint64_t *last_seen; /* per stack id: flush number it was last counted in */
 	uint64_t stat_prev[SC_STAT_MAX];
 	uint64_t events;
-	uint64_t ring_records, ring_bytes; /* snapshot records read, their bytes */
+	uint64_t ring_records, ring_bytes;	     /* snapshot records read, their bytes */
+	uint64_t ring_unhinted, ring_unhinted_bytes; /* of them, copied before a stack hint */
 	uint64_t losses[LOSS_MAX];
 	struct sc_key *keys;
 	struct sc_value *vals;
@@ -364,6 +365,8 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
 	limit = stack_hints__limit(&p->hints, key);
 	if (bpf_map_update_elem(p->limits_fd, &key, &limit, BPF_ANY))
 		log_debug("stack hint of process %d for the programs: %s", tgid, strerror(errno));
+	else
+		log_debug("stack hint of process %d: %u bytes", tgid, limit);
 	return 0;
 }
 
@@ -390,10 +393,15 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (kind == SC_REC_SNAP && size >= offsetof(struct sc_snap, data)) {
 		const struct sc_snap *r = data;
 
+		uint32_t limit = stack_hints__limit(&p->hints, r->tgid);
+
 		p->ring_records++;
 		p->ring_bytes += size;
-		if (snaprec__convert(r, size, stack_hints__limit(&p->hints, r->tgid), &s, &kips,
-				     &py, &stack)) {
+		if (!(r->flags & SC_SNAP_LIMITED) && (!limit || r->stack_len > limit)) {
+			p->ring_unhinted++;
+			p->ring_unhinted_bytes += size;
+		}
+		if (snaprec__convert(r, size, limit, &s, &kips, &py, &stack)) {
 			b->losses[LOSS_SNAP_UNMATCHED]++;
 			return 0;
 		}
@@ -749,10 +757,12 @@ int profiler__drain(struct profiler *p, struct ship_batch *b)
 	return ksym_namer__name(p->kn, b);
 }
 
-void profiler__ring_totals(const struct profiler *p, uint64_t *ret_records, uint64_t *ret_bytes)
+void profiler__ring_totals(const struct profiler *p, uint64_t ret_records[2], uint64_t ret_bytes[2])
 {
-	*ret_records = p->ring_records;
-	*ret_bytes = p->ring_bytes;
+	ret_records[0] = p->ring_records;
+	ret_bytes[0] = p->ring_bytes;
+	ret_records[1] = p->ring_unhinted;
+	ret_bytes[1] = p->ring_unhinted_bytes;
 }
 
 void profiler__totals(const struct profiler *p, uint64_t *ret_events, uint64_t ret_losses[LOSS_MAX])

@@ -66,8 +66,12 @@ int profiler__tracing(const struct profiler *p, int32_t pid);
 void profiler__totals(const struct profiler *p, uint64_t *ret_events,
 		      uint64_t ret_losses[LOSS_MAX]);
 
-/* Snapshot records read from the ring buffer and their bytes, since the start. */
-void profiler__ring_totals(const struct profiler *p, uint64_t *ret_records, uint64_t *ret_bytes);
+/*
+ * Snapshot records read from the ring buffer and their bytes, since the start ([0]); [1]: of
+ * them, those the programs copied whole (up to SC_SNAP_STACK) before the target's stack hint.
+ */
+void profiler__ring_totals(const struct profiler *p, uint64_t ret_records[2],
+			   uint64_t ret_bytes[2]);
 
 void profiler__free(struct profiler *p);
 
