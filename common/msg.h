@@ -227,6 +227,13 @@ enum task_flags {
 	 * what it cost them.
 	 */
 	TASK_READ_AT_FLUSH = 8,
+	/*
+	 * Set by the supervisor on continuous profiling's HTTP monitor too: the shipper looks
+	 * through its processes for TLS libraries mapped since every TLS_RESCAN_MONITOR_MS, not
+	 * every TLS_RESCAN_MS (shipper/main.c): a look reads every target's maps, and a monitor
+	 * holds up to 64 long-lived processes.
+	 */
+	TASK_MONITOR = 16,
 };
 
 /* The flags a client may set; the supervisor sets the others. */

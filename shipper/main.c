@@ -436,8 +436,13 @@ static int on_net_frame(struct shipper *s, struct ship_task *t, struct ipc_msg *
 	return 0;
 }
 
-/* How often a NETWORK task's targets are looked through again for TLS libraries. */
+/*
+ * How often a NETWORK task's targets are looked through again for TLS libraries: a task's,
+ * and a continuous-profiling monitor's (TASK_MONITOR), whose processes are many, long-lived
+ * and looked through when they become its targets.
+ */
 #define TLS_RESCAN_MS 5000
+#define TLS_RESCAN_MONITOR_MS 30000
 
 struct tls_send {
 	struct peer *worker;
@@ -632,7 +637,9 @@ static int on_worker(struct shipper *s, struct peer *p)
 		 */
 		if (!err && !(*slot)->ended && now_mono_ms() >= (*slot)->tls_next_ms) {
 			find_tls(s, p, *slot);
-			(*slot)->tls_next_ms = now_mono_ms() + TLS_RESCAN_MS;
+			(*slot)->tls_next_ms = now_mono_ms() + ((*slot)->spec.flags & TASK_MONITOR
+									? TLS_RESCAN_MONITOR_MS
+									: TLS_RESCAN_MS);
 		}
 		return err;
 	case MSG_SHIP_NET_DATA:

@@ -338,7 +338,7 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	/* Ours to set, whatever a client wrote there, but the client's own choices. */
 	t->spec.flags &= TASK_CLIENT_FLAGS;
 	if (net && net->monitor)
-		t->spec.flags |= TASK_READ_AT_FLUSH;
+		t->spec.flags |= TASK_READ_AT_FLUSH | TASK_MONITOR;
 	t->spec.req_uid = t->spec.req_gid = 0;
 	t->spec.task_id = ++s->next_id;
 	t->spec.start_unix_ms = now_unix_ms();
