@@ -28,8 +28,8 @@ int on_cpu_sample(void *ctx)
 		/* A sample in user mode has the user registers; else they are the task's saved ones. */
 		if ((cs & 3) != 3)
 			user_regs(&ip, &sp, &bp);
-		if (!take_snapshot(ctx, ip, sp, bp, (cs & 3) == 3 ? SNAP_USER_MODE : 0, tgid,
-				   (__u32)bpf_get_current_pid_tgid(), 0, 1))
+		if (!take_snapshot(ctx, ip, sp, bp, 0, tgid, (__u32)bpf_get_current_pid_tgid(), 0,
+				   1))
 			return 0;
 	}
 	key.tgid = tgid;

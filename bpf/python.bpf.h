@@ -445,12 +445,9 @@ static __always_inline __u32 py_frames(__u32 tgid, __u32 tid, __u32 kb, __u32 *r
 	__u64 ts;
 
 	*ret_status = PY_ST_NONE;
-	/* Most targets are not Python: their samples stop at this one lookup. */
 	p = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (!p)
-		return 0;
 	sc = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!sc || !py_mapped(p, tgid))
+	if (!p || !sc || !py_mapped(p, tgid))
 		return 0;
 	sc->p = *p;
 	ts = py_thread_state(&sc->p, tid);

@@ -213,13 +213,6 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 #include "bpf/python.bpf.h"
 
 /*
- * take_snapshot's kskip for a sample taken in user mode: no kernel frames to walk. The walk
- * would find none (the kernel's callchain holds kernel frames only for kernel-mode registers)
- * and cost the sample more than the rest of its snapshot but the copies.
- */
-#define SNAP_USER_MODE 0xffffffffu
-
-/*
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
  * kernel stack (kskip as in take_stacks) and the user stack from sp up, as much of it as the
  * target's limit in snap_limits covers. The record is as long as what it holds (about 2 KiB
@@ -252,9 +245,7 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 		end = sp + *limit;
 		flags = SC_SNAP_LIMITED;
 	}
-	kb = kskip == SNAP_USER_MODE ? 0
-				     : bpf_get_stack(ctx, s->data, SC_STACK_DEPTH * 8,
-						     kskip & BPF_F_SKIP_FIELD_MASK);
+	kb = bpf_get_stack(ctx, s->data, SC_STACK_DEPTH * 8, kskip & BPF_F_SKIP_FIELD_MASK);
 	off = kb > 0 && kb <= SC_STACK_DEPTH * 8 ? (__u32)kb : 0;
 	/* A Python target's frames follow the kernel frames (bpf/python.bpf.h). */
 	npy = py_frames(tgid, pid, off, &pystatus);

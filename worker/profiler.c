@@ -553,13 +553,16 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 					   : -EOPNOTSUPP;
 	if (err)
 		goto cleanup;
+	/*
+	 * The heap of loading (the kernel's BTF for tp_btf and CO-RE: about 12 MB, populated
+	 * at the worker's start) given back, whichever the unwind mode.
+	 */
+	malloc_trim(0);
 	start_namer(p);
 	if (dwarf_mode(spec)) {
 		struct bpf_map *snaps = p->on ? p->on->maps.snaps : p->off->maps.snaps;
 		size_t n = strlen(ret_started->attach);
 
-		/* The heap of loading (the kernel's BTF for tp_btf: about 12 MB) given back first. */
-		malloc_trim(0);
 		p->rb = ringread__new(bpf_map__fd(snaps), bpf_map__max_entries(snaps), on_record,
 				      p);
 		if (!p->rb) {
