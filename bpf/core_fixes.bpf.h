@@ -12,23 +12,6 @@
 #include <bpf/bpf_tracing.h>
 
 /*
- * mm_struct.flags was an unsigned long until Linux 6.17 made it mm_flags_t, a bitmap whose
- * first word holds the same bits (MMF_DUMPABLE and the rest). Only the first word is read.
- */
-struct mm_struct___flags_word {
-	unsigned long flags;
-} __attribute__((preserve_access_index));
-
-static __always_inline __u64 mm_flags_word(struct mm_struct *mm)
-{
-	struct mm_struct___flags_word *old = (void *)mm;
-
-	if (bpf_core_field_exists(old->flags))
-		return BPF_CORE_READ(old, flags);
-	return BPF_CORE_READ(mm, flags.__mm_flags[0]);
-}
-
-/*
  * The system calls NETWORK follows, X(number, kind of bpf/net/call.bpf.h): the numbers of
  * arch/x86/entry/syscalls/syscall_64.tbl and of include/uapi/asm-generic/unistd.h (arm64).
  * Elsewhere none is known and NETWORK's system call hooks see no call.

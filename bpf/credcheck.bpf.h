@@ -21,6 +21,7 @@
 #define ROVER_BPF_CREDCHECK_H
 
 #include "bpf/core_fixes.bpf.h"
+#include "bpf/kofs.bpf.h"
 
 /* Set by the worker before load for a client's task: the client's uid and gid. */
 const volatile __u32 cred_check;
@@ -40,20 +41,21 @@ enum cred_verdict {
 static __always_inline enum cred_verdict cred_judge(void)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	const struct cred *c = BPF_CORE_READ(t, real_cred);
-	struct mm_struct *mm = BPF_CORE_READ(t, mm);
-	__u64 caps = 0;
+	__u64 c, mm, caps = 0;
 
-	if (!mm)
+	/* A read that fails gives 0, never a client's uid or gid (root's tasks are not checked). */
+	if (kread(&mm, sizeof(mm), t, kofs.task_mm) || !mm)
 		return CRED_SKIP;
-	if (BPF_CORE_READ(c, uid.val) != cred_uid || BPF_CORE_READ(c, euid.val) != cred_uid ||
-	    BPF_CORE_READ(c, suid.val) != cred_uid || BPF_CORE_READ(c, gid.val) != cred_gid ||
-	    BPF_CORE_READ(c, egid.val) != cred_gid || BPF_CORE_READ(c, sgid.val) != cred_gid)
+	if (kread(&c, sizeof(c), t, kofs.task_real_cred) || !c)
 		return CRED_DROP;
-	if ((mm_flags_word(mm) & ROVER_MMF_DUMPABLE_MASK) != ROVER_SUID_DUMP_USER)
+	if (kread32(c, kofs.cred_uid) != cred_uid || kread32(c, kofs.cred_euid) != cred_uid ||
+	    kread32(c, kofs.cred_suid) != cred_uid || kread32(c, kofs.cred_gid) != cred_gid ||
+	    kread32(c, kofs.cred_egid) != cred_gid || kread32(c, kofs.cred_sgid) != cred_gid)
+		return CRED_DROP;
+	if ((kread64(mm, kofs.mm_flags) & ROVER_MMF_DUMPABLE_MASK) != ROVER_SUID_DUMP_USER)
 		return CRED_DROP;
 	/* kernel_cap_t: one u64 since Linux 6.3, two u32 before: 8 bytes either way. */
-	if (bpf_core_read(&caps, sizeof(caps), &c->cap_permitted) || caps)
+	if (kread(&caps, sizeof(caps), (void *)c, kofs.cred_cap_permitted) || caps)
 		return CRED_DROP;
 	return CRED_OK;
 }

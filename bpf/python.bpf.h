@@ -112,7 +112,7 @@ static __always_inline __u64 py_fsbase(void)
 #if defined(__TARGET_ARCH_x86)
 	struct task_struct *t = bpf_get_current_task_btf();
 
-	return BPF_CORE_READ(t, thread.fsbase);
+	return kread64((__u64)t, kofs.task_fsbase);
 #else
 	return 0; /* pthread_self() is not the thread pointer elsewhere: no thread state found */
 #endif
@@ -147,10 +147,11 @@ struct py_vma_check {
 static long py_vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
 {
 	struct py_vma_check *c = ctx;
-	struct file *f = vma->vm_file;
+	__u64 f = kread64((__u64)vma, kofs.vma_file);
 
-	c->ok = vma->vm_start == c->start && vma->vm_pgoff == 0 && f &&
-		BPF_CORE_READ(f, f_inode, i_size) == (loff_t)c->size;
+	c->ok = kread64((__u64)vma, kofs.vma_start) == c->start &&
+		kread64((__u64)vma, kofs.vma_pgoff) == 0 && f &&
+		kread64(kread64(f, kofs.file_inode), kofs.inode_size) == c->size;
 	return 0;
 }
 

@@ -305,12 +305,6 @@ int main(int argc, char **argv)
 	int c, err;
 
 	log_init("rover-worker");
-	/*
-	 * Its snapshot batches and libbpf's object, and the kernel's BTF libbpf parses to load
-	 * (tp_btf, CO-RE: about 12 MB of heap): populated in one call, not 3000 page faults of
-	 * 10 us each on this kind of VM; given back once the programs are loaded (malloc_trim).
-	 */
-	heap_prefault(14u << 20);
 	while ((c = getopt_long(argc, argv, "u:p:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -357,6 +351,14 @@ int main(int argc, char **argv)
 		wk_send_error(w.sv, w.spec.task_id, -err, "target processes");
 		return 1;
 	}
+	/*
+	 * The heap of loading populated in one call, not a page fault of 10 us each on this kind
+	 * of VM; given back once the programs are loaded (malloc_trim). OFF_CPU, NETWORK and the
+	 * access log have libbpf parse the kernel's BTF (tp_btf, CO-RE: about 12 MB); ON_CPU
+	 * reads its few kernel offsets itself (worker/kbtf.c) and needs its object and snapshot
+	 * batches only.
+	 */
+	heap_prefault(w.spec.type == TASK_ON_CPU ? 2u << 20 : 14u << 20);
 	w.kind = task_kind_of(w.spec.type);
 	err = w.kind->start(&w, &started, &what);
 	if (err) {

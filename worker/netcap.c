@@ -17,8 +17,10 @@
 #include "common/ipc.h"
 #include "common/log.h"
 #include "common/netrec.h"
+#include "common/kofs.h"
 #include "net.skel.h"
 #include "worker/credcheck.h"
+#include "worker/kbtf.h"
 #include "worker/netcap.h"
 #include "worker/ringread.h"
 #include "worker/tlscheck.h"
@@ -147,6 +149,7 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int
 {
 	struct bpf_program *p;
 	struct hook h[MAX_HOOKS];
+	int err;
 
 	bpf_object__for_each_program(p, n->obj->obj)
 		bpf_program__set_autoload(p, false);
@@ -173,6 +176,9 @@ static int load(struct netcap *n, const struct task_spec *spec, enum mode m, int
 	n->obj->rodata->opts.access_log = spec->type == TASK_ACCESS_LOG;
 	set_cred_check(&n->obj->rodata->cred_check, &n->obj->rodata->cred_uid,
 		       &n->obj->rodata->cred_gid, spec);
+	err = kbtf_kernel(&n->obj->rodata->kofs);
+	if (err)
+		return err;
 	return net_bpf__load(n->obj) ? -errno : 0;
 }
 

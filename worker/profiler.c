@@ -16,9 +16,11 @@
 
 #include "common/log.h"
 #include "common/stackcount.h"
+#include "common/kofs.h"
 #include "offcpu.skel.h"
 #include "oncpu.skel.h"
 #include "worker/credcheck.h"
+#include "worker/kbtf.h"
 #include "worker/ksyms.h"
 #include "worker/profiler.h"
 #include "worker/ringread.h"
@@ -190,6 +192,12 @@ static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int nam
 	p->on = oncpu_bpf__open();
 	if (!p->on)
 		return -errno;
+	err = kbtf_kernel(&p->on->rodata->kofs);
+	if (err) {
+		oncpu_bpf__destroy(p->on);
+		p->on = NULL;
+		return err;
+	}
 	ring = dwarf_mode(spec) ? snap_ring_bytes(freq * (uint64_t)p->ncpus) : 0;
 	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1, p->on->maps.snaps,
 		  ring);
@@ -264,6 +272,12 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 	p->off = offcpu_bpf__open();
 	if (!p->off)
 		return -errno;
+	err = kbtf_kernel(&p->off->rodata->kofs);
+	if (err) {
+		offcpu_bpf__destroy(p->off);
+		p->off = NULL;
+		return err;
+	}
 	bpf_program__set_autoload(p->off->progs.off_cpu_btf, use_btf);
 	bpf_program__set_autoload(p->off->progs.off_cpu_raw, !use_btf);
 	/* Switches have no rate known in advance: the largest ring. */
