@@ -1076,6 +1076,29 @@ int nstat_read(const char *netns, const char *counter, uint64_t *ret_value)
 	return err;
 }
 
+int netns_tcp_quiet(const char *netns, int timeout_ms)
+{
+	char *argv[] = { "ss", "-Htan", NULL };
+
+	for (int waited = 0; waited <= timeout_ms; waited += 50) {
+		char *out = NULL, *line, *save = NULL;
+		int busy = 0;
+
+		if (run_capture(netns, argv, 5000, &out)) {
+			free(out);
+			return -EIO;
+		}
+		for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+		     line = strtok_r(NULL, "\n", &save))
+			busy += strncmp(line, "LISTEN", 6) && strncmp(line, "TIME-WAIT", 9);
+		free(out);
+		if (!busy)
+			return 0;
+		usleep(50 * 1000);
+	}
+	return -ETIMEDOUT;
+}
+
 /* TLS peers. */
 
 const char *src(const char *name)

@@ -168,6 +168,11 @@ int netns_drop_count(const char *name, uint64_t *ret_packets);
 /* An nstat counter (TcpRetransSegs, TCPTimeouts ...) of netns (NULL: this one), absolute,
  * without touching nstat's history file. 0 or -errno (-ENOENT: no such counter). */
 int nstat_read(const char *netns, const char *counter, uint64_t *ret_value);
+/*
+ * Waits until no TCP socket of netns may still send (every one listening or in TIME-WAIT: no
+ * data, FIN or retransmit left to go), up to timeout_ms: 0, -ETIMEDOUT or -EIO.
+ */
+int netns_tcp_quiet(const char *netns, int timeout_ms);
 
 
 /*
