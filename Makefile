@@ -244,11 +244,13 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 
 # The unit runner links every role's code but main.c, and of the worker's only its stack-hint
 # table, ring-record checks, ring reader and the checks of handed files (worker/stackhint.c,
-# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c): its BPF is tested live.
+# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c, jvmstructs.c): its BPF is tested
+# live.
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
 		$(OUT)/worker/stackhint.o $(OUT)/worker/snaprec.o $(OUT)/worker/ringread.o \
-		$(OUT)/worker/elffile.o $(OUT)/worker/pyattach.o $(OUT)/worker/pyoffsets.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
+		$(OUT)/worker/elffile.o $(OUT)/worker/pyattach.o $(OUT)/worker/pyoffsets.o \
+		$(OUT)/worker/jvmstructs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp \
 		-lbpf
