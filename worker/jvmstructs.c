@@ -230,12 +230,14 @@ struct ctx {
 	uint8_t l_state[MAX_LONGS];
 };
 
-const char *jvmstructs__entry(unsigned int i, int *ret_kind)
+const char *jvmstructs__entry(unsigned int i, int *ret_kind, unsigned int *ret_at)
 {
 	if (i >= N_WANTED)
 		return NULL;
 	if (ret_kind)
 		*ret_kind = wanted[i].kind;
+	if (ret_at)
+		*ret_at = wanted[i].at;
 	if (!names[i][0]) {
 		if (wanted[i].field)
 			snprintf(names[i], sizeof(names[i]), "%s::%s", wanted[i].type,
@@ -716,7 +718,7 @@ static int assign(struct ctx *c, uint64_t load_base, struct jvm_layout *l, const
 			for (size_t j = i + 1; j < N_WANTED; j++)
 				later |= wanted[j].at == w->at && c->found[j].ok;
 			if (w->must && !later) {
-				*why = jvmstructs__entry((unsigned int)i, NULL);
+				*why = jvmstructs__entry((unsigned int)i, NULL, NULL);
 				return -ENOEXEC;
 			}
 			continue;
@@ -733,7 +735,7 @@ static int assign(struct ctx *c, uint64_t load_base, struct jvm_layout *l, const
 			uint64_t rel = (uint64_t)fd->value - load_base;
 
 			if ((uint64_t)fd->value < load_base) {
-				*why = jvmstructs__entry((unsigned int)i, NULL);
+				*why = jvmstructs__entry((unsigned int)i, NULL, NULL);
 				return -ENOEXEC;
 			}
 			memcpy(p, &rel, sizeof(rel));
@@ -943,6 +945,9 @@ int jvmstructs__file(int fd, struct jvm_layout *ret, const char **ret_why)
 	if (!err)
 		*ret = l;
 out:
+	/* Bytes the file's own tables say it has and it has not: a file not whole. */
+	if (err == -EFAULT)
+		err = -ENOEXEC;
 	if (err && err != -E2BIG && ret_why)
 		*ret_why = why;
 	else if (err && ret_why)

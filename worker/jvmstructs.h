@@ -31,10 +31,12 @@ int jvmstructs__file(int fd, struct jvm_layout *ret, const char **ret_why);
 
 /*
  * The wanted entries, in order, as "Type::field", a type's name or a constant's name, with
- * their kind (enum jvmstructs_kind) in *ret_kind: for tests and tools that build or check a
- * table. NULL past the last.
+ * their kind (enum jvmstructs_kind) in *ret_kind and where their value goes in struct
+ * jvm_layout in *ret_at (at or past its size: a constant only checked): for tests and tools
+ * that build or check a table. Entries with the same *ret_at are one JDK's name and another's;
+ * the first found wins. NULL past the last.
  */
-const char *jvmstructs__entry(unsigned int i, int *ret_kind);
+const char *jvmstructs__entry(unsigned int i, int *ret_kind, unsigned int *ret_at);
 
 /* Kinds jvmstructs__entry reports. */
 enum jvmstructs_kind {
