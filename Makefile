@@ -524,6 +524,11 @@ fuzz-corpus: $(OUT)/fuzz/gen_corpus
 		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DVERSION=0x030701f0 ../../seed_python.c \
 			-o py37.so && \
 		chmod a-x py312.so py313.so py310.so py38.so py37.so
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_jvmstructs && $(CC) $(CFLAGS) -I. -I$(OUT) \
+		tests/fuzz/seed_jvm.c worker/elffile.c worker/jvmstructs.c -o $(OUT)/fuzz/seed_jvm && \
+		$(OUT)/fuzz/seed_jvm tests/fuzz/corpus/fuzz_jvmstructs \
+			jdk17.so=/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so \
+			jdk25.so=/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so
 
 clean:
 	rm -rf $(OUT) out
