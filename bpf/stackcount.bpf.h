@@ -211,6 +211,7 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 }
 
 #include "bpf/python.bpf.h"
+#include "bpf/java.bpf.h"
 
 /*
  * Puts a snapshot of the current task into the ring buffer: user registers ip, sp, bp, the
@@ -221,8 +222,8 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
  * (counted): the caller then takes frame-pointer stacks instead, so the event still counts.
  * The worker is woken only once snap_wake_bytes wait in the ring buffer.
  */
-static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u32 kskip,
-					 __u32 tgid, __u32 pid, __u64 ts, __u64 value)
+static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp, __u64 r13,
+					 __u32 kskip, __u32 tgid, __u32 pid, __u64 ts, __u64 value)
 {
 	__u64 pos = sp, end = sp + SC_SNAP_STACK, size;
 	__u32 zero = 0, len = 0, *limit, off, flags = 0, npy, pystatus, pyb;
@@ -247,8 +248,14 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 	}
 	kb = bpf_get_stack(ctx, s->data, SC_STACK_DEPTH * 8, kskip & BPF_F_SKIP_FIELD_MASK);
 	off = kb > 0 && kb <= SC_STACK_DEPTH * 8 ? (__u32)kb : 0;
-	/* A Python target's frames follow the kernel frames (bpf/python.bpf.h). */
+	/* A Python or Java target's frames follow the kernel frames (bpf/python.bpf.h,
+	 * bpf/java.bpf.h): a process is one or the other. */
 	npy = py_frames(tgid, pid, off, &pystatus);
+	if (pystatus == PY_ST_NONE) {
+		npy = java_frames(tgid, off, ip, sp, bp, r13, &pystatus);
+		if (pystatus != JAVA_ST_NONE)
+			pystatus = SC_RT_STATUS(SC_RT_JAVA, pystatus);
+	}
 	pyb = npy * sizeof(struct py_frame);
 	if (pyb > PY_MAX_FRAMES * sizeof(struct py_frame))
 		pyb = npy = 0;
@@ -312,7 +319,7 @@ static __always_inline int take_snapshot(void *ctx, __u64 ip, __u64 sp, __u64 bp
 }
 
 /* The current task's user registers when it entered the kernel. */
-static __always_inline void user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+static __always_inline void user_regs(__u64 *ip, __u64 *sp, __u64 *bp, __u64 *r13)
 {
 	struct rover_pt_regs *r =
 		(struct rover_pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -320,6 +327,7 @@ static __always_inline void user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 	*ip = r->ip;
 	*sp = r->sp;
 	*bp = r->bp;
+	*r13 = r->r13;
 }
 
 #endif

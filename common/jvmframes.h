@@ -158,4 +158,105 @@ struct jvm_layout {
 	__u16 n_structs, n_types, n_ints, n_longs;
 };
 
+/* ---- The frame walker (bpf/java.bpf.h) and what it records ---- */
+
+/* Code heaps of a code cache the walker reads (HotSpot has at most three: non-nmethods,
+ * profiled and non-profiled nmethods). */
+#define JAVA_MAX_HEAPS 4
+/* Steps back through a code heap's segment map to a block's start: each byte says how many
+ * segments back to go (at most 254), so this bounds a blob to 64 steps of 254 segments (1 MiB
+ * with 64-byte segments; the interpreter, larger, is found by its own range first). */
+#define JAVA_SEGMAP_HOPS 64
+/* New methods whose record is read per sample at most; the rest wait for a later sample. */
+#define JAVA_NEW_METHODS 4
+/* Methods per process the programs remember having sent (LRU, all targets). */
+#define JAVA_METHODS_ENTRIES 16384
+
+/* A code heap, read from the target once its code cache exists. */
+struct java_heap {
+	__u64 low, high; /* CodeHeap::_memory's reserved range: blocks lie in it */
+	__u64 segmap;	 /* CodeHeap::_segmap's low boundary: a byte per segment */
+	__u32 log2_segment;
+	__u32 pad;
+};
+
+/*
+ * A target's JVM as the worker found it (map java_procs, by tgid): where libjvm.so is mapped
+ * and its layout (worker/jvmstructs.c). The programs check the mapping at their first use
+ * (bpf_find_vma, as for Python) and set checked; at the first sample after the JVM made its
+ * code cache they read its bounds, heaps, interpreter and call stub once and set ready: these
+ * never move once made.
+ */
+struct java_proc {
+	__u64 start; /* where libjvm.so is mapped from its first byte: static addresses are from here */
+	__u64 size; /* the file's size */
+	__u32 checked;
+	__u32 ready;
+	__u64 code_low, code_high;     /* CodeCache::_low_bound, _high_bound */
+	__u64 interp_low, interp_high; /* the template interpreter's code */
+	__u64 call_stub_ret;	       /* where Java code returns into the entry frame */
+	__u32 nheaps;
+	__u32 pad;
+	struct java_heap heaps[JAVA_MAX_HEAPS];
+	struct jvm_layout l;
+};
+
+/*
+ * One Java frame travels as a struct py_frame (common/pyframes.h: the snapshot's runtime
+ * frames, 16 bytes): code is the Method*, stamp tells a freed and reused Method apart (never
+ * 0), instr holds the frame's kind and, for an interpreted frame, its bytecode index.
+ */
+#define JAVA_FRAME_INTERPRETED (1u << 28)
+#define JAVA_FRAME_COMPILED (2u << 28)
+#define JAVA_FRAME_KIND_MASK (3u << 28)
+#define JAVA_FRAME_NO_BCI (1u << 30) /* PY_FRAME_NO_INSTR: the bci was not readable */
+#define JAVA_FRAME_BCI_MASK 0xffffu
+
+/* Why a stack of a Java target holds no Java frames, or not all of them (the snapshot's
+ * runtime status, with SC_RT_JAVA as its runtime). */
+enum java_status {
+	JAVA_ST_NONE = 0,    /* not a Java process (or not yet found to be one) */
+	JAVA_ST_OK = 1,	     /* every frame down to the entry frame */
+	JAVA_ST_NOT_IN_JAVA, /* the pc is not in the code cache: the thread runs native code */
+	JAVA_ST_NO_CODE,     /* the JVM has no code cache yet */
+	JAVA_ST_FAULT,	     /* a read of the target failed, or a frame was not one */
+	JAVA_ST_CUT,	     /* deeper than the frames recorded: the outermost left out */
+	JAVA_ST_MAX,
+};
+
+/* Bytes of a method record's strings and line table sent at most. */
+#define JAVA_CLASS_MAX 256
+#define JAVA_NAME_MAX 128
+#define JAVA_SIG_MAX 256
+#define JAVA_FILE_MAX 128
+#define JAVA_LINES_MAX 512
+#define JAVA_STRINGS (JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX + JAVA_FILE_MAX)
+
+/* struct sc_jmethod flags */
+#define JAVA_M_CUT 1u	    /* a string was longer than its room: its start sent */
+#define JAVA_M_HAS_LINES 2u /* ConstMethod says a line number table follows the bytecodes */
+#define JAVA_M_LINES_CUT 4u /* lines_len bytes of it were read, it may go on */
+
+/*
+ * A method met for the first time in a process (SC_REC_JMETHOD in the snapshot ring): the
+ * Symbols of its class, name, signature and source file (modified UTF-8, as HotSpot keeps
+ * them: '/' between a class's packages), and the compressed line number table after its
+ * bytecodes. The strings sit at data[0], data[JAVA_CLASS_MAX], ... in that order, the table at
+ * data[JAVA_STRINGS]: a record is as long as its table needs. Every field after tgid comes from
+ * the target's memory: hostile.
+ */
+struct sc_jmethod {
+	__u32 kind; /* SC_REC_JMETHOD */
+	__u32 tgid;
+	__u64 method;
+	__u32 stamp;
+	__u16 jdk; /* the JDK's major version: how to read the line table */
+	__u16 code_size;
+	__u16 class_len, name_len, sig_len, file_len;
+	__u16 lines_len;
+	__u8 flags; /* JAVA_M_* */
+	__u8 pad[5];
+	__u8 data[JAVA_STRINGS + JAVA_LINES_MAX];
+};
+
 #endif
