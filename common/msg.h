@@ -424,7 +424,8 @@ struct msg_stack_hint {
 
 /*
  * MSG_SHIP_PY_ATTACH: the file of pid's mapping that starts at `start` (the launcher opened
- * /proc/PID/map_files/START-END for the shipper) looks like a CPython interpreter. The worker
+ * /proc/PID/map_files/START-END for the shipper) looks like a CPython interpreter, or
+ * (runtime SC_RT_JAVA) like HotSpot's libjvm.so. The worker
  * checks the file (worker/pyattach.h); the programs check the mapping. A hostile shipper can
  * only point the frame reader at an interpreter a target really maps, at the place it maps it.
  */
@@ -433,6 +434,8 @@ struct msg_py_attach {
 	int32_t pid;
 	uint32_t seq; /* echoed in the result */
 	uint64_t start;
+	uint32_t runtime; /* SC_RT_PYTHON (an interpreter) or SC_RT_JAVA (a libjvm.so) */
+	uint32_t pad;
 	char path[256]; /* for logs */
 };
 
@@ -441,14 +444,15 @@ struct msg_py_result {
 	int32_t pid;
 	uint32_t seq;
 	int32_t err;	  /* 0, or the -errno that refused it */
-	uint32_t version; /* 0x030b for 3.11 when err is 0 */
+	uint32_t version; /* 0x030b for 3.11, the JDK's major version for Java, when err is 0 */
 };
 
 /*
  * MSG_SHIP_PYCODES: after struct ship_pycodes_hdr, `count` records, each a struct sc_pycode
  * (common/pyframes.h) as the programs wrote it, as long as its line table needs
- * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), then zero padding to a multiple of
- * 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
+ * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), or a struct sc_jmethod
+ * (common/jvmframes.h: offsetof(data) + JAVA_STRINGS + lines_len), each told by its kind, then
+ * zero padding to a multiple of 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
  */
 struct ship_pycodes_hdr {
 	uint64_t task_id;
