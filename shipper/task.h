@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/msg.h"
+#include "common/stackcount.h"
 #include "shipper/output/profile.h"
 #include "shipper/output/spool.h"
 #include "shipper/stacks/python.h"
@@ -85,6 +86,7 @@ struct ship_task {
 	struct py_finder *pyfind;
 	uint64_t maps_seen[ROVER_MAX_PIDS]; /* symbolizer__maps_stamp + 1 at the last look */
 	uint64_t py_status[ROVER_MAX_PIDS][PY_ST_MAX];
+	uint64_t java_status[ROVER_MAX_PIDS][JAVA_ST_MAX]; /* the same for Java targets */
 	uint64_t py_unknown, py_bad_frames;
 
 	/*
