@@ -283,7 +283,8 @@ $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS)
+unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS) \
+		$(OUT)/oncpu.bpf.o $(OUT)/offcpu.bpf.o
 	scripts/run-suite.sh $(OUT)/unit.tap $(OUT)/tests/unit/runner --jobs 2
 	scripts/run-suite.sh $(OUT)/load.tap $(OUT)/tests/unit/load_runner --jobs 2
 
