@@ -75,6 +75,75 @@ Test(cli, bad_arguments)
 	expect_one_line_error(cmd, 2, "unknown command 'frobnicate'");
 }
 
+/* --name that matches nothing, or that is no regular expression: said, a non-zero exit. */
+Test(cli, a_name_that_matches_nothing)
+{
+	char *none[] = { (char *)bin("rover"),
+			 "profile",
+			 "--name",
+			 "^no-such-process-[0-9]{12}$",
+			 "--output",
+			 "/tmp/rover-cli.folded",
+			 NULL };
+	char *bad[] = { (char *)bin("rover"),	 "profile", "--name", "nginx(", "--output",
+			"/tmp/rover-cli.folded", NULL };
+	char *empty[] = { (char *)bin("rover"),	   "profile", "--name", "", "--output",
+			  "/tmp/rover-cli.folded", NULL };
+	char *watch[] = { (char *)bin("rover"),
+			  "watch",
+			  "--name",
+			  "^no-such-process-[0-9]{12}$",
+			  "--cpu",
+			  "50:1/1",
+			  "--output",
+			  "/tmp/rover-cli.folded",
+			  NULL };
+	char *neither[] = { (char *)bin("rover"), "profile", "--output", "/tmp/rover-cli.folded",
+			    NULL };
+
+	expect_one_line_error(none, 1, "--name '^no-such-process-[0-9]{12}$' matches no process");
+	expect_one_line_error(bad, 2, "bad --name 'nginx(': missing closing parenthesis");
+	expect_one_line_error(empty, 2, "bad --name ''");
+	expect_one_line_error(watch, 1, "matches no process");
+	expect_one_line_error(neither, 2, "needs --pid PID[,PID...] or --name REGEX");
+}
+
+/*
+ * --name finds a process by its command line and says so, one line; never the command itself
+ * (its own arguments hold the regex) nor what it runs under.
+ */
+Test(cli, a_name_chooses_the_process_and_says_what_matched)
+{
+	char re[4200], want[128], *err = NULL;
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--name",
+			 re,
+			 "--duration",
+			 "1s",
+			 "--output",
+			 "/tmp/rover-cli-name.folded",
+			 NULL };
+	pid_t p = start_program(bin("tests/programs/demo_burn"), NULL);
+	struct folded f;
+	int rc;
+
+	cr_assert_gt(p, 0);
+	snprintf(re, sizeof(re), "^%s$", bin("tests/programs/demo_burn"));
+	rc = run_cmd(argv, &err);
+	stop_program(p);
+	cr_assert_eq(rc, 0, "%s", err);
+	snprintf(want, sizeof(want),
+		 "process %d (demo_burn) matched by its executable and command line\n", (int)p);
+	cr_assert(err && strstr(err, want), "%s", err);
+	cr_assert_null(strstr(err, "(rover)"), "the command chose itself: %s", err);
+	cr_assert_eq(folded_read("/tmp/rover-cli-name.folded", &f), 0);
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 0);
+	folded_free(&f);
+	unlink("/tmp/rover-cli-name.folded");
+	free(err);
+}
+
 Test(cli, a_missing_privilege)
 {
 	char *argv[] = { "/usr/sbin/runuser",
@@ -97,7 +166,7 @@ Test(cli, help_documents_every_option)
 	char cmd[4200], buf[8192];
 	const char *opts[] = { "--pid",	     "--output",      "--format",	  "--type",
 			       "--duration", "--dump-period", "--flush-interval", "--user",
-			       "--connect" };
+			       "--connect",  "--name",	      "--children" };
 	size_t n;
 	FILE *p;
 
