@@ -106,7 +106,13 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
 .PHONY: all deps test unit integration security demo bench soak clean format format-check fuzz install
-all: $(BINS) $(OAP_MODULE)
+all: $(BINS) $(OAP_MODULE) $(OUT)/rover.1
+
+# The manual page, from the help the commands print (one source: the usage texts in
+# launcher/main.c and launcher/watch.h).
+$(OUT)/rover.1: $(OUT)/rover scripts/gen-man.sh
+	$(call msg,GEN,$@)
+	$(Q)scripts/gen-man.sh $(OUT)/rover > $@.tmp && mv $@.tmp $@
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -303,12 +309,14 @@ test: deps
 	$(MAKE) security
 
 # Installs the binaries, the OAP module beside them (the roles look for it next to their own
-# executable), the rover user (deploy/sysusers.d) and the systemd unit.
+# executable), the manual page, the rover user (deploy/sysusers.d) and the systemd unit.
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/lib/sysusers.d \
-		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover
+		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(OUT)/rover.1 $(DESTDIR)$(MANDIR)/man1/rover.1
 	install -m 0644 $(OAP_MODULE) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 deploy/sysusers.d/rover.conf $(DESTDIR)/usr/lib/sysusers.d/rover.conf
 	install -m 0644 deploy/systemd/rover.service $(DESTDIR)/etc/systemd/system/rover.service

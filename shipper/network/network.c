@@ -522,7 +522,11 @@ static const char *const kernel_names[NET_STAT_MAX] = {
 	[NET_STAT_PKT_FULL] = "pkt_full",
 };
 
-static void losses(const struct net_stats *s, struct sb *b, bool json)
+/*
+ * Every loss counter: JSON holds them all (programs read them by name); the text, read by
+ * people, only those that counted something. Returns how many were not zero.
+ */
+static int losses(const struct net_stats *s, struct sb *b, bool json)
 {
 	const struct {
 		const char *name;
@@ -566,18 +570,21 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "parsers_refused", s->parsers_refused },
 	};
 	bool first = true;
+	int nonzero = 0;
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+		nonzero += l[i].v != 0;
 		if (json)
 			sb_printf(b, "%s\"%s\":%llu", first ? "" : ",", l[i].name,
 				  (unsigned long long)l[i].v);
-		else
+		else if (l[i].v)
 			sb_printf(b, "  %-24s %llu\n", l[i].name, (unsigned long long)l[i].v);
 		first = false;
 	}
+	nonzero += s->l7_unpaired != 0;
 	if (json)
 		sb_printf(b, ",\"l7_unpaired\":%llu", (unsigned long long)s->l7_unpaired);
-	else
+	else if (s->l7_unpaired)
 		sb_printf(b, "  %-24s %llu\n", "l7_unpaired", (unsigned long long)s->l7_unpaired);
 	for (uint8_t p = NET_PROTO_NONE + 1; p < NET_PROTO_MAX; p++) {
 		const struct l7_stats *q = &s->l7[p];
@@ -604,9 +611,10 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 			char name[64];
 
 			snprintf(name, sizeof(name), "%s_%s", net__proto_name(p), m[i].name);
+			nonzero += m[i].v != 0;
 			if (json)
 				sb_printf(b, ",\"%s\":%llu", name, (unsigned long long)m[i].v);
-			else
+			else if (m[i].v)
 				sb_printf(b, "  %-24s %llu\n", name, (unsigned long long)m[i].v);
 		}
 	}
@@ -614,13 +622,15 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		/* Counts, not losses: in the report's head and its "tls" part. */
 		if (i == NET_STAT_SYSCALLS || i == NET_STAT_TLS_CALLS || i == NET_STAT_TLS_ADJACENT)
 			continue;
+		nonzero += s->kernel[i] != 0;
 		if (json)
 			sb_printf(b, ",\"kernel_%s\":%llu", kernel_names[i],
 				  (unsigned long long)s->kernel[i]);
-		else
+		else if (s->kernel[i])
 			sb_printf(b, "  kernel %-17s %llu\n", kernel_names[i],
 				  (unsigned long long)s->kernel[i]);
 	}
+	return nonzero;
 }
 
 void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l)
@@ -707,8 +717,15 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 		else
 			sb_printf(b, "%u probes\n", l->attached);
 	}
-	sb_printf(b, "\nLosses:\n");
-	losses(s, b, false);
+	{
+		size_t at = b->len;
+
+		sb_printf(b, "\nLosses:\n");
+		if (!losses(s, b, false) && !b->err) {
+			b->len = at;
+			sb_printf(b, "\nNo losses.\n");
+		}
+	}
 }
 
 static void report_json(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
