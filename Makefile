@@ -154,9 +154,18 @@ $(OUT)/configs/rover_configs.h: configs/rover_configs.yaml
 	$(Q)mkdir -p $(@D) && { printf 'static const char rover_default_config[] = {'; \
 		od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; printf '0 };\n'; } > $@
 
+# The version the HTML reports name: the commit built (-dirty: with changes not committed).
+# The header is rewritten only when that changes, so that nothing else is rebuilt for it.
+ROVER_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(OUT)/version.h: FORCE
+	$(Q)mkdir -p $(@D) && printf '#define ROVER_VERSION "%s"\n' '$(ROVER_VERSION)' > $@.tmp && \
+		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+.PHONY: FORCE
+FORCE:
+
 # Generated headers come before any object that may include them.
 GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS) \
-             $(OUT)/configs/rover_configs.h
+             $(OUT)/configs/rover_configs.h $(OUT)/version.h
 
 $(OUT)/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
@@ -259,7 +268,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 		$(OUT)/worker/kbtf.o $(OUT)/worker/jvmstructs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp \
-		-lbpf
+		-lbpf -lcrypto
 
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).

@@ -179,6 +179,8 @@ enum output_format {
 	FORMAT_SVG = 3,
 	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (docs/network.md, "The report") */
 	FORMAT_NET_JSON = 5, /* NETWORK: the same, for programs */
+	FORMAT_HTML = 6,     /* ON_CPU, OFF_CPU: the flame graph, its search and top functions */
+	FORMAT_NET_HTML = 7, /* NETWORK: the report as one page, its topology drawn */
 };
 
 struct task_spec {

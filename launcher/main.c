@@ -84,9 +84,9 @@ static const char usage_profile[] =
 	"                             and those they start while the task runs (looked for every\n"
 	"                             100 ms), 64 at the start and 256 more at once at most\n"
 	"  -o, --output FILE          where the profile goes\n"
-	"  -f, --format FMT           folded | pprof | svg (on_cpu, off_cpu); txt | json\n"
-	"                             (network); default from FILE's extension (.folded,\n"
-	"                             .pb.gz, .svg, .txt, .json), else folded or txt\n"
+	"  -f, --format FMT           folded | pprof | svg | html (on_cpu, off_cpu); txt | json\n"
+	"                             | html (network); default from FILE's extension (.folded,\n"
+	"                             .pb.gz, .svg, .txt, .json, .html), else folded or txt\n"
 	"  -t, --type TYPE            on_cpu (default): where the CPU time goes, in samples;\n"
 	"                             off_cpu: where threads wait, in microseconds off the CPU;\n"
 	"                             network: every TCP connection of the processes, L4 figures\n"
@@ -954,8 +954,8 @@ static int cmd_profile(int argc, char **argv)
 		return die_usage("--attach %s is for --type network", "syscalls");
 	if (output_format_of(format, output, spec.type == TASK_NETWORK, &spec.format))
 		return die_usage(spec.type == TASK_NETWORK
-					 ? "bad --format '%s': txt or json expected"
-					 : "bad --format '%s': folded, pprof or svg expected",
+					 ? "bad --format '%s': txt, json or html expected"
+					 : "bad --format '%s': folded, pprof, svg or html expected",
 				 format);
 	for (uint32_t i = 0; i < spec.npids; i++) {
 		char path[64];

@@ -1007,9 +1007,21 @@ static int net_write(struct ship_task *t, FILE *f, struct msg_output_written *re
 
 	/* The last interval: what moved since the last conns frame. */
 	net_task__interval(t->net, now_mono_ms() * 1000000ull);
+	if (t->format == FORMAT_NET_HTML) {
+		struct net_report_head h = {
+			.start_unix_ms = t->spec.start_unix_ms,
+			.duration_ms = t->spec.duration_ms,
+			.npids = t->spec.npids,
+			.complete = t->ended,
+		};
+
+		memcpy(h.pids, t->spec.pids, sizeof(h.pids));
+		net_task__set_head(t->net, &h);
+	}
 	err = net_task__write_report(t->net, f,
-				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON
-								  : NET_REPORT_TXT,
+				     t->format == FORMAT_NET_JSON   ? NET_REPORT_JSON
+				     : t->format == FORMAT_NET_HTML ? NET_REPORT_HTML
+								    : NET_REPORT_TXT,
 				     ret->summary, sizeof(ret->summary));
 	net_summarize(t, ret);
 	ret->err = -err;

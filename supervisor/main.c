@@ -25,6 +25,7 @@
 
 #include "common/ipc.h"
 #include "common/log.h"
+#include "common/formats.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
 #include "common/util.h"
@@ -286,8 +287,7 @@ static int check_client_spec(const struct supervisor *s, struct task_spec *spec,
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
 	if (spec->attach > (spec->type == TASK_NETWORK ? ATTACH_SYSCALLS : ATTACH_RAW_TP))
 		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
-	if (net ? spec->format != FORMAT_NET_TXT && spec->format != FORMAT_NET_JSON
-		: spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
+	if (!output_format_info(spec->format) || !output_format_info(spec->format)->network != !net)
 		return snprintf(why, len, "output format %u is not one of a%s task", spec->format,
 				net ? " NETWORK" : " profiling"),
 		       -EINVAL;

@@ -783,6 +783,53 @@ Test(network, report_lists_only_losses)
 	net_task__free(t);
 }
 
+/*
+ * The HTML report of the same conversation, its client named by a hostile target: no markup of
+ * theirs in the page, the pair drawn once, both processes and every endpoint with its counts.
+ */
+Test(network, report_html)
+{
+	struct net_report_head h = { .start_unix_ms = 1700000000000ull,
+				     .duration_ms = 2000,
+				     .npids = 2,
+				     .pids = { 100, 200 },
+				     .complete = true };
+	struct net_task *t = task();
+	char *page = NULL, *s;
+	size_t len = 0, edges = 0;
+	FILE *f;
+
+	cr_assert_eq(net_task__set_comm(t, 100, "<script>x'\""), 0);
+	cr_assert_eq(net_task__set_comm(t, 200, "nginx"), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	net_task__set_head(t, &h);
+	f = open_memstream(&page, &len);
+	cr_assert_not_null(f);
+	cr_assert_eq(net_task__write_report(t, f, NET_REPORT_HTML, NULL, 0), 0);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_null(strstr(page, "<script"), "%s", page);
+	cr_assert_null(strstr(page, "x'\""));
+	cr_assert(strstr(page, "&lt;script&gt;x&apos;&quot; (100)"), "%s", page);
+	cr_assert(strstr(page, "script-src") == NULL, "the page allows no script");
+	cr_assert(strstr(page, "<dd>2023-11-14 22:13:20 UTC</dd>"), "%s", page);
+	cr_assert(strstr(page, "<g class=\"node proc\" data-pid=\"100\""));
+	cr_assert(strstr(page, "<g class=\"node proc\" data-pid=\"200\" data-name=\"nginx\""));
+	for (s = page; (s = strstr(s, "<g class=\"edge")); s++)
+		edges++;
+	cr_assert_eq(edges, 1, "the pair is drawn once, from its client: %s", page);
+	cr_assert(strstr(page, "data-requests=\"2\" data-errors=\"1\""), "%s", page);
+	cr_assert(strstr(page, "data-pid=\"200\" data-role=\"server\" data-method=\"GET\" "
+			       "data-path=\"/api/items\" data-requests=\"1\""),
+		  "%s", page);
+	cr_assert(strstr(page, "<span class=\"code bad\" data-code=\"404\" data-n=\"1\">"), "%s",
+		  page);
+	cr_assert(strstr(page, "No losses."), "%s", page);
+	free(page);
+	net_task__free(t);
+}
+
 /* ---- span attached events ---- */
 
 struct ev {
