@@ -282,7 +282,7 @@ $(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
 		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON) -lm
 
 # tests/security: each finding of the privilege review, written as the attack (policy/README.md).
 # tls_attach_worker: the worker's TLS attach (worker/netcap.c) under the worker's own drop and
