@@ -259,13 +259,13 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 
 # The unit runner links every role's code but main.c, and of the worker's only its stack-hint
 # table, ring-record checks, ring reader and the checks of handed files (worker/stackhint.c,
-# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c, kbtf.c, jvmstructs.c): its BPF is
-# tested live.
+# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c, kbtf.c, jvmstructs.c,
+# v8structs.c): its BPF is tested live.
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
 		$(OUT)/worker/stackhint.o $(OUT)/worker/snaprec.o $(OUT)/worker/ringread.o \
 		$(OUT)/worker/elffile.o $(OUT)/worker/pyattach.o $(OUT)/worker/pyoffsets.o \
-		$(OUT)/worker/kbtf.o $(OUT)/worker/jvmstructs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
+		$(OUT)/worker/kbtf.o $(OUT)/worker/jvmstructs.o $(OUT)/worker/v8structs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp \
 		-lbpf -lcrypto
@@ -547,6 +547,9 @@ fuzz-corpus: $(OUT)/fuzz/gen_corpus
 		$(OUT)/fuzz/seed_jvm tests/fuzz/corpus/fuzz_jvmstructs \
 			jdk17.so=/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so \
 			jdk25.so=/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_v8structs && $(CC) $(CFLAGS) -I. -I$(OUT) \
+		tests/fuzz/seed_v8.c worker/elffile.c worker/v8structs.c -o $(OUT)/fuzz/seed_v8 && \
+		$(OUT)/fuzz/seed_v8 tests/fuzz/corpus/fuzz_v8structs /usr/bin/node
 
 clean:
 	rm -rf $(OUT) out
