@@ -179,6 +179,8 @@ enum output_format {
 	FORMAT_SVG = 3,
 	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (docs/network.md, "The report") */
 	FORMAT_NET_JSON = 5, /* NETWORK: the same, for programs */
+	FORMAT_HTML = 6,     /* ON_CPU, OFF_CPU: the flame graph, its search and top functions */
+	FORMAT_NET_HTML = 7, /* NETWORK: the report as one page, its topology drawn */
 };
 
 struct task_spec {
@@ -234,10 +236,23 @@ enum task_flags {
 	 * holds up to 64 long-lived processes.
 	 */
 	TASK_MONITOR = 16,
+	/*
+	 * Asked by the client (rover profile --children): the targets' descendants are the
+	 * task's processes too, those running when it starts (the supervisor adds them to its
+	 * pids) and those they start while it runs (MSG_TASK_TARGETS, each checked by the
+	 * launcher as a spawn's pids are; supervisor/discovery/children.h).
+	 */
+	TASK_CHILDREN = 32,
 };
 
 /* The flags a client may set; the supervisor sets the others. */
-#define TASK_CLIENT_FLAGS (TASK_PYTHON_NATIVE_ALL | TASK_PYTHON_OFF)
+#define TASK_CLIENT_FLAGS (TASK_PYTHON_NATIVE_ALL | TASK_PYTHON_OFF | TASK_CHILDREN)
+
+/*
+ * Processes a TASK_CHILDREN task follows at once beyond its first pids: each is held by a
+ * pidfd in the supervisor (to see it end) and in the launcher (for the shipper's opens).
+ */
+#define ROVER_MAX_CHILDREN 256
 
 /* How user stacks are unwound (docs/profiling.md, "Whole stacks"). */
 enum unwind_mode {
@@ -278,6 +293,8 @@ struct msg_spawn {
 	 * npids may be 0, and MSG_TASK_TARGETS changes its pids while it runs.
 	 */
 	uint32_t access_log;
+	/* 1: a TASK_CHILDREN task, whose children come with MSG_TASK_TARGETS while it runs. */
+	uint32_t children;
 	uint32_t groups[ROVER_MAX_GROUPS];
 };
 
@@ -741,7 +758,10 @@ struct msg_tls_result {
  * MSG_TASK_TARGETS: after the header, `count` entries. Sent by the supervisor to the launcher
  * first (which pins the added pids, or answers nothing: a pid it cannot pin is left out of
  * the shipper's opens and logged), then to the TASK_ACCESS_LOG worker. Only a TASK_ACCESS_LOG
- * worker's targets change this way; the launcher refuses the frame for any other task.
+ * or a TASK_CHILDREN worker's targets change this way; the launcher refuses the frame for any
+ * other task. For a TASK_CHILDREN task the launcher answers with the same frame, each added
+ * pid on (pinned, and for a client's task one the client could trace) or off (refused), and
+ * the supervisor sends the worker only those it let on.
  */
 #define MSG_TARGETS_MAX 1024 /* entries in one frame */
 #define ALOG_MAX_PIDS 4096   /* processes one access-log task traces at once */

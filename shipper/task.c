@@ -404,6 +404,36 @@ static int target_of(const struct ship_task *t, int32_t tgid)
 	return -1;
 }
 
+/*
+ * The index of tgid among the task's targets; for a TASK_CHILDREN task, a process the task
+ * took on while it ran (its worker traces the children the launcher let on) becomes a target
+ * here when its first record comes, up to ROVER_MAX_PIDS in all, its name and mappings read
+ * now. The files of a process the launcher never pinned are refused to us all the same, so a
+ * worker naming any other process gets nothing of it. -1 for none.
+ */
+static int target_or_child(struct ship_task *t, int32_t tgid, struct symbolizer *sym,
+			   int *ret_added)
+{
+	int i = target_of(t, tgid);
+
+	*ret_added = 0;
+	if (i >= 0 || !(t->spec.flags & TASK_CHILDREN) || tgid <= 0 || (uint32_t)tgid >> 22)
+		return i;
+	if (t->spec.npids >= ROVER_MAX_PIDS) {
+		if (!t->said_children_full++)
+			log_warn("task %llu: more than %d processes with its children: the samples "
+				 "of the later ones are not kept",
+				 (unsigned long long)t->task_id, ROVER_MAX_PIDS);
+		return -1;
+	}
+	i = (int)t->spec.npids++;
+	t->spec.pids[i] = tgid;
+	read_comm(tgid, t->comms[i]);
+	symbolizer__load_pid(sym, tgid);
+	*ret_added = 1;
+	return i;
+}
+
 /* A flush's upload being built: a batch per target (by its index in the spec). */
 struct flush_build {
 	struct spool_batch b[ROVER_MAX_PIDS];
@@ -473,11 +503,13 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		     const char **frames, struct flush_build *fb)
 {
 	struct stored_stack *us = NULL, *ks = NULL;
-	int target = target_of(t, c->tgid);
+	int added, target = target_or_child(t, c->tgid, sym, &added);
 	uint64_t value;
 	uint32_t nf = 0;
 	int err;
 
+	if (target < 0 && (t->spec.flags & TASK_CHILDREN) && c->tgid > 0)
+		return 0; /* a child past the bound, said */
 	if (target < 0 || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID || c->kstack < -1 ||
 	    c->kstack >= SHIP_MAX_STACK_ID)
 		return -EPROTO;
@@ -902,7 +934,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	}
 	while ((rc = snapshots__next(&it, &v)) == 1) {
 		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
-		int target = target_of(t, v.s.tgid);
+		int added, target = target_or_child(t, v.s.tgid, sym, &added);
 		struct unwind_reach reach;
 		struct stored_stack *us, *ks = NULL;
 		int32_t uid, kid = -1;
@@ -910,10 +942,15 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		uint64_t value;
 		struct stored_stack *old[2] = { NULL, NULL };
 
+		if (target < 0 && (t->spec.flags & TASK_CHILDREN))
+			continue; /* a child past the bound, said */
 		if (target < 0) {
 			rc = -EPROTO;
 			break;
 		}
+		/* A child's CFI at its first snapshot (the first pids' were read at the begin). */
+		if (added)
+			(void)unwinder__load_pid(unw, v.s.tgid);
 		nu = (uint32_t)unwinder__unwind_reach(unw, v.s.tgid, &regs, v.stack, v.s.stack_len,
 						      uips, ROVER_MAX_STACK_DEPTH, &reach);
 		stack_reach_seen(t, target, &v.s, &reach);
@@ -998,9 +1035,21 @@ static int net_write(struct ship_task *t, FILE *f, struct msg_output_written *re
 
 	/* The last interval: what moved since the last conns frame. */
 	net_task__interval(t->net, now_mono_ms() * 1000000ull);
+	if (t->format == FORMAT_NET_HTML) {
+		struct net_report_head h = {
+			.start_unix_ms = t->spec.start_unix_ms,
+			.duration_ms = t->spec.duration_ms,
+			.npids = t->spec.npids,
+			.complete = t->ended,
+		};
+
+		memcpy(h.pids, t->spec.pids, sizeof(h.pids));
+		net_task__set_head(t->net, &h);
+	}
 	err = net_task__write_report(t->net, f,
-				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON
-								  : NET_REPORT_TXT,
+				     t->format == FORMAT_NET_JSON   ? NET_REPORT_JSON
+				     : t->format == FORMAT_NET_HTML ? NET_REPORT_HTML
+								    : NET_REPORT_TXT,
 				     ret->summary, sizeof(ret->summary));
 	net_summarize(t, ret);
 	ret->err = -err;

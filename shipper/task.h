@@ -60,6 +60,7 @@ struct ship_task {
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
 	struct agg_entry *agg;
 	char comms[ROVER_MAX_PIDS][16];
+	int said_children_full; /* TASK_CHILDREN: more processes than ROVER_MAX_PIDS, said once */
 	/*
 	 * UNWIND_DWARF, by target: the most stack bytes above sp one unwinding read, snapshots
 	 * seen, the hint the worker has (0: none yet) and whether a new one is due

@@ -83,7 +83,8 @@ uint64_t elf_file_offset(const struct elf_file *f, uint64_t vaddr, bool code)
 /* Whether the bytes at off are the string name and its terminator: 1, 0 or -errno. */
 int elf_name_is(struct elf_file *f, uint64_t off, const char *name)
 {
-	char buf[64];
+	/* V8's v8dbg_ names reach 65 bytes with the terminator. */
+	char buf[128];
 	size_t n = strlen(name) + 1;
 	int err;
 

@@ -225,6 +225,11 @@ static int stacks_forget(struct worker *w, int32_t pid)
 	return profiler__forget(w->prof, pid);
 }
 
+static int stacks_set_target(struct worker *w, int32_t pid, int on)
+{
+	return on ? profiler__trace(w->prof, pid) : profiler__forget(w->prof, pid);
+}
+
 static void stacks_stop(struct worker *w)
 {
 	profiler__stop(w->prof);
@@ -259,6 +264,7 @@ static const struct task_kind stacks_kind = {
 	.on_shipper = stacks_on_shipper,
 	.tracing = stacks_tracing,
 	.forget = stacks_forget,
+	.set_target = stacks_set_target,
 	.stop = stacks_stop,
 	.totals = stacks_totals,
 	.free = stacks_free,
@@ -394,6 +400,7 @@ static const struct task_kind net_kind = {
 	.on_shipper = net_on_shipper,
 	.tracing = net_tracing,
 	.forget = net_forget,
+	.set_target = net_set_target,
 	.stop = net_stop,
 	.totals = net_totals,
 	.free = net_free,

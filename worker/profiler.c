@@ -63,6 +63,8 @@ struct profiler {
 	uint32_t type;
 	int user_only;		   /* TASK_USER_ONLY: no kernel frame leaves the worker */
 	uint32_t req_uid, req_gid; /* and the client whose targets must stay its own */
+	/* Its targets map's size: room for followed children too (TASK_CHILDREN). */
+	uint32_t max_targets;
 	struct oncpu_bpf *on;
 	struct offcpu_bpf *off;
 	struct bpf_link **links;
@@ -201,6 +203,7 @@ static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int nam
 	ring = dwarf_mode(spec) ? snap_ring_bytes(freq * (uint64_t)p->ncpus) : 0;
 	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1, p->on->maps.snaps,
 		  ring);
+	bpf_map__set_max_entries(p->on->maps.targets, p->max_targets);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	p->on->rodata->snap_wake_bytes = ring / 4;
 	set_cred_check(&p->on->rodata->cred_check, &p->on->rodata->cred_uid,
@@ -284,6 +287,7 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 	/* Switches have no rate known in advance: the largest ring. */
 	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1,
 		  p->off->maps.snaps, dwarf ? SC_SNAP_RINGBUF_MAX : 0);
+	bpf_map__set_max_entries(p->off->maps.targets, p->max_targets);
 	p->off->rodata->unwind_dwarf = dwarf;
 	p->off->rodata->snap_wake_bytes = SC_SNAP_RINGBUF_MAX / 4;
 	p->off->rodata->cred_check = (uint32_t)p->user_only;
@@ -555,6 +559,9 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 	p->user_only = !!(spec->flags & TASK_USER_ONLY);
 	p->req_uid = spec->req_uid;
 	p->req_gid = spec->req_gid;
+	p->max_targets = SC_MAX_TARGETS;
+	if (spec->flags & TASK_CHILDREN)
+		p->max_targets += ROVER_MAX_CHILDREN;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0) {
 		err = p->ncpus ? p->ncpus : -ENODEV;
@@ -624,6 +631,18 @@ int profiler__forget(struct profiler *p, int32_t pid)
 	/* Its interpreter's place is no other process's that gets its number. */
 	bpf_map_delete_elem(p->pyprocs_fd, &tgid);
 	bpf_map_delete_elem(p->javaprocs_fd, &tgid);
+	return 0;
+}
+
+int profiler__trace(struct profiler *p, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	uint8_t one = 1;
+
+	if (pid <= 0 || (uint32_t)pid >> 22)
+		return -EINVAL;
+	if (bpf_map_update_elem(p->targets_fd, &tgid, &one, BPF_ANY))
+		return -errno;
 	return 0;
 }
 

@@ -57,6 +57,8 @@ int profiler__runs_programs(const struct profiler *p);
 
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
+/* A child of the targets (TASK_CHILDREN) counted from now on. 0 or -errno. */
+int profiler__trace(struct profiler *p, int32_t pid);
 /* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */
 int profiler__forget(struct profiler *p, int32_t pid);
 /*

@@ -106,6 +106,11 @@ struct nginx {
 };
 /* Returns once the worker runs and the port answers; 0 or -errno (nothing left running). */
 int nginx_start(int port, struct nginx *ret);
+/* The same with `workers` worker processes, each listening on its own socket (reuseport):
+ * returns once all of them run. h->worker is one of them. */
+int nginx_start_workers(int port, int workers, struct nginx *ret);
+/* The master's worker processes now: up to max into ret; how many there are. */
+int nginx_workers(const struct nginx *h, pid_t *ret, int max);
 /* Stops master and worker by pid (TERM, then KILL after 5 s) and waits; keeps h->dir. */
 void nginx_stop(struct nginx *h);
 /* nginx_stop if needed, then removes h->dir. Accepts a zeroed struct. */
