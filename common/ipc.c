@@ -272,7 +272,8 @@ int ipc_listen_at(int dirfd, const char *name, unsigned gid, unsigned mode, unsi
 		close(fd);
 		return err;
 	}
-	if (fchownat(dirfd, name, 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
+	/* Root's, or (a launcher running as the roles' user) its own: the owner stays. */
+	if (fchownat(dirfd, name, geteuid() ? (uid_t)-1 : 0, (gid_t)gid, AT_SYMLINK_NOFOLLOW) ||
 	    fchmodat(dirfd, name, (mode_t)mode, 0)) {
 		err = -errno;
 		close(fd);

@@ -2,15 +2,18 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/ipc.h"
+#include "common/privdrop.h"
 #include "common/util.h"
 #include "launcher/client.h"
 #include "launcher/trust.h"
@@ -21,19 +24,78 @@ static const struct ipc_rule replies[] = {
 	{ MSG_CTL_DONE, sizeof(struct msg_ctl_done), sizeof(struct msg_ctl_done), 0, 0 },
 };
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+
+/*
+ * Whether the listener behind fd is a launcher running as the roles' user: it listened as
+ * agent (all four uids) holding CAP_BPF and CAP_PERFMON, which no other process of that uid
+ * holds (the roles have none but a worker's two, and a worker makes no socket). Read through
+ * /proc/PID while a pidfd of the listener shows it alive, so the pid is still its own.
+ */
+static int peer_is_agent(int fd, uid_t agent)
+{
+	const unsigned long long need = (1ULL << CAP_BPF) | (1ULL << CAP_PERFMON);
+	struct ucred uc;
+	socklen_t len = sizeof(uc), plen = sizeof(int);
+	unsigned long long eff = 0;
+	unsigned u[4];
+	int pidfd = -1, uids = 0, ok = 0;
+	char path[64], line[256];
+	FILE *f;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) || uc.uid != agent ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &plen) || pidfd < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)uc.pid);
+	f = fopen(path, "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4)
+				uids = u[0] == agent && u[1] == agent && u[2] == agent &&
+				       u[3] == agent;
+			else
+				sscanf(line, "CapEff: %llx", &eff);
+		}
+		fclose(f);
+		ok = uids && (eff & need) == need;
+	}
+	{
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+		ok = ok && poll(&p, 1, 0) == 0; /* not exited: the pid was not reused */
+	}
+	close(pidfd);
+	return ok;
+}
+
 /*
  * The agent behind sockdir is trusted with our output descriptor and terminal only when no
  * other user could have put a listener there: sockdir and every directory above it are root's
  * (or ours) and closed to others (trust_dir), and ctl.sock is reached through that descriptor.
+ * An agent whose launcher runs as the roles' user (deploy/systemd/rover.service: User=rover)
+ * owns its directory, which that user could as well have made to pose as an agent: there,
+ * before a byte is sent, the listener must be such a launcher (peer_is_agent).
  */
 int client_connect(const char *sockdir, unsigned wait_ms)
 {
 	struct timespec pause = { .tv_nsec = 50000000 };
 	uint64_t until = now_mono_ms() + wait_ms;
 	char bad[96] = "", at[64];
-	int dirfd, fd;
+	uid_t agent = geteuid();
+	gid_t agent_gid;
+	int dirfd, fd, check_peer = 0;
 
-	dirfd = trust_dir(sockdir, geteuid(), 0, bad, sizeof(bad));
+	dirfd = trust_dir(sockdir, geteuid(), geteuid(), 0, bad, sizeof(bad));
+	/* The agent's own directory (/run/rover): only the last component may be the agent's,
+	 * every one above it as trusted as before. */
+	if (dirfd == -EPERM && !privdrop_lookup_user(getenv("ROVER_USER"), &agent, &agent_gid)) {
+		char bad2[96];
+
+		dirfd = trust_dir(sockdir, geteuid(), agent, 0, bad2, sizeof(bad2));
+		check_peer = dirfd >= 0;
+	}
 	if (dirfd == -EPERM)
 		fprintf(stderr,
 			"rover: %s: %s could be changed by another user, who could have put "
@@ -46,15 +108,26 @@ int client_connect(const char *sockdir, unsigned wait_ms)
 		struct stat st;
 
 		fd = -EPERM;
-		/* A socket of root's (or ours), never a link. */
+		/* A socket of root's (or ours, or the agent's), never a link. */
 		if (!fstatat(dirfd, "ctl.sock", &st, AT_SYMLINK_NOFOLLOW) &&
-		    (!S_ISSOCK(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()))) {
+		    (!S_ISSOCK(st.st_mode) ||
+		     (st.st_uid != 0 && st.st_uid != geteuid() && st.st_uid != agent))) {
 			fprintf(stderr,
-				"rover: %s/ctl.sock is not a socket of root's; refusing it\n",
+				"rover: %s/ctl.sock is not a socket of root's or the agent's; "
+				"refusing it\n",
 				sockdir);
 			break;
 		}
 		fd = ipc_connect(at, "ctl.sock");
+		if (fd >= 0 && check_peer && !peer_is_agent(fd, agent)) {
+			fprintf(stderr,
+				"rover: %s/ctl.sock: its listener is not a rover launcher of uid %u "
+				"(one holding CAP_BPF and CAP_PERFMON); refusing it\n",
+				sockdir, (unsigned)agent);
+			close(fd);
+			fd = -EPERM;
+			break;
+		}
 		if (fd >= 0 || now_mono_ms() >= until)
 			break;
 		nanosleep(&pause, NULL);

@@ -213,23 +213,38 @@ static int duration_ms_arg(const char *opt, const char *arg, uint64_t min_us, ui
 	return 0;
 }
 
+/*
+ * What a launcher needs to start: as root, its list (launcher_caps) and what it sets up with;
+ * as the roles' user (a service's User=rover, deploy/systemd/rover.service), the capabilities
+ * it keeps, effective, with the workers' two also inheritable, so that it can hand them on as
+ * ambient ones (spawner.c, exec_worker): it changes no uid, chowns nothing and signals only
+ * processes of its own uid, so SETUID, SETGID, SETPCAP, KILL and CHOWN are not asked.
+ */
 static int has_privileges(void)
 {
-	static const int need[] = { CAP_SETUID,
-				    CAP_SETGID,
-				    CAP_SETPCAP,
-				    CAP_BPF,
-				    CAP_PERFMON,
-				    CAP_KILL,
-				    CAP_CHOWN,
-				    CAP_SYS_PTRACE,
-				    CAP_CHECKPOINT_RESTORE,
-				    CAP_DAC_READ_SEARCH };
+	static const int need_root[] = { CAP_SETUID,
+					 CAP_SETGID,
+					 CAP_SETPCAP,
+					 CAP_BPF,
+					 CAP_PERFMON,
+					 CAP_KILL,
+					 CAP_CHOWN,
+					 CAP_SYS_PTRACE,
+					 CAP_CHECKPOINT_RESTORE,
+					 CAP_DAC_READ_SEARCH };
+	static const int need_user[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE,
+					 CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH };
+	const int *need = geteuid() == 0 ? need_root : need_user;
+	size_t n = geteuid() == 0 ? sizeof(need_root) / sizeof(need_root[0])
+				  : sizeof(need_user) / sizeof(need_user[0]);
 
 	capng_get_caps_process();
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+	for (size_t i = 0; i < n; i++)
 		if (!capng_have_capability(CAPNG_EFFECTIVE, (unsigned)need[i]))
 			return 0;
+	if (geteuid() != 0 && (!capng_have_capability(CAPNG_INHERITABLE, CAP_BPF) ||
+			       !capng_have_capability(CAPNG_INHERITABLE, CAP_PERFMON)))
+		return 0;
 	return 1;
 }
 
@@ -405,23 +420,50 @@ static const int launcher_caps[] = {
 };
 /* clang-format on */
 
+/*
+ * The launcher as the roles' user keeps these, and of them only the workers' two inheritable:
+ * the rest it uses itself (the shipper's opens, lc_answer_open). Its bounding set is the
+ * service's (CapabilityBoundingSet=): without CAP_SETPCAP it cannot cut it, and with
+ * NoNewPrivs and nothing else inheritable no process it starts can gain what is in it.
+ */
+static const int launcher_user_caps[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE,
+					  CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH };
+
 /* Sheds every capability the launcher does not need any more, and sets NoNewPrivs. */
 static int shed_privileges(void)
 {
+	int as_user = geteuid() != 0;
+	const int *keep_list = as_user ? launcher_user_caps : launcher_caps;
+	size_t nkeep = as_user ? sizeof(launcher_user_caps) / sizeof(launcher_user_caps[0])
+			       : sizeof(launcher_caps) / sizeof(launcher_caps[0]);
+
 	capng_get_caps_process();
 	for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
 		int keep = 0;
 
-		for (size_t i = 0; i < sizeof(launcher_caps) / sizeof(launcher_caps[0]); i++)
-			keep |= launcher_caps[i] == cap;
+		for (size_t i = 0; i < nkeep; i++)
+			keep |= keep_list[i] == cap;
 		if (!keep)
 			capng_update(CAPNG_DROP,
 				     CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_INHERITABLE |
 					     CAPNG_BOUNDING_SET,
 				     (unsigned)cap);
+		else if (as_user && cap != CAP_BPF && cap != CAP_PERFMON)
+			capng_update(CAPNG_DROP, CAPNG_INHERITABLE, (unsigned)cap);
 	}
-	if (capng_apply(CAPNG_SELECT_BOTH | CAPNG_SELECT_BOUNDS))
+	if (capng_apply(as_user ? CAPNG_SELECT_CAPS : CAPNG_SELECT_BOTH | CAPNG_SELECT_BOUNDS))
 		return -EPERM;
+	if (as_user) {
+		/*
+		 * No ambient capability but while a worker is started (spawner.c): the supervisor
+		 * and the shipper start with none. Not dumpable: processes of this uid (the roles)
+		 * may neither ptrace it nor read its /proc files, which its capabilities already
+		 * forbid them (ptrace's capability subset rule); this says so in one flag.
+		 */
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) ||
+		    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+			return -errno;
+	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -errno;
 	return 0;
@@ -514,6 +556,14 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 				l->user ? l->user : "rover");
 		return err;
 	}
+	/* Not root: only as the roles' user itself (a service's User=), never a third uid. */
+	if (geteuid() != 0 && geteuid() != l->uid) {
+		fprintf(stderr,
+			"rover: run as uid %u: a launcher that is not root must run as the roles' "
+			"user %s (uid %u)\n",
+			(unsigned)geteuid(), l->user ? l->user : "rover", (unsigned)l->uid);
+		return -EPERM;
+	}
 	n = readlink("/proc/self/exe", l->bindir, sizeof(l->bindir) - 1);
 	if (n <= 0)
 		return -errno;
@@ -529,12 +579,13 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 			return -errno;
 		l->own_sockdir = 1;
 	}
-	/* Root's, and nobody else may write in it: no socket in it can be renamed or replaced,
-	 * no link planted for root to follow. Its group (the rover group) may reach ctl.sock. */
-	l->dirfd = trust_dir(l->sockdir, 0, 1, bad, sizeof(bad));
+	/* Root's (or, for a launcher that runs as the roles' user, that user's), and nobody
+	 * else may write in it: no socket in it can be renamed or replaced, no link planted for
+	 * the launcher to follow. Its group (the rover group) may reach ctl.sock. */
+	l->dirfd = trust_dir(l->sockdir, geteuid(), geteuid(), 1, bad, sizeof(bad));
 	if (l->dirfd == -EPERM) {
-		fprintf(stderr, "rover: socket directory %s: %s is not root's alone; refusing it\n",
-			l->sockdir, bad);
+		fprintf(stderr, "rover: socket directory %s: %s is not %s alone; refusing it\n",
+			l->sockdir, bad, geteuid() ? "the launcher's user's" : "root's");
 		return -EPERM;
 	}
 	if (l->dirfd < 0)
@@ -556,7 +607,7 @@ static int setup_steps(struct launcher *l, const char *sockdir)
 			(unsigned)l->uid, (int)other, comm);
 		return -EBUSY;
 	}
-	if (fchown(l->dirfd, 0, l->gid) || fchmod(l->dirfd, 0750))
+	if (fchown(l->dirfd, geteuid() ? (uid_t)-1 : 0, l->gid) || fchmod(l->dirfd, 0750))
 		return -errno;
 	if (!l->manage_roles && !user_can_enter(l->sockdir, l->uid, l->gid)) {
 		fprintf(stderr,
@@ -1104,7 +1155,7 @@ static int make_spool_dir(const char *dir, uid_t uid, gid_t gid)
 		return errno == ELOOP ? -ENOTDIR : -errno;
 	if (fstat(fd, &st) || !S_ISDIR(st.st_mode))
 		err = -ENOTDIR;
-	else if (geteuid() == 0 && (fchown(fd, uid, gid) || fchmod(fd, 0700)))
+	else if ((geteuid() == 0 && fchown(fd, uid, gid)) || fchmod(fd, 0700))
 		err = -errno;
 	close(fd);
 	return err;
@@ -1163,12 +1214,14 @@ static int load_run_config(struct launcher *l, const char *path)
 			err = 2;
 		}
 	}
-	if (!err && cfg.backend.spool_dir && cfg.backend.spool_dir[0] && geteuid() == 0) {
+	if (!err && cfg.backend.spool_dir && cfg.backend.spool_dir[0]) {
 		uid_t uid;
 		gid_t gid;
 
+		/* By root for the rover user, or by the rover user itself (User=rover). */
 		err = privdrop_lookup_user(l->user, &uid, &gid);
-		if (!err)
+		/* Anyone else is refused next (has_privileges, setup_steps): nothing made. */
+		if (!err && (geteuid() == 0 || geteuid() == uid))
 			err = make_spool_dir(cfg.backend.spool_dir, uid, gid);
 		if (err) {
 			fprintf(stderr, "rover: spool directory %s: %s\n", cfg.backend.spool_dir,

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -391,9 +393,16 @@ static void send_spawn_failed(int fd, uint64_t task_id, int err, const char *wha
 	ipc_send(fd, MSG_SPAWN_FAILED, &e, sizeof(e), -1);
 }
 
+/*
+ * Whether the process a pidfd holds still runs: its pidfd turns readable when it exits. (A
+ * signal 0 would need CAP_KILL for another user's process, which a launcher running as the
+ * roles' user does not hold.)
+ */
 static int pidfd_alive(int pidfd)
 {
-	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0;
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return pidfd >= 0 && poll(&p, 1, 0) == 0;
 }
 
 /*
@@ -404,10 +413,22 @@ static int pidfd_alive(int pidfd)
  */
 static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused)
 {
+	static int said;
 	int status, pfd[2];
 	int32_t refused = 0;
 	pid_t pid;
 
+	/* As the roles' user the launcher cannot take another uid to judge with: only root
+	 * (and its own `rover profile`, which the supervisor does not check) is served. */
+	if (geteuid() != 0) {
+		if (!said++)
+			log_warn("a client of uid %u asked for a task: this launcher runs as uid %u, "
+				 "not root, and cannot check what another user may trace; only "
+				 "root's tasks are taken",
+				 req->req_uid, (unsigned)geteuid());
+		*ret_refused = req->npids ? req->pids[0] : 0;
+		return -EPERM;
+	}
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	pid = fork();
@@ -454,6 +475,29 @@ static int requester_may_trace(const struct msg_spawn *req, int32_t *ret_refused
 	return -EPERM;
 }
 
+/*
+ * A launcher running as the roles' user (not root) hands a worker its two capabilities as
+ * ambient ones, raised for this one exec and cleared again: the supervisor and the shipper,
+ * started with none, get nothing. (Root's workers start as root and drop to theirs.)
+ */
+static pid_t exec_with_worker_caps(const char *exe, char *const argv[], const int *fds, int n)
+{
+	pid_t pid;
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_BPF, 0, 0) ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_PERFMON, 0, 0)) {
+		int err = -errno;
+
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+		return err;
+	}
+	pid = spawner__exec(exe, argv, fds, n);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
+		log_warn("clearing the ambient capabilities after a worker's start: %s",
+			 strerror(errno));
+	return pid;
+}
+
 /* A worker for nw's task, its supervisor and shipper links at sv and sh: its pid or -errno. */
 static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, int sv, int sh)
 {
@@ -469,6 +513,8 @@ static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, i
 			fds[2 + nfds++] = nw->pidfds[i];
 	snprintf(npin, sizeof(npin), "%u", nfds);
 	snprintf(exe, sizeof(exe), "%s/rover-worker", sp->cfg.bindir);
+	if (geteuid() != 0)
+		return exec_with_worker_caps(exe, argv, fds, 2 + (int)nfds);
 	return spawner__exec(exe, argv, fds, 2 + (int)nfds);
 }
 

@@ -32,7 +32,8 @@ static int judge(int fd, uid_t also, int last, int create, const char *name, cha
 	return 0;
 }
 
-int trust_dir(const char *path, uid_t also, int create, char *ret_bad, size_t badlen)
+int trust_dir(const char *path, uid_t also, uid_t also_last, int create, char *ret_bad,
+	      size_t badlen)
 {
 	char buf[PATH_MAX], *save = NULL, *tok, *next;
 	int fd, err;
@@ -64,6 +65,8 @@ int trust_dir(const char *path, uid_t also, int create, char *ret_bad, size_t ba
 		fd = nfd;
 	}
 	err = judge(fd, also, 1, create, "it", ret_bad, badlen);
+	if (err == -EPERM && also_last != also)
+		err = judge(fd, also_last, 1, create, "it", ret_bad, badlen);
 	if (err)
 		goto fail;
 	return fd;

@@ -13,11 +13,13 @@
 /*
  * Opens path, absolute, as a directory: every component reached from / with O_NOFOLLOW, each
  * owned by root or by `also` and writable by nobody else (or sticky, as /tmp: others cannot
- * rename what is not theirs in it); the last one owned by root or `also` and, unless create
+ * rename what is not theirs in it); the last one owned by root, `also` or `also_last` (pass
+ * `also` again for none) and, unless create
  * (the launcher then sets its mode itself), writable by nobody else at all. create: the last
  * component is made (0700) when missing. A descriptor (O_CLOEXEC), or -errno; -EPERM names the
  * component at fault in ret_bad.
  */
-int trust_dir(const char *path, uid_t also, int create, char *ret_bad, size_t badlen);
+int trust_dir(const char *path, uid_t also, uid_t also_last, int create, char *ret_bad,
+	      size_t badlen);
 
 #endif

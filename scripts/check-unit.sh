@@ -3,7 +3,10 @@
 # started): systemd-analyze verify and security, whether its system call filter holds every
 # call the roles' own filters allow, and then a short `rover profile` of a busy program that
 # runs from /home, under what the unit gives the launcher, each read from the unit itself:
-#   CapabilityBoundingSet=, NoNewPrivileges=      setpriv --bounding-set --no-new-privs
+#   User=, Group=                                 setpriv --reuid --regid --clear-groups
+#   CapabilityBoundingSet=, AmbientCapabilities=,
+#   NoNewPrivileges=                              setpriv --bounding-set --inh-caps
+#                                                 --ambient-caps --no-new-privs
 #   SystemCallFilter=, SystemCallErrorNumber=,
 #   RestrictAddressFamilies=, MemoryDenyWriteExecute=   scripts/check-unit-seccomp.c
 #   ProtectSystem=strict, ProtectKernelTunables=,
@@ -139,6 +142,21 @@ for c in $caps; do
 	bset="$bset,+$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"
 done
 echo "bounding set: $bset"
+# AmbientCapabilities= (inheritable too, as systemd sets them), User=, Group=.
+acaps=""
+for c in $(unit_get AmbientCapabilities); do
+	acaps="$acaps${acaps:+,}+$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"
+done
+[ -z "$EXTRA" ] || for c in $(echo "$EXTRA" | tr ',' ' '); do
+	acaps="$acaps${acaps:+,}+$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"
+done
+user=$(unit_get User)
+group=$(unit_get Group)
+ids="--inh-caps=-all"
+if [ -n "$user" ]; then
+	ids="--reuid=$user --regid=${group:-$user} --clear-groups --inh-caps=${acaps:--all} --ambient-caps=${acaps:--all}"
+fi
+echo "user: ${user:-root}, ambient capabilities: ${acaps:-none}"
 nnp=""
 [ "$(unit_get NoNewPrivileges)" != "yes" ] || nnp="--no-new-privs"
 fams="-"
@@ -182,12 +200,16 @@ made_state=0
 [ -d "$rundir" ] || { mkdir -m "$(unit_get RuntimeDirectoryMode)" "$rundir" && made_run=1; }
 [ -d "$statedir" ] || { mkdir -m "$(unit_get StateDirectoryMode)" "$statedir" && made_state=1; }
 
+# RuntimeDirectory= and StateDirectory= are the service user's (systemd chowns them).
+[ -z "$user" ] || chown "$user:${group:-$user}" "$rundir" "$statedir"
+
 # The inner shell builds the unit's view of the file system, then runs the ExecStart binary
 # with `profile` instead of `run` (a task of its own, no OAP needed) and hands the profile out
 # on fd 3.
 set +e
 unshare --mount --uts --propagation private sh -eu -c '
 	rundir=$1 statedir=$2 umask_=$3 work=$4 fams=$5 mdwe=$6 bset=$7 nnp=$8 rover=$9 pid=${10}
+	ids=${11}
 	# ProtectSystem=strict (+ ProtectKernelTunables, ProtectControlGroups): every mount
 	# read-only but /proc itself and /dev.
 	awk "{print \$5}" /proc/self/mountinfo | sort -u | while read -r mp; do
@@ -209,20 +231,20 @@ unshare --mount --uts --propagation private sh -eu -c '
 	done
 	mkdir /tmp/.dev/shm && ln -s /proc/self/fd /tmp/.dev/fd
 	mount -n --move /tmp/.dev /dev
-	# RuntimeDirectory=, StateDirectory=: the only writable places.
+	# RuntimeDirectory=, StateDirectory=: the only writable places, the service user'"'"'s.
 	mount -n --bind "$rundir" "$rundir"
 	mount -n --bind "$statedir" "$statedir"
 	hostname rover-check
 	umask "$umask_"
 	set +e
 	"$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
-		setpriv --bounding-set="$bset" --inh-caps=-all $nnp -- \
+		setpriv --bounding-set="$bset" $ids $nnp -- env -u ROVER_USER \
 		"$rover" profile --pid "$pid" --duration 2s --output /tmp/check.folded
 	rc=$?
 	[ -f /tmp/check.folded ] && cat /tmp/check.folded >&3
 	exit $rc
 ' check "$rundir" "$statedir" "$umask_" "$WORK" "$fams" "$mdwe" "$bset" "$nnp" \
-	"$BUILD/rover" "$SPIN" 3>"$WORK/check.folded" 2>"$WORK/stderr"
+	"$BUILD/rover" "$SPIN" "$ids" 3>"$WORK/check.folded" 2>"$WORK/stderr"
 rc=$?
 set -e
 [ $made_run -eq 0 ] || rmdir "$rundir" 2>/dev/null || rm -rf "$rundir"

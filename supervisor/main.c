@@ -81,11 +81,15 @@ struct sv_task {
 struct client_cred {
 	uint32_t uid, gid, ngroups;
 	uint32_t groups[ROVER_MAX_GROUPS];
+	/* The launcher that started us, itself the client (`rover profile` run as the roles'
+	 * user with the service's capabilities): served as root's are. */
+	int launcher;
 };
 
 struct supervisor {
 	const char *dir; /* containers: the socket directory shared with the launcher; else NULL */
 	uid_t uid;
+	pid_t launcher;		     /* the parent, read before the filter (which has no getppid) */
 	int lsock, spawner, shipper; /* ctl.sock and the shipper link come from the launcher */
 	int clients[MAX_CLIENTS];
 	struct client_cred creds[MAX_CLIENTS];
@@ -411,7 +415,7 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	sp.children = !!(t->spec.flags & TASK_CHILDREN);
 	/* A client other than root may profile only what it could trace itself: the launcher
 	 * checks with its credentials. Backend tasks name processes discovery reported. */
-	if (cred && cred->uid != 0) {
+	if (cred && cred->uid != 0 && !cred->launcher) {
 		/* The worker's programs drop a target that stops being the client's to trace. */
 		t->spec.flags |= TASK_USER_ONLY;
 		t->spec.req_uid = cred->uid;
@@ -1209,6 +1213,9 @@ static void accept_client(struct supervisor *s)
 	}
 	cred.uid = uc.uid;
 	cred.gid = uc.gid;
+	/* Our parent, whose death would have ended us (a parent-death signal): not a pid
+	 * reused by another. Not in a container of our own, where the parent is not rover's. */
+	cred.launcher = !s->dir && uc.pid == s->launcher && uc.uid == s->uid;
 	cred.ngroups = glen / sizeof(gid_t);
 	for (uint32_t i = 0; i < cred.ngroups; i++)
 		cred.groups[i] = groups[i];
@@ -1579,6 +1586,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.uid = geteuid();
+	s.launcher = getppid();
 	if (s.dir) {
 		/* A container of its own: the launcher's spawner.sock, root's and the rover
 		 * group's, in the directory the containers share. */

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1946,4 +1947,223 @@ Test(backend, network_monitored_client_and_server_name_each_other)
 	cr_expect_eq(s.status_404[0], 6);
 	cr_expect_eq(s.status_404[1], 6);
 	net_stop(&e);
+}
+
+/*
+ * The capabilities deploy/systemd/rover.service gives its launcher (AmbientCapabilities=, the
+ * same list as CapabilityBoundingSet=), as a setpriv list: "+bpf,+perfmon,...".
+ */
+static void unit_caps(char *out, size_t len)
+{
+	char *unit = slurp(src("deploy/systemd/rover.service"), NULL), *line, *save = NULL;
+	size_t n = 0;
+
+	cr_assert_not_null(unit);
+	for (char *q = unit; (q = strstr(q, "\\\n"));) /* continuation lines joined */
+		q[0] = q[1] = ' ';
+	out[0] = 0;
+	for (line = strtok_r(unit, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tok, *s2 = NULL;
+
+		if (strncmp(line, "AmbientCapabilities=", 20))
+			continue;
+		for (tok = strtok_r(line + 20, " \t", &s2); tok; tok = strtok_r(NULL, " \t", &s2)) {
+			cr_assert(!strncmp(tok, "CAP_", 4), "not a capability: %s", tok);
+			n += (size_t)snprintf(out + n, len - n, "%s+", n ? "," : "");
+			for (const char *c = tok + 4; *c && n + 1 < len; c++)
+				out[n++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+			out[n] = 0;
+		}
+	}
+	free(unit);
+	cr_assert(n > 0, "the unit has no AmbientCapabilities= line");
+}
+
+/* `rover run` as the unit starts it: as the roles' user, with the unit's capabilities as
+ * ambient ones and its bounding set, no supplementary group. */
+static pid_t start_rover_as_user(int port)
+{
+	static char caps[512], user[64], cfg[8192];
+	const char *u = getenv("ROVER_USER");
+	char bset[600];
+	char *argv[] = { "/usr/bin/setpriv",
+			 "--reuid",
+			 user,
+			 "--regid",
+			 user,
+			 "--clear-groups",
+			 "--inh-caps",
+			 caps,
+			 "--ambient-caps",
+			 caps,
+			 "--bounding-set",
+			 bset,
+			 "--",
+			 (char *)bin("rover"),
+			 "run",
+			 "--config",
+			 tmp_path("rover.yaml"),
+			 NULL };
+
+	snprintf(user, sizeof(user), "%s", u && *u ? u : "rover");
+	unit_caps(caps, sizeof(caps));
+	snprintf(bset, sizeof(bset), "-all,%s", caps);
+	snprintf(cfg, sizeof(cfg), config_fmt, port, "");
+	cr_assert_eq(write_file(tmp_path("rover.yaml"), cfg), 0);
+	return track(spawn_cmd(argv, tmp_path("rover.log")));
+}
+
+static void expect_status_is(pid_t pid, const char *who, const char *key, const char *want)
+{
+	char v[256];
+
+	cr_assert_eq(proc_status(pid, key, v, sizeof(v)), 0, "%s has no %s", who, key);
+	cr_expect_str_eq(v, want, "%s %s: %s, expected %s", who, key, v, want);
+}
+
+/*
+ * deploy/systemd/rover.service runs the launcher as the rover user (User=rover) with five
+ * capabilities, not as root: the agent still reports a root process, profiles it by the
+ * backend's task and uploads, and each process holds what policy/README.md says. Then the
+ * attack: a process of the rover user that is not the launcher (it reaches ctl.sock as the
+ * rover group may) asks for a root process's stacks; the launcher cannot take its identity
+ * to check it, so it refuses.
+ */
+Test(backend, the_service_as_the_rover_user_profiles_and_uploads)
+{
+	pid_t work = start_workload(), oap, rover, worker, c;
+	struct json_object *h;
+	struct upload_sum s;
+	struct stat st;
+	char uidline[128], want[128], *log, *p, sockdir[256] = "", pidarg[16], errp[4200];
+	uid_t ruid;
+	int port = 0;
+	long samples;
+
+	cr_assert_gt(work, 0);
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &port);
+	(void)oap;
+	rover = start_rover_as_user(port);
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h,
+			   "a root process not reported by a launcher of the rover user; log:\n%s",
+			   slurp(tmp_path("rover.log"), NULL));
+	/* Its executable's name: the launcher read /proc/PID/exe for the supervisor. */
+	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name);
+	json_object_put(h);
+
+	add_task("as-user-1", "ON_CPU", 4);
+	worker = wait_child(rover, "rover-worker", 20000);
+	cr_assert_gt(worker, 0, "no worker; log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	sleep_ms(300); /* past its privilege drop */
+	{
+		const char *u = getenv("ROVER_USER");
+		struct passwd *pw = getpwnam(u && *u ? u : "rover");
+
+		cr_assert_not_null(pw);
+		ruid = pw->pw_uid;
+	}
+	snprintf(want, sizeof(want), "%u\t%u\t%u\t%u", ruid, ruid, ruid, ruid);
+	cr_assert_eq(proc_status(rover, "Uid", uidline, sizeof(uidline)), 0);
+	cr_expect_str_eq(uidline, want, "launcher uids");
+	/* BPF, PERFMON, SYS_PTRACE, CHECKPOINT_RESTORE, DAC_READ_SEARCH (the unit's five); the
+	 * workers' two inheritable, none ambient but during a worker's start. */
+	expect_status_is(rover, "launcher", "CapEff", "000001c000080004");
+	expect_status_is(rover, "launcher", "CapPrm", "000001c000080004");
+	expect_status_is(rover, "launcher", "CapInh", "000000c000000000");
+	expect_status_is(rover, "launcher", "CapAmb", "0000000000000000");
+	expect_status_is(rover, "launcher", "NoNewPrivs", "1");
+	/* Not dumpable: the files in /proc/PID of a non-dumpable process are root's. */
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)rover);
+		cr_assert_eq(stat(path, &st), 0);
+		cr_expect_eq(st.st_uid, 0, "the launcher is dumpable (its /proc owned by %u)",
+			     (unsigned)st.st_uid);
+	}
+	expect_status_is(worker, "worker", "CapEff", "000000c000000000");
+	expect_status_is(worker, "worker", "CapPrm", "000000c000000000");
+	expect_status_is(worker, "worker", "CapInh", "0000000000000000");
+	expect_status_is(worker, "worker", "CapAmb", "0000000000000000");
+	expect_status_is(worker, "worker", "NoNewPrivs", "1");
+	cr_assert_eq(proc_status(worker, "Uid", uidline, sizeof(uidline)), 0);
+	cr_expect_str_eq(uidline, want, "worker uids");
+	expect_unprivileged(find_child(rover, "rover-superviso"), "supervisor");
+	expect_unprivileged(find_child(rover, "rover-shipper"), "shipper");
+
+	samples = wait_task_done("as-user-1", 30000);
+	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	for (int i = 0; i < 40; i++) {
+		sum_uploads("as-user-1", &s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	cr_log_info("as the rover user: samples %ld uploaded %ld; burn_a %ld burn_b %ld", samples,
+		    s.dump_count, s.burn_a, s.burn_b);
+	cr_expect_eq(s.dump_count, samples, "not every sample reached the OAP");
+	cr_expect_gt(s.burn_a, 0, "burn_a of a root process under /tmp not named");
+
+	/* The attack: the rover user's own process, not the launcher, asks for root's. */
+	log = slurp(tmp_path("rover.log"), NULL);
+	p = log ? strstr(log, "running in ") : NULL;
+	cr_assert_not_null(p, "no socket directory in the log:\n%s", log);
+	sscanf(p + 11, "%255[^ \n]", sockdir);
+	free(log);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)work);
+	/* Root's client is served: it trusts the rover user's directory once the listener
+	 * proves to be a launcher of that user (launcher/client.c peer_is_agent). */
+	{
+		char out[4200];
+		char *argv[] = {
+			(char *)bin("rover"), "profile", "--connect", sockdir, "--pid", pidarg,
+			"--duration",	      "1500ms",	 "--output",  out,     NULL
+		};
+		struct folded f;
+
+		snprintf(out, sizeof(out), "%s", tmp_path("root-client.folded"));
+		snprintf(errp, sizeof(errp), "%s", tmp_path("root-client.err"));
+		c = spawn_cmd(argv, errp);
+		cr_assert_eq(wait_cmd(c, 60000), 0, "root's client of the service failed: %s",
+			     slurp(errp, NULL));
+		cr_assert_eq(folded_read(out, &f), 0);
+		cr_expect_gt(folded_with_leaf(&f, "burn_a"), 20, "root's client got no burn_a");
+		folded_free(&f);
+	}
+	snprintf(errp, sizeof(errp), "%s", tmp_path("attack.err"));
+	{
+		char user[64];
+		const char *u = getenv("ROVER_USER");
+		char *argv[] = { "/usr/bin/setpriv",
+				 "--reuid",
+				 user,
+				 "--regid",
+				 user,
+				 "--clear-groups",
+				 "--inh-caps",
+				 "-all",
+				 "--",
+				 (char *)bin("rover"),
+				 "profile",
+				 "--connect",
+				 sockdir,
+				 "--pid",
+				 pidarg,
+				 "--duration",
+				 "1s",
+				 "--output",
+				 "/dev/null",
+				 NULL };
+
+		snprintf(user, sizeof(user), "%s", u && *u ? u : "rover");
+		c = spawn_cmd(argv, errp);
+	}
+	cr_expect_neq(wait_cmd(c, 30000), 0, "the rover user's own process profiled root's: %s",
+		      slurp(errp, NULL));
+	cr_expect(wait_log("cannot check what another user may trace", 5000),
+		  "the refusal was not said; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
+	cr_expect(!count_in_log("task 3 done"), "the attacker's task ran");
 }
