@@ -44,9 +44,9 @@ void stop(pid_t pid, int sig)
 	}
 }
 
-pid_t start_oap_tls(int port, int *ret_port, int tls)
+static pid_t start_oap_argv(int port, int *ret_port, int tls, int hostile_seed)
 {
-	char portarg[16];
+	char portarg[16], seedarg[16];
 	char *argv[] = { "/usr/bin/python3",
 			 (char *)src("tests/oap/fake_oap.py"),
 			 "--port",
@@ -66,11 +66,31 @@ pid_t start_oap_tls(int port, int *ret_port, int tls)
 			 "--tls-key",
 			 tmp_path("server.key"),
 			 NULL };
+	char *hostile_argv[] = { "/usr/bin/python3",
+				 (char *)src("tests/oap/fake_oap.py"),
+				 "--port",
+				 portarg,
+				 "--bind",
+				 "127.0.0.1",
+				 "--port-file",
+				 tmp_path("oap.port"),
+				 "--record",
+				 tmp_path("rec.jsonl"),
+				 "--tasks",
+				 tmp_path("tasks.json"),
+				 "--policies",
+				 tmp_path("policies.json"),
+				 "--hostile",
+				 seedarg,
+				 "--hostile-control",
+				 tmp_path("oap.control"),
+				 NULL };
 	pid_t pid;
 
 	snprintf(portarg, sizeof(portarg), "%d", port);
+	snprintf(seedarg, sizeof(seedarg), "%d", hostile_seed);
 	unlink(tmp_path("oap.port"));
-	pid = track(spawn_cmd(argv, tmp_path("oap.log")));
+	pid = track(spawn_cmd(hostile_seed >= 0 ? hostile_argv : argv, tmp_path("oap.log")));
 	cr_assert_gt(pid, 0);
 	for (int i = 0; i < 300; i++) {
 		char *s = slurp(tmp_path("oap.port"), NULL);
@@ -87,9 +107,25 @@ pid_t start_oap_tls(int port, int *ret_port, int tls)
 	return -1;
 }
 
+pid_t start_oap_tls(int port, int *ret_port, int tls)
+{
+	return start_oap_argv(port, ret_port, tls, -1);
+}
+
 pid_t start_oap(int port, int *ret_port)
 {
-	return start_oap_tls(port, ret_port, 0);
+	return start_oap_argv(port, ret_port, 0, -1);
+}
+
+pid_t start_oap_hostile(int seed, int *ret_port)
+{
+	return start_oap_argv(0, ret_port, 0, seed);
+}
+
+void oap_set_sane(int sane)
+{
+	cr_assert_eq(write_file(tmp_path("oap.control.new"), sane ? "sane\n" : "hostile\n"), 0);
+	cr_assert_eq(rename(tmp_path("oap.control.new"), tmp_path("oap.control")), 0);
 }
 
 struct json_object **records(size_t *ret_n)
