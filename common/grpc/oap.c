@@ -37,7 +37,7 @@
  * OAP's, tests/oap/README.md "Hostile mode") decoded to 230 MB in the supervisor. A real
  * answer (tasks, policies, process ids) decodes to kilobytes.
  */
-#define MAX_DECODED (16u << 20)
+#define MAX_DECODED (8u << 20)
 
 enum { TAG_START = 1, TAG_SEND, TAG_CLOSE, TAG_RECV };
 
@@ -497,7 +497,7 @@ static int stream__end(struct oap_stream *s, const ProtobufCMessageDescriptor *a
 					GRPC_SLICE_START_PTR(all));
 	grpc_slice_unref(all);
 	if (!ans && budget.refused) {
-		status__str(st, OAP_E_TOO_BIG, "answer decodes to more than 16 MiB");
+		status__str(st, OAP_E_TOO_BIG, "answer decodes to more than 8 MiB");
 		goto cleanup;
 	}
 	if (!ans) {

@@ -26,15 +26,17 @@
 #define SUPERVISOR_COMM "rover-superviso"
 #define SHIPPER_COMM "rover-shipper"
 /*
- * Peak RSS bounds: the soak measured 15 MB for the supervisor and 25 MB for the shipper
- * (docs/performance.md); an answer is at most 4 MiB (OAP_MAX_ANSWER) and what it decodes to
- * is bounded too, so a hostile OAP may add a few times that, not more.
+ * Peak RSS bounds. The soak measured 15 MB for the supervisor and 25 MB for the shipper
+ * (docs/performance.md). A call's answer holds at most 4 MiB on the wire, its 4 MiB copy and
+ * 8 MiB decoded (common/grpc/oap.c, MAX_DECODED), 16 MiB; the supervisor has three threads
+ * that call (reports, tasks, policies), the shipper one that uploads and its meters' thread.
  */
-#define SUPERVISOR_HWM_KB (64 * 1024)
-#define SHIPPER_HWM_KB (96 * 1024)
+#define SUPERVISOR_HWM_KB (80 * 1024)
+#define SHIPPER_HWM_KB (64 * 1024)
 /*
- * Lines the agent may log while the OAP is hostile, however long that lasts: a few per kind of
- * bad answer and per role, not one per answer (about 4 calls a second here).
+ * Lines the agent may log while the OAP is hostile, per 10-minute window of its damping
+ * (common/linklog.h): a few per kind of bad answer and per role, however many answers (about
+ * 4 calls a second here). Without the damping, 120 s gave 488 lines.
  */
 #define MAX_HOSTILE_LOG_LINES 120
 
@@ -318,8 +320,8 @@ Test(hostile_oap, agent_survives_a_hostile_oap_and_recovers)
 	}
 	cr_log_info("agent log: %d lines while hostile; supervisor VmHWM %ld kB, shipper %ld kB",
 		    lines, vm_hwm_kb(sup), vm_hwm_kb(ship));
-	cr_expect_leq(lines, MAX_HOSTILE_LOG_LINES, "the agent flooded its log:\n%s",
-		      slurp(tmp_path("rover.log"), NULL));
+	cr_expect_leq(lines, MAX_HOSTILE_LOG_LINES * (1 + secs / 600),
+		      "the agent flooded its log (above)");
 	cr_expect_leq(vm_hwm_kb(sup), SUPERVISOR_HWM_KB, "supervisor peak RSS");
 	cr_expect_leq(vm_hwm_kb(ship), SHIPPER_HWM_KB, "shipper peak RSS");
 	log = slurp(tmp_path("rover.log"), NULL);
