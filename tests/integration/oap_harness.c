@@ -46,7 +46,11 @@ void stop(pid_t pid, int sig)
 
 static pid_t start_oap_argv(int port, int *ret_port, int tls, int hostile_seed)
 {
-	char portarg[16], seedarg[16];
+	/* Copies: tmp_path's buffers are few, and this takes more paths than it has. */
+	char portarg[16], seedarg[16], paths[7][4096];
+	static const char *const names[7] = { "oap.port",      "rec.jsonl",  "tasks.json",
+					      "policies.json", "server.pem", "server.key",
+					      "oap.control" };
 	char *argv[] = { "/usr/bin/python3",
 			 (char *)src("tests/oap/fake_oap.py"),
 			 "--port",
@@ -54,43 +58,33 @@ static pid_t start_oap_argv(int port, int *ret_port, int tls, int hostile_seed)
 			 "--bind",
 			 "127.0.0.1",
 			 "--port-file",
-			 tmp_path("oap.port"),
+			 paths[0],
 			 "--record",
-			 tmp_path("rec.jsonl"),
+			 paths[1],
 			 "--tasks",
-			 tmp_path("tasks.json"),
+			 paths[2],
 			 "--policies",
-			 tmp_path("policies.json"),
+			 paths[3],
 			 tls ? "--tls-cert" : NULL,
-			 tmp_path("server.pem"),
+			 paths[4],
 			 "--tls-key",
-			 tmp_path("server.key"),
+			 paths[5],
 			 NULL };
-	char *hostile_argv[] = { "/usr/bin/python3",
-				 (char *)src("tests/oap/fake_oap.py"),
-				 "--port",
-				 portarg,
-				 "--bind",
-				 "127.0.0.1",
-				 "--port-file",
-				 tmp_path("oap.port"),
-				 "--record",
-				 tmp_path("rec.jsonl"),
-				 "--tasks",
-				 tmp_path("tasks.json"),
-				 "--policies",
-				 tmp_path("policies.json"),
-				 "--hostile",
-				 seedarg,
-				 "--hostile-control",
-				 tmp_path("oap.control"),
-				 NULL };
 	pid_t pid;
 
+	for (int i = 0; i < 7; i++)
+		snprintf(paths[i], sizeof(paths[i]), "%s", tmp_path(names[i]));
 	snprintf(portarg, sizeof(portarg), "%d", port);
 	snprintf(seedarg, sizeof(seedarg), "%d", hostile_seed);
-	unlink(tmp_path("oap.port"));
-	pid = track(spawn_cmd(hostile_seed >= 0 ? hostile_argv : argv, tmp_path("oap.log")));
+	/* The hostile mode's arguments in place of TLS's (never both). */
+	if (hostile_seed >= 0) {
+		argv[14] = "--hostile";
+		argv[15] = seedarg;
+		argv[16] = "--hostile-control";
+		argv[17] = paths[6];
+	}
+	unlink(paths[0]);
+	pid = track(spawn_cmd(argv, tmp_path("oap.log")));
 	cr_assert_gt(pid, 0);
 	for (int i = 0; i < 300; i++) {
 		char *s = slurp(tmp_path("oap.port"), NULL);

@@ -374,10 +374,10 @@ class FakeOap:
 # what no protobuf library would produce can be sent: wrong wire types, truncated messages,
 # several answers to a unary call, none at all.
 
-HOSTILE_KINDS = ("many_entries", "many_empty", "huge_string", "over_limit", "unknown_fields", "wrong_wire_type",
-                 "absurd_numbers", "colliding_ids", "absurd_policies", "garbage", "truncated",
-                 "empty_answer", "two_answers", "endless_stream", "never_ends", "slow_answer",
-                 "odd_status")
+HOSTILE_KINDS = ("many_entries", "many_empty", "huge_string", "over_limit", "unknown_fields",
+                 "wrong_wire_type", "absurd_numbers", "colliding_ids", "absurd_policies",
+                 "garbage", "truncated", "empty_answer", "two_answers", "endless_stream",
+                 "never_ends", "slow_answer", "odd_status")
 # The longest a hostile answer keeps a call open when the agent does not end it first: its
 # calls have deadlines, so this only bounds a broken agent's cost to the fake.
 HOSTILE_MAX_HOLD_S = 60.0
