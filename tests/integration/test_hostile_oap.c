@@ -284,7 +284,8 @@ static size_t log_size(void)
 Test(hostile_oap, agent_survives_a_hostile_oap_and_recovers)
 {
 	const char *seed_env = getenv("HOSTILE_SEED");
-	int seed = seed_env && *seed_env ? atoi(seed_env) : 31, port = 0;
+	/* Seed 11: queryTasks' first hostile answer is 20 000 commands (tests/oap/README.md). */
+	int seed = seed_env && *seed_env ? atoi(seed_env) : 11, port = 0;
 	long secs = hostile_seconds(), samples;
 	pid_t work, rover, sup, ship;
 	size_t counts[NKINDS], log_from;
@@ -349,6 +350,10 @@ Test(hostile_oap, agent_survives_a_hostile_oap_and_recovers)
 	}
 	cr_expect_leq(lines, MAX_HOSTILE_LOG_LINES * (1 + secs / 600),
 		      "the agent flooded its log (above)");
+	/* Skipped commands are said once per kind of reason (supervisor/backend/backend.c keeps
+	 * 32), not per command: the 20 000 commands have 5 000 names of their own. */
+	cr_expect_leq(count_in_log("backend command skipped"), 32,
+		      "a line per bad command: %d lines", count_in_log("backend command skipped"));
 	cr_expect_leq(vm_hwm_kb(sup), SUPERVISOR_HWM_KB, "supervisor peak RSS");
 	cr_expect_leq(vm_hwm_kb(ship), SHIPPER_HWM_KB, "shipper peak RSS");
 	log = slurp(tmp_path("rover.log"), NULL);

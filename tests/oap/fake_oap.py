@@ -433,6 +433,7 @@ class Hostile:
         self.kinds = kinds
         self.control = control
         self.sent = 0
+        self.sent_by_method = {}
         self.lock = threading.Lock()
 
     def sane(self):
@@ -446,10 +447,15 @@ class Hostile:
             return False
 
     def next_kind(self, method):
+        # Each rpc takes the kinds in turn, from its own place in the list (3 apart, in the
+        # order of RPCS): every rpc meets every kind, and the rpcs do not meet them together.
         with self.lock:
             n = self.sent
             self.sent += 1
-        kind = self.kinds[(self.seed + n) % len(self.kinds)]
+            m = self.sent_by_method.get(method, 0)
+            self.sent_by_method[method] = m + 1
+        offset = 3 * [r[5] for r in RPCS].index(method)
+        kind = self.kinds[(self.seed + offset + m) % len(self.kinds)]
         rng = random.Random(self.seed * 1000003 + n)
         print("fake_oap: hostile %d %s %s" % (n, method, kind), file=sys.stderr, flush=True)
         if self.oap.record:
@@ -482,21 +488,23 @@ class Hostile:
         return b""
 
     def many_entries(self, ans, req, rng):
-        # 100 000 entries in under the agent's 4 MiB answer limit.
+        # 100 000 process ids in under the agent's 4 MiB answer limit (they decode to more
+        # than its 8 MiB budget), 20 000 commands (they decode within it: each is handled).
         if ans == "EBPFReportProcessDownstream":
             return b"".join(pb_host_process("%08x" % rng.getrandbits(32), rng.getrandbits(31))
                             for _ in range(100000))
         names = ("EBPFProfilingTaskQuery", "ContinuousProfilingPolicyQuery",
                  "ContinuousProfilingReportTask")
         return pb_commands((names[i % 3] if i % 4 else "X%08x" % rng.getrandbits(32),
-                            [("TaskId", "%x" % rng.getrandbits(32))]) for i in range(100000))
+                            [("TaskId", "%x" % rng.getrandbits(32))]) for i in range(20000))
 
     def many_empty(self, ans, req, rng):
         # 2 million empty entries (2 bytes each) in 4 MB: each one a struct in the decoder.
         return b"\x0a\x00" * 2000000
 
     def huge_string(self, ans, req, rng):
-        big = "".join(rng.choice("abc\u00e9\U0001f600%\n\"\\") for _ in range(1000)) * 3000
+        # About 1.4 MB: under the 4 MiB limit, so that the agent decodes it.
+        big = "".join(rng.choice("abc\u00e9\U0001f600%\n\"\\") for _ in range(1000)) * 1000
         if ans == "EBPFReportProcessDownstream":
             return pb_host_process(big, rng.getrandbits(31))
         return pb_commands([("EBPFProfilingTaskQuery", [("TaskId", big[:1000]),
