@@ -106,7 +106,13 @@ INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
 
 .PHONY: all deps test unit integration security demo bench soak clean format format-check fuzz install
-all: $(BINS) $(OAP_MODULE)
+all: $(BINS) $(OAP_MODULE) $(OUT)/rover.1
+
+# The manual page, from the help the commands print (one source: the usage texts in
+# launcher/main.c and launcher/watch.h).
+$(OUT)/rover.1: $(OUT)/rover scripts/gen-man.sh
+	$(call msg,GEN,$@)
+	$(Q)scripts/gen-man.sh $(OUT)/rover > $@.tmp && mv $@.tmp $@
 
 deps:
 	$(Q)scripts/install-deps.sh
@@ -148,9 +154,18 @@ $(OUT)/configs/rover_configs.h: configs/rover_configs.yaml
 	$(Q)mkdir -p $(@D) && { printf 'static const char rover_default_config[] = {'; \
 		od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; printf '0 };\n'; } > $@
 
+# The version the HTML reports name: the commit built (-dirty: with changes not committed).
+# The header is rewritten only when that changes, so that nothing else is rebuilt for it.
+ROVER_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(OUT)/version.h: FORCE
+	$(Q)mkdir -p $(@D) && printf '#define ROVER_VERSION "%s"\n' '$(ROVER_VERSION)' > $@.tmp && \
+		{ cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@; }
+.PHONY: FORCE
+FORCE:
+
 # Generated headers come before any object that may include them.
 GENERATED := $(BPF_SKELS) $(OUT)/proto/pprof/profile.pb-c.h $(SW_PROTO_HDRS) \
-             $(OUT)/configs/rover_configs.h
+             $(OUT)/configs/rover_configs.h $(OUT)/version.h
 
 $(OUT)/%.o: %.c | $(GENERATED)
 	$(call msg,CC,$@)
@@ -244,14 +259,16 @@ $(OUT)/tests/programs/kmock: tests/tools/kmock/main.go
 
 # The unit runner links every role's code but main.c, and of the worker's only its stack-hint
 # table, ring-record checks, ring reader and the checks of handed files (worker/stackhint.c,
-# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c, kbtf.c): its BPF is tested live.
+# snaprec.c, ringread.c, elffile.c, pyattach.c, pyoffsets.c, kbtf.c, jvmstructs.c,
+# v8structs.c): its BPF is tested live.
 $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)) $(OUT)/policy/supervisor.o \
 		$(OUT)/policy/launcher.o $(OUT)/policy/worker.o $(OUT)/policy/compile.o \
 		$(OUT)/worker/stackhint.o $(OUT)/worker/snaprec.o $(OUT)/worker/ringread.o \
-		$(OUT)/worker/elffile.o $(OUT)/worker/pyattach.o $(OUT)/worker/pyoffsets.o $(OUT)/worker/kbtf.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
+		$(OUT)/worker/elffile.o $(OUT)/worker/pyattach.o $(OUT)/worker/pyoffsets.o \
+		$(OUT)/worker/kbtf.o $(OUT)/worker/jvmstructs.o $(OUT)/worker/v8structs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp \
-		-lbpf
+		-lbpf -lcrypto
 
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
@@ -265,7 +282,7 @@ $(OUT)/tests/unit/load_runner: $(OUT)/tests/unit/shim/test_load.o $(OUT)/common/
 $(OUT)/tests/integration/runner: $(call obj,$(INTEG_SRCS) tests/integration/harness.c \
 		tests/integration/oap_harness.c tests/integration/netreport.c tests/integration/kube_harness.c) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion -ljson-c $(LIBS_COMMON) -lm
 
 # tests/security: each finding of the privilege review, written as the attack (policy/README.md).
 # tls_attach_worker: the worker's TLS attach (worker/netcap.c) under the worker's own drop and
@@ -281,7 +298,8 @@ $(OUT)/tests/security/tls_attach_worker: $(OUT)/tests/security/tls_attach_worker
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_WORKER)
 
-unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS)
+unit: deps-check $(OUT)/tests/unit/runner $(OUT)/tests/unit/load_runner $(TEST_PROGS) \
+		$(OUT)/oncpu.bpf.o $(OUT)/offcpu.bpf.o
 	scripts/run-suite.sh $(OUT)/unit.tap $(OUT)/tests/unit/runner --jobs 2
 	scripts/run-suite.sh $(OUT)/load.tap $(OUT)/tests/unit/load_runner --jobs 2
 
@@ -300,12 +318,14 @@ test: deps
 	$(MAKE) security
 
 # Installs the binaries, the OAP module beside them (the roles look for it next to their own
-# executable), the rover user (deploy/sysusers.d) and the systemd unit.
+# executable), the manual page, the rover user (deploy/sysusers.d) and the systemd unit.
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/usr/lib/sysusers.d \
-		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover
+		$(DESTDIR)/etc/systemd/system $(DESTDIR)/etc/rover $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(OUT)/rover.1 $(DESTDIR)$(MANDIR)/man1/rover.1
 	install -m 0644 $(OAP_MODULE) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 deploy/sysusers.d/rover.conf $(DESTDIR)/usr/lib/sysusers.d/rover.conf
 	install -m 0644 deploy/systemd/rover.service $(DESTDIR)/etc/systemd/system/rover.service
@@ -522,6 +542,14 @@ fuzz-corpus: $(OUT)/fuzz/gen_corpus
 		$(CC) $(FUZZ_SEED_ELF) -shared -fPIC -DVERSION=0x030701f0 ../../seed_python.c \
 			-o py37.so && \
 		chmod a-x py312.so py313.so py310.so py38.so py37.so
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_jvmstructs && $(CC) $(CFLAGS) -I. -I$(OUT) \
+		tests/fuzz/seed_jvm.c worker/elffile.c worker/jvmstructs.c -o $(OUT)/fuzz/seed_jvm && \
+		$(OUT)/fuzz/seed_jvm tests/fuzz/corpus/fuzz_jvmstructs \
+			jdk17.so=/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so \
+			jdk25.so=/usr/lib/jvm/temurin-25-jdk-amd64/lib/server/libjvm.so
+	$(Q)mkdir -p tests/fuzz/corpus/fuzz_v8structs && $(CC) $(CFLAGS) -I. -I$(OUT) \
+		tests/fuzz/seed_v8.c worker/elffile.c worker/v8structs.c -o $(OUT)/fuzz/seed_v8 && \
+		$(OUT)/fuzz/seed_v8 tests/fuzz/corpus/fuzz_v8structs /usr/bin/node
 
 clean:
 	rm -rf $(OUT) out

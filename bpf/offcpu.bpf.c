@@ -48,10 +48,10 @@ static __always_inline int on_switch(void *ctx, struct task_struct *prev, struct
 		s.key.tgid = prev_tgid;
 		/* sched_switch runs in prev's context: current is prev, its user stack is mapped. */
 		if (unwind_dwarf) {
-			__u64 ip, sp, bp;
+			__u64 ip, sp, bp, r13;
 
-			user_regs(&ip, &sp, &bp);
-			s.snap = !take_snapshot(ctx, ip, sp, bp, 2, prev_tgid, pid, now, 0);
+			user_regs(&ip, &sp, &bp, &r13);
+			s.snap = !take_snapshot(ctx, ip, sp, bp, r13, 2, prev_tgid, pid, now, 0);
 		}
 		/* The program's own frame and bpf_trace_runN sit above __schedule. */
 		if (!s.snap)

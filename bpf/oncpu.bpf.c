@@ -21,15 +21,16 @@ int on_cpu_sample(void *ctx)
 	if (unwind_dwarf) {
 		/* The context gives pt_regs fields only as whole 8-byte words: cs is read whole. */
 		__u64 cs = regs->cs;
-		__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp;
+		__u64 ip = regs->ip, sp = regs->sp, bp = regs->bp, r13 = regs->r13;
 
 		/* Loads from the context stay here: merged with the pt_regs ones below, they fail. */
 		asm volatile("" : "+r"(ip), "+r"(sp), "+r"(bp), "+r"(cs));
+		asm volatile("" : "+r"(r13));
 		/* A sample in user mode has the user registers; else they are the task's saved ones. */
 		if ((cs & 3) != 3)
-			user_regs(&ip, &sp, &bp);
-		if (!take_snapshot(ctx, ip, sp, bp, 0, tgid, (__u32)bpf_get_current_pid_tgid(), 0,
-				   1))
+			user_regs(&ip, &sp, &bp, &r13);
+		if (!take_snapshot(ctx, ip, sp, bp, r13, 0, tgid, (__u32)bpf_get_current_pid_tgid(),
+				   0, 1))
 			return 0;
 	}
 	key.tgid = tgid;

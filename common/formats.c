@@ -13,6 +13,8 @@ static const struct output_format_info formats[] = {
 	{ FORMAT_SVG, "svg", ".svg", 0, 0 },
 	{ FORMAT_NET_TXT, "txt", ".txt", 1, 1 },
 	{ FORMAT_NET_JSON, "json", ".json", 1, 0 },
+	{ FORMAT_HTML, "html", ".html", 0, 0 },
+	{ FORMAT_NET_HTML, "html", ".html", 1, 0 },
 };
 /* clang-format on */
 

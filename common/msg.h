@@ -179,6 +179,8 @@ enum output_format {
 	FORMAT_SVG = 3,
 	FORMAT_NET_TXT = 4,  /* NETWORK: the report for people (docs/network.md, "The report") */
 	FORMAT_NET_JSON = 5, /* NETWORK: the same, for programs */
+	FORMAT_HTML = 6,     /* ON_CPU, OFF_CPU: the flame graph, its search and top functions */
+	FORMAT_NET_HTML = 7, /* NETWORK: the report as one page, its topology drawn */
 };
 
 struct task_spec {
@@ -234,10 +236,23 @@ enum task_flags {
 	 * holds up to 64 long-lived processes.
 	 */
 	TASK_MONITOR = 16,
+	/*
+	 * Asked by the client (rover profile --children): the targets' descendants are the
+	 * task's processes too, those running when it starts (the supervisor adds them to its
+	 * pids) and those they start while it runs (MSG_TASK_TARGETS, each checked by the
+	 * launcher as a spawn's pids are; supervisor/discovery/children.h).
+	 */
+	TASK_CHILDREN = 32,
 };
 
 /* The flags a client may set; the supervisor sets the others. */
-#define TASK_CLIENT_FLAGS (TASK_PYTHON_NATIVE_ALL | TASK_PYTHON_OFF)
+#define TASK_CLIENT_FLAGS (TASK_PYTHON_NATIVE_ALL | TASK_PYTHON_OFF | TASK_CHILDREN)
+
+/*
+ * Processes a TASK_CHILDREN task follows at once beyond its first pids: each is held by a
+ * pidfd in the supervisor (to see it end) and in the launcher (for the shipper's opens).
+ */
+#define ROVER_MAX_CHILDREN 256
 
 /* How user stacks are unwound (docs/profiling.md, "Whole stacks"). */
 enum unwind_mode {
@@ -278,6 +293,8 @@ struct msg_spawn {
 	 * npids may be 0, and MSG_TASK_TARGETS changes its pids while it runs.
 	 */
 	uint32_t access_log;
+	/* 1: a TASK_CHILDREN task, whose children come with MSG_TASK_TARGETS while it runs. */
+	uint32_t children;
 	uint32_t groups[ROVER_MAX_GROUPS];
 };
 
@@ -424,7 +441,8 @@ struct msg_stack_hint {
 
 /*
  * MSG_SHIP_PY_ATTACH: the file of pid's mapping that starts at `start` (the launcher opened
- * /proc/PID/map_files/START-END for the shipper) looks like a CPython interpreter. The worker
+ * /proc/PID/map_files/START-END for the shipper) looks like a CPython interpreter, or
+ * (runtime SC_RT_JAVA) like HotSpot's libjvm.so. The worker
  * checks the file (worker/pyattach.h); the programs check the mapping. A hostile shipper can
  * only point the frame reader at an interpreter a target really maps, at the place it maps it.
  */
@@ -433,6 +451,8 @@ struct msg_py_attach {
 	int32_t pid;
 	uint32_t seq; /* echoed in the result */
 	uint64_t start;
+	uint32_t runtime; /* SC_RT_PYTHON (an interpreter) or SC_RT_JAVA (a libjvm.so) */
+	uint32_t pad;
 	char path[256]; /* for logs */
 };
 
@@ -441,14 +461,15 @@ struct msg_py_result {
 	int32_t pid;
 	uint32_t seq;
 	int32_t err;	  /* 0, or the -errno that refused it */
-	uint32_t version; /* 0x030b for 3.11 when err is 0 */
+	uint32_t version; /* 0x030b for 3.11, the JDK's major version for Java, when err is 0 */
 };
 
 /*
  * MSG_SHIP_PYCODES: after struct ship_pycodes_hdr, `count` records, each a struct sc_pycode
  * (common/pyframes.h) as the programs wrote it, as long as its line table needs
- * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), then zero padding to a multiple of
- * 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
+ * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), or a struct sc_jmethod
+ * (common/jvmframes.h: offsetof(data) + JAVA_STRINGS + lines_len), each told by its kind, then
+ * zero padding to a multiple of 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
  */
 struct ship_pycodes_hdr {
 	uint64_t task_id;
@@ -737,7 +758,10 @@ struct msg_tls_result {
  * MSG_TASK_TARGETS: after the header, `count` entries. Sent by the supervisor to the launcher
  * first (which pins the added pids, or answers nothing: a pid it cannot pin is left out of
  * the shipper's opens and logged), then to the TASK_ACCESS_LOG worker. Only a TASK_ACCESS_LOG
- * worker's targets change this way; the launcher refuses the frame for any other task.
+ * or a TASK_CHILDREN worker's targets change this way; the launcher refuses the frame for any
+ * other task. For a TASK_CHILDREN task the launcher answers with the same frame, each added
+ * pid on (pinned, and for a client's task one the client could trace) or off (refused), and
+ * the supervisor sends the worker only those it let on.
  */
 #define MSG_TARGETS_MAX 1024 /* entries in one frame */
 #define ALOG_MAX_PIDS 4096   /* processes one access-log task traces at once */

@@ -11,6 +11,7 @@
 #endif
 
 #include "common/pyframes.h"
+#include "common/jvmframes.h"
 
 #define SC_MAX_TARGETS 64
 #define SC_STACK_DEPTH 127
@@ -40,7 +41,9 @@ enum sc_stat {
 	SC_STAT_SNAP_FAULT,	   /* not one byte of user stack readable */
 	SC_STAT_CRED_DROPPED,	   /* a client's target dropped: no longer the client's to trace */
 	SC_STAT_PY_CODE_LOST,	   /* a new Python code object's record not in the ring buffer */
-	SC_STAT_PY_MAP_BAD, /* an interpreter not mapped where the worker was told: dropped */
+	SC_STAT_PY_MAP_BAD,	  /* an interpreter not mapped where the worker was told: dropped */
+	SC_STAT_JAVA_METHOD_LOST, /* a new Java method's record not in the ring buffer */
+	SC_STAT_JAVA_MAP_BAD,	  /* a libjvm.so not mapped where the worker was told: dropped */
 	SC_STAT_MAX,
 };
 
@@ -77,13 +80,32 @@ enum sc_stat {
 #define SC_KSYM_SLOT 256
 
 enum sc_rec_kind {
-	SC_REC_SNAP = 1,   /* struct sc_snap */
-	SC_REC_DONE = 2,   /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
-	SC_REC_PYCODE = 3, /* struct sc_pycode (common/pyframes.h): a Python code object's names */
+	SC_REC_SNAP = 1,    /* struct sc_snap */
+	SC_REC_DONE = 2,    /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
+	SC_REC_PYCODE = 3,  /* struct sc_pycode (common/pyframes.h): a Python code object's names */
+	SC_REC_JMETHOD = 4, /* struct sc_jmethod (common/jvmframes.h): a Java method's names */
 };
 
 /* The copy stopped at the target's limit (snap_limits), not at the stack's end or SC_SNAP_STACK. */
 #define SC_SNAP_LIMITED 1u
+
+/*
+ * A snapshot's runtime frames are Python's or Java's (a process is one or the other): the
+ * status word says which runtime in its bits 8-15 and that runtime's status in bits 0-7.
+ */
+#define SC_RT_PYTHON 0u
+#define SC_RT_JAVA 1u
+#define SC_RT_STATUS(rt, st) ((rt) << 8 | (st))
+#define SC_RT_OF(word) ((word) >> 8)
+#define SC_RT_ST(word) ((word)&0xffu)
+
+/* A status word the programs may write. */
+static inline int sc_rt_status_ok(__u32 word)
+{
+	return SC_RT_OF(word) == SC_RT_PYTHON ? SC_RT_ST(word) < PY_ST_MAX
+	       : SC_RT_OF(word) == SC_RT_JAVA ? SC_RT_ST(word) < JAVA_ST_MAX && SC_RT_ST(word)
+					      : 0;
+}
 
 struct sc_snap {
 	__u32 kind;
@@ -96,8 +118,8 @@ struct sc_snap {
 	__u64 stack_start; /* the address of the first stack byte: sp */
 	__u32 stack_len;   /* bytes of stack in data, after the kernel frames */
 	__u32 flags;	   /* SC_SNAP_LIMITED */
-	__u32 npy;	   /* Python frames (struct py_frame) after the kernel frames */
-	__u32 pystatus;	   /* enum py_status */
+	__u32 npy;	   /* runtime frames (struct py_frame) after the kernel frames */
+	__u32 pystatus;	   /* SC_RT_STATUS: enum py_status or enum java_status */
 	/* The kernel frames (kbytes of them, none when <= 0), the Python frames (npy), then the
 	 * stack: a record is as long as what it holds. */
 	__u8 data[SC_STACK_DEPTH * 8 + PY_MAX_FRAMES * 16 + SC_SNAP_STACK];

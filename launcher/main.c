@@ -39,6 +39,7 @@
 #include "common/privdrop.h"
 #include "common/util.h"
 #include "launcher/client.h"
+#include "launcher/select.h"
 #include "launcher/watch.h"
 #include "launcher/spawner.h"
 #include "launcher/trust.h"
@@ -70,15 +71,22 @@ static const char usage_main[] =
 	"other process drops to the rover system user, which must be theirs alone.\n";
 
 static const char usage_profile[] =
-	"usage: rover profile --pid PID[,PID...] --output FILE [OPTIONS]\n"
+	"usage: rover profile (--pid PID[,PID...] | --name REGEX) [--children] --output FILE\n"
+	"                     [OPTIONS]\n"
 	"\n"
 	"Profiles the processes for a while and writes one profile.\n"
 	"\n"
 	"  -p, --pid PID[,PID...]     processes to profile (1 to 64; by host pid)\n"
+	"  -n, --name REGEX           the processes whose command name, executable path or\n"
+	"                             command line REGEX matches (PCRE2, as discovery's finders'\n"
+	"                             match_cmd_regex), each said on a line; with --pid, both\n"
+	"      --children             the processes' descendants too: those running at the start\n"
+	"                             and those they start while the task runs (looked for every\n"
+	"                             100 ms), 64 at the start and 256 more at once at most\n"
 	"  -o, --output FILE          where the profile goes\n"
-	"  -f, --format FMT           folded | pprof | svg (on_cpu, off_cpu); txt | json\n"
-	"                             (network); default from FILE's extension (.folded,\n"
-	"                             .pb.gz, .svg, .txt, .json), else folded or txt\n"
+	"  -f, --format FMT           folded | pprof | svg | html (on_cpu, off_cpu); txt | json\n"
+	"                             | html (network); default from FILE's extension (.folded,\n"
+	"                             .pb.gz, .svg, .txt, .json, .html), else folded or txt\n"
 	"  -t, --type TYPE            on_cpu (default): where the CPU time goes, in samples;\n"
 	"                             off_cpu: where threads wait, in microseconds off the CPU;\n"
 	"                             network: every TCP connection of the processes, L4 figures\n"
@@ -796,6 +804,8 @@ static int cmd_profile(int argc, char **argv)
 		{ "python-native", required_argument, NULL, 'Y' },
 		{ "python-frames", required_argument, NULL, 'Z' },
 		{ "capture-bytes", required_argument, NULL, 'B' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "children", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -803,11 +813,11 @@ static int cmd_profile(int argc, char **argv)
 		.type = TASK_ON_CPU, .duration_ms = 10000, .period_us = 9000, .flush_ms = 5000
 	};
 	struct launcher l = { .sigfd = -1, .dirfd = -1, .manage_roles = 1 };
-	const char *output = NULL, *format = NULL, *connect_dir = NULL;
+	const char *output = NULL, *format = NULL, *connect_dir = NULL, *name = NULL;
 	uint32_t period_ms = 9;
 	int c, err, out_fd, out = -1, client, status, flush_set = 0;
 
-	while ((c = getopt_long(argc, argv, "p:o:f:t:d:u:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:f:t:d:u:c:n:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pids(optarg, &spec))
@@ -817,6 +827,15 @@ static int cmd_profile(int argc, char **argv)
 			break;
 		case 'o':
 			output = optarg;
+			break;
+		case 'n':
+			if (!optarg[0])
+				return die_usage("bad --name '%s': a regular expression is expected",
+						 optarg);
+			name = optarg;
+			break;
+		case 'C':
+			spec.flags |= TASK_CHILDREN;
 			break;
 		case 'f':
 			format = optarg;
@@ -916,18 +935,27 @@ static int cmd_profile(int argc, char **argv)
 		return die_usage("unexpected argument '%s'", argv[optind]);
 	if (!l.user)
 		l.user = getenv("ROVER_USER");
-	if (!spec.npids)
-		return die_usage("%s", "profile needs --pid PID[,PID...]");
+	if (!spec.npids && !name)
+		return die_usage("%s", "profile needs --pid PID[,PID...] or --name REGEX");
 	if (!output)
 		return die_usage("%s", "profile needs --output FILE");
+	if (name) {
+		/* As the user running this: a --connect client sees what it may see of /proc,
+		 * and the pids go to the launcher's checks as --pid's do. */
+		err = select__by_name(name, spec.pids, &spec.npids, ROVER_MAX_PIDS, stderr);
+		if (err == 0)
+			fprintf(stderr, "rover: --name '%s' matches no process\n", name);
+		if (err <= 0)
+			return err == -EINVAL ? 2 : 1;
+	}
 	if (spec.type == TASK_NETWORK && !flush_set)
 		spec.flush_ms = 2000;
 	if (spec.type != TASK_NETWORK && spec.attach == ATTACH_SYSCALLS)
 		return die_usage("--attach %s is for --type network", "syscalls");
 	if (output_format_of(format, output, spec.type == TASK_NETWORK, &spec.format))
 		return die_usage(spec.type == TASK_NETWORK
-					 ? "bad --format '%s': txt or json expected"
-					 : "bad --format '%s': folded, pprof or svg expected",
+					 ? "bad --format '%s': txt, json or html expected"
+					 : "bad --format '%s': folded, pprof, svg or html expected",
 				 format);
 	for (uint32_t i = 0; i < spec.npids; i++) {
 		char path[64];

@@ -51,9 +51,13 @@ struct sp_worker {
 	uint32_t req_uid, req_gid;
 	/*
 	 * The access log's worker (msg_spawn.access_log): its processes come and go
-	 * (MSG_TASK_TARGETS), each pinned here while it is one, up to ALOG_MAX_PIDS.
+	 * (MSG_TASK_TARGETS), each pinned here while it is one, up to ALOG_MAX_PIDS. A
+	 * TASK_CHILDREN worker's children the same way, up to ROVER_MAX_CHILDREN, each checked
+	 * first as its spawn's pids were (for a client, with its groups below).
 	 */
-	int access_log;
+	int access_log, children;
+	uint32_t ngroups;
+	uint32_t groups[ROVER_MAX_GROUPS];
 	uint32_t nx;
 	int32_t *xpids;
 	int *xpidfds;
@@ -136,12 +140,13 @@ struct spawner *spawner__new(const struct spawner_config *cfg)
 		}
 	}
 	/*
-	 * Every worker pins up to ROVER_MAX_PIDS processes with pidfds, held through its grace:
+	 * Every worker pins up to ROVER_MAX_PIDS processes (and ROVER_MAX_CHILDREN children) with
+	 * pidfds, held through its grace:
 	 * room for all of them, whatever soft limit we were started with (systemd's is 1024).
 	 */
 	{
 		struct rlimit rl;
-		rlim_t want = MAX_WORKERS * ROVER_MAX_PIDS + 256;
+		rlim_t want = MAX_WORKERS * (ROVER_MAX_PIDS + ROVER_MAX_CHILDREN) + 256;
 
 		if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < want) {
 			rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
@@ -469,31 +474,50 @@ static pid_t exec_worker(const struct spawner *sp, const struct sp_worker *nw, i
 
 /*
  * MSG_TASK_TARGETS: the access-log worker's processes from now on, pinned as a task's are at
- * its spawn, so that the shipper may open their files exactly while they are its targets.
- * Refused for any other task (whose targets were checked once and never change); entries past
- * ALOG_MAX_PIDS refused. Said, never fatal: the supervisor is the only one that sends it.
+ * its spawn, so that the shipper may open their files exactly while they are its targets; or a
+ * TASK_CHILDREN worker's children, pinned and, for a client's task, checked as its spawn's
+ * pids were (requester_may_trace), the verdict sent back to the supervisor, which tells the
+ * worker of those let on only. Refused for any other task (whose targets were checked once
+ * and never change); entries past the bound refused. Said, never fatal: the supervisor is the
+ * only one that sends it.
  */
-static void lc_answer_targets(struct spawner *sp, const struct ipc_msg *m)
+static void lc_answer_targets(struct spawner *sp, struct sp_peer *p, const struct ipc_msg *m)
 {
 	struct msg_task_targets_hdr h;
 	const struct msg_task_target *t;
 	struct sp_worker *w = NULL;
-	uint32_t refused = 0;
+	struct {
+		struct msg_task_targets_hdr h;
+		struct msg_task_target t[MSG_TARGETS_MAX];
+	} *rep = NULL;
+	uint32_t refused = 0, max;
 
 	memcpy(&h, m->buf, sizeof(h));
 	for (int i = 0; i < MAX_WORKERS && !w; i++)
 		if (sp->workers[i].pid && !sp->workers[i].open_until_ms &&
 		    sp->workers[i].task_id == h.task_id)
 			w = &sp->workers[i];
-	if (!w || !w->access_log || h.count != (m->len - sizeof(h)) / sizeof(*t)) {
-		log_warn("task %llu: targets refused: not a running access-log worker's, or a "
-			 "count that does not match its length",
+	if (!w || (!w->access_log && !w->children) ||
+	    h.count != (m->len - sizeof(h)) / sizeof(*t)) {
+		log_warn("task %llu: targets refused: not a running access-log or --children "
+			 "worker's, or a count that does not match its length",
 			 (unsigned long long)h.task_id);
 		return;
+	}
+	max = w->access_log ? ALOG_MAX_PIDS : ROVER_MAX_CHILDREN;
+	if (w->children) {
+		rep = calloc(1, sizeof(*rep));
+		if (!rep) {
+			log_warn("task %llu: children refused: no memory",
+				 (unsigned long long)h.task_id);
+			return;
+		}
+		rep->h.task_id = h.task_id;
 	}
 	t = (const struct msg_task_target *)((const uint8_t *)m->buf + sizeof(h));
 	for (uint32_t i = 0; i < h.count; i++) {
 		uint32_t k;
+		int fd;
 
 		for (k = 0; k < w->nx && w->xpids[k] != t[i].pid; k++)
 			;
@@ -506,20 +530,57 @@ static void lc_answer_targets(struct spawner *sp, const struct ipc_msg *m)
 			}
 			continue;
 		}
-		if (k < w->nx || t[i].pid <= 0)
+		if (t[i].pid <= 0)
 			continue;
-		if (w->nx >= ALOG_MAX_PIDS) {
-			refused++;
+		if (k < w->nx) {
+			if (rep)
+				rep->t[rep->h.count++] = (struct msg_task_target){ t[i].pid, 1 };
 			continue;
 		}
-		w->xpidfds[w->nx] = (int)syscall(SYS_pidfd_open, t[i].pid, 0);
-		if (w->xpidfds[w->nx] < 0)
-			continue; /* gone already: nothing of it to open */
+		if (w->nx >= max) {
+			refused++;
+			if (rep)
+				rep->t[rep->h.count++] = (struct msg_task_target){ t[i].pid, 0 };
+			continue;
+		}
+		fd = (int)syscall(SYS_pidfd_open, t[i].pid, 0);
+		if (fd >= 0 && w->check_access) {
+			/* Pinned first: the process checked is the one the pidfd holds. */
+			struct msg_spawn one = { .npids = 1,
+						 .pids = { t[i].pid },
+						 .req_uid = w->req_uid,
+						 .req_gid = w->req_gid,
+						 .ngroups = w->ngroups };
+			int32_t bad = 0;
+
+			memcpy(one.groups, w->groups, sizeof(one.groups));
+			if (requester_may_trace(&one, &bad) || !pidfd_alive(fd)) {
+				log_warn("task %llu: uid %u may not trace process %d, a child of "
+					 "its processes: refused",
+					 (unsigned long long)h.task_id, w->req_uid, t[i].pid);
+				close(fd);
+				fd = -1;
+			}
+		}
+		if (fd < 0) {
+			/* Gone already, or refused: nothing of it to open or trace. */
+			if (rep)
+				rep->t[rep->h.count++] = (struct msg_task_target){ t[i].pid, 0 };
+			continue;
+		}
+		w->xpidfds[w->nx] = fd;
 		w->xpids[w->nx++] = t[i].pid;
+		if (rep)
+			rep->t[rep->h.count++] = (struct msg_task_target){ t[i].pid, 1 };
 	}
 	if (refused)
-		log_warn("task %llu: %u access-log target(s) refused: over %u processes",
-			 (unsigned long long)h.task_id, refused, ALOG_MAX_PIDS);
+		log_warn("task %llu: %u target(s) refused: over %u processes",
+			 (unsigned long long)h.task_id, refused, max);
+	if (rep && rep->h.count &&
+	    ipc_send(p->fd, MSG_TASK_TARGETS, rep,
+		     sizeof(rep->h) + rep->h.count * sizeof(rep->t[0]), -1))
+		drop_peer(sp, p, "reply failed");
+	free(rep);
 }
 
 /* lc_answer_spawn: a new worker for the supervisor's task, connected to it and to the shipper. */
@@ -538,7 +599,8 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 
 	/* The access log may start with no process; it is never a client's. */
 	if (!req->task_id || (!req->npids && !req->access_log) || req->npids > ROVER_MAX_PIDS ||
-	    req->ngroups > ROVER_MAX_GROUPS || (req->access_log && req->check_access)) {
+	    req->ngroups > ROVER_MAX_GROUPS || (req->access_log && req->check_access) ||
+	    (req->access_log && req->children)) {
 		drop_peer(sp, p, "malformed spawn request");
 		return;
 	}
@@ -558,6 +620,16 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 			return;
 		}
 		nw.access_log = 1;
+	}
+	if (req->children) {
+		nw.xpids = calloc(ROVER_MAX_CHILDREN, sizeof(*nw.xpids));
+		nw.xpidfds = calloc(ROVER_MAX_CHILDREN, sizeof(*nw.xpidfds));
+		if (!nw.xpids || !nw.xpidfds) {
+			worker_release(&nw);
+			send_spawn_failed(p->fd, req->task_id, ENOMEM, "no memory");
+			return;
+		}
+		nw.children = 1;
 	}
 	for (int i = 0; i < MAX_WORKERS && !w; i++)
 		if (!sp->workers[i].pid ||
@@ -651,6 +723,8 @@ static void lc_answer_spawn(struct spawner *sp, struct sp_peer *p, const struct 
 	w->check_access = req->check_access;
 	w->req_uid = req->req_uid;
 	w->req_gid = req->req_gid;
+	w->ngroups = req->ngroups;
+	memcpy(w->groups, req->groups, sizeof(w->groups));
 	/* The shipper learns of the worker from us, with the connection: never by a path. */
 	if (hand_over(sp, ship, ROLE_WORKER, pid, req->task_id, sh[0]))
 		kill(pid, SIGKILL);
@@ -978,7 +1052,7 @@ void spawner__handle(struct spawner *sp, int fd)
 		case PEER_SUPERVISOR:
 			err = ipc_recv(fd, supervisor_rules, 2, &sp->msg);
 			if (!err && sp->msg.type == MSG_TASK_TARGETS)
-				lc_answer_targets(sp, &sp->msg);
+				lc_answer_targets(sp, p, &sp->msg);
 			else if (!err)
 				lc_answer_spawn(sp, p, sp->msg.buf);
 			break;

@@ -3,7 +3,9 @@
  * `rover watch`: continuous profiling for a user with no OAP. The launcher, before it starts
  * any role, samples one process and the host from /proc on the supervisor's windows
  * (common/cwindow.h: each condition judged on its own period, the newest matching value) and,
- * once a condition holds, profiles exactly as `rover profile` with the options it was given.
+ * once a condition holds, profiles exactly as `rover profile` with the options it was given. The
+ * processes are --pid's or --name's (launcher/select.c, found once before the watch); with
+ * several, their CPU and threads are added up.
  * Reads only /proc/PID/stat, /proc/PID/status and /proc/loadavg (kernel text, the command name
  * skipped by its last ')').
  */
@@ -18,7 +20,9 @@
 
 #include "common/cwindow.h"
 #include "common/procstat.h"
+#include "common/msg.h"
 #include "common/util.h"
+#include "launcher/select.h"
 #include "launcher/watch.h"
 
 enum { W_CPU, W_THREADS, W_LOAD, W_MAX };
@@ -80,10 +84,14 @@ static void usage_error(const char *what, const char *arg, int *ret_rc)
 int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 {
 	struct cond conds[W_MAX] = { { 0 } };
-	char **pargv = calloc((size_t)argc + 2, sizeof(char *));
+	char **pargv = calloc((size_t)argc + 4, sizeof(char *));
 	uint64_t fetch_ms = 1000, max_wait_ms = 0, start, next, ticks = 0, ticks_ms = 0;
-	uint64_t starttime = 0;
-	int pargc = 0, pid = 0, have_ticks = 0, rc = 1;
+	uint64_t starttime[ROVER_MAX_PIDS] = { 0 };
+	int32_t pids[ROVER_MAX_PIDS];
+	uint32_t npids = 0;
+	char pidlist[ROVER_MAX_PIDS * 12];
+	const char *name = NULL;
+	int pargc = 0, have_ticks = 0, rc = 1;
 	long tck = sysconf(_SC_CLK_TCK);
 
 	if (!pargv)
@@ -124,25 +132,57 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 			}
 			continue;
 		}
-		/* --pid is both ours and the profile's; the rest is the profile's. */
-		if (!strcmp(a, "--pid") && v) {
-			char *end;
-			long p = strtol(v, &end, 10);
-
-			if (*end || p <= 0 || p > (1 << 22)) {
-				usage_error("one --pid is watched, not", v, &rc);
+		/* --name is ours: the profile gets the pids it found, not a second search. */
+		if (!strcmp(a, "--name") || !strcmp(a, "-n")) {
+			if (!v || !v[0]) {
+				usage_error("missing value of", a, &rc);
 				goto cleanup;
 			}
-			pid = (int)p;
+			name = v;
+			i++;
+			continue;
+		}
+		/* --pid is both ours and the profile's; the rest is the profile's. */
+		if ((!strcmp(a, "--pid") || !strcmp(a, "-p")) && v) {
+			char buf[ROVER_MAX_PIDS * 12], *save = NULL, *tok;
+
+			snprintf(buf, sizeof(buf), "%s", v);
+			for (tok = strtok_r(buf, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				char *end;
+				long p = strtol(tok, &end, 10);
+
+				if (*end || p <= 0 || p > (1 << 22) || npids >= ROVER_MAX_PIDS) {
+					usage_error("bad --pid (1 to 64 pids)", v, &rc);
+					goto cleanup;
+				}
+				pids[npids++] = (int32_t)p;
+			}
 		}
 		pargv[pargc++] = argv[i];
 	}
-	if (!pid || !(conds[W_CPU].on || conds[W_THREADS].on || conds[W_LOAD].on)) {
+	if ((!npids && !name) || !(conds[W_CPU].on || conds[W_THREADS].on || conds[W_LOAD].on)) {
 		fprintf(stderr,
-			"rover: watch needs --pid PID and at least one of --cpu, --threads, "
-			"--load\nrover: try 'rover watch --help'\n");
+			"rover: watch needs --pid PID or --name REGEX and at least one of --cpu, "
+			"--threads, --load\nrover: try 'rover watch --help'\n");
 		rc = 2;
 		goto cleanup;
+	}
+	if (name) {
+		int n = select__by_name(name, pids, &npids, ROVER_MAX_PIDS, stderr);
+		size_t off = 0;
+
+		if (n == 0)
+			fprintf(stderr, "rover: --name '%s' matches no process\n", name);
+		if (n <= 0) {
+			rc = n == -EINVAL ? 2 : 1;
+			goto cleanup;
+		}
+		for (uint32_t k = 0; k < npids; k++)
+			off += (size_t)snprintf(pidlist + off, sizeof(pidlist) - off, "%s%d",
+						k ? "," : "", pids[k]);
+		pargv[pargc++] = "--pid";
+		pargv[pargc++] = pidlist;
 	}
 	if (tck <= 0)
 		tck = 100;
@@ -151,12 +191,19 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 			goto cleanup;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	fprintf(stderr, "rover: watching process %d every %llu ms\n", pid,
-		(unsigned long long)fetch_ms);
+	if (npids == 1)
+		fprintf(stderr, "rover: watching process %d every %llu ms\n", pids[0],
+			(unsigned long long)fetch_ms);
+	else
+		fprintf(stderr,
+			"rover: watching %u processes (their CPU and threads added up) every "
+			"%llu ms\n",
+			npids, (unsigned long long)fetch_ms);
 	start = next = now_mono_ms();
 	while (!interrupted) {
-		uint64_t now = now_mono_ms(), t, s;
+		uint64_t now = now_mono_ms(), t = 0;
 		double v, cur = 0;
+		uint32_t alive = 0;
 		int hit = -1;
 
 		if (now < next) {
@@ -171,11 +218,24 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 			rc = 3;
 			goto cleanup;
 		}
-		if (procstat__cpu("/proc", pid, &t, &s) || (starttime && s != starttime)) {
-			fprintf(stderr, "rover: watch: process %d is gone\n", pid);
-			goto cleanup;
+		/* A process gone (or its number another's) is watched no more; all gone, we end. */
+		for (uint32_t k = 0; k < npids; k++) {
+			uint64_t pt, s;
+
+			if (!pids[k])
+				continue;
+			if (procstat__cpu("/proc", pids[k], &pt, &s) ||
+			    (starttime[k] && s != starttime[k])) {
+				fprintf(stderr, "rover: watch: process %d is gone\n", pids[k]);
+				pids[k] = 0;
+				continue;
+			}
+			starttime[k] = s;
+			t += pt;
+			alive++;
 		}
-		starttime = s;
+		if (!alive)
+			goto cleanup;
 		/* Each sample in the second it was due: one a slot (an empty one never matches). */
 		if (conds[W_CPU].on && have_ticks && now > ticks_ms && t >= ticks)
 			cwindow__add(&conds[W_CPU].w, (int64_t)next,
@@ -185,8 +245,14 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 		ticks = t;
 		ticks_ms = now;
 		have_ticks = 1;
-		if (conds[W_THREADS].on && !procstat__threads("/proc", pid, &v))
-			cwindow__add(&conds[W_THREADS].w, (int64_t)next, v, 0);
+		if (conds[W_THREADS].on) {
+			double sum = 0;
+
+			for (uint32_t k = 0; k < npids; k++)
+				if (pids[k] && !procstat__threads("/proc", pids[k], &v))
+					sum += v;
+			cwindow__add(&conds[W_THREADS].w, (int64_t)next, sum, 0);
+		}
 		if (conds[W_LOAD].on && !procstat__load("/proc", &v))
 			cwindow__add(&conds[W_LOAD].w, (int64_t)next, v, 0);
 		for (int k = 0; k < W_MAX && hit < 0; k++)
@@ -199,9 +265,9 @@ int cmd_watch(int argc, char **argv, int (*profile)(int argc, char **argv))
 		if (hit < 0)
 			continue;
 		fprintf(stderr,
-			"rover: process %d: %s %.2f >= %g in %u of the last %u samples: profiling\n",
-			pid, w_names[hit], cur, conds[hit].threshold, conds[hit].count,
-			conds[hit].period);
+			"rover: %s: %s %.2f >= %g in %u of the last %u samples: profiling\n",
+			npids == 1 ? "the process" : "the processes", w_names[hit], cur,
+			conds[hit].threshold, conds[hit].count, conds[hit].period);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		pargv[pargc] = NULL;

@@ -69,9 +69,10 @@ static const struct seccomp_entry calls[] = {
 	/* Signal 0 sends nothing: whether a pid still exists, for discovery's processes with an
 	 * entity at every scan (a path lookup in /proc costs 5 times more). Any signal: EPERM. */
 	{ "pidfd_open", SC_ALLOW,
-	  "discovery: a process with an entity is watched for its end "
+	  "discovery: a process with an entity is watched for its end; so is each child a "
+	  "--children task follows (supervisor/discovery/children.c) "
 	  "(its pidfd gives no signal: pidfd_send_signal is not allowed)" },
-	{ "epoll_ctl", SC_ALLOW, "discovery: the set of those pidfds" },
+	{ "epoll_ctl", SC_ALLOW, "discovery and --children: the sets of those pidfds" },
 	{ "epoll_wait", SC_ALLOW, "discovery: which of them ended, once a scan" },
 	{ "epoll_pwait", SC_ALLOW, "discovery: as epoll_wait (architectures without it)" },
 	{ "kill", SC_ALLOW, "signal 0 only: is a process alive", 1, SC_INT, 0 },

@@ -8,7 +8,8 @@ libgrpc-dev libcurl4-openssl-dev libyaml-dev libpcre2-dev libdw-dev protobuf-com
 nginx wrk nftables iproute2 curl iputils-ping procps \
 android-boringssl knot-dnsutils unbound nodejs \
 libnghttp2-dev nghttp2-client nghttp2-server mariadb-server mariadb-client bind9-dnsutils dnsmasq-base \
-python3-pymongo python3-mockupdb kcat python3-kafka python3-cassandra golang-github-shopify-sarama-dev"
+python3-pymongo python3-mockupdb kcat python3-kafka python3-cassandra golang-github-shopify-sarama-dev \
+libssl-dev chromium"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

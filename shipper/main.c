@@ -22,6 +22,7 @@
 #include "common/grpc/oap.h"
 #include "common/ipc.h"
 #include "common/log.h"
+#include "common/formats.h"
 #include "common/msg.h"
 #include "common/util.h"
 #include "common/privdrop.h"
@@ -768,7 +769,7 @@ static int on_supervisor(struct shipper *s, struct peer *p)
 
 		/* The descriptor is ours from here: kept by the task, or closed. */
 		m->fd = -1;
-		if (!o->task_id || o->format < FORMAT_FOLDED || o->format > FORMAT_NET_JSON) {
+		if (!o->task_id || !output_format_info(o->format)) {
 			close(fd);
 			return -EPROTO;
 		}

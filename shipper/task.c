@@ -35,6 +35,7 @@ struct stored_stack {
 	uint64_t ips[ROVER_MAX_STACK_DEPTH];
 	struct py_frame *py; /* npy Python frames, innermost first (unwound stacks) */
 	uint32_t npy;
+	uint32_t rt;	 /* SC_RT_PYTHON or SC_RT_JAVA: whose frames py holds */
 	uint32_t nnames; /* names, outermost first, once named: nr, or the spliced stack's */
 	char **names;
 	uint32_t unnamed;
@@ -313,6 +314,14 @@ void ship_task__py_log(struct ship_task *t)
 					 (unsigned long long)t->py_status[i][st],
 					 st == PY_ST_CUT ? "with only the innermost" : "without",
 					 py_status_name(st));
+	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
+		for (uint32_t st = JAVA_ST_NOT_IN_JAVA; st < JAVA_ST_MAX; st++)
+			if (t->java_status[i][st])
+				log_info("task %llu: pid %d: %llu samples %s Java frames: %s",
+					 (unsigned long long)t->task_id, t->spec.pids[i],
+					 (unsigned long long)t->java_status[i][st],
+					 st == JAVA_ST_CUT ? "with only the innermost" : "without",
+					 java_status_name(st));
 	if (t->py_unknown)
 		log_info("task %llu: %llu samples with Python frames whose code record was not "
 			 "there, named %s",
@@ -395,6 +404,36 @@ static int target_of(const struct ship_task *t, int32_t tgid)
 	return -1;
 }
 
+/*
+ * The index of tgid among the task's targets; for a TASK_CHILDREN task, a process the task
+ * took on while it ran (its worker traces the children the launcher let on) becomes a target
+ * here when its first record comes, up to ROVER_MAX_PIDS in all, its name and mappings read
+ * now. The files of a process the launcher never pinned are refused to us all the same, so a
+ * worker naming any other process gets nothing of it. -1 for none.
+ */
+static int target_or_child(struct ship_task *t, int32_t tgid, struct symbolizer *sym,
+			   int *ret_added)
+{
+	int i = target_of(t, tgid);
+
+	*ret_added = 0;
+	if (i >= 0 || !(t->spec.flags & TASK_CHILDREN) || tgid <= 0 || (uint32_t)tgid >> 22)
+		return i;
+	if (t->spec.npids >= ROVER_MAX_PIDS) {
+		if (!t->said_children_full++)
+			log_warn("task %llu: more than %d processes with its children: the samples "
+				 "of the later ones are not kept",
+				 (unsigned long long)t->task_id, ROVER_MAX_PIDS);
+		return -1;
+	}
+	i = (int)t->spec.npids++;
+	t->spec.pids[i] = tgid;
+	read_comm(tgid, t->comms[i]);
+	symbolizer__load_pid(sym, tgid);
+	*ret_added = 1;
+	return i;
+}
+
 /* A flush's upload being built: a batch per target (by its index in the spec). */
 struct flush_build {
 	struct spool_batch b[ROVER_MAX_PIDS];
@@ -464,11 +503,13 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 		     const char **frames, struct flush_build *fb)
 {
 	struct stored_stack *us = NULL, *ks = NULL;
-	int target = target_of(t, c->tgid);
+	int added, target = target_or_child(t, c->tgid, sym, &added);
 	uint64_t value;
 	uint32_t nf = 0;
 	int err;
 
+	if (target < 0 && (t->spec.flags & TASK_CHILDREN) && c->tgid > 0)
+		return 0; /* a child past the bound, said */
 	if (target < 0 || c->ustack < -1 || c->ustack >= SHIP_MAX_STACK_ID || c->kstack < -1 ||
 	    c->kstack >= SHIP_MAX_STACK_ID)
 		return -EPROTO;
@@ -644,6 +685,15 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 	char **names;
 	size_t n;
 
+	if (st->rt == SC_RT_JAVA) {
+		/* Java: where the native unwinder stopped in code no file holds (JIT code). */
+		for (uint32_t i = 0; i < st->nr; i++) {
+			nat[i] = (struct py_native){ 0 };
+			nat[i].jit = symbolizer__mapping(sym, tgid, lookup_addr(st, i), &m) != 1;
+		}
+		n = java_splice(nat, st->nr, st->npy, items, sizeof(items) / sizeof(items[0]));
+		goto named;
+	}
 	for (uint32_t i = st->nr; i-- > 0 && !have_interp;)
 		if (py_is_eval_loop(st->names[i]))
 			have_interp = symbolizer__mapping(sym, tgid, lookup_addr(st, i), &interp) ==
@@ -656,6 +706,7 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 	}
 	n = py_splice(nat, st->nr, st->py, st->npy, t->py_mode, items,
 		      sizeof(items) / sizeof(items[0]));
+named:
 	names = calloc(n ? n : 1, sizeof(*names));
 	if (!names)
 		return -ENOMEM;
@@ -669,7 +720,10 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 			st->names[items[k].native] = NULL;
 			continue;
 		}
-		if (!pycodes__name(t->pycodes, tgid, &st->py[items[k].py], buf, sizeof(buf), &src))
+		if (st->rt == SC_RT_JAVA ? !jmethods__name(t->pycodes, tgid, &st->py[items[k].py],
+							   buf, sizeof(buf), &src)
+					 : !pycodes__name(t->pycodes, tgid, &st->py[items[k].py],
+							  buf, sizeof(buf), &src))
 			st->py_unknown++;
 		else if (t->profile)
 			(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
@@ -696,8 +750,9 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
  * a stack it replaced that the flush being built names (the caller flushes, then frees it).
  */
 static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const uint64_t *ips,
-		       uint32_t nr, const struct py_frame *py, uint32_t npy, struct symbolizer *sym,
-		       struct stored_stack **ret, int32_t *ret_id, struct stored_stack **ret_old)
+		       uint32_t nr, const struct py_frame *py, uint32_t npy, uint32_t rt,
+		       struct symbolizer *sym, struct stored_stack **ret, int32_t *ret_id,
+		       struct stored_stack **ret_old)
 {
 	uint64_t h = 1469598103934665603ULL ^ (uint32_t)tgid;
 	struct stored_stack **set, **slot = NULL, *st;
@@ -713,7 +768,7 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 	for (int w = 0; w < UNWOUND_WAYS; w++) {
 		st = set[w];
 		if (st && st->named_for == tgid && st->nr == nr &&
-		    !memcmp(st->ips, ips, nr * sizeof(*ips)) && st->npy == npy &&
+		    !memcmp(st->ips, ips, nr * sizeof(*ips)) && st->npy == npy && st->rt == rt &&
 		    (!npy || !memcmp(st->py, py, npy * sizeof(*py)))) {
 			st->agg_gen = t->agg_gen;
 			/* Upload stack ids of these stacks: above those of the worker's stack map. */
@@ -745,6 +800,7 @@ static int unwound_get(struct ship_task *t, uint32_t kind, int32_t tgid, const u
 		}
 		memcpy(st->py, py, npy * sizeof(*py));
 		st->npy = npy;
+		st->rt = rt;
 	}
 	err = name_stack(st, tgid, sym, t->knames);
 	if (!err && npy)
@@ -878,7 +934,7 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 	}
 	while ((rc = snapshots__next(&it, &v)) == 1) {
 		struct unwind_regs regs = { .ip = v.s.ip, .sp = v.s.sp, .bp = v.s.bp };
-		int target = target_of(t, v.s.tgid);
+		int added, target = target_or_child(t, v.s.tgid, sym, &added);
 		struct unwind_reach reach;
 		struct stored_stack *us, *ks = NULL;
 		int32_t uid, kid = -1;
@@ -886,16 +942,24 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		uint64_t value;
 		struct stored_stack *old[2] = { NULL, NULL };
 
+		if (target < 0 && (t->spec.flags & TASK_CHILDREN))
+			continue; /* a child past the bound, said */
 		if (target < 0) {
 			rc = -EPROTO;
 			break;
 		}
+		/* A child's CFI at its first snapshot (the first pids' were read at the begin). */
+		if (added)
+			(void)unwinder__load_pid(unw, v.s.tgid);
 		nu = (uint32_t)unwinder__unwind_reach(unw, v.s.tgid, &regs, v.stack, v.s.stack_len,
 						      uips, ROVER_MAX_STACK_DEPTH, &reach);
 		stack_reach_seen(t, target, &v.s, &reach);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
 		memcpy(py, v.py, v.s.npy * sizeof(struct py_frame));
-		t->py_status[target][v.s.pystatus]++;
+		if (SC_RT_OF(v.s.pystatus) == SC_RT_JAVA)
+			t->java_status[target][SC_RT_ST(v.s.pystatus)]++;
+		else
+			t->py_status[target][SC_RT_ST(v.s.pystatus)]++;
 		if (v.s.npy && !t->pycodes) {
 			/* Frames before any record: named PY_UNKNOWN_NAME, from an empty cache. */
 			t->pycodes = pycodes__new(0);
@@ -905,10 +969,11 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			}
 			t->own_pycodes = 1;
 		}
-		rc = unwound_get(t, 1, v.s.tgid, uips, nu, py, v.s.npy, sym, &us, &uid, &old[0]);
+		rc = unwound_get(t, 1, v.s.tgid, uips, nu, py, v.s.npy, SC_RT_OF(v.s.pystatus), sym,
+				 &us, &uid, &old[0]);
 		if (!rc && v.s.nkips)
-			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, NULL, 0, sym, &ks, &kid,
-					 &old[1]);
+			rc = unwound_get(t, 0, v.s.tgid, kips, v.s.nkips, NULL, 0, 0, sym, &ks,
+					 &kid, &old[1]);
 		/* A stack that took the slot of another: entries naming the old one go out first. */
 		if (!rc && (old[0] || old[1]) && agg)
 			rc = agg_flush(t, agg, &fb);
@@ -970,9 +1035,21 @@ static int net_write(struct ship_task *t, FILE *f, struct msg_output_written *re
 
 	/* The last interval: what moved since the last conns frame. */
 	net_task__interval(t->net, now_mono_ms() * 1000000ull);
+	if (t->format == FORMAT_NET_HTML) {
+		struct net_report_head h = {
+			.start_unix_ms = t->spec.start_unix_ms,
+			.duration_ms = t->spec.duration_ms,
+			.npids = t->spec.npids,
+			.complete = t->ended,
+		};
+
+		memcpy(h.pids, t->spec.pids, sizeof(h.pids));
+		net_task__set_head(t->net, &h);
+	}
 	err = net_task__write_report(t->net, f,
-				     t->format == FORMAT_NET_JSON ? NET_REPORT_JSON
-								  : NET_REPORT_TXT,
+				     t->format == FORMAT_NET_JSON   ? NET_REPORT_JSON
+				     : t->format == FORMAT_NET_HTML ? NET_REPORT_HTML
+								    : NET_REPORT_TXT,
 				     ret->summary, sizeof(ret->summary));
 	net_summarize(t, ret);
 	ret->err = -err;
@@ -1026,6 +1103,19 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 				 (unsigned long long)n,
 				 st == PY_ST_CUT ? "with only the innermost" : "without",
 				 py_status_name(st));
+			profile__add_comment(t->profile, line);
+		}
+		for (uint32_t st = JAVA_ST_NOT_IN_JAVA; st < JAVA_ST_MAX; st++) {
+			uint64_t n = 0;
+
+			for (uint32_t i = 0; i < t->spec.npids; i++)
+				n += t->java_status[i][st];
+			if (!n)
+				continue;
+			snprintf(line, sizeof(line), "java: %llu samples %s Java frames: %s",
+				 (unsigned long long)n,
+				 st == JAVA_ST_CUT ? "with only the innermost" : "without",
+				 java_status_name(st));
 			profile__add_comment(t->profile, line);
 		}
 		if (t->py_unknown) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/msg.h"
+#include "common/stackcount.h"
 #include "shipper/output/profile.h"
 #include "shipper/output/spool.h"
 #include "shipper/stacks/python.h"
@@ -59,6 +60,7 @@ struct ship_task {
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
 	struct agg_entry *agg;
 	char comms[ROVER_MAX_PIDS][16];
+	int said_children_full; /* TASK_CHILDREN: more processes than ROVER_MAX_PIDS, said once */
 	/*
 	 * UNWIND_DWARF, by target: the most stack bytes above sp one unwinding read, snapshots
 	 * seen, the hint the worker has (0: none yet) and whether a new one is due
@@ -85,6 +87,7 @@ struct ship_task {
 	struct py_finder *pyfind;
 	uint64_t maps_seen[ROVER_MAX_PIDS]; /* symbolizer__maps_stamp + 1 at the last look */
 	uint64_t py_status[ROVER_MAX_PIDS][PY_ST_MAX];
+	uint64_t java_status[ROVER_MAX_PIDS][JAVA_ST_MAX]; /* the same for Java targets */
 	uint64_t py_unknown, py_bad_frames;
 
 	/*

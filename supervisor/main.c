@@ -25,6 +25,7 @@
 
 #include "common/ipc.h"
 #include "common/log.h"
+#include "common/formats.h"
 #include "common/msg.h"
 #include "common/privdrop.h"
 #include "common/util.h"
@@ -33,6 +34,7 @@
 #include "common/grpc/oap.h"
 #include "supervisor/accesslog/accesslog.h"
 #include "supervisor/backend/backend.h"
+#include "supervisor/discovery/children.h"
 #include "supervisor/discovery/curl_load.h"
 #include "supervisor/discovery/discovery.h"
 #include "supervisor/discovery/k8s.h"
@@ -108,6 +110,9 @@ struct supervisor {
 	uint32_t alog_backoff_ms;
 	uint64_t alog_restarts;
 	int alog_said_refused;
+	/* The descendants of TASK_CHILDREN tasks' processes; NULL when it could not be set up. */
+	struct children *kids;
+	uint64_t next_kids_ms;
 };
 
 static const struct ipc_rule from_client[] = {
@@ -117,6 +122,10 @@ static const struct ipc_rule from_client[] = {
 };
 static const struct ipc_rule from_spawner[] = {
 	{ SIZED(MSG_PEER_CONN, struct msg_peer_conn), 0, 1 },
+	/* The launcher's word on a TASK_CHILDREN task's new children. */
+	{ MSG_TASK_TARGETS, sizeof(struct msg_task_targets_hdr),
+	  sizeof(struct msg_task_targets_hdr) + MSG_TARGETS_MAX * sizeof(struct msg_task_target),
+	  sizeof(struct msg_task_target), 0 },
 	{ SIZED(MSG_WORKER_SPAWNED, struct msg_worker), 0, 1 },
 	{ SIZED(MSG_SPAWN_FAILED, struct msg_error), 0, 0 },
 	{ SIZED(MSG_WORKER_EXITED, struct msg_worker_exit), 0, 0 },
@@ -206,6 +215,8 @@ static void task_complete(struct supervisor *s, struct sv_task *t)
 	close_fd(&t->worker);
 	free(t->net);
 	t->net = NULL;
+	if (t->spec.flags & TASK_CHILDREN)
+		children__stop(s->kids, t->spec.task_id);
 	t->state = T_FREE;
 }
 
@@ -224,6 +235,8 @@ static void task_fail(struct supervisor *s, struct sv_task *t, int err, const ch
 	vsnprintf(t->why, sizeof(t->why), fmt, ap);
 	va_end(ap);
 	close_fd(&t->worker);
+	if (t->spec.flags & TASK_CHILDREN)
+		children__stop(s->kids, t->spec.task_id);
 	if (t->at_shipper && !t->written && s->shipper >= 0) {
 		struct msg_output_abort a = { .task_id = t->spec.task_id };
 
@@ -274,8 +287,7 @@ static int check_client_spec(const struct supervisor *s, struct task_spec *spec,
 		return snprintf(why, len, "flush interval must be 100ms..10m"), -EINVAL;
 	if (spec->attach > (spec->type == TASK_NETWORK ? ATTACH_SYSCALLS : ATTACH_RAW_TP))
 		return snprintf(why, len, "unknown attach choice %u", spec->attach), -EINVAL;
-	if (net ? spec->format != FORMAT_NET_TXT && spec->format != FORMAT_NET_JSON
-		: spec->format < FORMAT_FOLDED || spec->format > FORMAT_SVG)
+	if (!output_format_info(spec->format) || !output_format_info(spec->format)->network != !net)
 		return snprintf(why, len, "output format %u is not one of a%s task", spec->format,
 				net ? " NETWORK" : " profiling"),
 		       -EINVAL;
@@ -346,6 +358,20 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	t->worker = -1;
 	t->state = T_SPAWNING;
 	t->accepted_ms = now_mono_ms();
+	if (t->spec.flags & TASK_CHILDREN) {
+		/* Those running now are among its pids from the start: checked with them. */
+		int n = s->kids ? children__start(s->kids, &t->spec) : -ENOSYS;
+
+		if (n < 0) {
+			task_fail(s, t, -n, "--children: %s",
+				  n == -E2BIG ? "its processes and their children are more than 64"
+					      : strerror(-n));
+			return n;
+		}
+		log_info("task %llu: %d child process(es) of its processes running, profiled too; "
+			 "the ones they start are looked for every %u ms",
+			 (unsigned long long)t->spec.task_id, n, children__period_ms(s->kids));
+	}
 	if (bk && net) {
 		/* The shipper turns a NETWORK task's traffic into meters and logs, not profiles. */
 		t->backend = 1;
@@ -380,8 +406,9 @@ static int task_begin(struct supervisor *s, struct sv_task *t, const struct task
 	}
 	t->at_shipper = 1;
 	sp.task_id = t->spec.task_id;
-	sp.npids = spec->npids;
-	memcpy(sp.pids, spec->pids, sizeof(sp.pids));
+	sp.npids = t->spec.npids;
+	memcpy(sp.pids, t->spec.pids, sizeof(sp.pids));
+	sp.children = !!(t->spec.flags & TASK_CHILDREN);
 	/* A client other than root may profile only what it could trace itself: the launcher
 	 * checks with its credentials. Backend tasks name processes discovery reported. */
 	if (cred && cred->uid != 0) {
@@ -841,6 +868,95 @@ static void alog_tick(struct supervisor *s)
 			 ch.ntargets);
 }
 
+/* One MSG_TASK_TARGETS frame of n entries, all of task_id's, to fd. 0 or -errno. */
+static int send_targets(int fd, uint64_t task_id, const struct msg_task_target *v, size_t n)
+{
+	return n ? send_frames(fd, MSG_TASK_TARGETS, task_id, v, n, sizeof(*v), MSG_TARGETS_MAX)
+		 : 0;
+}
+
+/*
+ * New children (ev, n of them, found by children__tick) asked of the launcher, a frame per
+ * task; the worker hears of those the launcher lets on (kids_settled).
+ */
+static void kids_found(struct supervisor *s, const struct child_event *ev, size_t n)
+{
+	struct msg_task_target v[64];
+
+	for (size_t i = 0; i < n;) {
+		uint64_t task = ev[i].task_id;
+		size_t k = 0;
+
+		for (; i < n && ev[i].task_id == task && k < 64; i++) {
+			log_info("task %llu: process %d, a child of %d, found %llu ms after it started",
+				 (unsigned long long)task, ev[i].pid, ev[i].ppid,
+				 (unsigned long long)ev[i].age_ms);
+			v[k++] = (struct msg_task_target){ .pid = ev[i].pid, .on = 1 };
+		}
+		if (send_targets(s->spawner, task, v, k))
+			log_warn("task %llu: asking the launcher about its children failed",
+				 (unsigned long long)task);
+	}
+}
+
+/* The launcher's answer about new children: the worker traces those it let on. */
+static void kids_settled(struct supervisor *s, const struct ipc_msg *m)
+{
+	struct msg_task_targets_hdr h;
+	const struct msg_task_target *t;
+	struct msg_task_target on[MSG_TARGETS_MAX], off[MSG_TARGETS_MAX];
+	size_t non = 0, noff = 0;
+	struct sv_task *task;
+
+	memcpy(&h, m->buf, sizeof(h));
+	if (h.count != (m->len - sizeof(h)) / sizeof(*t))
+		return;
+	t = (const struct msg_task_target *)((const uint8_t *)m->buf + sizeof(h));
+	task = task_by_id(s, h.task_id);
+	for (uint32_t i = 0; i < h.count; i++) {
+		int live = s->kids && children__settle(s->kids, h.task_id, t[i].pid, t[i].on != 0);
+
+		if (live && task && task->worker >= 0)
+			on[non++] = (struct msg_task_target){ .pid = t[i].pid, .on = 1 };
+		else if (t[i].on)
+			/* Gone meanwhile (or the task is): the launcher's pin goes too. */
+			off[noff++] = (struct msg_task_target){ .pid = t[i].pid, .on = 0 };
+	}
+	if (task && task->worker >= 0 && send_targets(task->worker, h.task_id, on, non))
+		log_warn("task %llu: telling the worker of its children failed",
+			 (unsigned long long)h.task_id);
+	send_targets(s->spawner, h.task_id, off, noff);
+}
+
+/* Children that ended: neither the worker nor the launcher hold them from now on. */
+static void kids_ended(struct supervisor *s)
+{
+	struct child_event ev[64];
+	size_t n = children__exits(s->kids, ev, 64);
+
+	for (size_t i = 0; i < n; i++) {
+		struct msg_task_target off = { .pid = ev[i].pid, .on = 0 };
+		struct sv_task *t = task_by_id(s, ev[i].task_id);
+
+		if (t && t->worker >= 0)
+			send_targets(t->worker, ev[i].task_id, &off, 1);
+		send_targets(s->spawner, ev[i].task_id, &off, 1);
+	}
+}
+
+/* Whether a TASK_CHILDREN task waits for its worker: new pids are looked at once it runs. */
+static int kids_starting(const struct supervisor *s)
+{
+	for (int i = 0; i < MAX_TASKS; i++) {
+		const struct sv_task *t = &s->tasks[i];
+
+		if ((t->spec.flags & TASK_CHILDREN) && !t->failed &&
+		    (t->state == T_SPAWNING || t->state == T_STARTING))
+			return 1;
+	}
+	return 0;
+}
+
 static void on_worker(struct supervisor *s, struct sv_task *t);
 
 static int on_spawner(struct supervisor *s)
@@ -883,6 +999,9 @@ static int on_spawner(struct supervisor *s)
 		log_info("linked to shipper %d", c->pid);
 		return 0;
 	}
+	case MSG_TASK_TARGETS:
+		kids_settled(s, &s->msg);
+		return 0;
 	case MSG_WORKER_SPAWNED: {
 		const struct msg_worker *w = s->msg.buf;
 
@@ -1106,9 +1225,9 @@ static void accept_client(struct supervisor *s)
 
 static int loop(struct supervisor *s)
 {
-	enum { K_LISTEN, K_SPAWNER, K_SHIPPER, K_CLIENT, K_WORKER, K_BACKEND };
-	struct pollfd pfd[4 + MAX_CLIENTS + MAX_TASKS];
-	int kind[4 + MAX_CLIENTS + MAX_TASKS], ref[4 + MAX_CLIENTS + MAX_TASKS];
+	enum { K_LISTEN, K_SPAWNER, K_SHIPPER, K_CLIENT, K_WORKER, K_BACKEND, K_KIDS };
+	struct pollfd pfd[5 + MAX_CLIENTS + MAX_TASKS];
+	int kind[5 + MAX_CLIENTS + MAX_TASKS], ref[5 + MAX_CLIENTS + MAX_TASKS];
 
 	while (!stopping) {
 		int n = 0, err;
@@ -1126,6 +1245,8 @@ static int loop(struct supervisor *s)
 			ADD(s->shipper, K_SHIPPER, 0);
 		if (s->bk_fd >= 0)
 			ADD(s->bk_fd, K_BACKEND, 0);
+		if (children__active(s->kids))
+			ADD(children__fd(s->kids), K_KIDS, 0);
 		for (int i = 0; i < MAX_CLIENTS; i++)
 			if (s->clients[i] >= 0)
 				ADD(s->clients[i], K_CLIENT, i);
@@ -1140,6 +1261,8 @@ static int loop(struct supervisor *s)
 
 		if (s->disc)
 			wake = s->next_scan_ms;
+		if (children__active(s->kids) && !kids_starting(s) && s->next_kids_ms < wake)
+			wake = s->next_kids_ms;
 		for (int i = 0; i < MAX_TASKS; i++) {
 			const struct sv_task *t = &s->tasks[i];
 
@@ -1167,6 +1290,14 @@ static int loop(struct supervisor *s)
 			    now_mono_ms() - t->accepted_ms > TASK_START_TIMEOUT_MS)
 				task_fail(s, t, ETIMEDOUT, "no worker running after %d s",
 					  TASK_START_TIMEOUT_MS / 1000);
+		}
+		if (children__active(s->kids) && !kids_starting(s) &&
+		    now_mono_ms() >= s->next_kids_ms) {
+			struct child_event ev[64];
+			size_t got = children__tick(s->kids, ev, 64);
+
+			kids_found(s, ev, got);
+			s->next_kids_ms = now_mono_ms() + children__period_ms(s->kids);
 		}
 		if (s->disc && now_mono_ms() >= s->next_scan_ms) {
 			int n = discovery__scan(s->disc);
@@ -1206,6 +1337,9 @@ static int loop(struct supervisor *s)
 			case K_WORKER:
 				if (s->tasks[ref[k]].worker == pfd[k].fd)
 					on_worker(s, &s->tasks[ref[k]]);
+				break;
+			case K_KIDS:
+				kids_ended(s);
 				break;
 			case K_BACKEND:
 				err = on_backend(s);
@@ -1487,6 +1621,15 @@ int main(int argc, char **argv)
 	else if (err) {
 		log_err("launcher connection: %s", strerror(-err));
 		return 1;
+	}
+	{
+		const char *proc_root = getenv("ROVER_HOST_PROC_MAPPING");
+
+		/* Before the sandbox: its epoll set is made now. */
+		s.kids = children__new(proc_root && proc_root[0] ? proc_root : "/proc");
+		if (!s.kids)
+			log_warn("following children (--children): %s; such tasks will fail",
+				 strerror(errno));
 	}
 	err = sandbox_apply(&supervisor_policy);
 	if (err) {

@@ -83,7 +83,8 @@ uint64_t elf_file_offset(const struct elf_file *f, uint64_t vaddr, bool code)
 /* Whether the bytes at off are the string name and its terminator: 1, 0 or -errno. */
 int elf_name_is(struct elf_file *f, uint64_t off, const char *name)
 {
-	char buf[64];
+	/* V8's v8dbg_ names reach 65 bytes with the terminator. */
+	char buf[128];
 	size_t n = strlen(name) + 1;
 	int err;
 
@@ -101,6 +102,7 @@ int elf_load_dynamic(struct elf_file *f, struct elf_dyn *ret)
 {
 	uint64_t v[5] = { ELF_NONE, ELF_NONE, ELF_NONE, ELF_NONE,
 			  ELF_NONE }; /* symtab, strtab, strsz, gnu, hash */
+	uint64_t rela = ELF_NONE, relasz = 0, init = ELF_NONE, initsz = 0;
 	const Elf64_Phdr *dp = NULL;
 	bool end = false;
 	int err;
@@ -143,6 +145,22 @@ int elf_load_dynamic(struct elf_file *f, struct elf_dyn *ret)
 				if (d[k].d_un.d_val != sizeof(Elf64_Sym))
 					return -EFAULT;
 				break;
+			case DT_RELA:
+				rela = d[k].d_un.d_ptr;
+				break;
+			case DT_RELASZ:
+				relasz = d[k].d_un.d_val;
+				break;
+			case DT_RELAENT:
+				if (d[k].d_un.d_val != sizeof(Elf64_Rela))
+					return -EFAULT;
+				break;
+			case DT_INIT_ARRAY:
+				init = d[k].d_un.d_ptr;
+				break;
+			case DT_INIT_ARRAYSZ:
+				initsz = d[k].d_un.d_val;
+				break;
 			}
 		}
 		i += n;
@@ -152,9 +170,50 @@ int elf_load_dynamic(struct elf_file *f, struct elf_dyn *ret)
 	ret->strsz = v[2];
 	ret->gnu_hash = v[3] == ELF_NONE ? ELF_NONE : elf_file_offset(f, v[3], false);
 	ret->hash = v[4] == ELF_NONE ? ELF_NONE : elf_file_offset(f, v[4], false);
+	ret->rela = rela == ELF_NONE ? ELF_NONE : elf_file_offset(f, rela, false);
+	ret->relasz = ret->rela == ELF_NONE ? 0 : relasz;
+	ret->init_array = init;
+	ret->init_arraysz = init == ELF_NONE ? 0 : initsz;
 	if (ret->symtab == ELF_NONE || ret->strtab == ELF_NONE || ret->strsz == ELF_NONE ||
 	    (ret->gnu_hash == ELF_NONE && ret->hash == ELF_NONE))
 		return -EFAULT;
+	return 0;
+}
+
+int elf_rela_each(struct elf_file *f, const struct elf_dyn *d,
+		  int (*each)(const Elf64_Rela *rel, void *arg), void *arg)
+{
+	Elf64_Rela r[ELF_RELA_CHUNK];
+	uint64_t n;
+	int err;
+
+	if (d->rela == ELF_NONE || d->rela > f->size || d->relasz > f->size - d->rela)
+		return d->relasz ? -EFAULT : 0;
+	n = d->relasz / sizeof(r[0]);
+	for (uint64_t i = 0; i < n;) {
+		uint64_t k = n - i < ELF_RELA_CHUNK ? n - i : ELF_RELA_CHUNK;
+
+		err = elf_rd(f, r, k * sizeof(r[0]), d->rela + i * sizeof(r[0]));
+		if (err)
+			return err;
+		for (uint64_t j = 0; j < k; j++)
+			if ((err = each(&r[j], arg)))
+				return err;
+		i += k;
+	}
+	return 0;
+}
+
+int elf_dynsym_at(struct elf_file *f, const struct elf_dyn *d, uint32_t i, Elf64_Sym *ret)
+{
+	Elf64_Sym s;
+	int err;
+
+	/* i is a 32-bit index: no overflow. */
+	err = elf_rd(f, &s, sizeof(s), d->symtab + (uint64_t)i * sizeof(s));
+	if (err)
+		return err;
+	*ret = s;
 	return 0;
 }
 

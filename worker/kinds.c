@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "policy/policy.h"
 #include "worker/netcap.h"
 #include "worker/profiler.h"
+#include "worker/jvmstructs.h"
 #include "worker/pyattach.h"
 #include "worker/worker.h"
 
@@ -95,7 +97,55 @@ static int stacks_events_fd(const struct worker *w)
 	return profiler__snapshots_fd(w->prof);
 }
 
-/* A target's CPython interpreter the shipper found (checked by pyattach__file). */
+/*
+ * A target's libjvm.so the shipper found: its layout from the file (jvmstructs__file), where
+ * it is mapped for the programs, which check the mapping. 0 with *ret filled, or -errno.
+ */
+static int java_attach(int fd, uint64_t start, struct java_proc *ret, const char **ret_why)
+{
+	struct stat st;
+	int err;
+
+	memset(ret, 0, sizeof(*ret));
+	if (start % 4096)
+		return -EINVAL;
+	if (fstat(fd, &st))
+		return -errno;
+	err = jvmstructs__file(fd, &ret->l, ret_why);
+	if (err)
+		return err;
+	ret->start = start;
+	ret->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* A target's runtime the shipper found: Java's libjvm.so (java_attach) or a CPython interpreter
+ * (pyattach__file). */
+static void stacks_java_attach(struct worker *w, const struct msg_py_attach *m, int fd,
+			       struct msg_py_result *r)
+{
+	const char *why = NULL;
+	struct java_proc jp;
+	int err;
+
+	err = java_attach(fd, m->start, &jp, &why);
+	if (!err)
+		err = profiler__java_attach(w->prof, m->pid, &jp);
+	r->err = err;
+	r->version = err ? 0 : jp.l.major;
+	if (err)
+		log_warn("task %llu: Java frames of process %d (%s) not read: %s%s%s",
+			 (unsigned long long)w->spec.task_id, m->pid, m->path, strerror(-err),
+			 why ? ": " : "", why ? why : "");
+	else
+		log_info("task %llu: Java %u.%u.%u frames of process %d read (%s)",
+			 (unsigned long long)w->spec.task_id, jp.l.major, jp.l.minor, jp.l.security,
+			 m->pid, m->path);
+	err = ipc_send(w->shipper, MSG_SHIP_PY_RESULT, r, sizeof(*r), -1);
+	if (err)
+		worker_lost_shipper(w, err, "Java result");
+}
+
 static void stacks_py_attach(struct worker *w, const struct ipc_msg *msg)
 {
 	struct msg_py_attach m;
@@ -108,7 +158,11 @@ static void stacks_py_attach(struct worker *w, const struct ipc_msg *msg)
 	r.task_id = m.task_id;
 	r.pid = m.pid;
 	r.seq = m.seq;
-	if (m.task_id != w->spec.task_id || m.pid <= 0)
+	if (m.task_id == w->spec.task_id && m.pid > 0 && m.runtime == SC_RT_JAVA) {
+		stacks_java_attach(w, &m, msg->fd, &r);
+		return;
+	}
+	if (m.task_id != w->spec.task_id || m.pid <= 0 || m.runtime != SC_RT_PYTHON)
 		err = -EPERM;
 	else
 		err = pyattach__file(msg->fd, m.start, &py);
@@ -171,6 +225,11 @@ static int stacks_forget(struct worker *w, int32_t pid)
 	return profiler__forget(w->prof, pid);
 }
 
+static int stacks_set_target(struct worker *w, int32_t pid, int on)
+{
+	return on ? profiler__trace(w->prof, pid) : profiler__forget(w->prof, pid);
+}
+
 static void stacks_stop(struct worker *w)
 {
 	profiler__stop(w->prof);
@@ -205,6 +264,7 @@ static const struct task_kind stacks_kind = {
 	.on_shipper = stacks_on_shipper,
 	.tracing = stacks_tracing,
 	.forget = stacks_forget,
+	.set_target = stacks_set_target,
 	.stop = stacks_stop,
 	.totals = stacks_totals,
 	.free = stacks_free,
@@ -340,6 +400,7 @@ static const struct task_kind net_kind = {
 	.on_shipper = net_on_shipper,
 	.tracing = net_tracing,
 	.forget = net_forget,
+	.set_target = net_set_target,
 	.stop = net_stop,
 	.totals = net_totals,
 	.free = net_free,

@@ -150,39 +150,48 @@ static int forget_dropped(struct worker *w)
 }
 
 /*
- * MSG_TASK_TARGETS: the access log's processes from now on. For another task a frame is
- * refused (its targets were checked at spawn and never change); a bad one is said and left.
+ * MSG_TASK_TARGETS: the access log's processes from now on, or a TASK_CHILDREN task's children
+ * (those the launcher let on; the supervisor says when each ends, having its pidfd). For
+ * another task a frame is refused (its targets were checked at spawn and never change); a
+ * bad one is said and left. Returns how many targets it added less those it removed.
  */
-static void on_targets(struct worker *w, const struct ipc_msg *m)
+static int on_targets(struct worker *w, const struct ipc_msg *m)
 {
 	struct msg_task_targets_hdr h;
 	const struct msg_task_target *t;
+	int alog = w->spec.type == TASK_ACCESS_LOG, delta = 0;
 
 	memcpy(&h, m->buf, sizeof(h));
-	if (w->spec.type != TASK_ACCESS_LOG || h.task_id != w->spec.task_id ||
+	if ((!alog && !(w->spec.flags & TASK_CHILDREN)) || h.task_id != w->spec.task_id ||
 	    h.count != (m->len - sizeof(h)) / sizeof(*t) || !w->kind->set_target) {
-		log_warn("task %llu: a targets frame refused (not this access-log task's, or "
-			 "its count does not match its length)",
+		log_warn("task %llu: a targets frame refused (not this access-log or --children "
+			 "task's, or its count does not match its length)",
 			 (unsigned long long)w->spec.task_id);
-		return;
+		return 0;
 	}
 	t = (const struct msg_task_target *)((const uint8_t *)m->buf + sizeof(h));
 	for (uint32_t i = 0; i < h.count; i++) {
+		int was;
+
 		if (t[i].pid <= 0 || (uint32_t)t[i].pid >> 22) {
 			log_warn("task %llu: target %d refused: not a pid",
 				 (unsigned long long)w->spec.task_id, t[i].pid);
 			continue;
 		}
+		was = w->kind->tracing(w, t[i].pid);
 		if (w->kind->set_target(w, t[i].pid, t[i].on != 0))
 			continue;
+		delta += (t[i].on != 0) - (was != 0);
 		/* One line a change: tests and people follow the set by them. */
 		if (t[i].on)
-			log_info("access log: tracing pid %d (task %llu)", t[i].pid,
-				 (unsigned long long)w->spec.task_id);
+			log_info("%s: tracing pid %d (task %llu)", alog ? "access log" : "children",
+				 t[i].pid, (unsigned long long)w->spec.task_id);
 		else
-			log_info("access log: no longer tracing pid %d (task %llu)", t[i].pid,
+			log_info("%s: no longer tracing pid %d (task %llu)",
+				 alog ? "access log" : "children", t[i].pid,
 				 (unsigned long long)w->spec.task_id);
 	}
+	return delta;
 }
 
 /* Runs the task to its end; returns the end reason. */
@@ -243,7 +252,9 @@ static uint32_t run(struct worker *w)
 			int err = ipc_recv(w->sv, from_supervisor, 4, &msg);
 
 			if (!err && msg.type == MSG_TASK_TARGETS) {
-				on_targets(w, &msg);
+				/* A child counts as a target while it lives: the task ends when
+				 * none is left. */
+				alive += on_targets(w, &msg);
 				ipc_msg_release(&msg);
 				continue;
 			}

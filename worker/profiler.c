@@ -63,6 +63,8 @@ struct profiler {
 	uint32_t type;
 	int user_only;		   /* TASK_USER_ONLY: no kernel frame leaves the worker */
 	uint32_t req_uid, req_gid; /* and the client whose targets must stay its own */
+	/* Its targets map's size: room for followed children too (TASK_CHILDREN). */
+	uint32_t max_targets;
 	struct oncpu_bpf *on;
 	struct offcpu_bpf *off;
 	struct bpf_link **links;
@@ -70,7 +72,7 @@ struct profiler {
 	int *pfds;
 	int ncpus;
 	/* the maps both programs share, by fd */
-	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd, pyprocs_fd;
+	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd, pyprocs_fd, javaprocs_fd;
 	volatile __u32 *active;
 	uint64_t flush_no;
 	uint64_t *sent_hash; /* per stack id: content hash last sent to the shipper, 0: none */
@@ -201,6 +203,7 @@ static int load_on_cpu(struct profiler *p, const struct task_spec *spec, int nam
 	ring = dwarf_mode(spec) ? snap_ring_bytes(freq * (uint64_t)p->ncpus) : 0;
 	size_maps(p->on->maps.stacks, p->on->maps.counts0, p->on->maps.counts1, p->on->maps.snaps,
 		  ring);
+	bpf_map__set_max_entries(p->on->maps.targets, p->max_targets);
 	p->on->rodata->unwind_dwarf = dwarf_mode(spec);
 	p->on->rodata->snap_wake_bytes = ring / 4;
 	set_cred_check(&p->on->rodata->cred_check, &p->on->rodata->cred_uid,
@@ -237,6 +240,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 	p->targets_fd = bpf_map__fd(p->on->maps.targets);
 	p->limits_fd = bpf_map__fd(p->on->maps.snap_limits);
 	p->pyprocs_fd = bpf_map__fd(p->on->maps.py_procs);
+	p->javaprocs_fd = bpf_map__fd(p->on->maps.java_procs);
 	p->active = &p->on->bss->active_counts;
 	for (int cpu = 0; cpu < p->ncpus; cpu++) {
 		int fd = perf_open_cpu_clock(cpu, freq);
@@ -283,6 +287,7 @@ static int load_off_cpu(struct profiler *p, int use_btf, int dwarf, int namer)
 	/* Switches have no rate known in advance: the largest ring. */
 	size_maps(p->off->maps.stacks, p->off->maps.counts0, p->off->maps.counts1,
 		  p->off->maps.snaps, dwarf ? SC_SNAP_RINGBUF_MAX : 0);
+	bpf_map__set_max_entries(p->off->maps.targets, p->max_targets);
 	p->off->rodata->unwind_dwarf = dwarf;
 	p->off->rodata->snap_wake_bytes = SC_SNAP_RINGBUF_MAX / 4;
 	p->off->rodata->cred_check = (uint32_t)p->user_only;
@@ -335,6 +340,7 @@ static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
 	p->targets_fd = bpf_map__fd(p->off->maps.targets);
 	p->limits_fd = bpf_map__fd(p->off->maps.snap_limits);
 	p->pyprocs_fd = bpf_map__fd(p->off->maps.py_procs);
+	p->javaprocs_fd = bpf_map__fd(p->off->maps.java_procs);
 	p->active = &p->off->bss->active_counts;
 	p->links[0] = use_btf ? bpf_program__attach(prog)
 			      : bpf_program__attach_raw_tracepoint(prog, "sched_switch");
@@ -365,6 +371,17 @@ int profiler__py_attach(struct profiler *p, int32_t tgid, const struct py_proc *
 	if (!profiler__tracing(p, tgid))
 		return -EPERM;
 	return bpf_map_update_elem(p->pyprocs_fd, &key, py, BPF_ANY) ? -errno : 0;
+}
+
+int profiler__java_attach(struct profiler *p, int32_t tgid, const struct java_proc *jp)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (!p->rb)
+		return -EOPNOTSUPP; /* Java frames ride in snapshots: unwind mode dwarf only */
+	if (!profiler__tracing(p, tgid))
+		return -EPERM;
+	return bpf_map_update_elem(p->javaprocs_fd, &key, jp, BPF_ANY) ? -errno : 0;
 }
 
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
@@ -472,8 +489,8 @@ static int on_record(void *ctx, void *data, size_t size)
 						    pe->data + pb);
 		free(pe);
 		return p->rb_err;
-	} else if (kind == SC_REC_PYCODE) {
-		/* Names of a code object, ahead of the snapshots that hold it. */
+	} else if (kind == SC_REC_PYCODE || kind == SC_REC_JMETHOD) {
+		/* Names of a code object or a method, ahead of the snapshots that hold it. */
 		if (ship_batch_add_pycode(b, data, size))
 			b->losses[LOSS_PY_CODES]++;
 	}
@@ -542,6 +559,9 @@ struct profiler *profiler__start(const struct task_spec *spec, struct msg_task_s
 	p->user_only = !!(spec->flags & TASK_USER_ONLY);
 	p->req_uid = spec->req_uid;
 	p->req_gid = spec->req_gid;
+	p->max_targets = SC_MAX_TARGETS;
+	if (spec->flags & TASK_CHILDREN)
+		p->max_targets += ROVER_MAX_CHILDREN;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0) {
 		err = p->ncpus ? p->ncpus : -ENODEV;
@@ -610,6 +630,19 @@ int profiler__forget(struct profiler *p, int32_t pid)
 		return -errno;
 	/* Its interpreter's place is no other process's that gets its number. */
 	bpf_map_delete_elem(p->pyprocs_fd, &tgid);
+	bpf_map_delete_elem(p->javaprocs_fd, &tgid);
+	return 0;
+}
+
+int profiler__trace(struct profiler *p, int32_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	uint8_t one = 1;
+
+	if (pid <= 0 || (uint32_t)pid >> 22)
+		return -EINVAL;
+	if (bpf_map_update_elem(p->targets_fd, &tgid, &one, BPF_ANY))
+		return -errno;
 	return 0;
 }
 
@@ -681,6 +714,8 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		[SC_STAT_CRED_DROPPED] = LOSS_TARGETS_CRED,
 		[SC_STAT_PY_CODE_LOST] = LOSS_PY_CODES,
 		[SC_STAT_PY_MAP_BAD] = -2, /* said, not a loss: the samples keep native frames */
+		[SC_STAT_JAVA_METHOD_LOST] = LOSS_PY_CODES,
+		[SC_STAT_JAVA_MAP_BAD] = -2,
 	};
 	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
 

@@ -10,6 +10,7 @@
 
 #include "common/msg.h"
 #include "common/pyframes.h"
+#include "common/stackcount.h"
 #include "worker/ship.h"
 
 struct profiler;
@@ -48,12 +49,16 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes);
  * 0, -EOPNOTSUPP (no snapshots: frame-pointer unwinding), -EPERM (not a target traced).
  */
 int profiler__py_attach(struct profiler *p, int32_t tgid, const struct py_proc *py);
+/* As profiler__py_attach, for a Java target's libjvm.so (bpf/java.bpf.h). */
+int profiler__java_attach(struct profiler *p, int32_t tgid, const struct java_proc *jp);
 
 /* Whether the worker runs a program of its own (the kernel-frame namer, BPF_PROG_RUN). */
 int profiler__runs_programs(const struct profiler *p);
 
 /* Stops the programs; a drain afterwards collects the last counts. */
 void profiler__stop(struct profiler *p);
+/* A child of the targets (TASK_CHILDREN) counted from now on. 0 or -errno. */
+int profiler__trace(struct profiler *p, int32_t pid);
 /* A target exited: its pid is not counted any more, whoever gets the number next. 0 or -errno. */
 int profiler__forget(struct profiler *p, int32_t pid);
 /*

@@ -7,6 +7,7 @@
 
 #include "common/ipc.h"
 #include "worker/ship.h"
+#include "common/stackcount.h"
 
 /* Frames stay well under IPC_MAX_PAYLOAD. */
 #define STACKS_PER_FRAME 1000
@@ -93,9 +94,14 @@ static size_t ksym_bytes(const uint8_t *rec)
 	return sizeof(*k) + ((k->len + 7u) & ~7u);
 }
 
-/* A Python code record's bytes, without the padding: as long as its line table needs. */
+/* A Python code or Java method record's bytes, without the padding: as long as its line table
+ * needs. Its kind was checked by the caller. */
 static size_t pycode_len(const struct sc_pycode *c)
 {
+	const struct sc_jmethod *j = (const void *)c;
+
+	if (c->kind == SC_REC_JMETHOD)
+		return offsetof(struct sc_jmethod, data) + JAVA_STRINGS + j->lines_len;
 	return offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + c->lines_len;
 }
 
@@ -110,8 +116,18 @@ int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_
 	size_t at = b->pycodes_len ? b->pycodes_len : sizeof(struct ship_pycodes_hdr), len, need;
 	int err;
 
-	if (size < offsetof(struct sc_pycode, data) || c->lines_len > PY_LINES_MAX ||
-	    size < pycode_len(c))
+	if (size < sizeof(uint32_t))
+		return -EINVAL;
+	if (c->kind == SC_REC_JMETHOD) {
+		const struct sc_jmethod *j = (const void *)c;
+
+		if (size < offsetof(struct sc_jmethod, data) || j->lines_len > JAVA_LINES_MAX)
+			return -EINVAL;
+	} else if (c->kind != SC_REC_PYCODE || size < offsetof(struct sc_pycode, data) ||
+		   c->lines_len > PY_LINES_MAX) {
+		return -EINVAL;
+	}
+	if (size < pycode_len(c))
 		return -EINVAL;
 	len = pycode_len(c);
 	need = pycode_bytes((const uint8_t *)c);

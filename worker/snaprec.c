@@ -14,7 +14,7 @@ int snaprec__convert(const struct sc_snap *r, size_t size, uint32_t limit,
 		return -EINVAL;
 	kb = r->kbytes > 0 ? (size_t)r->kbytes : 0;
 	kips = (const uint64_t *)(const void *)r->data;
-	if (r->npy > PY_MAX_FRAMES || r->pystatus >= PY_ST_MAX)
+	if (r->npy > PY_MAX_FRAMES || !sc_rt_status_ok(r->pystatus))
 		return -EINVAL;
 	pyb = r->npy * sizeof(struct py_frame);
 	if (kb > SC_STACK_DEPTH * 8 || kb % 8 || !r->stack_len || r->stack_len > SC_SNAP_STACK ||

@@ -47,8 +47,8 @@ struct task_kind {
 	int (*tracing)(const struct worker *w, int32_t pid);
 	/* pid ended or was dropped: not traced any more. 0 or -errno. */
 	int (*forget)(struct worker *w, int32_t pid);
-	/* The access log: pid traced from now on (on), or no longer (its connections closed
-	 * out as an exited target's). NULL for the kinds whose targets never change. 0 or
+	/* The access log's processes and a TASK_CHILDREN task's children: pid traced from now
+	 * on (on), or no longer (its connections closed out as an exited target's). 0 or
 	 * -errno. */
 	int (*set_target)(struct worker *w, int32_t pid, int on);
 	void (*stop)(struct worker *w);

@@ -29,11 +29,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <yaml.h>
 
 #include "common/config/config.h"
+#include "common/config/procmatch.h"
 #include "common/msg.h"
 #include "common/util.h"
 
@@ -574,7 +573,7 @@ void config__free(struct rover_config *cfg)
 		struct config_finder *f = &cfg->discovery.finders[i];
 
 		free(f->match_cmd_regex);
-		pcre2_code_free(f->re);
+		procmatch__free(f->re);
 		free(f->layer);
 		tmpl__free(f->service_name);
 		tmpl__free(f->instance_name);
@@ -1071,27 +1070,13 @@ static int add_finder(struct loader *L, struct finder_src *s)
 		goto fail;
 	}
 	{
-		pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
-		int code;
-		PCRE2_SIZE off;
+		char msg[160];
 
-		if (!cc) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		pcre2_set_max_pattern_length(cc, CONFIG_MAX_VALUE);
-		/* Command lines need not be UTF-8: invalid sequences never match, they are no error. */
-		f.re = pcre2_compile((PCRE2_SPTR)f.match_cmd_regex, PCRE2_ZERO_TERMINATED,
-				     PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C,
-				     &code, &off, cc);
-		pcre2_compile_context_free(cc);
+		f.re = procmatch__compile(f.match_cmd_regex, CONFIG_MAX_VALUE, msg, sizeof(msg));
 		if (!f.re) {
-			PCRE2_UCHAR msg[120];
-
-			pcre2_get_error_message(code, msg, sizeof(msg));
-			set_err(L->err, L->errlen, "%s.%s: bad regex '%s' (%s at %zu)", L->path,
+			set_err(L->err, L->errlen, "%s.%s: bad regex '%s' (%s)", L->path,
 				strstr(L->path, ".regex[") ? "match_cmd" : "match_cmd_regex",
-				shown(f.match_cmd_regex, buf), (char *)msg, (size_t)off);
+				shown(f.match_cmd_regex, buf), msg);
 			r = -EINVAL;
 			goto fail;
 		}
@@ -1118,7 +1103,7 @@ static int add_finder(struct loader *L, struct finder_src *s)
 	return 0;
 fail:
 	free(f.match_cmd_regex);
-	pcre2_code_free(f.re);
+	procmatch__free(f.re);
 	free(f.layer);
 	tmpl__free(f.service_name);
 	tmpl__free(f.instance_name);

@@ -36,6 +36,16 @@ const char *net__ep_proto_name(uint8_t proto)
 	return net__proto_name(proto);
 }
 
+const char *net__ep_proto_title(uint8_t proto)
+{
+	if (proto == EP_GRPC)
+		return "gRPC";
+	if (proto == NET_PROTO_HTTP2)
+		return l7_http2_ops.title;
+	return net__l7_ops(proto) && net__l7_ops(proto)->title ? net__l7_ops(proto)->title
+							       : "unknown";
+}
+
 /* The counts of a parser of proto, added into the task's stats s. */
 void net__parser_counts(struct net_stats *s, uint8_t proto, const struct l7_ops *o, const void *p)
 {

@@ -3,6 +3,7 @@
  * Shipper side: the state of a NETWORK task's analysis shared by its parts, each calling only
  * the ones below it:
  *   network.c    the task, the worker's frames handed to the parts below, the report;
+ *   nethtml.c    the report as one HTML page, from what network.c's reports read;
  *   netconn.c    the connection table and L4 accounting, intervals into traffic;
  *   netl7.c      L7 dispatch: each connection's parser, its exchanges, endpoints, monitor;
  *   netsample.c  HTTP's sampled traces and the keeper of their events' bytes;
@@ -177,6 +178,8 @@ struct net_task {
 	uint64_t rng;
 	/* The access log (netalog.c); NULL for a NETWORK task. */
 	struct net_alog *alog;
+	struct net_report_head head; /* for the HTML report, when have_head */
+	bool have_head;
 };
 
 struct net_keep_dir;
@@ -273,6 +276,17 @@ void net__topn_add(struct net_task *t, struct net_http_acc *a, int reason, struc
 void net__acc_merge(struct net_task *t, struct net_http_acc *dst, struct net_http_acc *src,
 		    bool samples);
 
+/* network.c: what its reports read, for nethtml.c */
+const char *net__proc_name(struct net_task *t, int32_t pid);
+/* Nearest-rank p50, p90, p99 of e's reservoir in ret, µs; tmp holds RESERVOIR_MAX. */
+void net__percentiles(const struct net_endpoint *e, uint32_t *tmp, uint64_t ret[3]);
+/* Every loss counter by name, zero or not; kernel: one of the program's (NET_STAT_*). */
+typedef void (*net_loss_fn)(void *ctx, const char *name, bool kernel, uint64_t v);
+void net__losses_each(const struct net_stats *s, net_loss_fn fn, void *ctx);
+
+/* nethtml.c: the page into f (s: the task's stats; tmp: RESERVOIR_MAX). 0 or -errno. */
+int net__report_html(struct net_task *t, const struct net_stats *s, FILE *f, uint32_t *tmp);
+
 /* netconn.c */
 void net__conn_unlink(struct net_task *t, struct net_conn_st *c);
 void net__conn_free(struct net_task *t, struct net_conn_st *c);
@@ -282,6 +296,8 @@ void net__on_conn(struct net_task *t, const struct net_conn *nc, bool closing);
 
 /* netl7.c */
 const char *net__ep_proto_name(uint8_t proto);
+/* An endpoint's protocol for people: "HTTP/1.x", "gRPC", "MySQL". */
+const char *net__ep_proto_title(uint8_t proto);
 void net__parser_counts(struct net_stats *s, uint8_t proto, const struct l7_ops *o, const void *p);
 void net__l7_drop(struct net_task *t, struct net_conn_st *c);
 void net__ep_free(struct net_endpoint *e);

@@ -218,6 +218,13 @@ int net_task__set_comm(struct net_task *t, int32_t pid, const char *comm)
 	return 0;
 }
 
+static const char *proc_name(struct net_task *t, int32_t pid);
+
+const char *net__proc_name(struct net_task *t, int32_t pid)
+{
+	return proc_name(t, pid);
+}
+
 /* The process name for people: the backend's, else its command name, else "?". */
 static const char *proc_name(struct net_task *t, int32_t pid)
 {
@@ -472,7 +479,7 @@ static int u32_cmp(const void *a, const void *b)
 }
 
 /* Nearest-rank percentiles of the reservoir, µs. */
-static void percentiles(const struct net_endpoint *e, uint32_t *tmp, uint64_t ret[3])
+void net__percentiles(const struct net_endpoint *e, uint32_t *tmp, uint64_t ret[3])
 {
 	static const unsigned pct[3] = { 50, 90, 99 };
 
@@ -522,7 +529,7 @@ static const char *const kernel_names[NET_STAT_MAX] = {
 	[NET_STAT_PKT_FULL] = "pkt_full",
 };
 
-static void losses(const struct net_stats *s, struct sb *b, bool json)
+void net__losses_each(const struct net_stats *s, net_loss_fn fn, void *ctx)
 {
 	const struct {
 		const char *name;
@@ -565,20 +572,10 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 		{ "http2_alloc_failures", s->http2.alloc_failures },
 		{ "parsers_refused", s->parsers_refused },
 	};
-	bool first = true;
 
-	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
-		if (json)
-			sb_printf(b, "%s\"%s\":%llu", first ? "" : ",", l[i].name,
-				  (unsigned long long)l[i].v);
-		else
-			sb_printf(b, "  %-24s %llu\n", l[i].name, (unsigned long long)l[i].v);
-		first = false;
-	}
-	if (json)
-		sb_printf(b, ",\"l7_unpaired\":%llu", (unsigned long long)s->l7_unpaired);
-	else
-		sb_printf(b, "  %-24s %llu\n", "l7_unpaired", (unsigned long long)s->l7_unpaired);
+	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
+		fn(ctx, l[i].name, false, l[i].v);
+	fn(ctx, "l7_unpaired", false, s->l7_unpaired);
 	for (uint8_t p = NET_PROTO_NONE + 1; p < NET_PROTO_MAX; p++) {
 		const struct l7_stats *q = &s->l7[p];
 		const struct {
@@ -604,23 +601,49 @@ static void losses(const struct net_stats *s, struct sb *b, bool json)
 			char name[64];
 
 			snprintf(name, sizeof(name), "%s_%s", net__proto_name(p), m[i].name);
-			if (json)
-				sb_printf(b, ",\"%s\":%llu", name, (unsigned long long)m[i].v);
-			else
-				sb_printf(b, "  %-24s %llu\n", name, (unsigned long long)m[i].v);
+			fn(ctx, name, false, m[i].v);
 		}
 	}
 	for (unsigned i = 0; i < NET_STAT_MAX; i++) {
 		/* Counts, not losses: in the report's head and its "tls" part. */
 		if (i == NET_STAT_SYSCALLS || i == NET_STAT_TLS_CALLS || i == NET_STAT_TLS_ADJACENT)
 			continue;
-		if (json)
-			sb_printf(b, ",\"kernel_%s\":%llu", kernel_names[i],
-				  (unsigned long long)s->kernel[i]);
-		else
-			sb_printf(b, "  kernel %-17s %llu\n", kernel_names[i],
-				  (unsigned long long)s->kernel[i]);
+		fn(ctx, kernel_names[i], true, s->kernel[i]);
 	}
+}
+
+struct loss_out {
+	struct sb *b;
+	bool json, first;
+	int nonzero;
+};
+
+/* JSON holds every counter (programs read them by name); the text, read by people, only
+ * those that counted something. */
+static void loss_put(void *ctx, const char *name, bool kernel, uint64_t v)
+{
+	struct loss_out *o = ctx;
+
+	o->nonzero += v != 0;
+	if (!o->json && !v)
+		return;
+	if (o->json)
+		sb_printf(o->b, "%s\"%s%s\":%llu", o->first ? "" : ",", kernel ? "kernel_" : "",
+			  name, (unsigned long long)v);
+	else if (kernel)
+		sb_printf(o->b, "  kernel %-17s %llu\n", name, (unsigned long long)v);
+	else
+		sb_printf(o->b, "  %-24s %llu\n", name, (unsigned long long)v);
+	o->first = false;
+}
+
+/* Every loss counter into b: how many were not zero. */
+static int losses(const struct net_stats *s, struct sb *b, bool json)
+{
+	struct loss_out o = { .b = b, .json = json, .first = true };
+
+	net__losses_each(s, loss_put, &o);
+	return o.nonzero;
 }
 
 void net_task__tls_lib(struct net_task *t, const struct net_tls_file *l)
@@ -673,7 +696,7 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 		const struct net_endpoint *e = t->eps[i];
 		uint64_t p[3];
 
-		percentiles(e, tmp, p);
+		net__percentiles(e, tmp, p);
 		sb_printf(b, "  %s(%d) %s %s%s%s %s: %llu requests, %s", proc_name(t, e->pid),
 			  e->pid, net__role_name(e->role),
 			  e->proto == NET_PROTO_HTTP1 ? "" : net__ep_proto_name(e->proto),
@@ -707,8 +730,15 @@ static void report_txt(struct net_task *t, const struct net_stats *s, struct sb 
 		else
 			sb_printf(b, "%u probes\n", l->attached);
 	}
-	sb_printf(b, "\nLosses:\n");
-	losses(s, b, false);
+	{
+		size_t at = b->len;
+
+		sb_printf(b, "\nLosses:\n");
+		if (!losses(s, b, false) && !b->err) {
+			b->len = at;
+			sb_printf(b, "\nNo losses.\n");
+		}
+	}
 }
 
 static void report_json(struct net_task *t, const struct net_stats *s, struct sb *b, uint32_t *tmp)
@@ -764,7 +794,7 @@ static void report_json(struct net_task *t, const struct net_stats *s, struct sb
 		const struct net_endpoint *e = t->eps[i];
 		uint64_t p[3];
 
-		percentiles(e, tmp, p);
+		net__percentiles(e, tmp, p);
 		sb_printf(b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", e->pid);
 		sb_json_str(b, proc_name(t, e->pid));
 		sb_printf(b, ",\"role\":\"%s\",\"protocol\":\"%s\",\"method\":",
@@ -828,7 +858,7 @@ static void summary_of(struct net_task *t, const struct net_stats *s, char *out,
 	for (size_t i = 0; i < n; i++) {
 		uint64_t p[3];
 
-		percentiles(v[i], tmp, p);
+		net__percentiles(v[i], tmp, p);
 		sb_printf(&b, "%s %s (%s(%d) %s): %llu requests, p99 %.3f ms\n", v[i]->method,
 			  v[i]->path, proc_name(t, v[i]->pid), v[i]->pid,
 			  net__role_name(v[i]->role), (unsigned long long)v[i]->requests,
@@ -853,7 +883,8 @@ int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format
 	uint32_t *tmp;
 	int err;
 
-	if (!t || (f != NET_REPORT_TXT && f != NET_REPORT_JSON) || (summary_len && !summary))
+	if (!t || (f != NET_REPORT_TXT && f != NET_REPORT_JSON && f != NET_REPORT_HTML) ||
+	    (summary_len && !summary))
 		return -EINVAL;
 	tmp = malloc(RESERVOIR_MAX * sizeof(*tmp));
 	if (!tmp)
@@ -861,14 +892,24 @@ int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format
 	net_task__stats(t, &s);
 	if (f == NET_REPORT_TXT)
 		report_txt(t, &s, &b, tmp);
-	else
+	else if (f == NET_REPORT_JSON)
 		report_json(t, &s, &b, tmp);
 	err = b.err;
-	if (!err && out && fwrite(b.p, 1, b.len, out) != b.len)
+	if (!err && out && f == NET_REPORT_HTML)
+		err = net__report_html(t, &s, out, tmp);
+	else if (!err && out && fwrite(b.p, 1, b.len, out) != b.len)
 		err = -EIO;
 	if (!err && summary_len)
 		summary_of(t, &s, summary, summary_len, tmp);
 	free(b.p);
 	free(tmp);
 	return err;
+}
+
+void net_task__set_head(struct net_task *t, const struct net_report_head *h)
+{
+	t->head = *h;
+	if (t->head.npids > ROVER_MAX_PIDS)
+		t->head.npids = ROVER_MAX_PIDS;
+	t->have_head = true;
 }

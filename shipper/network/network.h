@@ -113,12 +113,23 @@ void net_task__monitor(struct net_task *t);
 size_t net_task__monitor_take(struct net_task *t, struct msg_net_monitor_entry *out, size_t max,
 			      uint32_t *ret_dropped);
 
-enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2 };
+enum net_report_format { NET_REPORT_TXT = 1, NET_REPORT_JSON = 2, NET_REPORT_HTML = 3 };
+
+/* What the HTML report's head says of the task (the others do not say it). */
+struct net_report_head {
+	uint64_t start_unix_ms; /* 0: not known */
+	uint32_t duration_ms;	/* asked for */
+	uint32_t npids;
+	int32_t pids[ROVER_MAX_PIDS]; /* the processes asked for */
+	bool complete;		      /* false: cut short */
+};
+void net_task__set_head(struct net_task *t, const struct net_report_head *h);
 
 /*
  * The whole task so far, for a person: per connection pair and per HTTP endpoint, requests,
  * status codes, bytes, latency p50/p90/p99, and every loss. Written to f; summary gets the top
- * lines (NUL-terminated, at most summary_len). 0 or -errno.
+ * lines (NUL-terminated, at most summary_len). HTML: one self-contained page, the topology of
+ * processes and peers drawn (shipper/network/nethtml.c). 0 or -errno.
  */
 int net_task__write_report(struct net_task *t, FILE *out, enum net_report_format f, char *summary,
 			   size_t summary_len);

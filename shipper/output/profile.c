@@ -9,6 +9,7 @@
 #include "common/hindex.h"
 #include "common/msg.h"
 #include "common/util.h"
+#include "shipper/output/markup.h"
 #include "shipper/output/profile.h"
 
 #include <errno.h>
@@ -774,92 +775,6 @@ int profile__write_pprof(const struct profile *p, FILE *f)
 /* Frames narrower than 1/FG_MIN_FRACTION of the total are left out, with their children. */
 #define FG_MIN_FRACTION 1000
 
-/*
- * Decodes one UTF-8 character of s (NUL-terminated), storing it in *cp and returning its byte
- * length; an ill-formed sequence reads as one byte with *cp = U+FFFD.
- */
-static size_t utf8_next(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c = s[0], min;
-	size_t n;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if ((c & 0xe0) == 0xc0) {
-		n = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		n = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		n = 4, c &= 0x07, min = 0x10000;
-	} else {
-		*cp = 0xfffd;
-		return 1;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*cp = 0xfffd;
-			return 1;
-		}
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-		*cp = 0xfffd;
-		return 1;
-	}
-	*cp = c;
-	return n;
-}
-
-static size_t utf8_count(const char *s)
-{
-	size_t n = 0;
-	uint32_t cp;
-
-	for (const unsigned char *u = (const unsigned char *)s; *u; n++)
-		u += utf8_next(u, &cp);
-	return n;
-}
-
-/*
- * Writes at most max characters of s as XML text: markup characters escaped, and what XML 1.0
- * cannot carry (control characters, ill-formed UTF-8) as '?'.
- */
-static void xml_put(FILE *f, const char *s, size_t max)
-{
-	const unsigned char *u = (const unsigned char *)s;
-
-	for (size_t k = 0; *u && k < max; k++) {
-		uint32_t cp;
-		size_t n = utf8_next(u, &cp);
-
-		switch (cp) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&apos;", f);
-			break;
-		default:
-			if (cp < 0x20 || cp == 0x7f || cp == 0xfffd || cp == 0xfffe || cp == 0xffff)
-				putc('?', f);
-			else
-				fwrite(u, 1, n, f);
-		}
-		u += n;
-	}
-}
-
 struct flamegraph {
 	const struct profile *p;
 	FILE *f;
@@ -918,12 +833,12 @@ static void fg_frame(struct flamegraph *fg, const char *name, uint32_t depth, ui
 	fprintf(f, "<g class=\"f\" data-s=\"%" PRIu64 "\" data-v=\"%" PRIu64 "\" data-d=\"%u\">",
 		start, value, depth);
 	fputs("<title>", f);
-	xml_put(f, name, SIZE_MAX);
+	markup__put(f, name, SIZE_MAX);
 	fprintf(f, " (%" PRIu64 " ", value);
 	if (fg->p->unit_is_count)
 		fputs("samples", f);
 	else
-		xml_put(f, fg->p->strs[fg->p->unit_id], SIZE_MAX);
+		markup__put(f, fg->p->strs[fg->p->unit_id], SIZE_MAX);
 	fprintf(f, ", %.2f%%)</title>", pct);
 	fprintf(f,
 		"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
@@ -932,11 +847,11 @@ static void fg_frame(struct flamegraph *fg, const char *name, uint32_t depth, ui
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + FG_FRAME_HEIGHT - 4.5);
 	fit = w > 6 ? (size_t)((w - 6) / (FG_FONT_SIZE * FG_FONT_WIDTH)) : 0;
 	if (fit >= 3) {
-		len = utf8_count(name);
+		len = markup__utf8_count(name);
 		if (len <= fit) {
-			xml_put(f, name, len);
+			markup__put(f, name, len);
 		} else {
-			xml_put(f, name, fit - 2);
+			markup__put(f, name, fit - 2);
 			fputs("..", f);
 		}
 	}
@@ -995,53 +910,107 @@ static void fg_sweep(struct flamegraph *fg, struct stack **v)
 
 /*
  * Click a frame to zoom to it, the root to zoom out. Labels are re-cut from the <title>, whose
- * text is "name (value ...)".
+ * text is "name (value ...)". The geometry is read from the <svg>'s data- attributes, so that
+ * the text is the same in every file: the HTML page allows this script by its hash.
  */
-static const char fg_script[] =
-	"<script type=\"text/ecmascript\"><![CDATA[\n"
-	"(function () {\n"
-	"  var X = %d, W = %d, FW = %.2f;\n"
-	"  function num(g, a) { return +g.getAttribute(a); }\n"
-	"  function place(g, x, w) {\n"
-	"    var r = g.querySelector('rect'), t = g.querySelector('text');\n"
-	"    var s = g.querySelector('title').textContent, n = s.slice(0, s.lastIndexOf(' ('));\n"
-	"    var c = Math.floor((w - 6) / FW);\n"
-	"    r.setAttribute('x', x.toFixed(1));\n"
-	"    r.setAttribute('width', w.toFixed(1));\n"
-	"    t.setAttribute('x', (x + 3).toFixed(1));\n"
-	"    t.textContent = c < 3 ? '' : n.length <= c ? n : n.slice(0, c - 2) + '..';\n"
-	"  }\n"
-	"  function zoom(z) {\n"
-	"    var zs = num(z, 'data-s'), zv = num(z, 'data-v'), zd = num(z, 'data-d');\n"
-	"    if (!(zv > 0)) return;\n"
-	"    var all = document.querySelectorAll('g.f');\n"
-	"    for (var i = 0; i < all.length; i++) {\n"
-	"      var g = all[i], s = num(g, 'data-s'), v = num(g, 'data-v'), d = num(g, 'data-d');\n"
-	"      if (d < zd && s <= zs && s + v >= zs + zv) {\n"
-	"        g.style.display = ''; g.style.opacity = '0.6'; place(g, X, W);\n"
-	"      } else if (d >= zd && s >= zs && s + v <= zs + zv) {\n"
-	"        g.style.display = ''; g.style.opacity = '';\n"
-	"        place(g, X + (s - zs) / zv * W, v / zv * W);\n"
-	"      } else {\n"
-	"        g.style.display = 'none';\n"
-	"      }\n"
-	"    }\n"
-	"  }\n"
-	"  document.addEventListener('click', function (e) {\n"
-	"    var g = e.target.closest ? e.target.closest('g.f') : null;\n"
-	"    if (g) zoom(g);\n"
-	"  });\n"
+#define FG_ZOOM_JS                                                                                  \
+	"(function () {\n"                                                                          \
+	"  var S = document.querySelector('svg[data-fg]');\n"                                       \
+	"  var X = +S.getAttribute('data-x'), W = +S.getAttribute('data-w');\n"                     \
+	"  var FW = +S.getAttribute('data-fw');\n"                                                  \
+	"  function num(g, a) { return +g.getAttribute(a); }\n"                                     \
+	"  function place(g, x, w) {\n"                                                             \
+	"    var r = g.querySelector('rect'), t = g.querySelector('text');\n"                       \
+	"    var s = g.querySelector('title').textContent, n = s.slice(0, s.lastIndexOf(' ('));\n"  \
+	"    var c = Math.floor((w - 6) / FW);\n"                                                   \
+	"    r.setAttribute('x', x.toFixed(1));\n"                                                  \
+	"    r.setAttribute('width', w.toFixed(1));\n"                                              \
+	"    t.setAttribute('x', (x + 3).toFixed(1));\n"                                            \
+	"    t.textContent = c < 3 ? '' : n.length <= c ? n : n.slice(0, c - 2) + '..';\n"          \
+	"  }\n"                                                                                     \
+	"  function zoom(z) {\n"                                                                    \
+	"    var zs = num(z, 'data-s'), zv = num(z, 'data-v'), zd = num(z, 'data-d');\n"            \
+	"    if (!(zv > 0)) return;\n"                                                              \
+	"    var all = S.querySelectorAll('g.f');\n"                                                \
+	"    for (var i = 0; i < all.length; i++) {\n"                                              \
+	"      var g = all[i], s = num(g, 'data-s'), v = num(g, 'data-v'), d = num(g, 'data-d');\n" \
+	"      if (d < zd && s <= zs && s + v >= zs + zv) {\n"                                      \
+	"        g.style.display = ''; g.style.opacity = '0.6'; place(g, X, W);\n"                  \
+	"      } else if (d >= zd && s >= zs && s + v <= zs + zv) {\n"                              \
+	"        g.style.display = ''; g.style.opacity = '';\n"                                     \
+	"        place(g, X + (s - zs) / zv * W, v / zv * W);\n"                                    \
+	"      } else {\n"                                                                          \
+	"        g.style.display = 'none';\n"                                                       \
+	"      }\n"                                                                                 \
+	"    }\n"                                                                                   \
+	"  }\n"                                                                                     \
+	"  S.addEventListener('click', function (e) {\n"                                            \
+	"    var g = e.target.closest ? e.target.closest('g.f') : null;\n"                          \
+	"    if (g) zoom(g);\n"                                                                     \
+	"  });\n"                                                                                   \
 	"})();\n"
-	"]]></script>\n";
 
-int profile__write_svg(const struct profile *p, FILE *f, const char *title)
+static const char fg_script[] = "<script type=\"text/ecmascript\"><![CDATA[\n" FG_ZOOM_JS
+				"]]></script>\n";
+
+/*
+ * The page's search: frames whose name matches (a regular expression, else the text as it is)
+ * turn magenta, the share of the total they cover is shown (nested matches counted once), and
+ * the table keeps only the matching functions. The box is hidden until this runs: without
+ * JavaScript the page shows the graph and the table, and nothing that does not work.
+ */
+#define FG_SEARCH_JS                                                                                     \
+	"(function () {\n"                                                                               \
+	"  var S = document.querySelector('svg[data-fg]'), total = +S.getAttribute('data-total');\n"     \
+	"  var frames = S.querySelectorAll('g.f'), rows = document.querySelectorAll('#top tbody tr');\n" \
+	"  var q = document.getElementById('q'), found = document.getElementById('found');\n"            \
+	"  function nameOf(g) {\n"                                                                       \
+	"    var s = g.querySelector('title').textContent;\n"                                            \
+	"    return s.slice(0, s.lastIndexOf(' ('));\n"                                                  \
+	"  }\n"                                                                                          \
+	"  function matcher(s) {\n"                                                                      \
+	"    if (!s) return null;\n"                                                                     \
+	"    try { var re = new RegExp(s); return function (n) { return re.test(n); }; }\n"              \
+	"    catch (e) { return function (n) { return n.indexOf(s) >= 0; }; }\n"                         \
+	"  }\n"                                                                                          \
+	"  function search() {\n"                                                                        \
+	"    var m = matcher(q.value), hits = [], sum = 0, end = -1, i;\n"                               \
+	"    for (i = 0; i < frames.length; i++) {\n"                                                    \
+	"      var g = frames[i], r = g.querySelector('rect');\n"                                        \
+	"      var on = !!m && +g.getAttribute('data-d') > 0 && m(nameOf(g));\n"                         \
+	"      if (!r.hasAttribute('data-fill')) r.setAttribute('data-fill', r.getAttribute('fill'));\n" \
+	"      r.setAttribute('fill', on ? 'rgb(230,0,230)' : r.getAttribute('data-fill'));\n"           \
+	"      if (on) hits.push([+g.getAttribute('data-s'), +g.getAttribute('data-v')]);\n"             \
+	"    }\n"                                                                                        \
+	"    hits.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });\n"                       \
+	"    for (i = 0; i < hits.length; i++)\n"                                                        \
+	"      if (hits[i][0] >= end) { sum += hits[i][1]; end = hits[i][0] + hits[i][1]; }\n"           \
+	"    found.textContent = !m ? '' : 'matched: ' + sum + ' of ' + total + ' (' +\n"                \
+	"      (total ? (100 * sum / total).toFixed(2) : '0.00') + '%) in the frames drawn';\n"          \
+	"    for (i = 0; i < rows.length; i++)\n"                                                        \
+	"      rows[i].hidden = !!m && !m(rows[i].getAttribute('data-name'));\n"                         \
+	"  }\n"                                                                                          \
+	"  q.addEventListener('input', search);\n"                                                       \
+	"  document.getElementById('search').hidden = false;\n"                                          \
+	"})();\n"
+
+/*
+ * The page's one script, and its hash in the page's Content-Security-Policy: the browser runs
+ * no other script (a name that got past the escaping would still not run) and fetches nothing.
+ * The hash is of these bytes (tests/unit/test_profile.c checks it): change both together.
+ */
+static const char fg_page_js[] = FG_ZOOM_JS FG_SEARCH_JS;
+#define FG_PAGE_JS_SHA256 "sha256-MLNzpLEDrUIk89+wOXGN4Gl1ZChqGuzQ1B4Fm+z6zMA="
+
+/*
+ * The flame graph's <svg>: standalone (an XML document with its own zoom script) or inline in
+ * the HTML page, whose script does the zooming and the search.
+ */
+static int fg_write(const struct profile *p, FILE *f, const char *title, bool inline_svg)
 {
 	struct flamegraph fg = { .p = p, .f = f };
 	struct stack **v;
-	int err = 0;
 
-	if (!p || !f)
-		return -EINVAL;
 	v = stacks_sorted(p, fg_cmp);
 	if (!v)
 		return -ENOMEM;
@@ -1050,38 +1019,209 @@ int profile__write_svg(const struct profile *p, FILE *f, const char *title)
 	fg.height = FG_YPAD_TOP + (fg.max_depth + 1) * FG_FRAME_HEIGHT + FG_YPAD_BOTTOM;
 	fg.emit = true;
 
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n");
+	if (!inline_svg)
+		fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n");
 	fprintf(f,
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-		"height=\"%u\" viewBox=\"0 0 %d %u\">\n",
-		FG_WIDTH, fg.height, FG_WIDTH, fg.height);
+		"height=\"%u\" viewBox=\"0 0 %d %u\" data-fg=\"\" data-x=\"%d\" data-w=\"%d\" "
+		"data-fw=\"%.2f\" data-total=\"%" PRIu64 "\">\n",
+		FG_WIDTH, fg.height, FG_WIDTH, fg.height, FG_XPAD, FG_WIDTH - 2 * FG_XPAD,
+		FG_FONT_SIZE * FG_FONT_WIDTH, p->total);
 	fprintf(f,
 		"<style>text { font-family: Verdana, sans-serif; font-size: %dpx; fill: #000; } "
 		"g.f text { pointer-events: none; } "
 		"g.f:hover rect { stroke: #000; stroke-width: 0.5; } "
 		".title { font-size: %dpx; text-anchor: middle; }</style>\n",
 		FG_FONT_SIZE, FG_FONT_SIZE + 5);
-	fprintf(f, fg_script, FG_XPAD, FG_WIDTH - 2 * FG_XPAD, FG_FONT_SIZE * FG_FONT_WIDTH);
+	if (!inline_svg)
+		fputs(fg_script, f);
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%u\" fill=\"#f8f8f0\"/>\n",
 		FG_WIDTH, fg.height);
 	fprintf(f, "<text class=\"title\" x=\"%d\" y=\"%d\">", FG_WIDTH / 2, FG_FONT_SIZE * 2);
-	xml_put(f, title ? title : "Flame Graph", SIZE_MAX);
+	markup__put(f, title ? title : "Flame Graph", SIZE_MAX);
 	fputs("</text>\n", f);
 	if (p->ncomments) {
 		fputs("<desc>", f);
 		for (size_t i = 0; i < p->ncomments; i++) {
-			xml_put(f, p->strs[p->comments[i]], SIZE_MAX);
+			markup__put(f, p->strs[p->comments[i]], SIZE_MAX);
 			fputs("\n", f);
 		}
 		fputs("</desc>\n", f);
 	}
 	fg_sweep(&fg, v);
 	fputs("</svg>\n", f);
+	free(v);
+	return 0;
+}
 
-	err = stream_error(f);
+int profile__write_svg(const struct profile *p, FILE *f, const char *title)
+{
+	int err;
+
+	if (!p || !f)
+		return -EINVAL;
+	err = fg_write(p, f, title, false);
+	return err ? err : stream_error(f);
+}
+
+/* ---- functions by self and total value ---- */
+
+struct fn_value {
+	uint64_t self, total;
+	const char *name;
+};
+
+static int fn_cmp(const void *a, const void *b)
+{
+	const struct fn_value *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * Every function's self value (stacks it ends) and total (stacks it is in, once per stack
+ * however often it recurses), sorted by self, then total, then name: *ret_v (malloc'd), *ret_n.
+ * A stack without frames counts for its command. 0 or -ENOMEM.
+ */
+static int fn_values(const struct profile *p, struct fn_value **ret_v, size_t *ret_n)
+{
+	struct fn_value *all = calloc(p->nstrs ? p->nstrs : 1, sizeof(*all)), *v = NULL;
+	size_t *seen = calloc(p->nstrs ? p->nstrs : 1, sizeof(*seen)), n = 0;
+	int err = 0;
+
+	if (!all || !seen) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct stack *st = p->stacks[i];
+		uint32_t first = st->nframes ? 1 : 0;
+
+		all[stack_part(st, st->nframes)].self =
+			add_sat(all[stack_part(st, st->nframes)].self, st->value);
+		for (uint32_t k = first; k <= st->nframes; k++) {
+			uint32_t id = stack_part(st, k);
+
+			/* seen holds the last stack (+1) that counted id: recursion counts once. */
+			if (seen[id] == i + 1)
+				continue;
+			seen[id] = i + 1;
+			all[id].total = add_sat(all[id].total, st->value);
+		}
+	}
+	v = malloc((p->nstrs ? p->nstrs : 1) * sizeof(*v));
+	if (!v) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (size_t id = 0; id < p->nstrs; id++)
+		if (all[id].total)
+			v[n++] = (struct fn_value){ all[id].self, all[id].total, p->strs[id] };
+	qsort(v, n, sizeof(*v), fn_cmp);
+	*ret_v = v;
+	*ret_n = n;
+	v = NULL;
+cleanup:
+	free(all);
+	free(seen);
 	free(v);
 	return err;
 }
+
+/* ---- HTML page ---- */
+
+/* Rows of the page's table of functions: the rest are counted under it. */
+#define FG_TOP_ROWS 100
+
+static const char fg_page_css[] =
+	"body { font-family: sans-serif; margin: 1em 2em; color: #222; }\n"
+	"h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.5em; }\n"
+	"ul.about { color: #444; font-size: 0.9em; }\n"
+	"#search { margin: 0.5em 0; } #q { width: 24em; } #found { margin-left: 1em; }\n"
+	"#graph { overflow-x: auto; }\n"
+	"table { border-collapse: collapse; font-size: 0.9em; }\n"
+	"th, td { border-bottom: 1px solid #ddd; padding: 2px 8px; text-align: right; }\n"
+	"th:first-child, td:first-child { text-align: left; font-family: monospace; "
+	"max-width: 60em; overflow-wrap: anywhere; }\n";
+
+static void fg_cell(FILE *f, uint64_t v, uint64_t total)
+{
+	fprintf(f, "<td>%" PRIu64 "</td><td>%.2f%%</td>", v, total ? 100.0 * v / total : 0.0);
+}
+
+int profile__write_html(const struct profile *p, FILE *f, const char *title)
+{
+	const char *unit;
+	struct fn_value *v = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!p || !f)
+		return -EINVAL;
+	if (!title)
+		title = "Flame Graph";
+	unit = p->unit_is_count ? "samples" : p->strs[p->unit_id];
+	err = fn_values(p, &v, &n);
+	if (err)
+		return err;
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", f);
+	fputs("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	      "style-src 'unsafe-inline'; script-src '" FG_PAGE_JS_SHA256 "'; base-uri 'none'; "
+	      "form-action 'none'\">\n",
+	      f);
+	fputs("<title>", f);
+	markup__put(f, title, SIZE_MAX);
+	fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>", fg_page_css);
+	markup__put(f, title, SIZE_MAX);
+	fputs("</h1>\n<ul class=\"about\">\n", f);
+	for (size_t i = 0; i < p->ncomments; i++) {
+		fputs("<li>", f);
+		markup__put(f, p->strs[p->comments[i]], SIZE_MAX);
+		fputs("</li>\n", f);
+	}
+	fprintf(f, "<li>%" PRIu64 " ", p->total);
+	markup__put(f, unit, SIZE_MAX);
+	fprintf(f,
+		" in %zu distinct stacks, %zu functions; frames narrower than 1/%d of the "
+		"total are not drawn (the table has them)</li>\n</ul>\n",
+		p->nstacks, n, FG_MIN_FRACTION);
+	fputs("<div id=\"search\" hidden><label>Search functions (a regular expression) "
+	      "<input id=\"q\" type=\"search\" autocomplete=\"off\"></label><span id=\"found\">"
+	      "</span></div>\n<div id=\"graph\">\n",
+	      f);
+	err = fg_write(p, f, title, true);
+	if (err)
+		goto cleanup;
+	fprintf(f, "</div>\n<h2>Top functions</h2>\n<p>By self value (the stacks a function "
+		   "ends), then total (the stacks it is in, once per stack), in ");
+	markup__put(f, unit, SIZE_MAX);
+	fputs(".</p>\n<table id=\"top\">\n<thead><tr><th>function</th><th>self</th><th>self %</th>"
+	      "<th>total</th><th>total %</th></tr></thead>\n<tbody>\n",
+	      f);
+	for (size_t i = 0; i < n && i < FG_TOP_ROWS; i++) {
+		fputs("<tr data-name=\"", f);
+		markup__put(f, v[i].name, SIZE_MAX);
+		fputs("\"><td>", f);
+		markup__put(f, v[i].name, SIZE_MAX);
+		fputs("</td>", f);
+		fg_cell(f, v[i].self, p->total);
+		fg_cell(f, v[i].total, p->total);
+		fputs("</tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n", f);
+	if (n > FG_TOP_ROWS)
+		fprintf(f, "<p>%zu more functions below these.</p>\n", n - FG_TOP_ROWS);
+	fprintf(f, "<script>%s</script>\n</body>\n</html>\n", fg_page_js);
+	err = stream_error(f);
+cleanup:
+	free(v);
+	return err;
+}
+
 
 /* ---- top ---- */
 
@@ -1172,6 +1312,7 @@ static const struct {
 	{ FORMAT_FOLDED, write_folded },
 	{ FORMAT_PPROF, write_pprof },
 	{ FORMAT_SVG, profile__write_svg },
+	{ FORMAT_HTML, profile__write_html },
 };
 
 int profile__write(const struct profile *p, uint32_t format, FILE *f, const char *title)

@@ -50,7 +50,12 @@ int profile__write_pprof(const struct profile *p, FILE *f);
 /* A self-contained SVG flame graph (root at the bottom, hover titles). 0 or -errno. */
 int profile__write_svg(const struct profile *p, FILE *f, const char *title);
 /*
- * The profile in format (enum output_format: folded, pprof or svg; title for those that show
+ * One self-contained HTML page (nothing fetched): the flame graph, inline, with a search (its
+ * only script, allowed by hash), and the top functions by self and total value. 0 or -errno.
+ */
+int profile__write_html(const struct profile *p, FILE *f, const char *title);
+/*
+ * The profile in format (enum output_format: folded, pprof, svg or html; title for those that show
  * one), through the writer its entry in the table of formats names. 0, -EINVAL for a format
  * that is not a profile's, or the writer's -errno.
  */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/stackcount.h"
 #include "shipper/lines.h"
 
 /* A path of at most PATH_MAX and the fields before it; maps of usual processes: some KiB. */
@@ -20,6 +21,7 @@ struct py_sent {
 	uint32_t seq;
 	uint64_t dev, ino, start;
 	int32_t err; /* 1 while no answer came */
+	int java;    /* a libjvm.so, not an interpreter */
 	char path[256];
 };
 
@@ -54,6 +56,11 @@ int pyfind__name(const char *base, unsigned *ret_minor)
 {
 	const char *end;
 
+	/* HotSpot's library: its version is the worker's to read, from the file. */
+	if (!strcmp(base, "libjvm.so")) {
+		*ret_minor = 0;
+		return 3;
+	}
 	if (!strncmp(base, "libpython", 9) && minor_of(base + 9, ret_minor, &end) &&
 	    !strncmp(end, ".so", 3) && (end[3] == '\0' || end[3] == '.'))
 		return 1;
@@ -172,9 +179,12 @@ int py_finder__scan(struct py_finder *f, const struct fd_opener *op, int pid, py
 		.pid = pid, .seq = ++f->seq, .dev = s.dev, .ino = s.ino, .start = s.start, .err = 1
 	};
 	snprintf(e->path, sizeof(e->path), "%s", s.path);
-	m = (struct msg_py_attach){
-		.task_id = f->task_id, .pid = pid, .seq = e->seq, .start = s.start
-	};
+	m = (struct msg_py_attach){ .task_id = f->task_id,
+				    .pid = pid,
+				    .seq = e->seq,
+				    .start = s.start,
+				    .runtime = s.kind == 3 ? SC_RT_JAVA : SC_RT_PYTHON };
+	e->java = s.kind == 3;
 	snprintf(m.path, sizeof(m.path), "%s", s.path);
 	err = found(ctx, &m, fd);
 	close(fd);
@@ -194,9 +204,13 @@ void py_finder__result(struct py_finder *f, const struct msg_py_result *r)
 		e->err = r->err;
 		if (r->err) {
 			f->st.refused++;
-			log_warn("task %llu: python in pid %d (%s) not read: %s",
-				 (unsigned long long)f->task_id, e->pid, e->path,
-				 strerror(r->err < 0 ? -r->err : r->err));
+			log_warn("task %llu: %s in pid %d (%s) not read: %s",
+				 (unsigned long long)f->task_id, e->java ? "java" : "python",
+				 e->pid, e->path, strerror(r->err < 0 ? -r->err : r->err));
+		} else if (e->java) {
+			f->st.found++;
+			log_info("task %llu: java %u found in pid %d (%s)",
+				 (unsigned long long)f->task_id, r->version, e->pid, e->path);
 		} else {
 			f->st.found++;
 			log_info("task %llu: python %u.%u found in pid %d (%s)",

@@ -145,6 +145,80 @@ bool pylines__addr2line(uint16_t version, const uint8_t *tab, size_t len, int32_
 	return true;
 }
 
+/* ---- Java line tables ---- */
+
+/*
+ * One UNSIGNED5 number at *pos (HotSpot's utilities/unsigned5.hpp, Pack200's): a byte below
+ * 192 - x ends it, each byte gives 6 bits more, 5 bytes at most; x is the excluded byte count
+ * (1 from JDK 20: no byte is 0; 0 before).
+ */
+static bool u5_read(const uint8_t *tab, size_t len, size_t *pos, unsigned x, uint32_t *ret)
+{
+	const uint32_t l = 192 - x;
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < 5; i++) {
+		uint32_t b;
+
+		if (*pos >= len)
+			return false;
+		b = tab[(*pos)++];
+		if (b < x)
+			return false;
+		sum += (b - x) << (6 * i);
+		if (b - x < l)
+			break;
+	}
+	*ret = sum;
+	return true;
+}
+
+bool jlines__bci2line(uint16_t jdk, const uint8_t *tab, size_t len, uint32_t bci, int32_t *ret_line)
+{
+	/* HotSpot's CompressedLineNumberReadStream and Method::line_number_from_bci: pairs of
+	 * (bci delta, line delta), a byte (bci << 3 | line) or 0xff then two signed UNSIGNED5
+	 * numbers; 0 ends the table. The exact bci's line, else the nearest before it. */
+	unsigned x = jdk >= 20 ? 1 : 0;
+	int64_t cbci = 0, line = 0, best_bci = 0, best_line = -1;
+	size_t pos = 0;
+
+	if (!tab)
+		return false;
+	while (pos < len) {
+		uint8_t b = tab[pos++];
+
+		if (!b) {
+			if (best_line < 0 || best_line > INT32_MAX)
+				return false;
+			*ret_line = (int32_t)best_line;
+			return true;
+		}
+		if (b == 0xff) {
+			uint32_t u, v;
+
+			if (!u5_read(tab, len, &pos, x, &u) || !u5_read(tab, len, &pos, x, &v))
+				return false;
+			cbci += (int32_t)((u >> 1) ^ -(u & 1));
+			line += (int32_t)((v >> 1) ^ -(v & 1));
+		} else {
+			cbci += b >> 3;
+			line += b & 7;
+		}
+		if (cbci == bci) {
+			if (line < 0 || line > INT32_MAX)
+				return false;
+			*ret_line = (int32_t)line;
+			return true;
+		}
+		if (cbci < bci && cbci >= best_bci) {
+			best_bci = cbci;
+			best_line = line;
+		}
+	}
+	/* No end in the bytes sent: a later pair may be nearer; no line rather than a wrong one. */
+	return false;
+}
+
 /* ---- strings ---- */
 
 static size_t put_utf8(char *out, uint32_t cp)
@@ -211,8 +285,9 @@ struct pycode {
 	int32_t tgid;
 	uint32_t stamp;
 	int32_t firstlineno;
-	uint16_t version;
+	uint16_t version; /* Python's 0x030b; a Java method's JDK major */
 	uint16_t lines_len;
+	uint8_t java; /* a Java method (struct sc_jmethod) */
 	size_t bytes; /* charged */
 	char *name;   /* UTF-8, in this allocation */
 	char *file;   /* NULL: unreadable */
@@ -323,9 +398,11 @@ void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
 	}
 }
 
-/* One record's fixed part, as checked (struct sc_pycode up to data). */
+/* One record's fixed part, as checked (struct sc_pycode or sc_jmethod up to data). */
 struct rec_view {
-	struct sc_pycode h; /* data[] not copied */
+	struct sc_pycode h;  /* data[] not copied */
+	struct sc_jmethod j; /* instead, when java */
+	int java;
 	const uint8_t *data;
 	size_t size; /* the record's bytes in the frame, padding included */
 };
@@ -347,12 +424,58 @@ static bool is_target(const int32_t *tgids, uint32_t n, int32_t tgid)
 	return false;
 }
 
+#define JREC_HEAD offsetof(struct sc_jmethod, data)
+#define JREC_BYTES(lines_len) ((JREC_HEAD + JAVA_STRINGS + (size_t)(lines_len) + 7) & ~(size_t)7)
+
+/* A Java method record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
+static int jrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids,
+		   uint32_t ntgids, struct rec_view *ret, const char **why)
+{
+	size_t rest = len - off;
+	const struct sc_jmethod *j = &ret->j;
+
+	if (rest < JREC_HEAD + JAVA_STRINGS) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	memcpy(&ret->j, buf + off, JREC_HEAD);
+	ret->data = buf + off + JREC_HEAD;
+	ret->java = 1;
+	if (!is_target(tgids, ntgids, (int32_t)j->tgid)) {
+		*why = "a record of a process not among the task's targets";
+		return -EBADMSG;
+	}
+	if (j->lines_len > JAVA_LINES_MAX || !j->class_len || j->class_len > JAVA_CLASS_MAX ||
+	    !j->name_len || j->name_len > JAVA_NAME_MAX || j->sig_len > JAVA_SIG_MAX ||
+	    j->file_len > JAVA_FILE_MAX) {
+		*why = "a Java record with a bad string or table length";
+		return -EBADMSG;
+	}
+	if (!j->stamp || j->jdk < 9 || j->jdk > 99) {
+		*why = "a Java record without a stamp or of a JDK not read";
+		return -EBADMSG;
+	}
+	ret->size = JREC_BYTES(j->lines_len);
+	if (rest < ret->size) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* The record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
 static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids, uint32_t ntgids,
 		  struct rec_view *ret, const char **why)
 {
 	size_t rest = len - off;
+	uint32_t kind;
 
+	if (rest >= sizeof(kind)) {
+		memcpy(&kind, buf + off, sizeof(kind));
+		if (kind == SC_REC_JMETHOD)
+			return jrec_at(buf, len, off, tgids, ntgids, ret, why);
+	}
+	ret->java = 0;
 	if (rest < REC_HEAD + PY_NAME_MAX + PY_FILE_MAX) {
 		*why = "a record cut short";
 		return -EBADMSG;
@@ -385,11 +508,69 @@ static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgi
 	return 0;
 }
 
+static void insert(struct pycodes *c, struct pycode *e);
+
+/*
+ * A Java Symbol's bytes (modified UTF-8) as a name's: ASCII kept, '/' as '.' when dots, bytes
+ * that a folded line cannot hold and any non-ASCII byte as '_' (decoding modified UTF-8 is
+ * left for later): its length.
+ */
+static size_t jname_put(char *out, const uint8_t *in, size_t n, bool dots)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = in[i];
+
+		out[i] = b < 0x20 || b >= 0x7f || b == ';' ? '_' : dots && b == '/' ? '.' : (char)b;
+	}
+	return n;
+}
+
+static int keep_java(struct pycodes *c, const struct rec_view *r)
+{
+	const struct sc_jmethod *j = &r->j;
+	char name[JAVA_CLASS_MAX + JAVA_NAME_MAX + 8], file[JAVA_FILE_MAX + 1];
+	size_t nl = 0, fl = 0;
+	struct pycode *e;
+
+	nl = jname_put(name, r->data, j->class_len, true);
+	name[nl++] = '.';
+	nl += jname_put(name + nl, r->data + JAVA_CLASS_MAX, j->name_len, false);
+	if (j->flags & JAVA_M_CUT) {
+		memcpy(name + nl, "...", 3);
+		nl += 3;
+	}
+	name[nl] = '\0';
+	if (j->file_len) {
+		fl = jname_put(file, r->data + JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX,
+			       j->file_len, false);
+		file[fl++] = '\0';
+	}
+	e = malloc(sizeof(*e) + j->lines_len + nl + 1 + fl);
+	if (!e)
+		return -ENOMEM;
+	*e = (struct pycode){ .code = j->method,
+			      .tgid = (int32_t)j->tgid,
+			      .stamp = j->stamp,
+			      .version = j->jdk,
+			      .java = 1,
+			      .lines_len = j->lines_len,
+			      .bytes = sizeof(*e) + j->lines_len + nl + 1 + fl };
+	memcpy(e->lines, r->data + JAVA_STRINGS, j->lines_len);
+	e->name = (char *)e->lines + j->lines_len;
+	memcpy(e->name, name, nl + 1);
+	if (fl) {
+		e->file = e->name + nl + 1;
+		memcpy(e->file, file, fl);
+	}
+	insert(c, e);
+	return 0;
+}
+
 static int keep(struct pycodes *c, const struct rec_view *r)
 {
 	char name[4 * PY_NAME_MAX + 8], file[4 * PY_FILE_MAX + 8];
 	size_t nl = 0, fl = 0;
-	struct pycode *e, **l;
+	struct pycode *e;
 	int n;
 
 	if (r->h.name_kind) {
@@ -434,6 +615,15 @@ static int keep(struct pycodes *c, const struct rec_view *r)
 		e->file = e->name + nl + 1;
 		memcpy(e->file, file, fl);
 	}
+	insert(c, e);
+	return 0;
+}
+
+/* e into the cache, over the entry of its key if any, within the budget. */
+static void insert(struct pycodes *c, struct pycode *e)
+{
+	struct pycode **l;
+
 	/* Sent again (the programs forgot they had sent it): the newer one. */
 	l = find_link(c, e->tgid, e->code, e->stamp);
 	if (*l)
@@ -449,7 +639,6 @@ static int keep(struct pycodes *c, const struct rec_view *r)
 		drop(c, of_link(c->lru.prev));
 		c->st.evicted++;
 	}
-	return 0;
 }
 
 int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids, uint32_t ntgids,
@@ -489,7 +678,7 @@ int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids
 	off = sizeof(hdr);
 	for (uint32_t i = 0; i < hdr.count; i++) {
 		(void)rec_at(b, len, off, tgids, ntgids, &r, &why);
-		err = keep(c, &r);
+		err = r.java ? keep_java(c, &r) : keep(c, &r);
 		if (err)
 			return err;
 		off += r.size;
@@ -545,6 +734,47 @@ int pycodes__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, cha
 			snprintf(buf, len, "%s (%s:%d)", e->name, file, line);
 		else
 			snprintf(buf, len, "%s (%s)", e->name, file);
+	}
+	if (ret_src)
+		*ret_src = src;
+	return 1;
+}
+
+int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		   struct py_frame_src *ret_src)
+{
+	struct pycode *e = NULL;
+	struct py_frame_src src = { .qualname = JAVA_UNKNOWN_NAME };
+	int32_t line = 0;
+
+	if (c) {
+		c->st.lookups++;
+		e = *find_link(c, tgid, f->code, f->stamp);
+	}
+	if (!e || !e->java) {
+		if (c)
+			c->st.unknown++;
+		if (len)
+			snprintf(buf, len, "%s", JAVA_UNKNOWN_NAME);
+		if (ret_src)
+			*ret_src = src;
+		return 0;
+	}
+	lru_del(e);
+	lru_add(c, e);
+	if ((f->instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_INTERPRETED &&
+	    !(f->instr & JAVA_FRAME_NO_BCI) &&
+	    !jlines__bci2line(e->version, e->lines, e->lines_len, f->instr & JAVA_FRAME_BCI_MASK,
+			      &line))
+		line = 0;
+	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = line };
+	if (len) {
+		if (e->file && line > 0)
+			snprintf(buf, len, "%s (%s:%d)", e->name, e->file, line);
+		else if (e->file)
+			snprintf(buf, len, "%s (%s)", e->name, e->file);
+		else
+			snprintf(buf, len, "%s", e->name);
 	}
 	if (ret_src)
 		*ret_src = src;
@@ -619,6 +849,51 @@ size_t py_splice(const struct py_native *nat, size_t nn, const struct py_frame *
 		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
 	}
 	return n;
+}
+
+size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
+		   size_t max)
+{
+	ssize_t cut = -1;
+
+	if (njava > PY_MAX_FRAMES)
+		njava = PY_MAX_FRAMES;
+	if (nn > 2 * ROVER_MAX_STACK_DEPTH)
+		nn = 2 * ROVER_MAX_STACK_DEPTH;
+	/* The innermost native frame in code no file holds: the unwinder stopped in JIT code. */
+	for (ssize_t i = (ssize_t)nn - 1; i >= 0; i--) {
+		if (nat[i].jit) {
+			cut = i;
+			break;
+		}
+	}
+	size_t n = 0;
+
+	/* The Java frames, outermost first, then the native frames inside the Java code. */
+	for (size_t k = njava; k-- > 0 && n < max;)
+		ret[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+	for (size_t i = cut < 0 ? 0 : (size_t)cut + 1; i < nn && n < max; i++)
+		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
+	return n;
+}
+
+const char *java_status_name(uint32_t status)
+{
+	switch (status) {
+	case JAVA_ST_NONE:
+		return "not read as Java";
+	case JAVA_ST_OK:
+		return "complete";
+	case JAVA_ST_NOT_IN_JAVA:
+		return "the thread was not in Java code (native frames not walked yet)";
+	case JAVA_ST_NO_CODE:
+		return "the JVM had no code cache yet";
+	case JAVA_ST_FAULT:
+		return "a read of the JVM's state or a frame failed";
+	case JAVA_ST_CUT:
+		return "deeper than 128 frames (outermost left out)";
+	}
+	return "unknown status";
 }
 
 const char *py_status_name(uint32_t status)

@@ -108,6 +108,7 @@ void pycodes__stats(const struct pycodes *c, struct pycodes_stats *ret);
 struct py_native {
 	uint8_t eval;	/* a frame of the evaluation loop's C function (PY_EVAL_LOOP) */
 	uint8_t interp; /* in the file of the innermost such frame: the interpreter's */
+	uint8_t jit;	/* in no file's executable mapping: code a JIT made (Java's code cache) */
 };
 
 /* One frame of a spliced stack: a native frame's index, or a Python frame's (the other -1). */
@@ -146,5 +147,38 @@ bool py_is_eval_loop(const char *name);
 
 /* For logs: "no thread state" for PY_ST_NO_THREAD, and so on. */
 const char *py_status_name(uint32_t status);
+
+/* ---- Java (HotSpot) frames, through the same records, cache and splice ---- */
+
+/* A Java frame whose method's record never came, was evicted or did not check out. */
+#define JAVA_UNKNOWN_NAME "<java code>"
+
+/*
+ * The line of bytecode index bci in a method's compressed line number table (HotSpot's
+ * CompressedLineNumberReadStream; jdk: the JDK's major version, which tells the number
+ * format), len bytes of it: true with *ret_line, false when the table gives none or ends
+ * before its terminator (a line further on might be nearer).
+ */
+bool jlines__bci2line(uint16_t jdk, const uint8_t *tab, size_t len, uint32_t bci,
+		      int32_t *ret_line);
+
+/*
+ * As pycodes__name, for a Java frame (code: the Method*): "pkg.Class.method (File.java:LINE)",
+ * without the line for a compiled frame or where the table gives none, JAVA_UNKNOWN_NAME
+ * without a record. 1 when named from a record, 0 otherwise.
+ */
+int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		   struct py_frame_src *ret_src);
+
+/*
+ * A Java stack's order, outermost first: the njava Java frames (walked from the sampled
+ * registers, down to the entry frame), then the native frames inside the innermost one in
+ * JIT code (nat[].jit: where the native unwinder stopped). The native frames outside the
+ * Java frames are left out: the walker does not yet go on past the entry frame.
+ */
+size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
+		   size_t max);
+
+const char *java_status_name(uint32_t status);
 
 #endif

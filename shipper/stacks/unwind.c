@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "shipper/stacks/unwind.h"
+#include "common/stackcount.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -807,7 +808,7 @@ int snapshots__next(struct snapshot_iter *it, struct snapshot_view *ret)
 		return -EPROTO;
 	memcpy(&ret->s, it->buf + it->off, sizeof(ret->s));
 	if (ret->s.nkips > ROVER_MAX_STACK_DEPTH || ret->s.stack_len > SHIP_SNAPSHOT_MAX_STACK ||
-	    ret->s.tgid <= 0 || ret->s.npy > PY_MAX_FRAMES || ret->s.pystatus >= PY_ST_MAX)
+	    ret->s.tgid <= 0 || ret->s.npy > PY_MAX_FRAMES || !sc_rt_status_ok(ret->s.pystatus))
 		return -EPROTO;
 	kb = (size_t)ret->s.nkips * 8;
 	pb = (size_t)ret->s.npy * sizeof(struct py_frame);

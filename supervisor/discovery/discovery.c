@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #define _GNU_SOURCE
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <pcre2.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +18,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "common/config/procmatch.h"
 #include "common/log.h"
 #include "supervisor/discovery/discovery.h"
 #include "supervisor/discovery/k8s.h"
@@ -147,7 +146,7 @@ struct discovery {
 	struct disc_slot *ents;
 	size_t nents;
 	char last_err[256]; /* the last render error logged: each distinct one is logged once */
-	pcre2_match_context *mctx;
+	void *mctx;	    /* procmatch__context_new() */
 	struct k8s_client *k8s;
 	struct disc_kproc *kprocs;
 	size_t nkprocs, kcap;
@@ -341,14 +340,12 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 		errno = ENOMEM;
 		return NULL;
 	}
-	d->mctx = pcre2_match_context_create(NULL);
+	d->mctx = procmatch__context_new();
 	if (!d->mctx) {
 		discovery__free(d);
 		errno = ENOMEM;
 		return NULL;
 	}
-	pcre2_set_match_limit(d->mctx, 100000);
-	pcre2_set_depth_limit(d->mctx, 10000);
 	pthread_mutex_init(&d->lock, NULL);
 	/* Pidfds up to the descriptor limit less what the rest of the supervisor may hold. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur > DISC_FDS_KEPT)
@@ -378,7 +375,7 @@ void discovery__free(struct discovery *d)
 	for (size_t i = 0; i < d->nkprocs; i++)
 		kproc_clear(&d->kprocs[i]);
 	free(d->kprocs);
-	pcre2_match_context_free(d->mctx);
+	procmatch__context_free(d->mctx);
 	for (size_t i = 0; d->procs && i < d->nprocs; i++)
 		if (d->procs[i].pidfd >= 0)
 			close(d->procs[i].pidfd);
@@ -395,61 +392,18 @@ void discovery__free(struct discovery *d)
 /* Reads a small file under dirfd into buf (NUL-terminated); length, or -errno. */
 static ssize_t read_small(int dirfd, const char *path, char *buf, size_t len)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	ssize_t n, got = 0;
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got < len - 1 && (n = read(fd, buf + got, len - 1 - (size_t)got)) > 0)
-		got += n;
-	n = got;
-	close(fd);
-	buf[n] = 0;
-	return n;
+	return procmatch__read(dirfd, path, buf, len);
 }
 
 static int read_starttime(int dirfd, int pid, uint64_t *ret)
 {
-	char path[32], buf[1024], *p;
-	unsigned long long v;
-
-	snprintf(path, sizeof(path), "%d/stat", pid);
-	if (read_small(dirfd, path, buf, sizeof(buf)) <= 0)
-		return -ESRCH;
-	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1,
-			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-			 "%*d %*d %llu",
-			 &v) != 1)
-		return -EINVAL;
-	*ret = v;
-	return 0;
+	return procmatch__stat(dirfd, pid, NULL, ret);
 }
 
 /* The command line with NULs as spaces; argv0 gets the basename of its first word. */
 static int read_cmdline(int dirfd, int pid, char *buf, size_t len, char *argv0, size_t argv0len)
 {
-	char path[32];
-	ssize_t n;
-	const char *base;
-
-	snprintf(path, sizeof(path), "%d/cmdline", pid);
-	n = read_small(dirfd, path, buf, len);
-	if (n <= 0)
-		return -ENOENT; /* a kernel thread, or gone */
-	while (n > 0 && buf[n - 1] == 0)
-		n--;
-	base = strrchr(buf, '/');
-	base = base ? base + 1 : buf;
-	if (strlen(base) >= argv0len)
-		return -ENAMETOOLONG;
-	memcpy(argv0, base, strlen(base) + 1);
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == 0)
-			buf[i] = ' ';
-	buf[n] = 0;
-	return 0;
+	return procmatch__cmdline(dirfd, pid, buf, len, argv0, argv0len);
 }
 
 static size_t pid_slot(const struct discovery *d, int pid)
@@ -792,40 +746,17 @@ static const struct config_finder *match(struct discovery *d, const char *cmdlin
 {
 	for (size_t i = 0; i < d->cfg->discovery.nfinders; i++) {
 		const struct config_finder *f = &d->cfg->discovery.finders[i];
-		pcre2_match_data *md;
-		PCRE2_SIZE *ov;
-		size_t used = 0;
 		int rc;
 
 		if (!f->re)
 			continue;
-		md = pcre2_match_data_create_from_pattern(f->re, NULL);
-		if (!md)
-			return NULL;
 		/* Command lines are written by any user: a bounded match, whatever the regex. */
-		rc = pcre2_match(f->re, (PCRE2_SPTR)cmdline, PCRE2_ZERO_TERMINATED, 0, 0, md,
-				 d->mctx);
-		if (rc < 0) {
-			pcre2_match_data_free(md);
-			continue;
-		}
-		ov = pcre2_get_ovector_pointer(md);
-		if (rc == 0)
-			rc = (int)pcre2_get_ovector_count(md);
-		*ngroups = 0;
-		for (int g = 0; g < rc && g < TMPL_MAX_GROUPS; g++) {
-			size_t len = ov[2 * g] == PCRE2_UNSET ? 0 : ov[2 * g + 1] - ov[2 * g];
-
-			if (used + len + 1 > storelen)
-				break;
-			if (len)
-				memcpy(store + used, cmdline + ov[2 * g], len);
-			store[used + len] = 0;
-			groups[(*ngroups)++] = store + used;
-			used += len + 1;
-		}
-		pcre2_match_data_free(md);
-		return f;
+		rc = procmatch__match(f->re, d->mctx, cmdline, groups, TMPL_MAX_GROUPS, ngroups,
+				      store, storelen);
+		if (rc < 0)
+			return NULL;
+		if (rc)
+			return f;
 	}
 	return NULL;
 }

@@ -735,7 +735,8 @@ static int wait_port(int port, int timeout_ms)
 }
 
 /* nginx_start, and nginx_start_tls when cert is not NULL. */
-static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, struct nginx *ret)
+static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, int workers,
+			    struct nginx *ret)
 {
 	struct nginx h = { .port = port };
 	char conf[16384], cpath[4200], epath[4200], listen[8400];
@@ -752,10 +753,12 @@ static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, stru
 			 "    ssl_protocols TLSv1.2 TLSv1.3;\n",
 			 port, h2 ? " http2" : "", cert->cert, cert->key);
 	else
+		/* Several workers: reuseport gives each its own socket, and the kernel spreads the
+		 * connections over them by their addresses, so that every worker serves some. */
 		snprintf(listen, sizeof(listen),
-			 "    listen 127.0.0.1:%1$d%2$s;\n"
-			 "    listen [::1]:%1$d%2$s;\n",
-			 port, h2 ? " http2" : "");
+			 "    listen 127.0.0.1:%1$d%2$s%3$s;\n"
+			 "    listen [::1]:%1$d%2$s%3$s;\n",
+			 port, h2 ? " http2" : "", workers > 1 ? " reuseport" : "");
 
 	h.dir = make_tmpdir();
 	if (!h.dir)
@@ -771,7 +774,7 @@ static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, stru
 	snprintf(conf, sizeof(conf),
 		 "daemon off;\n"
 		 "master_process on;\n"
-		 "worker_processes 1;\n"
+		 "worker_processes %3$d;\n"
 		 "pid %1$s/nginx.pid;\n"
 		 "error_log %1$s/error.log warn;\n"
 		 "events { worker_connections 512; }\n"
@@ -791,7 +794,7 @@ static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, stru
 		 "    location / { return 404; }\n"
 		 "  }\n"
 		 "}\n",
-		 h.dir, listen);
+		 h.dir, listen, workers);
 	err = write_file(cpath, conf);
 	if (err)
 		goto cleanup;
@@ -802,6 +805,13 @@ static int nginx_start_conf(int port, const struct tls_cert *cert, bool h2, stru
 	}
 	h.worker = wait_child(h.master, "nginx", 5000);
 	err = h.worker ? wait_port(port, 5000) : -ESRCH;
+	/* The others too: each is running (and listening) before anything is asked of them. */
+	for (int waited = 0; !err && workers > 1 && nginx_workers(&h, NULL, 0) < workers;
+	     waited += 50) {
+		if (waited >= 5000)
+			err = -ESRCH;
+		sleep_ms(50);
+	}
 	if (err)
 		goto cleanup;
 	*ret = h;
@@ -819,17 +829,44 @@ cleanup:
 
 int nginx_start(int port, struct nginx *ret)
 {
-	return nginx_start_conf(port, NULL, false, ret);
+	return nginx_start_conf(port, NULL, false, 1, ret);
+}
+
+int nginx_start_workers(int port, int workers, struct nginx *ret)
+{
+	return nginx_start_conf(port, NULL, false, workers, ret);
+}
+
+int nginx_workers(const struct nginx *h, pid_t *ret, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name), pp;
+		char c[32];
+
+		if (pid > 0 && !stat_of(pid, &pp, c) && pp == h->master && !strcmp(c, "nginx")) {
+			if (n < max)
+				ret[n] = pid;
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
 }
 
 int nginx_start_h2(int port, const struct tls_cert *cert, struct nginx *ret)
 {
-	return nginx_start_conf(port, cert, true, ret);
+	return nginx_start_conf(port, cert, true, 1, ret);
 }
 
 int nginx_start_tls(int port, const struct tls_cert *cert, struct nginx *ret)
 {
-	return nginx_start_conf(port, cert, false, ret);
+	return nginx_start_conf(port, cert, false, 1, ret);
 }
 
 void nginx_stop(struct nginx *h)
@@ -1074,6 +1111,29 @@ int nstat_read(const char *netns, const char *counter, uint64_t *ret_value)
 	}
 	free(out);
 	return err;
+}
+
+int netns_tcp_quiet(const char *netns, int timeout_ms)
+{
+	char *argv[] = { "ss", "-Htan", NULL };
+
+	for (int waited = 0; waited <= timeout_ms; waited += 50) {
+		char *out = NULL, *line, *save = NULL;
+		int busy = 0;
+
+		if (run_capture(netns, argv, 5000, &out)) {
+			free(out);
+			return -EIO;
+		}
+		for (line = out ? strtok_r(out, "\n", &save) : NULL; line;
+		     line = strtok_r(NULL, "\n", &save))
+			busy += strncmp(line, "LISTEN", 6) && strncmp(line, "TIME-WAIT", 9);
+		free(out);
+		if (!busy)
+			return 0;
+		usleep(50 * 1000);
+	}
+	return -ETIMEDOUT;
 }
 
 /* TLS peers. */

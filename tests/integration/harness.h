@@ -106,6 +106,11 @@ struct nginx {
 };
 /* Returns once the worker runs and the port answers; 0 or -errno (nothing left running). */
 int nginx_start(int port, struct nginx *ret);
+/* The same with `workers` worker processes, each listening on its own socket (reuseport):
+ * returns once all of them run. h->worker is one of them. */
+int nginx_start_workers(int port, int workers, struct nginx *ret);
+/* The master's worker processes now: up to max into ret; how many there are. */
+int nginx_workers(const struct nginx *h, pid_t *ret, int max);
 /* Stops master and worker by pid (TERM, then KILL after 5 s) and waits; keeps h->dir. */
 void nginx_stop(struct nginx *h);
 /* nginx_stop if needed, then removes h->dir. Accepts a zeroed struct. */
@@ -168,6 +173,11 @@ int netns_drop_count(const char *name, uint64_t *ret_packets);
 /* An nstat counter (TcpRetransSegs, TCPTimeouts ...) of netns (NULL: this one), absolute,
  * without touching nstat's history file. 0 or -errno (-ENOENT: no such counter). */
 int nstat_read(const char *netns, const char *counter, uint64_t *ret_value);
+/*
+ * Waits until no TCP socket of netns may still send (every one listening or in TIME-WAIT: no
+ * data, FIN or retransmit left to go), up to timeout_ms: 0, -ETIMEDOUT or -EIO.
+ */
+int netns_tcp_quiet(const char *netns, int timeout_ms);
 
 
 /*

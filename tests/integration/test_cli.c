@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* What a user sees from the command line when something is wrong: one line, a non-zero exit. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,75 @@ Test(cli, bad_arguments)
 	expect_one_line_error(cmd, 2, "unknown command 'frobnicate'");
 }
 
+/* --name that matches nothing, or that is no regular expression: said, a non-zero exit. */
+Test(cli, a_name_that_matches_nothing)
+{
+	char *none[] = { (char *)bin("rover"),
+			 "profile",
+			 "--name",
+			 "^no-such-process-[0-9]{12}$",
+			 "--output",
+			 "/tmp/rover-cli.folded",
+			 NULL };
+	char *bad[] = { (char *)bin("rover"),	 "profile", "--name", "nginx(", "--output",
+			"/tmp/rover-cli.folded", NULL };
+	char *empty[] = { (char *)bin("rover"),	   "profile", "--name", "", "--output",
+			  "/tmp/rover-cli.folded", NULL };
+	char *watch[] = { (char *)bin("rover"),
+			  "watch",
+			  "--name",
+			  "^no-such-process-[0-9]{12}$",
+			  "--cpu",
+			  "50:1/1",
+			  "--output",
+			  "/tmp/rover-cli.folded",
+			  NULL };
+	char *neither[] = { (char *)bin("rover"), "profile", "--output", "/tmp/rover-cli.folded",
+			    NULL };
+
+	expect_one_line_error(none, 1, "--name '^no-such-process-[0-9]{12}$' matches no process");
+	expect_one_line_error(bad, 2, "bad --name 'nginx(': missing closing parenthesis");
+	expect_one_line_error(empty, 2, "bad --name ''");
+	expect_one_line_error(watch, 1, "matches no process");
+	expect_one_line_error(neither, 2, "needs --pid PID[,PID...] or --name REGEX");
+}
+
+/*
+ * --name finds a process by its command line and says so, one line; never the command itself
+ * (its own arguments hold the regex) nor what it runs under.
+ */
+Test(cli, a_name_chooses_the_process_and_says_what_matched)
+{
+	char re[4200], want[128], *err = NULL;
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--name",
+			 re,
+			 "--duration",
+			 "1s",
+			 "--output",
+			 "/tmp/rover-cli-name.folded",
+			 NULL };
+	pid_t p = start_program(bin("tests/programs/demo_burn"), NULL);
+	struct folded f;
+	int rc;
+
+	cr_assert_gt(p, 0);
+	snprintf(re, sizeof(re), "^%s$", bin("tests/programs/demo_burn"));
+	rc = run_cmd(argv, &err);
+	stop_program(p);
+	cr_assert_eq(rc, 0, "%s", err);
+	snprintf(want, sizeof(want),
+		 "process %d (demo_burn) matched by its executable and command line\n", (int)p);
+	cr_assert(err && strstr(err, want), "%s", err);
+	cr_assert_null(strstr(err, "(rover)"), "the command chose itself: %s", err);
+	cr_assert_eq(folded_read("/tmp/rover-cli-name.folded", &f), 0);
+	cr_assert_gt(folded_with_leaf(&f, "burn_a"), 0);
+	folded_free(&f);
+	unlink("/tmp/rover-cli-name.folded");
+	free(err);
+}
+
 Test(cli, a_missing_privilege)
 {
 	char *argv[] = { "/usr/sbin/runuser",
@@ -97,7 +167,7 @@ Test(cli, help_documents_every_option)
 	char cmd[4200], buf[8192];
 	const char *opts[] = { "--pid",	     "--output",      "--format",	  "--type",
 			       "--duration", "--dump-period", "--flush-interval", "--user",
-			       "--connect" };
+			       "--connect",  "--name",	      "--children" };
 	size_t n;
 	FILE *p;
 
@@ -109,6 +179,86 @@ Test(cli, help_documents_every_option)
 	cr_assert_eq(pclose(p), 0);
 	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		cr_assert(strstr(buf, opts[i]), "help lacks %s", opts[i]);
+}
+
+/* Every long option a help text names ("--name"), into opts (count in *n, at most max). */
+static void options_of(const char *help, char opts[][64], size_t *n, size_t max)
+{
+	for (const char *p = help; (p = strstr(p, "--")); p += 2) {
+		size_t len = 2;
+		int seen = 0;
+
+		while (p[len] == '-' || (p[len] >= 'a' && p[len] <= 'z'))
+			len++;
+		if (len < 4 || len >= 64 ||
+		    (p > help && p[-1] != ' ' && p[-1] != '[' && p[-1] != '(' && p[-1] != '`'))
+			continue;
+		for (size_t i = 0; i < *n; i++)
+			seen |= !strncmp(opts[i], p, len) && !opts[i][len];
+		if (!seen && *n < max) {
+			memcpy(opts[*n], p, len);
+			opts[(*n)++][len] = 0;
+		}
+	}
+}
+
+/*
+ * build/rover.1 is made from the help the commands print (scripts/gen-man.sh): every option of
+ * every command's help is in it, as roff writes it (\-\-name), and man renders it without a
+ * warning.
+ */
+Test(cli, the_man_page_holds_every_option_the_help_prints)
+{
+	static const char *const cmds[] = { "", "profile", "watch", "run", "serve" };
+	char page[4200], cmd[4400], opts[128][64];
+	char *man = NULL, *warn = NULL;
+	size_t n = 0, len;
+
+	snprintf(page, sizeof(page), "%s/rover.1", getenv("ROVER_BUILD"));
+	man = slurp(page, &len);
+	cr_assert_not_null(man, "no %s: `make all` makes it", page);
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		char buf[16384];
+		FILE *p;
+		size_t got;
+
+		snprintf(cmd, sizeof(cmd), "%s %s --help", bin("rover"), cmds[c]);
+		p = popen(cmd, "r");
+		cr_assert(p);
+		got = fread(buf, 1, sizeof(buf) - 1, p);
+		buf[got] = 0;
+		cr_assert_eq(pclose(p), 0, "%s", cmd);
+		options_of(buf, opts, &n, 128);
+	}
+	cr_assert_gt(n, 20, "only %zu options found in the help", n);
+	for (size_t i = 0; i < n; i++) {
+		char roff[160];
+		size_t k = 0;
+
+		for (const char *q = opts[i]; *q && k < sizeof(roff) - 3; q++) {
+			if (*q == '-')
+				roff[k++] = '\\';
+			roff[k++] = *q;
+		}
+		roff[k] = 0;
+		cr_assert(strstr(man, roff), "%s is in the help, not in rover.1", opts[i]);
+	}
+	if (!access("/usr/bin/man", X_OK)) {
+		char *argv[] = { "/usr/bin/man", "--warnings", "-l", page, NULL };
+		int fd = open("/dev/null", O_WRONLY);
+		int saved = dup(1), rc;
+
+		/* The page itself to /dev/null; its warnings are what is looked at. */
+		dup2(fd, 1);
+		rc = run_cmd(argv, &warn);
+		dup2(saved, 1);
+		close(saved);
+		close(fd);
+		cr_assert_eq(rc, 0, "man -l: %s", warn);
+		cr_assert(!warn || !warn[0], "man warns: %s", warn);
+	}
+	free(warn);
+	free(man);
 }
 
 /*

@@ -6,6 +6,7 @@
  * in a program built entirely without frame pointers.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,11 +138,22 @@ Test(unwind, on_cpu_samples_inside_libc_memcpy_keep_their_callers)
 		b += one ? f.counts[i] : 0;
 	}
 	cr_log_info("copy_three %lu copy_one %lu total %lu", a, b, f.total);
-	cr_assert_gt(a + b, 1000, "too few samples under memcpy: %lu of %lu", a + b, f.total);
+	/*
+	 * 2000 samples when the program has its CPU (500 Hz, 4 s); a loaded machine gives it
+	 * less (751 in one CI run beside other builds). The share's bound follows the count: 4.5
+	 * binomial standard deviations around 75% (+-4.4 points at 2000 samples, +-7.1 at 750),
+	 * a false failure about once in 100 000 runs, whatever the machine's load.
+	 */
+	cr_assert_gt(a + b, 300, "too few samples under memcpy: %lu of %lu", a + b, f.total);
 	cr_assert_gt(a + b, f.total * 85 / 100, "memcpy with its caller: %lu of %lu", a + b,
 		     f.total);
-	cr_assert(pct(a, a + b) > 71.0 && pct(a, a + b) < 79.0, "copy_three share %.1f%% (75%%)",
-		  pct(a, a + b));
+	{
+		double sd = 100.0 * sqrt(0.75 * 0.25 / (double)(a + b));
+
+		cr_assert(fabs(pct(a, a + b) - 75.0) < 4.5 * sd,
+			  "copy_three share %.1f%% (75%% +- %.1f) of %lu", pct(a, a + b), 4.5 * sd,
+			  a + b);
+	}
 	cr_assert_gt(outermost(&f, "_start"), f.total * 95 / 100);
 	folded_free(&f);
 	free(err);

@@ -166,6 +166,59 @@ Test(boundary, the_roles_uid_cannot_profile_a_root_process)
 	folded_free(&f);
 }
 
+struct by_name {
+	char regex[4200], out[4200], err[4200];
+};
+
+/* `rover profile --connect --name REGEX` as the attacker, its stderr in b->err: its status. */
+static int profile_by_name(void *arg)
+{
+	struct by_name *b = arg;
+	char *argv[] = { (char *)bin("rover"), "profile", "--connect", sockdir, "--name", b->regex,
+			 "--duration",	       "1s",	  "--output",  b->out,	NULL };
+	pid_t pid = spawn_cmd(argv, b->err);
+
+	return pid > 0 ? wait_cmd(pid, 30000) : 125;
+}
+
+/*
+ * The same attack by name: a client in the rover group names root's process by its command
+ * line (which any user may read). The name is found, said, and the task refused as with
+ * --pid: the launcher's check applies to every pid chosen, and nothing of root's process is
+ * written.
+ */
+Test(boundary, a_client_naming_a_root_process_by_name_is_refused_as_with_pid)
+{
+	struct who me = stranger;
+	struct by_name b;
+	char said[128], *err, *log;
+	struct stat st;
+	int rc;
+
+	me.extra = role_who().gid;
+	snprintf(b.regex, sizeof(b.regex), "^%s$", bin("tests/programs/demo_burn"));
+	snprintf(b.out, sizeof(b.out), "%s/byname.folded", tmp);
+	snprintf(b.err, sizeof(b.err), "%s/byname.err", tmp);
+	close(open(b.out, O_WRONLY | O_CREAT | O_TRUNC, 0666));
+	close(open(b.err, O_WRONLY | O_CREAT | O_TRUNC, 0666));
+	chmod(b.out, 0666);
+	chmod(b.err, 0666);
+	rc = as_user(me, profile_by_name, &b);
+	err = slurp(b.err, NULL);
+	log = slurp(serve_log, NULL);
+	cr_assert_neq(rc, 0, "a client profiled root's process by name: %s", err);
+	snprintf(said, sizeof(said), "process %d (demo_burn) matched by its command line",
+		 (int)target);
+	cr_assert(err && strstr(err, said), "the match was not said: %s", err);
+	snprintf(said, sizeof(said), "may not trace process %d", (int)target);
+	cr_assert(err && strstr(err, said), "not refused as --pid is: %s", err);
+	cr_assert(log && strstr(log, said), "refusal not logged: %s", log);
+	cr_assert_eq(stat(b.out, &st), 0);
+	cr_assert_eq(st.st_size, 0, "something of root's process was written");
+	free(err);
+	free(log);
+}
+
 struct own_task {
 	pid_t own;
 	char out[4200];

@@ -26,7 +26,9 @@ Test(formats, a_name_chooses_among_its_kind_only)
 	cr_assert_eq(fmt("txt", "x.json", 1), FORMAT_NET_TXT);
 	cr_assert_eq(output_format_of("json", "x", 0, &f), -EINVAL);
 	cr_assert_eq(output_format_of("svg", "x", 1, &f), -EINVAL);
-	cr_assert_eq(output_format_of("html", "x", 0, &f), -EINVAL);
+	cr_assert_eq(fmt("html", "x.svg", 0), FORMAT_HTML);
+	cr_assert_eq(fmt("html", "x.json", 1), FORMAT_NET_HTML);
+	cr_assert_eq(output_format_of("pdf", "x", 0, &f), -EINVAL);
 	cr_assert_eq(f, 77, "written on failure");
 }
 
@@ -40,14 +42,16 @@ Test(formats, the_ending_chooses_else_the_kind_s_fallback)
 	cr_assert_eq(fmt(NULL, "report.json", 1), FORMAT_NET_JSON);
 	cr_assert_eq(fmt(NULL, "report.svg", 1), FORMAT_NET_TXT);
 	cr_assert_eq(fmt(NULL, "report", 1), FORMAT_NET_TXT);
+	cr_assert_eq(fmt(NULL, "p.html", 0), FORMAT_HTML);
+	cr_assert_eq(fmt(NULL, "report.html", 1), FORMAT_NET_HTML);
 }
 
 Test(formats, every_format_has_one_entry)
 {
-	for (uint32_t f = FORMAT_FOLDED; f <= FORMAT_NET_JSON; f++) {
+	for (uint32_t f = FORMAT_FOLDED; f <= FORMAT_NET_HTML; f++) {
 		cr_assert_not_null(output_format_info(f), "format %u", f);
 		cr_assert_eq(output_format_info(f)->format, f);
 	}
 	cr_assert_null(output_format_info(0));
-	cr_assert_null(output_format_info(FORMAT_NET_JSON + 1));
+	cr_assert_null(output_format_info(FORMAT_NET_HTML + 1));
 }

@@ -721,7 +721,11 @@ Test(network, report)
 	cr_assert(strstr(buf, "nginx(200) server GET /api/items: 1 requests, status 404:1"), "%s",
 		  buf);
 	cr_assert(strstr(buf, "latency p50 150.000 ms p90 150.000 ms p99 150.000 ms"), "%s", buf);
-	cr_assert(strstr(buf, "Losses:"));
+	/* Nothing was lost: one line says so, no counter of zero is listed. */
+	cr_assert(strstr(buf, "\nNo losses.\n"), "%s", buf);
+	cr_assert(!strstr(buf, "Losses:") && !strstr(buf, "conns_refused") &&
+			  !strstr(buf, "kernel conns_full"),
+		  "%s", buf);
 	cr_assert(strstr(summary, "4 HTTP exchanges, 4 endpoints"), "%s", summary);
 	cr_assert(ftruncate(fd, 0) == 0);
 	cr_assert(lseek(fd, 0, SEEK_SET) == 0);
@@ -733,8 +737,96 @@ Test(network, report)
 	cr_assert(j, "%s", buf);
 	cr_assert(json_object_object_get_ex(j, "endpoints", &eps));
 	cr_assert_eq(json_object_array_length(eps), 4);
+	/* JSON keeps every counter, zeros included: programs read them by name. */
+	{
+		struct json_object *l, *v;
+
+		cr_assert(json_object_object_get_ex(j, "losses", &l));
+		cr_assert(json_object_object_get_ex(l, "conns_refused", &v));
+		cr_assert_eq(json_object_get_int64(v), 0);
+		cr_assert(json_object_object_get_ex(l, "kernel_conns_full", &v));
+		cr_assert_gt(json_object_object_length(l), 40);
+	}
 	json_object_put(j);
 	close(fd);
+	net_task__free(t);
+}
+
+/* The text report lists the loss counters that counted something, those only. */
+Test(network, report_lists_only_losses)
+{
+	struct net_task_opts o = { .task_id = TASK, .max_conns = 2 };
+	struct net_task *t = net_task__new(&o);
+	char path[] = "/tmp/netrep.XXXXXX", buf[16384];
+	ssize_t n;
+	int fd;
+
+	cr_assert(t);
+	for (uint64_t id = 1; id <= 3; id++) {
+		struct net_conn c =
+			conn4(id, 100, NET_ROLE_CLIENT, "127.0.0.1", 40000 + id, "127.0.0.1", 8080);
+
+		one_conn(t, &c);
+	}
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	unlink(path);
+	cr_assert_eq(write_report_fd(t, fd, NET_REPORT_TXT, NULL, 0), 0);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	cr_assert(n > 0);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "\nLosses:\n  conns_refused            1\n"), "%s", buf);
+	cr_assert(!strstr(buf, "No losses") && !strstr(buf, "bad_frames") &&
+			  !strstr(buf, "kernel conns_full"),
+		  "%s", buf);
+	close(fd);
+	net_task__free(t);
+}
+
+/*
+ * The HTML report of the same conversation, its client named by a hostile target: no markup of
+ * theirs in the page, the pair drawn once, both processes and every endpoint with its counts.
+ */
+Test(network, report_html)
+{
+	struct net_report_head h = { .start_unix_ms = 1700000000000ull,
+				     .duration_ms = 2000,
+				     .npids = 2,
+				     .pids = { 100, 200 },
+				     .complete = true };
+	struct net_task *t = task();
+	char *page = NULL, *s;
+	size_t len = 0, edges = 0;
+	FILE *f;
+
+	cr_assert_eq(net_task__set_comm(t, 100, "<script>x'\""), 0);
+	cr_assert_eq(net_task__set_comm(t, 200, "nginx"), 0);
+	converse(t);
+	conns(t, 1);
+	cr_assert_eq(net_task__interval(t, 2000 * MS), 0);
+	net_task__set_head(t, &h);
+	f = open_memstream(&page, &len);
+	cr_assert_not_null(f);
+	cr_assert_eq(net_task__write_report(t, f, NET_REPORT_HTML, NULL, 0), 0);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_null(strstr(page, "<script"), "%s", page);
+	cr_assert_null(strstr(page, "x'\""));
+	cr_assert(strstr(page, "&lt;script&gt;x&apos;&quot; (100)"), "%s", page);
+	cr_assert(strstr(page, "script-src") == NULL, "the page allows no script");
+	cr_assert(strstr(page, "<dd>2023-11-14 22:13:20 UTC</dd>"), "%s", page);
+	cr_assert(strstr(page, "<g class=\"node proc\" data-pid=\"100\""));
+	cr_assert(strstr(page, "<g class=\"node proc\" data-pid=\"200\" data-name=\"nginx\""));
+	for (s = page; (s = strstr(s, "<g class=\"edge")); s++)
+		edges++;
+	cr_assert_eq(edges, 1, "the pair is drawn once, from its client: %s", page);
+	cr_assert(strstr(page, "data-requests=\"2\" data-errors=\"1\""), "%s", page);
+	cr_assert(strstr(page, "data-pid=\"200\" data-role=\"server\" data-method=\"GET\" "
+			       "data-path=\"/api/items\" data-requests=\"1\""),
+		  "%s", page);
+	cr_assert(strstr(page, "<span class=\"code bad\" data-code=\"404\" data-n=\"1\">"), "%s",
+		  page);
+	cr_assert(strstr(page, "No losses."), "%s", page);
+	free(page);
 	net_task__free(t);
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 #include <zlib.h>
 
 #include "proto/pprof/profile.pb-c.h"
@@ -712,5 +713,51 @@ Test(profile, top)
 	ADD(p, "app", 4, "ev\x1b[2Jil");
 	profile__top(p, 5, buf, sizeof(buf));
 	cr_assert_str_eq(buf, " 100.0%  ev?[2Jil\n");
+	profile__free(p);
+}
+
+/*
+ * The HTML page: hostile frame names as text, self and total per function (recursion counted
+ * once per stack), and the one script allowed by the hash the page's policy names, the hash of
+ * exactly the script's text (a browser refuses the script otherwise).
+ */
+Test(profile, html)
+{
+	struct profile *p = profile__new("samples", "count", 0);
+	char *page = NULL, *js, *end, want[192], *csp;
+	unsigned char md[EVP_MAX_MD_SIZE], b64[128];
+	unsigned int mdlen = 0;
+	size_t len = 0, scripts = 0;
+	FILE *f;
+
+	cr_assert_not_null(p);
+	ADD(p, "app", 6, "main", "rec", "rec", "<script>leaf");
+	ADD(p, "app", 3, "main", "rec");
+	ADD(p, "app", 1, "main");
+	f = open_memstream(&page, &len);
+	cr_assert_eq(profile__write_html(p, f, "t </title><script>"), 0);
+	cr_assert_eq(fclose(f), 0);
+	for (const char *s = page; (s = strstr(s, "<script")); s++)
+		scripts++;
+	cr_assert_eq(scripts, 1, "%s", page);
+	cr_assert(strstr(page, "<td>&lt;script&gt;leaf</td><td>6</td><td>60.00%</td><td>6</td>"),
+		  "%s", page);
+	/* rec: self 3 (the stack it ends), total 9 (two stacks, however deep it recurses) */
+	cr_assert(strstr(page, "<td>rec</td><td>3</td><td>30.00%</td><td>9</td><td>90.00%</td>"),
+		  "%s", page);
+	cr_assert(strstr(page, "<td>main</td><td>1</td><td>10.00%</td><td>10</td>"), "%s", page);
+	cr_assert(strstr(page, "<title>t &lt;/title&gt;&lt;script&gt;</title>"), "%s", page);
+	js = strstr(page, "<script>");
+	cr_assert_not_null(js);
+	js += strlen("<script>");
+	end = strstr(js, "</script>");
+	cr_assert_not_null(end);
+	cr_assert_eq(EVP_Digest(js, (size_t)(end - js), md, &mdlen, EVP_sha256(), NULL), 1);
+	EVP_EncodeBlock(b64, md, (int)mdlen);
+	snprintf(want, sizeof(want), "script-src 'sha256-%s'", b64);
+	csp = strstr(page, "Content-Security-Policy");
+	cr_assert(csp && strstr(csp, want), "the policy does not name %s", want);
+	cr_assert(strstr(page, "default-src 'none'"));
+	free(page);
 	profile__free(p);
 }

@@ -797,5 +797,6 @@ int cql__stats(const void *p, struct cql_stats *ret)
 
 const struct l7_ops l7_cql_ops = {
 	.name = "cql",
+	.title = "Cassandra CQL",
 	L7_OPS_OF(cql),
 };

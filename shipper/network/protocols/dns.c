@@ -847,5 +847,6 @@ L7_DEFINE_GETTERS(dns, struct dns_conn)
 
 const struct l7_ops l7_dns_ops = {
 	.name = "dns",
+	.title = "DNS",
 	L7_OPS_OF(dns),
 };

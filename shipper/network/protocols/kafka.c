@@ -780,6 +780,7 @@ static void *kafka_new(unsigned flags)
 
 const struct l7_ops l7_kafka_ops = {
 	.name = "kafka",
+	.title = "Kafka",
 	.new_conn = kafka_new,
 	L7MSG_OPS,
 };

@@ -202,6 +202,8 @@ struct l7_ops {
 	 */
 	void (*counts)(const void *c, void *ret);
 	size_t counts_size;
+	/* Its name for people, as the HTML report heads its endpoints: "HTTP/1.x", "MySQL". */
+	const char *title;
 };
 
 extern const struct l7_ops l7_http1_ops;

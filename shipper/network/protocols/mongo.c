@@ -768,6 +768,7 @@ static void *mongo_new(unsigned flags)
 
 const struct l7_ops l7_mongo_ops = {
 	.name = "mongodb",
+	.title = "MongoDB",
 	.new_conn = mongo_new,
 	L7MSG_OPS,
 };

@@ -1424,5 +1424,6 @@ int mysql__stats(const void *p, struct mysql_stats *ret)
 
 const struct l7_ops l7_mysql_ops = {
 	.name = "mysql",
+	.title = "MySQL",
 	L7_OPS_OF(mysql),
 };

@@ -1113,6 +1113,7 @@ static void h1_counts(const void *p, void *ret)
 
 const struct l7_ops l7_http1_ops = {
 	.name = "http",
+	.title = "HTTP/1.x",
 	.keepable = true,
 	.detect = http1__detect,
 	.then = &l7_http2_ops,

@@ -2038,6 +2038,7 @@ static bool h2_starts(const void *prev, enum l7_dir dir, const uint8_t *p, size_
 
 const struct l7_ops l7_http2_ops = {
 	.name = "http",
+	.title = "HTTP/2",
 	.heavy = true,
 	.detect = h2_detect,
 	.starts = h2_starts,

@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * HotSpot Java frames of the current thread, for a snapshot (bpf/stackcount.bpf.h
+ * take_snapshot), through the same path as Python's (bpf/python.bpf.h): the frames are struct
+ * py_frame after the kernel frames, a method met for the first time goes to the shipper as a
+ * record (struct sc_jmethod). The layout is the worker's, read from the libjvm.so file (map
+ * java_procs, worker/jvmstructs.c); every read of the target is of the current task's own
+ * memory with bpf_probe_read_user, bounded in count: a target that lies in its memory only
+ * garbles its own frames, which the shipper takes as hostile anyway.
+ *
+ * The walk starts from the sampled registers when the pc is in the code cache (the thread runs
+ * Java code): interpreted frames by their frame pointer, compiled frames and stubs by their
+ * code blob's frame size, the blob found through its code heap's segment map. It stops at the
+ * call stub's return address (the entry frame: native frames follow) or at a pc outside the
+ * code cache. A thread whose pc is elsewhere (in libjvm or native code) is counted, not walked
+ * yet (docs/java-frames.md, "Status").
+ */
+#ifndef ROVER_BPF_JAVA_H
+#define ROVER_BPF_JAVA_H
+
+#include "common/jvmframes.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct java_proc);
+	__uint(max_entries, SC_MAX_TARGETS);
+} java_procs SEC(".maps");
+
+struct java_method_key {
+	__u64 method;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* Methods whose record went to the shipper, and with what stamp. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct java_method_key);
+	__type(value, __u32);
+	__uint(max_entries, JAVA_METHODS_ENTRIES);
+} java_methods SEC(".maps");
+
+/*
+ * The walk's state between the steps of its bpf_loop, in the map rather than on the stack for
+ * the reason py_walk_state gives: a count the verifier can follow makes it check the callback
+ * once per value.
+ */
+struct java_walk_state {
+	__u64 pc, sp, fp;
+	__u64 r13; /* the innermost interpreted frame's bytecode pointer */
+	__u32 tgid;
+	__u32 kb; /* bytes of kernel frames before the Java frames in the snapshot */
+	__u32 n;
+	__u32 status;
+	__u32 new_methods;
+	__u32 first; /* the frame is the innermost: its registers are the sampled ones */
+	__u32 kind;  /* JAVA_FRAME_*: of the frame being recorded */
+	__u32 pad;
+};
+
+/* An interpreted frame's words from slot -9 to +1 (from its frame pointer). */
+#define JAVA_IFRAME_LO 9
+#define JAVA_IFRAME_WORDS 11
+/* Bytes of a code blob's header read at once: every field the walker takes lies in it. */
+#define JAVA_BLOB_READ 128
+/* Bytes of a ConstMethod read at once (its fields up to the signature index). */
+#define JAVA_CM_READ 48
+
+struct java_scratch {
+	struct java_walk_state walk;
+	struct java_proc p;
+	__u64 frame[JAVA_IFRAME_WORDS];
+	__u8 blob[JAVA_BLOB_READ];
+	__u8 cm[JAVA_CM_READ];
+	__u8 sym[8];
+	__u64 syms[4]; /* JAVA_SYM_*: the Symbol* of a method's record */
+	__u16 lens[4];
+	struct sc_jmethod rec;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct java_scratch);
+	__uint(max_entries, 1);
+} java_scratch SEC(".maps");
+
+/* A field of the layout in a buffer read from the target: 0 when it lies outside. */
+#define JF64(buf, f) ((f).off <= sizeof(buf) - 8 ? *(__u64 *)((buf) + (f).off) : 0)
+#define JF32(buf, f) ((f).off <= sizeof(buf) - 4 ? *(__u32 *)((buf) + (f).off) : 0)
+#define JF16(buf, f) ((f).off <= sizeof(buf) - 2 ? *(__u16 *)((buf) + (f).off) : 0)
+#define JF8(buf, f) ((f).off <= sizeof(buf) - 1 ? *(__u8 *)((buf) + (f).off) : 0)
+
+static __always_inline __u32 java_read32(__u64 addr)
+{
+	__u32 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/*
+ * Whether p's libjvm.so is mapped where the worker said (checked once, as py_mapped does). A
+ * mapping that is not what it was said to be drops the process, counted.
+ */
+static __always_inline int java_mapped(struct java_proc *p, __u32 tgid)
+{
+	struct py_vma_check c = { .start = p->start, .size = p->size };
+	long err;
+
+	if (p->checked)
+		return 1;
+	err = bpf_find_vma(bpf_get_current_task_btf(), p->start, py_vma_cb, &c, 0);
+	if (err == -EBUSY)
+		return 0; /* the mm's lock is taken: a later sample checks */
+	if (err || !c.ok) {
+		if (!bpf_map_delete_elem(&java_procs, &tgid))
+			stat_inc(SC_STAT_JAVA_MAP_BAD);
+		return 0;
+	}
+	p->checked = 1;
+	return 1;
+}
+
+/*
+ * The code cache's bounds, heaps, interpreter and call stub, read once into p (the map's
+ * value) when the JVM has made them: p->ready then. Nothing of it moves afterwards. Run as the
+ * one step of a bpf_loop: checked once by the verifier, not once per path to it.
+ */
+static long java_ready_step(__u32 i, void *ctx)
+{
+	struct java_proc *p = *(struct java_proc **)ctx;
+	const struct jvm_layout *l;
+	__u64 heaps, data, q;
+	__u32 len;
+
+	if (!p)
+		return 1;
+	l = &p->l;
+	heaps = py_read64(p->start + l->code_heaps);
+	q = py_read64(p->start + l->interp_code);
+	if (!heaps || !q)
+		return 1; /* not yet made */
+	p->code_low = py_read64(p->start + l->code_low);
+	p->code_high = py_read64(p->start + l->code_high);
+	p->call_stub_ret = py_read64(p->start + l->call_stub_ret);
+	p->interp_low = py_read64(q + l->sq_stub_buffer.off);
+	p->interp_high = p->interp_low + java_read32(q + l->sq_buffer_limit.off);
+	len = java_read32(heaps + l->array_len.off);
+	data = py_read64(heaps + l->array_data.off);
+	if (!p->code_low || p->code_high <= p->code_low || !p->call_stub_ret || !p->interp_low ||
+	    !data || !len)
+		return 1;
+	if (len > JAVA_MAX_HEAPS)
+		len = JAVA_MAX_HEAPS;
+	for (__u32 k = 0; k < JAVA_MAX_HEAPS; k++) {
+		struct java_heap *hp = &p->heaps[k];
+		__u64 h;
+
+		if (k >= len)
+			break;
+		h = py_read64(data + k * 8);
+		if (!h)
+			return 1;
+		hp->low = py_read64(h + l->heap_memory.off + l->vs_low_boundary.off);
+		hp->high = py_read64(h + l->heap_memory.off + l->vs_high_boundary.off);
+		hp->segmap = py_read64(h + l->heap_segmap.off + l->vs_low_boundary.off);
+		hp->log2_segment = java_read32(h + l->heap_log2_segment.off);
+		if (!hp->segmap || hp->high <= hp->low || hp->log2_segment < 4 ||
+		    hp->log2_segment > 16)
+			return 1;
+	}
+	p->nheaps = len;
+	p->ready = 1;
+	return 1;
+}
+
+static __always_inline int java_ready(struct java_proc *p)
+{
+	if (!p->ready)
+		bpf_loop(1, java_ready_step, &p, 0);
+	return p->ready;
+}
+
+struct java_segmap_walk {
+	__u64 segmap, seg;
+	int found; /* 1 at the block's start, -1 on a free or unreadable segment */
+};
+
+/* One step back through a code heap's segment map: each byte says how many segments back
+ * the block's start is, 0 at it and 0xff for a free segment. */
+static long java_segmap_step(__u32 i, void *ctx)
+{
+	struct java_segmap_walk *s = ctx;
+	__u8 b;
+
+	if (bpf_probe_read_user(&b, 1, (void *)(s->segmap + s->seg)) || b == 0xff || b > s->seg) {
+		s->found = -1;
+		return 1;
+	}
+	if (!b) {
+		s->found = 1;
+		return 1;
+	}
+	s->seg -= b;
+	return 0;
+}
+
+/* The code blob that holds pc (in the code cache, not the interpreter's): its address, or 0. */
+static __always_inline __u64 java_find_blob(const struct java_proc *p, __u64 pc)
+{
+	struct java_segmap_walk s = {};
+	__u64 low = 0;
+	__u32 log2 = 0;
+
+	for (__u32 i = 0; i < JAVA_MAX_HEAPS; i++) {
+		if (i < p->nheaps && pc >= p->heaps[i].low && pc < p->heaps[i].high) {
+			low = p->heaps[i].low;
+			s.segmap = p->heaps[i].segmap;
+			log2 = p->heaps[i].log2_segment & 31;
+			break;
+		}
+	}
+	if (!s.segmap)
+		return 0;
+	s.seg = (pc - low) >> log2;
+	bpf_loop(JAVA_SEGMAP_HOPS, java_segmap_step, &s, 0);
+	if (s.found != 1)
+		return 0;
+	return low + (s.seg << log2) + p->l.size_heap_block;
+}
+
+/*
+ * The stamp of a method: never 0, 0 when it could not be read. A freed Method's address may
+ * come back for another method; its ConstMethod, constant pool and indexes tell them apart.
+ * sc->cm holds the ConstMethod's first bytes after it.
+ */
+static __always_inline __u32 java_stamp(struct java_scratch *sc, __u64 method, __u64 *ret_cm)
+{
+	const struct jvm_layout *l = &sc->p.l;
+	__u64 cm, h;
+
+	cm = py_read64(method + l->m_const_method.off);
+	if (!cm || bpf_probe_read_user(sc->cm, sizeof(sc->cm), (void *)cm))
+		return 0;
+	*ret_cm = cm;
+	h = py_mix(method, cm);
+	h = py_mix(h, JF64(sc->cm, l->cm_constants));
+	h = py_mix(h, (__u64)JF16(sc->cm, l->cm_code_size) |
+			      (__u64)JF16(sc->cm, l->cm_name_index) << 16 |
+			      (__u64)JF16(sc->cm, l->cm_signature_index) << 32);
+	h ^= h >> 32;
+	return (__u32)h ? (__u32)h : 1;
+}
+
+/* The four strings of a record: where each goes in its data and its room there. */
+#define JAVA_SYM_CLASS 0
+#define JAVA_SYM_NAME 1
+#define JAVA_SYM_SIG 2
+#define JAVA_SYM_FILE 3
+
+/* One Symbol's bytes into the record (a step of a bpf_loop over the four: one check). */
+static long java_sym_step(__u32 i, void *ctx)
+{
+	struct java_scratch *sc = *(struct java_scratch **)ctx;
+	__u32 k = i & 3, off, cap;
+	__u64 sym, n;
+
+	if (!sc)
+		return 1;
+	off = k == JAVA_SYM_CLASS  ? 0
+	      : k == JAVA_SYM_NAME ? JAVA_CLASS_MAX
+	      : k == JAVA_SYM_SIG  ? JAVA_CLASS_MAX + JAVA_NAME_MAX
+				   : JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX;
+	cap = k == JAVA_SYM_CLASS  ? JAVA_CLASS_MAX
+	      : k == JAVA_SYM_NAME ? JAVA_NAME_MAX
+	      : k == JAVA_SYM_SIG  ? JAVA_SIG_MAX
+				   : JAVA_FILE_MAX;
+	sym = sc->syms[k];
+	sc->lens[k] = 0;
+	if (!sym || bpf_probe_read_user(sc->sym, sizeof(sc->sym), (void *)sym))
+		return 0;
+	n = JF16(sc->sym, sc->p.l.sym_length);
+	if (n > cap) {
+		n = cap;
+		sc->rec.flags |= JAVA_M_CUT;
+	}
+	asm volatile("" : "+r"(n)); /* the bound is checked on the register the read takes */
+	if (!n || n > 256 || off > JAVA_STRINGS - 128 ||
+	    bpf_probe_read_user(sc->rec.data + off, n, (void *)(sym + sc->p.l.sym_body.off)))
+		return 0;
+	sc->lens[k] = (__u16)n;
+	return 0;
+}
+
+/* Puts method's record into the ring buffer: 0, or -1 (nothing sent, counted). */
+static __always_inline int java_send_method(struct java_scratch *sc, __u32 tgid, __u64 method,
+					    __u64 cm, __u32 stamp)
+{
+	const struct jvm_layout *l = &sc->p.l;
+	struct sc_jmethod *r = &sc->rec;
+	__u64 cp, holder, pool, size, lines, n;
+	__u32 cmflags;
+	__u16 fidx;
+
+	cp = JF64(sc->cm, l->cm_constants);
+	if (!cp) {
+		stat_inc(SC_STAT_JAVA_METHOD_LOST);
+		return -1;
+	}
+	pool = cp + l->size_constant_pool;
+	r->kind = SC_REC_JMETHOD;
+	r->tgid = tgid;
+	r->method = method;
+	r->stamp = stamp;
+	r->jdk = l->major;
+	r->flags = 0;
+	r->code_size = JF16(sc->cm, l->cm_code_size);
+	cmflags = l->cm_flags.size == 4 ? JF32(sc->cm, l->cm_flags) : JF16(sc->cm, l->cm_flags);
+	holder = py_read64(cp + l->cp_pool_holder.off);
+	sc->syms[JAVA_SYM_CLASS] = holder ? py_read64(holder + l->klass_name.off) : 0;
+	sc->syms[JAVA_SYM_NAME] = py_read64(pool + 8 * (__u64)JF16(sc->cm, l->cm_name_index));
+	sc->syms[JAVA_SYM_SIG] = py_read64(pool + 8 * (__u64)JF16(sc->cm, l->cm_signature_index));
+	fidx = 0;
+	bpf_probe_read_user(&fidx, sizeof(fidx), (void *)(cp + l->cp_source_file.off));
+	sc->syms[JAVA_SYM_FILE] = fidx ? py_read64(pool + 8 * (__u64)fidx) : 0;
+	bpf_loop(4, java_sym_step, &sc, 0);
+	r->class_len = sc->lens[JAVA_SYM_CLASS];
+	r->name_len = sc->lens[JAVA_SYM_NAME];
+	r->sig_len = sc->lens[JAVA_SYM_SIG];
+	r->file_len = sc->lens[JAVA_SYM_FILE];
+	/* The table's length is not kept: as much as reads, the shipper stops at its end. */
+	r->lines_len = 0;
+	if (cmflags & (__u32)l->linenumber_flag) {
+		r->flags |= JAVA_M_HAS_LINES;
+		lines = cm + l->size_const_method + r->code_size;
+		n = JAVA_LINES_MAX;
+		if (bpf_probe_read_user(r->data + JAVA_STRINGS, JAVA_LINES_MAX, (void *)lines)) {
+			/* Near the end of its memory: the page's rest. */
+			n = SC_SNAP_PAGE - (lines & (SC_SNAP_PAGE - 1));
+			asm volatile("" : "+r"(n));
+			if (n > JAVA_LINES_MAX || !n ||
+			    bpf_probe_read_user(r->data + JAVA_STRINGS, n, (void *)lines))
+				n = 0;
+		}
+		r->lines_len = (__u16)n;
+		if (n == JAVA_LINES_MAX)
+			r->flags |= JAVA_M_LINES_CUT;
+	}
+	size = __builtin_offsetof(struct sc_jmethod, data) + JAVA_STRINGS + r->lines_len;
+	if (size > sizeof(*r) || bpf_ringbuf_output(&snaps, r, size, snap_wake_flag())) {
+		stat_inc(SC_STAT_JAVA_METHOD_LOST);
+		return -1;
+	}
+	return 0;
+}
+
+/* The callback's context: two pointers, whose targets hold the state (java_walk_state). */
+struct java_walk {
+	struct java_scratch *sc;
+	struct sc_snap_scratch *ss;
+};
+
+/* Records method's frame (instr: kind and bci) and sends its record if it is new. */
+static __always_inline void java_put_frame(struct java_scratch *sc, struct sc_snap_scratch *ss,
+					   __u64 method, __u64 bcp, __u32 kind)
+{
+	struct java_walk_state *w = &sc->walk;
+	struct java_method_key key = { .method = method, .tgid = w->tgid };
+	struct py_frame *f;
+	__u32 at, stamp, instr = kind | JAVA_FRAME_NO_BCI, *known;
+	__u64 cm = 0, base;
+
+	stamp = method ? java_stamp(sc, method, &cm) : 0;
+	if (!stamp) {
+		w->status = JAVA_ST_FAULT;
+		return;
+	}
+	if (bcp) {
+		base = cm + sc->p.l.size_const_method;
+		if (bcp >= base && bcp - base < JF16(sc->cm, sc->p.l.cm_code_size))
+			instr = kind | (__u32)(bcp - base);
+	}
+	if (w->kb > SC_STACK_DEPTH * 8)
+		return;
+	at = w->kb + w->n * sizeof(struct py_frame);
+	if (at > SC_STACK_DEPTH * 8 + (PY_MAX_FRAMES - 1) * sizeof(struct py_frame))
+		return;
+	f = (struct py_frame *)(ss->s.data + at);
+	f->code = method;
+	f->stamp = stamp;
+	f->instr = instr;
+	w->n++;
+	if (w->new_methods >= JAVA_NEW_METHODS)
+		return; /* a later sample reads it */
+	known = bpf_map_lookup_elem(&java_methods, &key);
+	if (known && *known == stamp)
+		return;
+	w->new_methods++;
+	if (!java_send_method(sc, w->tgid, method, cm, stamp))
+		bpf_map_update_elem(&java_methods, &key, &stamp, BPF_ANY);
+}
+
+static long java_frame_step(__u32 i, void *ctx)
+{
+	struct java_walk *wk = ctx;
+	struct sc_snap_scratch *ss = wk->ss;
+	struct java_scratch *sc = wk->sc;
+	struct java_walk_state *w;
+	const struct java_proc *p;
+	__u64 pc, blob, code, method = 0, bcp = 0, npc, nsp, nfp;
+	__u32 fsize, complete, kind = 0;
+	int nm;
+
+	if (!sc || !ss)
+		return 1;
+	w = &sc->walk;
+	p = &sc->p;
+	pc = w->pc;
+	if (pc == p->call_stub_ret)
+		return 1; /* the entry frame: native code called the Java frames walked */
+	if (pc < p->code_low || pc >= p->code_high) {
+		if (w->first)
+			w->status = JAVA_ST_NOT_IN_JAVA;
+		return 1;
+	}
+	if (w->n >= PY_MAX_FRAMES) {
+		w->status = JAVA_ST_CUT;
+		return 1;
+	}
+	if (pc >= p->interp_low && pc < p->interp_high) {
+		__s32 m = p->l.interp.method + JAVA_IFRAME_LO, b = p->l.interp.bcp + JAVA_IFRAME_LO,
+		      s = p->l.interp.sender_sp + JAVA_IFRAME_LO,
+		      lk = p->l.interp.link + JAVA_IFRAME_LO, r = p->l.interp.ret + JAVA_IFRAME_LO;
+
+		if (!w->fp || m < 0 || m >= JAVA_IFRAME_WORDS || b < 0 || b >= JAVA_IFRAME_WORDS ||
+		    s < 0 || s >= JAVA_IFRAME_WORDS || lk < 0 || lk >= JAVA_IFRAME_WORDS || r < 0 ||
+		    r >= JAVA_IFRAME_WORDS ||
+		    bpf_probe_read_user(sc->frame, sizeof(sc->frame),
+					(void *)(w->fp - JAVA_IFRAME_LO * 8))) {
+			w->status = JAVA_ST_FAULT;
+			return 1;
+		}
+		method = sc->frame[m];
+		bcp = w->first ? w->r13 : sc->frame[b];
+		kind = JAVA_FRAME_INTERPRETED;
+		/* The caller's sp is the one it had before the interpreter extended its frame. */
+		npc = sc->frame[r];
+		nsp = sc->frame[s];
+		nfp = sc->frame[lk];
+	} else {
+		blob = java_find_blob(p, pc);
+		if (!blob || bpf_probe_read_user(sc->blob, sizeof(sc->blob), (void *)blob)) {
+			w->status = JAVA_ST_FAULT;
+			return 1;
+		}
+		if (p->l.flags & JVM_F_BLOB_OFFSETS)
+			code = blob + JF32(sc->blob, p->l.blob_code_begin);
+		else
+			code = JF64(sc->blob, p->l.blob_code_begin);
+		fsize = JF32(sc->blob, p->l.blob_frame_size);
+		complete = p->l.blob_frame_complete.size == 2
+				   ? (__u32)(__s16)JF16(sc->blob, p->l.blob_frame_complete)
+				   : JF32(sc->blob, p->l.blob_frame_complete);
+		if (p->l.flags & JVM_F_BLOB_KIND) {
+			nm = JF8(sc->blob, p->l.blob_kind) == (__u32)p->l.kind_nmethod;
+		} else {
+			__u64 name = 0;
+
+			bpf_probe_read_user(&name, sizeof(name),
+					    (void *)JF64(sc->blob, p->l.blob_name));
+			nm = name == 0x00646f6874656d6eull; /* "nmethod\0" */
+		}
+		if (fsize > 4096 || pc < code) {
+			w->status = JAVA_ST_FAULT;
+			return 1;
+		}
+		/* Before its frame is complete, the innermost frame's sp is at its return address
+		 * and its caller's frame pointer still in rbp. */
+		if (w->first && pc - code < complete) {
+			nsp = w->sp + 8;
+			nfp = w->fp;
+		} else {
+			nsp = w->sp + fsize * 8;
+			nfp = py_read64(nsp - 16);
+		}
+		npc = py_read64(nsp - 8);
+		if (nm) {
+			method = JF64(sc->blob, p->l.nm_method);
+			kind = JAVA_FRAME_COMPILED;
+		}
+	}
+	/* Through the map: as constants the two kinds would have the verifier check the frame's
+	 * recording twice. */
+	w->kind = kind;
+	if (w->kind) {
+		java_put_frame(sc, ss, method, bcp, w->kind);
+		if (w->status != JAVA_ST_OK)
+			return 1;
+	}
+	w->pc = npc;
+	w->sp = nsp;
+	w->fp = nfp;
+	w->first = 0;
+	return 0;
+}
+
+/*
+ * The current thread's Java frames into the snapshot in snap_scratch, after its kb bytes of
+ * kernel frames, from its user registers: their count, and the status in *ret_status
+ * (JAVA_ST_NONE for a process that is not Java).
+ */
+static __always_inline __u32 java_frames(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp,
+					 __u64 r13, __u32 *ret_status)
+{
+	struct java_walk wk = {};
+	struct java_walk_state *w;
+	struct sc_snap_scratch *ss;
+	struct java_scratch *sc;
+	struct java_proc *p;
+	__u32 zero = 0;
+
+	*ret_status = JAVA_ST_NONE;
+	p = bpf_map_lookup_elem(&java_procs, &tgid);
+	sc = bpf_map_lookup_elem(&java_scratch, &zero);
+	if (!p || !sc || !java_mapped(p, tgid))
+		return 0;
+	if (!java_ready(p)) {
+		*ret_status = JAVA_ST_NO_CODE;
+		return 0;
+	}
+	sc->p = *p;
+	w = &sc->walk;
+	w->tgid = tgid;
+	w->kb = kb;
+	w->n = 0;
+	w->new_methods = 0;
+	w->status = JAVA_ST_OK;
+	w->pc = ip;
+	w->sp = sp;
+	w->fp = bp;
+	w->r13 = r13;
+	w->first = 1;
+	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
+	if (!ss)
+		return 0;
+	wk.sc = sc;
+	wk.ss = ss;
+	bpf_loop(PY_MAX_FRAMES + 16, java_frame_step, &wk, 0);
+	*ret_status = w->status;
+	return w->n;
+}
+
+#endif
