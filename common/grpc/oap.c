@@ -488,6 +488,10 @@ static int stream__end(struct oap_stream *s, const ProtobufCMessageDescriptor *a
 	}
 	all = grpc_byte_buffer_reader_readall(&rd);
 	grpc_byte_buffer_reader_destroy(&rd);
+	/* The wire copy goes before decoding: at most one copy of the answer and its decoding
+	 * are held at once (a 4 MiB answer had three: the message, its flat copy, the decoding). */
+	grpc_byte_buffer_destroy(s->answer);
+	s->answer = NULL;
 	if (GRPC_SLICE_LENGTH(all) > OAP_MAX_ANSWER) {
 		grpc_slice_unref(all);
 		status__str(st, OAP_E_TOO_BIG, "answer larger than OAP_MAX_ANSWER");
