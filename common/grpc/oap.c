@@ -30,6 +30,14 @@
 /* After the call's own deadline has passed, gRPC ends the batch; this is a bound on how late
  * that may be before the call is cancelled by hand. */
 #define PLUCK_GRACE_MS 2000
+/*
+ * What decoding one answer may allocate. OAP_MAX_ANSWER bounds the bytes on the wire, not what
+ * they decode to: an entry of a repeated field costs 2 bytes on the wire and a structure, a
+ * pointer and malloc's overhead in memory, so 4 MiB of empty commands (a hostile or broken
+ * OAP's, tests/oap/README.md "Hostile mode") decoded to 230 MB in the supervisor. A real
+ * answer (tasks, policies, process ids) decodes to kilobytes.
+ */
+#define MAX_DECODED (8u << 20)
 
 enum { TAG_START = 1, TAG_SEND, TAG_CLOSE, TAG_RECV };
 
@@ -400,11 +408,38 @@ static void stream__free(struct oap_stream *s)
 	free(s);
 }
 
+/* protobuf-c's allocator with a budget: an answer that would decode to more fails to decode.
+ * Blocks are malloc's, so protobuf_c_message_free_unpacked(m, NULL) frees them. */
+struct budget {
+	size_t left;
+	int refused;
+};
+
+static void *budget__alloc(void *data, size_t size)
+{
+	struct budget *b = data;
+
+	if (size > b->left) {
+		b->refused = 1;
+		return NULL;
+	}
+	b->left -= size;
+	return malloc(size);
+}
+
+static void budget__free(void *data, void *p)
+{
+	(void)data;
+	free(p);
+}
+
 /* Half-closes, waits for the status and decodes the answer. 0 or -EIO. */
 static int stream__end(struct oap_stream *s, const ProtobufCMessageDescriptor *answer_desc,
 		       ProtobufCMessage **ret_answer, struct oap_status *st)
 {
 	grpc_byte_buffer_reader rd;
+	struct budget budget = { MAX_DECODED, 0 };
+	ProtobufCAllocator alloc = { budget__alloc, budget__free, &budget };
 	ProtobufCMessage *ans;
 	grpc_slice all;
 	int err = -EIO;
@@ -453,14 +488,22 @@ static int stream__end(struct oap_stream *s, const ProtobufCMessageDescriptor *a
 	}
 	all = grpc_byte_buffer_reader_readall(&rd);
 	grpc_byte_buffer_reader_destroy(&rd);
+	/* The wire copy goes before decoding: at most one copy of the answer and its decoding
+	 * are held at once (a 4 MiB answer had three: the message, its flat copy, the decoding). */
+	grpc_byte_buffer_destroy(s->answer);
+	s->answer = NULL;
 	if (GRPC_SLICE_LENGTH(all) > OAP_MAX_ANSWER) {
 		grpc_slice_unref(all);
 		status__str(st, OAP_E_TOO_BIG, "answer larger than OAP_MAX_ANSWER");
 		goto cleanup;
 	}
-	ans = protobuf_c_message_unpack(answer_desc, NULL, GRPC_SLICE_LENGTH(all),
+	ans = protobuf_c_message_unpack(answer_desc, &alloc, GRPC_SLICE_LENGTH(all),
 					GRPC_SLICE_START_PTR(all));
 	grpc_slice_unref(all);
+	if (!ans && budget.refused) {
+		status__str(st, OAP_E_TOO_BIG, "answer decodes to more than 8 MiB");
+		goto cleanup;
+	}
 	if (!ans) {
 		status__str(st, OAP_E_DECODE, "answer does not decode");
 		goto cleanup;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/Command.pb-c.h"
+#include "common/linklog.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/util.h"
@@ -180,8 +181,6 @@ int upload__finish(struct spool_batch *b, const struct upload_meta *m)
 	return 0;
 }
 
-enum link_state { LINK_UNKNOWN, LINK_UP, LINK_DOWN };
-
 struct uploader {
 	struct spool *sp;
 	struct oap_opts opts;  /* strings copied: the channel is made again after failures */
@@ -192,7 +191,7 @@ struct uploader {
 	struct uploader_stats st;
 	int draining;
 	uint64_t drain_end_ms; /* monotonic */
-	enum link_state state;
+	struct linklog link;   /* when a change of the link is logged */
 };
 
 const char *upload__method(uint32_t kind)
@@ -275,6 +274,7 @@ static void *upload_main(void *arg)
 		struct spool_stats ss;
 		struct spool_batch b;
 		struct oap_status st = { 0 };
+		unsigned quiet;
 		int err;
 
 		if (drain == 2)
@@ -318,20 +318,26 @@ static void *upload_main(void *arg)
 			u->conn = NULL;
 			spool__untake(u->sp, b.seq);
 			oap_backoff__failed(&u->backoff, now_mono_ms());
-			if (u->state != LINK_DOWN)
+			if (linklog__change(&u->link, 0, st.code, now_mono_ms(), &quiet))
 				log_warn("backend unreachable: %s (status %d), uploads wait in the spool",
 					 st.text, st.code);
-			u->state = LINK_DOWN;
+			if (quiet)
+				log_info("backend: %u changes of state in the previous 10 minutes not "
+					 "logged (a backend failing call after call)",
+					 quiet);
 			continue;
 		}
 		spool__done(u->sp, b.seq);
 		oap_backoff__success(&u->backoff);
-		if (u->state != LINK_UP) {
+		if (linklog__change(&u->link, 1, 0, now_mono_ms(), &quiet)) {
 			spool__stats(u->sp, &ss);
 			log_info("backend reachable, %llu batches waiting",
 				 (unsigned long long)ss.batches);
 		}
-		u->state = LINK_UP;
+		if (quiet)
+			log_info("backend: %u changes of state in the previous 10 minutes not logged "
+				 "(a backend failing call after call)",
+				 quiet);
 	}
 	return NULL;
 }
@@ -359,6 +365,7 @@ struct uploader *uploader__start(const struct uploader_opts *opts)
 	pthread_mutex_init(&u->lock, NULL);
 	oap_backoff__init(&u->backoff, opts->backoff_min_ms ? opts->backoff_min_ms : 1000,
 			  opts->backoff_max_ms ? opts->backoff_max_ms : 30000);
+	linklog__init(&u->link);
 	u->opts = opts->oap;
 	u->opts.addr = opts->oap.addr ? strdup(opts->oap.addr) : NULL;
 	u->opts.ca_pem = opts->oap.ca_pem ? strdup(opts->oap.ca_pem) : NULL;

@@ -14,6 +14,7 @@
 #include "ebpf/profiling/Process.pb-c.h"
 #include "ebpf/profiling/Profile.pb-c.h"
 #include "common/ipc.h"
+#include "common/linklog.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "supervisor/backend/backend.h"
@@ -59,7 +60,7 @@ struct backend {
 	int wake[2];		    /* written to on stop: threads sleep in poll on it */
 
 	pthread_mutex_t state_lock;
-	int reachable; /* -1 unknown, 0 down, 1 up: logged once per change */
+	struct linklog link; /* when a change of the link is logged */
 
 	/* task thread only */
 	int64_t latest_update;
@@ -78,13 +79,20 @@ struct backend {
 
 static void link_state(struct backend *b, int ok, const struct oap_status *st)
 {
+	unsigned quiet;
+	int say;
+
 	pthread_mutex_lock(&b->state_lock);
-	if (ok && b->reachable != 1)
+	say = linklog__change(&b->link, ok, st ? st->code : -1, now_mono_ms(), &quiet);
+	if (say && ok)
 		log_info("backend %s reachable", b->cfg->backend.addr);
-	else if (!ok && b->reachable != 0)
+	else if (say)
 		log_warn("backend %s unreachable (%s); retrying with backoff, profiling goes on",
 			 b->cfg->backend.addr, st ? st->text : "?");
-	b->reachable = ok;
+	if (quiet)
+		log_info("backend %s: %u changes of state in the previous 10 minutes not logged (a "
+			 "backend failing call after call)",
+			 b->cfg->backend.addr, quiet);
 	pthread_mutex_unlock(&b->state_lock);
 }
 
@@ -754,8 +762,13 @@ static int query(struct backend *b)
 		if (err) {
 			int seen = 0;
 
-			/* Logged once: the backend answers the same command on every poll. */
-			snprintf(line, sizeof(line), "%s", why);
+			/*
+			 * Logged once per kind: the backend answers the same command on every
+			 * poll, and a broken one may answer thousands of commands each with a
+			 * value of its own. The kind is the reason up to its quoted value
+			 * ("unknown command '", "TaskUpdateTime: not a decimal number '").
+			 */
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(why, "'"), why);
 			for (int k = 0; k < b->nbad && !seen; k++)
 				seen = !strcmp(b->bad_logged[k], line);
 			if (!seen) {
@@ -959,7 +972,7 @@ struct backend *backend__new(const struct rover_config *cfg, const struct oap_op
 	b->disc = disc;
 	b->host = host;
 	b->main_fd = main_fd;
-	b->reachable = -1;
+	linklog__init(&b->link);
 	b->wake[0] = b->wake[1] = -1;
 	pthread_mutex_init(&b->state_lock, NULL);
 	if (pipe2(b->wake, O_CLOEXEC))

@@ -30,6 +30,7 @@
 #include "common/Command.pb-c.h"
 #include "common/cwindow.h"
 #include "common/ipc.h"
+#include "common/linklog.h"
 #include "common/log.h"
 #include "common/procstat.h"
 #include "common/util.h"
@@ -117,6 +118,7 @@ struct continuous {
 	struct cause causes[MAX_CAUSES];
 	size_t ncauses;
 	int said_shape, said_cut;
+	struct oncelog said; /* warnings about policies: each once, a few per window */
 	struct continuous_stats st;
 	pcre2_match_context *mctx;
 	/* The HTTP monitor: a NETWORK task on the processes with HTTP items. */
@@ -234,12 +236,27 @@ static int policy_of(const struct continuous *c, const char *service)
 	return -1;
 }
 
+/* A warning about what the OAP sent: each text once, a few per window (common/linklog.h). */
+static void say_policy(struct continuous *c, const char *text)
+{
+	unsigned quiet;
+
+	if (oncelog__say(&c->said, text, now_mono_ms(), &quiet))
+		log_warn("continuous profiling: %s", text);
+	if (quiet)
+		log_info("continuous profiling: %u more warnings about policies in the previous "
+			 "10 minutes not logged",
+			 quiet);
+}
+
 static void warn_item(void *ctx, const char *reason)
 {
 	struct continuous *c = ctx;
+	char text[512];
 
 	c->st.items_skipped++;
-	log_warn("continuous profiling: policy item skipped: %s", reason);
+	snprintf(text, sizeof(text), "policy item skipped: %s", reason);
+	say_policy(c, text);
 }
 
 /* The largest Period of the items of monitor in policy p (0: none). */
@@ -468,8 +485,10 @@ static int query_policies(struct continuous *c)
 		goto cleanup;
 	err = cpolicy__parse(json, strlen(json), got, CPOLICY_MAX_SERVICES, &ngot, warn_item, c);
 	if (err) {
-		log_warn("continuous profiling: ServiceWithPolicyJSON: %s, ignoring",
-			 strerror(-err));
+		char text[128];
+
+		snprintf(text, sizeof(text), "ServiceWithPolicyJSON: %s, ignoring", strerror(-err));
+		say_policy(c, text);
 		goto cleanup;
 	}
 	changed = merge_policies(c, got, ngot) > 0;

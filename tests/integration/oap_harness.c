@@ -44,9 +44,13 @@ void stop(pid_t pid, int sig)
 	}
 }
 
-pid_t start_oap_tls(int port, int *ret_port, int tls)
+static pid_t start_oap_argv(int port, int *ret_port, int tls, int hostile_seed)
 {
-	char portarg[16];
+	/* Copies: tmp_path's buffers are few, and this takes more paths than it has. */
+	char portarg[16], seedarg[16], paths[7][4096];
+	static const char *const names[7] = { "oap.port",      "rec.jsonl",  "tasks.json",
+					      "policies.json", "server.pem", "server.key",
+					      "oap.control" };
 	char *argv[] = { "/usr/bin/python3",
 			 (char *)src("tests/oap/fake_oap.py"),
 			 "--port",
@@ -54,22 +58,32 @@ pid_t start_oap_tls(int port, int *ret_port, int tls)
 			 "--bind",
 			 "127.0.0.1",
 			 "--port-file",
-			 tmp_path("oap.port"),
+			 paths[0],
 			 "--record",
-			 tmp_path("rec.jsonl"),
+			 paths[1],
 			 "--tasks",
-			 tmp_path("tasks.json"),
+			 paths[2],
 			 "--policies",
-			 tmp_path("policies.json"),
+			 paths[3],
 			 tls ? "--tls-cert" : NULL,
-			 tmp_path("server.pem"),
+			 paths[4],
 			 "--tls-key",
-			 tmp_path("server.key"),
+			 paths[5],
 			 NULL };
 	pid_t pid;
 
+	for (int i = 0; i < 7; i++)
+		snprintf(paths[i], sizeof(paths[i]), "%s", tmp_path(names[i]));
 	snprintf(portarg, sizeof(portarg), "%d", port);
-	unlink(tmp_path("oap.port"));
+	snprintf(seedarg, sizeof(seedarg), "%d", hostile_seed);
+	/* The hostile mode's arguments in place of TLS's (never both). */
+	if (hostile_seed >= 0) {
+		argv[14] = "--hostile";
+		argv[15] = seedarg;
+		argv[16] = "--hostile-control";
+		argv[17] = paths[6];
+	}
+	unlink(paths[0]);
 	pid = track(spawn_cmd(argv, tmp_path("oap.log")));
 	cr_assert_gt(pid, 0);
 	for (int i = 0; i < 300; i++) {
@@ -87,9 +101,25 @@ pid_t start_oap_tls(int port, int *ret_port, int tls)
 	return -1;
 }
 
+pid_t start_oap_tls(int port, int *ret_port, int tls)
+{
+	return start_oap_argv(port, ret_port, tls, -1);
+}
+
 pid_t start_oap(int port, int *ret_port)
 {
-	return start_oap_tls(port, ret_port, 0);
+	return start_oap_argv(port, ret_port, 0, -1);
+}
+
+pid_t start_oap_hostile(int seed, int *ret_port)
+{
+	return start_oap_argv(0, ret_port, 0, seed);
+}
+
+void oap_set_sane(int sane)
+{
+	cr_assert_eq(write_file(tmp_path("oap.control.new"), sane ? "sane\n" : "hostile\n"), 0);
+	cr_assert_eq(rename(tmp_path("oap.control.new"), tmp_path("oap.control")), 0);
 }
 
 struct json_object **records(size_t *ret_n)

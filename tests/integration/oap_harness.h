@@ -32,6 +32,14 @@ void stop(pid_t pid, int sig);
  */
 pid_t start_oap_tls(int port, int *ret_port, int tls);
 pid_t start_oap(int port, int *ret_port);
+/*
+ * The fake OAP in its hostile mode (tests/oap/README.md, "Hostile mode") with seed >= 0, on a
+ * free port, answering as a real OAP while tmp/oap.control says so: oap_set_sane(1) makes it
+ * sane, oap_set_sane(0) hostile (the fake re-reads the file at every call). It starts
+ * hostile unless oap_set_sane(1) came first.
+ */
+pid_t start_oap_hostile(int seed, int *ret_port);
+void oap_set_sane(int sane);
 
 /* Every recorded message so far, in order (a line being written is left out). */
 struct json_object **records(size_t *ret_n);

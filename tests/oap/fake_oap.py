@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -367,6 +368,304 @@ class FakeOap:
                 for s, h in by_service.items()]
 
 
+# --- hostile mode (README.md, "Hostile mode") ----------------------------------------------
+# Every rpc answered with one kind of bad answer, the kinds taken in turn from a seed. The
+# answers are built as raw bytes (the handlers are registered without serializers), so that
+# what no protobuf library would produce can be sent: wrong wire types, truncated messages,
+# several answers to a unary call, none at all.
+
+HOSTILE_KINDS = ("many_entries", "many_empty", "huge_string", "over_limit", "unknown_fields",
+                 "wrong_wire_type", "absurd_numbers", "colliding_ids", "absurd_policies",
+                 "garbage", "truncated", "empty_answer", "two_answers", "endless_stream",
+                 "never_ends", "slow_answer", "odd_status")
+# The longest a hostile answer keeps a call open when the agent does not end it first: its
+# calls have deadlines, so this only bounds a broken agent's cost to the fake.
+HOSTILE_MAX_HOLD_S = 60.0
+
+
+def pb_varint(v):
+    v &= (1 << 64) - 1  # negative numbers as protobuf encodes int32/int64: 10 bytes
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def pb_key(field, wire):
+    return pb_varint((field << 3) | wire)
+
+
+def pb_ld(field, data):
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return pb_key(field, 2) + pb_varint(len(data)) + data
+
+
+def pb_command(name, args):
+    """A skywalking.v3.Command: command = 1, args = 2 (KeyStringValuePair key = 1, value = 2)."""
+    body = [pb_ld(1, name)]
+    for k, v in args:
+        body.append(pb_ld(2, pb_ld(1, k) + pb_ld(2, v)))
+    return b"".join(body)
+
+
+def pb_commands(cmds):
+    return b"".join(pb_ld(1, pb_command(n, a)) for n, a in cmds)
+
+
+def pb_host_process(process_id, pid, entity=b""):
+    """An EBPFProcessDownstream, hostProcess branch (pid = 1, entityMetadata = 2)."""
+    host = pb_key(1, 0) + pb_varint(pid) + (pb_ld(2, entity) if entity else b"")
+    return pb_ld(1, pb_ld(1, process_id) + pb_ld(2, host))
+
+
+class Hostile:
+    """The kinds of hostile answers, in turn from a seed; logs each one it sends."""
+
+    def __init__(self, oap, seed, kinds, control):
+        self.oap = oap
+        self.seed = seed
+        self.kinds = kinds
+        self.control = control
+        self.sent = 0
+        self.sent_by_method = {}
+        self.lock = threading.Lock()
+
+    def sane(self):
+        """Whether the control file says to answer as a real OAP (re-read at every call)."""
+        if not self.control:
+            return False
+        try:
+            with open(self.control, encoding="utf-8") as f:
+                return f.read().strip() == "sane"
+        except OSError:
+            return False
+
+    def next_kind(self, method):
+        # Each rpc takes the kinds in turn, from its own place in the list (3 apart, in the
+        # order of RPCS): every rpc meets every kind, and the rpcs do not meet them together.
+        with self.lock:
+            n = self.sent
+            self.sent += 1
+            m = self.sent_by_method.get(method, 0)
+            self.sent_by_method[method] = m + 1
+        offset = 3 * [r[5] for r in RPCS].index(method)
+        kind = self.kinds[(self.seed + offset + m) % len(self.kinds)]
+        rng = random.Random(self.seed * 1000003 + n)
+        print("fake_oap: hostile %d %s %s" % (n, method, kind), file=sys.stderr, flush=True)
+        if self.oap.record:
+            line = {"method": method, "hostile": kind, "n": n, "time_ms": now_ms()}
+            with self.oap.lock:
+                self.oap.record.write(json.dumps(line, sort_keys=True) + "\n")
+                self.oap.record.flush()
+        return kind, rng
+
+    # --- answers by kind ------------------------------------------------------------------
+    def task_args(self, rng, task_id, process_id, update, start, duration, target="ON_CPU"):
+        return [("TaskId", task_id), ("ProcessId", process_id), ("TaskUpdateTime", str(update)),
+                ("TriggerType", "FIXED_TIME"), ("TargetType", target),
+                ("TaskStartTime", str(start)), ("FixedTriggerDuration", str(duration)),
+                ("ExtensionConfigJSON", "")]
+
+    def known_ids(self, rng):
+        with self.oap.lock:
+            ids = sorted(self.oap.process_ids.values())
+        return ids or ["%032x" % rng.getrandbits(128)]
+
+    def valid(self, ans, req, rng):
+        """A small answer that decodes: the base of unknown_fields, truncated, two_answers."""
+        if ans == "EBPFReportProcessDownstream":
+            return self.oap.answer_report_processes(req).SerializeToString() if req else b""
+        if ans == "Commands":
+            return pb_commands([("EBPFProfilingTaskQuery", self.task_args(
+                rng, "hostile-%x" % rng.getrandbits(32), rng.choice(self.known_ids(rng)),
+                now_ms(), now_ms(), 1))])
+        return b""
+
+    def many_entries(self, ans, req, rng):
+        # 100 000 process ids in under the agent's 4 MiB answer limit (they decode to more
+        # than its 8 MiB budget), 20 000 commands (they decode within it: each is handled).
+        if ans == "EBPFReportProcessDownstream":
+            return b"".join(pb_host_process("%08x" % rng.getrandbits(32), rng.getrandbits(31))
+                            for _ in range(100000))
+        names = ("EBPFProfilingTaskQuery", "ContinuousProfilingPolicyQuery",
+                 "ContinuousProfilingReportTask")
+        return pb_commands((names[i % 3] if i % 4 else "X%08x" % rng.getrandbits(32),
+                            [("TaskId", "%x" % rng.getrandbits(32))]) for i in range(20000))
+
+    def many_empty(self, ans, req, rng):
+        # 2 million empty entries (2 bytes each) in 4 MB: each one a struct in the decoder.
+        return b"\x0a\x00" * 2000000
+
+    def huge_string(self, ans, req, rng):
+        # About 1.4 MB: under the 4 MiB limit, so that the agent decodes it.
+        big = "".join(rng.choice("abc\u00e9\U0001f600%\n\"\\") for _ in range(1000)) * 1000
+        if ans == "EBPFReportProcessDownstream":
+            return pb_host_process(big, rng.getrandbits(31))
+        return pb_commands([("EBPFProfilingTaskQuery", [("TaskId", big[:1000]),
+                                                        ("ProcessId", big),
+                                                        (big[:100000], "x")])])
+
+    def over_limit(self, ans, req, rng):
+        return pb_ld(1, b"\x0a" + pb_varint(6 << 20) + bytes(6 << 20))
+
+    def unknown_fields(self, ans, req, rng):
+        junk = (pb_key(15, 0) + pb_varint(rng.getrandbits(64)) + pb_ld(2000, bytes(1000)) +
+                pb_key(7, 1) + bytes(8) + pb_key(9, 5) + bytes(4) + pb_ld(536870911, b"\xff"))
+        if ans == "Commands":
+            return pb_ld(1, pb_command("EBPFProfilingTaskQuery", [("TaskId", "u")]) + junk) + \
+                junk
+        return self.valid(ans, req, rng) + junk
+
+    def wrong_wire_type(self, ans, req, rng):
+        # Field 1 is a message (length-delimited) in every answer: as a varint, a fixed64, a
+        # group start, and inside a command as a fixed32.
+        return rng.choice([pb_key(1, 0) + pb_varint(300),
+                           pb_key(1, 1) + bytes(8),
+                           pb_key(1, 3) + pb_key(1, 4),
+                           pb_ld(1, pb_key(1, 5) + bytes(4)),
+                           pb_ld(1, pb_ld(2, pb_key(1, 0) + pb_varint(1)))])
+
+    def absurd_numbers(self, ans, req, rng):
+        nums = ["-1", "-9223372036854775808", "9223372036854775807", "18446744073709551616",
+                "99999999999999999999999999", "1e308", "NaN", "0x10", " 5", "5 ", "", "+7",
+                "4294967296", "0"]
+        if ans == "EBPFReportProcessDownstream":
+            return b"".join(pb_host_process(rng.choice(self.known_ids(rng)), pid)
+                            for pid in (-1, 0, 2147483647, -2147483648, 1))
+        cmds = []
+        for i in range(200):
+            cmds.append(("EBPFProfilingTaskQuery", self.task_args(
+                rng, "absurd-%d-%x" % (i, rng.getrandbits(16)),
+                ",".join(self.known_ids(rng) * rng.choice((1, 100))),
+                rng.choice(nums), rng.choice(nums), rng.choice(nums),
+                rng.choice(("ON_CPU", "OFF_CPU", "NETWORK", "", "ON_CPU\0x")))))
+        return pb_commands(cmds)
+
+    def colliding_ids(self, ans, req, rng):
+        """One task id for many tasks, one process id for many processes: on this host's
+        processes, so that the agent would run them."""
+        ids = self.known_ids(rng)
+        if ans == "EBPFReportProcessDownstream":
+            out = []
+            for p in (req.processes if req else []):
+                branch = p.WhichOneof("metadata")
+                if branch:
+                    meta = getattr(p, branch)
+                    for pid in (ids[0], "%032x" % rng.getrandbits(128)):
+                        out.append(pb_host_process(pid, meta.pid,
+                                                   meta.entity.SerializeToString()))
+            return b"".join(out)
+        now = now_ms()
+        return pb_commands(("EBPFProfilingTaskQuery", self.task_args(
+            rng, "collide", rng.choice(ids), now + i, now, 1 + i % 3,
+            ("ON_CPU", "OFF_CPU")[i % 2])) for i in range(300))
+
+    def absurd_policies(self, ans, req, rng):
+        if ans != "Commands":
+            return self.many_entries(ans, req, rng)
+        services = [q.serviceName for q in req.policies] if req is not None and \
+            hasattr(req, "policies") else ["rover-it"]
+        item = {"Type": rng.choice(["PROCESS_CPU", "PROCESS_THREAD_COUNT", "SYSTEM_LOAD",
+                                     "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME", "X"]),
+                "Threshold": rng.choice(["1e308", "-1", "NaN", "", "99999999999999999999"]),
+                "Period": rng.choice([0, -1, 2147483647, 10 ** 30]),
+                "Count": rng.choice([0, -5, 2 ** 40]),
+                "URIList": ["x" * 1000] * 50, "URIRegex": "(((((a*)*)*)*)*)*$"}
+        text = rng.choice([
+            json.dumps([{"ServiceName": s, "UUID": uuid.uuid4().hex,
+                         "Profiling": {"ON_CPU": {str(k): item for k in range(1000)}}}
+                        for s in services]),
+            "[" * 100000 + "]" * 100000,
+            json.dumps([{"ServiceName": s, "UUID": "u" * 100000,
+                         "Profiling": {"ON_CPU": {"a": item}}} for s in services] * 100),
+            '[{"ServiceName": "%s", "UUID": 5, "Profiling": null}' % services[0]])
+        return pb_commands([("ContinuousProfilingPolicyQuery",
+                             [("SerialNumber", "s"), ("ServiceWithPolicyJSON", text)])])
+
+    def garbage(self, ans, req, rng):
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 65536)))
+
+    def truncated(self, ans, req, rng):
+        whole = self.many_entries(ans, req, rng)[:200000] if ans != "EBPFAccessLogDownstream" \
+            else pb_ld(1, bytes(100))
+        return whole[:rng.randint(1, len(whole) - 1)]
+
+    # --- the handler ----------------------------------------------------------------------
+    def handler(self, method, rpc, req_type, ans_type, streaming):
+        oap = self.oap
+        des = oap.m[req_type].FromString
+
+        def sane(it, context):
+            if streaming:
+                msg = oap.streaming(method, ans_type)((des(b) for b in it), context)
+            else:
+                msg = oap.unary(method, rpc)(des(next(it)), context)
+            yield msg.SerializeToString()
+
+        def hold(context, secs):
+            end = time.monotonic() + min(secs, HOSTILE_MAX_HOLD_S)
+            while context.is_active() and time.monotonic() < end:
+                time.sleep(0.05)
+
+        def handle(it, context):
+            if self.sane():
+                yield from sane(it, context)
+                return
+            kind, rng = self.next_kind(method)
+            if kind == "never_ends":
+                hold(context, HOSTILE_MAX_HOLD_S)  # neither reads nor answers
+                return
+            metadata = {k: v for k, v in context.invocation_metadata() if not k.startswith(":")}
+            req = None
+            for i, raw in enumerate(it):
+                try:
+                    req = des(raw)
+                except Exception:  # noqa: BLE001 (the agent's bytes, whatever they are)
+                    continue
+                oap.log(method, req, metadata, stream=1 if streaming else None,
+                        index=i if streaming else None, extra={"hostile_kind": kind})
+            if kind == "empty_answer":
+                return
+            if kind == "slow_answer":
+                hold(context, rng.uniform(0.5, 4.0))
+                yield self.valid(ans_type, req, rng)
+                return
+            if kind == "odd_status":
+                codes = [c for c in grpc.StatusCode if c not in (grpc.StatusCode.OK,)]
+                details = rng.choice(["\nERROR forged log line\r\x1b[31m",
+                                      "%s%n%p" * 100, "\u00e9\U0001f600" * 2000, ""])
+                context.abort(rng.choice(codes), details)
+            if kind == "two_answers":
+                yield self.valid(ans_type, req, rng)
+                yield self.garbage(ans_type, req, rng)
+                return
+            if kind == "endless_stream":
+                one = self.valid(ans_type, req, rng)
+                end = time.monotonic() + HOSTILE_MAX_HOLD_S
+                while context.is_active() and time.monotonic() < end:
+                    yield one
+                return
+            yield getattr(self, kind)(ans_type, req, rng)
+        return handle
+
+    def handlers(self):
+        by_service = {}
+        for service, rpc, req, ans, streaming, method in RPCS:
+            if req not in self.oap.m:
+                continue
+            h = grpc.stream_stream_rpc_method_handler(
+                self.handler(method, rpc, req, ans, streaming))
+            by_service.setdefault(service, {})[rpc] = h
+        return [grpc.method_handlers_generic_handler("skywalking.v3." + s, h)
+                for s, h in by_service.items()]
+
+
 def main():
     ap = argparse.ArgumentParser(description="A fake SkyWalking OAP for tests (README.md).")
     ap.add_argument("--port", type=int, default=11800, help="0 picks a free port")
@@ -384,6 +683,12 @@ def main():
                     help="delay answers of METHOD (e.g. keepAlive:5); repeatable")
     ap.add_argument("--fail-first", type=int, default=0, metavar="N",
                     help="answer UNAVAILABLE to the first N calls")
+    ap.add_argument("--hostile", type=int, metavar="SEED",
+                    help="answer every rpc with hostile messages, kinds in turn from SEED")
+    ap.add_argument("--hostile-kinds", metavar="KIND[,KIND...]",
+                    help="with --hostile, only these kinds (default: all)")
+    ap.add_argument("--hostile-control", metavar="FILE",
+                    help="with --hostile, answer as a real OAP while FILE says 'sane'")
     ap.add_argument("--proto-root", default=PROTO_ROOT, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if bool(args.tls_cert) != bool(args.tls_key):
@@ -398,9 +703,20 @@ def main():
             ap.error("--stall %s: want METHOD:SECONDS with one of the rpc names of README.md"
                      % s)
 
+    kinds = list(HOSTILE_KINDS)
+    if args.hostile_kinds:
+        kinds = args.hostile_kinds.split(",")
+        bad = [k for k in kinds if k not in HOSTILE_KINDS]
+        if bad:
+            ap.error("--hostile-kinds: unknown %s (README.md lists them)" % ",".join(bad))
+    if (args.hostile_kinds or args.hostile_control) and args.hostile is None:
+        ap.error("--hostile-kinds and --hostile-control need --hostile SEED")
+
     oap = FakeOap(args, load_messages(args.proto_root))
+    hostile = Hostile(oap, args.hostile, kinds, args.hostile_control) \
+        if args.hostile is not None else None
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32),
-                         handlers=oap.handlers(),
+                         handlers=hostile.handlers() if hostile else oap.handlers(),
                          options=[("grpc.so_reuseport", 0),
                                   # Any request size: the agent's limits are under test.
                                   ("grpc.max_receive_message_length", -1)])

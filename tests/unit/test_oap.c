@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
@@ -930,6 +931,66 @@ Test(oap, oversized_answer_is_refused)
 	cr_assert_eq(keepalive(c, &st), 0, "%d %s", st.code, st.text);
 	oap_conn__free(c);
 	free(name);
+}
+
+/*
+ * 4 MiB of empty commands (2 bytes each on the wire) from the fake's hostile mode: decoded
+ * whole they took 230 MB; the client's decoding budget refuses them as too big, and this
+ * process's peak RSS stays far below what decoding them would have cost.
+ */
+Test(oap, an_answer_that_decodes_too_large_is_refused)
+{
+	const char *extra[] = { "--hostile", "0", "--hostile-kinds", "many_empty", NULL };
+	char addr[64];
+	struct oap_opts o = { .addr = addr, .deadline_ms = 20000 };
+	struct oap_status st;
+	struct rusage ru;
+	struct oap_conn *c;
+
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(extra));
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+	cr_assert_eq(keepalive(c, &st), -EIO);
+	cr_assert_eq(st.code, OAP_E_TOO_BIG, "%d %s", st.code, st.text);
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	cr_expect_lt(ru.ru_maxrss, 100 * 1024, "peak RSS %ld kB", ru.ru_maxrss);
+	oap_conn__free(c);
+}
+
+/* Every kind of hostile answer ends the call with an error or an answer, within the
+ * deadline and its grace, and the connection carries the next call. */
+Test(oap, each_kind_of_hostile_answer_ends_the_call, .timeout = 120)
+{
+	const char *extra[] = { "--hostile", "0", "--hostile-control", NULL, NULL };
+	char addr[64], control[256], path[300];
+	struct oap_opts o = { .addr = addr, .deadline_ms = 1000 };
+	struct oap_status st;
+	struct oap_conn *c;
+	FILE *f;
+
+	snprintf(control, sizeof(control), "%s/control", tmpdir);
+	extra[3] = control;
+	/* One fake per kind would be slow: --hostile-kinds is fixed at start, so the kinds go
+	 * in turn (seed 0 starts at the first of HOSTILE_KINDS) and the test just calls. */
+	addr_of(addr, sizeof(addr), "127.0.0.1", oap_start(extra));
+	c = oap_conn__new(&o);
+	cr_assert_not_null(c);
+	for (size_t i = 0; i < 17; i++) { /* tests/oap/fake_oap.py's HOSTILE_KINDS */
+		uint64_t t0 = mono_ms();
+		int err = keepalive(c, &st);
+
+		cr_log_info("hostile answer %zu: %d, status %d %s", i, err, st.code, st.text);
+		cr_expect_leq(mono_ms() - t0, 1000 + 2500, "call %zu took %llu ms", i,
+			      (unsigned long long)(mono_ms() - t0));
+	}
+	snprintf(path, sizeof(path), "%s.new", control);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("sane\n", f);
+	fclose(f);
+	cr_assert_eq(rename(path, control), 0);
+	cr_assert_eq(keepalive(c, &st), 0, "after the hostile answers: %d %s", st.code, st.text);
+	oap_conn__free(c);
 }
 
 /* --- TLS ------------------------------------------------------------------------------- */
