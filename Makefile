@@ -477,7 +477,7 @@ define fuzz_run
 	done
 endef
 
-.PHONY: fuzz-smoke fuzz-short fuzz-replay fuzz-corpus
+.PHONY: fuzz-smoke fuzz-short fuzz-replay fuzz-corpus fuzz-long fuzz-minimize
 fuzz: $(FUZZ_BINS)
 	$(call fuzz_run,$(FUZZ_SECONDS))
 
@@ -488,6 +488,31 @@ fuzz-smoke: $(FUZZ_BINS)
 # from the last). Not in `make test`: a finding there would gate on luck; `make soak` runs it.
 fuzz-short: $(FUZZ_BINS)
 	$(call fuzz_run,5)
+
+# Depth: every target to FUZZ_LONG_RUNS executions (10M) or FUZZ_LONG_SECONDS (3600) each,
+# whichever comes first, at niceness 19; figures to $(OUT)/fuzz/fuzz-long.md
+# (scripts/fuzz-long.sh; FUZZ_TARGETS_LONG names a subset). Hours: not in test or soak.
+fuzz-long: $(FUZZ_BINS)
+	$(Q)OUT=$(OUT) scripts/fuzz-long.sh $(FUZZ_TARGETS_LONG)
+
+# Shrinks what the searches found to the inputs that add coverage, into the repo's corpus of
+# each target (tests/fuzz/corpus/<target>/min-*, replaced each time): `make test` replays them.
+fuzz-minimize: $(FUZZ_BINS)
+	$(Q)for t in $(FUZZ_TARGETS); do \
+		[ -d $(OUT)/fuzz/corpus/$$t ] || continue; \
+		rm -f tests/fuzz/corpus/$$t/min-*; \
+		rm -rf $(OUT)/fuzz/min/$$t && mkdir -p $(OUT)/fuzz/min/$$t && \
+		$(OUT)/fuzz/$$t -merge=1 -max_len=$(FUZZ_MAX_LEN) $(OUT)/fuzz/min/$$t \
+			tests/fuzz/corpus/$$t $(OUT)/fuzz/corpus/$$t > $(OUT)/fuzz/$$t.min.log 2>&1 || { \
+			tail -n 20 $(OUT)/fuzz/$$t.min.log; exit 1; }; \
+		seeds=$$(find tests/fuzz/corpus/$$t -type f -exec sha1sum {} + | cut -c1-40); \
+		for f in $(OUT)/fuzz/min/$$t/*; do \
+			[ -e "$$f" ] || continue; \
+			echo "$$seeds" | grep -qx "$$(sha1sum < $$f | cut -c1-40)" || \
+				cp $$f tests/fuzz/corpus/$$t/min-$$(basename $$f); \
+		done; \
+		printf '  %-8s %s: %s inputs\n' MIN "$$t" "$$(ls tests/fuzz/corpus/$$t | wc -l)"; \
+	done
 
 # What `make test` runs: every fuzz target over its seed corpus, no random search, so the gate
 # is deterministic; `make fuzz` explores.
