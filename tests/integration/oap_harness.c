@@ -269,3 +269,20 @@ int64_t wall_ms(void)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+pid_t start_named_workload(char *name, size_t len)
+{
+	char path[4096], cmd[8192];
+
+	snprintf(name, len, "demo_burn_%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", bin("tests/programs/demo_burn"), path);
+	cr_assert_eq(system(cmd), 0);
+	return track(start_program(path, NULL));
+}
+
+void oap_suite_fini(void)
+{
+	stop_tracked();
+	tmp_teardown();
+}

@@ -53,6 +53,15 @@ const char *str_at(struct json_object *o, const char *path);
 double num_at(struct json_object *o, const char *path);
 size_t count_method(struct json_object **r, size_t n, const char *method);
 
+/*
+ * tests/programs/demo_burn copied into tmp as demo_burn_PID, its name put in name, started
+ * and tracked: discovery matches it by that name and nothing else, so another demo_burn on
+ * the host (a test running alongside) is another entity.
+ */
+pid_t start_named_workload(char *name, size_t len);
+/* A suite's fini: stops what was tracked, then removes tmp. */
+void oap_suite_fini(void);
+
 /* `rover run --config tmp/rover.yaml` with cfg as that file, its stderr to tmp/rover.log. */
 pid_t start_rover_cfg(const char *cfg);
 

@@ -37,22 +37,10 @@ static char workload_name[64];
 
 static pid_t start_workload(void)
 {
-	char path[4096], cmd[8192];
-
-	snprintf(workload_name, sizeof(workload_name), "demo_burn_%d", (int)getpid());
-	snprintf(path, sizeof(path), "%s/%s", tmp, workload_name);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", bin("tests/programs/demo_burn"), path);
-	cr_assert_eq(system(cmd), 0);
-	return track(start_program(path, NULL));
+	return start_named_workload(workload_name, sizeof(workload_name));
 }
 
-static void backend_fini(void)
-{
-	stop_tracked();
-	tmp_teardown();
-}
-
-TestSuite(backend, .init = tmp_setup, .fini = backend_fini, .timeout = 150);
+TestSuite(backend, .init = tmp_setup, .fini = oap_suite_fini, .timeout = 150);
 
 static const char *config_fmt = "logger:\n"
 				"  level: ${ROVER_TEST_LOG_LEVEL:INFO}\n"
@@ -256,6 +244,18 @@ static void sum_uploads(const char *id, struct upload_sum *s)
 	records_free(r, n);
 }
 
+/* Sums id's uploads into s until they hold samples, for up to 10 s: the last flush's upload
+ * may trail the task's end by a moment. */
+static void wait_uploads(const char *id, long samples, struct upload_sum *s)
+{
+	for (int i = 0; i < 40; i++) {
+		sum_uploads(id, s);
+		if (s->dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+}
+
 Test(backend, workload_reported_profiled_and_uploaded)
 {
 	pid_t work = start_workload(), oap, rover;
@@ -326,13 +326,7 @@ Test(backend, workload_reported_profiled_and_uploaded)
 	samples = wait_task_done("it-task-1", 30000);
 	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));
-	/* The last flush's upload may trail the task's end by a moment. */
-	for (int i = 0; i < 40; i++) {
-		sum_uploads("it-task-1", &s);
-		if (s.dump_count >= samples)
-			break;
-		sleep_ms(250);
-	}
+	wait_uploads("it-task-1", samples, &s);
 	cr_log_info("samples %ld uploaded %ld in %zu messages, %zu streams; burn_a %ld burn_b %ld",
 		    samples, s.dump_count, s.messages, s.streams, s.burn_a, s.burn_b);
 	cr_expect(s.metadata_ok, "task metadata missing or misplaced");
@@ -951,12 +945,7 @@ Test(backend, roles_started_alone_read_their_config)
 	samples = wait_task_done("alone-1", 30000);
 	cr_assert_gt(samples, 0, "task did not finish:\n%s\nshipper:\n%s",
 		     slurp(tmp_path("rover.log"), NULL), slurp(tmp_path("shipper.log"), NULL));
-	for (int i = 0; i < 40; i++) {
-		sum_uploads("alone-1", &s);
-		if (s.dump_count >= samples)
-			break;
-		sleep_ms(250);
-	}
+	wait_uploads("alone-1", samples, &s);
 	cr_expect_eq(s.dump_count, samples);
 	stop(sv, SIGTERM);
 	stop(sh, SIGTERM);
@@ -2096,12 +2085,7 @@ Test(backend, the_service_as_the_rover_user_profiles_and_uploads)
 	samples = wait_task_done("as-user-1", 30000);
 	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
 		     slurp(tmp_path("rover.log"), NULL));
-	for (int i = 0; i < 40; i++) {
-		sum_uploads("as-user-1", &s);
-		if (s.dump_count >= samples)
-			break;
-		sleep_ms(250);
-	}
+	wait_uploads("as-user-1", samples, &s);
 	cr_log_info("as the rover user: samples %ld uploaded %ld; burn_a %ld burn_b %ld", samples,
 		    s.dump_count, s.burn_a, s.burn_b);
 	cr_expect_eq(s.dump_count, samples, "not every sample reached the OAP");

@@ -52,24 +52,12 @@ static char workload_name[64];
 
 static pid_t start_workload(void)
 {
-	char path[4096], cmd[8192];
-
-	snprintf(workload_name, sizeof(workload_name), "demo_burn_%d", (int)getpid());
-	snprintf(path, sizeof(path), "%s/%s", tmp, workload_name);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", bin("tests/programs/demo_burn"), path);
-	cr_assert_eq(system(cmd), 0);
-	return track(start_program(path, NULL));
-}
-
-static void hostile_fini(void)
-{
-	stop_tracked();
-	tmp_teardown();
+	return start_named_workload(workload_name, sizeof(workload_name));
 }
 
 /* No suite timeout: under `make soak` the test runs for minutes (scripts/soak.sh gives the
  * runner its own), and every wait below is bounded. */
-TestSuite(hostile_oap, .init = tmp_setup, .fini = hostile_fini);
+TestSuite(hostile_oap, .init = tmp_setup, .fini = oap_suite_fini);
 
 /* How long the OAP stays hostile: HOSTILE_S, or under `make soak` (ROVER_SOAK) SOAK_HOSTILE_S
  * or 600 s times SOAK_SCALE; 25 s in `make test`. */
