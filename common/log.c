@@ -56,6 +56,17 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof(line) - 1)
 		n = sizeof(line) - 2;
+	/*
+	 * One line whatever the message carries: a text from outside (an OAP's status details, a
+	 * process's name, a traced string) with a newline, a carriage return or a terminal
+	 * escape must not forge a line of its own or repaint the reader's terminal. Tabs stay.
+	 */
+	for (int i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)line[i];
+
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			line[i] = '?';
+	}
 	line[n++] = '\n';
 	/* One write per line, so lines of different processes do not interleave. */
 	(void)!write(STDERR_FILENO, line, (size_t)n);
