@@ -236,20 +236,29 @@ static __always_inline __u64 java_find_blob(const struct java_proc *p, __u64 pc)
 
 /*
  * The stamp of a method: never 0, 0 when it could not be read. A freed Method's address may
- * come back for another method; its ConstMethod, constant pool and indexes tell them apart.
- * sc->cm holds the ConstMethod's first bytes after it.
+ * come back for another method; its ConstMethod, constant pool and indexes tell them apart,
+ * but not always: a class unloaded and another of the same shape loaded in the freed metaspace
+ * (tests/programs/java/Unload.java) gets every one of them back, its class's name Symbol's
+ * address too (a freed Symbol's memory reused). The Symbol's hash, random at its making
+ * (os::random), tells the two names apart but once in 65 536. sc->cm holds the ConstMethod's
+ * first bytes after it.
  */
 static __always_inline __u32 java_stamp(struct java_scratch *sc, __u64 method, __u64 *ret_cm)
 {
 	const struct jvm_layout *l = &sc->p.l;
-	__u64 cm, h;
+	__u64 cm, cp, h, holder, name;
 
 	cm = py_read64(method + l->m_const_method.off);
 	if (!cm || bpf_probe_read_user(sc->cm, sizeof(sc->cm), (void *)cm))
 		return 0;
 	*ret_cm = cm;
+	cp = JF64(sc->cm, l->cm_constants);
+	holder = cp ? py_read64(cp + l->cp_pool_holder.off) : 0;
+	name = holder ? py_read64(holder + l->klass_name.off) : 0;
 	h = py_mix(method, cm);
-	h = py_mix(h, JF64(sc->cm, l->cm_constants));
+	h = py_mix(h, cp);
+	if (name && l->sym_hash.size == 4)
+		h = py_mix(h, name ^ (__u64)(java_read32(name + l->sym_hash.off) >> 16) << 48);
 	h = py_mix(h, (__u64)JF16(sc->cm, l->cm_code_size) |
 			      (__u64)JF16(sc->cm, l->cm_name_index) << 16 |
 			      (__u64)JF16(sc->cm, l->cm_signature_index) << 32);

@@ -133,6 +133,7 @@ struct jvm_layout {
 	struct jvm_field klass_name;	 /* Klass::_name: Symbol* */
 	struct jvm_field sym_length;	 /* Symbol::_length */
 	struct jvm_field sym_body;	 /* Symbol::_body: the UTF-8 bytes */
+	struct jvm_field sym_hash; /* Symbol::_hash_and_refcount: a random hash in the top 16 bits */
 
 	/* Threads: where the last Java frame is when a thread is in native or VM code. */
 	struct jvm_field jt_anchor;	      /* JavaThread::_anchor: JavaFrameAnchor */

@@ -170,6 +170,7 @@ static const struct want wanted[] = {
 	{ "Klass", "_name", L(klass_name), JVMS_FIELD, 1 },
 	{ "Symbol", "_length", L(sym_length), JVMS_FIELD, 1 },
 	{ "Symbol", "_body", L(sym_body), JVMS_FIELD, 1 },
+	{ "Symbol", "_hash_and_refcount", L(sym_hash), JVMS_FIELD, 0 },
 	{ "JavaThread", "_anchor", L(jt_anchor), JVMS_FIELD, 0 },
 	{ "JavaThread", "_thread_state", L(jt_state), JVMS_FIELD, 0 },
 	{ "Thread", "_osthread", L(jt_osthread), JVMS_FIELD, 0 },
