@@ -459,6 +459,11 @@ static __always_inline __u32 java_from_anchor(struct java_scratch *sc, __u32 tid
 	sp = JF64(sc->anchor, l->anchor_sp);
 	if (!sp)
 		return JAVA_ST_NOT_IN_JAVA;
+	/* The last Java frame is on this thread's stack, above the native frames called from it
+	 * (w->sp: the sampled sp). Another thread's anchor (a JavaThread freed and its memory
+	 * reused while its tid was cached) is not walked. */
+	if (sp < w->sp || sp - w->sp > JAVA_ANCHOR_MAX_DEPTH)
+		return JAVA_ST_FAULT;
 	pc = JF64(sc->anchor, l->anchor_pc);
 	if (!pc)
 		pc = py_read64(sp - 8);

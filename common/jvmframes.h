@@ -175,6 +175,9 @@ struct jvm_layout {
 #define JAVA_NEW_METHODS 4
 /* JavaThreads of a process's thread list looked through at most for the current thread. */
 #define JAVA_MAX_THREADS 1024
+/* Bytes of native frames between the sampled sp and the last Java frame at most: a thread's
+ * stack (8 MiB by default, HotSpot's 1 MiB for Java threads). */
+#define JAVA_ANCHOR_MAX_DEPTH (16u << 20)
 /* Methods per process the programs remember having sent (LRU, all targets). */
 #define JAVA_METHODS_ENTRIES 16384
 
