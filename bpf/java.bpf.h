@@ -9,11 +9,12 @@
  * garbles its own frames, which the shipper takes as hostile anyway.
  *
  * The walk starts from the sampled registers when the pc is in the code cache (the thread runs
- * Java code): interpreted frames by their frame pointer, compiled frames and stubs by their
- * code blob's frame size, the blob found through its code heap's segment map. It stops at the
- * call stub's return address (the entry frame: native frames follow) or at a pc outside the
- * code cache. A thread whose pc is elsewhere (in libjvm or native code) is counted, not walked
- * yet (docs/java-frames.md, "Status").
+ * Java code), else from the thread's last Java frame (its JavaThread's frame anchor, which
+ * HotSpot sets whenever Java code calls into the VM or native code: every thread blocked in a
+ * Java method, OFF_CPU's samples): interpreted frames by their frame pointer, compiled frames
+ * and stubs by their code blob's frame size, the blob found through its code heap's segment
+ * map. It stops at the call stub's return address (the entry frame: native frames follow) or
+ * at a pc outside the code cache.
  */
 #ifndef ROVER_BPF_JAVA_H
 #define ROVER_BPF_JAVA_H
@@ -73,6 +74,7 @@ struct java_scratch {
 	__u64 frame[JAVA_IFRAME_WORDS];
 	__u8 blob[JAVA_BLOB_READ];
 	__u8 cm[JAVA_CM_READ];
+	__u8 anchor[24]; /* a JavaFrameAnchor: sp, pc and fp */
 	__u8 sym[8];
 	__u64 syms[4]; /* JAVA_SYM_*: the Symbol* of a method's record */
 	__u16 lens[4];
@@ -234,20 +236,29 @@ static __always_inline __u64 java_find_blob(const struct java_proc *p, __u64 pc)
 
 /*
  * The stamp of a method: never 0, 0 when it could not be read. A freed Method's address may
- * come back for another method; its ConstMethod, constant pool and indexes tell them apart.
- * sc->cm holds the ConstMethod's first bytes after it.
+ * come back for another method; its ConstMethod, constant pool and indexes tell them apart,
+ * but not always: a class unloaded and another of the same shape loaded in the freed metaspace
+ * (tests/programs/java/Unload.java) gets every one of them back, its class's name Symbol's
+ * address too (a freed Symbol's memory reused). The Symbol's hash, random at its making
+ * (os::random), tells the two names apart but once in 65 536. sc->cm holds the ConstMethod's
+ * first bytes after it.
  */
 static __always_inline __u32 java_stamp(struct java_scratch *sc, __u64 method, __u64 *ret_cm)
 {
 	const struct jvm_layout *l = &sc->p.l;
-	__u64 cm, h;
+	__u64 cm, cp, h, holder, name;
 
 	cm = py_read64(method + l->m_const_method.off);
 	if (!cm || bpf_probe_read_user(sc->cm, sizeof(sc->cm), (void *)cm))
 		return 0;
 	*ret_cm = cm;
+	cp = JF64(sc->cm, l->cm_constants);
+	holder = cp ? py_read64(cp + l->cp_pool_holder.off) : 0;
+	name = holder ? py_read64(holder + l->klass_name.off) : 0;
 	h = py_mix(method, cm);
-	h = py_mix(h, JF64(sc->cm, l->cm_constants));
+	h = py_mix(h, cp);
+	if (name && l->sym_hash.size == 4)
+		h = py_mix(h, name ^ (__u64)(java_read32(name + l->sym_hash.off) >> 16) << 48);
 	h = py_mix(h, (__u64)JF16(sc->cm, l->cm_code_size) |
 			      (__u64)JF16(sc->cm, l->cm_name_index) << 16 |
 			      (__u64)JF16(sc->cm, l->cm_signature_index) << 32);
@@ -355,6 +366,112 @@ static __always_inline int java_send_method(struct java_scratch *sc, __u32 tgid,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A py_threads value (tid -> the thread's JavaThread*: a process is Python or Java, never
+ * both, and a tid is one thread's) with this bit set: the thread is no JavaThread of the
+ * thread list at the address in the other bits (a JavaThread* is aligned). A new list (a
+ * thread started or ended) asks again.
+ */
+#define JAVA_THREAD_NOT 1ull
+
+struct java_thread_walk {
+	__u64 threads; /* ThreadsList::_threads: the array of JavaThread* */
+	__u64 found;
+	__u32 len, tid;
+	__u32 osthread, thread_id; /* the layout's offsets */
+};
+
+/* One JavaThread of the list: whether its OSThread's tid is the one looked for. */
+static long java_thread_step(__u32 i, void *ctx)
+{
+	struct java_thread_walk *t = ctx;
+	__u64 jt, os;
+
+	if (i >= t->len)
+		return 1;
+	jt = py_read64(t->threads + 8 * (__u64)i);
+	os = jt ? py_read64(jt + t->osthread) : 0;
+	if (os && java_read32(os + t->thread_id) == t->tid) {
+		t->found = jt;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The current thread's JavaThread, 0 when it is none (or the JVM has no list yet): cached by
+ * tid in py_threads and checked at each use against the tid its OSThread holds, found again
+ * through ThreadsSMRSupport::_java_thread_list when that fails. A thread that is no JavaThread
+ * (the GC's, the VM thread) is remembered as such for as long as the list is the same.
+ */
+static __always_inline __u64 java_thread(const struct java_proc *p, __u32 tid)
+{
+	const struct jvm_layout *l = &p->l;
+	struct java_thread_walk t = { .tid = tid,
+				      .osthread = l->jt_osthread.off,
+				      .thread_id = l->os_thread_id.off };
+	__u64 *cached, list, c, os;
+
+	if (!l->thread_list || !l->tl_threads.size || !l->tl_length.size || !l->jt_osthread.size ||
+	    !l->os_thread_id.size || !l->jt_anchor.size)
+		return 0;
+	list = py_read64(p->start + l->thread_list);
+	cached = bpf_map_lookup_elem(&py_threads, &tid);
+	c = cached ? *cached : 0;
+	if (c & JAVA_THREAD_NOT) {
+		if ((c & ~JAVA_THREAD_NOT) == list)
+			return 0;
+	} else if (c) {
+		os = py_read64(c + t.osthread);
+		if (os && java_read32(os + t.thread_id) == tid)
+			return c;
+	}
+	if (!list)
+		return 0;
+	t.len = java_read32(list + l->tl_length.off);
+	t.threads = py_read64(list + l->tl_threads.off);
+	if (!t.threads || !t.len)
+		return 0;
+	bpf_loop(JAVA_MAX_THREADS, java_thread_step, &t, 0);
+	c = t.found ? t.found : list | JAVA_THREAD_NOT;
+	bpf_map_update_elem(&py_threads, &tid, &c, BPF_ANY);
+	return t.found;
+}
+
+/*
+ * Where the walk starts for a thread not in Java code: its last Java frame, from its
+ * JavaThread's frame anchor, into w. HotSpot writes the anchor's sp last when it sets it and
+ * first when it clears it, for profilers that read it asynchronously; a pc of 0 means the
+ * frame's return address is the word below its sp. JAVA_ST_OK, or why there is none.
+ */
+static __always_inline __u32 java_from_anchor(struct java_scratch *sc, __u32 tid)
+{
+	const struct jvm_layout *l = &sc->p.l;
+	struct java_walk_state *w = &sc->walk;
+	__u64 jt = java_thread(&sc->p, tid), sp, pc;
+
+	if (!jt)
+		return JAVA_ST_NO_THREAD;
+	if (bpf_probe_read_user(sc->anchor, sizeof(sc->anchor), (void *)(jt + l->jt_anchor.off)))
+		return JAVA_ST_FAULT;
+	sp = JF64(sc->anchor, l->anchor_sp);
+	if (!sp)
+		return JAVA_ST_NOT_IN_JAVA;
+	/* The last Java frame is on this thread's stack, above the native frames called from it
+	 * (w->sp: the sampled sp). Another thread's anchor (a JavaThread freed and its memory
+	 * reused while its tid was cached) is not walked. */
+	if (sp < w->sp || sp - w->sp > JAVA_ANCHOR_MAX_DEPTH)
+		return JAVA_ST_FAULT;
+	pc = JF64(sc->anchor, l->anchor_pc);
+	if (!pc)
+		pc = py_read64(sp - 8);
+	w->pc = pc;
+	w->sp = sp;
+	w->fp = JF64(sc->anchor, l->anchor_fp);
+	w->first = 0;
+	return JAVA_ST_OK;
 }
 
 /* The callback's context: two pointers, whose targets hold the state (java_walk_state). */
@@ -467,11 +584,17 @@ static long java_frame_step(__u32 i, void *ctx)
 		if (p->l.flags & JVM_F_BLOB_KIND) {
 			nm = JF8(sc->blob, p->l.blob_kind) == (__u32)p->l.kind_nmethod;
 		} else {
-			__u64 name = 0;
+			__u64 name = 0, at = JF64(sc->blob, p->l.blob_name);
 
-			bpf_probe_read_user(&name, sizeof(name),
-					    (void *)JF64(sc->blob, p->l.blob_name));
-			nm = name == 0x00646f6874656d6eull; /* "nmethod\0" */
+			/* "nmethod", or "native nmethod": a native method's wrapper, its frame
+			 * the native method's. */
+			bpf_probe_read_user(&name, sizeof(name), (void *)at);
+			nm = name == 0x00646f6874656d6eull;  /* "nmethod\0" */
+			if (name == 0x6e2065766974616eull) { /* "native n" */
+				name = 0;
+				bpf_probe_read_user(&name, 7, (void *)(at + 8));
+				nm = name == 0x00646f6874656dull; /* "method\0" */
+			}
 		}
 		if (fsize > 4096 || pc < code) {
 			w->status = JAVA_ST_FAULT;
@@ -508,12 +631,13 @@ static long java_frame_step(__u32 i, void *ctx)
 }
 
 /*
- * The current thread's Java frames into the snapshot in snap_scratch, after its kb bytes of
- * kernel frames, from its user registers: their count, and the status in *ret_status
- * (JAVA_ST_NONE for a process that is not Java).
+ * The current thread's (tid's) Java frames into the snapshot in snap_scratch, after its kb
+ * bytes of kernel frames, from its user registers or, when they are not in Java code, from its
+ * last Java frame: their count, and the status in *ret_status (JAVA_ST_NONE for a process
+ * that is not Java).
  */
-static __always_inline __u32 java_frames(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp,
-					 __u64 r13, __u32 *ret_status)
+static __always_inline __u32 java_frames(__u32 tgid, __u32 tid, __u32 kb, __u64 ip, __u64 sp,
+					 __u64 bp, __u64 r13, __u32 *ret_status)
 {
 	struct java_walk wk = {};
 	struct java_walk_state *w;
@@ -543,6 +667,13 @@ static __always_inline __u32 java_frames(__u32 tgid, __u32 kb, __u64 ip, __u64 s
 	w->fp = bp;
 	w->r13 = r13;
 	w->first = 1;
+	if (ip < sc->p.code_low || ip >= sc->p.code_high) {
+		w->status = java_from_anchor(sc, tid);
+		if (w->status != JAVA_ST_OK) {
+			*ret_status = w->status;
+			return 0;
+		}
+	}
 	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
 	if (!ss)
 		return 0;

@@ -234,7 +234,7 @@ __noinline int rt_frames(__u32 tgid, __u32 pid, __u32 kb, __u64 r13)
 		return 0;
 	n = py_frames(tgid, pid, kb, &status);
 	if (status == PY_ST_NONE) {
-		n = java_frames(tgid, kb, scratch->s.ip, scratch->s.sp, scratch->s.bp, r13,
+		n = java_frames(tgid, pid, kb, scratch->s.ip, scratch->s.sp, scratch->s.bp, r13,
 				&status);
 		if (status != JAVA_ST_NONE)
 			status = SC_RT_STATUS(SC_RT_JAVA, status);

@@ -74,6 +74,7 @@ struct jvm_layout {
 	__u64 call_stub_ret; /* StubRoutines::_call_stub_return_address: address */
 	__u64 interp_code;   /* AbstractInterpreter::_code: StubQueue* */
 	__u64 vm_release;    /* Abstract_VM_Version::_s_vm_release: const char* */
+	__u64 thread_list;   /* ThreadsSMRSupport::_java_thread_list: ThreadsList* */
 
 	/* Sizes of classes: where what follows an object starts. */
 	__u16 size_heap_block; /* a code heap block's header: the CodeBlob follows */
@@ -132,12 +133,15 @@ struct jvm_layout {
 	struct jvm_field klass_name;	 /* Klass::_name: Symbol* */
 	struct jvm_field sym_length;	 /* Symbol::_length */
 	struct jvm_field sym_body;	 /* Symbol::_body: the UTF-8 bytes */
+	struct jvm_field sym_hash; /* Symbol::_hash_and_refcount: a random hash in the top 16 bits */
 
 	/* Threads: where the last Java frame is when a thread is in native or VM code. */
 	struct jvm_field jt_anchor;	      /* JavaThread::_anchor: JavaFrameAnchor */
 	struct jvm_field jt_state;	      /* JavaThread::_thread_state */
 	struct jvm_field jt_osthread;	      /* Thread::_osthread (JavaThread's in JDK 17) */
 	struct jvm_field os_thread_id;	      /* OSThread::_thread_id: the kernel's tid */
+	struct jvm_field tl_length;	      /* ThreadsList::_length */
+	struct jvm_field tl_threads;	      /* ThreadsList::_threads: JavaThread *const * */
 	struct jvm_field anchor_sp;	      /* JavaFrameAnchor::_last_Java_sp */
 	struct jvm_field anchor_pc;	      /* JavaFrameAnchor::_last_Java_pc */
 	struct jvm_field anchor_fp;	      /* JavaFrameAnchor::_last_Java_fp */
@@ -169,6 +173,11 @@ struct jvm_layout {
 #define JAVA_SEGMAP_HOPS 64
 /* New methods whose record is read per sample at most; the rest wait for a later sample. */
 #define JAVA_NEW_METHODS 4
+/* JavaThreads of a process's thread list looked through at most for the current thread. */
+#define JAVA_MAX_THREADS 1024
+/* Bytes of native frames between the sampled sp and the last Java frame at most: a thread's
+ * stack (8 MiB by default, HotSpot's 1 MiB for Java threads). */
+#define JAVA_ANCHOR_MAX_DEPTH (16u << 20)
 /* Methods per process the programs remember having sent (LRU, all targets). */
 #define JAVA_METHODS_ENTRIES 16384
 
@@ -217,10 +226,11 @@ struct java_proc {
 enum java_status {
 	JAVA_ST_NONE = 0,    /* not a Java process (or not yet found to be one) */
 	JAVA_ST_OK = 1,	     /* every frame down to the entry frame */
-	JAVA_ST_NOT_IN_JAVA, /* the pc is not in the code cache: the thread runs native code */
+	JAVA_ST_NOT_IN_JAVA, /* not in Java code, and no last Java frame (none yet, or a leaf call) */
 	JAVA_ST_NO_CODE,     /* the JVM has no code cache yet */
 	JAVA_ST_FAULT,	     /* a read of the target failed, or a frame was not one */
 	JAVA_ST_CUT,	     /* deeper than the frames recorded: the outermost left out */
+	JAVA_ST_NO_THREAD,   /* not in Java code and not a JavaThread (GC, VM thread) */
 	JAVA_ST_MAX,
 };
 

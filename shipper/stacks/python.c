@@ -885,13 +885,15 @@ const char *java_status_name(uint32_t status)
 	case JAVA_ST_OK:
 		return "complete";
 	case JAVA_ST_NOT_IN_JAVA:
-		return "the thread was not in Java code (native frames not walked yet)";
+		return "the thread was not in Java code and had no last Java frame";
 	case JAVA_ST_NO_CODE:
 		return "the JVM had no code cache yet";
 	case JAVA_ST_FAULT:
 		return "a read of the JVM's state or a frame failed";
 	case JAVA_ST_CUT:
 		return "deeper than 128 frames (outermost left out)";
+	case JAVA_ST_NO_THREAD:
+		return "not a Java thread (the JVM's own: GC, VM thread)";
 	}
 	return "unknown status";
 }

@@ -3,10 +3,12 @@
  * libFuzzer target: what a Python target makes the worker send the shipper. Code records
  * (MSG_SHIP_PYCODES: names, file names and line tables are the target's bytes), snapshots
  * carrying Python frames (code addresses, stamps, offsets and flags the target's memory gave),
- * the line tables decoded at every offset, and the splice of Python groups into native frames.
+ * Java method records and frames (SC_REC_JMETHOD, SC_RT_JAVA snapshots: the same path), the
+ * line tables decoded at every offset, and the splice of Python groups into native frames.
  *
  * Input: 1 byte of mode (bit 0: --python-native all; bits 1-3: the version of the direct line
- * table decoding, 3.8 + n), 2 bytes little-endian N and N bytes of a MSG_SHIP_PYCODES payload
+ * table decoding, 3.8 + n; bit 4: pprof; bit 5: the direct Java line table decoding as JDK
+ * 25's, else 17's), 2 bytes little-endian N and N bytes of a MSG_SHIP_PYCODES payload
  * (its task id set to the task's), 2 bytes M and M bytes of native frames for py_splice (bit 0
  * of each: the loop, bit 1: the interpreter's file) whose Python frames are the snapshot
  * payload's first bytes, then a MSG_SHIP_SNAPSHOTS payload of pid 42 (its task id set too).
@@ -164,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		(void)pylines__addr2line((uint16_t)(0x0308 + ((mode >> 1) & 7)), data + 3, n, 1, q,
 					 &line);
+		(void)jlines__bci2line(mode & 32 ? 25 : 17, data + 3, n, q, &line);
 	}
 
 	codes = copy_of(data + 3, n, sizeof(struct ship_pycodes_hdr), spec.task_id);

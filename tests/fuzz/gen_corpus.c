@@ -715,6 +715,113 @@ static void pycode_seeds(void)
 	pycode_seed("v310_table", 0x04, old + 1, 1, "\x02", 1);
 }
 
+/* ---- fuzz_pycode with Java: method records and snapshots of SC_RT_JAVA frames ---- */
+
+struct jrec {
+	uint64_t method;
+	uint16_t jdk;
+	const char *cls, *name, *file;
+	const uint8_t *lines;
+	uint16_t lines_len;
+	uint8_t flags;
+};
+
+/* A MSG_SHIP_PYCODES payload of Java method records (SC_REC_JMETHOD), task 7, pid 42. */
+static size_t jmethods_payload(uint8_t *out, const struct jrec *r, uint32_t n)
+{
+	struct ship_pycodes_hdr h = { .task_id = 7, .count = n };
+	size_t off = sizeof(h);
+
+	memcpy(out, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		struct sc_jmethod j = { .kind = SC_REC_JMETHOD,
+					.tgid = 42,
+					.method = r[i].method,
+					.stamp = 1,
+					.jdk = r[i].jdk,
+					.code_size = 32,
+					.class_len = (uint16_t)strlen(r[i].cls),
+					.name_len = (uint16_t)strlen(r[i].name),
+					.sig_len = 3,
+					.file_len = (uint16_t)strlen(r[i].file),
+					.lines_len = r[i].lines_len,
+					.flags = r[i].flags };
+		size_t len =
+			(offsetof(struct sc_jmethod, data) + JAVA_STRINGS + r[i].lines_len + 7) &
+			~(size_t)7;
+
+		memcpy(j.data, r[i].cls, j.class_len);
+		memcpy(j.data + JAVA_CLASS_MAX, r[i].name, j.name_len);
+		memcpy(j.data + JAVA_CLASS_MAX + JAVA_NAME_MAX, "()V", 3);
+		memcpy(j.data + JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX, r[i].file,
+		       j.file_len);
+		memcpy(j.data + JAVA_STRINGS, r[i].lines, r[i].lines_len);
+		memcpy(out + off, &j, len);
+		off += len;
+	}
+	return off;
+}
+
+/* natives: as pycode_seed's, for py_splice only (the snapshot's own native frames come from its
+ * stack) */
+static void jmethod_seed(const char *name, uint8_t mode, const struct jrec *r, uint32_t n,
+			 const char *natives, const uint32_t *instr, uint32_t njava,
+			 uint32_t status)
+{
+	static uint8_t codes[SEED_MAX];
+	struct ship_snapshots_hdr h = { .task_id = 7, .count = 1 };
+	struct ship_snapshot snap = { .tgid = 42,
+				      .stack_len = 64,
+				      .value = 1,
+				      .ip = 0x401000,
+				      .sp = 0x7ffc0000,
+				      .npy = njava,
+				      .pystatus = SC_RT_STATUS(SC_RT_JAVA, status) };
+	uint8_t stack[64] = { 0 };
+	struct pyseed p = { .len = 0 };
+	size_t clen = jmethods_payload(codes, r, n);
+
+	pput(&p, &mode, 1);
+	pput16(&p, clen);
+	pput(&p, codes, clen);
+	pput16(&p, strlen(natives));
+	pput(&p, natives, strlen(natives));
+	pput(&p, &h, sizeof(h));
+	pput(&p, &snap, sizeof(snap));
+	for (uint32_t i = 0; i < njava; i++) {
+		/* The last frame's method has no record: named JAVA_UNKNOWN_NAME. */
+		struct py_frame f = { .code = i + 1 < njava ? r[i % n].method : 0xdead0,
+				      .stamp = 1,
+				      .instr = instr[i] };
+
+		pput(&p, &f, sizeof(f));
+	}
+	pput(&p, stack, sizeof(stack));
+	write_file("fuzz_pycode", name, p.buf, p.len);
+}
+
+static void jmethod_seeds(void)
+{
+	/* tests/unit/test_jlines.c's tables: (bci 0, line 10), (5, 12), (9, 11). */
+	static const uint8_t tab17[] = { 0xff, 0x00, 0x14, 0x2a, 0xff, 0x08, 0x01, 0x00 };
+	static const uint8_t tab25[] = { 0xff, 0x01, 0x15, 0x2a, 0xff, 0x09, 0x02, 0x00 };
+	static const struct jrec r[3] = {
+		{ 0x7f0000001000, 17, "rover/test/A", "burn", "A.java", tab17, sizeof(tab17), 0 },
+		{ 0x7f0000002000, 25, "rover/test/B$1", "<init>", "B.java", tab25, sizeof(tab25),
+		  JAVA_M_HAS_LINES },
+		{ 0x7f0000003000, 25, "java/lang/Thread", "sleep\xc3\xa9", "Thread.java", tab25, 3,
+		  JAVA_M_CUT | JAVA_M_LINES_CUT },
+	};
+	static const uint32_t instr[4] = { JAVA_FRAME_INTERPRETED | 5, JAVA_FRAME_COMPILED,
+					   JAVA_FRAME_INTERPRETED | JAVA_FRAME_NO_BCI,
+					   JAVA_FRAME_COMPILED | 9 };
+
+	/* Mode bit 5: the line tables decoded as JDK 25's (fuzz_pycode.c). */
+	jmethod_seed("java_each_kind", 0x00, r, 3, "\x01\x01\x02\x01", instr, 4, JAVA_ST_OK);
+	jmethod_seed("java_jdk25_cut", 0x30, r + 1, 2, "\x02", instr, 3, JAVA_ST_CUT);
+	jmethod_seed("java_no_thread", 0x20, r, 1, "\x01\x01", instr, 0, JAVA_ST_NO_THREAD);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -729,5 +836,6 @@ int main(int argc, char **argv)
 	netrec_seeds();
 	netcontent_seeds();
 	pycode_seeds();
+	jmethod_seeds();
 	return 0;
 }

@@ -2,10 +2,17 @@
 /*
  * Java line number tables (shipper/stacks/python.c jlines__bci2line): tables written by hand
  * the way HotSpot's CompressedLineNumberWriteStream writes them, in the number format of JDK 17
- * (UNSIGNED5 with no excluded byte) and of JDK 20+ (the zero byte excluded).
+ * (UNSIGNED5 with no excluded byte) and of JDK 20+ (the zero byte excluded); and the method
+ * records (SC_REC_JMETHOD) that carry them, checked and kept by pycodes__add_frame.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
 
+#include "common/jvmframes.h"
+#include "common/msg.h"
+#include "common/stackcount.h"
 #include "shipper/stacks/python.h"
 
 /* (bci 0, line 10) escaped, (5, 12) in one byte, (9, 11) escaped (a negative line delta). */
@@ -55,4 +62,114 @@ Test(jlines, the_wrong_format_never_reads_past_the_table)
 	static const uint8_t high[] = { 0xff, 0xf0, 0xf0, 0xf0, 0xf0, 0xf0, 0x02, 0x00 };
 
 	(void)jlines__bci2line(17, high, sizeof(high), 0, &line);
+}
+
+/* ---- Java method records (SC_REC_JMETHOD) through pycodes__add_frame and jmethods__name ---- */
+
+static uint8_t jbuf[1 << 14];
+static const int32_t jtgids[] = { 100 };
+
+#define JREC_LEN(lines) ((offsetof(struct sc_jmethod, data) + JAVA_STRINGS + (lines) + 7) & ~7ul)
+
+/* A MSG_SHIP_PYCODES payload of task 5: one record of method 0xa0 (tgid 100, stamp 7), JDK 17,
+ * class rover/test/A, name burn, file A.java, tab17 as its table; its length. */
+static size_t jframe(struct sc_jmethod **ret)
+{
+	struct ship_pycodes_hdr h = { .task_id = 5, .count = 1 };
+	struct sc_jmethod *j = (struct sc_jmethod *)(jbuf + sizeof(h));
+
+	memset(jbuf, 0, sizeof(jbuf));
+	memcpy(jbuf, &h, sizeof(h));
+	*j = (struct sc_jmethod){ .kind = SC_REC_JMETHOD,
+				  .tgid = 100,
+				  .method = 0xa0,
+				  .stamp = 7,
+				  .jdk = 17,
+				  .code_size = 20,
+				  .class_len = 12,
+				  .name_len = 4,
+				  .sig_len = 3,
+				  .file_len = 6,
+				  .lines_len = sizeof(tab17),
+				  .flags = JAVA_M_HAS_LINES };
+	memcpy(j->data, "rover/test/A", 12);
+	memcpy(j->data + JAVA_CLASS_MAX, "burn", 4);
+	memcpy(j->data + JAVA_CLASS_MAX + JAVA_NAME_MAX, "()V", 3);
+	memcpy(j->data + JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX, "A.java", 6);
+	memcpy(j->data + JAVA_STRINGS, tab17, sizeof(tab17));
+	*ret = j;
+	return sizeof(h) + JREC_LEN(sizeof(tab17));
+}
+
+static const char *jname(struct pycodes *c, uint64_t method, uint32_t stamp, uint32_t instr)
+{
+	static char buf[1024];
+	struct py_frame f = { .code = method, .stamp = stamp, .instr = instr };
+
+	jmethods__name(c, 100, &f, buf, sizeof(buf), NULL);
+	return buf;
+}
+
+Test(jmethods, a_record_names_interpreted_and_compiled_frames)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct sc_jmethod *j;
+	size_t len = jframe(&j);
+
+	cr_assert_eq(pycodes__add_frame(c, 5, jtgids, 1, jbuf, len, NULL), 0);
+	cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_INTERPRETED | 5),
+			 "rover.test.A.burn (A.java:12)");
+	cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_INTERPRETED | JAVA_FRAME_NO_BCI | 5),
+			 "rover.test.A.burn (A.java)");
+	cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_COMPILED), "rover.test.A.burn (A.java)");
+	/* Another stamp: a method freed and its memory reused, never named after this one. */
+	cr_assert_str_eq(jname(c, 0xa0, 8, JAVA_FRAME_COMPILED), JAVA_UNKNOWN_NAME);
+	pycodes__free(c);
+}
+
+/* A bad record refuses its frame whole: nothing of it kept. */
+Test(jmethods, bad_records_are_refused_whole)
+{
+	for (int k = 0; k < 9; k++) {
+		struct pycodes *c = pycodes__new(0);
+		struct sc_jmethod *j;
+		size_t len = jframe(&j);
+		const char *why = NULL;
+
+		switch (k) {
+		case 0:
+			j->class_len = 0;
+			break;
+		case 1:
+			j->name_len = JAVA_NAME_MAX + 1;
+			break;
+		case 2:
+			j->sig_len = JAVA_SIG_MAX + 1;
+			break;
+		case 3:
+			j->file_len = JAVA_FILE_MAX + 1;
+			break;
+		case 4:
+			j->lines_len = JAVA_LINES_MAX + 1;
+			break;
+		case 5:
+			j->stamp = 0;
+			break;
+		case 6:
+			j->jdk = 8;
+			break;
+		case 7:
+			j->tgid = 300; /* not a target */
+			break;
+		case 8:
+			len -= 8; /* cut short */
+			break;
+		}
+		cr_assert_eq(pycodes__add_frame(c, 5, jtgids, 1, jbuf, len, &why), -EBADMSG,
+			     "case %d taken", k);
+		cr_assert_not_null(why, "case %d", k);
+		cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_COMPILED), JAVA_UNKNOWN_NAME,
+				 "case %d", k);
+		pycodes__free(c);
+	}
 }
