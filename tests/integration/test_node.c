@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * JavaScript (V8) frames through the whole pipeline with no node flag: tests/programs/node/
+ * split.js burns CPU in two functions, alpha and beta, called by timed() from outer(), and
+ * measures its own split with process.cpuUsage() around each call; `rover profile` must name
+ * both, "function (split.js)", with the program's split, under their callers in order. Run as
+ * node runs by default (Ignition, then Sparkplug and TurboFan code), and with node's own
+ * --no-opt (interpreted and baseline frames only) and --jitless (interpreted frames only)
+ * so that each kind of frame is seen. churn.js makes and drops functions in a loop: no frame
+ * may be named with a function that was not running.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+TestSuite(node, .init = tmp_setup, .fini = tmp_teardown, .timeout = 300);
+
+struct nprog {
+	pid_t pid;
+	FILE *out; /* its stdout, past "ready" */
+};
+
+/* node [flag] script args...: started, past its "ready". */
+static int nprog_start(const char *flag, const char *script, const char *a1, const char *a2,
+		       const char *a3, struct nprog *ret)
+{
+	char line[256];
+	int pfd[2];
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	ret->pid = fork();
+	if (ret->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		if (flag)
+			execlp("node", "node", flag, script, a1, a2, a3, (char *)NULL);
+		else
+			execlp("node", "node", script, a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	ret->out = fdopen(pfd[0], "r");
+	if (!ret->out || !fgets(line, sizeof(line), ret->out) || strncmp(line, "ready", 5)) {
+		kill(ret->pid, SIGKILL);
+		waitpid(ret->pid, NULL, 0);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Waits for it to end and reads "share NAME PERCENT" for name: the percent, or -1. */
+static double nprog_share(struct nprog *p, const char *name)
+{
+	char line[256], fn[128];
+	double share = -1, v;
+
+	while (fgets(line, sizeof(line), p->out))
+		if (sscanf(line, "share %127s %lf", fn, &v) == 2 && !strcmp(fn, name))
+			share = v;
+	return share;
+}
+
+static void nprog_end(struct nprog *p)
+{
+	if (p->out)
+		fclose(p->out);
+	p->out = NULL;
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, NULL, 0);
+}
+
+/* Samples whose stack holds frames equal to names[0..n) in that order. */
+static uint64_t with_chain(const struct folded *f, const char *const *names, size_t n)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL;
+		size_t k = 0;
+
+		for (char *s = strtok_r(copy, ";", &save); s && k < n;
+		     s = strtok_r(NULL, ";", &save))
+			if (!strcmp(s, names[k]))
+				k++;
+		if (k == n)
+			sum += f->counts[i];
+		free(copy);
+	}
+	return sum;
+}
+
+/* Samples with a frame that ends with suffix. */
+static uint64_t with_suffix(const struct folded *f, const char *suffix)
+{
+	uint64_t sum = 0;
+	size_t sl = strlen(suffix);
+
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL;
+
+		for (char *s = strtok_r(copy, ";", &save); s; s = strtok_r(NULL, ";", &save)) {
+			size_t n = strlen(s);
+
+			if (n >= sl && !strcmp(s + n - sl, suffix)) {
+				sum += f->counts[i];
+				break;
+			}
+		}
+		free(copy);
+	}
+	return sum;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* rover profile of pid for seconds into out. */
+static void profile(pid_t pid, const char *seconds, const char *out)
+{
+	char pids[32], *err = NULL;
+	char *argv[] = { (char *)bin("rover"),
+			 "profile",
+			 "--type",
+			 "on_cpu",
+			 "--pid",
+			 pids,
+			 "--duration",
+			 (char *)seconds,
+			 "--dump-period",
+			 "2ms",
+			 "--output",
+			 (char *)out,
+			 NULL };
+
+	snprintf(pids, sizeof(pids), "%d", (int)pid);
+	cr_assert_eq(run_cmd(argv, &err), 0, "rover: %s", err);
+	free(err);
+}
+
+static void split_under(const char *flag, const char *tag)
+{
+	static const char *const chain_a[] = { "outer (split.js)", "timed (split.js)",
+					       "alpha (split.js)" };
+	static const char *const chain_b[] = { "outer (split.js)", "timed (split.js)",
+					       "beta (split.js)" };
+	char out[512];
+	struct nprog p = { 0 };
+	struct folded f;
+	uint64_t a, b, js;
+	double want;
+
+	snprintf(out, sizeof(out), "%s/split-%s.folded", tmp, tag);
+	/* Less work per call without a JIT: calls still take a millisecond or more. */
+	cr_assert_eq(nprog_start(flag, src("tests/programs/node/split.js"), "7",
+				 flag && !strcmp(flag, "--jitless") ? "300" : "3000",
+				 flag && !strcmp(flag, "--jitless") ? "700" : "7000", &p),
+		     0, "%s: node did not start", tag);
+	profile(p.pid, "5s", out);
+	want = nprog_share(&p, "alpha");
+	nprog_end(&p);
+	cr_assert_eq(folded_read(out, &f), 0);
+	a = with_chain(&f, (const char *const[]){ "alpha (split.js)" }, 1);
+	b = with_chain(&f, (const char *const[]){ "beta (split.js)" }, 1);
+	js = with_suffix(&f, " (split.js)");
+	cr_log_info("node %s: alpha %lu, beta %lu, with JS frames %lu of %lu; alpha %.1f%% in the "
+		    "profile, %.1f%% measured",
+		    tag, a, b, js, f.total, pct(a, a + b), want);
+	cr_assert_gt(js, f.total * 8 / 10, "%s: JavaScript frames in %lu of %lu samples\n%s", tag,
+		     js, f.total, f.n ? f.stacks[0] : "");
+	cr_assert_gt(want, 0, "%s: the program said no share", tag);
+	cr_assert(pct(a, a + b) > want - 5 && pct(a, a + b) < want + 5,
+		  "%s: alpha %.1f%% in the profile, %.1f%% measured", tag, pct(a, a + b), want);
+	cr_assert_gt(with_chain(&f, chain_a, 3), a * 9 / 10, "%s: alpha's callers out of order",
+		     tag);
+	cr_assert_gt(with_chain(&f, chain_b, 3), b * 9 / 10, "%s: beta's callers out of order",
+		     tag);
+	folded_free(&f);
+}
+
+Test(node, on_cpu_js_frames_default)
+{
+	split_under(NULL, "default");
+}
+
+Test(node, on_cpu_js_frames_interpreted_and_baseline)
+{
+	split_under("--no-opt", "no-opt");
+}
+
+Test(node, on_cpu_js_frames_interpreted_only)
+{
+	split_under("--jitless", "jitless");
+}
+
+/* Whether s is "f" and digits: one of churn.js's functions. */
+static int is_made(const char *s)
+{
+	if (*s++ != 'f' || !*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+Test(node, functions_made_and_dropped_never_misnamed)
+{
+	char out[512];
+	struct nprog p = { 0 };
+	struct folded f;
+	uint64_t made = 0, bad = 0, js;
+
+	snprintf(out, sizeof(out), "%s/churn.folded", tmp);
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/churn.js"), "7", NULL, NULL, &p),
+		     0);
+	profile(p.pid, "5s", out);
+	nprog_end(&p);
+	cr_assert_eq(folded_read(out, &f), 0);
+	for (size_t i = 0; i < f.n; i++) {
+		char *copy = strdup(f.stacks[i]), *save = NULL, *prev = NULL;
+		int seen = 0, wrong = 0;
+
+		for (char *s = strtok_r(copy, ";", &save); s; s = strtok_r(NULL, ";", &save)) {
+			if (is_made(s)) {
+				/* Made by churn, called by it, and never calling another. */
+				wrong |= seen || !prev || strcmp(prev, "churn (churn.js)");
+				seen = 1;
+			} else if (seen && strstr(s, " (churn.js)")) {
+				wrong = 1;
+			}
+			prev = s;
+		}
+		if (seen)
+			made += f.counts[i];
+		if (wrong) {
+			bad += f.counts[i];
+			cr_log_error("misnamed: %s", f.stacks[i]);
+		}
+		free(copy);
+	}
+	js = with_suffix(&f, " (churn.js)");
+	cr_log_info("churn: %lu samples in made functions, %lu misnamed, of %lu with churn.js "
+		    "frames, %lu in all (TurboFan's thread is busy too)",
+		    made, bad, js, f.total);
+	cr_assert_eq(bad, 0);
+	cr_assert_gt(made, js * 7 / 10, "made functions in %lu of %lu samples in churn.js", made,
+		     js);
+	folded_free(&f);
+}
