@@ -68,7 +68,11 @@ struct v8_scratch {
 	__u64 frame[V8_FRAME_WORDS];
 	__u64 sfi[V8_SFI_WORDS];
 	__u64 si[V8_SI_HEAD];
-	__u64 names[3];
+	__u64 names[5];
+	__u64 src;	/* the source's first character */
+	__u32 src_len;	/* bytes before the function's start */
+	__u32 newlines; /* counted so far */
+	__u64 chunk[V8_SRC_CHUNK / 8];
 	__u64 strs[3]; /* the record's strings: name, inferred name, script name */
 	__u16 lens[3];
 	__u8 kinds[3];
@@ -207,6 +211,7 @@ static __always_inline void v8_func_names(struct v8_scratch *sc, __u64 nsi)
 
 	sc->strs[0] = 0;
 	sc->strs[1] = 0;
+	sc->src_len = 0;
 	if (t < l->first_nonstring_type) {
 		sc->strs[0] = nsi;
 		return;
@@ -223,13 +228,78 @@ static __always_inline void v8_func_names(struct v8_scratch *sc, __u64 nsi)
 	if (bpf_probe_read_user(sc->names, sizeof(sc->names),
 				(void *)(nsi - l->heap_object_tag + idx * 8)))
 		return;
+	idx = 0;
 	if ((flags >> V8_SI_FUNCTION_VAR_SHIFT) & 3) {
 		sc->strs[0] = sc->names[0];
-		if ((flags >> V8_SI_INFERRED_BIT) & 1)
-			sc->strs[1] = sc->names[2];
-	} else if ((flags >> V8_SI_INFERRED_BIT) & 1) {
-		sc->strs[1] = sc->names[0];
+		idx = 2;
 	}
+	if ((flags >> V8_SI_INFERRED_BIT) & 1) {
+		sc->strs[1] = idx ? sc->names[2] : sc->names[0];
+		idx++;
+	}
+	/* The start position: a Smi where a function scope has it. */
+	if (idx < 4 && !(sc->names[idx & 3] & l->smi_tag_mask))
+		sc->src_len = (__u32)(sc->names[idx & 3] >> 32);
+}
+
+/*
+ * Newlines in the next V8_SRC_CHUNK bytes of the source before the function's start (a step of
+ * a bpf_loop, checked once): 8 bytes a time, each byte equal to '\n' found without a branch.
+ */
+static long v8_line_step(__u32 i, void *ctx)
+{
+	struct v8_scratch *sc = *(struct v8_scratch **)ctx;
+	__u64 at, left;
+
+	if (!sc)
+		return 1;
+	at = (__u64)i * V8_SRC_CHUNK;
+	if (at >= sc->src_len)
+		return 1;
+	left = sc->src_len - at;
+	if (bpf_probe_read_user(sc->chunk, sizeof(sc->chunk), (void *)(sc->src + at))) {
+		sc->newlines = 0;
+		sc->src_len = 0; /* not whole: no line */
+		return 1;
+	}
+	for (__u32 k = 0; k < V8_SRC_CHUNK / 8; k++) {
+		__u64 y = sc->chunk[k] ^ 0x0a0a0a0a0a0a0a0aull, z, keep;
+
+		if (k * 8 >= left)
+			break;
+		/* 0x80 in each byte of y that is 0: where x held '\n'. */
+		z = ~(((y & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | y |
+		      0x7f7f7f7f7f7f7f7full);
+		keep = left - k * 8;
+		if (keep < 8)
+			z &= (1ull << (keep * 8)) - 1;
+		sc->newlines += (__u32)(((z >> 7) * 0x0101010101010101ull) >> 56);
+	}
+	return 0;
+}
+
+/* The function's first line from its start position (sc->src_len) and the script: 0 if not
+ * found (no position, a source that is not a sequential one-byte string, too far in). */
+static __always_inline __u32 v8_func_line(struct v8_scratch *sc, __u64 script)
+{
+	const struct v8_layout *l = &sc->p.l;
+	__u64 src;
+	__u32 t, len = 0;
+
+	if (!sc->src_len || sc->src_len > V8_SRC_MAX)
+		return 0;
+	src = py_read64(script - l->heap_object_tag + l->script_source);
+	t = v8_type(l, src);
+	if (t >= l->first_nonstring_type || (t & l->string_repr_mask) != l->string_seq_tag ||
+	    (t & l->string_encoding_mask) != l->string_one_byte_tag ||
+	    bpf_probe_read_user(&len, sizeof(len),
+				(void *)(src - l->heap_object_tag + l->string_length)) ||
+	    len < sc->src_len)
+		return 0;
+	sc->src = src - l->heap_object_tag + l->seq_one_byte_chars;
+	sc->newlines = 0;
+	bpf_loop(V8_SRC_MAX / V8_SRC_CHUNK, v8_line_step, &sc, 0);
+	return sc->src_len ? sc->newlines + 1 : 0;
 }
 
 /*
@@ -254,6 +324,7 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
 	v8_func_names(sc, sc->sfi[2]);
 	sc->strs[2] = py_read64(sc->sfi[4] - sc->p.l.heap_object_tag + sc->p.l.script_name);
 	bpf_loop(3, v8_str_step, &sc, 0);
+	r->line = v8_func_line(sc, sc->sfi[4]);
 	r->name_len = sc->lens[0];
 	r->inferred_len = sc->lens[1];
 	r->file_len = sc->lens[2];
@@ -362,8 +433,13 @@ static long v8_frame_step(__u32 i, void *ctx)
 				return 1;
 		}
 	}
+	/*
+	 * A chain goes up the stack. Below the thread's first frame the saved word is whatever
+	 * the thread's start left there (0, or a value below): the end, not an error. A frame
+	 * that names itself is a loop.
+	 */
 	if (sc->frame[V8_FRAME_LO] <= fp) {
-		if (sc->frame[V8_FRAME_LO])
+		if (sc->frame[V8_FRAME_LO] == fp)
 			w->status = V8_ST_LOOP;
 		return 1;
 	}

@@ -104,18 +104,23 @@ struct v8_layout {
 /* ---- The frame walker (bpf/v8.bpf.h) and what it records ---- */
 
 /*
- * ScopeInfo, V8 11.3 (the one version worker/v8structs.c accepts; checked on node 20 by
- * tests/unit/test_v8structs.c's live test): after the map, tagged slots 1 flags (a Smi),
- * 2 parameter count, 3 context local count n, then n context local names (one hash table slot
- * when n >= V8_SI_INLINED_LOCALS), n local infos, the saved class variable (flag bit 10), the
- * function variable's name and slot (flag bits 12-13 not 0), the inferred name (bit 14). No
- * v8dbg_ symbol gives these.
+ * ScopeInfo, V8 11.3 (the one version worker/v8structs.c accepts; checked on node 20 against
+ * a running node's objects, tests/integration/test_node.c): after the map, tagged slots 1 flags
+ * (a Smi), 2 parameter count, 3 context local count n, then n context local names (one hash
+ * table slot when n >= V8_SI_INLINED_LOCALS), n local infos, the saved class variable (flag
+ * bit 10), the function variable's name and slot (flag bits 12-13 not 0), the inferred name
+ * (bit 14), then a function scope's start and end positions (Smis: offsets in the script's
+ * source). No v8dbg_ symbol gives these.
  */
 #define V8_SI_FIRST_LOCAL 4
 #define V8_SI_INLINED_LOCALS 75
 #define V8_SI_SAVED_CLASS_BIT 10
 #define V8_SI_FUNCTION_VAR_SHIFT 12
 #define V8_SI_INFERRED_BIT 14
+
+/* Source bytes before a function read at most to count its first line (in V8_SRC_CHUNK steps). */
+#define V8_SRC_MAX (256u << 10)
+#define V8_SRC_CHUNK 64
 
 /* Frames (fp steps, native ones included) walked per sample at most. */
 #define V8_MAX_STEPS 192
@@ -150,7 +155,7 @@ enum v8_status {
 	V8_ST_NONE = 0, /* not a node process (or not yet found to be one) */
 	V8_ST_OK = 1,	/* the frame pointer chain walked to its end */
 	V8_ST_NO_JS,	/* no JavaScript frame on the chain: the thread ran no JavaScript */
-	V8_ST_LOOP,	/* the chain did not go up the stack: walk ended, frames so far kept */
+	V8_ST_LOOP,	/* a frame pointer saved as its own caller's: walk ended, frames kept */
 	V8_ST_CUT,	/* longer than V8_MAX_STEPS frames or PY_MAX_FRAMES JS frames */
 	V8_ST_FAULT,	/* a JavaScript frame's function was not readable */
 	V8_ST_MAX,
@@ -168,8 +173,9 @@ enum v8_status {
 /*
  * A function met for the first time in a process (SC_REC_V8FUNC in the snapshot ring): its
  * name (the ScopeInfo's function name, or the SharedFunctionInfo's name string), the name V8
- * inferred for it (anonymous functions: `obj.method`, the variable assigned), and its script's
- * name, at data[0], data[V8_NAME_MAX], data[2 * V8_NAME_MAX]. Strings are V8's sequential
+ * inferred for it (anonymous functions: `obj.method`, the variable assigned), the line it
+ * starts on (the newlines before its start position in the script's source, a sequential
+ * one-byte string, V8_SRC_MAX bytes at most), and its script's name, at data[0], data[V8_NAME_MAX], data[2 * V8_NAME_MAX]. Strings are V8's sequential
  * strings: kind 1 (Latin-1) or 2 (UTF-16) bytes a character, 0 when none was readable. Every
  * field after tgid comes from the target's memory: hostile.
  */
@@ -181,7 +187,8 @@ struct sc_v8func {
 	__u16 name_len, inferred_len, file_len; /* bytes */
 	__u8 name_kind, inferred_kind, file_kind;
 	__u8 flags; /* V8_F_* */
-	__u8 pad[4];
+	__u8 pad[2];
+	__u32 line; /* the function's first line, from 1; 0: not found */
 	__u8 data[V8_STRINGS];
 };
 

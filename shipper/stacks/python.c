@@ -658,6 +658,7 @@ static int keep_v8(struct pycodes *c, const struct rec_view *r)
 	*e = (struct pycode){ .code = v->sfi,
 			      .tgid = (int32_t)v->tgid,
 			      .stamp = v->stamp,
+			      .firstlineno = v->line <= INT32_MAX ? (int32_t)v->line : 0,
 			      .java = 2,
 			      .bytes = sizeof(*e) + nl + 1 + fl };
 	e->name = (char *)e->lines;
@@ -906,12 +907,14 @@ int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, cha
 	}
 	lru_del(e);
 	lru_add(c, e);
-	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = 0 };
+	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = e->firstlineno };
 	if (len) {
 		/* A path's base name; node's own scripts ("node:internal/...") whole. */
 		const char *file = e->file && e->file[0] == '/' ? base_name(e->file) : e->file;
 
-		if (file)
+		if (file && e->firstlineno > 0)
+			snprintf(buf, len, "%s (%s:%d)", e->name, file, e->firstlineno);
+		else if (file)
 			snprintf(buf, len, "%s (%s)", e->name, file);
 		else
 			snprintf(buf, len, "%s", e->name);
@@ -1070,7 +1073,7 @@ const char *v8_status_name(uint32_t status)
 	case V8_ST_NO_JS:
 		return "no JavaScript frame (the thread ran no JavaScript)";
 	case V8_ST_LOOP:
-		return "the frame chain did not go up the stack (a loop): walk ended";
+		return "a frame named itself its caller (a loop): walk ended";
 	case V8_ST_CUT:
 		return "deeper than the frames walked (outermost left out)";
 	case V8_ST_FAULT:

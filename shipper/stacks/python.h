@@ -188,8 +188,9 @@ const char *java_status_name(uint32_t status);
 
 /*
  * As pycodes__name, for a JavaScript frame (code: the SharedFunctionInfo): "function
- * (script.js)", a path's base name, no line yet; V8_UNKNOWN_NAME without a record. 1 when
- * named from a record, 0 otherwise.
+ * (script.js:LINE)", a path's base name and the line the function starts on (not yet the line
+ * the frame runs), without the line where the record has none; V8_UNKNOWN_NAME without a
+ * record. 1 when named from a record, 0 otherwise.
  */
 int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
 		  struct py_frame_src *ret_src);

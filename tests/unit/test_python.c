@@ -561,16 +561,19 @@ Test(v8funcs, records_name_frames)
 				  v8rec(0x41, "f12", "", "") };
 	const char *why = NULL;
 
+	r[0].line = 9;
+	r[2].line = 3;
+	r[3].line = 2; /* no script name: no line shown */
 	/* Two-byte (UTF-16) name: "h\u00e9" */
 	r[3].name_kind = 2;
 	r[3].name_len = 4;
 	memcpy(r[3].data, "h\0\xe9\0", 4);
 	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 4), &why), 0,
 		     "%s", why);
-	cr_assert_str_eq(v8_name_of(c, 0x11, 9), "alpha (split.js)");
+	cr_assert_str_eq(v8_name_of(c, 0x11, 9), "alpha (split.js:9)");
 	cr_assert_str_eq(v8_name_of(c, 0x21, 9), "Foo.bar (split.js)");
 	cr_assert_str_eq(v8_name_of(c, 0x31, 9),
-			 "(anonymous) (node:internal/main/run_main_module)");
+			 "(anonymous) (node:internal/main/run_main_module:3)");
 	cr_assert_str_eq(v8_name_of(c, 0x41, 9), "h_");
 	/* Another stamp: moved or another function at the address. */
 	cr_assert_str_eq(v8_name_of(c, 0x11, 10), V8_UNKNOWN_NAME);
