@@ -241,7 +241,7 @@ __noinline int rt_frames(__u32 tgid, __u32 pid, __u32 kb, __u64 r13)
 			status = SC_RT_STATUS(SC_RT_JAVA, status);
 	}
 	if (status == PY_ST_NONE) {
-		int rt = v8_frames(tgid, kb, scratch->s.ip, scratch->s.bp);
+		int rt = v8_frames(tgid, kb, scratch->s.ip, scratch->s.sp, scratch->s.bp);
 
 		n = (__u32)rt & 0xffff;
 		status = (__u32)rt >> 16;

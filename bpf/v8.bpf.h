@@ -50,7 +50,7 @@ struct v8_walk_state {
 	__u32 n;
 	__u32 status;
 	__u32 new_funcs;
-	__u32 pad;
+	__u32 scanned; /* the chain was taken up again from a frame pointer found in the stack */
 };
 
 /* A frame's words from fp-40 to fp+8: the slots V8 11.3 uses, the saved fp and return address. */
@@ -59,6 +59,8 @@ struct v8_walk_state {
 /* A SharedFunctionInfo's first words: map, function data, name or scope info, outer scope
  * info, script or debug info. */
 #define V8_SFI_WORDS 5
+/* Bytes of stack above sp searched for a frame pointer when rbp is not one. */
+#define V8_SCAN_REACH 1024
 /* A ScopeInfo's words read at once: map, flags, parameter count, context local count. */
 #define V8_SI_HEAD 4
 
@@ -69,6 +71,8 @@ struct v8_scratch {
 	__u64 sfi[V8_SFI_WORDS];
 	__u64 si[V8_SI_HEAD];
 	__u64 names[5];
+	__u64 scan_sp;	/* the stack searched for a frame pointer from here */
+	__u64 found;	/* what v8_scan found */
 	__u64 src;	/* the source's first character */
 	__u32 src_len;	/* bytes before the function's start */
 	__u32 newlines; /* counted so far */
@@ -400,6 +404,73 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	return 0;
 }
 
+/*
+ * One word of the stack above sp (a step of a bpf_loop): the first that points higher in the
+ * stack (within 64 times the reach) at a frame pointer chain of two links going up is taken
+ * as a frame pointer. For a thread stopped in code without frame pointers (libc), where rbp
+ * is not one; the frames walked from it are checked as any others are.
+ */
+static long v8_scan_step(__u32 i, void *ctx)
+{
+	struct v8_scratch *sc = *(struct v8_scratch **)ctx;
+	__u64 at, top, c, c1, c2;
+
+	if (!sc)
+		return 1;
+	at = sc->scan_sp + (__u64)i * 8;
+	top = sc->scan_sp + V8_SCAN_REACH * 64;
+	if (bpf_probe_read_user(&c, sizeof(c), (void *)at))
+		return 1;
+	if ((c & 7) || c <= at || c >= top)
+		return 0;
+	c1 = py_read64(c);
+	if ((c1 & 7) || c1 <= c || c1 >= top)
+		return 0;
+	c2 = py_read64(c1);
+	if (c2 && ((c2 & 7) || c2 <= c1 || c2 >= top))
+		return 0;
+	sc->found = c;
+	return 1;
+}
+
+/*
+ * The frame pointer found in the stack above the scratch's scan_sp (v8_scan_step), or 0. A
+ * global function: checked once, not at each way the walk's step reaches it.
+ */
+__noinline __u64 v8_scan(void)
+{
+	struct v8_scratch *sc;
+	__u32 zero = 0;
+
+	sc = bpf_map_lookup_elem(&v8_scratch, &zero);
+	if (!sc)
+		return 0;
+	sc->found = 0;
+	bpf_loop(V8_SCAN_REACH / 8, v8_scan_step, &sc, 0);
+	return sc->found;
+}
+
+/*
+ * The chain ended at step i: the walk's end (1), unless it ended at once with no JavaScript
+ * frame: then rbp was not a frame pointer (a thread stopped in libc, built without them), and
+ * the walk goes on (0) from the first frame pointer found in the stack, once.
+ */
+static __always_inline long v8_chain_end(struct v8_scratch *sc, __u32 i)
+{
+	struct v8_walk_state *w = &sc->walk;
+	__u64 fp;
+
+	if (w->n || w->scanned || i > 1 || !sc->scan_sp)
+		return 1;
+	w->scanned = 1;
+	fp = v8_scan();
+	if (!fp)
+		return 1;
+	w->fp = fp;
+	w->pc = 0;
+	return 0;
+}
+
 static long v8_frame_step(__u32 i, void *ctx)
 {
 	struct v8_scratch *sc = *(struct v8_scratch **)ctx;
@@ -416,7 +487,7 @@ static long v8_frame_step(__u32 i, void *ctx)
 	/* The chain's end: the thread's first frame, or a frame pointer that is not one. */
 	if (!fp || (fp & 7) ||
 	    bpf_probe_read_user(sc->frame, sizeof(sc->frame), (void *)(fp - V8_FRAME_LO * 8)))
-		return 1;
+		return v8_chain_end(sc, i);
 	/* Slots below fp: -8 is word V8_FRAME_LO - 1 (no signed division in BPF). */
 	c = V8_FRAME_LO - (__s32)((__u32)-l->fp_context_or_type >> 3);
 	fn = V8_FRAME_LO - (__s32)((__u32)-l->fp_function >> 3);
@@ -439,9 +510,11 @@ static long v8_frame_step(__u32 i, void *ctx)
 	 * that names itself is a loop.
 	 */
 	if (sc->frame[V8_FRAME_LO] <= fp) {
-		if (sc->frame[V8_FRAME_LO] == fp)
+		if (sc->frame[V8_FRAME_LO] == fp) {
 			w->status = V8_ST_LOOP;
-		return 1;
+			return 1;
+		}
+		return v8_chain_end(sc, i);
 	}
 	w->pc = sc->frame[V8_FRAME_LO + 1];
 	w->fp = sc->frame[V8_FRAME_LO];
@@ -455,7 +528,8 @@ static long v8_frame_step(__u32 i, void *ctx)
  * of kernel frames, from its user registers: their count, and the status in *ret_status
  * (V8_ST_NONE for a process that is not node).
  */
-static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 bp,
+
+static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp,
 					  __u32 *ret_status)
 {
 	struct v8_walk_state *w;
@@ -477,6 +551,8 @@ static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 
 	w->status = V8_ST_OK;
 	w->pc = ip;
 	w->fp = bp;
+	w->scanned = 0;
+	sc->scan_sp = sp;
 	bpf_loop(V8_MAX_STEPS, v8_frame_step, &sc, 0);
 	if (w->status == V8_ST_OK && !w->n)
 		w->status = V8_ST_NO_JS;
@@ -490,11 +566,11 @@ static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 
  * through this one (about 7 000 more instructions at each load); as a global function, it is
  * checked once and its caller sees one unknown number come back.
  */
-__noinline int v8_frames(__u32 tgid, __u32 kb, __u64 ip, __u64 bp)
+__noinline int v8_frames(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp)
 {
 	__u32 status, n;
 
-	n = v8_frames_in(tgid, kb, ip, bp, &status);
+	n = v8_frames_in(tgid, kb, ip, sp, bp, &status);
 	if (n > 0xffff)
 		n = 0;
 	return (int)((status & 0x7fff) << 16 | n);

@@ -292,3 +292,50 @@ Test(node, functions_made_and_dropped_never_misnamed)
 		     js);
 	folded_free(&f);
 }
+
+/* A line's number in tests/programs/node/NAME: the first that starts with prefix. */
+static int line_of(const char *name, const char *prefix)
+{
+	char path[256], line[512];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "tests/programs/node/%s", name);
+	f = fopen(src(path), "r");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		if (!strncmp(line, prefix, strlen(prefix)))
+			break;
+	}
+	fclose(f);
+	return n;
+}
+
+Test(node, off_cpu_blocked_in_libc_shows_the_js_that_blocked)
+{
+	char out[512], pids[32], waiter[64], loop[64], *err = NULL;
+	char *argv[] = { (char *)bin("rover"), "profile", "--type",   "off_cpu", "--pid", pids,
+			 "--duration",	       "3s",	  "--output", out,	 NULL };
+	const char *chain[2] = { loop, waiter };
+	struct nprog p = { 0 };
+	struct folded f;
+	uint64_t in_js;
+
+	snprintf(out, sizeof(out), "%s/block.folded", tmp);
+	snprintf(waiter, sizeof(waiter), "waiter (block.js:%d)",
+		 line_of("block.js", "function waiter("));
+	snprintf(loop, sizeof(loop), "loop (block.js:%d)", line_of("block.js", "function loop("));
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/block.js"), "5", NULL, NULL, &p),
+		     0);
+	snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+	cr_assert_eq(run_cmd(argv, &err), 0, "rover: %s", err);
+	free(err);
+	nprog_end(&p);
+	cr_assert_eq(folded_read(out, &f), 0);
+	in_js = with_chain(&f, chain, 2);
+	cr_log_info("off_cpu: %lu of %lu us blocked under %s;%s", in_js, f.total, loop, waiter);
+	cr_assert_gt(in_js, f.total * 8 / 10, "blocked in JavaScript %lu of %lu\n%s", in_js,
+		     f.total, f.n ? f.stacks[0] : "");
+	folded_free(&f);
+}
