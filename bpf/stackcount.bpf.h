@@ -212,9 +212,10 @@ static __always_inline void take_stacks(void *ctx, struct sc_key *key, __u32 ksk
 
 #include "bpf/python.bpf.h"
 #include "bpf/java.bpf.h"
+#include "bpf/v8.bpf.h"
 
 /*
- * The current thread's runtime frames (Python or Java: a process is one or the other) into
+ * The current thread's runtime frames (Python, Java or JavaScript: a process is one) into
  * the snapshot being made in snap_scratch, after its kb bytes of kernel frames; the user
  * registers are the snapshot's ip, sp and bp (set before the call), and r13. Returns the frame
  * count in the low 16 bits and the status (its runtime kind included) above them.
@@ -238,6 +239,14 @@ __noinline int rt_frames(__u32 tgid, __u32 pid, __u32 kb, __u64 r13)
 				&status);
 		if (status != JAVA_ST_NONE)
 			status = SC_RT_STATUS(SC_RT_JAVA, status);
+	}
+	if (status == PY_ST_NONE) {
+		int rt = v8_frames(tgid, kb, scratch->s.ip, scratch->s.sp, scratch->s.bp);
+
+		n = (__u32)rt & 0xffff;
+		status = (__u32)rt >> 16;
+		if (status != V8_ST_NONE)
+			status = SC_RT_STATUS(SC_RT_NODE, status & 0xff);
 	}
 	if (n > 0xffff)
 		n = 0;

@@ -12,6 +12,7 @@
 
 #include "common/pyframes.h"
 #include "common/jvmframes.h"
+#include "common/v8frames.h"
 
 #define SC_MAX_TARGETS 64
 #define SC_STACK_DEPTH 127
@@ -44,6 +45,8 @@ enum sc_stat {
 	SC_STAT_PY_MAP_BAD,	  /* an interpreter not mapped where the worker was told: dropped */
 	SC_STAT_JAVA_METHOD_LOST, /* a new Java method's record not in the ring buffer */
 	SC_STAT_JAVA_MAP_BAD,	  /* a libjvm.so not mapped where the worker was told: dropped */
+	SC_STAT_V8_FUNC_LOST,	  /* a new JavaScript function's record not in the ring buffer */
+	SC_STAT_V8_MAP_BAD,	  /* a node executable not mapped where the worker was told */
 	SC_STAT_MAX,
 };
 
@@ -84,17 +87,19 @@ enum sc_rec_kind {
 	SC_REC_DONE = 2,    /* struct sc_done: OFF_CPU time of the snapshot taken at switch-out */
 	SC_REC_PYCODE = 3,  /* struct sc_pycode (common/pyframes.h): a Python code object's names */
 	SC_REC_JMETHOD = 4, /* struct sc_jmethod (common/jvmframes.h): a Java method's names */
+	SC_REC_V8FUNC = 5,  /* struct sc_v8func (common/v8frames.h): a JavaScript function's */
 };
 
 /* The copy stopped at the target's limit (snap_limits), not at the stack's end or SC_SNAP_STACK. */
 #define SC_SNAP_LIMITED 1u
 
 /*
- * A snapshot's runtime frames are Python's or Java's (a process is one or the other): the
+ * A snapshot's runtime frames are Python's, Java's or JavaScript's (a process is one): the
  * status word says which runtime in its bits 8-15 and that runtime's status in bits 0-7.
  */
 #define SC_RT_PYTHON 0u
 #define SC_RT_JAVA 1u
+#define SC_RT_NODE 2u
 #define SC_RT_STATUS(rt, st) ((rt) << 8 | (st))
 #define SC_RT_OF(word) ((word) >> 8)
 #define SC_RT_ST(word) ((word)&0xffu)
@@ -104,6 +109,7 @@ static inline int sc_rt_status_ok(__u32 word)
 {
 	return SC_RT_OF(word) == SC_RT_PYTHON ? SC_RT_ST(word) < PY_ST_MAX
 	       : SC_RT_OF(word) == SC_RT_JAVA ? SC_RT_ST(word) < JAVA_ST_MAX && SC_RT_ST(word)
+	       : SC_RT_OF(word) == SC_RT_NODE ? SC_RT_ST(word) < V8_ST_MAX && SC_RT_ST(word)
 					      : 0;
 }
 
@@ -119,7 +125,7 @@ struct sc_snap {
 	__u32 stack_len;   /* bytes of stack in data, after the kernel frames */
 	__u32 flags;	   /* SC_SNAP_LIMITED */
 	__u32 npy;	   /* runtime frames (struct py_frame) after the kernel frames */
-	__u32 pystatus;	   /* SC_RT_STATUS: enum py_status or enum java_status */
+	__u32 pystatus;	   /* SC_RT_STATUS: enum py_status, java_status or v8_status */
 	/* The kernel frames (kbytes of them, none when <= 0), the Python frames (npy), then the
 	 * stack: a record is as long as what it holds. */
 	__u8 data[SC_STACK_DEPTH * 8 + PY_MAX_FRAMES * 16 + SC_SNAP_STACK];

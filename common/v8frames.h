@@ -101,4 +101,95 @@ struct v8_layout {
 	__u8 deopt_inlined_count, deopt_literal_array, deopt_shared_info, deopt_inlining_positions;
 };
 
+/* ---- The frame walker (bpf/v8.bpf.h) and what it records ---- */
+
+/*
+ * ScopeInfo, V8 11.3 (the one version worker/v8structs.c accepts; checked on node 20 against
+ * a running node's objects, tests/integration/test_node.c): after the map, tagged slots 1 flags
+ * (a Smi), 2 parameter count, 3 context local count n, then n context local names (one hash
+ * table slot when n >= V8_SI_INLINED_LOCALS), n local infos, the saved class variable (flag
+ * bit 10), the function variable's name and slot (flag bits 12-13 not 0), the inferred name
+ * (bit 14), then a function scope's start and end positions (Smis: offsets in the script's
+ * source). No v8dbg_ symbol gives these.
+ */
+#define V8_SI_FIRST_LOCAL 4
+#define V8_SI_INLINED_LOCALS 75
+#define V8_SI_SAVED_CLASS_BIT 10
+#define V8_SI_FUNCTION_VAR_SHIFT 12
+#define V8_SI_INFERRED_BIT 14
+
+/* Source bytes before a function read at most to count its first line (in V8_SRC_CHUNK steps). */
+#define V8_SRC_MAX (256u << 10)
+#define V8_SRC_CHUNK 64
+
+/* Frames (fp steps, native ones included) walked per sample at most. */
+#define V8_MAX_STEPS 192
+/* New functions whose record is read per sample at most; the rest wait for a later sample. */
+#define V8_NEW_FUNCS 4
+/* Functions per process the programs remember having sent (LRU, all targets). */
+#define V8_FUNCS_ENTRIES 16384
+
+/*
+ * A target's node as the worker found it (map v8_procs, by tgid): where the executable (or
+ * libnode.so) is mapped and its layout (worker/v8structs.c). The programs check the mapping at
+ * their first use (bpf_find_vma, as for Python) and set checked.
+ */
+struct v8_proc {
+	__u64 start; /* where the file is mapped from its first byte */
+	__u64 size;  /* the file's size */
+	__u32 checked;
+	__u32 pad;
+	struct v8_layout l;
+};
+
+/*
+ * One JavaScript frame travels as a struct py_frame (common/pyframes.h, 16 bytes): code is the
+ * SharedFunctionInfo (tagged), stamp tells a moved or reused one apart (never 0), instr the low
+ * 32 bits of the frame's pc: the sampled pc for the innermost frame, its callee's return
+ * address for the others. The shipper puts the frame where its native unwinding met that pc.
+ */
+
+/* Why a stack of a node target holds no JavaScript frames, or not all of them (the snapshot's
+ * runtime status, with SC_RT_NODE as its runtime). */
+enum v8_status {
+	V8_ST_NONE = 0, /* not a node process (or not yet found to be one) */
+	V8_ST_OK = 1,	/* the frame pointer chain walked to its end */
+	V8_ST_NO_JS,	/* no JavaScript frame on the chain: the thread ran no JavaScript */
+	V8_ST_LOOP,	/* a frame pointer saved as its own caller's: walk ended, frames kept */
+	V8_ST_CUT,	/* longer than V8_MAX_STEPS frames or PY_MAX_FRAMES JS frames */
+	V8_ST_FAULT,	/* a JavaScript frame's function was not readable */
+	V8_ST_MAX,
+};
+
+/* Bytes of a function record's strings sent at most. */
+#define V8_NAME_MAX 128
+#define V8_FILE_MAX 256
+#define V8_STRINGS (2 * V8_NAME_MAX + V8_FILE_MAX)
+
+/* struct sc_v8func flags */
+#define V8_F_NAME_CUT 1u  /* the name was longer than V8_NAME_MAX bytes: its start sent */
+#define V8_F_FILE_TAIL 2u /* the script name was longer than V8_FILE_MAX: its end sent */
+
+/*
+ * A function met for the first time in a process (SC_REC_V8FUNC in the snapshot ring): its
+ * name (the ScopeInfo's function name, or the SharedFunctionInfo's name string), the name V8
+ * inferred for it (anonymous functions: `obj.method`, the variable assigned), the line it
+ * starts on (the newlines before its start position in the script's source, a sequential
+ * one-byte string, V8_SRC_MAX bytes at most), and its script's name, at data[0], data[V8_NAME_MAX], data[2 * V8_NAME_MAX]. Strings are V8's sequential
+ * strings: kind 1 (Latin-1) or 2 (UTF-16) bytes a character, 0 when none was readable. Every
+ * field after tgid comes from the target's memory: hostile.
+ */
+struct sc_v8func {
+	__u32 kind; /* SC_REC_V8FUNC */
+	__u32 tgid;
+	__u64 sfi;
+	__u32 stamp;
+	__u16 name_len, inferred_len, file_len; /* bytes */
+	__u8 name_kind, inferred_kind, file_kind;
+	__u8 flags; /* V8_F_* */
+	__u8 pad[2];
+	__u32 line; /* the function's first line, from 1; 0: not found */
+	__u8 data[V8_STRINGS];
+};
+
 #endif

@@ -322,6 +322,14 @@ void ship_task__py_log(struct ship_task *t)
 					 (unsigned long long)t->java_status[i][st],
 					 st == JAVA_ST_CUT ? "with only the innermost" : "without",
 					 java_status_name(st));
+	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
+		for (uint32_t st = V8_ST_NO_JS; st < V8_ST_MAX; st++)
+			if (t->v8_status[i][st])
+				log_info("task %llu: pid %d: %llu samples %s JavaScript frames: %s",
+					 (unsigned long long)t->task_id, t->spec.pids[i],
+					 (unsigned long long)t->v8_status[i][st],
+					 st == V8_ST_NO_JS ? "without" : "with only the innermost",
+					 v8_status_name(st));
 	if (t->py_unknown)
 		log_info("task %llu: %llu samples with Python frames whose code record was not "
 			 "there, named %s",
@@ -685,6 +693,11 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 	char **names;
 	size_t n;
 
+	if (st->rt == SC_RT_NODE) {
+		n = v8_splice(st->ips, st->nr, st->py, st->npy, items,
+			      sizeof(items) / sizeof(items[0]));
+		goto named;
+	}
 	if (st->rt == SC_RT_JAVA) {
 		/* Java: where the native unwinder stopped in code no file holds (JIT code). */
 		for (uint32_t i = 0; i < st->nr; i++) {
@@ -720,10 +733,12 @@ named:
 			st->names[items[k].native] = NULL;
 			continue;
 		}
-		if (st->rt == SC_RT_JAVA ? !jmethods__name(t->pycodes, tgid, &st->py[items[k].py],
-							   buf, sizeof(buf), &src)
-					 : !pycodes__name(t->pycodes, tgid, &st->py[items[k].py],
-							  buf, sizeof(buf), &src))
+		if (st->rt == SC_RT_NODE   ? !v8funcs__name(t->pycodes, tgid, &st->py[items[k].py],
+							    buf, sizeof(buf), &src)
+		    : st->rt == SC_RT_JAVA ? !jmethods__name(t->pycodes, tgid, &st->py[items[k].py],
+							     buf, sizeof(buf), &src)
+					   : !pycodes__name(t->pycodes, tgid, &st->py[items[k].py],
+							    buf, sizeof(buf), &src))
 			st->py_unknown++;
 		else if (t->profile)
 			(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
@@ -958,6 +973,8 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 		memcpy(py, v.py, v.s.npy * sizeof(struct py_frame));
 		if (SC_RT_OF(v.s.pystatus) == SC_RT_JAVA)
 			t->java_status[target][SC_RT_ST(v.s.pystatus)]++;
+		else if (SC_RT_OF(v.s.pystatus) == SC_RT_NODE)
+			t->v8_status[target][SC_RT_ST(v.s.pystatus)]++;
 		else
 			t->py_status[target][SC_RT_ST(v.s.pystatus)]++;
 		if (v.s.npy && !t->pycodes) {
@@ -1116,6 +1133,19 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 				 (unsigned long long)n,
 				 st == JAVA_ST_CUT ? "with only the innermost" : "without",
 				 java_status_name(st));
+			profile__add_comment(t->profile, line);
+		}
+		for (uint32_t st = V8_ST_NO_JS; st < V8_ST_MAX; st++) {
+			uint64_t n = 0;
+
+			for (uint32_t i = 0; i < t->spec.npids; i++)
+				n += t->v8_status[i][st];
+			if (!n)
+				continue;
+			snprintf(line, sizeof(line), "node: %llu samples %s JavaScript frames: %s",
+				 (unsigned long long)n,
+				 st == V8_ST_NO_JS ? "without" : "with only the innermost",
+				 v8_status_name(st));
 			profile__add_comment(t->profile, line);
 		}
 		if (t->py_unknown) {

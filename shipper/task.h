@@ -88,6 +88,7 @@ struct ship_task {
 	uint64_t maps_seen[ROVER_MAX_PIDS]; /* symbolizer__maps_stamp + 1 at the last look */
 	uint64_t py_status[ROVER_MAX_PIDS][PY_ST_MAX];
 	uint64_t java_status[ROVER_MAX_PIDS][JAVA_ST_MAX]; /* the same for Java targets */
+	uint64_t v8_status[ROVER_MAX_PIDS][V8_ST_MAX];	   /* and for node targets */
 	uint64_t py_unknown, py_bad_frames;
 
 	/*

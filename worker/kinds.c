@@ -19,6 +19,7 @@
 #include "worker/netcap.h"
 #include "worker/profiler.h"
 #include "worker/jvmstructs.h"
+#include "worker/v8structs.h"
 #include "worker/pyattach.h"
 #include "worker/worker.h"
 
@@ -146,6 +147,41 @@ static void stacks_java_attach(struct worker *w, const struct msg_py_attach *m, 
 		worker_lost_shipper(w, err, "Java result");
 }
 
+/* A target's node executable the shipper found: V8's layout from the file (v8structs__file). */
+static void stacks_v8_attach(struct worker *w, const struct msg_py_attach *m, int fd,
+			     struct msg_py_result *r)
+{
+	const char *why = NULL;
+	struct v8_proc vp;
+	struct stat st;
+	int err = 0;
+
+	memset(&vp, 0, sizeof(vp));
+	if (m->start % 4096)
+		err = -EINVAL;
+	else if (fstat(fd, &st))
+		err = -errno;
+	if (!err)
+		err = v8structs__file(fd, &vp.l, &why);
+	vp.start = m->start;
+	vp.size = (uint64_t)st.st_size;
+	if (!err)
+		err = profiler__v8_attach(w->prof, m->pid, &vp);
+	r->err = err;
+	r->version = err ? 0 : (uint32_t)vp.l.major << 8 | vp.l.minor;
+	if (err)
+		log_warn("task %llu: JavaScript frames of process %d (%s) not read: %s%s%s",
+			 (unsigned long long)w->spec.task_id, m->pid, m->path, strerror(-err),
+			 why ? ": " : "", why ? why : "");
+	else
+		log_info("task %llu: V8 %u.%u.%u frames of process %d read (%s)",
+			 (unsigned long long)w->spec.task_id, vp.l.major, vp.l.minor, vp.l.build,
+			 m->pid, m->path);
+	err = ipc_send(w->shipper, MSG_SHIP_PY_RESULT, r, sizeof(*r), -1);
+	if (err)
+		worker_lost_shipper(w, err, "node result");
+}
+
 static void stacks_py_attach(struct worker *w, const struct ipc_msg *msg)
 {
 	struct msg_py_attach m;
@@ -160,6 +196,10 @@ static void stacks_py_attach(struct worker *w, const struct ipc_msg *msg)
 	r.seq = m.seq;
 	if (m.task_id == w->spec.task_id && m.pid > 0 && m.runtime == SC_RT_JAVA) {
 		stacks_java_attach(w, &m, msg->fd, &r);
+		return;
+	}
+	if (m.task_id == w->spec.task_id && m.pid > 0 && m.runtime == SC_RT_NODE) {
+		stacks_v8_attach(w, &m, msg->fd, &r);
 		return;
 	}
 	if (m.task_id != w->spec.task_id || m.pid <= 0 || m.runtime != SC_RT_PYTHON)

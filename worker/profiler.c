@@ -72,7 +72,8 @@ struct profiler {
 	int *pfds;
 	int ncpus;
 	/* the maps both programs share, by fd */
-	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd, pyprocs_fd, javaprocs_fd;
+	int counts_fd[2], stacks_fd, stats_fd, targets_fd, limits_fd, pyprocs_fd, javaprocs_fd,
+		v8procs_fd;
 	volatile __u32 *active;
 	uint64_t flush_no;
 	uint64_t *sent_hash; /* per stack id: content hash last sent to the shipper, 0: none */
@@ -241,6 +242,7 @@ static int start_on_cpu(struct profiler *p, const struct task_spec *spec,
 	p->limits_fd = bpf_map__fd(p->on->maps.snap_limits);
 	p->pyprocs_fd = bpf_map__fd(p->on->maps.py_procs);
 	p->javaprocs_fd = bpf_map__fd(p->on->maps.java_procs);
+	p->v8procs_fd = bpf_map__fd(p->on->maps.v8_procs);
 	p->active = &p->on->bss->active_counts;
 	for (int cpu = 0; cpu < p->ncpus; cpu++) {
 		int fd = perf_open_cpu_clock(cpu, freq);
@@ -341,6 +343,7 @@ static int start_off_cpu(struct profiler *p, const struct task_spec *spec,
 	p->limits_fd = bpf_map__fd(p->off->maps.snap_limits);
 	p->pyprocs_fd = bpf_map__fd(p->off->maps.py_procs);
 	p->javaprocs_fd = bpf_map__fd(p->off->maps.java_procs);
+	p->v8procs_fd = bpf_map__fd(p->off->maps.v8_procs);
 	p->active = &p->off->bss->active_counts;
 	p->links[0] = use_btf ? bpf_program__attach(prog)
 			      : bpf_program__attach_raw_tracepoint(prog, "sched_switch");
@@ -382,6 +385,17 @@ int profiler__java_attach(struct profiler *p, int32_t tgid, const struct java_pr
 	if (!profiler__tracing(p, tgid))
 		return -EPERM;
 	return bpf_map_update_elem(p->javaprocs_fd, &key, jp, BPF_ANY) ? -errno : 0;
+}
+
+int profiler__v8_attach(struct profiler *p, int32_t tgid, const struct v8_proc *vp)
+{
+	uint32_t key = (uint32_t)tgid;
+
+	if (!p->rb)
+		return -EOPNOTSUPP; /* JavaScript frames ride in snapshots: unwind mode dwarf only */
+	if (!profiler__tracing(p, tgid))
+		return -EPERM;
+	return bpf_map_update_elem(p->v8procs_fd, &key, vp, BPF_ANY) ? -errno : 0;
 }
 
 int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes)
@@ -489,7 +503,7 @@ static int on_record(void *ctx, void *data, size_t size)
 						    pe->data + pb);
 		free(pe);
 		return p->rb_err;
-	} else if (kind == SC_REC_PYCODE || kind == SC_REC_JMETHOD) {
+	} else if (kind == SC_REC_PYCODE || kind == SC_REC_JMETHOD || kind == SC_REC_V8FUNC) {
 		/* Names of a code object or a method, ahead of the snapshots that hold it. */
 		if (ship_batch_add_pycode(b, data, size))
 			b->losses[LOSS_PY_CODES]++;
@@ -631,6 +645,7 @@ int profiler__forget(struct profiler *p, int32_t pid)
 	/* Its interpreter's place is no other process's that gets its number. */
 	bpf_map_delete_elem(p->pyprocs_fd, &tgid);
 	bpf_map_delete_elem(p->javaprocs_fd, &tgid);
+	bpf_map_delete_elem(p->v8procs_fd, &tgid);
 	return 0;
 }
 
@@ -716,6 +731,8 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		[SC_STAT_PY_MAP_BAD] = -2, /* said, not a loss: the samples keep native frames */
 		[SC_STAT_JAVA_METHOD_LOST] = LOSS_PY_CODES,
 		[SC_STAT_JAVA_MAP_BAD] = -2,
+		[SC_STAT_V8_FUNC_LOST] = LOSS_PY_CODES,
+		[SC_STAT_V8_MAP_BAD] = -2,
 	};
 	uint64_t *percpu = calloc((size_t)p->ncpus, sizeof(uint64_t));
 
@@ -732,8 +749,8 @@ static void drain_stats(struct profiler *p, struct ship_batch *b)
 		p->stat_prev[k] = sum;
 		if (loss_of[k] == -2 && delta)
 			log_warn("%" PRIu64
-				 " Python interpreters were not mapped where the shipper "
-				 "said: their frames are not read",
+				 " runtimes (Python, Java or node) were not mapped where the "
+				 "shipper said: their frames are not read",
 				 delta);
 		else if (loss_of[k] < 0)
 			p->events += delta;

@@ -51,6 +51,8 @@ int profiler__stack_hint(struct profiler *p, int32_t tgid, uint32_t bytes);
 int profiler__py_attach(struct profiler *p, int32_t tgid, const struct py_proc *py);
 /* As profiler__py_attach, for a Java target's libjvm.so (bpf/java.bpf.h). */
 int profiler__java_attach(struct profiler *p, int32_t tgid, const struct java_proc *jp);
+/* As profiler__py_attach, for a node target's executable (bpf/v8.bpf.h). */
+int profiler__v8_attach(struct profiler *p, int32_t tgid, const struct v8_proc *vp);
 
 /* Whether the worker runs a program of its own (the kernel-frame namer, BPF_PROG_RUN). */
 int profiler__runs_programs(const struct profiler *p);

@@ -21,7 +21,7 @@ struct py_sent {
 	uint32_t seq;
 	uint64_t dev, ino, start;
 	int32_t err; /* 1 while no answer came */
-	int java;    /* a libjvm.so, not an interpreter */
+	int java;    /* a libjvm.so, not an interpreter; 2: a node executable */
 	char path[256];
 };
 
@@ -60,6 +60,11 @@ int pyfind__name(const char *base, unsigned *ret_minor)
 	if (!strcmp(base, "libjvm.so")) {
 		*ret_minor = 0;
 		return 3;
+	}
+	/* node (or a libnode.so): V8's layout is the worker's to read, from the file. */
+	if (!strcmp(base, "node") || !strcmp(base, "nodejs") || !strncmp(base, "libnode.so", 10)) {
+		*ret_minor = 0;
+		return 4;
 	}
 	if (!strncmp(base, "libpython", 9) && minor_of(base + 9, ret_minor, &end) &&
 	    !strncmp(end, ".so", 3) && (end[3] == '\0' || end[3] == '.'))
@@ -183,8 +188,10 @@ int py_finder__scan(struct py_finder *f, const struct fd_opener *op, int pid, py
 				    .pid = pid,
 				    .seq = e->seq,
 				    .start = s.start,
-				    .runtime = s.kind == 3 ? SC_RT_JAVA : SC_RT_PYTHON };
-	e->java = s.kind == 3;
+				    .runtime = s.kind == 4   ? SC_RT_NODE
+					       : s.kind == 3 ? SC_RT_JAVA
+							     : SC_RT_PYTHON };
+	e->java = s.kind == 4 ? 2 : s.kind == 3;
 	snprintf(m.path, sizeof(m.path), "%s", s.path);
 	err = found(ctx, &m, fd);
 	close(fd);
@@ -205,8 +212,16 @@ void py_finder__result(struct py_finder *f, const struct msg_py_result *r)
 		if (r->err) {
 			f->st.refused++;
 			log_warn("task %llu: %s in pid %d (%s) not read: %s",
-				 (unsigned long long)f->task_id, e->java ? "java" : "python",
+				 (unsigned long long)f->task_id,
+				 e->java == 2 ? "node"
+				 : e->java    ? "java"
+					      : "python",
 				 e->pid, e->path, strerror(r->err < 0 ? -r->err : r->err));
+		} else if (e->java == 2) {
+			f->st.found++;
+			log_info("task %llu: node (V8 %u.%u) found in pid %d (%s)",
+				 (unsigned long long)f->task_id, r->version >> 8, r->version & 0xff,
+				 e->pid, e->path);
 		} else if (e->java) {
 			f->st.found++;
 			log_info("task %llu: java %u found in pid %d (%s)",

@@ -21,7 +21,8 @@
 
 /*
  * Whether a mapped file's base name is one of a CPython 3.8-3.13 interpreter: 1 for
- * libpython3.N, 2 for the python3.N executable, 3 for HotSpot's libjvm.so (*ret_minor 0: the
+ * libpython3.N, 2 for the python3.N executable, 3 for HotSpot's libjvm.so, 4 for node or
+ * libnode.so (*ret_minor 0: the
  * worker reads its version), 0 for none; *ret_minor = N. A lower kind wins in a process.
  */
 int pyfind__name(const char *base, unsigned *ret_minor);

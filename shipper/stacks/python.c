@@ -287,7 +287,7 @@ struct pycode {
 	int32_t firstlineno;
 	uint16_t version; /* Python's 0x030b; a Java method's JDK major */
 	uint16_t lines_len;
-	uint8_t java; /* a Java method (struct sc_jmethod) */
+	uint8_t java; /* a Java method (struct sc_jmethod); 2: a JavaScript function (sc_v8func) */
 	size_t bytes; /* charged */
 	char *name;   /* UTF-8, in this allocation */
 	char *file;   /* NULL: unreadable */
@@ -402,6 +402,7 @@ void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
 struct rec_view {
 	struct sc_pycode h;  /* data[] not copied */
 	struct sc_jmethod j; /* instead, when java */
+	struct sc_v8func v;  /* instead, when java == 2 (data[] copied: the record is fixed) */
 	int java;
 	const uint8_t *data;
 	size_t size; /* the record's bytes in the frame, padding included */
@@ -463,6 +464,42 @@ static int jrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tg
 	return 0;
 }
 
+#define VREC_BYTES ((sizeof(struct sc_v8func) + 7) & ~(size_t)7)
+
+static bool v8_kind_ok(uint8_t kind, uint16_t len, uint16_t max)
+{
+	if (kind == 0)
+		return len == 0;
+	return (kind == 1 || kind == 2) && len <= max && len % kind == 0;
+}
+
+/* A JavaScript function record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
+static int vrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids,
+		   uint32_t ntgids, struct rec_view *ret, const char **why)
+{
+	const struct sc_v8func *v = &ret->v;
+
+	if (len - off < VREC_BYTES) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	memcpy(&ret->v, buf + off, sizeof(ret->v));
+	ret->data = ret->v.data;
+	ret->java = 2;
+	if (!is_target(tgids, ntgids, (int32_t)v->tgid)) {
+		*why = "a record of a process not among the task's targets";
+		return -EBADMSG;
+	}
+	if (!v->stamp || !v8_kind_ok(v->name_kind, v->name_len, V8_NAME_MAX) ||
+	    !v8_kind_ok(v->inferred_kind, v->inferred_len, V8_NAME_MAX) ||
+	    !v8_kind_ok(v->file_kind, v->file_len, V8_FILE_MAX)) {
+		*why = "a JavaScript record without a stamp or with a bad string";
+		return -EBADMSG;
+	}
+	ret->size = VREC_BYTES;
+	return 0;
+}
+
 /* The record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
 static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids, uint32_t ntgids,
 		  struct rec_view *ret, const char **why)
@@ -474,6 +511,8 @@ static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgi
 		memcpy(&kind, buf + off, sizeof(kind));
 		if (kind == SC_REC_JMETHOD)
 			return jrec_at(buf, len, off, tgids, ntgids, ret, why);
+		if (kind == SC_REC_V8FUNC)
+			return vrec_at(buf, len, off, tgids, ntgids, ret, why);
 	}
 	ret->java = 0;
 	if (rest < REC_HEAD + PY_NAME_MAX + PY_FILE_MAX) {
@@ -557,6 +596,72 @@ static int keep_java(struct pycodes *c, const struct rec_view *r)
 			      .bytes = sizeof(*e) + j->lines_len + nl + 1 + fl };
 	memcpy(e->lines, r->data + JAVA_STRINGS, j->lines_len);
 	e->name = (char *)e->lines + j->lines_len;
+	memcpy(e->name, name, nl + 1);
+	if (fl) {
+		e->file = e->name + nl + 1;
+		memcpy(e->file, file, fl);
+	}
+	insert(c, e);
+	return 0;
+}
+
+/*
+ * A V8 string's bytes (kind 1: Latin-1, 2: UTF-16) as a name's: ASCII kept, what a folded line
+ * cannot hold and any other character as '_': its length (out holds n bytes at least).
+ */
+static size_t v8name_put(char *out, const uint8_t *in, size_t n, uint8_t kind)
+{
+	size_t o = 0;
+
+	if (kind != 1 && kind != 2)
+		return 0;
+	for (size_t i = 0; i + kind <= n; i += kind) {
+		uint16_t ch = kind == 2 ? (uint16_t)(in[i] | in[i + 1] << 8) : in[i];
+
+		out[o++] = ch < 0x20 || ch >= 0x7f || ch == ';' ? '_' : (char)ch;
+	}
+	return o;
+}
+
+/* V8's name of a function without one: what its stack traces and profiles show. */
+#define V8_ANONYMOUS "(anonymous)"
+
+static int keep_v8(struct pycodes *c, const struct rec_view *r)
+{
+	const struct sc_v8func *v = &r->v;
+	char name[V8_NAME_MAX + 8], file[V8_FILE_MAX + 8];
+	size_t nl, fl = 0;
+	struct pycode *e;
+
+	nl = v8name_put(name, r->data, v->name_len, v->name_kind);
+	if (!nl)
+		nl = v8name_put(name, r->data + V8_NAME_MAX, v->inferred_len, v->inferred_kind);
+	if (!nl) {
+		nl = strlen(V8_ANONYMOUS);
+		memcpy(name, V8_ANONYMOUS, nl);
+	} else if (v->flags & V8_F_NAME_CUT) {
+		memcpy(name + nl, "...", 3);
+		nl += 3;
+	}
+	name[nl] = '\0';
+	if (v->file_len) {
+		size_t at = v->flags & V8_F_FILE_TAIL ? 3 : 0;
+
+		memcpy(file, "...", at);
+		fl = at +
+		     v8name_put(file + at, r->data + 2 * V8_NAME_MAX, v->file_len, v->file_kind);
+		file[fl++] = '\0';
+	}
+	e = malloc(sizeof(*e) + nl + 1 + fl);
+	if (!e)
+		return -ENOMEM;
+	*e = (struct pycode){ .code = v->sfi,
+			      .tgid = (int32_t)v->tgid,
+			      .stamp = v->stamp,
+			      .firstlineno = v->line <= INT32_MAX ? (int32_t)v->line : 0,
+			      .java = 2,
+			      .bytes = sizeof(*e) + nl + 1 + fl };
+	e->name = (char *)e->lines;
 	memcpy(e->name, name, nl + 1);
 	if (fl) {
 		e->file = e->name + nl + 1;
@@ -678,7 +783,7 @@ int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids
 	off = sizeof(hdr);
 	for (uint32_t i = 0; i < hdr.count; i++) {
 		(void)rec_at(b, len, off, tgids, ntgids, &r, &why);
-		err = r.java ? keep_java(c, &r) : keep(c, &r);
+		err = r.java == 2 ? keep_v8(c, &r) : r.java ? keep_java(c, &r) : keep(c, &r);
 		if (err)
 			return err;
 		off += r.size;
@@ -781,6 +886,44 @@ int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, ch
 	return 1;
 }
 
+int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		  struct py_frame_src *ret_src)
+{
+	struct pycode *e = NULL;
+	struct py_frame_src src = { .qualname = V8_UNKNOWN_NAME };
+
+	if (c) {
+		c->st.lookups++;
+		e = *find_link(c, tgid, f->code, f->stamp);
+	}
+	if (!e || e->java != 2) {
+		if (c)
+			c->st.unknown++;
+		if (len)
+			snprintf(buf, len, "%s", V8_UNKNOWN_NAME);
+		if (ret_src)
+			*ret_src = src;
+		return 0;
+	}
+	lru_del(e);
+	lru_add(c, e);
+	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = e->firstlineno };
+	if (len) {
+		/* A path's base name; node's own scripts ("node:internal/...") whole. */
+		const char *file = e->file && e->file[0] == '/' ? base_name(e->file) : e->file;
+
+		if (file && e->firstlineno > 0)
+			snprintf(buf, len, "%s (%s:%d)", e->name, file, e->firstlineno);
+		else if (file)
+			snprintf(buf, len, "%s (%s)", e->name, file);
+		else
+			snprintf(buf, len, "%s", e->name);
+	}
+	if (ret_src)
+		*ret_src = src;
+	return 1;
+}
+
 void pycodes__stats(const struct pycodes *c, struct pycodes_stats *ret)
 {
 	if (c)
@@ -875,6 +1018,68 @@ size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct 
 	for (size_t i = cut < 0 ? 0 : (size_t)cut + 1; i < nn && n < max; i++)
 		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
 	return n;
+}
+
+size_t v8_splice(const uint64_t *ips, size_t nn, const struct py_frame *js, size_t njs,
+		 struct py_item *ret, size_t max)
+{
+	struct py_item in[2 * ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES];
+	size_t n = 0, i = 0;
+	bool met = false;
+
+	if (njs > PY_MAX_FRAMES)
+		njs = PY_MAX_FRAMES;
+	if (nn > 2 * ROVER_MAX_STACK_DEPTH)
+		nn = 2 * ROVER_MAX_STACK_DEPTH;
+	/* Innermost first: each JavaScript frame takes the place of the native frame at its pc,
+	 * the native frames before it kept; one whose pc the unwinding did not meet goes where the
+	 * one before it went. When the unwinding met none (it stopped before the JavaScript
+	 * code), the JavaScript frames are the outermost, as the Java splice has them. */
+	for (size_t k = 0; k < njs && !met; k++)
+		for (size_t j = 0; j < nn && !met; j++)
+			met = (uint32_t)ips[j] == js[k].instr;
+	for (; i < nn && !met; i++)
+		in[n++] = (struct py_item){ .native = (int16_t)(nn - 1 - i), .py = -1 };
+	for (size_t k = 0; k < njs && !met; k++)
+		in[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+	for (size_t k = 0; k < njs && met; k++) {
+		size_t j = i;
+
+		while (j < nn && (uint32_t)ips[j] != js[k].instr)
+			j++;
+		if (j < nn) {
+			for (; i < j; i++)
+				in[n++] = (struct py_item){ .native = (int16_t)(nn - 1 - i),
+							    .py = -1 };
+			i++; /* the native frame the JavaScript one names */
+		}
+		in[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+	}
+	for (; i < nn; i++)
+		in[n++] = (struct py_item){ .native = (int16_t)(nn - 1 - i), .py = -1 };
+	/* Outermost first, as names are. */
+	for (size_t k = 0; k < n && k < max; k++)
+		ret[k] = in[n - 1 - k];
+	return n < max ? n : max;
+}
+
+const char *v8_status_name(uint32_t status)
+{
+	switch (status) {
+	case V8_ST_NONE:
+		return "not read as node";
+	case V8_ST_OK:
+		return "complete";
+	case V8_ST_NO_JS:
+		return "no JavaScript frame (the thread ran no JavaScript)";
+	case V8_ST_LOOP:
+		return "a frame named itself its caller (a loop): walk ended";
+	case V8_ST_CUT:
+		return "deeper than the frames walked (outermost left out)";
+	case V8_ST_FAULT:
+		return "a JavaScript frame's function was not readable";
+	}
+	return "unknown status";
 }
 
 const char *java_status_name(uint32_t status)

@@ -181,4 +181,31 @@ size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct 
 
 const char *java_status_name(uint32_t status);
 
+/* ---- JavaScript (V8) frames, through the same records, cache and splice ---- */
+
+/* A JavaScript frame whose function's record never came, was evicted or did not check out. */
+#define V8_UNKNOWN_NAME "<js code>"
+
+/*
+ * As pycodes__name, for a JavaScript frame (code: the SharedFunctionInfo): "function
+ * (script.js:LINE)", a path's base name and the line the function starts on (not yet the line
+ * the frame runs), without the line where the record has none; V8_UNKNOWN_NAME without a
+ * record. 1 when named from a record, 0 otherwise.
+ */
+int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
+		  struct py_frame_src *ret_src);
+
+/*
+ * A node stack's order, outermost first: ips[0..nn) the native unwinding, innermost first;
+ * js[0..njs) the JavaScript frames, innermost first, each with the low 32 bits of its pc in
+ * instr. A JavaScript frame takes the place of the native frame at its pc (its JIT code or
+ * the interpreter's builtin, met in the same order); one whose pc the unwinding did not meet
+ * goes next to the one before it. Native frames between them are kept. A native item's index
+ * is its name's, outermost first (names[nn - 1 - i] is ips[i]'s).
+ */
+size_t v8_splice(const uint64_t *ips, size_t nn, const struct py_frame *js, size_t njs,
+		 struct py_item *ret, size_t max);
+
+const char *v8_status_name(uint32_t status);
+
 #endif

@@ -693,6 +693,64 @@ static void pycode_seed(const char *name, uint8_t mode, const struct pyrec *r, u
 	write_file("fuzz_pycode", name, p.buf, p.len);
 }
 
+/* A node target's: JavaScript function records and a snapshot whose frames are theirs. */
+static void v8_seed(const char *name, uint32_t njs)
+{
+	static uint8_t codes[SEED_MAX];
+	struct ship_pycodes_hdr ch = { .task_id = 7, .count = 2 };
+	struct ship_snapshots_hdr h = { .task_id = 7, .count = 1 };
+	struct ship_snapshot snap = { .tgid = 42,
+				      .stack_len = 64,
+				      .value = 1,
+				      .ip = 0x401000,
+				      .sp = 0x7ffc0000,
+				      .npy = njs,
+				      .pystatus = SC_RT_STATUS(SC_RT_NODE, V8_ST_OK) };
+	struct sc_v8func r[2] = { { .kind = SC_REC_V8FUNC,
+				    .tgid = 42,
+				    .sfi = 0xa1,
+				    .stamp = 1,
+				    .name_len = 5,
+				    .name_kind = 1,
+				    .file_len = 8,
+				    .file_kind = 1 },
+				  { .kind = SC_REC_V8FUNC,
+				    .tgid = 42,
+				    .sfi = 0xb1,
+				    .stamp = 1,
+				    .inferred_len = 6,
+				    .inferred_kind = 2,
+				    .flags = V8_F_NAME_CUT | V8_F_FILE_TAIL } };
+	size_t step = (sizeof(struct sc_v8func) + 7) & ~(size_t)7, clen = sizeof(ch);
+	uint8_t stack[64] = { 0 };
+	struct pyseed p = { .len = 0 };
+	uint8_t mode = 0;
+
+	memcpy(r[0].data, "alpha", 5);
+	memcpy(r[0].data + 2 * V8_NAME_MAX, "/srv/a.js", 8);
+	memcpy(r[1].data + V8_NAME_MAX, "F\0o\0\xe9\0", 6);
+	memset(codes, 0, sizeof(codes));
+	memcpy(codes, &ch, sizeof(ch));
+	for (int i = 0; i < 2; i++, clen += step)
+		memcpy(codes + clen, &r[i], sizeof(r[i]));
+	pput(&p, &mode, 1);
+	pput16(&p, clen);
+	pput(&p, codes, clen);
+	pput16(&p, 3);
+	pput(&p, "\0\0\0", 3);
+	pput(&p, &h, sizeof(h));
+	pput(&p, &snap, sizeof(snap));
+	for (uint32_t i = 0; i < njs; i++) {
+		struct py_frame f = { .code = i % 2 ? 0xb1 : 0xa1,
+				      .stamp = 1,
+				      .instr = 0x401000 + 16 * i };
+
+		pput(&p, &f, sizeof(f));
+	}
+	pput(&p, stack, sizeof(stack));
+	write_file("fuzz_pycode", name, p.buf, p.len);
+}
+
 static void pycode_seeds(void)
 {
 	static const uint8_t loc311[] = { 0x80, 0x00, 0xd9, 0x04, 0x05, 0xf0, 0x03, 0x01, 0x02 };
@@ -713,6 +771,7 @@ static void pycode_seeds(void)
 	pycode_seed("each_kind_all", 0x17, r, 3, "\x03\x02\x03", 5);
 	pycode_seed("v38_v310", 0x00, old, 2, "\x03\x03", 2);
 	pycode_seed("v310_table", 0x04, old + 1, 1, "\x02", 1);
+	v8_seed("v8_records", 3);
 }
 
 /* ---- fuzz_pycode with Java: method records and snapshots of SC_RT_JAVA frames ---- */

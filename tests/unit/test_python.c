@@ -398,6 +398,9 @@ Test(pyfind, interpreter_names)
 	cr_assert_eq(pyfind__name("python3.11-config", &minor), 0);
 	cr_assert_eq(pyfind__name("libpython3.11.a", &minor), 0);
 	cr_assert_eq(pyfind__name("libpython3.11.sox", &minor), 0);
+	cr_assert_eq(pyfind__name("node", &minor), 4);
+	cr_assert_eq(pyfind__name("libnode.so.115", &minor), 4);
+	cr_assert_eq(pyfind__name("nodes", &minor), 0);
 	cr_assert_eq(pyfind__name("python2.7", &minor), 0);
 }
 
@@ -506,4 +509,151 @@ Test(pysplice, a_snapshot_of_this_process_is_spliced_and_named)
 			   "%s", all);
 	free(spliced);
 	free(all);
+}
+
+/* ---- JavaScript (V8) frames: records, names and the splice ---- */
+
+/* A MSG_SHIP_PYCODES payload of task 5 holding n V8 function records: its length. */
+static size_t v8_frame_of(const struct sc_v8func *r, uint32_t n)
+{
+	struct ship_pycodes_hdr h = { .task_id = 5, .count = n };
+	size_t off = sizeof(h), step = (sizeof(struct sc_v8func) + 7) & ~(size_t)7;
+
+	memset(frame_buf, 0, sizeof(frame_buf));
+	memcpy(frame_buf, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++, off += step)
+		memcpy(frame_buf + off, &r[i], sizeof(r[i]));
+	return off;
+}
+
+static struct sc_v8func v8rec(uint64_t sfi, const char *name, const char *inferred,
+			      const char *file)
+{
+	struct sc_v8func r = { .kind = SC_REC_V8FUNC, .tgid = 100, .sfi = sfi, .stamp = 9 };
+
+	r.name_len = (uint16_t)strlen(name);
+	r.name_kind = r.name_len ? 1 : 0;
+	memcpy(r.data, name, r.name_len);
+	r.inferred_len = (uint16_t)strlen(inferred);
+	r.inferred_kind = r.inferred_len ? 1 : 0;
+	memcpy(r.data + V8_NAME_MAX, inferred, r.inferred_len);
+	r.file_len = (uint16_t)strlen(file);
+	r.file_kind = r.file_len ? 1 : 0;
+	memcpy(r.data + 2 * V8_NAME_MAX, file, r.file_len);
+	return r;
+}
+
+static const char *v8_name_of(struct pycodes *c, uint64_t sfi, uint32_t stamp)
+{
+	static char buf[1024];
+	struct py_frame f = { .code = sfi, .stamp = stamp };
+
+	v8funcs__name(c, 100, &f, buf, sizeof(buf), NULL);
+	return buf;
+}
+
+Test(v8funcs, records_name_frames)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct sc_v8func r[4] = { v8rec(0x11, "alpha", "", "/srv/app/split.js"),
+				  v8rec(0x21, "", "Foo.bar", "/srv/app/split.js"),
+				  v8rec(0x31, "", "", "node:internal/main/run_main_module"),
+				  v8rec(0x41, "f12", "", "") };
+	const char *why = NULL;
+
+	r[0].line = 9;
+	r[2].line = 3;
+	r[3].line = 2; /* no script name: no line shown */
+	/* Two-byte (UTF-16) name: "h\u00e9" */
+	r[3].name_kind = 2;
+	r[3].name_len = 4;
+	memcpy(r[3].data, "h\0\xe9\0", 4);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 4), &why), 0,
+		     "%s", why);
+	cr_assert_str_eq(v8_name_of(c, 0x11, 9), "alpha (split.js:9)");
+	cr_assert_str_eq(v8_name_of(c, 0x21, 9), "Foo.bar (split.js)");
+	cr_assert_str_eq(v8_name_of(c, 0x31, 9),
+			 "(anonymous) (node:internal/main/run_main_module:3)");
+	cr_assert_str_eq(v8_name_of(c, 0x41, 9), "h_");
+	/* Another stamp: moved or another function at the address. */
+	cr_assert_str_eq(v8_name_of(c, 0x11, 10), V8_UNKNOWN_NAME);
+	pycodes__free(c);
+}
+
+Test(v8funcs, bad_records_are_refused_whole)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct sc_v8func r[2] = { v8rec(0x11, "alpha", "", "a.js"), v8rec(0x21, "b", "", "b.js") };
+	const char *why = NULL;
+	size_t len;
+
+	r[1].name_kind = 3;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	cr_assert_str_eq(v8_name_of(c, 0x11, 9), V8_UNKNOWN_NAME);
+	r[1] = v8rec(0x21, "b", "", "b.js");
+	r[1].name_kind = 2; /* an odd byte count of two-byte characters */
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	r[1] = v8rec(0x21, "b", "", "b.js");
+	r[1].file_len = V8_FILE_MAX + 1;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	r[1] = v8rec(0x21, "b", "", "b.js");
+	r[1].tgid = 300;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	r[1] = v8rec(0x21, "b", "", "b.js");
+	r[1].stamp = 0;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	/* Cut short. */
+	r[1] = v8rec(0x21, "b", "", "b.js");
+	len = v8_frame_of(r, 2);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len - 8, &why), -EBADMSG);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, &why), 0);
+	cr_assert_str_eq(v8_name_of(c, 0x21, 9), "b (b.js)");
+	pycodes__free(c);
+}
+
+/*
+ * ips: native pcs innermost first; js: the JavaScript frames' pcs innermost first. Returns the
+ * spliced stack outermost first: "nK" the name of native frame K (outermost first), "jK" JS
+ * frame K.
+ */
+static char *v8_splice_of(const uint64_t *ips, size_t nn, const uint32_t *js, size_t nj)
+{
+	struct py_frame f[16];
+	struct py_item items[64];
+	static char out[512];
+	size_t k, o = 0;
+
+	for (size_t i = 0; i < nj; i++)
+		f[i] = (struct py_frame){ .code = 0x100 + i, .stamp = 1, .instr = js[i] };
+	k = v8_splice(ips, nn, f, nj, items, 64);
+	out[0] = '\0';
+	for (size_t i = 0; i < k; i++) {
+		cr_assert((items[i].native < 0) != (items[i].py < 0));
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%c%d", i ? " " : "",
+				      items[i].native >= 0 ? 'n' : 'j',
+				      items[i].native >= 0 ? items[i].native : items[i].py);
+	}
+	return out;
+}
+
+Test(v8splice, frames_take_the_native_frames_at_their_pcs)
+{
+	/* Innermost first: a C++ leaf, JIT f, trampoline g, JSEntry, main. */
+	static const uint64_t ips[] = { 0x1000, 0x7f0000002000, 0x3000, 0x4000, 0x5000 };
+	static const uint32_t both[] = { 0x2000, 0x3000 };
+	static const uint32_t lost[] = { 0x2000, 0x9999, 0x3000 };
+	static const uint32_t none[] = { 0x8888 };
+
+	/* names outermost first: n0 main, n1 JSEntry, n2 g's native, n3 f's native, n4 leaf */
+	cr_assert_str_eq(v8_splice_of(ips, 5, both, 2), "n0 n1 j1 j0 n4");
+	/* A frame the unwinding did not meet: next to its callee, callers kept in order. */
+	cr_assert_str_eq(v8_splice_of(ips, 5, lost, 3), "n0 n1 j2 j1 j0 n4");
+	/* None met (the unwinding stopped short): the JavaScript frames outermost. */
+	cr_assert_str_eq(v8_splice_of(ips, 5, none, 1), "j0 n0 n1 n2 n3 n4");
+	cr_assert_str_eq(v8_splice_of(ips, 5, NULL, 0), "n0 n1 n2 n3 n4");
 }
