@@ -44,7 +44,7 @@ for t in "$@"; do
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-	last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+	last=$(grep -aE '^#[0-9]+.* cov: ' "$log" | tail -n 1)
 	cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
 	ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 	corp=$(ls "$OUT/fuzz/corpus/$t" | wc -l)

@@ -75,9 +75,13 @@ static void check_probes(const uint8_t *data, size_t size, const struct msg_tls_
 	}
 	for (uint32_t i = 0; i < m->nprobes; i++) {
 		const struct msg_tls_probe *p = &m->probes[i];
-		uint32_t fn = p->cookie & 0xff;
+		uint32_t fn = p->cookie & 0xff, where = p->cookie >> 16;
 
-		if (p->cookie >> 8 != m->lib || p->ret > 1 || (go && p->ret) ||
+		/* The worker's rules (worker/netcap.c): a call site (NET_TLS_AT_SITE, _AT_AFTER)
+		 * only of SSL_read or SSL_write, never with a return probe. */
+		if (((p->cookie >> 8) & 0xff) != m->lib || p->ret > 1 || (go && p->ret) ||
+		    where > NET_TLS_AT_AFTER >> 16 ||
+		    (where && (go || p->ret || (fn != NET_TLS_FN_READ && fn != NET_TLS_FN_WRITE))) ||
 		    (go ? fn < NET_TLS_FN_GO_READ || fn >= NET_TLS_FN_MAX
 			: fn < NET_TLS_FN_READ || fn > NET_TLS_FN_WRITE_EX)) {
 			fprintf(stderr, "lib %u: probe %u: cookie 0x%x ret %u\n", m->lib, i,
