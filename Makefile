@@ -80,7 +80,7 @@ LIBS_COMMON     := -lcap-ng
 LIBS_CONFIG     := -lyaml -lpcre2-8
 LIBS_GRPC       := -lgrpc -lgpr -lprotobuf-c -lpthread
 LIBS_WORKER     := -lbpf -lelf -lz $(LIBS_COMMON)
-LIBS_SHIPPER    := -lelf -lprotobuf-c -lnghttp2 -lz -liberty -llzma -ldw $(LIBS_CONFIG) \
+LIBS_SHIPPER    := -lelf -lprotobuf-c -lz -liberty -llzma -ldw $(LIBS_CONFIG) \
                    $(LIBS_COMMON) -lcapstone
 
 # The four binaries take their libraries from the static archives, but for glibc and
@@ -92,7 +92,7 @@ static = -Wl,-Bstatic $(1) -Wl,-Bdynamic
 LIBS_LAUNCHER_BIN   := $(call static,$(LIBS_CONFIG) $(LIBS_COMMON))
 LIBS_SUPERVISOR_BIN := $(call static,$(LIBS_CONFIG) -ljson-c $(LIBS_COMMON)) -lprotobuf-c
 LIBS_WORKER_BIN     := $(call static,-lbpf -lelf -lz -lzstd $(LIBS_COMMON))
-LIBS_SHIPPER_BIN    := $(call static,-ldw -lelf -lnghttp2 -liberty $(LIBS_CONFIG) $(LIBS_COMMON) \
+LIBS_SHIPPER_BIN    := $(call static,-ldw -lelf -liberty $(LIBS_CONFIG) $(LIBS_COMMON) \
                        -lz -llzma -lbz2 -lzstd) -lprotobuf-c
 
 BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-shipper
@@ -268,7 +268,7 @@ $(OUT)/tests/unit/runner: $(call obj,$(UNIT_SRCS)) $(call obj,$(SUPERVISOR_SRCS)
 		$(OUT)/worker/kbtf.o $(OUT)/worker/jvmstructs.o $(OUT)/worker/v8structs.o $(sort $(SHIPPER_OBJS) $(CONFIG_OBJS) $(GRPC_OBJS) $(SW_PROTO_OBJS)) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lcriterion $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lcurl -lseccomp \
-		-lbpf -lcrypto
+		-lbpf -lcrypto -lnghttp2
 
 # The forwarders of the OAP module and of libcurl, unloaded (the unit runner links the real
 # libraries under the same names).
@@ -388,7 +388,7 @@ $(OUT)/tests/bench/bench_pyframes: $(OUT)/tests/bench/bench_pyframes.o \
 
 # The HTTP/2 parser per 1000 requests, warm; scripts/bench_network_protocols.sh runs it.
 $(OUT)/tests/bench/bench_http2: $(OUT)/tests/bench/bench_http2.o \
-		$(OUT)/shipper/network/protocols/http/http2.o \
+		$(OUT)/shipper/network/protocols/http/http2.o $(OUT)/shipper/network/protocols/http/hpack.o \
 		$(OUT)/shipper/network/protocols/http/http1.o $(OUT)/shipper/network/protocols/l7.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -lnghttp2
@@ -429,7 +429,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=gnu11 -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror \
                 -Wno-missing-field-initializers -I. -I$(OUT) -idirafter $(OUT)/proto \
                 -DROVER_DEBUG=0 $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_LIBS    := $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lpthread
+FUZZ_LIBS    := $(LIBS_SHIPPER) $(LIBS_GRPC) -ljson-c -lpthread -lnghttp2
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix $(OUT)/fuzz/,$(FUZZ_TARGETS))
 # What the shipper links (its OAP client included), main.c and its seccomp policy excepted;

@@ -2,8 +2,8 @@
 /*
  * libFuzzer target: what a traced process writes and reads on one TCP connection, as the
  * shipper's HTTP/2 parser gets it (shipper/network/protocols/http/http2.c through
- * l7_http2_ops: framing, HPACK through libnghttp2's inflater and the walker that passes it
- * only what it needs, streams), in the input format and with the checks of l7_fuzz.h, and
+ * l7_http2_ops: framing, HPACK through hpack.c (fuzz_hpack holds it against libnghttp2's
+ * inflater), streams), in the input format and with the checks of l7_fuzz.h, and
  * HTTP/2's own: every exchange's strings terminated within bounds, with the lengths it
  * claims, a status 0 or 100..599, flags of its own kind only, a stream id of 31 bits; streams
  * held (open or not popped) at most HTTP2_MAX_HELD. A run is clean for the split check only if no candidate

@@ -2,7 +2,7 @@
 /*
  * HTTP/2 parser of one connection, two directions (see http2.h). Each direction is a state
  * machine over bytes: the preface, frame headers collected into 9 bytes, payloads consumed
- * in place (header block fragments streamed into the direction's HPACK inflater, the few
+ * in place (header block fragments streamed into the direction's HPACK decoder, the few
  * bytes of control frames kept, DATA only counted). Streams live in one slot array; a
  * direction points at the slot its current frame belongs to by index and a unique id, so a
  * stream completed under it (an RST_STREAM from the other side) stops taking its bytes.
@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nghttp2/nghttp2.h>
-
+#include "shipper/network/protocols/http/hpack.h"
 #include "shipper/network/protocols/http/http2.h"
 #include "shipper/network/protocols/l7.h"
 
@@ -25,14 +24,6 @@
 #define SLOTS_MIN 4u
 /* Ids of streams completed or dropped, so that their late frames open nothing. */
 #define RETIRED_MAX 128u
-/* RFC 7541 2.3.1: entries of the static table. */
-#define HPACK_STATIC_LAST 61u
-/* An HPACK integer of more than 4 continuation bytes (2^28) exceeds any length we accept. */
-#define HPACK_INT_MAX_SHIFT 28u
-/* The longest string libnghttp2's inflater takes (NGHTTP2_HD_MAX_NV). */
-#define HPACK_STRING_MAX 65536u
-#define HOLD_MAX 6u
-
 _Static_assert(HTTP2_MAX_HELD >= SLOTS_MIN && !(HTTP2_MAX_HELD & (HTTP2_MAX_HELD - 1)),
 	       "slots grow by doubling from SLOTS_MIN");
 _Static_assert(HTTP2_PREFACE_LEN == sizeof(HTTP2_PREFACE) - 1, "the preface's length");
@@ -102,41 +93,6 @@ enum slot_state {
 	SL_DONE,
 };
 
-/* HPACK representations (RFC 7541 6). */
-enum rep {
-	R_INDEXED,
-	R_LITERAL,
-	R_SIZE,
-};
-
-enum wstate {
-	W_OP,	/* a representation's first byte */
-	W_INT,	/* its integer's continuation bytes */
-	W_SLEN, /* a string's first byte */
-	W_SLEN_INT,
-	W_STR,
-};
-
-/*
- * Walks a header block representation by representation, passing on to the inflater only
- * the ones it needs: where the direction's dynamic table is unknown, those that do not refer
- * to it; where it is known, those that change it or carry a field the parser reads (see
- * walk_known()). Streaming: a representation's first bytes are held until its index is known
- * (at most HOLD_MAX of them).
- */
-struct walker {
-	enum wstate st;
-	enum rep rep;
-	bool fwd;	 /* the representation in progress is passed on */
-	bool field;	 /* a field came in this block (a size update may not follow) */
-	uint8_t strings; /* strings left in it */
-	uint8_t shift;
-	uint8_t nhold;
-	uint32_t val;
-	uint32_t left; /* string bytes left */
-	uint8_t hold[HOLD_MAX];
-};
-
 struct stream {
 	struct http2_exchange x;
 	char ctype[2][HTTP1_CTYPE_MAX + 1];
@@ -198,14 +154,7 @@ struct h2dir {
 	int bslot; /* field target, -1 for none */
 	uint64_t buid;
 	uint16_t blk_status;
-	nghttp2_hd_inflater *inf;
-	bool inf_dirty; /* mid-block or failed: replaced before the next block */
-	struct walker w;
-};
-
-struct hpmem {
-	size_t used;
-	uint64_t *failures;
+	struct hpack dec;
 };
 
 struct http2_conn {
@@ -220,84 +169,12 @@ struct http2_conn {
 	unsigned cap, count, open;
 	uint32_t retired[RETIRED_MAX];
 	unsigned retired_pos, retired_n;
-	struct hpmem mem;
-	nghttp2_mem nmem;
+	struct hpack_mem mem;
 	struct http2_stats st;
 	struct h2dir d[2];
 };
 
 static const uint8_t preface[] = HTTP2_PREFACE;
-/* A valid pointer for empty inflater input. */
-static const uint8_t empty_in[1];
-
-/* --- memory for the inflaters: bounded per connection --- */
-
-union hphdr {
-	size_t n;
-	max_align_t align;
-};
-
-static void *hp_malloc(size_t size, void *user)
-{
-	struct hpmem *m = user;
-	union hphdr *h;
-
-	if (size > HTTP2_HPACK_MEM_MAX || m->used + size > HTTP2_HPACK_MEM_MAX) {
-		(*m->failures)++;
-		return NULL;
-	}
-	h = malloc(sizeof(*h) + size);
-	if (!h) {
-		(*m->failures)++;
-		return NULL;
-	}
-	h->n = size;
-	m->used += size;
-	return h + 1;
-}
-
-static void hp_free(void *ptr, void *user)
-{
-	struct hpmem *m = user;
-	union hphdr *h;
-
-	if (!ptr)
-		return;
-	h = (union hphdr *)ptr - 1;
-	m->used -= h->n;
-	free(h);
-}
-
-static void *hp_calloc(size_t nmemb, size_t size, void *user)
-{
-	void *p;
-
-	if (size && nmemb > HTTP2_HPACK_MEM_MAX / size) {
-		(*((struct hpmem *)user)->failures)++;
-		return NULL;
-	}
-	p = hp_malloc(nmemb * size, user);
-	if (p)
-		memset(p, 0, nmemb * size);
-	return p;
-}
-
-static void *hp_realloc(void *ptr, size_t size, void *user)
-{
-	union hphdr *h;
-	void *p;
-
-	if (!ptr)
-		return hp_malloc(size, user);
-	h = (union hphdr *)ptr - 1;
-	p = hp_malloc(size, user);
-	if (!p)
-		return NULL;
-	memcpy(p, ptr, h->n < size ? h->n : size);
-	hp_free(ptr, user);
-	return p;
-}
-
 /* --- small helpers --- */
 
 static uint32_t be24(const uint8_t *p)
@@ -663,6 +540,7 @@ static void taint(struct http2_conn *c, int di, enum taint why)
 	if (d->hp != HP_TAINTED) {
 		d->hp = HP_TAINTED;
 		d->taint = why;
+		hpack__forget(&d->dec);
 	}
 }
 
@@ -749,15 +627,6 @@ static enum fname fname_of(const uint8_t *n, size_t nl)
 	return name_eq(n, fnames[f], nl) ? f : FN_OTHER;
 }
 
-/*
- * Whether on_field() would do anything with a field of that name: :scheme only tells the
- * role, the other pseudo-headers and the names of fnames[] are read.
- */
-static bool field_used(const struct http2_conn *c, enum fname f)
-{
-	return f != FN_OTHER && (f != FN_SCHEME || c->role == HTTP1_ROLE_UNKNOWN);
-}
-
 /* The trace context headers an exchange keeps, the first of each name. */
 static void trace_header(struct http1_exchange *h, enum fname f, const uint8_t *v, size_t vl)
 {
@@ -784,11 +653,13 @@ static void trace_header(struct http1_exchange *h, enum fname f, const uint8_t *
 		l7__copy_text(to, max, v, vl, &h->flags, HTTP1_F_VALUE_TRUNCATED);
 }
 
-static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, const uint8_t *v,
-		     size_t vl)
+/*
+ * A field the parser reads: v holds the first hpack_keep[f] bytes of its vl, all that is
+ * read of them.
+ */
+static void on_field(struct http2_conn *c, int di, enum fname f, const uint8_t *v, size_t vl)
 {
 	struct h2dir *d = &c->d[di];
-	enum fname f = fname_of(n, nl);
 	struct stream *s;
 	bool req_pseudo = f == FN_METHOD || f == FN_PATH || f == FN_SCHEME || f == FN_AUTHORITY;
 	bool is_status = f == FN_STATUS;
@@ -871,32 +742,51 @@ static void on_field(struct http2_conn *c, int di, const uint8_t *n, size_t nl, 
 	}
 }
 
-/* Feeds the block's bytes to the direction's inflater; false if it refused them. */
-static bool inflate(struct http2_conn *c, int di, const uint8_t *p, size_t n, bool final)
+static unsigned hpack_name(const uint8_t *n, size_t nl)
 {
-	struct h2dir *d = &c->d[di];
+	return fname_of(n, nl);
+}
 
-	if (!p)
-		p = empty_in;
-	for (;;) {
-		nghttp2_nv nv;
-		int fl = 0;
-		ssize_t r = nghttp2_hd_inflate_hd2(d->inf, &nv, &fl, p, n, final);
+/* RFC 7541 appendix A: the static table's names the parser reads. */
+static const uint8_t hpack_static_id[HPACK_STATIC_LAST + 1] = {
+	[1] = FN_AUTHORITY, [2] = FN_METHOD,  [3] = FN_METHOD,	[4] = FN_PATH,
+	[5] = FN_PATH,	    [6] = FN_SCHEME,  [7] = FN_SCHEME,	[8] = FN_STATUS,
+	[9] = FN_STATUS,    [10] = FN_STATUS, [11] = FN_STATUS, [12] = FN_STATUS,
+	[13] = FN_STATUS,   [14] = FN_STATUS, [31] = FN_CTYPE,	[38] = FN_HOST,
+};
 
-		if (r < 0)
-			return false;
-		p += r;
-		n -= (size_t)r;
-		if (fl & NGHTTP2_HD_INFLATE_EMIT)
-			on_field(c, di, nv.name, nv.namelen, nv.value, nv.valuelen);
-		if (fl & NGHTTP2_HD_INFLATE_FINAL) {
-			nghttp2_hd_inflate_end_headers(d->inf);
-			d->inf_dirty = false;
-			return true;
-		}
-		if (!(fl & NGHTTP2_HD_INFLATE_EMIT) && !n)
-			return true;
-	}
+/* What on_field() reads of each value: 3 digits of :status, 10 of grpc-status. */
+static const uint16_t hpack_keep[] = {
+	[FN_METHOD] = HTTP1_METHOD_MAX,	  [FN_PATH] = HTTP1_URI_MAX,
+	[FN_AUTHORITY] = HTTP1_HOST_MAX,  [FN_STATUS] = 3,
+	[FN_HOST] = HTTP1_HOST_MAX,	  [FN_SW8] = HTTP1_TRACE_MAX,
+	[FN_B3] = HTTP1_TRACE_MAX,	  [FN_B3_TRACEID] = HTTP1_B3_ID_MAX,
+	[FN_B3_SPANID] = HTTP1_B3_ID_MAX, [FN_GRPC_STATUS] = 10,
+	[FN_CTYPE] = HTTP1_CTYPE_MAX,
+};
+
+_Static_assert(HTTP1_TRACE_MAX <= HPACK_VALUE_KEEP && HTTP1_URI_MAX <= HPACK_VALUE_KEEP &&
+		       HTTP1_HOST_MAX <= HPACK_VALUE_KEEP && HTTP1_CTYPE_MAX <= HPACK_VALUE_KEEP,
+	       "values kept whole up to what is read");
+
+static const struct hpack_conf hpack_conf = {
+	.name_of = hpack_name,
+	.static_id = hpack_static_id,
+	.keep = hpack_keep,
+	.ids = FN_CTYPE + 1,
+	.table_max = HTTP2_HPACK_TABLE_MAX,
+};
+
+struct field_to {
+	struct http2_conn *c;
+	int di;
+};
+
+static void emit_field(void *user, unsigned id, const uint8_t *v, size_t vl)
+{
+	struct field_to *t = user;
+
+	on_field(t->c, t->di, (enum fname)id, v, vl);
 }
 
 static void block_break(struct http2_conn *c, int di)
@@ -907,307 +797,6 @@ static void block_break(struct http2_conn *c, int di)
 		d->block_broken = true;
 		taint(c, di, T_LATER);
 	}
-}
-
-static void walk_fwd(struct http2_conn *c, int di, const uint8_t *p, size_t n)
-{
-	struct h2dir *d = &c->d[di];
-
-	if (!d->block_broken && n && !inflate(c, di, p, n, false))
-		block_break(c, di);
-}
-
-/*
- * Bytes of the block passed on to the inflater, gathered while they lie next to each other
- * in the segment: one call for a run of fields. dirty: the run holds a representation that
- * may change the dynamic table, so the table is not read before the run was passed on.
- */
-struct fwdrun {
-	const uint8_t *p;
-	size_t n;
-	bool dirty;
-};
-
-static void run_flush(struct http2_conn *c, int di, struct fwdrun *r)
-{
-	if (r->n)
-		walk_fwd(c, di, r->p, r->n);
-	r->n = 0;
-	r->dirty = false;
-}
-
-static void run_add(struct http2_conn *c, int di, struct fwdrun *r, const uint8_t *p, size_t n)
-{
-	if (!n)
-		return;
-	if (r->n && r->p + r->n == p) {
-		r->n += n;
-		return;
-	}
-	run_flush(c, di, r);
-	r->p = p;
-	r->n = n;
-}
-
-/*
- * Whether the field named by table entry idx (static or dynamic, 1-based) is one
- * on_field() reads; also when idx is not in the table, for the inflater to refuse.
- */
-/* The block is broken where the walk stands: what came before it still reaches the inflater. */
-static void walk_break(struct http2_conn *c, int di, struct fwdrun *r)
-{
-	run_flush(c, di, r);
-	block_break(c, di);
-}
-
-static bool entry_used(struct http2_conn *c, int di, struct fwdrun *r, uint32_t idx)
-{
-	const nghttp2_nv *nv;
-
-	if (idx > HPACK_STATIC_LAST && r->dirty)
-		run_flush(c, di, r);
-	nv = nghttp2_hd_inflate_get_table_entry(c->d[di].inf, idx);
-	return !nv || field_used(c, fname_of(nv->name, nv->namelen));
-}
-
-/*
- * Whether a representation of a direction whose table is known goes to the inflater: when it
- * changes the dynamic table (a size update; a literal with incremental indexing, unless the
- * table's size is 0, where adding an entry only empties the table again), when its name is a
- * literal, or when on_field() reads its name. Indexed fields and literals that are not
- * indexed leave the table as it was: skipped, their strings are neither copied nor
- * Huffman-decoded. *changes: it may change the table.
- */
-static bool walk_known(struct http2_conn *c, int di, struct fwdrun *r, bool *changes)
-{
-	struct h2dir *d = &c->d[di];
-	struct walker *w = &d->w;
-	bool incremental = w->hold[0] & 0x40;
-
-	*changes = false;
-	switch (w->rep) {
-	case R_INDEXED:
-		return entry_used(c, di, r, w->val);
-	case R_LITERAL:
-		if (!w->val) {
-			*changes = incremental;
-			return true;
-		}
-		if (incremental) {
-			if (r->dirty)
-				run_flush(c, di, r);
-			if (nghttp2_hd_inflate_get_max_dynamic_table_size(d->inf)) {
-				*changes = true;
-				return true;
-			}
-		}
-		return entry_used(c, di, r, w->val);
-	case R_SIZE:
-		*changes = true;
-		return true;
-	}
-	return true;
-}
-
-/*
- * The representation's index is known: pass it on, or skip it (it needs the unknown table,
- * or nothing reads it). op: its first byte in the segment being walked, NULL when it began
- * in an earlier one (its first bytes are then in w->hold only).
- */
-static void walk_decide(struct http2_conn *c, int di, struct fwdrun *r, const uint8_t *op)
-{
-	struct h2dir *d = &c->d[di];
-	struct walker *w = &d->w;
-	uint8_t hold[HOLD_MAX];
-	size_t nhold = w->nhold;
-	bool known = d->hp == HP_FRESH, changes = false;
-
-	w->strings = 0;
-	switch (w->rep) {
-	case R_INDEXED:
-		if (!w->val) {
-			walk_break(c, di, r);
-			return;
-		}
-		break;
-	case R_LITERAL:
-		w->strings = w->val ? 1 : 2;
-		break;
-	case R_SIZE:
-		/* libnghttp2 refuses an update after a field, one it was not given too. */
-		if (w->field) {
-			walk_break(c, di, r);
-			return;
-		}
-		break;
-	}
-	if (known) {
-		w->fwd = walk_known(c, di, r, &changes);
-		if (d->block_broken)
-			return;
-	} else {
-		w->fwd = w->rep == R_SIZE || w->val <= HPACK_STATIC_LAST;
-		changes = w->rep == R_SIZE || (w->rep == R_LITERAL && (w->hold[0] & 0x40));
-	}
-	if (w->rep != R_SIZE)
-		w->field = true;
-	memcpy(hold, w->hold, nhold);
-	w->nhold = 0;
-	w->st = w->strings ? W_SLEN : W_OP;
-	if (w->fwd) {
-		if (op) {
-			run_add(c, di, r, op, nhold);
-		} else {
-			run_flush(c, di, r);
-			walk_fwd(c, di, hold, nhold);
-		}
-		r->dirty |= changes;
-	} else if (!known) {
-		d->block_unknown = true;
-		c->st.fields_unknown++;
-	}
-}
-
-static void walk_string_done(struct walker *w)
-{
-	w->strings--;
-	w->st = w->strings ? W_SLEN : W_OP;
-}
-
-/*
- * The string's length is known: its bytes follow, if it has any. One the inflater would
- * refuse breaks the block, skipped or not.
- */
-static void walk_string_len(struct http2_conn *c, int di, struct fwdrun *r)
-{
-	struct walker *w = &c->d[di].w;
-
-	if (!w->fwd && w->val > HPACK_STRING_MAX) {
-		walk_break(c, di, r);
-		return;
-	}
-	w->left = w->val;
-	if (w->left)
-		w->st = W_STR;
-	else
-		walk_string_done(w);
-}
-
-/* Adds a continuation byte to the integer in progress; false if it is too large. */
-static bool walk_int(struct walker *w, uint8_t b)
-{
-	if (w->shift > HPACK_INT_MAX_SHIFT - 7)
-		return false;
-	w->val += (uint32_t)(b & 0x7f) << w->shift;
-	w->shift += 7;
-	return true;
-}
-
-static void walk(struct http2_conn *c, int di, const uint8_t *p, size_t n)
-{
-	struct h2dir *d = &c->d[di];
-	struct walker *w = &d->w;
-	struct fwdrun r = { 0 };
-	const uint8_t *op = NULL;
-	size_t i = 0;
-
-	while (i < n && !d->block_broken) {
-		uint8_t b = p[i];
-		uint8_t mask;
-		size_t k;
-
-		switch (w->st) {
-		case W_OP:
-			if (b & 0x80) {
-				w->rep = R_INDEXED;
-				mask = 0x7f;
-			} else if (b & 0x40) {
-				w->rep = R_LITERAL;
-				mask = 0x3f;
-			} else if (b & 0x20) {
-				w->rep = R_SIZE;
-				mask = 0x1f;
-			} else {
-				w->rep = R_LITERAL;
-				mask = 0x0f;
-			}
-			w->val = b & mask;
-			w->shift = 0;
-			w->hold[0] = b;
-			w->nhold = 1;
-			op = p + i;
-			i++;
-			if (w->val == mask)
-				w->st = W_INT;
-			else
-				walk_decide(c, di, &r, op);
-			break;
-		case W_INT:
-			if (w->nhold == HOLD_MAX || !walk_int(w, b)) {
-				walk_break(c, di, &r);
-				break;
-			}
-			w->hold[w->nhold++] = b;
-			i++;
-			if (!(b & 0x80))
-				walk_decide(c, di, &r, op);
-			break;
-		case W_SLEN:
-			w->val = b & 0x7f;
-			w->shift = 0;
-			if (w->fwd)
-				run_add(c, di, &r, p + i, 1);
-			i++;
-			if (w->val == 0x7f)
-				w->st = W_SLEN_INT;
-			else
-				walk_string_len(c, di, &r);
-			break;
-		case W_SLEN_INT:
-			if (!walk_int(w, b)) {
-				walk_break(c, di, &r);
-				break;
-			}
-			if (w->fwd)
-				run_add(c, di, &r, p + i, 1);
-			i++;
-			if (!(b & 0x80))
-				walk_string_len(c, di, &r);
-			break;
-		case W_STR:
-			k = n - i < w->left ? n - i : w->left;
-			if (w->fwd)
-				run_add(c, di, &r, p + i, k);
-			w->left -= (uint32_t)k;
-			i += k;
-			if (!w->left)
-				walk_string_done(w);
-			break;
-		}
-	}
-	run_flush(c, di, &r);
-}
-
-/* A new inflater for a direction, allowed tables up to HTTP2_HPACK_TABLE_MAX. */
-static bool inflater_new(struct http2_conn *c, int di)
-{
-	struct h2dir *d = &c->d[di];
-
-	if (d->inf) {
-		nghttp2_hd_inflate_del(d->inf);
-		d->inf = NULL;
-	}
-	if (nghttp2_hd_inflate_new2(&d->inf, &c->nmem)) {
-		d->inf = NULL;
-		return false;
-	}
-	if (nghttp2_hd_inflate_change_table_size(d->inf, HTTP2_HPACK_TABLE_MAX)) {
-		nghttp2_hd_inflate_del(d->inf);
-		d->inf = NULL;
-		return false;
-	}
-	d->inf_dirty = false;
-	return true;
 }
 
 static void block_begin(struct http2_conn *c, int di, struct stream *target, bool promise, bool es)
@@ -1223,27 +812,21 @@ static void block_begin(struct http2_conn *c, int di, struct stream *target, boo
 	d->bslot = target ? (int)(target - c->slots) : -1;
 	d->buid = target ? target->uid : 0;
 	d->blk_status = 0;
-	memset(&d->w, 0, sizeof(d->w));
 	/* A server that answered before the client's preface was seen: not a fresh start. */
 	if (d->hp == HP_WAIT)
 		taint(c, di, T_MIDSTREAM);
-	if (!d->inf || d->inf_dirty) {
-		if (!inflater_new(c, di)) {
-			c->st.alloc_failures++;
-			block_break(c, di);
-			return;
-		}
-	}
-	d->inf_dirty = true;
+	hpack__begin(&d->dec);
 }
 
 static void block_data(struct http2_conn *c, int di, const uint8_t *p, size_t n)
 {
 	struct h2dir *d = &c->d[di];
+	struct field_to t = { c, di };
 
 	if (d->block_broken || !n)
 		return;
-	walk(c, di, p, n);
+	if (hpack__feed(&d->dec, p, n, emit_field, &t))
+		block_break(c, di);
 }
 
 /* The block ended (complete: END_HEADERS read; or not: cut short). */
@@ -1256,13 +839,11 @@ static void block_end(struct http2_conn *c, int di, uint64_t ts, bool whole)
 
 	if (!whole)
 		block_break(c, di);
-	if (!d->block_broken) {
-		/* A block ending inside a representation is malformed, skipped part or not. */
-		if (d->w.st != W_OP || d->w.nhold)
-			block_break(c, di);
-		else if (!inflate(c, di, NULL, 0, true))
-			block_break(c, di);
-	}
+	/* A block ending inside a representation is malformed. */
+	if (!d->block_broken && hpack__end(&d->dec))
+		block_break(c, di);
+	c->st.fields_unknown += d->dec.unknown;
+	d->block_unknown = d->dec.unknown != 0;
 	d->in_block = false;
 	c->st.header_blocks++;
 	if (d->block_broken || d->block_unknown) {
@@ -1829,13 +1410,10 @@ static void dir_skip(void *cv, int di, uint64_t n, bool known, uint64_t ts)
 
 static void conn_init(struct http2_conn *c)
 {
+	c->mem.max = HTTP2_HPACK_MEM_MAX;
 	c->mem.failures = &c->st.alloc_failures;
-	c->nmem.mem_user_data = &c->mem;
-	c->nmem.malloc = hp_malloc;
-	c->nmem.free = hp_free;
-	c->nmem.calloc = hp_calloc;
-	c->nmem.realloc = hp_realloc;
 	for (int di = 0; di < 2; di++) {
+		hpack__init(&c->d[di].dec, &hpack_conf, &c->mem);
 		c->d[di].st = DS_INIT;
 		c->d[di].hp = HP_FRESH;
 		c->d[di].slot = -1;
@@ -1911,8 +1489,7 @@ static void h2_free(void *p)
 	if (!c)
 		return;
 	for (int di = 0; di < 2; di++)
-		if (c->d[di].inf)
-			nghttp2_hd_inflate_del(c->d[di].inf);
+		hpack__fini(&c->d[di].dec);
 	free(c->slots);
 	free(c);
 }

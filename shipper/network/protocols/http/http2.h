@@ -21,31 +21,30 @@
  * segment holds it); the bytes in between count as unattributed, every open stream's side of
  * that direction is flagged truncated.
  *
- * HPACK: one libnghttp2 inflater per direction, header blocks streamed through it as they
- * come (split across frames and segments, never buffered whole), representation by
- * representation: those that may change the dynamic table (size updates, literals with
- * incremental indexing while the table's size is not 0, literals of a new name) and those
- * whose field the parser reads (the pseudo-headers, host, content-type, grpc-status, the
- * trace headers) go through it; the others (indexed fields and literals not indexed, of
- * other names) are walked past, neither copied nor Huffman-decoded, so a malformed string in
- * one is not noticed. A size update after a field, or a string longer than the inflater
- * takes, fails the block either way. A direction's dynamic table
+ * HPACK: one decoder per direction (hpack.h: it accepts and refuses what libnghttp2's
+ * inflater does, and is tested against it), header blocks streamed through it as they come
+ * (split across frames and segments, never buffered whole). Of each field it keeps only what
+ * the parser reads: the pseudo-headers, host, content-type, grpc-status and the trace
+ * headers, up to the bytes the exchange keeps of each; every other string is decoded only to
+ * count its length (a dynamic table entry's size) and to refuse a malformed one, never
+ * stored; a dynamic table entry of a name nobody reads is its two lengths. A size update
+ * after a field, or a string longer than 65536 bytes, fails the block. A direction's dynamic table
  * is known only while every header block it carried since its first byte was decoded: its
  * first bytes were the preface (the client), or its first frame was a SETTINGS frame of a
  * connection whose preface was seen (the server), or the connection was switched to
  * HTTP/2 by an h2c upgrade. A direction seen mid-stream, a header block cut by a gap or a
- * framing loss, or one the inflater refused, makes that direction's table unknown for good
+ * framing loss, or one the decoder refused, makes that direction's table unknown for good
  * (no guessing: indices would point at entries never seen). From then on each header block
  * is still walked, and only its fields that need no dynamic table entry (static table
  * references, literals) are decoded; the others are counted (fields_unknown) and the block
  * counts as undecodable. An exchange with such a block has HTTP2_F2_REQ_HPACK_UNKNOWN (or
  * RESP_), HTTP1_F_REQ_HDR_TRUNCATED (or RESP_), and: method "" if :method was not decoded,
  * uri "*" if :path was not, status 0 if no :status was. SETTINGS_HEADER_TABLE_SIZE does
- * not resize the inflaters: each allows table size updates up to HTTP2_HPACK_TABLE_MAX
+ * not resize the decoders: each allows table size updates up to HTTP2_HPACK_TABLE_MAX
  * from the start, and the encoder announces the size it uses in the header blocks (RFC 7541
  * 4.2, 6.3); applying the setting when seen would race with the peer, which applies it when
- * it receives it. A larger update fails the block. The inflaters allocate from a budget of
- * HTTP2_HPACK_MEM_MAX per connection; running out fails the block (alloc_failures).
+ * it receives it. A larger update fails the block. The decoders' tables grow from a budget
+ * of HTTP2_HPACK_MEM_MAX per connection; running out fails the block (alloc_failures).
  *
  * Streams: a request is the client's HEADERS (+CONTINUATION) (+DATA) up to END_STREAM; its
  * response the server's HEADERS (1xx interim ones too), DATA and trailers. An exchange
@@ -100,7 +99,7 @@
 #define HTTP2_MAX_HELD (2u * HTTP2_MAX_STREAMS)
 /* Largest dynamic table (RFC 7541 size units) a header block may ask for. */
 #define HTTP2_HPACK_TABLE_MAX 65536u
-/* Memory the two HPACK inflaters of a connection may hold together. */
+/* Memory the two HPACK decoders' tables of a connection may hold together. */
 #define HTTP2_HPACK_MEM_MAX (512u * 1024u)
 /* Segments in a row that fail to resynchronize a direction that never carried a frame. */
 #define HTTP2_MAX_BAD_STARTS 8u
