@@ -363,16 +363,17 @@ static int name_stack(struct stored_stack *st, int32_t tgid, struct symbolizer *
 	if (st->named && (st->kind == 0 || st->named_for == tgid))
 		return 0;
 	st->named = 0;
+	/* Named before (for another process), maybe spliced: that array has nnames entries, not
+	 * nr; a new one of nr. */
 	if (st->names) {
-		for (uint32_t i = 0; i < st->nnames; i++) {
+		for (uint32_t i = 0; i < st->nnames; i++)
 			free(st->names[i]);
-			st->names[i] = NULL;
-		}
-	} else {
-		st->names = calloc(st->nr ? st->nr : 1, sizeof(char *));
-		if (!st->names)
-			return -ENOMEM;
+		free(st->names);
+		st->nnames = 0;
 	}
+	st->names = calloc(st->nr ? st->nr : 1, sizeof(char *));
+	if (!st->names)
+		return -ENOMEM;
 	st->unnamed = 0;
 	st->nnames = st->nr;
 	for (uint32_t i = 0; i < st->nr; i++) {
@@ -653,7 +654,8 @@ int ship_task__counts(struct ship_task *t, const struct ship_counts_hdr *hdr,
 	struct flush_build fb;
 	int err = 0;
 
-	if (!t->have_spec || hdr->task_id != t->task_id)
+	/* Counts are a stack task's: a NETWORK task has no profile to count into. */
+	if (!t->have_spec || hdr->task_id != t->task_id || !t->profile)
 		return -EPROTO;
 	build_init(t, &fb);
 	for (int k = 0; k < LOSS_MAX; k++)
@@ -728,9 +730,15 @@ named:
 		struct py_frame_src src;
 
 		if (items[k].native >= 0) {
-			/* Taken: a native frame appears once at most. */
-			names[k] = st->names[items[k].native];
-			st->names[items[k].native] = NULL;
+			/* A copy: a splice of a hostile target's records may name a native
+			 * frame twice, and each name must be one (never a NULL taken before). */
+			names[k] = strdup(st->names[items[k].native]);
+			if (!names[k]) {
+				for (size_t j = 0; j < k; j++)
+					free(names[j]);
+				free(names);
+				return -ENOMEM;
+			}
 			continue;
 		}
 		if (st->rt == SC_RT_NODE   ? !v8funcs__name(t->pycodes, tgid, &st->py[items[k].py],

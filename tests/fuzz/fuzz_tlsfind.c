@@ -81,7 +81,8 @@ static void check_probes(const uint8_t *data, size_t size, const struct msg_tls_
 		 * only of SSL_read or SSL_write, never with a return probe. */
 		if (((p->cookie >> 8) & 0xff) != m->lib || p->ret > 1 || (go && p->ret) ||
 		    where > NET_TLS_AT_AFTER >> 16 ||
-		    (where && (go || p->ret || (fn != NET_TLS_FN_READ && fn != NET_TLS_FN_WRITE))) ||
+		    (where &&
+		     (go || p->ret || (fn != NET_TLS_FN_READ && fn != NET_TLS_FN_WRITE))) ||
 		    (go ? fn < NET_TLS_FN_GO_READ || fn >= NET_TLS_FN_MAX
 			: fn < NET_TLS_FN_READ || fn > NET_TLS_FN_WRITE_EX)) {
 			fprintf(stderr, "lib %u: probe %u: cookie 0x%x ret %u\n", m->lib, i,
