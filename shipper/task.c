@@ -304,32 +304,61 @@ static int py_status_said(uint32_t st)
 	return st == PY_ST_NO_THREAD || st == PY_ST_IDLE || st == PY_ST_FAULT || st == PY_ST_CUT;
 }
 
+/*
+ * The runtimes whose samples are counted by status (Python, Java, node): the statuses said at
+ * the end, each a sample with no frames of the runtime or only its innermost ones.
+ */
+enum { RT_PY, RT_JAVA, RT_V8, RT_N };
+static const struct {
+	const char *label, *frames;
+	uint32_t max;
+} rt_kinds[RT_N] = {
+	[RT_PY] = { "python", "Python", PY_ST_MAX },
+	[RT_JAVA] = { "java", "Java", JAVA_ST_MAX },
+	[RT_V8] = { "node", "JavaScript", V8_ST_MAX },
+};
+
+/* Samples of target i in status st of runtime rt, 0 for a status not said. */
+static uint64_t rt_status(const struct ship_task *t, unsigned rt, uint32_t i, uint32_t st)
+{
+	switch (rt) {
+	case RT_PY:
+		return py_status_said(st) ? t->py_status[i][st] : 0;
+	case RT_JAVA:
+		return st >= JAVA_ST_NOT_IN_JAVA ? t->java_status[i][st] : 0;
+	default:
+		return st >= V8_ST_NO_JS ? t->v8_status[i][st] : 0;
+	}
+}
+
+/* "without" or "with only the innermost", and the status's name. */
+static const char *rt_which(unsigned rt, uint32_t st)
+{
+	int cut = rt == RT_PY	  ? st == PY_ST_CUT
+		  : rt == RT_JAVA ? st == JAVA_ST_CUT
+				  : st != V8_ST_NO_JS;
+
+	return cut ? "with only the innermost" : "without";
+}
+
+static const char *rt_name(unsigned rt, uint32_t st)
+{
+	return rt == RT_PY     ? py_status_name(st)
+	       : rt == RT_JAVA ? java_status_name(st)
+			       : v8_status_name(st);
+}
+
 void ship_task__py_log(struct ship_task *t)
 {
-	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
-		for (uint32_t st = 0; st < PY_ST_MAX; st++)
-			if (py_status_said(st) && t->py_status[i][st])
-				log_info("task %llu: pid %d: %llu samples %s Python frames: %s",
-					 (unsigned long long)t->task_id, t->spec.pids[i],
-					 (unsigned long long)t->py_status[i][st],
-					 st == PY_ST_CUT ? "with only the innermost" : "without",
-					 py_status_name(st));
-	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
-		for (uint32_t st = JAVA_ST_NOT_IN_JAVA; st < JAVA_ST_MAX; st++)
-			if (t->java_status[i][st])
-				log_info("task %llu: pid %d: %llu samples %s Java frames: %s",
-					 (unsigned long long)t->task_id, t->spec.pids[i],
-					 (unsigned long long)t->java_status[i][st],
-					 st == JAVA_ST_CUT ? "with only the innermost" : "without",
-					 java_status_name(st));
-	for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
-		for (uint32_t st = V8_ST_NO_JS; st < V8_ST_MAX; st++)
-			if (t->v8_status[i][st])
-				log_info("task %llu: pid %d: %llu samples %s JavaScript frames: %s",
-					 (unsigned long long)t->task_id, t->spec.pids[i],
-					 (unsigned long long)t->v8_status[i][st],
-					 st == V8_ST_NO_JS ? "without" : "with only the innermost",
-					 v8_status_name(st));
+	for (unsigned rt = 0; rt < RT_N; rt++)
+		for (uint32_t i = 0; t->have_spec && !t->net && i < t->spec.npids; i++)
+			for (uint32_t st = 0; st < rt_kinds[rt].max; st++)
+				if (rt_status(t, rt, i, st))
+					log_info("task %llu: pid %d: %llu samples %s %s frames: %s",
+						 (unsigned long long)t->task_id, t->spec.pids[i],
+						 (unsigned long long)rt_status(t, rt, i, st),
+						 rt_which(rt, st), rt_kinds[rt].frames,
+						 rt_name(rt, st));
 	if (t->py_unknown)
 		log_info("task %llu: %llu samples with Python frames whose code record was not "
 			 "there, named %s",
@@ -1117,44 +1146,19 @@ int ship_task__write(struct ship_task *t, FILE *f, struct msg_output_written *re
 				 (unsigned long long)t->losses[k], loss_name(k));
 			profile__add_comment(t->profile, line);
 		}
-		for (uint32_t st = 0; st < PY_ST_MAX; st++) {
-			uint64_t n = 0;
+		for (unsigned rt = 0; rt < RT_N; rt++) {
+			for (uint32_t st = 0; st < rt_kinds[rt].max; st++) {
+				uint64_t n = 0;
 
-			for (uint32_t i = 0; i < t->spec.npids && py_status_said(st); i++)
-				n += t->py_status[i][st];
-			if (!n)
-				continue;
-			snprintf(line, sizeof(line), "python: %llu samples %s Python frames: %s",
-				 (unsigned long long)n,
-				 st == PY_ST_CUT ? "with only the innermost" : "without",
-				 py_status_name(st));
-			profile__add_comment(t->profile, line);
-		}
-		for (uint32_t st = JAVA_ST_NOT_IN_JAVA; st < JAVA_ST_MAX; st++) {
-			uint64_t n = 0;
-
-			for (uint32_t i = 0; i < t->spec.npids; i++)
-				n += t->java_status[i][st];
-			if (!n)
-				continue;
-			snprintf(line, sizeof(line), "java: %llu samples %s Java frames: %s",
-				 (unsigned long long)n,
-				 st == JAVA_ST_CUT ? "with only the innermost" : "without",
-				 java_status_name(st));
-			profile__add_comment(t->profile, line);
-		}
-		for (uint32_t st = V8_ST_NO_JS; st < V8_ST_MAX; st++) {
-			uint64_t n = 0;
-
-			for (uint32_t i = 0; i < t->spec.npids; i++)
-				n += t->v8_status[i][st];
-			if (!n)
-				continue;
-			snprintf(line, sizeof(line), "node: %llu samples %s JavaScript frames: %s",
-				 (unsigned long long)n,
-				 st == V8_ST_NO_JS ? "without" : "with only the innermost",
-				 v8_status_name(st));
-			profile__add_comment(t->profile, line);
+				for (uint32_t i = 0; i < t->spec.npids; i++)
+					n += rt_status(t, rt, i, st);
+				if (!n)
+					continue;
+				snprintf(line, sizeof(line), "%s: %llu samples %s %s frames: %s",
+					 rt_kinds[rt].label, (unsigned long long)n,
+					 rt_which(rt, st), rt_kinds[rt].frames, rt_name(rt, st));
+				profile__add_comment(t->profile, line);
+			}
 		}
 		if (t->py_unknown) {
 			snprintf(line, sizeof(line),
