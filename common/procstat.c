@@ -2,9 +2,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/procstat.h"
@@ -69,34 +73,176 @@ int procstat__stat(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t
 
 void procstat_file__init(struct procstat_file *f)
 {
-	*f = (struct procstat_file){ .fd = -1 };
+	*f = (struct procstat_file){ .fd = -1, .pidfd = -1, .taskfd = -1 };
+}
+
+static void close_fds(struct procstat_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->pidfd >= 0)
+		close(f->pidfd);
+	if (f->taskfd >= 0)
+		close(f->taskfd);
+	f->fd = f->pidfd = f->taskfd = -1;
 }
 
 void procstat_file__close(struct procstat_file *f)
 {
-	if (f->fd >= 0)
-		close(f->fd);
+	close_fds(f);
 	procstat_file__init(f);
 }
 
-/* The process of f has ended: its descriptor goes, and no read opens one again. */
+int procstat_file__kept(const struct procstat_file *f)
+{
+	return (f->fd >= 0) + (f->pidfd >= 0) + (f->taskfd >= 0);
+}
+
+/* The process of f has ended: its descriptors go, and no read opens one again. */
 static int file_gone(struct procstat_file *f)
 {
-	if (f->fd >= 0)
-		close(f->fd);
-	f->fd = -1;
+	close_fds(f);
 	f->gone = 1;
 	return -ESRCH;
 }
 
+/* Whether the process of pidfd has ended (a zombie too): 1, 0, or -errno. */
+static int pidfd_ended(int pidfd)
+{
+	struct pollfd q = { .fd = pidfd, .events = POLLIN };
+	int n = poll(&q, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return n > 0 && (q.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* /proc/PID/task's link count less the directory's own two: the process's threads. */
+static int task_threads(int taskfd, double *ret)
+{
+	struct stat st;
+
+	if (fstat(taskfd, &st))
+		return -errno;
+	if (st.st_nlink < 3)
+		return -ESRCH; /* no thread left: it has ended */
+	*ret = (double)(st.st_nlink - 2);
+	return 0;
+}
+
+/*
+ * The id of pid's process CPU clock, as the kernel makes it (linux/posix-timers_types.h:
+ * MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)): glibc's clock_getcpuclockid() would check it
+ * with a clock_getres() call each time, which the supervisor's filter does not allow, and
+ * the first clock_gettime() tells as well that no process has the number.
+ */
+static clockid_t process_clock(int pid)
+{
+	return (clockid_t)(((unsigned int)~pid << 3) | 2);
+}
+
+/*
+ * The reads of the own /proc (see the header): the clock and the task directory, then the
+ * pidfd. 0, -ESRCH (ended: the caller forgets it) or another -errno.
+ */
+static int read_clock(struct procstat_file *f, uint64_t *ret_cpu_ns, double *ret_threads)
+{
+	struct timespec ts;
+	int err;
+
+	/* A number no process holds reads EINVAL. */
+	if (clock_gettime((clockid_t)f->clock, &ts))
+		return errno == EINVAL || errno == ESRCH ? -ESRCH : -errno;
+	if (ret_threads) {
+		err = task_threads(f->taskfd, ret_threads);
+		if (err)
+			return err;
+	}
+	err = pidfd_ended(f->pidfd);
+	if (err)
+		return err > 0 ? -ESRCH : err;
+	*ret_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+/* The stat file's text (terminated) through fd (pread at 0), or opened by path when fd < 0. */
+static ssize_t stat_text(int fd, const char *proc_root, int pid, char *buf, size_t len)
+{
+	char path[320];
+	ssize_t n;
+
+	if (fd >= 0) {
+		n = pread(fd, buf, len - 1, 0);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf[n] = '\0';
+		return n;
+	}
+	snprintf(path, sizeof(path), "%s/%d/stat", proc_root, pid);
+	return read_small(path, buf, len);
+}
+
+/*
+ * The first read of an own-/proc file, or one whose descriptors were not kept: the pidfd
+ * first, then stat for the start time (a zombie has ended) and the task directory, then the
+ * clock; the pidfd still open after them says every one was this process's.
+ */
+static int read_first(struct procstat_file *f, const char *proc_root, int keep_below,
+		      uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
+{
+	char buf[1024], path[320];
+	uint64_t ticks, start;
+	double threads;
+	ssize_t n;
+	int err;
+
+	f->pidfd = (int)syscall(SYS_pidfd_open, f->pid, 0);
+	if (f->pidfd < 0) {
+		err = -errno;
+		f->pidfd = -1;
+		return err == -ESRCH ? file_gone(f) : err;
+	}
+	n = stat_text(-1, proc_root, f->pid, buf, sizeof(buf));
+	if (n < 0) {
+		err = (int)n;
+		goto fail;
+	}
+	err = parse_stat(buf, &ticks, &start, &threads);
+	if (!err && f->start && start != f->start)
+		err = -ESRCH; /* opened anew: its number is another process's now */
+	if (err)
+		goto fail;
+	f->clock = (int)process_clock(f->pid);
+	snprintf(path, sizeof(path), "%s/%d/task", proc_root, f->pid);
+	f->taskfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (f->taskfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = read_clock(f, ret_cpu_ns, ret_threads);
+	if (err)
+		goto fail;
+	f->start = start;
+	*ret_start = start;
+	if (f->pidfd >= keep_below || f->taskfd >= keep_below)
+		close_fds(f);
+	return 0;
+fail:
+	if (err == -ESRCH || err == -ENOENT)
+		return file_gone(f);
+	close_fds(f);
+	return err;
+}
+
 int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid, int keep_below,
-			uint64_t *ret_ticks, uint64_t *ret_start, double *ret_threads)
+			uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
 {
 	char buf[1024];
-	uint64_t ticks, start;
+	uint64_t ticks, start, ns;
 	double threads;
 	int err, opened = 0;
 	ssize_t n;
+	long tck;
 
 	if (f->pid != pid) {
 		procstat_file__close(f);
@@ -104,6 +250,23 @@ int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid,
 	}
 	if (f->gone)
 		return -ESRCH;
+	if (!strcmp(proc_root, "/proc")) {
+		if (f->pidfd < 0)
+			return read_first(f, proc_root, keep_below, ret_cpu_ns, ret_start,
+					  ret_threads);
+		err = read_clock(f, &ns, ret_threads ? &threads : NULL);
+		if (err == -ESRCH)
+			return file_gone(f);
+		if (err) {
+			close_fds(f);
+			return err;
+		}
+		*ret_cpu_ns = ns;
+		*ret_start = f->start;
+		if (ret_threads)
+			*ret_threads = threads;
+		return 0;
+	}
 	if (f->fd < 0) {
 		char path[320];
 
@@ -111,33 +274,31 @@ int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid,
 		f->fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (f->fd < 0) {
 			err = -errno;
+			f->fd = -1;
 			return err == -ENOENT || err == -ESRCH ? file_gone(f) : err;
 		}
 		opened = 1;
 	}
 	/* A descriptor of /proc/PID reads its process's figures again at offset 0 (seq_file
 	 * starts over); once the process has ended the read fails with ESRCH. */
-	n = pread(f->fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0) {
-		err = n < 0 ? -errno : -EIO;
+	n = stat_text(f->fd, proc_root, pid, buf, sizeof(buf));
+	if (n < 0) {
+		err = (int)n;
 		if (err == -ESRCH || err == -ENOENT)
 			return file_gone(f);
-		close(f->fd);
-		f->fd = -1;
+		close_fds(f);
 		return err;
 	}
-	buf[n] = '\0';
 	err = parse_stat(buf, &ticks, &start, &threads);
 	if (err == -ESRCH || (!err && f->start && start != f->start))
 		return file_gone(f); /* a zombie; or, opened anew, another process's number */
-	if (err || (opened && f->fd >= keep_below)) {
-		close(f->fd);
-		f->fd = -1;
-	}
+	if (err || (opened && f->fd >= keep_below))
+		close_fds(f);
 	if (err)
 		return err;
+	tck = sysconf(_SC_CLK_TCK);
 	f->start = start;
-	*ret_ticks = ticks;
+	*ret_cpu_ns = ticks * (1000000000ull / (uint64_t)(tck > 0 ? tck : 100));
 	*ret_start = start;
 	if (ret_threads)
 		*ret_threads = threads;

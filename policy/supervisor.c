@@ -32,9 +32,10 @@ static const struct seccomp_entry calls[] = {
 	{ "getsockopt", SC_ALLOW, "SO_PEERCRED and SO_PEERGROUPS of clients" },
 	{ "setsockopt", SC_ALLOW, "I/O timeouts on its sockets" },
 	{ "close", SC_ALLOW, "its descriptors" },
-	{ "poll", SC_ALLOW, "event loop" },
+	{ "poll", SC_ALLOW, "event loop; whether a watched process's pidfd says it ended" },
 	{ "ppoll", SC_ALLOW, "event loop" },
-	{ "clock_gettime", SC_ALLOW, "timers" },
+	{ "clock_gettime", SC_ALLOW,
+	  "timers; continuous profiling's CPU time of a watched process (its process clock)" },
 	{ "clock_nanosleep", SC_ALLOW, "waits (libc)" },
 	{ "nanosleep", SC_ALLOW, "waits (libc)" },
 	/* No executable memory (the same entries as in policy/grpc.c): nothing is loaded once the
@@ -64,13 +65,14 @@ static const struct seccomp_entry calls[] = {
 	{ "openat", EACCES, "no creating", 2, O_CREAT, O_CREAT },
 	{ "getdents64", SC_ALLOW, "discovery lists /proc" },
 	{ "pread64", SC_ALLOW,
-	  "continuous profiling reads each watched process's /proc/PID/stat again through the "
-	  "descriptor it keeps (offset 0: the figures of now)" },
+	  "continuous profiling with another namespace's procfs reads each watched process's "
+	  "/proc/PID/stat again through the descriptor it keeps (offset 0: the figures of now)" },
 	/* Signal 0 sends nothing: whether a pid still exists, for discovery's processes with an
 	 * entity at every scan (a path lookup in /proc costs 5 times more). Any signal: EPERM. */
 	{ "pidfd_open", SC_ALLOW,
 	  "discovery: a process with an entity is watched for its end; so is each child a "
-	  "--children task follows (supervisor/discovery/children.c) "
+	  "--children task follows (supervisor/discovery/children.c) and each process "
+	  "continuous profiling watches (common/procstat.c) "
 	  "(its pidfd gives no signal: pidfd_send_signal is not allowed)" },
 	{ "epoll_ctl", SC_ALLOW, "discovery and --children: the sets of those pidfds" },
 	{ "epoll_wait", SC_ALLOW, "discovery: which of them ended, once a scan" },
@@ -85,7 +87,9 @@ static const struct seccomp_entry calls[] = {
 	{ "rseq", SC_ALLOW, "thread start" },
 	{ "uname", SC_ALLOW, "host name" },
 	{ "newfstatat", SC_ALLOW, "libc stdio on stderr" },
-	{ "fstat", SC_ALLOW, "libc stdio on stderr" },
+	{ "fstat", SC_ALLOW,
+	  "libc stdio on stderr; a watched process's thread count, the link count of its "
+	  "/proc/PID/task" },
 	{ "ioctl", SC_ALLOW, "TCGETS: glibc's isatty on stdio", 1, SC_INT, TCGETS },
 	{ "ioctl", ENOTTY, "any request but these and grpc.c's (TIOCSTI...)", 1, 0, SC_ELSE },
 };

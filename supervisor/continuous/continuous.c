@@ -74,9 +74,9 @@ struct cproc {
 	int pid;
 	uint64_t starttime;	   /* /proc/PID/stat field 22: the process, not just its number */
 	struct procstat_file stat; /* its stat file, kept open; free when pid changes */
-	uint64_t ticks;		   /* utime + stime at the last sample */
-	uint64_t ticks_ms;	   /* when */
-	int have_ticks;
+	uint64_t cpu_ns;	   /* its CPU time at the last sample */
+	uint64_t cpu_ms;	   /* when */
+	int have_cpu;
 	struct cwindow cpu, threads; /* n 0: not watched for that monitor */
 	struct chttp *http;	     /* one per HTTP item of its policy */
 	uint32_t nhttp;
@@ -103,7 +103,6 @@ struct continuous {
 	struct oap_conn *conn;
 	char proc_root[256];
 	struct continuous_ops ops;
-	long tck;
 	int fd_bound; /* stat descriptors are kept below this number */
 
 	struct cpolicy *pols;
@@ -140,9 +139,6 @@ struct continuous *continuous__new(const struct rover_config *cfg, struct oap_co
 	c->conn = conn;
 	c->ops = *ops;
 	snprintf(c->proc_root, sizeof(c->proc_root), "%s", proc_root ? proc_root : "/proc");
-	c->tck = sysconf(_SC_CLK_TCK);
-	if (c->tck <= 0)
-		c->tck = 100;
 	{
 		struct rlimit rl;
 
@@ -183,7 +179,7 @@ static void http_release(struct cproc *p)
 /* Counts what read_stat() did to p's descriptor (had: whether it was open before). */
 static void stat_files(struct continuous *c, int had, const struct cproc *p, int err)
 {
-	int has = p->stat.fd >= 0;
+	int has = procstat_file__kept(&p->stat) > 0;
 
 	c->st.stat_files += (uint32_t)(has - had);
 	if (had && !has && err == -ESRCH)
@@ -192,7 +188,7 @@ static void stat_files(struct continuous *c, int had, const struct cproc *p, int
 
 static void proc_release(struct continuous *c, struct cproc *p)
 {
-	if (p->stat.fd >= 0)
+	if (procstat_file__kept(&p->stat))
 		c->st.stat_files--;
 	procstat_file__close(&p->stat);
 	cwindow__free(&p->cpu);
@@ -511,11 +507,11 @@ cleanup:
  * p's stat file, through the descriptor kept for it. 0, or -errno; -ESRCH once its process
  * has ended (a zombie too, common/procstat.c), or when its pid is another process's now.
  */
-static int read_stat(struct continuous *c, struct cproc *p, uint64_t *ret_ticks,
+static int read_stat(struct continuous *c, struct cproc *p, uint64_t *ret_cpu_ns,
 		     uint64_t *ret_start, double *ret_threads)
 {
-	int had = p->stat.fd >= 0;
-	int err = procstat_file__read(&p->stat, c->proc_root, p->pid, c->fd_bound, ret_ticks,
+	int had = procstat_file__kept(&p->stat) > 0;
+	int err = procstat_file__read(&p->stat, c->proc_root, p->pid, c->fd_bound, ret_cpu_ns,
 				      ret_start, ret_threads);
 
 	stat_files(c, had, p, err);
@@ -573,7 +569,7 @@ static void refresh_procs(struct continuous *c)
 		if (p->pid != e->pid) {
 			/* Another process for the entity: its samples start again. */
 			proc_release(c, p);
-			p->have_ticks = 0;
+			p->have_cpu = 0;
 			p->starttime = 0;
 		}
 		ipc_strlcpy(p->process_id, e->process_id, sizeof(p->process_id));
@@ -609,28 +605,28 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 		cwindow__add(&c->load, (int64_t)at, v, 0);
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct cproc *p = &c->procs[i];
-		uint64_t ticks, start;
+		uint64_t ns, start;
 
 		if (!p->cpu.n && !p->threads.n)
 			continue;
-		if (read_stat(c, p, &ticks, &start, &v))
+		if (read_stat(c, p, &ns, &start, p->threads.n ? &v : NULL))
 			continue; /* gone: the next refresh drops it */
 		if (p->starttime && start != p->starttime) {
 			/* Its number is another process's now: no sample is its. */
-			p->have_ticks = 0;
+			p->have_cpu = 0;
 			continue;
 		}
 		p->starttime = start;
 		/* Fix: CPU % over this interval (upstream: since the process started, A3). */
-		if (p->cpu.n && p->have_ticks && now > p->ticks_ms && ticks >= p->ticks)
+		if (p->cpu.n && p->have_cpu && now > p->cpu_ms && ns >= p->cpu_ns)
 			cwindow__add(&p->cpu, (int64_t)at,
-				     100.0 * (double)(ticks - p->ticks) / (double)c->tck /
-					     ((double)(now - p->ticks_ms) / 1000.0),
+				     (double)(ns - p->cpu_ns) / 1e7 /
+					     ((double)(now - p->cpu_ms) / 1000.0),
 				     0);
-		p->ticks = ticks;
-		p->ticks_ms = now;
-		p->have_ticks = 1;
-		/* Threads: field 20 of the same read (not /proc/PID/status: a second file). */
+		p->cpu_ns = ns;
+		p->cpu_ms = now;
+		p->have_cpu = 1;
+		/* Threads: from the same read (common/procstat.h). */
 		if (p->threads.n)
 			cwindow__add(&p->threads, (int64_t)at, v, 0);
 	}
@@ -820,9 +816,9 @@ cleanup:
 /* Whether p is still the process it was, and may take one more task of target. */
 static int profilable(struct continuous *c, struct cproc *p, uint32_t target, const char **ret_why)
 {
-	uint64_t ticks, start;
+	uint64_t ns, start;
 
-	if (read_stat(c, p, &ticks, &start, NULL) || (p->starttime && start != p->starttime)) {
+	if (read_stat(c, p, &ns, &start, NULL) || (p->starttime && start != p->starttime)) {
 		*ret_why = "it ended";
 		return 0;
 	}

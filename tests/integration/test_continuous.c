@@ -808,7 +808,7 @@ Test(continuous, a_process_that_ended_gets_no_task, .timeout = 90)
 }
 
 /* Whether t is "/proc/PID/stat". */
-static int is_stat_path(const char *t)
+static int is_task_path(const char *t)
 {
 	const char *p = t + 6;
 
@@ -816,12 +816,13 @@ static int is_stat_path(const char *t)
 		return 0;
 	while (*p >= '0' && *p <= '9')
 		p++;
-	return !strcmp(p, "/stat");
+	return !strcmp(p, "/task");
 }
 
 /*
- * The supervisor's descriptors of /proc/PID/stat: of pid (0: of any process). Discovery's
- * reads of a new process's stat file are open for microseconds: callers wait for a count.
+ * The supervisor's descriptors of /proc/PID/task, which it keeps with a pidfd for each watched
+ * process (common/procstat.h): of pid (0: of any process). Nothing else of the supervisor
+ * opens a task directory; callers wait for a count.
  */
 static int stat_fds(pid_t sup, pid_t pid)
 {
@@ -831,7 +832,7 @@ static int stat_fds(pid_t sup, pid_t pid)
 	int n = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)sup);
-	snprintf(want, sizeof(want), "/proc/%d/stat", (int)pid);
+	snprintf(want, sizeof(want), "/proc/%d/task", (int)pid);
 	d = opendir(path);
 	cr_assert_not_null(d, "%s: %s", path, strerror(errno));
 	while ((de = readdir(d))) {
@@ -845,13 +846,13 @@ static int stat_fds(pid_t sup, pid_t pid)
 		if (len <= 0)
 			continue; /* closed since the listing */
 		target[len] = '\0';
-		n += pid ? !strcmp(target, want) : is_stat_path(target);
+		n += pid ? !strcmp(target, want) : is_task_path(target);
 	}
 	closedir(d);
 	return n;
 }
 
-/* Until the supervisor holds n descriptors of pid's stat file (pid 0: of any), up to ms. */
+/* Until the supervisor holds n descriptors of pid's task directory (pid 0: of any), up to ms. */
 static int wait_stat_fds(pid_t sup, pid_t pid, int n, int ms)
 {
 	for (int waited = 0; waited < ms; waited += 100) {
@@ -863,12 +864,12 @@ static int wait_stat_fds(pid_t sup, pid_t pid, int n, int ms)
 }
 
 /*
- * The supervisor keeps each watched process's stat file open (one descriptor a process, read
- * again every second): a process that ended, reaped or a zombie, has its descriptor closed
- * within a sample or two, the others keep theirs, none is opened twice; a removed policy
- * closes them all.
+ * The supervisor keeps each watched process's descriptors (its task directory and a pidfd,
+ * read again every second, common/procstat.h): a process that ended, reaped or a zombie, has
+ * them closed within a sample or two, the others keep theirs, none is opened twice; a removed
+ * policy closes them all.
  */
-Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .timeout = 90)
+Test(continuous, watched_processes_keep_descriptors_closed_when_they_end, .timeout = 90)
 {
 	char na[64], nb[64], nc[64];
 	struct agent a;
@@ -890,11 +891,11 @@ Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .tim
 		  slurp(tmp_path("rover.log"), NULL));
 	cr_assert(wait_stat_fds(sup, pa, 1, 8000) && wait_stat_fds(sup, pb, 1, 3000) &&
 			  wait_stat_fds(sup, pc, 1, 3000),
-		  "not one stat descriptor each: %d %d %d; rover log:\n%s", stat_fds(sup, pa),
+		  "not one task descriptor each: %d %d %d; rover log:\n%s", stat_fds(sup, pa),
 		  stat_fds(sup, pb), stat_fds(sup, pc), slurp(tmp_path("rover.log"), NULL));
 	/* Read every second through the same descriptors: none opened again. */
 	sleep_ms(3000);
-	cr_expect(wait_stat_fds(sup, 0, 3, 1000), "stat descriptors after 3 samples: %d",
+	cr_expect(wait_stat_fds(sup, 0, 3, 1000), "task descriptors after 3 samples: %d",
 		  stat_fds(sup, 0));
 	cr_expect_eq(meters_of("rover_con_p_process_cpu", na, SVC, NULL, 0) > 0, 1,
 		     "no CPU meter from the kept descriptors");
@@ -903,10 +904,10 @@ Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .tim
 	stop_program(pb);
 	cr_assert_eq(kill(pc, SIGKILL), 0);
 	cr_assert_eq(waitid(P_PID, (id_t)pc, &(siginfo_t){ 0 }, WEXITED | WNOWAIT), 0);
-	cr_expect(wait_stat_fds(sup, pb, 0, 3000), "the stat descriptor of a reaped process kept");
-	cr_expect(wait_stat_fds(sup, pc, 0, 3000), "the stat descriptor of a zombie kept");
+	cr_expect(wait_stat_fds(sup, pb, 0, 3000), "the descriptors of a reaped process kept");
+	cr_expect(wait_stat_fds(sup, pc, 0, 3000), "the descriptors of a zombie kept");
 	cr_expect_eq(stat_fds(sup, pa), 1, "the live process's descriptor closed");
-	cr_expect(wait_stat_fds(sup, 0, 1, 1000), "%d stat descriptors for one process",
+	cr_expect(wait_stat_fds(sup, 0, 1, 1000), "%d task descriptors for one process",
 		  stat_fds(sup, 0));
 	cr_assert_eq(waitpid(pc, NULL, 0), pc);
 
@@ -914,7 +915,7 @@ Test(continuous, stat_files_are_kept_one_a_process_and_closed_when_it_ends, .tim
 	set_policies("[]\n");
 	cr_assert(wait_log("service " SVC ": policy removed", 6000), "not removed; rover log:\n%s",
 		  slurp(tmp_path("rover.log"), NULL));
-	cr_expect(wait_stat_fds(sup, 0, 0, 3000), "%d stat descriptors with no policy",
+	cr_expect(wait_stat_fds(sup, 0, 0, 3000), "%d task descriptors with no policy",
 		  stat_fds(sup, 0));
 	cr_expect_eq(waitpid(a.rover, NULL, WNOHANG), 0, "the agent stopped");
 	stop_agent(&a);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The stat files continuous profiling keeps open (common/procstat.h, procstat_file): read
- * again they give the figures of now; the descriptor of a process that ended is closed and not
- * opened again; a pid reused by another process never reads as the old one, whether the file
- * was kept open or opened anew. On real processes (children of the test) and the real /proc.
+ * The figures continuous profiling reads of each watched process once a second
+ * (common/procstat.h, procstat_file): read again they give the figures of now; the descriptors
+ * of a process that ended are closed and not opened again; a pid reused by another process
+ * never reads as the old one, whether the descriptors were kept or opened anew. Each both
+ * ways: through the own /proc (CPU clock, task directory, pidfd) and through another procfs
+ * path (OTHER_ROOT: the same procfs under another name, read as a host's in a container
+ * would be, its stat file kept). On real processes (children of the test) and the real /proc.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -12,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +27,16 @@
 #include <unistd.h>
 
 #include "common/procstat.h"
+
+/* A procfs path other than "/proc": procstat_file keeps its stat file, as for a host's. */
+#define OTHER_ROOT "/proc/."
+#define MS 1000000ull
+
+/* A clock tick of stat's times, in ns. */
+static uint64_t tick_ns(void)
+{
+	return 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
+}
 
 /* This process's descriptors now. */
 static int count_fds(void)
@@ -87,38 +101,125 @@ static void wait_ticks(pid_t pid, uint64_t ticks)
 	cr_assert_fail("pid %d did not burn", (int)pid);
 }
 
-Test(procstat, a_kept_file_reads_the_figures_of_now)
+/* What f holds once kept: a pidfd and the task directory (own /proc), or the stat file. */
+static int kept_fds(const char *root)
+{
+	return strcmp(root, "/proc") ? 1 : 2;
+}
+
+static void expect_figures_of_now(const char *root)
 {
 	struct procstat_file f;
-	uint64_t t0, t1, s0, s1, ps;
+	uint64_t t0, t1, s0, s1, ps, ticks0;
 	double threads = 0;
-	int go, fd, base = count_fds();
+	int go, base = count_fds();
 	pid_t pid = start_child(&go, 100);
 
 	procstat_file__init(&f);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t0, &s0, &threads), 0);
-	cr_assert_geq(f.fd, 0, "not kept");
+	cr_assert_eq(procstat__cpu("/proc", pid, &ticks0, &ps), 0);
+	cr_assert_eq(procstat_file__read(&f, root, pid, INT_MAX, &t0, &s0, &threads), 0);
+	cr_assert_eq(procstat_file__kept(&f), kept_fds(root), "not kept");
 	cr_expect_eq(threads, 1);
-	cr_assert_eq(procstat__cpu("/proc", pid, &t1, &ps), 0);
 	cr_expect_eq(s0, ps, "start time %llu, /proc says %llu", (unsigned long long)s0,
 		     (unsigned long long)ps);
-	fd = f.fd;
-	cr_expect_eq(count_fds(), base + 2); /* the pipe's end and the stat file */
+	cr_expect_eq(count_fds(), base + 1 + kept_fds(root)); /* the pipe's end and f's */
 	cr_assert_eq(write(go, "x", 1), 1);
-	wait_ticks(pid, t0 + 5);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t1, &s1, NULL), 0);
-	cr_expect_eq(f.fd, fd, "opened again");
-	cr_expect_geq(t1, t0 + 5, "the old figures: %llu then %llu ticks", (unsigned long long)t0,
-		      (unsigned long long)t1);
+	wait_ticks(pid, ticks0 + 6);
+	cr_assert_eq(procstat_file__read(&f, root, pid, INT_MAX, &t1, &s1, NULL), 0);
+	cr_expect_eq(count_fds(), base + 1 + kept_fds(root), "opened again");
+	/* 6 ticks more than at the first read, which was less than one tick past ticks0. */
+	cr_expect_geq(t1, t0 + 40 * MS, "the old figures: %llu then %llu ns",
+		      (unsigned long long)t0, (unsigned long long)t1);
 	cr_expect_eq(s1, s0);
-	cr_expect_eq(count_fds(), base + 2);
 	procstat_file__close(&f);
-	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(procstat_file__kept(&f), 0);
 	cr_expect_eq(count_fds(), base + 1);
 	end_child(pid, go);
 }
 
-Test(procstat, a_descriptor_is_kept_only_below_the_bound)
+Test(procstat, a_kept_file_reads_the_figures_of_now)
+{
+	expect_figures_of_now("/proc");
+}
+
+Test(procstat, a_kept_stat_file_of_another_procfs_reads_the_figures_of_now)
+{
+	expect_figures_of_now(OTHER_ROOT);
+}
+
+static void *park(void *arg)
+{
+	(void)!read(*(int *)arg, &(char){ 0 }, 1);
+	return NULL;
+}
+
+/*
+ * The thread count as stat's field 20 gives it, both ways, kept or not: this process with 7
+ * more threads (the test runner's own are counted in both).
+ */
+Test(procstat, the_thread_count_agrees_with_stat)
+{
+	static const char *roots[] = { "/proc", OTHER_ROOT };
+	pthread_t th[7];
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	for (int i = 0; i < 7; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, park, &p[0]), 0);
+	for (size_t r = 0; r < 2; r++) {
+		struct procstat_file f;
+		uint64_t ns, s, ticks, ps;
+		double threads = 0, want = 0;
+
+		procstat_file__init(&f);
+		for (int again = 0; again < 2; again++) {
+			cr_assert_eq(procstat_file__read(&f, roots[r], getpid(), INT_MAX, &ns, &s,
+							 &threads),
+				     0);
+			cr_assert_eq(procstat__stat("/proc", getpid(), &ticks, &ps, &want), 0);
+			cr_expect_eq(threads, want, "%s, read %d: %g threads, stat says %g",
+				     roots[r], again, threads, want);
+			cr_expect_geq(threads, 8);
+		}
+		procstat_file__close(&f);
+	}
+	cr_assert_eq(close(p[1]), 0);
+	for (int i = 0; i < 7; i++)
+		pthread_join(th[i], NULL);
+	close(p[0]);
+}
+
+/* A child's CPU time by both ways, while it is stopped: equal but for stat's rounding down. */
+Test(procstat, the_cpu_clock_is_stat_time_to_the_nanosecond)
+{
+	struct procstat_file f, g;
+	uint64_t ns, ns2, s, ticks, ps;
+	int go;
+	pid_t pid = start_child(&go, 100);
+
+	/* stat rounds user and system time down each: 100 ms may show as 9 ticks. */
+	cr_assert_eq(write(go, "x", 1), 1);
+	wait_ticks(pid, 8);
+	cr_assert_eq(kill(pid, SIGSTOP), 0);
+	cr_assert_eq(waitpid(pid, NULL, WUNTRACED), pid);
+	procstat_file__init(&f);
+	procstat_file__init(&g);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &ns, &s, NULL), 0);
+	cr_assert_eq(procstat_file__read(&g, OTHER_ROOT, pid, INT_MAX, &ns2, &s, NULL), 0);
+	cr_assert_eq(procstat__cpu("/proc", pid, &ticks, &ps), 0);
+	cr_expect_geq(ns, ticks * tick_ns(), "clock %llu ns, stat %llu ticks",
+		      (unsigned long long)ns, (unsigned long long)ticks);
+	/* utime and stime are each rounded down to a tick. */
+	cr_expect_lt(ns, (ticks + 2) * tick_ns(), "clock %llu ns, stat %llu ticks",
+		     (unsigned long long)ns, (unsigned long long)ticks);
+	cr_expect_eq(ns2, ticks * tick_ns(), "stat's way: %llu ns", (unsigned long long)ns2);
+	procstat_file__close(&f);
+	procstat_file__close(&g);
+	kill(pid, SIGCONT);
+	end_child(pid, go);
+}
+
+static void expect_kept_below_bound(const char *root)
 {
 	struct procstat_file f;
 	uint64_t t, s;
@@ -126,18 +227,24 @@ Test(procstat, a_descriptor_is_kept_only_below_the_bound)
 	pid_t pid = start_child(&go, 1);
 
 	procstat_file__init(&f);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, 0, &t, &s, NULL), 0);
-	cr_expect_eq(f.fd, -1, "kept with a bound of 0");
+	cr_assert_eq(procstat_file__read(&f, root, pid, 0, &t, &s, NULL), 0);
+	cr_expect_eq(procstat_file__kept(&f), 0, "kept with a bound of 0");
 	cr_expect_eq(count_fds(), base + 1);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
-	cr_expect_geq(f.fd, 0);
+	cr_assert_eq(procstat_file__read(&f, root, pid, INT_MAX, &t, &s, NULL), 0);
+	cr_expect_eq(procstat_file__kept(&f), kept_fds(root));
 	procstat_file__close(&f);
 	end_child(pid, go);
 	cr_expect_eq(count_fds(), base);
 }
 
+Test(procstat, descriptors_are_kept_only_below_the_bound)
+{
+	expect_kept_below_bound("/proc");
+	expect_kept_below_bound(OTHER_ROOT);
+}
+
 /* The file of a process that was reaped or is a zombie: closed, and never opened again. */
-static void expect_gone_after(int reap)
+static void expect_gone_after(const char *root, int reap)
 {
 	struct procstat_file f;
 	uint64_t t = 7, s = 7;
@@ -145,8 +252,8 @@ static void expect_gone_after(int reap)
 	pid_t pid = start_child(&go, 1);
 
 	procstat_file__init(&f);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
-	cr_assert_geq(f.fd, 0);
+	cr_assert_eq(procstat_file__read(&f, root, pid, INT_MAX, &t, &s, NULL), 0);
+	cr_assert_eq(procstat_file__kept(&f), kept_fds(root));
 	close(go);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	if (reap) {
@@ -156,35 +263,37 @@ static void expect_gone_after(int reap)
 		cr_assert_eq(waitid(P_PID, (id_t)pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT), 0);
 	}
 	t = s = 7;
-	cr_expect_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), -ESRCH);
-	cr_expect_eq(f.fd, -1, "the descriptor of an ended process is still open");
+	cr_expect_eq(procstat_file__read(&f, root, pid, INT_MAX, &t, &s, NULL), -ESRCH);
+	cr_expect_eq(procstat_file__kept(&f), 0, "descriptors of an ended process still open");
 	cr_expect(f.gone);
 	cr_expect(t == 7 && s == 7, "written on failure");
 	cr_expect_eq(count_fds(), base);
 	/* Gone for good: nothing opened again, whatever holds the number now. */
-	cr_expect_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), -ESRCH);
-	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(procstat_file__read(&f, root, pid, INT_MAX, &t, &s, NULL), -ESRCH);
+	cr_expect_eq(procstat_file__kept(&f), 0);
 	cr_expect_eq(count_fds(), base);
 	if (!reap)
 		cr_assert_eq(waitpid(pid, NULL, 0), pid);
 	/* Free again: another process's file may be read through it. */
 	procstat_file__close(&f);
-	cr_expect_eq(procstat_file__read(&f, "/proc", getpid(), INT_MAX, &t, &s, NULL), 0);
-	cr_expect_eq(count_fds(), base + 1);
+	cr_expect_eq(procstat_file__read(&f, root, getpid(), INT_MAX, &t, &s, NULL), 0);
+	cr_expect_eq(count_fds(), base + kept_fds(root));
 	procstat_file__close(&f);
 }
 
-Test(procstat, an_ended_process_closes_its_descriptor)
+Test(procstat, an_ended_process_closes_its_descriptors)
 {
-	expect_gone_after(1);
+	expect_gone_after("/proc", 1);
+	expect_gone_after(OTHER_ROOT, 1);
 }
 
 Test(procstat, a_zombie_has_ended)
 {
-	expect_gone_after(0);
+	expect_gone_after("/proc", 0);
+	expect_gone_after(OTHER_ROOT, 0);
 }
 
-Test(procstat, another_pid_closes_the_file_of_the_first)
+static void expect_another_pid_closes(const char *root)
 {
 	struct procstat_file f;
 	uint64_t t, s;
@@ -192,12 +301,18 @@ Test(procstat, another_pid_closes_the_file_of_the_first)
 	pid_t pid = start_child(&go, 1);
 
 	procstat_file__init(&f);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
-	cr_assert_eq(procstat_file__read(&f, "/proc", getpid(), INT_MAX, &t, &s, NULL), 0);
-	cr_expect_eq(count_fds(), base + 2, "the first file is still open");
+	cr_assert_eq(procstat_file__read(&f, root, pid, INT_MAX, &t, &s, NULL), 0);
+	cr_assert_eq(procstat_file__read(&f, root, getpid(), INT_MAX, &t, &s, NULL), 0);
+	cr_expect_eq(count_fds(), base + 1 + kept_fds(root), "the first file is still open");
 	cr_expect_eq(f.pid, getpid());
 	procstat_file__close(&f);
 	end_child(pid, go);
+}
+
+Test(procstat, another_pid_closes_the_file_of_the_first)
+{
+	expect_another_pid_closes("/proc");
+	expect_another_pid_closes(OTHER_ROOT);
 }
 
 /* A child with the pid want (clone3's set_tid: root), which waits on go; -errno. */
@@ -236,7 +351,7 @@ static pid_t child_with_pid(pid_t want, int *ret_go)
  * kept (it is the first process's) nor a file opened anew (another start time) gives the new
  * process's figures as the old one's.
  */
-static void expect_reuse_not_taken(int keep_below)
+static void expect_reuse_not_taken(const char *root, int keep_below)
 {
 	struct procstat_file f;
 	uint64_t t, s, t2, s2;
@@ -244,7 +359,7 @@ static void expect_reuse_not_taken(int keep_below)
 	pid_t pid = start_child(&go, 1), again;
 
 	procstat_file__init(&f);
-	cr_assert_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), 0);
+	cr_assert_eq(procstat_file__read(&f, root, pid, keep_below, &t, &s, NULL), 0);
 	end_child(pid, go);
 	/* Its start time in ticks: the new process must start in a later tick. */
 	usleep(30000);
@@ -256,13 +371,13 @@ static void expect_reuse_not_taken(int keep_below)
 	cr_assert_eq(again, pid, "clone3: %s", again < 0 ? strerror(-again) : "another pid");
 	cr_assert_eq(procstat__cpu("/proc", pid, &t2, &s2), 0);
 	cr_assert_neq(s2, s, "the same start time: the test cannot tell them apart");
-	cr_expect_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), -ESRCH,
+	cr_expect_eq(procstat_file__read(&f, root, pid, keep_below, &t, &s, NULL), -ESRCH,
 		     "the new process read as the old one");
-	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(procstat_file__kept(&f), 0);
 	cr_expect_eq(count_fds(), base + 1); /* the new child's pipe */
 	procstat_file__close(&f);
 	/* Free again, it reads the new one. */
-	cr_expect_eq(procstat_file__read(&f, "/proc", pid, keep_below, &t, &s, NULL), 0);
+	cr_expect_eq(procstat_file__read(&f, root, pid, keep_below, &t, &s, NULL), 0);
 	cr_expect_eq(s, s2);
 	procstat_file__close(&f);
 	end_child(again, go2);
@@ -270,10 +385,12 @@ static void expect_reuse_not_taken(int keep_below)
 
 Test(procstat, a_reused_pid_is_not_the_process_of_a_kept_file)
 {
-	expect_reuse_not_taken(INT_MAX);
+	expect_reuse_not_taken("/proc", INT_MAX);
+	expect_reuse_not_taken(OTHER_ROOT, INT_MAX);
 }
 
 Test(procstat, a_reused_pid_is_not_the_process_of_a_file_opened_anew)
 {
-	expect_reuse_not_taken(0);
+	expect_reuse_not_taken("/proc", 0);
+	expect_reuse_not_taken(OTHER_ROOT, 0);
 }
