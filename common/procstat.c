@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -73,11 +74,16 @@ int procstat__stat(const char *proc_root, int pid, uint64_t *ret_ticks, uint64_t
 
 void procstat_file__init(struct procstat_file *f)
 {
-	*f = (struct procstat_file){ .fd = -1, .pidfd = -1, .taskfd = -1 };
+	*f = (struct procstat_file){ .fd = -1, .pidfd = -1, .taskfd = -1, .setfd = -1 };
 }
 
 static void close_fds(struct procstat_file *f)
 {
+	/* Out of the set first: a copy of the descriptor (a child forked meanwhile) would keep
+	 * it there after the close. */
+	if (f->setfd >= 0 && f->pidfd >= 0)
+		epoll_ctl(f->setfd, EPOLL_CTL_DEL, f->pidfd, NULL);
+	f->setfd = -1;
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->pidfd >= 0)
@@ -85,6 +91,7 @@ static void close_fds(struct procstat_file *f)
 	if (f->taskfd >= 0)
 		close(f->taskfd);
 	f->fd = f->pidfd = f->taskfd = -1;
+	f->alone = 0;
 }
 
 void procstat_file__close(struct procstat_file *f)
@@ -145,7 +152,7 @@ static clockid_t process_clock(int pid)
  * The reads of the own /proc (see the header): the clock and the task directory, then the
  * pidfd. 0, -ESRCH (ended: the caller forgets it) or another -errno.
  */
-static int read_clock(struct procstat_file *f, uint64_t *ret_cpu_ns, double *ret_threads)
+static int read_clock(struct procstat_file *f, int check, uint64_t *ret_cpu_ns, double *ret_threads)
 {
 	struct timespec ts;
 	int err;
@@ -158,7 +165,7 @@ static int read_clock(struct procstat_file *f, uint64_t *ret_cpu_ns, double *ret
 		if (err)
 			return err;
 	}
-	err = pidfd_ended(f->pidfd);
+	err = check ? pidfd_ended(f->pidfd) : 0;
 	if (err)
 		return err > 0 ? -ESRCH : err;
 	*ret_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -187,8 +194,9 @@ static ssize_t stat_text(int fd, const char *proc_root, int pid, char *buf, size
  * first, then stat for the start time (a zombie has ended) and the task directory, then the
  * clock; the pidfd still open after them says every one was this process's.
  */
-static int read_first(struct procstat_file *f, const char *proc_root, int keep_below,
-		      uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
+static int read_first(struct procstat_file *f, struct procstat_set *set, const char *proc_root,
+		      int keep_below, uint64_t *ret_cpu_ns, uint64_t *ret_start,
+		      double *ret_threads)
 {
 	char buf[1024], path[320];
 	uint64_t ticks, start;
@@ -219,13 +227,22 @@ static int read_first(struct procstat_file *f, const char *proc_root, int keep_b
 		err = -errno;
 		goto fail;
 	}
-	err = read_clock(f, ret_cpu_ns, ret_threads);
+	err = read_clock(f, 1, ret_cpu_ns, ret_threads);
 	if (err)
 		goto fail;
 	f->start = start;
 	*ret_start = start;
-	if (f->pidfd >= keep_below || f->taskfd >= keep_below)
+	if (f->pidfd >= keep_below || f->taskfd >= keep_below) {
 		close_fds(f);
+	} else if (set && set->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = f->pidfd };
+
+		/* Not in the set: it is checked alone at each read (one poll more). */
+		if (epoll_ctl(set->epfd, EPOLL_CTL_ADD, f->pidfd, &ev))
+			f->alone = 1;
+		else
+			f->setfd = set->epfd;
+	}
 	return 0;
 fail:
 	if (err == -ESRCH || err == -ENOENT)
@@ -234,13 +251,13 @@ fail:
 	return err;
 }
 
-int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid, int keep_below,
-			uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
+static int sample(struct procstat_file *f, struct procstat_set *set, const char *proc_root, int pid,
+		  int keep_below, uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
 {
 	char buf[1024];
 	uint64_t ticks, start, ns;
 	double threads;
-	int err, opened = 0;
+	int err, opened = 0, check;
 	ssize_t n;
 	long tck;
 
@@ -252,9 +269,10 @@ int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid,
 		return -ESRCH;
 	if (!strcmp(proc_root, "/proc")) {
 		if (f->pidfd < 0)
-			return read_first(f, proc_root, keep_below, ret_cpu_ns, ret_start,
+			return read_first(f, set, proc_root, keep_below, ret_cpu_ns, ret_start,
 					  ret_threads);
-		err = read_clock(f, &ns, ret_threads ? &threads : NULL);
+		check = !set || f->alone;
+		err = read_clock(f, check, &ns, ret_threads ? &threads : NULL);
 		if (err == -ESRCH)
 			return file_gone(f);
 		if (err) {
@@ -265,7 +283,7 @@ int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid,
 		*ret_start = f->start;
 		if (ret_threads)
 			*ret_threads = threads;
-		return 0;
+		return !check;
 	}
 	if (f->fd < 0) {
 		char path[320];
@@ -303,6 +321,54 @@ int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid,
 	if (ret_threads)
 		*ret_threads = threads;
 	return 0;
+}
+
+int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid, int keep_below,
+			uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads)
+{
+	return sample(f, NULL, proc_root, pid, keep_below, ret_cpu_ns, ret_start, ret_threads);
+}
+
+int procstat_file__sample(struct procstat_file *f, struct procstat_set *s, const char *proc_root,
+			  int pid, int keep_below, uint64_t *ret_cpu_ns, uint64_t *ret_start,
+			  double *ret_threads)
+{
+	return sample(f, s, proc_root, pid, keep_below, ret_cpu_ns, ret_start, ret_threads);
+}
+
+int procstat_file__gone(struct procstat_file *f)
+{
+	return file_gone(f);
+}
+
+int procstat_set__init(struct procstat_set *s)
+{
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	return s->epfd < 0 ? -errno : 0;
+}
+
+void procstat_set__free(struct procstat_set *s)
+{
+	if (s->epfd >= 0)
+		close(s->epfd);
+	s->epfd = -1;
+}
+
+int procstat_set__ended(struct procstat_set *s, int *ret_pidfds, int max)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	if (s->epfd < 0)
+		return 0;
+	if (max > 64)
+		max = 64;
+	n = epoll_wait(s->epfd, ev, max, 0);
+	if (n < 0)
+		return -errno;
+	for (int i = 0; i < n; i++)
+		ret_pidfds[i] = ev[i].data.fd;
+	return n;
 }
 
 int procstat__threads(const char *proc_root, int pid, double *ret)

@@ -41,6 +41,8 @@ struct procstat_file {
 	int pidfd;	/* own /proc: the process's pidfd; -1: none */
 	int taskfd;	/* own /proc: its /proc/PID/task, held with pidfd */
 	int clock;	/* own /proc: its process CPU clock (a clockid_t) */
+	int alone;	/* its pidfd is in no procstat_set: polled at each read */
+	int setfd;	/* the epoll set its pidfd is in, -1: none */
 	int pid;	/* 0: free */
 	int gone;	/* the process ended: its descriptors closed */
 	uint64_t start; /* its start time, from the first read */
@@ -57,6 +59,38 @@ void procstat_file__init(struct procstat_file *f);
  */
 int procstat_file__read(struct procstat_file *f, const char *proc_root, int pid, int keep_below,
 			uint64_t *ret_cpu_ns, uint64_t *ret_start, double *ret_threads);
+/*
+ * The reads of many processes at once: each file's kept pidfd joins an epoll set (the caller's
+ * procstat_set), procstat_file__sample() reads the clock and the task directory without
+ * polling it, and one procstat_set__ended() after the reads tells which of them ended (their
+ * pidfds are readable): a figure of those is not taken, and procstat_file__gone() closes
+ * their descriptors. 200 processes a second: 200 poll calls less (about 15% of the
+ * supervisor's samples, scripts/bench_continuous.sh under perf).
+ */
+struct procstat_set {
+	int epfd; /* -1: none (every sample then checked alone) */
+};
+
+/* An epoll set made now (the supervisor's filter allows it once gRPC is loaded). 0 or -errno. */
+int procstat_set__init(struct procstat_set *s);
+void procstat_set__free(struct procstat_set *s);
+/*
+ * As procstat_file__read(), into s: 1 when the figures are to be confirmed by
+ * procstat_set__ended() (a kept pidfd not polled), 0 when they were checked already (a file
+ * opened now, or another namespace's procfs), or -errno (-ESRCH: ended).
+ */
+int procstat_file__sample(struct procstat_file *f, struct procstat_set *s, const char *proc_root,
+			  int pid, int keep_below, uint64_t *ret_cpu_ns, uint64_t *ret_start,
+			  double *ret_threads);
+/*
+ * The pidfds of s whose processes have ended, up to max (call again while it returns max):
+ * their count, or -errno. Level-triggered: a process that ended stays in the answer until its
+ * file is closed.
+ */
+int procstat_set__ended(struct procstat_set *s, int *ret_pidfds, int max);
+/* f's process ended (its pidfd was in procstat_set__ended()'s answer): -ESRCH, closed. */
+int procstat_file__gone(struct procstat_file *f);
+
 /* How many descriptors f holds now (0: none kept). */
 int procstat_file__kept(const struct procstat_file *f);
 /* Closes its descriptors, if any, and makes it free for another process. */

@@ -75,7 +75,10 @@ struct cproc {
 	uint64_t starttime;	   /* /proc/PID/stat field 22: the process, not just its number */
 	struct procstat_file stat; /* its stat file, kept open; free when pid changes */
 	uint64_t cpu_ns;	   /* its CPU time at the last sample */
-	uint64_t cpu_ms;	   /* when */
+	uint64_t new_ns;	   /* fetch(): this sample's, until confirmed */
+	double new_threads;
+	int fresh;	 /* fetch(): 1 a sample read, 2 one to confirm */
+	uint64_t cpu_ms; /* when */
 	int have_cpu;
 	struct cwindow cpu, threads; /* n 0: not watched for that monitor */
 	struct chttp *http;	     /* one per HTTP item of its policy */
@@ -103,7 +106,8 @@ struct continuous {
 	struct oap_conn *conn;
 	char proc_root[256];
 	struct continuous_ops ops;
-	int fd_bound; /* stat descriptors are kept below this number */
+	int fd_bound;		 /* stat descriptors are kept below this number */
+	struct procstat_set set; /* the watched processes' pidfds: which ended, in one call */
 
 	struct cpolicy *pols;
 	size_t npols;
@@ -146,6 +150,8 @@ struct continuous *continuous__new(const struct rover_config *cfg, struct oap_co
 			c->fd_bound =
 				(int)((rl.rlim_cur > INT_MAX ? INT_MAX : rl.rlim_cur) / FD_SHARE);
 	}
+	if (procstat_set__init(&c->set))
+		c->set.epfd = -1; /* each process's pidfd then polled at its read */
 	c->pols = calloc(CPOLICY_MAX_SERVICES, sizeof(*c->pols));
 	c->procs = calloc(MAX_PROCS, sizeof(*c->procs));
 	c->mon_ids = calloc(ROVER_MAX_PIDS, SW_ID_LEN);
@@ -205,6 +211,7 @@ void continuous__free(struct continuous *c)
 	for (size_t i = 0; c->procs && i < c->nprocs; i++)
 		proc_release(c, &c->procs[i]);
 	cwindow__free(&c->load);
+	procstat_set__free(&c->set);
 	pcre2_match_context_free(c->mctx);
 	free(c->mon_ids);
 	free(c->procs);
@@ -592,6 +599,34 @@ static void refresh_procs(struct continuous *c)
 }
 
 /*
+ * The processes whose pidfds say they ended, after fetch()'s reads: their samples to confirm
+ * are not taken (a clock asked by number may have been another process's) and their
+ * descriptors close; the next refresh drops them.
+ */
+static void ended(struct continuous *c)
+{
+	int fds[64], n, closed;
+
+	do {
+		n = procstat_set__ended(&c->set, fds, 64);
+		closed = 0;
+		for (int k = 0; k < n; k++) {
+			for (size_t i = 0; i < c->nprocs; i++) {
+				struct cproc *p = &c->procs[i];
+
+				if (p->stat.pidfd != fds[k])
+					continue;
+				p->fresh = 0;
+				procstat_file__gone(&p->stat);
+				stat_files(c, 1, p, -ESRCH);
+				closed++;
+				break;
+			}
+		}
+	} while (n == 64 && closed); /* each one answered leaves the set once closed */
+}
+
+/*
  * Every fetch_interval: the samples of each window, stamped at (the tick's scheduled time:
  * one sample a second lands in one slot each, whatever the thread's jitter; an empty slot
  * never matches). CPU % is over the time really elapsed between two reads (now).
@@ -603,13 +638,20 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 	c->st.samples++;
 	if (c->load.n && !read_load(c, &v))
 		cwindow__add(&c->load, (int64_t)at, v, 0);
+	/* The reads, then which of the processes ended since (see common/procstat.h). */
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct cproc *p = &c->procs[i];
-		uint64_t ns, start;
+		int had = procstat_file__kept(&p->stat) > 0, r;
+		uint64_t start;
 
+		p->fresh = 0;
 		if (!p->cpu.n && !p->threads.n)
 			continue;
-		if (read_stat(c, p, &ns, &start, p->threads.n ? &v : NULL))
+		r = procstat_file__sample(&p->stat, &c->set, c->proc_root, p->pid, c->fd_bound,
+					  &p->new_ns, &start,
+					  p->threads.n ? &p->new_threads : NULL);
+		stat_files(c, had, p, r < 0 ? r : 0);
+		if (r < 0)
 			continue; /* gone: the next refresh drops it */
 		if (p->starttime && start != p->starttime) {
 			/* Its number is another process's now: no sample is its. */
@@ -617,6 +659,15 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 			continue;
 		}
 		p->starttime = start;
+		p->fresh = 1 + r;
+	}
+	ended(c);
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct cproc *p = &c->procs[i];
+		uint64_t ns = p->new_ns;
+
+		if (!p->fresh)
+			continue;
 		/* Fix: CPU % over this interval (upstream: since the process started, A3). */
 		if (p->cpu.n && p->have_cpu && now > p->cpu_ms && ns >= p->cpu_ns)
 			cwindow__add(&p->cpu, (int64_t)at,
@@ -626,9 +677,8 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 		p->cpu_ns = ns;
 		p->cpu_ms = now;
 		p->have_cpu = 1;
-		/* Threads: from the same read (common/procstat.h). */
 		if (p->threads.n)
-			cwindow__add(&p->threads, (int64_t)at, v, 0);
+			cwindow__add(&p->threads, (int64_t)at, p->new_threads, 0);
 	}
 }
 

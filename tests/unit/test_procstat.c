@@ -394,3 +394,69 @@ Test(procstat, a_reused_pid_is_not_the_process_of_a_file_opened_anew)
 	expect_reuse_not_taken("/proc", 0);
 	expect_reuse_not_taken(OTHER_ROOT, 0);
 }
+
+/*
+ * Many processes read at once (continuous profiling's fetch): kept pidfds in a set, samples
+ * to confirm, one call for the ended ones. A zombie's clock still reads: the set names it. A
+ * pid reused after its process ended and was reaped reads the new process's clock by number:
+ * the set names the old pidfd, so the caller drops that figure.
+ */
+Test(procstat, a_set_names_the_processes_that_ended_after_their_samples)
+{
+	struct procstat_set set;
+	struct procstat_file f[3];
+	uint64_t t, s;
+	int go[3], go2 = -1, fds[64], n;
+	pid_t pid[3], again;
+
+	cr_assert_eq(procstat_set__init(&set), 0);
+	for (int i = 0; i < 3; i++) {
+		pid[i] = start_child(&go[i], 1);
+		procstat_file__init(&f[i]);
+		/* The first read checks by itself: 0. */
+		cr_assert_eq(procstat_file__sample(&f[i], &set, "/proc", pid[i], INT_MAX, &t, &s,
+						   NULL),
+			     0);
+	}
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(procstat_file__sample(&f[i], &set, "/proc", pid[i], INT_MAX, &t, &s,
+						   NULL),
+			     1, "a kept file's sample is not to be confirmed");
+	cr_expect_eq(procstat_set__ended(&set, fds, 64), 0, "none ended yet");
+
+	/* 1 a zombie; 2 reaped, its pid given to a new process. */
+	close(go[1]);
+	cr_assert_eq(kill(pid[1], SIGKILL), 0);
+	cr_assert_eq(waitid(P_PID, (id_t)pid[1], &(siginfo_t){ 0 }, WEXITED | WNOWAIT), 0);
+	end_child(pid[2], go[2]);
+	usleep(30000);
+	again = child_with_pid(pid[2], &go2);
+	if (again < 0) {
+		for (int i = 0; i < 3; i++)
+			procstat_file__close(&f[i]);
+		kill(pid[0], SIGKILL);
+		cr_skip("clone3 with set_tid: %s", strerror(-again));
+	}
+	cr_assert_eq(again, pid[2]);
+	cr_expect_eq(procstat_file__sample(&f[1], &set, "/proc", pid[1], INT_MAX, &t, &s, NULL), 1,
+		     "a zombie's clock reads: to be confirmed");
+	cr_expect_eq(procstat_file__sample(&f[2], &set, "/proc", pid[2], INT_MAX, &t, &s, NULL), 1,
+		     "the new process's clock reads by number: to be confirmed");
+	n = procstat_set__ended(&set, fds, 64);
+	cr_assert_eq(n, 2, "%d ended, 2 did", n);
+	cr_expect((fds[0] == f[1].pidfd && fds[1] == f[2].pidfd) ||
+			  (fds[1] == f[1].pidfd && fds[0] == f[2].pidfd),
+		  "not the pidfds of the two that ended");
+	cr_expect_eq(procstat_file__gone(&f[1]), -ESRCH);
+	cr_expect_eq(procstat_file__gone(&f[2]), -ESRCH);
+	cr_expect_eq(procstat_set__ended(&set, fds, 64), 0, "closed files still in the set");
+	cr_expect_eq(procstat_file__sample(&f[2], &set, "/proc", pid[2], INT_MAX, &t, &s, NULL),
+		     -ESRCH, "gone stays gone");
+	cr_expect_eq(procstat_file__sample(&f[0], &set, "/proc", pid[0], INT_MAX, &t, &s, NULL), 1);
+	for (int i = 0; i < 3; i++)
+		procstat_file__close(&f[i]);
+	cr_assert_eq(waitpid(pid[1], NULL, 0), pid[1]);
+	end_child(pid[0], go[0]);
+	end_child(again, go2);
+	procstat_set__free(&set);
+}
