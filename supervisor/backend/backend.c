@@ -53,6 +53,7 @@ struct backend {
 	struct discovery *disc;
 	const struct host_facts *host;
 	int main_fd;
+	int main_hup; /* the task thread no longer polls main_fd: it hung up */
 	pthread_t report_thr, task_thr;
 	int report_started, task_started;
 	volatile int stopping;
@@ -308,6 +309,42 @@ static int report_entities(struct backend *b, struct disc_entity *ents, size_t n
 	return err;
 }
 
+/*
+ * How long the report thread may sleep: 250 ms while entities wait for an id or the first
+ * report has not been made (retries come at their time), else until the next heartbeat or
+ * the backoff's next attempt, 5 s at most: a scan that leaves an entity to report wakes it
+ * sooner (discovery__kick_fd). It was a look every 250 ms, four wakeups a second.
+ */
+static uint64_t report_wait_ms(struct backend *b, uint64_t next_hb, const struct oap_backoff *bo)
+{
+	uint64_t now = now_mono_ms(), due = next_hb;
+
+	if (!b->reported_once || discovery__kick_fd(b->disc) < 0 ||
+	    discovery__unreported(b->disc, now, 0))
+		return 250;
+	if (bo->next_ms > due)
+		due = bo->next_ms;
+	if (due <= now)
+		return 1;
+	return due - now > 5000 ? 5000 : due - now;
+}
+
+/* Sleeps up to ms, until a scan leaves something to report or the backend stops. */
+static void report_nap(struct backend *b, uint64_t ms)
+{
+	int kick = discovery__kick_fd(b->disc);
+	struct pollfd p[2] = { { .fd = b->wake[0], .events = POLLIN },
+			       { .fd = kick, .events = POLLIN } };
+	char buf[64];
+
+	if (b->stopping)
+		return;
+	poll(p, 2, (int)ms);
+	if (kick >= 0)
+		while (read(kick, buf, sizeof(buf)) > 0)
+			;
+}
+
 static void *report_main(void *arg)
 {
 	struct backend *b = arg;
@@ -358,7 +395,7 @@ static void *report_main(void *arg)
 			}
 			free(ents);
 		}
-		nap(b, 250);
+		report_nap(b, report_wait_ms(b, next_hb, &bo));
 	}
 	free(rb);
 	return NULL;
@@ -804,9 +841,21 @@ static void drain_main(struct backend *b)
 	for (;;) {
 		struct pollfd p = { .fd = b->main_fd, .events = POLLIN };
 		const struct msg_bk_ended *e;
+		int err;
 
-		if (poll(&p, 1, 0) <= 0 || ipc_recv(b->main_fd, rules, 2, &msg))
+		if (b->main_hup || poll(&p, 1, 0) <= 0)
 			break;
+		err = ipc_recv(b->main_fd, rules, 2, &msg);
+		if (err == -EINTR || err == -EAGAIN)
+			break;
+		if (err) {
+			/* A stream that failed once is out of step for good: the task thread stops
+			 * reading it (else its poll would wake at once, for ever). */
+			log_err("backend: the main thread's messages: %s; no more are read",
+				strerror(-err));
+			b->main_hup = 1;
+			break;
+		}
 		if (msg.type == MSG_NET_MONITOR) {
 			if (b->cont)
 				continuous__http(b->cont, msg.buf, msg.len, now_mono_ms());
@@ -909,6 +958,53 @@ static void cont_stop(void *ctx, const char *name)
 	send_stop(ctx, name);
 }
 
+/*
+ * How long the task thread may sleep: until its next query (or the backoff's next attempt), a
+ * running task's end or continuous profiling's next work, and 1 s at most; 200 ms while tasks
+ * wait to start (their times are looked at then). A message from the main thread wakes it
+ * sooner (task_nap). It was a tick every 200 ms, 5 wakeups a second for nothing most of them.
+ */
+static uint64_t task_wait_ms(const struct backend *b, uint64_t next, const struct oap_backoff *bo)
+{
+	uint64_t now = now_mono_ms(), unow = now_unix_ms(), due = next;
+
+	if (b->npending)
+		return 200;
+	if (bo->next_ms > due)
+		due = bo->next_ms;
+	for (int i = 0; i < b->nrunning; i++) {
+		uint64_t end = b->running[i].end_ms > unow ? now + (b->running[i].end_ms - unow)
+							   : now;
+
+		if (end < due)
+			due = end;
+	}
+	if (b->cont) {
+		uint64_t c = continuous__due(b->cont, now);
+
+		if (c < due)
+			due = c;
+	}
+	if (due <= now)
+		return 1;
+	return due - now > 1000 ? 1000 : due - now;
+}
+
+/* Sleeps up to ms, or until a message of the main thread comes or the backend stops. */
+static int task_nap(struct backend *b, uint64_t ms)
+{
+	struct pollfd p[2] = { { .fd = b->wake[0], .events = POLLIN },
+			       { .fd = b->main_hup ? -1 : b->main_fd, .events = POLLIN } };
+
+	if (b->stopping)
+		return 1;
+	poll(p, 2, (int)ms);
+	/* The main thread's end closed: nothing more comes, and a hang-up would wake at once. */
+	if (p[1].revents & (POLLHUP | POLLERR | POLLNVAL))
+		b->main_hup = 1;
+	return b->stopping;
+}
+
 static void *task_main(void *arg)
 {
 	struct backend *b = arg;
@@ -955,7 +1051,7 @@ static void *task_main(void *arg)
 		sw_runs__expire(&b->runs, unow);
 		if (b->cont)
 			continuous__tick(b->cont, now_mono_ms());
-		nap(b, 200);
+		task_nap(b, task_wait_ms(b, next, &bo));
 	}
 	return NULL;
 }

@@ -1438,3 +1438,18 @@ void continuous__tick(struct continuous *c, uint64_t now)
 		c->next_check = now + cfg->profiling.continuous_check_interval_ms;
 	}
 }
+
+uint64_t continuous__due(const struct continuous *c, uint64_t now)
+{
+	uint64_t due = c->next_query;
+
+	if (!c->npols)
+		return c->mon_name[0] ? now : due; /* a monitor to stop */
+	if (!c->next_fetch || !c->next_check)
+		return now;
+	if (c->next_fetch < due)
+		due = c->next_fetch;
+	if (c->next_check < due)
+		due = c->next_check;
+	return due;
+}

@@ -47,8 +47,13 @@ struct continuous *continuous__new(const struct rover_config *cfg, struct oap_co
 				   const char *proc_root, const struct continuous_ops *ops);
 void continuous__free(struct continuous *c);
 
-/* One tick of the task thread (about every 200 ms): does whatever is due at now_ms (monotonic). */
+/* One tick of the task thread: does whatever is due at now_ms (monotonic). */
 void continuous__tick(struct continuous *c, uint64_t now_ms);
+/*
+ * The monotonic time at which continuous__tick() has work next (a policy query, a fetch, a
+ * check; now_ms when something waits already): the task thread sleeps until then.
+ */
+uint64_t continuous__due(const struct continuous *c, uint64_t now_ms);
 
 /* The HTTP monitor's counts of a flush (struct msg_net_monitor, len bytes, from the main
  * loop), taken as samples at now_ms. Counts of processes not watched are ignored. */

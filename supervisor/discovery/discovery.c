@@ -156,6 +156,7 @@ struct discovery {
 	uint64_t k8s_gen; /* the store's generation the entities were rendered for */
 	int k8s_dirty;	  /* processes came or went since */
 	int epfd;	  /* the pidfds of processes with an entity; -1: none (kill(pid, 0)) */
+	int kick[2];	  /* a byte after a scan that left entities to report; -1: none */
 	size_t npidfds, max_pidfds;
 };
 
@@ -324,6 +325,7 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	if (!d)
 		return NULL;
 	d->epfd = -1;
+	d->kick[0] = d->kick[1] = -1;
 	d->cfg = cfg;
 	d->host = host;
 	d->info = info;
@@ -351,6 +353,8 @@ struct discovery *discovery__new(const struct rover_config *cfg, const struct ho
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur > DISC_FDS_KEPT)
 		d->max_pidfds = (size_t)(rl.rlim_cur - DISC_FDS_KEPT);
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (pipe2(d->kick, O_CLOEXEC | O_NONBLOCK))
+		d->kick[0] = d->kick[1] = -1; /* the report thread then looks every 250 ms */
 	return d;
 }
 
@@ -381,6 +385,9 @@ void discovery__free(struct discovery *d)
 			close(d->procs[i].pidfd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	for (int i = 0; i < 2; i++)
+		if (d->kick[i] >= 0)
+			close(d->kick[i]);
 	free(d->index);
 	free(d->procs);
 	for (size_t i = 0; i < d->nents; i++)
@@ -1195,7 +1202,7 @@ int discovery__scan(struct discovery *d)
 	int full;
 	DIR *dir;
 	uint16_t now;
-	int n = 0;
+	int n = 0, unreported = 0;
 
 	if (!d->cfg->discovery.present || (!d->cfg->discovery.vm_active && !d->k8s))
 		return 0;
@@ -1298,9 +1305,13 @@ int discovery__scan(struct discovery *d)
 			s->e.tried_ms = 0;
 			s->e.generation = ++d->generation;
 		}
+		unreported += !s->e.process_id[0];
 		n++;
 	}
 	pthread_mutex_unlock(&d->lock);
+	/* The report thread sleeps until there is something to report (or the first scan). */
+	if (d->kick[1] >= 0 && (unreported || d->scan == 1))
+		(void)!write(d->kick[1], "s", 1); /* full: a byte waits already */
 	return n;
 }
 
@@ -1485,4 +1496,9 @@ uint64_t discovery__scans(struct discovery *d)
 	n = d->scan;
 	pthread_mutex_unlock(&d->lock);
 	return n;
+}
+
+int discovery__kick_fd(const struct discovery *d)
+{
+	return d->kick[0];
 }

@@ -110,6 +110,11 @@ void discovery__mark_tried(struct discovery *d, const struct disc_entity *ents, 
 
 /* How many entities have no id and were not tried in the last retry_ms. */
 size_t discovery__unreported(struct discovery *d, uint64_t now_ms, uint64_t retry_ms);
+/*
+ * Readable after a scan that left entities without an id (and after the first scan): the
+ * report thread sleeps on it; it reads what waits (non-blocking). -1: none.
+ */
+int discovery__kick_fd(const struct discovery *d);
 
 /* Scans done so far. */
 uint64_t discovery__scans(struct discovery *d);
