@@ -339,3 +339,105 @@ Test(node, off_cpu_blocked_in_libc_shows_the_js_that_blocked)
 		     f.total, f.n ? f.stacks[0] : "");
 	folded_free(&f);
 }
+
+/*
+ * Samples per function of split.js by its innermost split.js frame in f ("fn (split.js:N)"),
+ * the two most into top[0] (the most) and top[1].
+ */
+static void rover_top2(const struct folded *f, char top[2][64])
+{
+	char names[16][64] = { { 0 } };
+	uint64_t counts[16] = { 0 };
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL, *last = NULL;
+
+		for (char *s = strtok_r(copy, ";", &save); s; s = strtok_r(NULL, ";", &save))
+			if (strstr(s, " (split.js:"))
+				last = s;
+		if (last) {
+			size_t k;
+
+			*strstr(last, " (split.js:") = 0;
+			for (k = 0; k < n && strcmp(names[k], last); k++)
+				;
+			if (k == n && n < 16)
+				snprintf(names[n++], 64, "%s", last);
+			if (k < n)
+				counts[k] += f->counts[i];
+		}
+		free(copy);
+	}
+	top[0][0] = top[1][0] = 0;
+	for (int r = 0; r < 2; r++) {
+		size_t best = n;
+
+		for (size_t k = 0; k < n; k++)
+			if (counts[k] && (best == n || counts[k] > counts[best]))
+				best = k;
+		if (best == n)
+			break;
+		snprintf(top[r], 64, "%s", names[best]);
+		cr_log_info("node: rover's self samples %s %lu", names[best], counts[best]);
+		counts[best] = 0;
+	}
+}
+
+/*
+ * node's own profiler as a second reference: the same workload run again under node
+ * --cpu-prof; the two functions with the most self samples (innermost frame) in its
+ * .cpuprofile, read by tests/programs/node/cpuprof_top.js, are rover's two, in the same
+ * order. split.js gives beta 70% and alpha 30%: 40 points apart, no sampling noise turns
+ * them round, while a walk that misnamed or lost either would.
+ */
+Test(node, on_cpu_hottest_functions_are_cpu_profs)
+{
+	char out[512], dir[512], prof[600], *cap = NULL, want[2][64] = { { 0 } }, got[2][64];
+	char *argv[] = { "node",
+			 "--cpu-prof",
+			 "--cpu-prof-dir",
+			 dir,
+			 "--cpu-prof-name",
+			 "split.cpuprofile",
+			 (char *)src("tests/programs/node/split.js"),
+			 "4",
+			 "3000",
+			 "7000",
+			 NULL };
+	char *top[] = { "node", (char *)src("tests/programs/node/cpuprof_top.js"), prof, "split.js",
+			NULL };
+	struct nprog p = { 0 };
+	struct folded f;
+	int r = 0;
+
+	snprintf(out, sizeof(out), "%s/split-top.folded", tmp);
+	snprintf(dir, sizeof(dir), "%s/cpuprof", tmp);
+	snprintf(prof, sizeof(prof), "%s/split.cpuprofile", dir);
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/split.js"), "7", "3000", "7000",
+				 &p),
+		     0, "node did not start");
+	profile(p.pid, "5s", out);
+	nprog_end(&p);
+	cr_assert_eq(folded_read(out, &f), 0);
+	rover_top2(&f, got);
+	folded_free(&f);
+
+	cr_assert_eq(run_capture(NULL, argv, 60000, &cap), 0, "node --cpu-prof: %s", cap);
+	free(cap);
+	cap = NULL;
+	cr_assert_eq(run_capture(NULL, top, 60000, &cap), 0, "cpuprof_top.js: %s", cap);
+	for (char *s = cap, *save = NULL, *l; r < 2 && (l = strtok_r(s, "\n", &save)); s = NULL) {
+		char name[64];
+		unsigned long n;
+
+		if (sscanf(l, "self %63s %lu", name, &n) == 2) {
+			cr_log_info("node: --cpu-prof's self samples %s %lu", name, n);
+			snprintf(want[r++], 64, "%s", name);
+		}
+	}
+	free(cap);
+	cr_assert_eq(r, 2, "--cpu-prof named %d functions of split.js", r);
+	cr_assert_str_eq(got[0], want[0], "hottest: rover %s, --cpu-prof %s", got[0], want[0]);
+	cr_assert_str_eq(got[1], want[1], "second: rover %s, --cpu-prof %s", got[1], want[1]);
+}
