@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -440,4 +441,58 @@ Test(node, on_cpu_hottest_functions_are_cpu_profs)
 	cr_assert_eq(r, 2, "--cpu-prof named %d functions of split.js", r);
 	cr_assert_str_eq(got[0], want[0], "hottest: rover %s, --cpu-prof %s", got[0], want[0]);
 	cr_assert_str_eq(got[1], want[1], "second: rover %s, --cpu-prof %s", got[1], want[1]);
+}
+
+/*
+ * Blocked in a synchronous file read: readsync.js waits in fs.readSync on a FIFO the test
+ * writes a line to every 250 ms during the 5 s profile (OFF_CPU time is counted when the
+ * thread runs again, so a read must end inside it), so its blocked time is the reads',
+ * under reader() and loop(), but for the reads that end before the shipper found node (the
+ * first, 250 ms at most: 5% of 4.75 s). 18 lines, then "end"; nprog_end kills node whatever
+ * happens.
+ */
+Test(node, off_cpu_blocked_in_read_sync_shows_the_js_that_blocked)
+{
+	char out[512], fifo[512], pids[32], reader[64], loop[64], line[128];
+	char *argv[] = { (char *)bin("rover"), "profile", "--type",   "off_cpu", "--pid", pids,
+			 "--duration",	       "5s",	  "--output", out,	 NULL };
+	const char *chain[2] = { loop, reader };
+	struct nprog p = { 0 };
+	struct folded f;
+	uint64_t in_js;
+	pid_t r;
+	int fd, reads = 0;
+
+	snprintf(out, sizeof(out), "%s/readsync.folded", tmp);
+	snprintf(fifo, sizeof(fifo), "%s/readsync.fifo", tmp);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(reader, sizeof(reader), "reader (readsync.js:%d)",
+		 line_of("readsync.js", "function reader("));
+	snprintf(loop, sizeof(loop), "loop (readsync.js:%d)",
+		 line_of("readsync.js", "function loop("));
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/readsync.js"), fifo, NULL, NULL,
+				 &p),
+		     0);
+	snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+	r = spawn_cmd(argv, NULL);
+	cr_assert_gt(r, 0);
+	fd = open(fifo, O_WRONLY | O_NONBLOCK);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i <= 18; i++) {
+		sleep_ms(250);
+		cr_assert_eq(write(fd, i < 18 ? "go\n" : "end\n", i < 18 ? 3 : 4), i < 18 ? 3 : 4);
+		/* node's answer: the read ended, so the next write is read on its own. */
+		cr_assert(fgets(line, sizeof(line), p.out), "node did not read");
+		reads += !strncmp(line, "read ", 5);
+	}
+	close(fd);
+	cr_assert_eq(wait_cmd(r, 30000), 0, "rover profile failed");
+	nprog_end(&p);
+	cr_assert_eq(reads, 19);
+	cr_assert_eq(folded_read(out, &f), 0);
+	in_js = with_chain(&f, chain, 2);
+	cr_log_info("off_cpu: %lu of %lu us blocked under %s;%s", in_js, f.total, loop, reader);
+	cr_assert_gt(in_js, f.total * 8 / 10, "blocked in JavaScript %lu of %lu\n%s", in_js,
+		     f.total, f.n ? f.stacks[0] : "");
+	folded_free(&f);
 }
