@@ -7,7 +7,8 @@
  * node runs by default (Ignition, then Sparkplug and TurboFan code), and with node's own
  * --no-opt (interpreted and baseline frames only) and --jitless (interpreted frames only)
  * so that each kind of frame is seen, and with --perf-basic-prof (node's perf map names its JIT
- * code too: the same names must come out). churn.js makes and drops functions in a loop: no frame
+ * code too: the same names must come out), and against node --cpu-prof's hottest functions.
+ * churn.js makes and drops functions in a loop: no frame
  * may be named with a function that was not running.
  */
 #define _GNU_SOURCE
