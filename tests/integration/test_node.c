@@ -7,7 +7,8 @@
  * node runs by default (Ignition, then Sparkplug and TurboFan code), and with node's own
  * --no-opt (interpreted and baseline frames only) and --jitless (interpreted frames only)
  * so that each kind of frame is seen, and with --perf-basic-prof (node's perf map names its JIT
- * code too: the same names must come out). churn.js makes and drops functions in a loop: no frame
+ * code too: the same names must come out), and against node --cpu-prof's hottest functions.
+ * churn.js makes and drops functions in a loop: no frame
  * may be named with a function that was not running.
  */
 #define _GNU_SOURCE
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -335,6 +337,162 @@ Test(node, off_cpu_blocked_in_libc_shows_the_js_that_blocked)
 	cr_assert_eq(folded_read(out, &f), 0);
 	in_js = with_chain(&f, chain, 2);
 	cr_log_info("off_cpu: %lu of %lu us blocked under %s;%s", in_js, f.total, loop, waiter);
+	cr_assert_gt(in_js, f.total * 8 / 10, "blocked in JavaScript %lu of %lu\n%s", in_js,
+		     f.total, f.n ? f.stacks[0] : "");
+	folded_free(&f);
+}
+
+/*
+ * Samples per function of split.js by its innermost split.js frame in f ("fn (split.js:N)"),
+ * the two most into top[0] (the most) and top[1].
+ */
+static void rover_top2(const struct folded *f, char top[2][64])
+{
+	char names[16][64] = { { 0 } };
+	uint64_t counts[16] = { 0 };
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL, *last = NULL;
+
+		for (char *s = strtok_r(copy, ";", &save); s; s = strtok_r(NULL, ";", &save))
+			if (strstr(s, " (split.js:"))
+				last = s;
+		if (last) {
+			size_t k;
+
+			*strstr(last, " (split.js:") = 0;
+			for (k = 0; k < n && strcmp(names[k], last); k++)
+				;
+			if (k == n && n < 16)
+				snprintf(names[n++], 64, "%s", last);
+			if (k < n)
+				counts[k] += f->counts[i];
+		}
+		free(copy);
+	}
+	top[0][0] = top[1][0] = 0;
+	for (int r = 0; r < 2; r++) {
+		size_t best = n;
+
+		for (size_t k = 0; k < n; k++)
+			if (counts[k] && (best == n || counts[k] > counts[best]))
+				best = k;
+		if (best == n)
+			break;
+		snprintf(top[r], 64, "%s", names[best]);
+		cr_log_info("node: rover's self samples %s %lu", names[best], counts[best]);
+		counts[best] = 0;
+	}
+}
+
+/*
+ * node's own profiler as a second reference: the same workload run again under node
+ * --cpu-prof; the two functions with the most self samples (innermost frame) in its
+ * .cpuprofile, read by tests/programs/node/cpuprof_top.js, are rover's two, in the same
+ * order. split.js gives beta 70% and alpha 30%: 40 points apart, no sampling noise turns
+ * them round, while a walk that misnamed or lost either would.
+ */
+Test(node, on_cpu_hottest_functions_are_cpu_profs)
+{
+	char out[512], dir[512], prof[600], *cap = NULL, want[2][64] = { { 0 } }, got[2][64];
+	char *argv[] = { "node",
+			 "--cpu-prof",
+			 "--cpu-prof-dir",
+			 dir,
+			 "--cpu-prof-name",
+			 "split.cpuprofile",
+			 (char *)src("tests/programs/node/split.js"),
+			 "4",
+			 "3000",
+			 "7000",
+			 NULL };
+	char *top[] = { "node", (char *)src("tests/programs/node/cpuprof_top.js"), prof, "split.js",
+			NULL };
+	struct nprog p = { 0 };
+	struct folded f;
+	int r = 0;
+
+	snprintf(out, sizeof(out), "%s/split-top.folded", tmp);
+	snprintf(dir, sizeof(dir), "%s/cpuprof", tmp);
+	snprintf(prof, sizeof(prof), "%s/split.cpuprofile", dir);
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/split.js"), "7", "3000", "7000",
+				 &p),
+		     0, "node did not start");
+	profile(p.pid, "5s", out);
+	nprog_end(&p);
+	cr_assert_eq(folded_read(out, &f), 0);
+	rover_top2(&f, got);
+	folded_free(&f);
+
+	cr_assert_eq(run_capture(NULL, argv, 60000, &cap), 0, "node --cpu-prof: %s", cap);
+	free(cap);
+	cap = NULL;
+	cr_assert_eq(run_capture(NULL, top, 60000, &cap), 0, "cpuprof_top.js: %s", cap);
+	for (char *s = cap, *save = NULL, *l; r < 2 && (l = strtok_r(s, "\n", &save)); s = NULL) {
+		char name[64];
+		unsigned long n;
+
+		if (sscanf(l, "self %63s %lu", name, &n) == 2) {
+			cr_log_info("node: --cpu-prof's self samples %s %lu", name, n);
+			snprintf(want[r++], 64, "%s", name);
+		}
+	}
+	free(cap);
+	cr_assert_eq(r, 2, "--cpu-prof named %d functions of split.js", r);
+	cr_assert_str_eq(got[0], want[0], "hottest: rover %s, --cpu-prof %s", got[0], want[0]);
+	cr_assert_str_eq(got[1], want[1], "second: rover %s, --cpu-prof %s", got[1], want[1]);
+}
+
+/*
+ * Blocked in a synchronous file read: readsync.js waits in fs.readSync on a FIFO the test
+ * writes a line to every 250 ms during the 5 s profile (OFF_CPU time is counted when the
+ * thread runs again, so a read must end inside it), so its blocked time is the reads',
+ * under reader() and loop(), but for the reads that end before the shipper found node (the
+ * first, 250 ms at most: 5% of 4.75 s). 18 lines, then "end"; nprog_end kills node whatever
+ * happens.
+ */
+Test(node, off_cpu_blocked_in_read_sync_shows_the_js_that_blocked)
+{
+	char out[512], fifo[512], pids[32], reader[64], loop[64], line[128];
+	char *argv[] = { (char *)bin("rover"), "profile", "--type",   "off_cpu", "--pid", pids,
+			 "--duration",	       "5s",	  "--output", out,	 NULL };
+	const char *chain[2] = { loop, reader };
+	struct nprog p = { 0 };
+	struct folded f;
+	uint64_t in_js;
+	pid_t r;
+	int fd, reads = 0;
+
+	snprintf(out, sizeof(out), "%s/readsync.folded", tmp);
+	snprintf(fifo, sizeof(fifo), "%s/readsync.fifo", tmp);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	snprintf(reader, sizeof(reader), "reader (readsync.js:%d)",
+		 line_of("readsync.js", "function reader("));
+	snprintf(loop, sizeof(loop), "loop (readsync.js:%d)",
+		 line_of("readsync.js", "function loop("));
+	cr_assert_eq(nprog_start(NULL, src("tests/programs/node/readsync.js"), fifo, NULL, NULL,
+				 &p),
+		     0);
+	snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+	r = spawn_cmd(argv, NULL);
+	cr_assert_gt(r, 0);
+	fd = open(fifo, O_WRONLY | O_NONBLOCK);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i <= 18; i++) {
+		sleep_ms(250);
+		cr_assert_eq(write(fd, i < 18 ? "go\n" : "end\n", i < 18 ? 3 : 4), i < 18 ? 3 : 4);
+		/* node's answer: the read ended, so the next write is read on its own. */
+		cr_assert(fgets(line, sizeof(line), p.out), "node did not read");
+		reads += !strncmp(line, "read ", 5);
+	}
+	close(fd);
+	cr_assert_eq(wait_cmd(r, 30000), 0, "rover profile failed");
+	nprog_end(&p);
+	cr_assert_eq(reads, 19);
+	cr_assert_eq(folded_read(out, &f), 0);
+	in_js = with_chain(&f, chain, 2);
+	cr_log_info("off_cpu: %lu of %lu us blocked under %s;%s", in_js, f.total, loop, reader);
 	cr_assert_gt(in_js, f.total * 8 / 10, "blocked in JavaScript %lu of %lu\n%s", in_js,
 		     f.total, f.n ? f.stacks[0] : "");
 	folded_free(&f);
