@@ -283,7 +283,7 @@ if freq and fc:
 EOF
 # BENCH_NETWORK_BPF_ONLY: the BPF window's figures alone.
 if [ "$BPF_ONLY" = 1 ]; then
-	cat "$work/bpf_figures" "$work/ring"
+	cat "$work/bpf_figures" "$work/ring" "$work/lost"
 	awk '{ printf "network.stats_task_events_lost %d\nnetwork.stats_task_rover_lost_lines %d\n", $4, $5 }' \
 		"$work/stats"
 	awk '{ v[$1] = $2 } END {
