@@ -113,18 +113,6 @@ static __always_inline int holdable(const struct net_conn_state *st, __u32 dir,
 }
 
 /*
- * Whether the record of a call going dir may wait in st for the connection's next one (struct
- * net_conn_state's pend): a request a server read, which its answer follows, over TCP. Not a
- * client's read (its next call may be long after, or never before the task ends), nor the
- * access log's (each call's record goes at once), nor TLS plaintext (tls_mark sends it).
- */
-static __always_inline int pend_ok(const struct net_conn_state *st, __u32 dir)
-{
-	return dir == NET_DIR_INGRESS && st->conn.role == NET_ROLE_SERVER && !opts.access_log &&
-	       !(st->conn.flags & (NET_CONN_UDP | NET_CONN_TLS));
-}
-
-/*
  * Sends a prefix of a call's payload for connections of a protocol the shipper parses,
  * detecting the protocol first while it is not known (tries: the calls seen so far). a->kind
  * K_NONE: bytes moved by a call whose buffer is unknown (sent as a gap of that size).
@@ -132,8 +120,8 @@ static __always_inline int pend_ok(const struct net_conn_state *st, __u32 dir)
 static __always_inline void capture(struct net_conn_state *st, __u32 dir, const struct args *a,
 				    __u64 bytes, __u32 tgid, __u64 now, __u64 tries, __u8 fn)
 {
-	__u32 zero = 0, captured = 0, held = 0, len, pl_actual = 0;
-	__u64 seq, start = a->ts ? a->ts : now, pl = 0, at;
+	__u32 zero = 0, captured = 0, held = 0, len;
+	__u64 seq, start = a->ts ? a->ts : now;
 	struct scratch *s;
 	struct bufs b = {};
 
@@ -275,36 +263,11 @@ send:
 	if (!held)
 		s->rec.held_end_ns = 0;
 	len = s->rec.hdr.len;
-	/* In a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
+	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
 	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
-	if (len > sizeof(s->rec) + NET_CAPTURE_MAX)
-		return;
-	/* The request record waiting for this one goes first, in the same ring record. */
-	if (st->pend_len) {
-		pl = __sync_lock_test_and_set(&st->pend_len, 0);
-		asm volatile("%[pl] &= 0xff" : [pl] "+r"(pl));
-		if (pl > NET_PEND_MAX)
-			pl = 0;
-		if (pl) {
-			__builtin_memcpy(s->pre, st->pend, NET_PEND_MAX);
-			pl_actual = st->pend_actual;
-		}
-	}
-	if (!pl && pend_ok(st, dir) && len <= NET_PEND_MAX) {
-		/* The NET_PEND_MAX bytes that end where the record does (s->pre is before it). */
-		__builtin_memcpy(st->pend, s->pre + len, NET_PEND_MAX);
-		st->pend_actual = s->rec.actual;
-		/* Two threads reading one stream at once: the one that could not keep sends. */
-		if (__sync_val_compare_and_swap(&st->pend_len, 0, (__u64)len) == 0)
-			return;
-	}
-	len += pl;
-	/* Where the first record starts, as an offset the verifier bounds. */
-	at = NET_PEND_MAX - pl;
-	asm volatile("%[at] &= 0xff" : [at] "+r"(at));
-	if (bpf_ringbuf_output(&events, s->pre + at, len, wake_flag(len))) {
-		stat_add(NET_STAT_DATA_RINGBUF, pl ? 2 : 1);
-		stat_add(NET_STAT_DATA_BYTES_LOST, bytes + pl_actual);
+	if (bpf_ringbuf_output(&events, s, len, wake_flag(len))) {
+		stat_add(NET_STAT_DATA_RINGBUF, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
 	}
 }
 
