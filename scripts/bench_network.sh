@@ -14,6 +14,14 @@
 # so it stays off while the rounds measure throughput): BPF ns per request and per traced
 # syscall, per run of each program, per syscall of the untargeted process.
 #
+# BENCH_NETWORK_PERF=FILE records `perf record -a -g` of the whole machine into FILE over one more
+# task under wrk (a window of its own, after the measured ones): where a traced call's time goes,
+# by the BPF programs' JIT symbols and the helpers they call (`perf report --no-children
+# --sort sym -i FILE`).
+#
+# BENCH_NETWORK_BPF_ONLY=1 runs the BPF window alone (no throughput rounds, no floor): the
+# figures of one program build, for A/B runs of two builds one after the other.
+#
 # BENCH_NETWORK_LONG=1 adds a sustained load: wrk paced to BENCH_NETWORK_LONG_RPS (20000) for
 # BENCH_NETWORK_LONG_SECONDS (60) under one task: the peak RSS of every role and the events lost.
 #
@@ -28,6 +36,8 @@ ROUNDS=${BENCH_NETWORK_ROUNDS:-3}
 LONG=${BENCH_NETWORK_LONG:-0}
 LONG_DUR=${BENCH_NETWORK_LONG_SECONDS:-60}
 LONG_RPS=${BENCH_NETWORK_LONG_RPS:-20000}
+PERF_OUT=${BENCH_NETWORK_PERF:-}
+BPF_ONLY=${BENCH_NETWORK_BPF_ONLY:-0}
 CONNS=4
 SYS_MS=2000
 for v in DUR ROUNDS LONG_DUR LONG_RPS; do
@@ -96,6 +106,7 @@ side() {
 	echo "$name $req $rps $p99 $err $((n1 - n0)) $((a1 - a0)) $su $sc $ex $sy $lo $ll" >> "$work/rounds"
 }
 for r in $(seq "$ROUNDS"); do
+	[ "$BPF_ONLY" != 1 ] || break
 	if [ $((r % 2)) = 1 ]; then side A; side B; else side B; side A; fi
 	tail -n 2 "$work/rounds" | sort | awk -v r="$r" '{ x[NR] = $3; e[NR] = $9 }
 		END { printf "bench: round %d: %.0f req/s without, %.0f with (%.3f); sock_writes unix %.0f / %.0f ns CPU\n",
@@ -107,6 +118,7 @@ done
 # loses before its program does anything: the part of the figures above rover cannot remove.
 floor_rows=""
 for k in $(seq "$ROUNDS"); do
+	[ "$BPF_ONLY" != 1 ] || break
 	read -r _ _ fa_rps _ < <(wrk_run "$DUR")
 	fa_u=$(sock_run unix)
 	"$B/tests/bench/hook_floor" $((DUR + 2 * SYS_MS / 1000 + 10)) > "$work/floor.out" 2>&1 &
@@ -135,6 +147,19 @@ bpf_progs > "$work/bpf1"
 sock_run unix > /dev/null
 bpf_progs > "$work/bpf2"
 task_end stats "$((DUR + SYS_MS / 1000 + 8))"
+# The floor under the same stats: the empty programs of tests/bench/hook_floor on the same
+# tracepoints, no task, wrk alike. Each run there is the tracepoint's call into a program and
+# the stats' two clock reads (sched_clock: a pvclock read on this VM), which every rover run
+# pays too: what is rover's own is the rest.
+"$B/tests/bench/hook_floor" $((DUR + 10)) > "$work/floor.out" 2>&1 &
+BG=$!
+for _ in $(seq 50); do grep -qs attached "$work/floor.out" && break; sleep 0.1; done
+grep -qs attached "$work/floor.out" || { echo "bench: hook_floor:"; cat "$work/floor.out"; exit 1; }
+bpf_progs_of "$BG" > "$work/floor0"
+read -r freq _ _ _ < <(wrk_run "$DUR")
+bpf_progs_of "$BG" > "$work/floor1"
+stop_pid "$BG"
+BG=""
 sysctl -q -w kernel.bpf_stats_enabled="$STATS_WAS"
 STATS_WAS=""
 read -r _ ssy slo < <(task_losses stats)
@@ -151,6 +176,23 @@ grep "NETWORK read" "$work/serve.err" | tail -n 1 | sed 's/.* read \([0-9]*\) re
 		printf "network.ring_records_per_request %.2f\n", $1 / (req > 0 ? req : 1)
 		printf "network.ring_bytes_per_request %.1f\n", $2 / (req > 0 ? req : 1)
 		printf "network.worker_reads_per_second %.1f\n", $3 / secs }' > "$work/ring"
+
+# The profile: the whole machine under one more task and wrk (perf report --no-children -i FILE).
+if [ -n "$PERF_OUT" ]; then
+	r=perf
+	task_start perf "$((DUR + 8))"
+	perf record -q -a -g -F 4999 -o "$PERF_OUT" 2> "$work/perf.err" &
+	PERF=$!
+	BG="$BG $PERF"
+	sleep 0.5
+	read -r preq _ _ _ < <(wrk_run "$DUR")
+	kill -INT "$PERF" 2>/dev/null || true
+	wait "$PERF" 2>/dev/null || true
+	BG=""
+	task_end perf "$((DUR + 8))"
+	task_losses perf > /dev/null
+	echo "bench: perf record -a -g over a task of $preq requests: $PERF_OUT" >&2
+fi
 
 # The sustained load: wrk paced by a 1 ms delay a request per connection, in 10 s runs under
 # one task; each run's connections are the last run's scaled to LONG_RPS (the first from three 2 s
@@ -186,6 +228,72 @@ if [ "$LONG" = 1 ]; then
 	read -r lex lsy llo < <(task_losses long)
 	lll=$(rover_lost long)
 	CONNS=4
+fi
+
+# BPF: per program over the wrk window, then per run of the untargeted process (a send and a
+# receive run each op with the socket hooks, an enter and an exit with the syscall hooks);
+# traced syscalls are the stats task's, all in the wrk window. The window's runs that were not
+# traced calls (wrk's own, which are not the task's) cost what the untargeted process's runs
+# cost: taken off, the rest is the traced calls' (bpf_ns_per_traced_call).
+python3 - "$work/bpf0" "$work/bpf1" "$work/bpf2" "$sreq" "$ssy" "$work/floor0" "$work/floor1" \
+	"$freq" > "$work/bpf_figures" <<'EOF'
+import sys
+def load(f):
+    d = {}
+    for line in open(f):
+        n, ns, c = line.split()
+        a = d.setdefault(n, [0, 0])
+        a[0] += int(ns); a[1] += int(c)
+    return d
+s0, s1, s2 = (load(f) for f in sys.argv[1:4])
+req, traced = int(sys.argv[4]), int(sys.argv[5])
+def delta(a, b):
+    return {n: (b[n][0] - a.get(n, [0, 0])[0], b[n][1] - a.get(n, [0, 0])[1]) for n in b}
+w, i = delta(s0, s1), delta(s1, s2)
+ns = sum(v[0] for v in w.values())
+for n, (t, c) in sorted(w.items()):
+    if c:
+        print("network.bpf_ns_per_run.%s %.0f" % (n, t / c))
+        print("network.bpf_runs_per_request.%s %.2f" % (n, c / max(req, 1)))
+print("network.bpf_ns_per_request %.0f" % (ns / max(req, 1)))
+print("network.bpf_ns_per_traced_syscall %.0f" % (ns / max(traced, 1)))
+data = ("net_enter", "net_exit", "net_send", "net_recv")
+for n, (t, c) in sorted(i.items()):
+    if c and n.startswith(data):
+        print("network.bpf_ns_per_untargeted_run.%s %.0f" % (n, t / c))
+it = sum(v[0] for n, v in i.items() if n.startswith(data))
+ic = sum(v[1] for n, v in i.items() if n.startswith(data))
+ops = sum(v[1] for n, v in i.items() if n.startswith(("net_enter", "net_send")))
+print("network.bpf_ns_per_untargeted_syscall %.0f" % (it / max(ops, 1)))
+# The traced calls' own: the socket programs' time in the wrk window less its untraced runs.
+wt = sum(v[0] for n, v in w.items() if n.startswith(("net_send", "net_recv")))
+wc = sum(v[1] for n, v in w.items() if n.startswith(("net_send", "net_recv")))
+if traced and ic and wc >= traced:
+    print("network.bpf_untraced_runs_per_request %.2f" % ((wc - traced) / max(req, 1)))
+    print("network.bpf_ns_per_traced_call %.0f" % ((wt - (wc - traced) * it / ic) / traced))
+f = delta(load(sys.argv[6]), load(sys.argv[7]))
+freq = int(sys.argv[8])
+fns = sum(v[0] for v in f.values())
+fc = sum(v[1] for v in f.values())
+if freq and fc:
+    print("network.bpf_floor_runs_per_request %.2f" % (fc / freq))
+    print("network.bpf_floor_ns_per_run %.0f" % (fns / fc))
+    print("network.bpf_floor_ns_per_request %.0f" % (fns / freq))
+    print("network.bpf_rover_ns_per_request %.0f" % (ns / max(req, 1) - fns / freq))
+EOF
+# BENCH_NETWORK_BPF_ONLY: the BPF window's figures alone.
+if [ "$BPF_ONLY" = 1 ]; then
+	cat "$work/bpf_figures" "$work/ring" "$work/lost"
+	awk '{ printf "network.stats_task_events_lost %d\nnetwork.stats_task_rover_lost_lines %d\n", $4, $5 }' \
+		"$work/stats"
+	awk '{ v[$1] = $2 } END {
+		printf "network: BPF %d ns per request (target <= 800: %s), %d ns per traced call, %d ns per untargeted syscall\n",
+			v["network.bpf_ns_per_request"], v["network.bpf_ns_per_request"] <= 800 ? "ok" : "MISSED",
+			v["network.bpf_ns_per_traced_call"], v["network.bpf_ns_per_untargeted_syscall"]
+		printf "network: the floor (empty programs, same hooks, same stats): %d ns per request; rover'"'"'s own %d ns\n",
+			v["network.bpf_floor_ns_per_request"], v["network.bpf_rover_ns_per_request"] }' \
+		"$work/bpf_figures"
+	exit 0
 fi
 
 # Figures.
@@ -232,37 +340,7 @@ awk '$1 == "A" { a[++na] = $3; ua[na] = $9 } $1 == "B" { b[++nb] = $3; ub[nb] = 
 		printf "network.round%d.throughput_ratio %.4f\n", i, b[i] / a[i]
 		printf "network.round%d.untargeted_unix_cpu_slowdown %.4f\n", i, ub[i] / ua[i] } }' \
 	"$work/rounds" >> "$work/figures"
-# BPF: per program over the wrk window, then per syscall of the untargeted process (an enter
-# and an exit run each); traced syscalls are the stats task's, all in the wrk window.
-python3 - "$work/bpf0" "$work/bpf1" "$work/bpf2" "$sreq" "$ssy" >> "$work/figures" <<'EOF'
-import sys
-def load(f):
-    d = {}
-    for line in open(f):
-        n, ns, c = line.split()
-        a = d.setdefault(n, [0, 0])
-        a[0] += int(ns); a[1] += int(c)
-    return d
-s0, s1, s2 = (load(f) for f in sys.argv[1:4])
-req, traced = int(sys.argv[4]), int(sys.argv[5])
-def delta(a, b):
-    return {n: (b[n][0] - a.get(n, [0, 0])[0], b[n][1] - a.get(n, [0, 0])[1]) for n in b}
-w, i = delta(s0, s1), delta(s1, s2)
-ns = sum(v[0] for v in w.values())
-for n, (t, c) in sorted(w.items()):
-    if c:
-        print("network.bpf_ns_per_run.%s %.0f" % (n, t / c))
-        print("network.bpf_runs_per_request.%s %.2f" % (n, c / max(req, 1)))
-print("network.bpf_ns_per_request %.0f" % (ns / max(req, 1)))
-print("network.bpf_ns_per_traced_syscall %.0f" % (ns / max(traced, 1)))
-for n, (t, c) in sorted(i.items()):
-    if c and n.startswith(("net_enter", "net_exit")):
-        print("network.bpf_ns_per_untargeted_run.%s %.0f" % (n, t / c))
-sys_ = [v for n, v in i.items() if n.startswith("net_enter")]
-it = sum(v[0] for n, v in i.items() if n.startswith(("net_enter", "net_exit")))
-ic = sum(v[1] for v in sys_)
-print("network.bpf_ns_per_untargeted_syscall %.0f" % (it / max(ic, 1)))
-EOF
+cat "$work/bpf_figures" >> "$work/figures"
 awk '{ printf "network.stats_task_events_lost %d\nnetwork.stats_task_rover_lost_lines %d\n", $4, $5 }' \
 	"$work/stats" >> "$work/figures"
 cat "$work/ring" >> "$work/figures"
@@ -311,6 +389,9 @@ awk -v long="$LONG" '{ v[$1] = $2 }
 		printf "network: BPF %d ns per request (target <= 800: %s), %d ns per traced syscall, %d ns per untargeted syscall\n",
 			v["network.bpf_ns_per_request"], ok(v["network.bpf_ns_per_request"] <= 800),
 			v["network.bpf_ns_per_traced_syscall"], v["network.bpf_ns_per_untargeted_syscall"]
+		printf "network: BPF floor (empty programs on the same hooks, under the same stats) %d ns per request: rover'"'"'s own %d ns, %d per traced call\n",
+			v["network.bpf_floor_ns_per_request"], v["network.bpf_rover_ns_per_request"],
+			v["network.bpf_ns_per_traced_call"]
 		printf "network: the ring: %.2f records and %.0f bytes per request, %.1f worker reads a second\n",
 			v["network.ring_records_per_request"], v["network.ring_bytes_per_request"],
 			v["network.worker_reads_per_second"]

@@ -202,9 +202,16 @@ wrk_run() {
 # prog_id in the fdinfo of its descriptors: this bpftool shows no pids, and other programs may
 # be loaded on the machine meanwhile).
 bpf_progs() {
+	local p
+	# shellcheck disable=SC2046
+	bpf_progs_of $(for p in $(cat "$AG/cgroup.procs" 2>/dev/null); do
+		case "$(cat /proc/"$p"/comm 2>/dev/null)" in rover*) echo "$p" ;; esac
+	done)
+}
+# bpf_progs_of PID...: the same for the programs these processes hold.
+bpf_progs_of() {
 	local ids p
-	ids=$(for p in $(cat "$AG/cgroup.procs" 2>/dev/null); do
-		case "$(cat /proc/"$p"/comm 2>/dev/null)" in rover*) ;; *) continue ;; esac
+	ids=$(for p in "$@"; do
 		cat /proc/"$p"/fdinfo/* 2>/dev/null | awk '/^prog_id:/ { print $2 }'
 	done | sort -u | paste -sd, -)
 	"$BPFTOOL" -j prog show 2>/dev/null | python3 -c '

@@ -18,6 +18,9 @@
 # (<= 3% throughput lost; nginx's shipper <= 0.8 ms of CPU per 1000 requests, issue 27). Every
 # task's losses are printed: 0 or counted.
 #
+# BENCH_PROTO_BPF_ONLY=1 runs the BPF windows alone (no throughput rounds): the figures of one
+# program build, for A/B runs of two builds one after the other.
+#
 # BENCH_PROTO_ONLY=http2 (or mysql) runs one server only. BENCH_PROTO_PERF=FILE records
 # `perf record -g` of the shipper into FILE during the first round's task on nginx (a round of
 # its own, after the measured ones: perf's sampling costs the machine's CPU too).
@@ -30,6 +33,7 @@ H2REQ=${BENCH_PROTO_H2_REQUESTS:-100000}
 QUERIES=${BENCH_PROTO_QUERIES:-40000}
 PROTOS=${BENCH_PROTO_ONLY:-http2 mysql}
 PERF_OUT=${BENCH_PROTO_PERF:-}
+BPF_ONLY=${BENCH_PROTO_BPF_ONLY:-0}
 # The target for nginx's shipper, ms of CPU per 1000 requests (issue 27).
 SHIPPER_TARGET_MS=0.8
 CONNS=4
@@ -169,6 +173,7 @@ side() {
 	echo "$proto $name $req $rate $((a1 - a0)) $((s1 - s0)) $truth $ep $lo $ll" >> "$work/rounds"
 }
 for r in $(seq "$ROUNDS"); do
+	[ "$BPF_ONLY" != 1 ] || break
 	for proto in $PROTOS; do
 		if [ $((r % 2)) = 1 ]; then side "$proto" A; side "$proto" B; else side "$proto" B; side "$proto" A; fi
 		tail -n 2 "$work/rounds" | sort -k2 | awk -v r="$r" '{ x[NR] = $4; t[NR] = $7; e[NR] = $8; p = $1 }
@@ -250,7 +255,7 @@ awk '{ ns[$1] += $4; runs[$1] += $5; q[$1] = $2
 	} }' "$work/bpf" >> "$work/figures"
 # The HTTP/2 parser alone, warm, on nginx's and h2load's header blocks (tests/bench/bench_http2.c):
 # the median of 3 runs, a figure the machine's load moves less than the rounds'.
-if has_proto http2 && [ -x "$B/tests/bench/bench_http2" ]; then
+if has_proto http2 && [ "$BPF_ONLY" != 1 ] && [ -x "$B/tests/bench/bench_http2" ]; then
 	for _ in 1 2 3; do "$B/tests/bench/bench_http2" 300000; done |
 		awk '{ print $2 }' | sort -n | sed -n 2p |
 		awk '{ printf "network.proto_http2_parser_ms_per_1000_requests %s\n", $1 }' >> "$work/figures"
@@ -267,6 +272,10 @@ awk '{ v[$1] = $2 }
 		split("nginx h2c under h2load|MariaDB under mariadb-slap", names, "|")
 		for (i = 1; i <= 2; i++) {
 			p = "network.proto_" ps[i]
+			if ((p "_bpf_ns_per_request") in v && !((p "_baseline_rps") in v))
+				printf "network: %s: BPF %.0f ns per request (%.1f runs: receive %.0f ns a run, send %.0f ns)\n",
+					names[i], v[p "_bpf_ns_per_request"], v[p "_bpf_runs_per_request"],
+					v[p "_bpf_recv_ns_per_run"], v[p "_bpf_send_ns_per_run"]
 			if (!((p "_baseline_rps") in v)) continue
 			loss = v[p "_throughput_loss_percent"]
 			printf "network: %s %.0f -> %.0f req/s with the task: %.1f%% lost (target <= 3%%: %s); agent %.3f ms CPU per 1000 requests, shipper %.3f ms; %d requests in the reports, %d by the server (%s)\n",

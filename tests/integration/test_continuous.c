@@ -217,11 +217,12 @@ static size_t meters_of(const char *name, const char *process, const char *svc, 
 			struct json_object *d = json_object_array_get_idx(md, j);
 			struct json_object *first = json_object_array_get_idx(md, 0);
 			const char *mn = str_at(d, "singleValue.name");
+			const char *pn = str_at(d, "singleValue.labels.0.value");
 
 			/* One collection per (service, instance): the OAP takes them so. */
 			cr_expect_str_eq(str_at(d, "service"), str_at(first, "service"));
-			cr_expect_str_eq(str_at(d, "serviceInstance"), str_at(first, "serviceInstance"));
-			const char *pn = str_at(d, "singleValue.labels.0.value");
+			cr_expect_str_eq(str_at(d, "serviceInstance"),
+					 str_at(first, "serviceInstance"));
 
 			if (!mn || strcmp(mn, name) || !pn || strcmp(pn, process))
 				continue;
@@ -1027,12 +1028,13 @@ static size_t http_meters(const char *name, const char *process, const char *uri
 			struct json_object *d = json_object_array_get_idx(md, j);
 			struct json_object *first = json_object_array_get_idx(md, 0);
 			const char *mn = str_at(d, "singleValue.name");
+			const char *u = str_at(d, "singleValue.labels.0.value");
+			const char *pn = str_at(d, "singleValue.labels.1.value");
 
 			/* One collection per (service, instance): the OAP takes them so. */
 			cr_expect_str_eq(str_at(d, "service"), str_at(first, "service"));
-			cr_expect_str_eq(str_at(d, "serviceInstance"), str_at(first, "serviceInstance"));
-			const char *u = str_at(d, "singleValue.labels.0.value");
-			const char *pn = str_at(d, "singleValue.labels.1.value");
+			cr_expect_str_eq(str_at(d, "serviceInstance"),
+					 str_at(first, "serviceInstance"));
 
 			if (!mn || strcmp(mn, name) || !pn || strcmp(pn, process) || !u ||
 			    strcmp(u, uri))
