@@ -229,7 +229,8 @@ static const char *mtop_names(struct mtop *t, size_t k, char *buf, size_t len)
 			}
 	buf[0] = '\0';
 	for (size_t i = 0; i < k; i++)
-		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", i ? "," : "", pick[i]);
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", i ? "," : "",
+				      pick[i]);
 	return buf;
 }
 
@@ -256,8 +257,8 @@ static void jfr_opts(const char *file, char *buf, size_t len, const char *opts[2
 static void jfr_print(const char *jdk, const char *file, int depth, char **ret)
 {
 	char jfr[512], d[16];
-	char *argv[] = { jfr,	  "print", "--events", "jdk.ExecutionSample", "--stack-depth", d,
-			 (char *)file, NULL };
+	char *argv[] = { jfr, "print",	    "--events", "jdk.ExecutionSample", "--stack-depth",
+			 d,   (char *)file, NULL };
 	int rc;
 
 	snprintf(jfr, sizeof(jfr), "%s/bin/jfr", jdk);
@@ -272,7 +273,8 @@ static void jfr_print(const char *jdk, const char *file, int depth, char **ret)
 static void jfr_leaves(const char *text, struct mtop *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	for (const char *l = strstr(text, "stackTrace = ["); l; l = strstr(l + 1, "stackTrace = [")) {
+	for (const char *l = strstr(text, "stackTrace = ["); l;
+	     l = strstr(l + 1, "stackTrace = [")) {
 		const char *f = strchr(l, '\n'), *paren;
 
 		if (!f)
