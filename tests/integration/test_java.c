@@ -80,7 +80,7 @@ static int jprog_start_opts(const char *jdk, const char *const *opts, const char
 	}
 	close(pfd[1]);
 	ret->out = fdopen(pfd[0], "r");
-	for (int k = 0; ret->out && k < 64 && !found && fgets(line, sizeof(line), ret->out); k++)
+	for (int k = 0; ret->out && k < 4096 && !found && fgets(line, sizeof(line), ret->out); k++)
 		found = !strncmp(line, "ready", 5);
 	if (!found) {
 		kill(ret->pid, SIGKILL);
@@ -515,6 +515,161 @@ Test(java, unloaded_classes_are_never_misnamed_on_both_jdks)
 		cr_assert_gt(one + two, f.total * 3 / 10,
 			     "%s: the loaded classes named in %lu of %lu", jdks[v], one + two,
 			     f.total);
+		folded_free(&f);
+		free(err);
+	}
+}
+
+/* ---- Inlined methods: frames of their own ---- */
+
+/* "pkg.Class.method:LINE" (LINE "-" when none) of a JFR frame line ("pkg.Class.method(long,
+ * int) line: 12") or of rover's frame ("pkg.Class.method (File.java:12)"), appended to out. */
+static void frame_key(const char *f, size_t n, bool jfr, char *out, size_t len)
+{
+	const char *paren = memchr(f, '(', n), *at;
+	size_t o = strlen(out), mn;
+	int line = -1;
+
+	if (!paren)
+		return;
+	mn = (size_t)(paren - f);
+	if (!jfr && mn && f[mn - 1] == ' ')
+		mn--;
+	if (jfr && (at = strstr(f, ") line: ")) && at < f + n)
+		line = atoi(at + 8);
+	if (!jfr && (at = memchr(paren, ':', n - (size_t)(paren - f))))
+		line = atoi(at + 1);
+	if (line >= 0)
+		snprintf(out + o, len - o, "%s%.*s:%d", o ? ";" : "", (int)mn, f, line);
+	else
+		snprintf(out + o, len - o, "%s%.*s:-", o ? ";" : "", (int)mn, f);
+}
+
+/* JFR's samples by their innermost depth frames, "m:line;caller:line;..." innermost first. */
+static void jfr_chains(const char *text, size_t depth, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (const char *l = strstr(text, "stackTrace = ["); l;
+	     l = strstr(l + 1, "stackTrace = [")) {
+		char key[512] = "";
+		const char *f = strchr(l, '\n');
+		size_t k = 0;
+
+		while (f && k < depth) {
+			const char *end;
+
+			f++;
+			while (*f == ' ')
+				f++;
+			end = strchr(f, '\n');
+			if (!end || *f == ']' || !strncmp(f, "...", 3))
+				break;
+			frame_key(f, (size_t)(end - f), true, key, sizeof(key));
+			k++;
+			f = end;
+		}
+		if (k == depth)
+			mtop_add(ret, key, strlen(key), 1);
+	}
+}
+
+/* Rover's samples by their innermost depth Java frames (NAME (File.java...)), as jfr_chains. */
+static void rover_chains(const struct folded *f, size_t depth, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL, *java[256], key[512] = "";
+		size_t nj = 0;
+
+		for (char *s = strtok_r(copy, ";", &save); s && nj < 256;
+		     s = strtok_r(NULL, ";", &save))
+			if (strstr(s, ".java"))
+				java[nj++] = s;
+		if (nj >= depth) {
+			for (size_t k = 0; k < depth; k++)
+				frame_key(java[nj - 1 - k], strlen(java[nj - 1 - k]), false, key,
+					  sizeof(key));
+			mtop_add(ret, key, strlen(key), f->counts[i]);
+		}
+		free(copy);
+	}
+}
+
+/*
+ * C2 inlines tests/programs/java/Inline.java's step() into mid() and mid() into hot() (the
+ * JVM's own log says so: -Xlog:jit+inlining, no change to what it compiles): hot's compiled
+ * frame holds all three. Rover must show them as three frames, step under mid under hot, each
+ * with its line, in most samples, and JDK Flight Recorder's execution samples of the same run
+ * must have the same innermost three frames and lines most often.
+ */
+Test(java, inlined_methods_are_frames_of_their_own_on_both_jdks)
+{
+	for (size_t v = 0; v < NJDKS; v++) {
+		char classes[512], out[512], jfr[512], jfropt[600], ilog[512], ilogopt[600],
+			pids[32];
+		char *err = NULL, *text, *log;
+		char *argv[] = { (char *)bin("rover"),
+				 "profile",
+				 "--type",
+				 "on_cpu",
+				 "--pid",
+				 pids,
+				 "--duration",
+				 "4s",
+				 "--dump-period",
+				 "2ms",
+				 "--output",
+				 out,
+				 NULL };
+		const char *opts[3];
+		struct mtop jtop, rtop;
+		struct jprog p = { 0 };
+		struct folded f;
+		uint64_t chain;
+
+		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
+		snprintf(out, sizeof(out), "%s/inline-%zu.folded", tmp, v);
+		snprintf(jfr, sizeof(jfr), "%s/inline-%zu.jfr", tmp, v);
+		snprintf(ilog, sizeof(ilog), "%s/inline-%zu.log", tmp, v);
+		jfr_opts(jfr, jfropt, sizeof(jfropt), opts);
+		snprintf(ilogopt, sizeof(ilogopt), "-Xlog:jit+inlining=debug:file=%s", ilog);
+		opts[1] = ilogopt;
+		opts[2] = NULL;
+		compile(jdks[v], classes, "tests/programs/java/Inline.java");
+		cr_assert_eq(jprog_start_opts(jdks[v], opts, classes, "rover.test.Inline", "6",
+					      NULL, &p),
+			     0, "%s", jdks[v]);
+		snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+		cr_assert_eq(run_cmd(argv, &err), 0, "%s: rover: %s", jdks[v], err);
+		while (fgets(jfropt, sizeof(jfropt), p.out))
+			; /* to its end: its recording written */
+		jprog_end(&p);
+		log = slurp(ilog, NULL);
+		cr_assert_not_null(log, "%s: no inlining log", jdks[v]);
+		cr_assert(strstr(log, "rover.test.Inline::step (") &&
+				  strstr(log, "rover.test.Inline::mid (") &&
+				  strstr(log, "inline (hot)"),
+			  "%s: C2 did not inline step and mid:\n%s", jdks[v], log);
+		free(log);
+		cr_assert_eq(folded_read(out, &f), 0);
+		jfr_print(jdks[v], jfr, 3, &text);
+		jfr_chains(text, 3, &jtop);
+		free(text);
+		rover_chains(&f, 3, &rtop);
+		(void)mtop_names(&jtop, 1, jfropt, sizeof(jfropt));
+		(void)mtop_names(&rtop, 1, ilogopt, sizeof(ilogopt));
+		chain = rtop.n ? rtop.m[0].n : 0;
+		cr_log_info("%s: rover: %s in %lu of %lu samples; JFR: %s in %lu of %lu", jdks[v],
+			    ilogopt, chain, f.total, jfropt, jtop.n ? jtop.m[0].n : 0, jtop.total);
+		cr_assert(!strncmp(ilogopt, "rover.test.Inline.step:", 23) &&
+				  strstr(ilogopt, ";rover.test.Inline.mid:") &&
+				  strstr(ilogopt, ";rover.test.Inline.hot:") &&
+				  !strstr(ilogopt, ":-"),
+			  "%s: rover's innermost frames most often: %s", jdks[v], ilogopt);
+		cr_assert_gt(chain, f.total / 2, "%s: step, mid, hot in %lu of %lu samples\n%s",
+			     jdks[v], chain, f.total, f.n ? f.stacks[0] : "");
+		cr_assert_str_eq(ilogopt, jfropt, "%s: rover's innermost frames against JFR's",
+				 jdks[v]);
 		folded_free(&f);
 		free(err);
 	}
