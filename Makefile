@@ -357,6 +357,7 @@ bench: deps
 	scripts/bench_continuous.sh
 	scripts/bench_python.sh
 	scripts/bench_node.sh
+	scripts/bench_java.sh
 	scripts/bench_discovery.sh
 	scripts/bench_accesslog.sh
 

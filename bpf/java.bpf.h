@@ -42,6 +42,20 @@ struct {
 	__uint(max_entries, JAVA_METHODS_ENTRIES);
 } java_methods SEC(".maps");
 
+struct java_nmethod_key {
+	__u64 nmethod;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* nmethods whose record went to the shipper, and with what stamp. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct java_nmethod_key);
+	__type(value, __u32);
+	__uint(max_entries, JAVA_NMETHODS_ENTRIES);
+} java_nmethods SEC(".maps");
+
 /*
  * The walk's state between the steps of its bpf_loop, in the map rather than on the stack for
  * the reason py_walk_state gives: a count the verifier can follow makes it check the callback
@@ -58,13 +72,17 @@ struct java_walk_state {
 	__u32 first; /* the frame is the innermost: its registers are the sampled ones */
 	__u32 kind;  /* JAVA_FRAME_*: of the frame being recorded */
 	__u32 pad;
+	__u64 cm; /* java_method_rec's: the method's ConstMethod */
 };
 
 /* An interpreted frame's words from slot -9 to +1 (from its frame pointer). */
 #define JAVA_IFRAME_LO 9
 #define JAVA_IFRAME_WORDS 11
-/* Bytes of a code blob's header read at once: every field the walker takes lies in it. */
-#define JAVA_BLOB_READ 128
+/* Bytes of a code blob's header read at once: every field the walker and an nmethod's record
+ * take lies in it (JDK 17's nmethod::_compile_id at 304 the last); JAVA_BLOB_MIN when a blob
+ * (a small stub at the end of the code cache) has less readable. */
+#define JAVA_BLOB_READ 320
+#define JAVA_BLOB_MIN 128
 /* Bytes of a ConstMethod read at once (its fields up to the signature index). */
 #define JAVA_CM_READ 48
 
@@ -79,6 +97,13 @@ struct java_scratch {
 	__u64 syms[4]; /* JAVA_SYM_*: the Symbol* of a method's record */
 	__u16 lens[4];
 	struct sc_jmethod rec;
+	/* An nmethod's record being made: its metadata as read, Method's vtable (a Method* in
+	 * the metadata is an entry whose first word is it), whether a method's record waits. */
+	__u64 meta_raw[JAVA_NM_META_MAX];
+	__u64 method_vt;
+	__u32 nmeta;
+	__u32 meta_pending;
+	struct sc_jnmethod nrec;
 };
 
 struct {
@@ -368,6 +393,46 @@ static __always_inline int java_send_method(struct java_scratch *sc, __u32 tgid,
 	return 0;
 }
 
+/* java_method_rec's result: the method's record is still to be sent (a later sample's). */
+#define JAVA_REC_PENDING (1ll << 32)
+
+/*
+ * The stamp of method, its record sent if the programs have not sent it yet and the sample's
+ * budget (JAVA_NEW_METHODS) allows: the stamp, with JAVA_REC_PENDING when its record is still
+ * to be sent; 0 when the method could not be read. sc->cm holds its ConstMethod's first bytes
+ * after, the walk's cm its address. A global function: the verifier checks it once, not at
+ * each of its callers (a frame, an nmethod's metadata).
+ */
+__noinline long java_method_rec(__u64 method)
+{
+	struct java_method_key key = {};
+	struct java_walk_state *w;
+	struct java_scratch *sc;
+	__u32 zero = 0, stamp, *known;
+	__u64 cm = 0;
+
+	sc = bpf_map_lookup_elem(&java_scratch, &zero);
+	if (!sc || !method)
+		return 0;
+	w = &sc->walk;
+	stamp = java_stamp(sc, method, &cm);
+	if (!stamp)
+		return 0;
+	w->cm = cm;
+	key.method = method;
+	key.tgid = w->tgid;
+	known = bpf_map_lookup_elem(&java_methods, &key);
+	if (known && *known == stamp)
+		return stamp;
+	if (w->new_methods >= JAVA_NEW_METHODS)
+		return stamp | JAVA_REC_PENDING; /* a later sample reads it */
+	w->new_methods++;
+	if (java_send_method(sc, w->tgid, method, cm, stamp))
+		return stamp | JAVA_REC_PENDING;
+	bpf_map_update_elem(&java_methods, &key, &stamp, BPF_ANY);
+	return stamp;
+}
+
 /*
  * A py_threads value (tid -> the thread's JavaThread*: a process is Python or Java, never
  * both, and a tid is one thread's) with this bit set: the thread is no JavaThread of the
@@ -480,25 +545,24 @@ struct java_walk {
 	struct sc_snap_scratch *ss;
 };
 
-/* Records method's frame (instr: kind and bci) and sends its record if it is new. */
+/* Records an interpreted frame of method at bcp and sends the method's record if it is new. */
 static __always_inline void java_put_frame(struct java_scratch *sc, struct sc_snap_scratch *ss,
-					   __u64 method, __u64 bcp, __u32 kind)
+					   __u64 method, __u64 bcp)
 {
 	struct java_walk_state *w = &sc->walk;
-	struct java_method_key key = { .method = method, .tgid = w->tgid };
 	struct py_frame *f;
-	__u32 at, stamp, instr = kind | JAVA_FRAME_NO_BCI, *known;
-	__u64 cm = 0, base;
+	__u32 at, stamp, instr = JAVA_FRAME_INTERPRETED | JAVA_FRAME_NO_BCI;
+	__u64 base;
 
-	stamp = method ? java_stamp(sc, method, &cm) : 0;
+	stamp = (__u32)java_method_rec(method);
 	if (!stamp) {
 		w->status = JAVA_ST_FAULT;
 		return;
 	}
 	if (bcp) {
-		base = cm + sc->p.l.size_const_method;
+		base = w->cm + sc->p.l.size_const_method;
 		if (bcp >= base && bcp - base < JF16(sc->cm, sc->p.l.cm_code_size))
-			instr = kind | (__u32)(bcp - base);
+			instr = JAVA_FRAME_INTERPRETED | (__u32)(bcp - base);
 	}
 	if (w->kb > SC_STACK_DEPTH * 8)
 		return;
@@ -510,14 +574,194 @@ static __always_inline void java_put_frame(struct java_scratch *sc, struct sc_sn
 	f->stamp = stamp;
 	f->instr = instr;
 	w->n++;
-	if (w->new_methods >= JAVA_NEW_METHODS)
-		return; /* a later sample reads it */
-	known = bpf_map_lookup_elem(&java_methods, &key);
-	if (known && *known == stamp)
-		return;
+}
+
+/* One metadata entry of the nmethod whose record is being made (a step of a bpf_loop): a
+ * Method* is kept with its stamp, its record sent (or, past the budget, left pending). */
+static long java_meta_step(__u32 i, void *ctx)
+{
+	struct java_scratch *sc = *(struct java_scratch **)ctx;
+	struct jnm_meta *e;
+	__u64 m, k;
+	long rec;
+
+	if (!sc || i >= sc->nmeta)
+		return 1;
+	k = i & (JAVA_NM_META_MAX - 1);
+	asm volatile("" : "+r"(k)); /* the mask on the register the index takes */
+	e = &sc->nrec.meta[k];
+	e->method = 0;
+	e->stamp = 0;
+	m = sc->meta_raw[k];
+	if (!m || (m & 7) || py_read64(m) != sc->method_vt)
+		return 0;
+	rec = java_method_rec(m);
+	if (!(__u32)rec)
+		return 0;
+	if (rec & JAVA_REC_PENDING)
+		sc->meta_pending = 1;
+	e->method = m;
+	e->stamp = (__u32)rec;
+	return 0;
+}
+
+/* A field of an nmethod that is an int offset, or (8 bytes wide) a pointer. */
+static __always_inline __u64 java_nm_word(struct java_scratch *sc, struct jvm_field f)
+{
+	return f.size == 8 ? JF64(sc->blob, f) : JF32(sc->blob, f);
+}
+
+/*
+ * Sends the record of the nmethod at blob (its header in sc->blob) after the records of the
+ * methods it names: 0, or -1 when it waits for a later sample (a method's record pending, the
+ * ring full). Its PcDescs, scope data and metadata lie in the nmethod (JDK 17), in its
+ * immutable data (JDK 23+) and its mutable data (JDK 25+): where the layout's flags say.
+ */
+static __always_inline int java_nm_send(struct java_scratch *sc, __u32 tgid, __u64 blob,
+					__u32 stamp)
+{
+	const struct jvm_layout *l = &sc->p.l;
+	struct sc_jnmethod *r = &sc->nrec;
+	__u64 method, pcs, pcs_end, scopes, scopes_end, meta = 0, meta_end = 0, imm, mut, n, k;
+	__u32 size;
+	long rec;
+
+	method = JF64(sc->blob, l->nm_method);
+	rec = java_method_rec(method);
+	if (!(__u32)rec || (rec & JAVA_REC_PENDING))
+		return -1;
+	r->kind = SC_REC_JNMETHOD;
+	r->tgid = tgid;
+	r->nmethod = blob;
+	r->stamp = stamp;
+	r->jdk = l->major;
+	r->flags = 0;
+	r->method = method;
+	r->method_stamp = (__u32)rec;
+	r->pc_size = (__u8)l->size_pc_desc;
+	r->pc_off = (__u8)l->pc_pc_offset.off;
+	r->scope_off = (__u8)l->pc_scope_decode.off;
+	if (l->flags & JVM_F_IMMUTABLE_DATA) {
+		imm = JF64(sc->blob, l->nm_immutable_data);
+		pcs = imm + java_nm_word(sc, l->nm_scopes_pcs);
+		pcs_end = imm + java_nm_word(sc, l->nm_scopes_data);
+		scopes = pcs_end;
+		scopes_end = imm + JF32(sc->blob, l->nm_immutable_size);
+	} else {
+		pcs = blob + java_nm_word(sc, l->nm_scopes_pcs);
+		pcs_end = blob + java_nm_word(sc, l->nm_dependencies);
+		scopes = java_nm_word(sc, l->nm_scopes_data);
+		scopes_end = pcs;
+	}
+	if (l->flags & JVM_F_MUTABLE_METADATA) {
+		mut = JF64(sc->blob, l->blob_mutable_data);
+		meta = mut + JF32(sc->blob, l->blob_relocation_size);
+		meta_end = l->blob_mutable_size.size ? mut + JF32(sc->blob, l->blob_mutable_size)
+						     : meta + JAVA_NM_META_MAX * 8;
+	} else if (l->nm_metadata.size) {
+		meta = blob + java_nm_word(sc, l->nm_metadata);
+		meta_end = l->flags & JVM_F_IMMUTABLE_DATA ? meta + JAVA_NM_META_MAX * 8 : scopes;
+	}
+	/* The metadata: Method* told from the rest by their vtable, the nmethod's method's. */
+	n = meta && meta_end > meta ? (meta_end - meta) / 8 : 0;
+	if (n > JAVA_NM_META_MAX) {
+		n = JAVA_NM_META_MAX;
+		r->flags |= JAVA_NM_META_CUT;
+	}
+	asm volatile("" : "+r"(n));
+	if (n > JAVA_NM_META_MAX || !n || bpf_probe_read_user(sc->meta_raw, n * 8, (void *)meta))
+		n = 0;
+	sc->nmeta = (__u32)n;
+	sc->method_vt = py_read64(method);
+	sc->meta_pending = 0;
+	bpf_loop(JAVA_NM_META_MAX, java_meta_step, &sc, 0);
+	if (sc->meta_pending)
+		return -1;
+	r->nmeta = (__u16)n;
+	/* The PcDescs, whole ones. */
+	n = pcs_end > pcs ? pcs_end - pcs : 0;
+	if (n > JAVA_NM_PCS_MAX) {
+		n = JAVA_NM_PCS_MAX;
+		r->flags |= JAVA_NM_PCS_CUT;
+	}
+	if (l->size_pc_desc)
+		n -= n % l->size_pc_desc;
+	asm volatile("" : "+r"(n));
+	if (n > JAVA_NM_PCS_MAX || !n || bpf_probe_read_user(r->data, n, (void *)pcs))
+		n = 0;
+	r->pcs_len = (__u16)n;
+	/* The scope data, or as much of it as its page holds. */
+	k = scopes_end > scopes ? scopes_end - scopes : 0;
+	if (k > JAVA_NM_SCOPES_MAX) {
+		k = JAVA_NM_SCOPES_MAX;
+		r->flags |= JAVA_NM_SCOPES_CUT;
+	}
+	asm volatile("" : "+r"(k));
+	if (n > JAVA_NM_PCS_MAX || k > JAVA_NM_SCOPES_MAX || !k ||
+	    bpf_probe_read_user(r->data + n, k, (void *)scopes)) {
+		k = SC_SNAP_PAGE - (scopes & (SC_SNAP_PAGE - 1));
+		r->flags |= JAVA_NM_SCOPES_CUT;
+		asm volatile("" : "+r"(k));
+		if (!scopes || n > JAVA_NM_PCS_MAX || k > JAVA_NM_SCOPES_MAX || !k ||
+		    bpf_probe_read_user(r->data + n, k, (void *)scopes))
+			k = 0;
+	}
+	r->scopes_len = (__u16)k;
+	size = __builtin_offsetof(struct sc_jnmethod, data) + (__u32)n + (__u32)k;
+	if (size > sizeof(*r) || bpf_ringbuf_output(&snaps, r, size, snap_wake_flag())) {
+		stat_inc(SC_STAT_JAVA_METHOD_LOST);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Records the compiled frame of the nmethod at blob (its header in the scratch's blob) at pc
+ * offset off from its code begin (top: the sampled pc) and sends the nmethod's record if it is
+ * new. A global function: checked once, on its own.
+ */
+__noinline int java_put_nm(__u64 blob, __u64 off, __u32 top)
+{
+	struct java_nmethod_key key = {};
+	struct sc_snap_scratch *ss;
+	struct java_walk_state *w;
+	struct java_scratch *sc;
+	const struct jvm_layout *l;
+	struct py_frame *f;
+	__u32 zero = 0, at, stamp, *known;
+	__u64 h;
+
+	sc = bpf_map_lookup_elem(&java_scratch, &zero);
+	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
+	if (!sc || !ss)
+		return 0;
+	w = &sc->walk;
+	l = &sc->p.l;
+	/* A freed nmethod's memory reused for another: another compile id (and method). */
+	h = py_mix(blob, JF64(sc->blob, l->nm_method));
+	h = py_mix(h, JF32(sc->blob, l->nm_compile_id));
+	h ^= h >> 32;
+	stamp = (__u32)h ? (__u32)h : 1;
+	if (w->kb > SC_STACK_DEPTH * 8 || w->n >= PY_MAX_FRAMES)
+		return 0;
+	at = w->kb + w->n * sizeof(struct py_frame);
+	if (at > SC_STACK_DEPTH * 8 + (PY_MAX_FRAMES - 1) * sizeof(struct py_frame))
+		return 0;
+	f = (struct py_frame *)(ss->s.data + at);
+	f->code = blob;
+	f->stamp = stamp;
+	f->instr = JAVA_FRAME_COMPILED | (top ? JAVA_FRAME_TOP : 0) |
+		   (off <= JAVA_FRAME_PC_MASK ? (__u32)off : JAVA_FRAME_NO_BCI);
+	w->n++;
+	key.nmethod = blob;
+	key.tgid = w->tgid;
+	known = bpf_map_lookup_elem(&java_nmethods, &key);
+	if ((known && *known == stamp) || w->new_methods >= JAVA_NEW_METHODS)
+		return 0;
 	w->new_methods++;
-	if (!java_send_method(sc, w->tgid, method, cm, stamp))
-		bpf_map_update_elem(&java_methods, &key, &stamp, BPF_ANY);
+	if (!java_nm_send(sc, w->tgid, blob, stamp))
+		bpf_map_update_elem(&java_nmethods, &key, &stamp, BPF_ANY);
+	return 0;
 }
 
 static long java_frame_step(__u32 i, void *ctx)
@@ -569,9 +813,18 @@ static long java_frame_step(__u32 i, void *ctx)
 		nfp = sc->frame[lk];
 	} else {
 		blob = java_find_blob(p, pc);
-		if (!blob || bpf_probe_read_user(sc->blob, sizeof(sc->blob), (void *)blob)) {
+		if (!blob) {
 			w->status = JAVA_ST_FAULT;
 			return 1;
+		}
+		if (bpf_probe_read_user(sc->blob, sizeof(sc->blob), (void *)blob)) {
+			/* A small stub at the end of what is readable: no nmethod. */
+			__builtin_memset(sc->blob + JAVA_BLOB_MIN, 0,
+					 JAVA_BLOB_READ - JAVA_BLOB_MIN);
+			if (bpf_probe_read_user(sc->blob, JAVA_BLOB_MIN, (void *)blob)) {
+				w->status = JAVA_ST_FAULT;
+				return 1;
+			}
 		}
 		if (p->l.flags & JVM_F_BLOB_OFFSETS)
 			code = blob + JF32(sc->blob, p->l.blob_code_begin);
@@ -610,16 +863,11 @@ static long java_frame_step(__u32 i, void *ctx)
 			nfp = py_read64(nsp - 16);
 		}
 		npc = py_read64(nsp - 8);
-		if (nm) {
-			method = JF64(sc->blob, p->l.nm_method);
-			kind = JAVA_FRAME_COMPILED;
-		}
+		if (nm)
+			java_put_nm(blob, pc - code, w->first);
 	}
-	/* Through the map: as constants the two kinds would have the verifier check the frame's
-	 * recording twice. */
-	w->kind = kind;
-	if (w->kind) {
-		java_put_frame(sc, ss, method, bcp, w->kind);
+	if (kind) {
+		java_put_frame(sc, ss, method, bcp);
 		if (w->status != JAVA_ST_OK)
 			return 1;
 	}

@@ -106,6 +106,7 @@ struct jvm_layout {
 	struct jvm_field blob_code_end;	      /* pointer, or CodeBlob::_data_offset */
 	struct jvm_field blob_mutable_data;   /* JDK 25+ */
 	struct jvm_field blob_relocation_size;
+	struct jvm_field blob_mutable_size; /* JDK 25+: the metadata ends with the mutable data */
 	struct jvm_field nm_method;	    /* Method* (CompiledMethod's before JDK 23) */
 	struct jvm_field nm_compile_id;	    /* tells a freed and reused nmethod apart */
 	struct jvm_field nm_entry_bci;	    /* -1 but for on-stack-replacement code */
@@ -212,14 +213,21 @@ struct java_proc {
 
 /*
  * One Java frame travels as a struct py_frame (common/pyframes.h: the snapshot's runtime
- * frames, 16 bytes): code is the Method*, stamp tells a freed and reused Method apart (never
- * 0), instr holds the frame's kind and, for an interpreted frame, its bytecode index.
+ * frames, 16 bytes). An interpreted frame: code is the Method*, stamp tells a freed and reused
+ * Method apart (never 0), instr holds the kind and the bytecode index. A compiled frame: code
+ * is the nmethod (its CodeBlob), stamp tells a freed and reused nmethod apart (its compile id
+ * and Method* mixed in), instr holds the kind and the pc's offset from the nmethod's code
+ * begin, and JAVA_FRAME_TOP when that pc is the sampled one (not a return address): the
+ * shipper names the frame from the nmethod's record (struct sc_jnmethod), one frame per
+ * inlined method.
  */
 #define JAVA_FRAME_INTERPRETED (1u << 28)
 #define JAVA_FRAME_COMPILED (2u << 28)
 #define JAVA_FRAME_KIND_MASK (3u << 28)
-#define JAVA_FRAME_NO_BCI (1u << 30) /* PY_FRAME_NO_INSTR: the bci was not readable */
+#define JAVA_FRAME_NO_BCI (1u << 30) /* PY_FRAME_NO_INSTR: the bci (or pc) was not readable */
+#define JAVA_FRAME_TOP (1u << 31)    /* compiled: the sampled pc, not a return address */
 #define JAVA_FRAME_BCI_MASK 0xffffu
+#define JAVA_FRAME_PC_MASK 0x0fffffffu
 
 /* Why a stack of a Java target holds no Java frames, or not all of them (the snapshot's
  * runtime status, with SC_RT_JAVA as its runtime). */
@@ -267,6 +275,57 @@ struct sc_jmethod {
 	__u8 flags; /* JAVA_M_* */
 	__u8 pad[5];
 	__u8 data[JAVA_STRINGS + JAVA_LINES_MAX];
+};
+
+/*
+ * An nmethod's record: what naming its frames needs, read once per nmethod (map
+ * java_nmethods) and bounded. HotSpot's debug information for a pc is a PcDesc (the pc's offset
+ * from the code begin, the offset of its innermost scope in the scope data); a scope is three
+ * UNSIGNED5 numbers, the offset of its sender (the caller it was inlined into, 0 at the
+ * outermost), its method's index in the nmethod's metadata (from 1) and its bci + 1. The
+ * shipper decodes them (shipper/stacks/python.c jnm__scopes).
+ */
+#define JAVA_NM_META_MAX 64	   /* metadata entries sent (each a Method* or another kind) */
+#define JAVA_NM_PCS_MAX 4096	   /* bytes of PcDescs sent: 256 of JDK 17's and 25's */
+#define JAVA_NM_SCOPES_MAX 4096	   /* bytes of scope data sent */
+#define JAVA_NMETHODS_ENTRIES 8192 /* nmethods the programs remember having sent (LRU) */
+
+/* struct sc_jnmethod flags */
+#define JAVA_NM_PCS_CUT 1u    /* more PcDescs than sent: pcs past the last one are not named */
+#define JAVA_NM_SCOPES_CUT 2u /* more scope data than sent */
+#define JAVA_NM_META_CUT 4u   /* more metadata than sent */
+
+/* One metadata entry: a Method* (with its stamp, its record sent before this one) or 0. */
+struct jnm_meta {
+	__u64 method;
+	__u32 stamp;
+	__u32 pad;
+};
+
+/*
+ * An nmethod met for the first time in a process (SC_REC_JNMETHOD in the snapshot ring), sent
+ * after the method records of every Method* it names. data holds pcs_len bytes of PcDescs as
+ * HotSpot lays them out (pc_size bytes each, the pc offset and the scope's decode offset at
+ * pc_off and scope_off in each), then scopes_len bytes of scope data; a record is as long as
+ * they need. Every field after tgid but jdk and the PcDesc layout comes from the target's
+ * memory: hostile.
+ */
+struct sc_jnmethod {
+	__u32 kind; /* SC_REC_JNMETHOD */
+	__u32 tgid;
+	__u64 nmethod;
+	__u32 stamp;
+	__u16 jdk;
+	__u16 flags;	    /* JAVA_NM_* */
+	__u64 method;	    /* the nmethod's own Method*: its frames' name without a scope */
+	__u32 method_stamp; /* 0: no record of it */
+	__u16 nmeta;
+	__u16 pcs_len;
+	__u16 scopes_len;
+	__u8 pc_size, pc_off, scope_off;
+	__u8 pad[3];
+	struct jnm_meta meta[JAVA_NM_META_MAX];
+	__u8 data[JAVA_NM_PCS_MAX + JAVA_NM_SCOPES_MAX];
 };
 
 #endif

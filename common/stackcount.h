@@ -88,6 +88,7 @@ enum sc_rec_kind {
 	SC_REC_PYCODE = 3,  /* struct sc_pycode (common/pyframes.h): a Python code object's names */
 	SC_REC_JMETHOD = 4, /* struct sc_jmethod (common/jvmframes.h): a Java method's names */
 	SC_REC_V8FUNC = 5,  /* struct sc_v8func (common/v8frames.h): a JavaScript function's */
+	SC_REC_JNMETHOD = 6, /* struct sc_jnmethod (common/jvmframes.h): a Java method's JIT code */
 };
 
 /* The copy stopped at the target's limit (snap_limits), not at the stack's end or SC_SNAP_STACK. */

@@ -709,20 +709,40 @@ static uint64_t lookup_addr(const struct stored_stack *st, uint32_t i)
 }
 
 /*
+ * name (NULL: no memory) as the next of names[*n] (cap at most, outermost first): past cap the
+ * outermost is dropped, the innermost names kept. 0 or -ENOMEM.
+ */
+static int names_push(char **names, size_t *n, size_t cap, char *name)
+{
+	if (!name)
+		return -ENOMEM;
+	if (*n == cap) {
+		free(names[0]);
+		memmove(names, names + 1, (cap - 1) * sizeof(*names));
+		(*n)--;
+	}
+	names[(*n)++] = name;
+	return 0;
+}
+
+/*
  * st's names (native, from name_stack) become the spliced stack's: its Python frames named
  * and put in place of the evaluation loop's frames (py_splice, shipper/stacks/python.h). The
- * interpreter's file is the one the innermost loop frame is in. 0 or -ENOMEM.
+ * interpreter's file is the one the innermost loop frame is in. Java's and JavaScript's frames
+ * go where their splices say; a compiled Java frame becomes a frame per method inlined at its
+ * pc, each with its line. 0 or -ENOMEM.
  */
 static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tgid,
 			struct symbolizer *sym)
 {
 	struct py_native nat[ROVER_MAX_STACK_DEPTH];
 	struct py_item items[ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES];
+	struct jscope scopes[JAVA_MAX_SCOPES];
 	struct sym_mapping interp, m;
 	char buf[FRAME_NAME_MAX];
 	int have_interp = 0;
 	char **names;
-	size_t n;
+	size_t n, nn = 0, cap;
 
 	if (st->rt == SC_RT_NODE) {
 		n = v8_splice(st->ips, st->nr, st->py, st->npy, items,
@@ -751,41 +771,66 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 	n = py_splice(nat, st->nr, st->py, st->npy, t->py_mode, items,
 		      sizeof(items) / sizeof(items[0]));
 named:
-	names = calloc(n ? n : 1, sizeof(*names));
+	/* A compiled Java frame is a frame per method inlined at its pc: more names than items,
+	 * up to the items' bound (the outermost dropped past it). */
+	cap = sizeof(items) / sizeof(items[0]);
+	names = calloc(cap, sizeof(*names));
 	if (!names)
 		return -ENOMEM;
 	st->py_unknown = 0;
 	for (size_t k = 0; k < n; k++) {
 		struct py_frame_src src;
+		const struct py_frame *f;
+		size_t ns = 1;
 
 		if (items[k].native >= 0) {
 			/* A copy: a splice of a hostile target's records may name a native
 			 * frame twice, and each name must be one (never a NULL taken before). */
-			names[k] = strdup(st->names[items[k].native]);
-			if (!names[k]) {
-				for (size_t j = 0; j < k; j++)
-					free(names[j]);
-				free(names);
-				return -ENOMEM;
-			}
+			if (names_push(names, &nn, cap, strdup(st->names[items[k].native])))
+				goto nomem;
 			continue;
 		}
-		if (st->rt == SC_RT_NODE   ? !v8funcs__name(t->pycodes, tgid, &st->py[items[k].py],
-							    buf, sizeof(buf), &src)
-		    : st->rt == SC_RT_JAVA ? !jmethods__name(t->pycodes, tgid, &st->py[items[k].py],
-							     buf, sizeof(buf), &src)
-					   : !pycodes__name(t->pycodes, tgid, &st->py[items[k].py],
-							    buf, sizeof(buf), &src))
-			st->py_unknown++;
-		else if (t->profile)
-			(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
-						    src.line);
-		names[k] = strdup(buf);
-		if (!names[k]) {
-			for (size_t j = 0; j < k; j++)
-				free(names[j]);
-			free(names);
-			return -ENOMEM;
+		f = &st->py[items[k].py];
+		if (st->rt == SC_RT_JAVA &&
+		    (f->instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_COMPILED) {
+			ns = jnmethods__scopes(t->pycodes, tgid, f, scopes, JAVA_MAX_SCOPES);
+			if (!ns) {
+				st->py_unknown++;
+				if (names_push(names, &nn, cap, strdup(JAVA_UNKNOWN_NAME)))
+					goto nomem;
+				continue;
+			}
+		}
+		/* Outermost first: a compiled frame's scopes come innermost first. */
+		for (size_t q = ns; q-- > 0;) {
+			struct py_frame sf = *f;
+			int named;
+
+			if (st->rt == SC_RT_JAVA &&
+			    (f->instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_COMPILED)
+				sf = (struct py_frame){ .code = scopes[q].method,
+							.stamp = scopes[q].stamp,
+							.instr = JAVA_FRAME_INTERPRETED |
+								 (scopes[q].bci >= 0
+									  ? (uint32_t)scopes[q].bci
+									  : JAVA_FRAME_NO_BCI) };
+			named = st->rt == SC_RT_NODE ? v8funcs__name(t->pycodes, tgid, &sf, buf,
+								     sizeof(buf), &src)
+				: st->rt == SC_RT_JAVA
+					? sf.stamp && jmethods__name(t->pycodes, tgid, &sf, buf,
+								     sizeof(buf), &src)
+					: pycodes__name(t->pycodes, tgid, &sf, buf, sizeof(buf),
+							&src);
+			if (!named) {
+				st->py_unknown++;
+				if (st->rt == SC_RT_JAVA && !sf.stamp)
+					snprintf(buf, sizeof(buf), "%s", JAVA_UNKNOWN_NAME);
+			} else if (t->profile) {
+				(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
+							    src.line);
+			}
+			if (names_push(names, &nn, cap, strdup(buf)))
+				goto nomem;
 		}
 	}
 	/* The native frames hidden. */
@@ -793,8 +838,13 @@ named:
 		free(st->names[i]);
 	free(st->names);
 	st->names = names;
-	st->nnames = (uint32_t)n;
+	st->nnames = (uint32_t)nn;
 	return 0;
+nomem:
+	for (size_t j = 0; j < nn; j++)
+		free(names[j]);
+	free(names);
+	return -ENOMEM;
 }
 
 /*

@@ -503,7 +503,8 @@ static int on_record(void *ctx, void *data, size_t size)
 						    pe->data + pb);
 		free(pe);
 		return p->rb_err;
-	} else if (kind == SC_REC_PYCODE || kind == SC_REC_JMETHOD || kind == SC_REC_V8FUNC) {
+	} else if (kind == SC_REC_PYCODE || kind == SC_REC_JMETHOD || kind == SC_REC_JNMETHOD ||
+		   kind == SC_REC_V8FUNC) {
 		/* Names of a code object or a method, ahead of the snapshots that hold it. */
 		if (ship_batch_add_pycode(b, data, size))
 			b->losses[LOSS_PY_CODES]++;

@@ -94,14 +94,18 @@ static size_t ksym_bytes(const uint8_t *rec)
 	return sizeof(*k) + ((k->len + 7u) & ~7u);
 }
 
-/* A Python code, Java method or JavaScript function record's bytes, without the padding: as long as its line table
- * needs. Its kind was checked by the caller. */
+/* A Python code, Java method, Java nmethod or JavaScript function record's bytes, without the
+ * padding: as long as its line table (an nmethod's PcDescs and scopes) needs. Its kind was
+ * checked by the caller. */
 static size_t pycode_len(const struct sc_pycode *c)
 {
 	const struct sc_jmethod *j = (const void *)c;
+	const struct sc_jnmethod *n = (const void *)c;
 
 	if (c->kind == SC_REC_JMETHOD)
 		return offsetof(struct sc_jmethod, data) + JAVA_STRINGS + j->lines_len;
+	if (c->kind == SC_REC_JNMETHOD)
+		return offsetof(struct sc_jnmethod, data) + (size_t)n->pcs_len + n->scopes_len;
 	if (c->kind == SC_REC_V8FUNC)
 		return sizeof(struct sc_v8func);
 	return offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + c->lines_len;
@@ -124,6 +128,12 @@ int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_
 		const struct sc_jmethod *j = (const void *)c;
 
 		if (size < offsetof(struct sc_jmethod, data) || j->lines_len > JAVA_LINES_MAX)
+			return -EINVAL;
+	} else if (c->kind == SC_REC_JNMETHOD) {
+		const struct sc_jnmethod *n = (const void *)c;
+
+		if (size < offsetof(struct sc_jnmethod, data) || n->pcs_len > JAVA_NM_PCS_MAX ||
+		    n->scopes_len > JAVA_NM_SCOPES_MAX)
 			return -EINVAL;
 	} else if (c->kind == SC_REC_V8FUNC) {
 		if (size < sizeof(struct sc_v8func))

@@ -400,9 +400,10 @@ void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
 
 /* One record's fixed part, as checked (struct sc_pycode or sc_jmethod up to data). */
 struct rec_view {
-	struct sc_pycode h;  /* data[] not copied */
-	struct sc_jmethod j; /* instead, when java */
-	struct sc_v8func v;  /* instead, when java == 2 (data[] copied: the record is fixed) */
+	struct sc_pycode h;   /* data[] not copied */
+	struct sc_jmethod j;  /* instead, when java */
+	struct sc_v8func v;   /* instead, when java == 2 (data[] copied: the record is fixed) */
+	struct sc_jnmethod n; /* instead, when java == 3 (data[] not copied) */
 	int java;
 	const uint8_t *data;
 	size_t size; /* the record's bytes in the frame, padding included */
@@ -464,6 +465,57 @@ static int jrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tg
 	return 0;
 }
 
+#define NREC_HEAD offsetof(struct sc_jnmethod, data)
+#define NREC_BYTES(len) ((NREC_HEAD + (size_t)(len) + 7) & ~(size_t)7)
+
+/* A Java nmethod record at off of buf[len]: 0 with ret filled, or -EBADMSG with *why. */
+static int nrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgids,
+		   uint32_t ntgids, struct rec_view *ret, const char **why)
+{
+	const struct sc_jnmethod *n = &ret->n;
+	int32_t last = INT32_MIN;
+
+	if (len - off < NREC_HEAD) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	memcpy(&ret->n, buf + off, NREC_HEAD);
+	ret->data = buf + off + NREC_HEAD;
+	ret->java = 3;
+	if (!is_target(tgids, ntgids, (int32_t)n->tgid)) {
+		*why = "a record of a process not among the task's targets";
+		return -EBADMSG;
+	}
+	if (!n->stamp || !n->method || !n->method_stamp || n->jdk < 9 || n->jdk > 99) {
+		*why = "a Java nmethod record without a stamp, a method or of a JDK not read";
+		return -EBADMSG;
+	}
+	if (n->nmeta > JAVA_NM_META_MAX || n->pcs_len > JAVA_NM_PCS_MAX ||
+	    n->scopes_len > JAVA_NM_SCOPES_MAX || n->pc_size < 8 || n->pc_size > 64 ||
+	    n->pc_off > n->pc_size - 4 || n->scope_off > n->pc_size - 4 ||
+	    n->pcs_len % n->pc_size) {
+		*why = "a Java nmethod record with a bad length or PcDesc layout";
+		return -EBADMSG;
+	}
+	ret->size = NREC_BYTES((size_t)n->pcs_len + n->scopes_len);
+	if (len - off < ret->size) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
+	/* HotSpot's PcDescs go up by pc: the search relies on it. */
+	for (size_t i = 0; i < n->pcs_len; i += n->pc_size) {
+		int32_t pc;
+
+		memcpy(&pc, ret->data + i + n->pc_off, sizeof(pc));
+		if (pc < last) {
+			*why = "a Java nmethod record with PcDescs out of order";
+			return -EBADMSG;
+		}
+		last = pc;
+	}
+	return 0;
+}
+
 #define VREC_BYTES ((sizeof(struct sc_v8func) + 7) & ~(size_t)7)
 
 static bool v8_kind_ok(uint8_t kind, uint16_t len, uint16_t max)
@@ -511,6 +563,8 @@ static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgi
 		memcpy(&kind, buf + off, sizeof(kind));
 		if (kind == SC_REC_JMETHOD)
 			return jrec_at(buf, len, off, tgids, ntgids, ret, why);
+		if (kind == SC_REC_JNMETHOD)
+			return nrec_at(buf, len, off, tgids, ntgids, ret, why);
 		if (kind == SC_REC_V8FUNC)
 			return vrec_at(buf, len, off, tgids, ntgids, ret, why);
 	}
@@ -601,6 +655,54 @@ static int keep_java(struct pycodes *c, const struct rec_view *r)
 		e->file = e->name + nl + 1;
 		memcpy(e->file, file, fl);
 	}
+	insert(c, e);
+	return 0;
+}
+
+/* What an nmethod's entry holds in its lines[]: this, then its metadata, PcDescs and scopes. */
+struct jnm_head {
+	uint64_t method;
+	uint32_t method_stamp;
+	uint16_t nmeta, npcs;
+	uint32_t slen;
+	uint32_t pad;
+};
+
+static int keep_jnm(struct pycodes *c, const struct rec_view *r)
+{
+	const struct sc_jnmethod *n = &r->n;
+	size_t npcs = n->pcs_len / n->pc_size;
+	size_t body = sizeof(struct jnm_head) + n->nmeta * sizeof(struct jnm_meta) +
+		      npcs * sizeof(struct jnm_pc) + n->scopes_len;
+	struct jnm_head h = { .method = n->method,
+			      .method_stamp = n->method_stamp,
+			      .nmeta = n->nmeta,
+			      .npcs = (uint16_t)npcs,
+			      .slen = n->scopes_len };
+	struct jnm_meta *meta;
+	struct jnm_pc *pcs;
+	struct pycode *e;
+
+	e = malloc(sizeof(*e) + body + 1);
+	if (!e)
+		return -ENOMEM;
+	*e = (struct pycode){ .code = n->nmethod,
+			      .tgid = (int32_t)n->tgid,
+			      .stamp = n->stamp,
+			      .version = n->jdk,
+			      .java = 3,
+			      .bytes = sizeof(*e) + body + 1 };
+	memcpy(e->lines, &h, sizeof(h));
+	meta = (struct jnm_meta *)(void *)(e->lines + sizeof(h));
+	memcpy(meta, n->meta, n->nmeta * sizeof(*meta));
+	pcs = (struct jnm_pc *)(void *)(meta + n->nmeta);
+	for (size_t i = 0; i < npcs; i++) {
+		memcpy(&pcs[i].pc_offset, r->data + i * n->pc_size + n->pc_off, sizeof(int32_t));
+		memcpy(&pcs[i].scope, r->data + i * n->pc_size + n->scope_off, sizeof(int32_t));
+	}
+	memcpy(pcs + npcs, r->data + n->pcs_len, n->scopes_len);
+	e->name = (char *)e->lines + body; /* none: an empty string */
+	e->name[0] = '\0';
 	insert(c, e);
 	return 0;
 }
@@ -783,7 +885,10 @@ int pycodes__add_frame(struct pycodes *c, uint64_t task_id, const int32_t *tgids
 	off = sizeof(hdr);
 	for (uint32_t i = 0; i < hdr.count; i++) {
 		(void)rec_at(b, len, off, tgids, ntgids, &r, &why);
-		err = r.java == 2 ? keep_v8(c, &r) : r.java ? keep_java(c, &r) : keep(c, &r);
+		err = r.java == 3   ? keep_jnm(c, &r)
+		      : r.java == 2 ? keep_v8(c, &r)
+		      : r.java	    ? keep_java(c, &r)
+				    : keep(c, &r);
 		if (err)
 			return err;
 		off += r.size;
@@ -856,7 +961,7 @@ int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, ch
 		c->st.lookups++;
 		e = *find_link(c, tgid, f->code, f->stamp);
 	}
-	if (!e || !e->java) {
+	if (!e || e->java != 1) {
 		if (c)
 			c->st.unknown++;
 		if (len)
@@ -884,6 +989,89 @@ int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, ch
 	if (ret_src)
 		*ret_src = src;
 	return 1;
+}
+
+size_t jnm__scopes(uint16_t jdk, const struct jnm_pc *pcs, size_t npcs, const uint8_t *scopes,
+		   size_t slen, const struct jnm_meta *meta, size_t nmeta, uint32_t off, bool top,
+		   struct jscope *ret, size_t max)
+{
+	/* HotSpot's DebugInfoReadStream: CompressedReadStream's numbers, UNSIGNED5 with the zero
+	 * byte excluded from JDK 20 (as the line tables). */
+	unsigned x = jdk >= 20 ? 1 : 0;
+	size_t lo = 0, hi = npcs, n = 0;
+	int64_t want = top ? (int64_t)off + 1 : (int64_t)off;
+	uint32_t at;
+
+	if (!pcs || !max)
+		return 0;
+	/* The first PcDesc at or past want: the PcDesc of a call's return address is at it, the
+	 * sampled pc's state is the next point HotSpot recorded (AsyncGetCallTrace's pc + 1). */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pcs[mid].pc_offset < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == npcs || pcs[lo].scope <= 0)
+		return 0;
+	at = (uint32_t)pcs[lo].scope;
+	while (n < max) {
+		uint32_t sender, mi, bci1;
+		size_t pos = at;
+
+		if (!scopes || pos >= slen || !u5_read(scopes, slen, &pos, x, &sender) ||
+		    !u5_read(scopes, slen, &pos, x, &mi) || !u5_read(scopes, slen, &pos, x, &bci1))
+			break;
+		ret[n] = (struct jscope){ .bci = -1 };
+		if (mi >= 1 && mi <= nmeta && meta[mi - 1].method && meta[mi - 1].stamp) {
+			ret[n].method = meta[mi - 1].method;
+			ret[n].stamp = meta[mi - 1].stamp;
+		}
+		/* The bci is stored plus one (InvocationEntryBci is -1). */
+		if (bci1 >= 1 && bci1 <= JAVA_FRAME_BCI_MASK + 1)
+			ret[n].bci = (int32_t)bci1 - 1;
+		n++;
+		/* Outwards only: HotSpot writes a caller's scope before those inlined into it. */
+		if (!sender || sender >= at)
+			break;
+		at = sender;
+	}
+	return n;
+}
+
+size_t jnmethods__scopes(struct pycodes *c, int32_t tgid, const struct py_frame *f,
+			 struct jscope *ret, size_t max)
+{
+	const struct jnm_meta *meta;
+	const struct jnm_pc *pcs;
+	struct jnm_head h;
+	struct pycode *e;
+	size_t n = 0;
+
+	if (!c || !max)
+		return 0;
+	e = *find_link(c, tgid, f->code, f->stamp);
+	if (!e || e->java != 3) {
+		c->st.lookups++;
+		c->st.unknown++;
+		return 0;
+	}
+	lru_del(e);
+	lru_add(c, e);
+	memcpy(&h, e->lines, sizeof(h));
+	meta = (const struct jnm_meta *)(const void *)(e->lines + sizeof(h));
+	pcs = (const struct jnm_pc *)(const void *)(meta + h.nmeta);
+	if (!(f->instr & JAVA_FRAME_NO_BCI))
+		n = jnm__scopes(e->version, pcs, h.npcs, (const uint8_t *)(pcs + h.npcs), h.slen,
+				meta, h.nmeta, f->instr & JAVA_FRAME_PC_MASK,
+				(f->instr & JAVA_FRAME_TOP) != 0, ret, max);
+	if (!n) {
+		ret[0] = (struct jscope){ .method = h.method, .stamp = h.method_stamp, .bci = -1 };
+		n = 1;
+	}
+	return n;
 }
 
 int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,

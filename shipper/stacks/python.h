@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/jvmframes.h"
 #include "common/msg.h"
 #include "common/pyframes.h"
 
@@ -163,12 +164,50 @@ bool jlines__bci2line(uint16_t jdk, const uint8_t *tab, size_t len, uint32_t bci
 		      int32_t *ret_line);
 
 /*
- * As pycodes__name, for a Java frame (code: the Method*): "pkg.Class.method (File.java:LINE)",
- * without the line for a compiled frame or where the table gives none, JAVA_UNKNOWN_NAME
- * without a record. 1 when named from a record, 0 otherwise.
+ * As pycodes__name, for an interpreted Java frame or a compiled frame's scope (code: the
+ * Method*, instr: JAVA_FRAME_INTERPRETED and the bci): "pkg.Class.method (File.java:LINE)",
+ * without the line where the bci or the table gives none, JAVA_UNKNOWN_NAME without a record.
+ * 1 when named from a record, 0 otherwise.
  */
 int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
 		   struct py_frame_src *ret_src);
+
+/* Scopes of one compiled frame named at most: HotSpot inlines 15 levels deep by default. */
+#define JAVA_MAX_SCOPES 32
+
+/* One scope of a compiled frame: a method (its record's key) and where in it, -1 unknown. */
+struct jscope {
+	uint64_t method;
+	uint32_t stamp; /* 0: the scope's method is not known (a metadata entry not sent) */
+	int32_t bci;
+};
+
+/* A PcDesc as an nmethod's record gives it: the pc's offset from the code begin, the offset
+ * of its innermost scope in the scope data (0: none). */
+struct jnm_pc {
+	int32_t pc_offset;
+	int32_t scope;
+};
+
+/*
+ * The scopes at pc offset off of an nmethod (HotSpot's PcDesc search and ScopeDesc chain):
+ * pcs[npcs] sorted by pc offset, scope data scopes[slen], metadata meta[nmeta] (index i + 1 is
+ * meta[i]); top: off is the sampled pc (the first PcDesc past it), not a return address (the
+ * first at it or past it). Into ret[max], innermost first: their count, 0 when no PcDesc or
+ * scope says (the caller names the nmethod's own method). Every number checked: a chain that
+ * does not go outwards (a sender at or after its scope) or past the data ends there.
+ */
+size_t jnm__scopes(uint16_t jdk, const struct jnm_pc *pcs, size_t npcs, const uint8_t *scopes,
+		   size_t slen, const struct jnm_meta *meta, size_t nmeta, uint32_t off, bool top,
+		   struct jscope *ret, size_t max);
+
+/*
+ * A compiled Java frame's scopes (f->code: the nmethod) from its nmethod's record, innermost
+ * first, into ret[max] (max >= 1): their count, 1 with the nmethod's own method (bci -1) when
+ * no scope says more, 0 when there is no record.
+ */
+size_t jnmethods__scopes(struct pycodes *c, int32_t tgid, const struct py_frame *f,
+			 struct jscope *ret, size_t max);
 
 /*
  * A Java stack's order, outermost first: the njava Java frames (walked from the sampled

@@ -3,12 +3,14 @@
  * libFuzzer target: what a Python target makes the worker send the shipper. Code records
  * (MSG_SHIP_PYCODES: names, file names and line tables are the target's bytes), snapshots
  * carrying Python frames (code addresses, stamps, offsets and flags the target's memory gave),
- * Java method records and frames (SC_REC_JMETHOD, SC_RT_JAVA snapshots: the same path), the
- * line tables decoded at every offset, and the splice of Python groups into native frames.
+ * Java method and nmethod records and frames (SC_REC_JMETHOD, SC_REC_JNMETHOD, SC_RT_JAVA
+ * snapshots: the same path; a compiled frame named a frame per inlined scope), the line tables
+ * and a compiled frame's scopes decoded at every offset, and the splice of Python groups into
+ * native frames.
  *
  * Input: 1 byte of mode (bit 0: --python-native all; bits 1-3: the version of the direct line
- * table decoding, 3.8 + n; bit 4: pprof; bit 5: the direct Java line table decoding as JDK
- * 25's, else 17's), 2 bytes little-endian N and N bytes of a MSG_SHIP_PYCODES payload
+ * table decoding, 3.8 + n; bit 4: pprof; bit 5: the direct Java line table and scope decoding
+ * as JDK 25's, else 17's), 2 bytes little-endian N and N bytes of a MSG_SHIP_PYCODES payload
  * (its task id set to the task's), 2 bytes M and M bytes of native frames for py_splice (bit 0
  * of each: the loop, bit 1: the interpreter's file) whose Python frames are the snapshot
  * payload's first bytes, then a MSG_SHIP_SNAPSHOTS payload of pid 42 (its task id set too).
@@ -124,6 +126,43 @@ static void check_splice(const uint8_t *nat_bytes, size_t nn, const uint8_t *pyb
 			abort();
 }
 
+/*
+ * The same bytes as a compiled frame's debug information (jnm__scopes): the first quarter as
+ * PcDescs, the rest as scope data, at pcs at and past each PcDesc's, both ways. Every scope's
+ * method is one of the metadata's or unknown; never more scopes than room.
+ */
+static void check_jnm_scopes(const uint8_t *b, size_t n, uint16_t jdk)
+{
+	static const struct jnm_meta meta[3] = { { .method = 0x10, .stamp = 1 },
+						 { .method = 0 },
+						 { .method = 0x30, .stamp = 3 } };
+	size_t npcs = n / 4 / sizeof(struct jnm_pc), slen = n - npcs * sizeof(struct jnm_pc);
+	struct jnm_pc *pcs = malloc(npcs ? npcs * sizeof(*pcs) : 1);
+	uint8_t *scopes = malloc(slen ? slen : 1);
+	struct jscope s[JAVA_MAX_SCOPES];
+
+	if (!pcs || !scopes)
+		abort();
+	memcpy(pcs, b, npcs * sizeof(*pcs));
+	memcpy(scopes, b + npcs * sizeof(*pcs), slen);
+	for (size_t i = 0; i <= npcs && i < 16; i++) {
+		uint32_t off = i < npcs ? (uint32_t)pcs[i].pc_offset : 0;
+
+		for (int top = 0; top < 2; top++) {
+			size_t k = jnm__scopes(jdk, pcs, npcs, scopes, slen, meta, 3, off, top, s,
+					       i % 2 ? 3 : JAVA_MAX_SCOPES);
+
+			if (k > (i % 2 ? 3 : JAVA_MAX_SCOPES))
+				abort();
+			for (size_t q = 0; q < k; q++)
+				if (s[q].stamp && s[q].method != 0x10 && s[q].method != 0x30)
+					abort();
+		}
+	}
+	free(pcs);
+	free(scopes);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct task_spec spec = { .task_id = 7,
@@ -168,6 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 &line);
 		(void)jlines__bci2line(mode & 32 ? 25 : 17, data + 3, n, q, &line);
 	}
+	check_jnm_scopes(data + 3, n, mode & 32 ? 25 : 17);
 
 	codes = copy_of(data + 3, n, sizeof(struct ship_pycodes_hdr), spec.task_id);
 	snaps = copy_of(data + off + m, slen, sizeof(struct ship_snapshots_hdr), spec.task_id);

@@ -881,6 +881,161 @@ static void jmethod_seeds(void)
 	jmethod_seed("java_no_thread", 0x20, r, 1, "\x01\x01", instr, 0, JAVA_ST_NO_THREAD);
 }
 
+/* ---- fuzz_pycode with Java compiled frames: nmethod records (SC_REC_JNMETHOD) ---- */
+
+/* One UNSIGNED5 number as HotSpot writes it (x: 1 from JDK 20). */
+static size_t u5_put(uint8_t *out, uint32_t v, unsigned x)
+{
+	const uint32_t l = 192 - x;
+	size_t n = 0;
+
+	for (int i = 0; i < 4 && v >= l; i++) {
+		v -= l;
+		out[n++] = (uint8_t)(l + v % 64 + x);
+		v /= 64;
+	}
+	out[n++] = (uint8_t)(v + x);
+	return n;
+}
+
+/* A scope: sender, metadata index, bci + 1, then three empty offsets; its offset. */
+static uint32_t scope_put(uint8_t *buf, size_t *at, uint32_t sender, uint32_t mi, uint32_t bci,
+			  unsigned x)
+{
+	uint32_t off = (uint32_t)*at;
+
+	*at += u5_put(buf + *at, sender, x);
+	*at += u5_put(buf + *at, mi, x);
+	*at += u5_put(buf + *at, bci + 1, x);
+	for (int i = 0; i < 3; i++)
+		*at += u5_put(buf + *at, 0, x);
+	return off;
+}
+
+/*
+ * The Java seeds' methods r[0..3) as one nmethod's (at 0x7f0000900000, stamp 5), JDK jdk: r[0]
+ * inlines r[1] at bci 5, which inlines r[2] at bci 200; PcDescs at 0x10 (r[0]), 0x40 (r[1] in
+ * r[0]), 0x80 (all three), 0x90 (none); metadata a Klass then the three. Flags as given.
+ */
+static size_t jnm_record(uint8_t *out, uint16_t jdk, const struct jrec *r, uint16_t flags)
+{
+	static const int32_t pcs[6] = { -1, 0x10, 0x40, 0x80, 0x90, 0x7fffffff };
+	struct sc_jnmethod *n = calloc(1, sizeof(*n));
+	uint8_t scopes[128];
+	uint32_t sc[6] = { 0 }, outer;
+	unsigned x = jdk >= 20;
+	size_t at = 1, len;
+
+	if (!n)
+		abort();
+	scopes[0] = 0; /* offset 0 is "no scope" */
+	sc[1] = scope_put(scopes, &at, 0, 2, 9, x);
+	outer = scope_put(scopes, &at, 0, 2, 5, x);
+	sc[2] = scope_put(scopes, &at, outer, 3, 2, x);
+	sc[3] = scope_put(scopes, &at, outer, 3, 200, x);
+	sc[3] = scope_put(scopes, &at, sc[3], 4, 4, x);
+	*n = (struct sc_jnmethod){ .kind = SC_REC_JNMETHOD,
+				   .tgid = 42,
+				   .nmethod = 0x7f0000900000,
+				   .stamp = 5,
+				   .jdk = jdk,
+				   .flags = flags,
+				   .method = r[0].method,
+				   .method_stamp = 1,
+				   .nmeta = 4,
+				   .pcs_len = 6 * 16,
+				   .scopes_len = (uint16_t)at,
+				   .pc_size = 16,
+				   .pc_off = 0,
+				   .scope_off = 4 };
+	n->meta[0] = (struct jnm_meta){ .method = 0x7f0000800000 };
+	for (int i = 0; i < 3; i++)
+		n->meta[i + 1] = (struct jnm_meta){ .method = r[i].method, .stamp = 1 };
+	for (int i = 0; i < 6; i++) {
+		memcpy(n->data + 16 * i, &pcs[i], 4);
+		memcpy(n->data + 16 * i + 4, &sc[i], 4);
+	}
+	memcpy(n->data + 6 * 16, scopes, at);
+	len = (offsetof(struct sc_jnmethod, data) + 6 * 16 + at + 7) & ~(size_t)7;
+	memcpy(out, n, len);
+	free(n);
+	return len;
+}
+
+static void jnm_seed(const char *name, uint8_t mode, uint16_t jdk, const struct jrec *r,
+		     uint16_t flags)
+{
+	static uint8_t codes[SEED_MAX];
+	static const uint32_t instr[6] = {
+		JAVA_FRAME_COMPILED | JAVA_FRAME_TOP | 0x40,
+		JAVA_FRAME_COMPILED | 0x80,
+		JAVA_FRAME_COMPILED | 0x90,
+		JAVA_FRAME_COMPILED | JAVA_FRAME_NO_BCI,
+		JAVA_FRAME_INTERPRETED | 5,
+		JAVA_FRAME_COMPILED | 0x10,
+	};
+	struct ship_snapshots_hdr h = { .task_id = 7, .count = 1 };
+	struct ship_snapshot snap = { .tgid = 42,
+				      .stack_len = 64,
+				      .value = 1,
+				      .ip = 0x401000,
+				      .sp = 0x7ffc0000,
+				      .npy = 6,
+				      .pystatus = SC_RT_STATUS(SC_RT_JAVA, JAVA_ST_OK) };
+	struct ship_pycodes_hdr ch;
+	uint8_t stack[64] = { 0 };
+	struct pyseed p = { .len = 0 };
+	size_t clen = jmethods_payload(codes, r, 3);
+
+	clen += jnm_record(codes + clen, jdk, r, flags);
+	memcpy(&ch, codes, sizeof(ch));
+	ch.count++;
+	memcpy(codes, &ch, sizeof(ch));
+	pput(&p, &mode, 1);
+	pput16(&p, clen);
+	pput(&p, codes, clen);
+	pput16(&p, 2);
+	pput(&p, "\x01\x01", 2);
+	pput(&p, &h, sizeof(h));
+	pput(&p, &snap, sizeof(snap));
+	for (uint32_t i = 0; i < 6; i++) {
+		/* The compiled frames: the nmethod's, but the fifth (an interpreted frame of r[0]). */
+		struct py_frame f = { .code = i == 4 ? r[0].method : 0x7f0000900000,
+				      .stamp = i == 4 ? 1 : 5,
+				      .instr = instr[i] };
+
+		pput(&p, &f, sizeof(f));
+	}
+	pput(&p, stack, sizeof(stack));
+	write_file("fuzz_pycode", name, p.buf, p.len);
+}
+
+static void jnm_seeds(void)
+{
+	static const uint8_t tab17[] = { 0xff, 0x00, 0x14, 0x2a, 0xff, 0x08, 0x01, 0x00 };
+	static const uint8_t tab25[] = { 0xff, 0x01, 0x15, 0x2a, 0xff, 0x09, 0x02, 0x00 };
+	static const struct jrec r17[3] = {
+		{ 0x7f0000001000, 17, "rover/test/Inline", "hot", "Inline.java", tab17,
+		  sizeof(tab17), JAVA_M_HAS_LINES },
+		{ 0x7f0000002000, 17, "rover/test/Inline", "mid", "Inline.java", tab17,
+		  sizeof(tab17), JAVA_M_HAS_LINES },
+		{ 0x7f0000003000, 17, "rover/test/Inline", "step", "Inline.java", tab17,
+		  sizeof(tab17), JAVA_M_HAS_LINES },
+	};
+	static const struct jrec r25[3] = {
+		{ 0x7f0000001000, 25, "rover/test/Inline", "hot", "Inline.java", tab25,
+		  sizeof(tab25), JAVA_M_HAS_LINES },
+		{ 0x7f0000002000, 25, "rover/test/Inline", "mid", "Inline.java", tab25,
+		  sizeof(tab25), JAVA_M_HAS_LINES },
+		{ 0x7f0000003000, 25, "rover/test/Inline", "step", "Inline.java", tab25, 3,
+		  JAVA_M_HAS_LINES | JAVA_M_LINES_CUT },
+	};
+
+	/* Mode bit 5: the direct decoding as JDK 25's too. */
+	jnm_seed("java_nmethod_17", 0x00, 17, r17, 0);
+	jnm_seed("java_nmethod_25", 0x20, 25, r25, JAVA_NM_PCS_CUT | JAVA_NM_META_CUT);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -896,5 +1051,6 @@ int main(int argc, char **argv)
 	netcontent_seeds();
 	pycode_seeds();
 	jmethod_seeds();
+	jnm_seeds();
 	return 0;
 }

@@ -3,8 +3,9 @@
  * Java (HotSpot) frames through the whole pipeline with no JVM flag, on both JDKs of this
  * machine (Debian's OpenJDK 17, Temurin 25): tests/programs/java/TwoThreads.java, compiled here
  * with the JDK's javac, burns CPU in two methods on two threads and measures its own split
- * (ThreadMXBean); `rover profile` must name both methods, package.Class.method, with the
- * program's split, under their callers in order.
+ * (ThreadMXBean) while rover runs; `rover profile` must name both methods, package.Class.method,
+ * with the program's split, under their callers in order, and JDK Flight Recorder's execution
+ * samples of the same run must name the same two hottest methods.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
@@ -45,27 +47,42 @@ static void compile(const char *jdk, const char *classes, const char *file)
 	free(err);
 }
 
-/* Starts class main (rover.test.NAME) of classes with jdk's java, its arguments seconds and
- * arg (NULL: none), and waits for its "ready". */
-static int jprog_start(const char *jdk, const char *classes, const char *main, const char *seconds,
-		       const char *arg, struct jprog *ret)
+/* Starts class main (rover.test.NAME) of classes with jdk's java, the JVM's options opts (NULL
+ * or NULL-ended), its arguments seconds and arg (NULL: none), and waits for its "ready" (lines
+ * before it, as JFR's at its start, skipped). */
+static int jprog_start_opts(const char *jdk, const char *const *opts, const char *classes,
+			    const char *main, const char *seconds, const char *arg,
+			    struct jprog *ret)
 {
-	char java[512], line[256];
-	int pfd[2];
+	char java[512], line[512];
+	const char *argv[32];
+	size_t n = 0;
+	int pfd[2], found = 0;
 
 	snprintf(java, sizeof(java), "%s/bin/java", jdk);
+	argv[n++] = java;
+	for (size_t i = 0; opts && opts[i] && n < 24; i++)
+		argv[n++] = opts[i];
+	argv[n++] = "-cp";
+	argv[n++] = classes;
+	argv[n++] = main;
+	argv[n++] = seconds;
+	argv[n++] = arg;
+	argv[n] = NULL;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	ret->pid = fork();
 	if (ret->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
-		execl(java, java, "-cp", classes, main, seconds, arg, (char *)NULL);
+		execv(java, (char *const *)argv);
 		_exit(127);
 	}
 	close(pfd[1]);
 	ret->out = fdopen(pfd[0], "r");
-	if (!ret->out || !fgets(line, sizeof(line), ret->out) || strncmp(line, "ready", 5)) {
+	for (int k = 0; ret->out && k < 4096 && !found && fgets(line, sizeof(line), ret->out); k++)
+		found = !strncmp(line, "ready", 5);
+	if (!found) {
 		kill(ret->pid, SIGKILL);
 		waitpid(ret->pid, NULL, 0);
 		return -EIO;
@@ -73,16 +90,38 @@ static int jprog_start(const char *jdk, const char *classes, const char *main, c
 	return 0;
 }
 
-/* Waits for it to end and reads "share NAME PERCENT" for name: the percent, or -1. */
-static double jprog_share(struct jprog *p, const char *name)
+static int jprog_start(const char *jdk, const char *classes, const char *main, const char *seconds,
+		       const char *arg, struct jprog *ret)
 {
-	char line[256], fn[128];
-	double share = -1, v;
+	return jprog_start_opts(jdk, NULL, classes, main, seconds, arg, ret);
+}
 
-	while (fgets(line, sizeof(line), p->out))
-		if (sscanf(line, "share %127s %lf", fn, &v) == 2 && !strcmp(fn, name))
-			share = v;
-	return share;
+/*
+ * Waits for it to end and reads its "cpu NANOTIME A B" lines (tests/programs/java/
+ * TwoThreads.java): thread A's share of the two threads' CPU time between CLOCK_MONOTONIC
+ * times t0 and t1 (the profile's own time), in percent, or -1.
+ */
+static double jprog_share_between(struct jprog *p, uint64_t t0, uint64_t t1)
+{
+	unsigned long long t, a, b, a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+	char line[256];
+	int have0 = 0, have1 = 0;
+
+	while (fgets(line, sizeof(line), p->out)) {
+		if (sscanf(line, "cpu %llu %llu %llu", &t, &a, &b) != 3)
+			continue;
+		if (t <= t0 || !have0) {
+			a0 = a, b0 = b;
+			have0 = 1;
+		}
+		if (t <= t1 || !have1) {
+			a1 = a, b1 = b;
+			have1 = 1;
+		}
+	}
+	if (!have0 || !have1 || a1 + b1 <= a0 + b0)
+		return -1;
+	return 100.0 * (double)(a1 - a0) / (double)(a1 - a0 + b1 - b0);
 }
 
 static void jprog_end(struct jprog *p)
@@ -114,9 +153,155 @@ static uint64_t with_chain(const struct folded *f, const char *const *prefixes, 
 	return sum;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* ---- JDK Flight Recorder, the second reference ---- */
+
+/* Methods by samples: JFR's or rover's innermost Java frame of each sample. */
+struct mcount {
+	char name[256];
+	uint64_t n;
+};
+struct mtop {
+	struct mcount m[128];
+	size_t n;
+	uint64_t total;
+};
+
+static void mtop_add(struct mtop *t, const char *name, size_t len, uint64_t n)
+{
+	size_t i;
+
+	if (len >= sizeof(t->m[0].name))
+		len = sizeof(t->m[0].name) - 1;
+	t->total += n;
+	for (i = 0; i < t->n; i++)
+		if (strlen(t->m[i].name) == len && !strncmp(t->m[i].name, name, len))
+			break;
+	if (i == t->n) {
+		if (t->n == sizeof(t->m) / sizeof(t->m[0]))
+			return;
+		memcpy(t->m[i].name, name, len);
+		t->m[i].name[len] = '\0';
+		t->n++;
+	}
+	t->m[i].n += n;
+}
+
+static int mcount_cmp(const void *a, const void *b)
+{
+	const struct mcount *x = a, *y = b;
+
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->name, y->name);
+}
+
+/* The k most sampled methods' names joined by ",", sorted by name (a set to compare). */
+static const char *mtop_names(struct mtop *t, size_t k, char *buf, size_t len)
+{
+	const char *pick[8];
+	size_t o = 0;
+
+	qsort(t->m, t->n, sizeof(t->m[0]), mcount_cmp);
+	if (k > t->n)
+		k = t->n;
+	if (k > 8)
+		k = 8;
+	for (size_t i = 0; i < k; i++)
+		pick[i] = t->m[i].name;
+	for (size_t i = 0; i < k; i++) /* by name */
+		for (size_t j = i + 1; j < k; j++)
+			if (strcmp(pick[j], pick[i]) < 0) {
+				const char *x = pick[i];
+
+				pick[i] = pick[j];
+				pick[j] = x;
+			}
+	buf[0] = '\0';
+	for (size_t i = 0; i < k; i++)
+		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", i ? "," : "",
+				      pick[i]);
+	return buf;
+}
+
+static uint64_t mtop_of(const struct mtop *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->m[i].name, name))
+			return t->m[i].n;
+	return 0;
+}
+
+/* JVM options that record JFR's execution samples (settings=profile: every 10 ms per thread)
+ * into file until the JVM exits. */
+static void jfr_opts(const char *file, char *buf, size_t len, const char *opts[2])
+{
+	snprintf(buf, len, "-XX:StartFlightRecording=filename=%s,settings=profile,dumponexit=true",
+		 file);
+	opts[0] = buf;
+	opts[1] = NULL;
+}
+
+/* jdk's `jfr print` of a recording's execution samples, depth frames each, into *ret
+ * (malloc'd text). */
+static void jfr_print(const char *jdk, const char *file, int depth, char **ret)
+{
+	char jfr[512], d[16];
+	char *argv[] = { jfr, "print",	    "--events", "jdk.ExecutionSample", "--stack-depth",
+			 d,   (char *)file, NULL };
+	int rc;
+
+	snprintf(jfr, sizeof(jfr), "%s/bin/jfr", jdk);
+	snprintf(d, sizeof(d), "%d", depth);
+	*ret = NULL;
+	rc = run_capture(NULL, argv, 120000, ret);
+	cr_assert_eq(rc, 0, "%s: %s", jfr, *ret ? *ret : "");
+	cr_assert_not_null(*ret);
+}
+
+/* JFR's samples by their top frame's method ("pkg.Class.method", no parameters). */
+static void jfr_leaves(const char *text, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (const char *l = strstr(text, "stackTrace = ["); l;
+	     l = strstr(l + 1, "stackTrace = [")) {
+		const char *f = strchr(l, '\n'), *paren;
+
+		if (!f)
+			break;
+		f++;
+		while (*f == ' ')
+			f++;
+		paren = strchr(f, '(');
+		if (paren && paren < strchr(f, '\n'))
+			mtop_add(ret, f, (size_t)(paren - f), 1);
+	}
+}
+
+/* Rover's samples by their innermost Java frame's method (a frame "NAME (File.java...)"). */
+static void rover_leaves(const struct folded *f, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL, *last = NULL;
+
+		for (char *s = strtok_r(copy, ";", &save); s; s = strtok_r(NULL, ";", &save))
+			if (strstr(s, ".java"))
+				last = s;
+		if (last && strstr(last, " ("))
+			mtop_add(ret, last, (size_t)(strstr(last, " (") - last), f->counts[i]);
+		free(copy);
+	}
 }
 
 Test(java, on_cpu_java_frames_on_both_jdks)
@@ -142,6 +327,10 @@ Test(java, on_cpu_java_frames_on_both_jdks)
 				 "--output",
 				 out,
 				 NULL };
+		char jfr[512], jfropt[600], set_jfr[600], set_rover[600], *text;
+		const char *opts[2];
+		struct mtop jtop, rtop;
+		uint64_t t0, t1;
 		struct jprog p = { 0 };
 		struct folded f;
 		uint64_t a, b;
@@ -149,14 +338,41 @@ Test(java, on_cpu_java_frames_on_both_jdks)
 
 		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
 		snprintf(out, sizeof(out), "%s/on-%zu.folded", tmp, v);
+		snprintf(jfr, sizeof(jfr), "%s/on-%zu.jfr", tmp, v);
+		jfr_opts(jfr, jfropt, sizeof(jfropt), opts);
 		compile(jdks[v], classes, "tests/programs/java/TwoThreads.java");
-		cr_assert_eq(jprog_start(jdks[v], classes, "rover.test.TwoThreads", "7", NULL, &p),
+		cr_assert_eq(jprog_start_opts(jdks[v], opts, classes, "rover.test.TwoThreads", "7",
+					      NULL, &p),
 			     0, "%s", jdks[v]);
 		snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+		t0 = mono_ns();
 		cr_assert_eq(run_cmd(argv, &err), 0, "%s: rover: %s", jdks[v], err);
-		want = jprog_share(&p, "burnA");
+		t1 = mono_ns();
+		/* To its end (its recording written): its split while rover ran. */
+		want = jprog_share_between(&p, t0, t1);
 		jprog_end(&p);
 		cr_assert_eq(folded_read(out, &f), 0);
+		/* The second reference: JFR's execution samples of the same run name the same two
+		 * hottest methods as rover's innermost Java frames. */
+		jfr_print(jdks[v], jfr, 1, &text);
+		jfr_leaves(text, &jtop);
+		free(text);
+		rover_leaves(&f, &rtop);
+		cr_log_info("%s: JFR: burnA %lu, burnB %lu of %lu samples (burnA %.1f%%); rover's "
+			    "hottest: %s; JFR's: %s",
+			    jdks[v], mtop_of(&jtop, "rover.test.TwoThreads.burnA"),
+			    mtop_of(&jtop, "rover.test.TwoThreads.burnB"), jtop.total,
+			    pct(mtop_of(&jtop, "rover.test.TwoThreads.burnA"),
+				mtop_of(&jtop, "rover.test.TwoThreads.burnA") +
+					mtop_of(&jtop, "rover.test.TwoThreads.burnB")),
+			    mtop_names(&rtop, 2, set_rover, sizeof(set_rover)),
+			    mtop_names(&jtop, 2, set_jfr, sizeof(set_jfr)));
+		cr_assert_gt(jtop.total, 100, "%s: JFR recorded %lu execution samples", jdks[v],
+			     jtop.total);
+		cr_assert_str_eq(set_jfr, "rover.test.TwoThreads.burnA,rover.test.TwoThreads.burnB",
+				 "%s: JFR's hottest methods", jdks[v]);
+		cr_assert_str_eq(set_rover, set_jfr, "%s: rover's hottest methods against JFR's",
+				 jdks[v]);
 		a = with_chain(&f, (const char *const[]){ "rover.test.TwoThreads.burnA (" }, 1);
 		b = with_chain(&f, (const char *const[]){ "rover.test.TwoThreads.burnB (" }, 1);
 		cr_log_info("%s: burnA %lu, burnB %lu of %lu; the program measured %.1f%%", jdks[v],
@@ -299,6 +515,161 @@ Test(java, unloaded_classes_are_never_misnamed_on_both_jdks)
 		cr_assert_gt(one + two, f.total * 3 / 10,
 			     "%s: the loaded classes named in %lu of %lu", jdks[v], one + two,
 			     f.total);
+		folded_free(&f);
+		free(err);
+	}
+}
+
+/* ---- Inlined methods: frames of their own ---- */
+
+/* "pkg.Class.method:LINE" (LINE "-" when none) of a JFR frame line ("pkg.Class.method(long,
+ * int) line: 12") or of rover's frame ("pkg.Class.method (File.java:12)"), appended to out. */
+static void frame_key(const char *f, size_t n, bool jfr, char *out, size_t len)
+{
+	const char *paren = memchr(f, '(', n), *at;
+	size_t o = strlen(out), mn;
+	int line = -1;
+
+	if (!paren)
+		return;
+	mn = (size_t)(paren - f);
+	if (!jfr && mn && f[mn - 1] == ' ')
+		mn--;
+	if (jfr && (at = strstr(f, ") line: ")) && at < f + n)
+		line = atoi(at + 8);
+	if (!jfr && (at = memchr(paren, ':', n - (size_t)(paren - f))))
+		line = atoi(at + 1);
+	if (line >= 0)
+		snprintf(out + o, len - o, "%s%.*s:%d", o ? ";" : "", (int)mn, f, line);
+	else
+		snprintf(out + o, len - o, "%s%.*s:-", o ? ";" : "", (int)mn, f);
+}
+
+/* JFR's samples by their innermost depth frames, "m:line;caller:line;..." innermost first. */
+static void jfr_chains(const char *text, size_t depth, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (const char *l = strstr(text, "stackTrace = ["); l;
+	     l = strstr(l + 1, "stackTrace = [")) {
+		char key[512] = "";
+		const char *f = strchr(l, '\n');
+		size_t k = 0;
+
+		while (f && k < depth) {
+			const char *end;
+
+			f++;
+			while (*f == ' ')
+				f++;
+			end = strchr(f, '\n');
+			if (!end || *f == ']' || !strncmp(f, "...", 3))
+				break;
+			frame_key(f, (size_t)(end - f), true, key, sizeof(key));
+			k++;
+			f = end;
+		}
+		if (k == depth)
+			mtop_add(ret, key, strlen(key), 1);
+	}
+}
+
+/* Rover's samples by their innermost depth Java frames (NAME (File.java...)), as jfr_chains. */
+static void rover_chains(const struct folded *f, size_t depth, struct mtop *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < f->n; i++) {
+		char *copy = strdup(f->stacks[i]), *save = NULL, *java[256], key[512] = "";
+		size_t nj = 0;
+
+		for (char *s = strtok_r(copy, ";", &save); s && nj < 256;
+		     s = strtok_r(NULL, ";", &save))
+			if (strstr(s, ".java"))
+				java[nj++] = s;
+		if (nj >= depth) {
+			for (size_t k = 0; k < depth; k++)
+				frame_key(java[nj - 1 - k], strlen(java[nj - 1 - k]), false, key,
+					  sizeof(key));
+			mtop_add(ret, key, strlen(key), f->counts[i]);
+		}
+		free(copy);
+	}
+}
+
+/*
+ * C2 inlines tests/programs/java/Inline.java's step() into mid() and mid() into hot() (the
+ * JVM's own log says so: -Xlog:jit+inlining, no change to what it compiles): hot's compiled
+ * frame holds all three. Rover must show them as three frames, step under mid under hot, each
+ * with its line, in most samples, and JDK Flight Recorder's execution samples of the same run
+ * must have the same innermost three frames and lines most often.
+ */
+Test(java, inlined_methods_are_frames_of_their_own_on_both_jdks)
+{
+	for (size_t v = 0; v < NJDKS; v++) {
+		char classes[512], out[512], jfr[512], jfropt[600], ilog[512], ilogopt[600],
+			pids[32];
+		char *err = NULL, *text, *log;
+		char *argv[] = { (char *)bin("rover"),
+				 "profile",
+				 "--type",
+				 "on_cpu",
+				 "--pid",
+				 pids,
+				 "--duration",
+				 "4s",
+				 "--dump-period",
+				 "2ms",
+				 "--output",
+				 out,
+				 NULL };
+		const char *opts[3];
+		struct mtop jtop, rtop;
+		struct jprog p = { 0 };
+		struct folded f;
+		uint64_t chain;
+
+		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
+		snprintf(out, sizeof(out), "%s/inline-%zu.folded", tmp, v);
+		snprintf(jfr, sizeof(jfr), "%s/inline-%zu.jfr", tmp, v);
+		snprintf(ilog, sizeof(ilog), "%s/inline-%zu.log", tmp, v);
+		jfr_opts(jfr, jfropt, sizeof(jfropt), opts);
+		snprintf(ilogopt, sizeof(ilogopt), "-Xlog:jit+inlining=debug:file=%s", ilog);
+		opts[1] = ilogopt;
+		opts[2] = NULL;
+		compile(jdks[v], classes, "tests/programs/java/Inline.java");
+		cr_assert_eq(jprog_start_opts(jdks[v], opts, classes, "rover.test.Inline", "6",
+					      NULL, &p),
+			     0, "%s", jdks[v]);
+		snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+		cr_assert_eq(run_cmd(argv, &err), 0, "%s: rover: %s", jdks[v], err);
+		while (fgets(jfropt, sizeof(jfropt), p.out))
+			; /* to its end: its recording written */
+		jprog_end(&p);
+		log = slurp(ilog, NULL);
+		cr_assert_not_null(log, "%s: no inlining log", jdks[v]);
+		cr_assert(strstr(log, "rover.test.Inline::step (") &&
+				  strstr(log, "rover.test.Inline::mid (") &&
+				  strstr(log, "inline (hot)"),
+			  "%s: C2 did not inline step and mid:\n%s", jdks[v], log);
+		free(log);
+		cr_assert_eq(folded_read(out, &f), 0);
+		jfr_print(jdks[v], jfr, 3, &text);
+		jfr_chains(text, 3, &jtop);
+		free(text);
+		rover_chains(&f, 3, &rtop);
+		(void)mtop_names(&jtop, 1, jfropt, sizeof(jfropt));
+		(void)mtop_names(&rtop, 1, ilogopt, sizeof(ilogopt));
+		chain = rtop.n ? rtop.m[0].n : 0;
+		cr_log_info("%s: rover: %s in %lu of %lu samples; JFR: %s in %lu of %lu", jdks[v],
+			    ilogopt, chain, f.total, jfropt, jtop.n ? jtop.m[0].n : 0, jtop.total);
+		cr_assert(!strncmp(ilogopt, "rover.test.Inline.step:", 23) &&
+				  strstr(ilogopt, ";rover.test.Inline.mid:") &&
+				  strstr(ilogopt, ";rover.test.Inline.hot:") &&
+				  !strstr(ilogopt, ":-"),
+			  "%s: rover's innermost frames most often: %s", jdks[v], ilogopt);
+		cr_assert_gt(chain, f.total / 2, "%s: step, mid, hot in %lu of %lu samples\n%s",
+			     jdks[v], chain, f.total, f.n ? f.stacks[0] : "");
+		cr_assert_str_eq(ilogopt, jfropt, "%s: rover's innermost frames against JFR's",
+				 jdks[v]);
 		folded_free(&f);
 		free(err);
 	}

@@ -2,12 +2,17 @@
 /*
  * Java line number tables (shipper/stacks/python.c jlines__bci2line): tables written by hand
  * the way HotSpot's CompressedLineNumberWriteStream writes them, in the number format of JDK 17
- * (UNSIGNED5 with no excluded byte) and of JDK 20+ (the zero byte excluded); and the method
- * records (SC_REC_JMETHOD) that carry them, checked and kept by pycodes__add_frame.
+ * (UNSIGNED5 with no excluded byte) and of JDK 20+ (the zero byte excluded); the method
+ * records (SC_REC_JMETHOD) that carry them, checked and kept by pycodes__add_frame; compiled
+ * frames' scopes (jnm__scopes: PcDescs and scope data written the way HotSpot's
+ * DebugInformationRecorder writes them) and the nmethod records (SC_REC_JNMETHOD) that carry
+ * them.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/jvmframes.h"
@@ -169,6 +174,338 @@ Test(jmethods, bad_records_are_refused_whole)
 			     "case %d taken", k);
 		cr_assert_not_null(why, "case %d", k);
 		cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_COMPILED), JAVA_UNKNOWN_NAME,
+				 "case %d", k);
+		pycodes__free(c);
+	}
+}
+
+/* ---- Compiled frames: nmethod records (SC_REC_JNMETHOD) and their scopes ---- */
+
+/* One UNSIGNED5 number as HotSpot's CompressedWriteStream writes it (x: 1 from JDK 20). */
+static size_t u5(uint8_t *out, uint32_t v, unsigned x)
+{
+	const uint32_t l = 192 - x;
+	size_t n = 0;
+
+	for (int i = 0; i < 4 && v >= l; i++) {
+		v -= l;
+		out[n++] = (uint8_t)(l + v % 64 + x);
+		v /= 64;
+	}
+	out[n++] = (uint8_t)(v + x);
+	return n;
+}
+
+/* A scope (sender offset, method index, bci) at *at of buf: its offset. */
+static uint32_t scope(uint8_t *buf, size_t *at, uint32_t sender, uint32_t mi, int32_t bci,
+		      unsigned x)
+{
+	uint32_t off = (uint32_t)*at;
+
+	*at += u5(buf + *at, sender, x);
+	*at += u5(buf + *at, mi, x);
+	*at += u5(buf + *at, (uint32_t)(bci + 1), x);
+	/* locals, expressions, monitors: none */
+	for (int i = 0; i < 3; i++)
+		*at += u5(buf + *at, 0, x);
+	return off;
+}
+
+/*
+ * The nmethod of the tests below: method 0xa0 (burn, tab17's lines) inlines 0xb0 (mix, its
+ * table tabm) at bci 5, which inlines 0xc0 (step) at bci 300 (a large number: two bytes).
+ * PcDescs: the sentinel -1, pc 0x10 in burn at bci 9, 0x40 in mix inlined at burn's 5 (bci 2),
+ * 0x80 in step (bci 4) inlined in mix (300) inlined in burn (5), 0x90 without a scope, then the
+ * end sentinel. Metadata: a Klass (no stamp), 0xa0, 0xb0, 0xc0.
+ */
+struct nm_build {
+	struct jnm_pc pcs[8];
+	size_t npcs;
+	uint8_t scopes[256];
+	size_t slen;
+	struct jnm_meta meta[4];
+	size_t nmeta;
+};
+
+static void nm_build(struct nm_build *b, unsigned x)
+{
+	uint32_t s_burn, s_mix, s_step, s_burn2, s_mix2;
+
+	memset(b, 0, sizeof(*b));
+	b->slen = 1; /* HotSpot's stream starts past offset 0: 0 is "no scope" */
+	s_burn = scope(b->scopes, &b->slen, 0, 2, 9, x);
+	s_burn2 = scope(b->scopes, &b->slen, 0, 2, 5, x);
+	s_mix = scope(b->scopes, &b->slen, s_burn2, 3, 2, x);
+	s_mix2 = scope(b->scopes, &b->slen, s_burn2, 3, 300, x);
+	s_step = scope(b->scopes, &b->slen, s_mix2, 4, 4, x);
+	b->pcs[b->npcs++] = (struct jnm_pc){ -1, 0 };
+	b->pcs[b->npcs++] = (struct jnm_pc){ 0x10, (int32_t)s_burn };
+	b->pcs[b->npcs++] = (struct jnm_pc){ 0x40, (int32_t)s_mix };
+	b->pcs[b->npcs++] = (struct jnm_pc){ 0x80, (int32_t)s_step };
+	b->pcs[b->npcs++] = (struct jnm_pc){ 0x90, 0 };
+	b->pcs[b->npcs++] = (struct jnm_pc){ INT32_MAX, 0 };
+	b->meta[0] = (struct jnm_meta){ .method = 0x5000 }; /* a Klass: no stamp */
+	b->meta[1] = (struct jnm_meta){ .method = 0xa0, .stamp = 7 };
+	b->meta[2] = (struct jnm_meta){ .method = 0xb0, .stamp = 8 };
+	b->meta[3] = (struct jnm_meta){ .method = 0xc0, .stamp = 9 };
+	b->nmeta = 4;
+}
+
+static size_t scopes_of(const struct nm_build *b, uint16_t jdk, uint32_t off, bool top,
+			struct jscope *ret)
+{
+	return jnm__scopes(jdk, b->pcs, b->npcs, b->scopes, b->slen, b->meta, b->nmeta, off, top,
+			   ret, JAVA_MAX_SCOPES);
+}
+
+Test(jnm, the_scopes_of_a_pc_innermost_first_on_both_number_formats)
+{
+	static const uint16_t jdks[] = { 17, 25 };
+
+	for (size_t v = 0; v < 2; v++) {
+		struct nm_build b;
+		struct jscope s[JAVA_MAX_SCOPES];
+
+		nm_build(&b, jdks[v] >= 20);
+		/* A return address: its own PcDesc. */
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x80, false, s), 3, "jdk %u", jdks[v]);
+		cr_assert(s[0].method == 0xc0 && s[0].stamp == 9 && s[0].bci == 4);
+		cr_assert(s[1].method == 0xb0 && s[1].stamp == 8 && s[1].bci == 300);
+		cr_assert(s[2].method == 0xa0 && s[2].stamp == 7 && s[2].bci == 5);
+		/* The sampled pc: the next PcDesc past it, even at a PcDesc's own pc. */
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x40, true, s), 3);
+		cr_assert_eq(s[0].method, 0xc0);
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x3f, true, s), 2);
+		cr_assert(s[0].method == 0xb0 && s[0].bci == 2 && s[1].method == 0xa0 &&
+			  s[1].bci == 5);
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x0, false, s), 1);
+		cr_assert(s[0].method == 0xa0 && s[0].bci == 9);
+		/* A PcDesc without a scope, and past the last one: none (the caller's fallback). */
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x90, false, s), 0);
+		cr_assert_eq(scopes_of(&b, jdks[v], 0x85, false, s), 0);
+		/* Another JDK's numbers: wrong scopes, but never past the data or the room. */
+		cr_assert_leq(scopes_of(&b, jdks[v] >= 20 ? 17 : 25, 0x80, false, s),
+			      JAVA_MAX_SCOPES);
+	}
+}
+
+Test(jnm, bad_scopes_end_the_chain)
+{
+	struct jscope s[JAVA_MAX_SCOPES];
+	struct nm_build b;
+	size_t at;
+	uint32_t a, c;
+
+	/* A sender after its scope (a loop, or a hostile table): the chain ends there. */
+	nm_build(&b, 0);
+	at = b.slen;
+	a = scope(b.scopes, &at, (uint32_t)at + 40, 2, 1, 0);
+	b.slen = at;
+	b.pcs[1].scope = (int32_t)a;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 1);
+	/* A scope whose sender is itself. */
+	at = b.slen;
+	c = (uint32_t)at;
+	(void)scope(b.scopes, &at, c, 3, 1, 0);
+	b.slen = at;
+	b.pcs[1].scope = (int32_t)c;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 1);
+	/* A method index past the metadata, or 0, or the Klass's: a scope of no known method. */
+	at = b.slen;
+	a = scope(b.scopes, &at, 0, 9, 1, 0);
+	b.slen = at;
+	b.pcs[1].scope = (int32_t)a;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 1);
+	cr_assert_eq(s[0].stamp, 0);
+	at = b.slen;
+	a = scope(b.scopes, &at, 0, 1, 1, 0);
+	b.slen = at;
+	b.pcs[1].scope = (int32_t)a;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 1);
+	cr_assert_eq(s[0].stamp, 0);
+	/* A bci past any method's code: no bci. */
+	at = b.slen;
+	a = scope(b.scopes, &at, 0, 2, 70000, 0);
+	b.slen = at;
+	b.pcs[1].scope = (int32_t)a;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 1);
+	cr_assert_eq(s[0].bci, -1);
+	/* A scope offset past the data, or data cut inside a number. */
+	b.pcs[1].scope = (int32_t)b.slen + 3;
+	cr_assert_eq(scopes_of(&b, 17, 0x10, false, s), 0);
+	nm_build(&b, 0);
+	b.slen = (size_t)b.pcs[3].scope + 1;
+	cr_assert_eq(scopes_of(&b, 17, 0x80, false, s), 0);
+	/* No room: as many as asked for. */
+	nm_build(&b, 0);
+	cr_assert_eq(jnm__scopes(17, b.pcs, b.npcs, b.scopes, b.slen, b.meta, b.nmeta, 0x80, false,
+				 s, 2),
+		     2);
+	cr_assert_eq(jnm__scopes(17, NULL, 0, b.scopes, b.slen, b.meta, b.nmeta, 0x80, false, s, 2),
+		     0);
+}
+
+/* A MSG_SHIP_PYCODES payload of task 5: jframe's method record of 0xa0, records of 0xb0 and
+ * 0xc0, then the nmethod 0xe0 (stamp 11) of nm_build's data as JDK 17 lays it out: its
+ * length; *ret the nmethod record. */
+static size_t nmframe(struct sc_jnmethod **ret)
+{
+	struct ship_pycodes_hdr h = { .task_id = 5, .count = 4 };
+	struct sc_jmethod *j;
+	struct sc_jnmethod *n;
+	struct nm_build b;
+	size_t off = jframe(&j);
+
+	memcpy(jbuf, &h, sizeof(h));
+	for (int k = 0; k < 2; k++) {
+		struct sc_jmethod *m = (struct sc_jmethod *)(jbuf + off);
+
+		memcpy(m, j, JREC_LEN(sizeof(tab17)));
+		m->method = k ? 0xc0 : 0xb0;
+		m->stamp = k ? 9 : 8;
+		memcpy(m->data + JAVA_CLASS_MAX, k ? "step" : "mix_", 4);
+		off += JREC_LEN(sizeof(tab17));
+	}
+	nm_build(&b, 0);
+	n = (struct sc_jnmethod *)(jbuf + off);
+	memset(n, 0, offsetof(struct sc_jnmethod, data));
+	*n = (struct sc_jnmethod){ .kind = SC_REC_JNMETHOD,
+				   .tgid = 100,
+				   .nmethod = 0xe0,
+				   .stamp = 11,
+				   .jdk = 17,
+				   .method = 0xa0,
+				   .method_stamp = 7,
+				   .nmeta = (uint16_t)b.nmeta,
+				   .pcs_len = (uint16_t)(b.npcs * 16),
+				   .scopes_len = (uint16_t)b.slen,
+				   .pc_size = 16,
+				   .pc_off = 0,
+				   .scope_off = 4 };
+	memcpy(n->meta, b.meta, sizeof(b.meta));
+	for (size_t i = 0; i < b.npcs; i++) {
+		memset(n->data + 16 * i, 0, 16);
+		memcpy(n->data + 16 * i, &b.pcs[i].pc_offset, 4);
+		memcpy(n->data + 16 * i + 4, &b.pcs[i].scope, 4);
+	}
+	memcpy(n->data + b.npcs * 16, b.scopes, b.slen);
+	off += (offsetof(struct sc_jnmethod, data) + b.npcs * 16 + b.slen + 7) & ~7ul;
+	*ret = n;
+	return off;
+}
+
+/* The names of compiled frame (0xe0, stamp, instr), outermost first, joined by ";". */
+static const char *cname(struct pycodes *c, uint32_t stamp, uint32_t instr)
+{
+	static char out[2048];
+	struct py_frame f = { .code = 0xe0, .stamp = stamp, .instr = instr };
+	struct jscope s[JAVA_MAX_SCOPES];
+	size_t n = jnmethods__scopes(c, 100, &f, s, JAVA_MAX_SCOPES);
+
+	out[0] = '\0';
+	for (size_t q = n; q-- > 0;) {
+		char buf[512];
+		struct py_frame sf = { .code = s[q].method,
+				       .stamp = s[q].stamp,
+				       .instr = JAVA_FRAME_INTERPRETED |
+						(s[q].bci >= 0 ? (uint32_t)s[q].bci
+							       : JAVA_FRAME_NO_BCI) };
+
+		jmethods__name(c, 100, &sf, buf, sizeof(buf), NULL);
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", q + 1 < n ? ";" : "",
+			 buf);
+	}
+	return out;
+}
+
+Test(jnm, a_compiled_frame_is_a_frame_per_inlined_method_with_lines)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct sc_jnmethod *n;
+	size_t len = nmframe(&n);
+	const char *why = NULL;
+
+	cr_assert_eq(pycodes__add_frame(c, 5, jtgids, 1, jbuf, len, &why), 0, "%s", why);
+	/* tab17: bci 5 line 12, 9 line 11, 2 and 4 line 10, 300 line 11. */
+	cr_assert_str_eq(cname(c, 11, JAVA_FRAME_COMPILED | 0x80),
+			 "rover.test.A.burn (A.java:12);rover.test.A.mix_ (A.java:11);"
+			 "rover.test.A.step (A.java:10)");
+	cr_assert_str_eq(cname(c, 11, JAVA_FRAME_COMPILED | JAVA_FRAME_TOP | 0x10),
+			 "rover.test.A.burn (A.java:12);rover.test.A.mix_ (A.java:10)");
+	/* No scope at the pc, or no pc: the nmethod's own method, no line. */
+	cr_assert_str_eq(cname(c, 11, JAVA_FRAME_COMPILED | 0x90), "rover.test.A.burn (A.java)");
+	cr_assert_str_eq(cname(c, 11, JAVA_FRAME_COMPILED | JAVA_FRAME_NO_BCI),
+			 "rover.test.A.burn (A.java)");
+	/* Another stamp: an nmethod freed and its memory reused, no names. */
+	cr_assert_str_eq(cname(c, 12, JAVA_FRAME_COMPILED | 0x80), "");
+	/* A method record is not an nmethod's, nor the other way. */
+	cr_assert_str_eq(jname(c, 0xe0, 11, JAVA_FRAME_INTERPRETED | 1), JAVA_UNKNOWN_NAME);
+	pycodes__free(c);
+}
+
+/* A bad nmethod record refuses its frame whole: nothing of it kept, its method records neither. */
+Test(jnm, bad_nmethod_records_are_refused_whole)
+{
+	for (int k = 0; k < 15; k++) {
+		struct pycodes *c = pycodes__new(0);
+		struct sc_jnmethod *n;
+		size_t len = nmframe(&n);
+		const char *why = NULL;
+		int32_t pc;
+
+		switch (k) {
+		case 0:
+			n->stamp = 0;
+			break;
+		case 1:
+			n->method = 0;
+			break;
+		case 2:
+			n->method_stamp = 0;
+			break;
+		case 3:
+			n->jdk = 8;
+			break;
+		case 4:
+			n->nmeta = JAVA_NM_META_MAX + 1;
+			break;
+		case 5:
+			n->pcs_len = JAVA_NM_PCS_MAX + 16;
+			break;
+		case 6:
+			n->scopes_len = JAVA_NM_SCOPES_MAX + 1;
+			break;
+		case 7:
+			n->pc_size = 4;
+			break;
+		case 8:
+			n->pc_off = 13;
+			break;
+		case 9:
+			n->scope_off = 200;
+			break;
+		case 10:
+			n->pcs_len -= 8; /* not whole PcDescs */
+			break;
+		case 11:
+			pc = 0x100; /* the second PcDesc past the third: out of order */
+			memcpy(n->data + 16, &pc, 4);
+			break;
+		case 12:
+			n->tgid = 300;
+			break;
+		case 13:
+			len -= 8;
+			break;
+		case 14:
+			n->scopes_len += 64; /* more than the frame holds */
+			break;
+		}
+		cr_assert_eq(pycodes__add_frame(c, 5, jtgids, 1, jbuf, len, &why), -EBADMSG,
+			     "case %d taken", k);
+		cr_assert_not_null(why, "case %d", k);
+		cr_assert_str_eq(cname(c, 11, JAVA_FRAME_COMPILED | 0x80), "", "case %d", k);
+		cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_INTERPRETED | 5), JAVA_UNKNOWN_NAME,
 				 "case %d", k);
 		pycodes__free(c);
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Two threads burning CPU in two methods for SECONDS seconds, A with three times B's work per
-// round; prints "ready" once both run, then "share burnA PCT" from the threads' own CPU time
-// (ThreadMXBean), the split a profile must find.
+// round; prints "ready" once both run, then "cpu MONOTONIC_NS A_NS B_NS" (ThreadMXBean)
+// every 100 ms and "share burnA PCT" at the end: the split a profile must find, over its time.
 package rover.test;
 
 import java.lang.management.ManagementFactory;
@@ -40,13 +40,15 @@ public class TwoThreads {
 		b.start();
 		System.out.println("ready");
 		System.out.flush();
-		long ca = 0, cb = 0;
+		long ca = 0, cb = 0, k = 0;
 		while (a.isAlive() || b.isAlive()) {
 			long x = mx.getThreadCpuTime(a.getId()), y = mx.getThreadCpuTime(b.getId());
 			if (x > 0)
 				ca = x;
 			if (y > 0)
 				cb = y;
+			if (k++ % 5 == 0)
+				System.out.printf("cpu %d %d %d%n", System.nanoTime(), ca, cb);
 			Thread.sleep(20);
 		}
 		System.out.printf("share burnA %.1f%n", 100.0 * ca / (ca + cb));
