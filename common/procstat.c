@@ -91,7 +91,6 @@ static void close_fds(struct procstat_file *f)
 	if (f->taskfd >= 0)
 		close(f->taskfd);
 	f->fd = f->pidfd = f->taskfd = -1;
-	f->alone = 0;
 }
 
 void procstat_file__close(struct procstat_file *f)
@@ -238,9 +237,7 @@ static int read_first(struct procstat_file *f, struct procstat_set *set, const c
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = f->pidfd };
 
 		/* Not in the set: it is checked alone at each read (one poll more). */
-		if (epoll_ctl(set->epfd, EPOLL_CTL_ADD, f->pidfd, &ev))
-			f->alone = 1;
-		else
+		if (!epoll_ctl(set->epfd, EPOLL_CTL_ADD, f->pidfd, &ev))
 			f->setfd = set->epfd;
 	}
 	return 0;
@@ -271,7 +268,9 @@ static int sample(struct procstat_file *f, struct procstat_set *set, const char 
 		if (f->pidfd < 0)
 			return read_first(f, set, proc_root, keep_below, ret_cpu_ns, ret_start,
 					  ret_threads);
-		check = !set || f->alone;
+		/* Only a pidfd in this very set is asked by the caller: any other file (kept by
+		 * procstat_file__read(), or its epoll_ctl refused) is polled here. */
+		check = !set || set->epfd < 0 || f->setfd != set->epfd;
 		err = read_clock(f, check, &ns, ret_threads ? &threads : NULL);
 		if (err == -ESRCH)
 			return file_gone(f);

@@ -41,7 +41,6 @@ struct procstat_file {
 	int pidfd;	/* own /proc: the process's pidfd; -1: none */
 	int taskfd;	/* own /proc: its /proc/PID/task, held with pidfd */
 	int clock;	/* own /proc: its process CPU clock (a clockid_t) */
-	int alone;	/* its pidfd is in no procstat_set: polled at each read */
 	int setfd;	/* the epoll set its pidfd is in, -1: none */
 	int pid;	/* 0: free */
 	int gone;	/* the process ended: its descriptors closed */

@@ -460,3 +460,38 @@ Test(procstat, a_set_names_the_processes_that_ended_after_their_samples)
 	end_child(again, go2);
 	procstat_set__free(&set);
 }
+
+/*
+ * A file kept by a read of its own (procstat_file__read(): continuous profiling's check
+ * before a trigger) is in no set. Sampled later into a set, its process gone and its pid
+ * another process's: the sample must not pass the new process's clock as the old one's
+ * for the set to confirm, as the set will never name that pidfd.
+ */
+Test(procstat, a_file_kept_outside_the_set_is_checked_by_itself)
+{
+	struct procstat_set set;
+	struct procstat_file f;
+	uint64_t t, s;
+	int go, go2 = -1, fds[64];
+	pid_t pid = start_child(&go, 1), again;
+
+	cr_assert_eq(procstat_set__init(&set), 0);
+	procstat_file__init(&f);
+	cr_assert_eq(procstat_file__read(&f, "/proc", pid, INT_MAX, &t, &s, NULL), 0);
+	cr_assert_eq(procstat_file__kept(&f), 2);
+	end_child(pid, go);
+	usleep(30000);
+	again = child_with_pid(pid, &go2);
+	if (again < 0) {
+		procstat_file__close(&f);
+		procstat_set__free(&set);
+		cr_skip("clone3 with set_tid: %s", strerror(-again));
+	}
+	cr_assert_eq(again, pid);
+	cr_expect_eq(procstat_file__sample(&f, &set, "/proc", pid, INT_MAX, &t, &s, NULL), -ESRCH,
+		     "the new process's clock taken for the old one's");
+	cr_expect_eq(procstat_set__ended(&set, fds, 64), 0);
+	procstat_file__close(&f);
+	end_child(again, go2);
+	procstat_set__free(&set);
+}
