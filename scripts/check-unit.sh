@@ -15,6 +15,11 @@
 #                                                  /tmp and /var/tmp, a /dev of 6 nodes
 #   RuntimeDirectory=, StateDirectory=, UMask=     the only writable places, umask
 #   ProtectHostname=                               unshare --uts
+#   RootDirectory=, BindReadOnlyPaths=             a tmpfs root holding those binds (a
+#                                                  link's target at the link's path), then
+#                                                  /proc, /sys, /dev, a /run tmpfs, /tmp,
+#                                                  /var/tmp and the directories above
+#                                                  (MountAPIVFS=), read-only, chroot
 # Not reproduced: RestrictNamespaces=, LockPersonality=, RestrictRealtime=, RestrictSUIDSGID=
 # (more seccomp rules; rover makes none of those calls and its launcher denies namespaces
 # itself), DevicePolicy=, ProtectClock=, ProtectKernelModules= beyond the filter.
@@ -60,10 +65,12 @@ EOF
 
 WORK=$(mktemp -d /run/rover-check.XXXXXX)
 HOMEDIR=""
+SECRETDIR=""
 SPIN=""
 cleanup() {
 	[ -z "$SPIN" ] || kill "$SPIN" 2>/dev/null || true
 	[ -z "$HOMEDIR" ] || rm -rf "$HOMEDIR"
+	[ -z "$SECRETDIR" ] || rm -rf "$SECRETDIR"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -167,7 +174,10 @@ fi
 mdwe=0
 [ "$(unit_get MemoryDenyWriteExecute)" != "yes" ] || mdwe=1
 umask_=$(unit_get UMask)
-rundir=/run/$(unit_get RuntimeDirectory)
+# RuntimeDirectory=: the first is the sockets' directory, a second the root's (RootDirectory=).
+rundir=/run/$(unit_get RuntimeDirectory | cut -d' ' -f1)
+rootdir=$(unit_get RootDirectory)
+binds=$(unit_get BindReadOnlyPaths)
 statedir=/var/lib/$(unit_get StateDirectory)
 for k in ProtectSystem ProtectHome PrivateTmp PrivateDevices; do
 	echo "$k=$(unit_get $k)"
@@ -195,10 +205,25 @@ EOF
 gcc -O1 -g -fno-omit-frame-pointer -o "$HOMEDIR/spin" "$HOMEDIR/spin.c"
 "$HOMEDIR/spin" >/dev/null &
 SPIN=$!
+# Another service's secret, root's alone, where ProtectSystem=strict leaves files readable to
+# whoever may read them: the unit's own DAC_READ_SEARCH would let a compromised launcher read
+# it, but not through a root directory that leaves /var/lib out.
+SECRETDIR=$(mktemp -d /var/lib/rover-check-secret.XXXXXX)
+echo "another service's key" >"$SECRETDIR/key"
+chmod 0600 "$SECRETDIR/key"
 made_run=0
 made_state=0
 [ -d "$rundir" ] || { mkdir -m "$(unit_get RuntimeDirectoryMode)" "$rundir" && made_run=1; }
 [ -d "$statedir" ] || { mkdir -m "$(unit_get StateDirectoryMode)" "$statedir" && made_state=1; }
+made_root=0
+if [ -n "$rootdir" ]; then
+	case " $(unit_get RuntimeDirectory) " in
+	*" ${rootdir#/run/} "*) ;;
+	*) fail "RootDirectory=$rootdir is not one of the RuntimeDirectory= entries: not reproduced" ;;
+	esac
+	[ -d "$rootdir" ] || { mkdir -m "$(unit_get RuntimeDirectoryMode)" "$rootdir" && made_root=1; }
+	[ -z "$user" ] || chown "$user:${group:-$user}" "$rootdir"
+fi
 
 # RuntimeDirectory= and StateDirectory= are the service user's (systemd chowns them).
 [ -z "$user" ] || chown "$user:${group:-$user}" "$rundir" "$statedir"
@@ -209,7 +234,7 @@ made_state=0
 set +e
 unshare --mount --uts --propagation private sh -eu -c '
 	rundir=$1 statedir=$2 umask_=$3 work=$4 fams=$5 mdwe=$6 bset=$7 nnp=$8 rover=$9 pid=${10}
-	ids=${11}
+	ids=${11} rootdir=${12} binds=${13} secret=${14}
 	# ProtectSystem=strict (+ ProtectKernelTunables, ProtectControlGroups): every mount
 	# read-only but /proc itself and /dev.
 	awk "{print \$5}" /proc/self/mountinfo | sort -u | while read -r mp; do
@@ -234,23 +259,73 @@ unshare --mount --uts --propagation private sh -eu -c '
 	# RuntimeDirectory=, StateDirectory=: the only writable places, the service user'"'"'s.
 	mount -n --bind "$rundir" "$rundir"
 	mount -n --bind "$statedir" "$statedir"
+	# RootDirectory= with BindReadOnlyPaths=: systemd makes a missing mount point and mounts a
+	# link'"'"'s target there; "-" skips what the host lacks. Then MountAPIVFS=, the private
+	# /tmp, the two directories; this check'"'"'s own files (the build standing for
+	# /usr/local/bin, the filter runner) at their paths; all read-only but the two.
+	chroot=""
+	if [ -n "$rootdir" ]; then
+		# The directory systemd made: RuntimeDirectoryMode=, the service user'"'"'s.
+		owner=$(stat -c uid=%u,gid=%g "$rootdir")
+		mount -n -t tmpfs -o "mode=$(stat -c %a "$rootdir"),$owner" tmpfs "$rootdir"
+		bindro() { mkdir -p "$rootdir$2" && mount -n --rbind "$1" "$rootdir$2" &&
+			mount -n -o remount,bind,ro "$rootdir$2"; }
+		for b in $binds; do
+			p=${b#-}
+			if [ ! -e "$p" ]; then
+				[ "$p" != "$b" ] && continue
+				echo "BindReadOnlyPaths=$p: missing" >&2
+				exit 1
+			fi
+			bindro "$(readlink -f "$p")" "$p"
+		done
+		mkdir -p "$rootdir/proc" "$rootdir/sys" "$rootdir/dev" "$rootdir/run" \
+			"$rootdir/tmp" "$rootdir/var/tmp"
+		mount -n --rbind /proc "$rootdir/proc"
+		bindro /sys /sys
+		mount -n --rbind /dev "$rootdir/dev"
+		mount -n -t tmpfs -o mode=755,nosuid,nodev tmpfs "$rootdir/run"
+		mount -n --bind /tmp "$rootdir/tmp"
+		mount -n --bind /var/tmp "$rootdir/var/tmp"
+		mkdir -p "$rootdir$rundir" "$rootdir$statedir"
+		mount -n --bind "$rundir" "$rootdir$rundir"
+		mount -n --bind "$statedir" "$rootdir$statedir"
+		bindro "$work" "$work"
+		bindro "$(dirname "$rover")" "$(dirname "$rover")"
+		mount -n -o remount,ro "$rootdir"
+		chroot="chroot $rootdir"
+	fi
 	hostname rover-check
 	umask "$umask_"
 	set +e
-	"$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
+	# The attack: what the launcher holds, reading another service'"'"'s key.
+	if $chroot "$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
+		setpriv --bounding-set="$bset" $ids $nnp -- cat "$secret" >/dev/null 2>&1; then
+		echo "SECRET READ: $secret" >&2
+	fi
+	$chroot "$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
 		setpriv --bounding-set="$bset" $ids $nnp -- env -u ROVER_USER \
 		"$rover" profile --pid "$pid" --duration 2s --output /tmp/check.folded
 	rc=$?
 	[ -f /tmp/check.folded ] && cat /tmp/check.folded >&3
 	exit $rc
 ' check "$rundir" "$statedir" "$umask_" "$WORK" "$fams" "$mdwe" "$bset" "$nnp" \
-	"$BUILD/rover" "$SPIN" "$ids" 3>"$WORK/check.folded" 2>"$WORK/stderr"
+	"$BUILD/rover" "$SPIN" "$ids" "$rootdir" "$binds" "$SECRETDIR/key" \
+	3>"$WORK/check.folded" 2>"$WORK/stderr"
 rc=$?
 set -e
 [ $made_run -eq 0 ] || rmdir "$rundir" 2>/dev/null || rm -rf "$rundir"
 [ $made_state -eq 0 ] || rm -rf "$statedir"
+[ $made_root -eq 0 ] || rmdir "$rootdir" 2>/dev/null || true
 sed 's/^/  rover: /' "$WORK/stderr"
 echo "exit status: $rc"
+echo "== another service's root-only file under /var/lib, read with the unit's capabilities"
+if grep -q "^SECRET READ" "$WORK/stderr"; then
+	fail "the unit's user read $SECRETDIR/key: its root directory does not hide /var/lib"
+else
+	echo "ok: not readable"
+fi
+echo "== rover profile of a program under /home"
 samples=$(awk '{s += $NF} END {print s + 0}' "$WORK/check.folded")
 spin=$(awk '/check_unit_spin/ {s += $NF} END {print s + 0}' "$WORK/check.folded")
 echo "samples: $samples, in check_unit_spin (a binary under /home): $spin"

@@ -19,15 +19,16 @@
 TestSuite(deploy, .timeout = 60);
 
 /*
- * Measured with systemd 252: 2.1 (3.3 while the launcher ran as root with eleven capabilities;
- * issue 31 asked 2.0). What is left, each needed by a working agent: five capabilities
+ * Measured with systemd 252: 2.0 (2.1 before the unit had a root directory of its own, 3.3
+ * while the launcher ran as root with eleven capabilities; issue 31 asked 2.0). What is left,
+ * each needed by a working agent: five capabilities
  * (SYS_PTRACE 0.3 and DAC_READ_SEARCH 0.2 for the maps and map_files of other users'
  * processes, BPF 0.1, given as ambient ones 0.1), AF_INET sockets for the OAP (0.3), the
  * host's network (0.5; an allow list of loopback 0.1), every process in /proc for discovery
  * (0.3), a filter that must allow bpf and perf_event_open (@privileged, @debug: 0.4), the
  * real-time clock ProtectClock= leaves readable (0.1). Any loosening shows here.
  */
-#define UNIT_MAX_EXPOSURE 2.1
+#define UNIT_MAX_EXPOSURE 2.0
 
 /* The unit's launcher, run as the rover user (launcher/main.c launcher_user_caps). */
 static const char *const unit_caps[] = { "CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE",
@@ -73,6 +74,36 @@ Test(deploy, unit_exposure)
 	free(out);
 	free(cmd);
 	free(unit);
+}
+
+/*
+ * The attack on the unit: a launcher compromised as the unit runs it (the rover user, its five
+ * ambient capabilities, DAC_READ_SEARCH among them) reads another service's root-only key under
+ * /var/lib; ProtectSystem=strict alone leaves it readable, the unit's own root directory
+ * (RootDirectory=, BindReadOnlyPaths=) does not hold /var/lib at all. And the agent still
+ * profiles under it: a program under /home, named. scripts/check-unit.sh builds the unit's
+ * sandbox as systemd would (systemd is not PID 1 here) and runs both.
+ */
+Test(deploy, the_units_root_hides_another_services_key_and_still_profiles, .timeout = 120)
+{
+	char *script = src_path("scripts/check-unit.sh"), *cmd, *out = NULL;
+	int rc;
+
+	if (access("/usr/bin/systemd-analyze", X_OK))
+		cr_skip_test("no systemd-analyze (/usr/bin/systemd-analyze): systemd is not installed");
+	cr_assert(!system("id rover >/dev/null 2>&1"),
+		  "no rover user (make deps or scripts/add-rover-user.sh makes it)");
+	cr_assert(asprintf(&cmd, "'%s' 1>&2", script) > 0);
+	rc = run_cmd((char *const[]){ "/bin/sh", "-c", cmd, NULL }, &out);
+	cr_assert(out, "no output (exit %d)", rc);
+	cr_assert(strstr(out, "ok: not readable"), "the key was read (exit %d):\n%s", rc, out);
+	cr_assert(strstr(out, "in check_unit_spin (a binary under /home): ") &&
+			  !strstr(out, "in check_unit_spin (a binary under /home): 0\n"),
+		  "no sample of the program under /home (exit %d):\n%s", rc, out);
+	cr_assert_eq(rc, 0, "check-unit.sh failed:\n%s", out);
+	free(out);
+	free(cmd);
+	free(script);
 }
 
 /* The roles' Landlock calls pass the unit's filter (@system-service leaves @sandbox out). */
