@@ -446,7 +446,7 @@ FUZZ_SW_OBJS := $(patsubst %,$(OUT)/fuzz/obj/proto/%.pb-c.o,$(SW_PROTOS))
 FUZZ_LIBOBJS := $(filter-out $(OUT)/fuzz/obj/tests/%,$(FUZZ_OBJS)) $(OUT)/fuzz/obj/profile.pb-c.o \
                 $(FUZZ_SW_OBJS)
 
-$(FUZZ_OBJS): $(OUT)/fuzz/obj/%.o: %.c | $(PROTO_PPROF) $(SW_PROTO_HDRS)
+$(FUZZ_OBJS): $(OUT)/fuzz/obj/%.o: %.c | $(GENERATED)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
 
