@@ -1,8 +1,12 @@
 #!/bin/sh
 # Checks deploy/systemd/rover.service where systemd is not PID 1 (so the unit cannot be
 # started): systemd-analyze verify and security, whether its system call filter holds every
-# call the roles' own filters allow, and then a short `rover profile` of a busy program that
-# runs from /home, under what the unit gives the launcher, each read from the unit itself:
+# call the roles' own filters allow, and then, under what the unit gives the launcher (each
+# read from the unit itself, below): the attack of a launcher reading another service's
+# root-only file under /var/lib (must fail), a short `rover profile` of a busy program that
+# runs from /home (must name it), and `rover run` against the test OAP on loopback
+# (tests/oap/fake_oap.py), which must report that program, run the OAP's ON_CPU task on it
+# and upload its stacks, named:
 #   User=, Group=                                 setpriv --reuid --regid --clear-groups
 #   CapabilityBoundingSet=, AmbientCapabilities=,
 #   NoNewPrivileges=                              setpriv --bounding-set --inh-caps
@@ -67,8 +71,10 @@ WORK=$(mktemp -d /run/rover-check.XXXXXX)
 HOMEDIR=""
 SECRETDIR=""
 SPIN=""
+OAP=""
 cleanup() {
 	[ -z "$SPIN" ] || kill "$SPIN" 2>/dev/null || true
+	[ -z "$OAP" ] || kill "$OAP" 2>/dev/null || true
 	[ -z "$HOMEDIR" ] || rm -rf "$HOMEDIR"
 	[ -z "$SECRETDIR" ] || rm -rf "$SECRETDIR"
 	rm -rf "$WORK"
@@ -211,6 +217,42 @@ SPIN=$!
 SECRETDIR=$(mktemp -d /var/lib/rover-check-secret.XXXXXX)
 echo "another service's key" >"$SECRETDIR/key"
 chmod 0600 "$SECRETDIR/key"
+# The test OAP on loopback (tests/oap/fake_oap.py; IPAddressAllow= keeps loopback), serving
+# one ON_CPU task on the program above once the agent reported it: `rover run` under the
+# sandbox must report it, run the task and upload its stacks, named.
+echo '[{"command": "EBPFProfilingTaskQuery", "args": {"TaskId": "check-unit", "ProcessId": "@process:spin", "TaskUpdateTime": "@now", "TriggerType": "FIXED_TIME", "TargetType": "ON_CPU", "TaskStartTime": "@now", "FixedTriggerDuration": "3", "ExtensionConfigJSON": ""}}]' >"$WORK/tasks.json"
+"$PY" "$SRC/tests/oap/fake_oap.py" --port 0 --port-file "$WORK/oap.port" \
+	--record "$WORK/oap.jsonl" --tasks "$WORK/tasks.json" >"$WORK/oap.log" 2>&1 &
+OAP=$!
+i=0
+while [ ! -s "$WORK/oap.port" ] && [ $i -lt 100 ] && kill -0 $OAP 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+oapport=$(cat "$WORK/oap.port" 2>/dev/null || true)
+[ -n "$oapport" ] || { cat "$WORK/oap.log"; fail "the test OAP did not start"; }
+cat >"$WORK/rover.yaml" <<EOF2
+core:
+  backend:
+    addr: 127.0.0.1:$oapport
+    spool_dir: \${ROVER_BACKEND_SPOOL_DIR:}
+process_discovery:
+  heartbeat_period: 1s
+  vm:
+    active: true
+    period: 500ms
+    finders:
+      - match_cmd_regex: "^$HOMEDIR/spin\$"
+        layer: OS_LINUX
+        service_name: "check-unit"
+        instance_name: "check-unit"
+        process_name: "{{.Process.ExeName}}"
+profiling:
+  active: true
+  check_interval: 1s
+  flush_interval: 1s
+EOF2
+chmod 0644 "$WORK/rover.yaml" "$WORK/tasks.json"
 made_run=0
 made_state=0
 [ -d "$rundir" ] || { mkdir -m "$(unit_get RuntimeDirectoryMode)" "$rundir" && made_run=1; }
@@ -234,7 +276,7 @@ fi
 set +e
 unshare --mount --uts --propagation private sh -eu -c '
 	rundir=$1 statedir=$2 umask_=$3 work=$4 fams=$5 mdwe=$6 bset=$7 nnp=$8 rover=$9 pid=${10}
-	ids=${11} rootdir=${12} binds=${13} secret=${14}
+	ids=${11} rootdir=${12} binds=${13} secret=${14} oapport=${15} spool=${16}
 	# ProtectSystem=strict (+ ProtectKernelTunables, ProtectControlGroups): every mount
 	# read-only but /proc itself and /dev.
 	awk "{print \$5}" /proc/self/mountinfo | sort -u | while read -r mp; do
@@ -257,8 +299,10 @@ unshare --mount --uts --propagation private sh -eu -c '
 	mkdir /tmp/.dev/shm && ln -s /proc/self/fd /tmp/.dev/fd
 	mount -n --move /tmp/.dev /dev
 	# RuntimeDirectory=, StateDirectory=: the only writable places, the service user'"'"'s.
-	mount -n --bind "$rundir" "$rundir"
-	mount -n --bind "$statedir" "$statedir"
+	# (a bind copies its source'"'"'s read-only flag: writable again by hand)
+	for d in "$rundir" "$statedir"; do
+		mount -n --bind "$d" "$d" && mount -n -o remount,bind,rw "$d"
+	done
 	# RootDirectory= with BindReadOnlyPaths=: systemd makes a missing mount point and mounts a
 	# link'"'"'s target there; "-" skips what the host lacks. Then MountAPIVFS=, the private
 	# /tmp, the two directories; this check'"'"'s own files (the build standing for
@@ -308,9 +352,28 @@ unshare --mount --uts --propagation private sh -eu -c '
 		"$rover" profile --pid "$pid" --duration 2s --output /tmp/check.folded
 	rc=$?
 	[ -f /tmp/check.folded ] && cat /tmp/check.folded >&3
+	# The service itself, `rover run`, as ExecStart= runs it, until the OAP has its stacks.
+	if [ -n "$oapport" ]; then
+		$chroot "$work/seccomp-exec" "$work/syscalls" "$fams" "$mdwe" \
+			setpriv --bounding-set="$bset" $ids $nnp -- env -u ROVER_USER \
+			ROVER_BACKEND_SPOOL_DIR="$spool" \
+			"$rover" run --config "$work/rover.yaml" --socket-dir "$rundir" \
+			>&2 &
+		run=$!
+		i=0
+		while [ $i -lt 160 ] && kill -0 $run 2>/dev/null &&
+			! grep -q check_unit_spin "$work/oap.jsonl" 2>/dev/null; do
+			sleep 0.25
+			i=$((i + 1))
+		done
+		kill -TERM $run 2>/dev/null
+		wait $run
+		echo "rover run: exit $?" >&2
+	fi
 	exit $rc
 ' check "$rundir" "$statedir" "$umask_" "$WORK" "$fams" "$mdwe" "$bset" "$nnp" \
-	"$BUILD/rover" "$SPIN" "$ids" "$rootdir" "$binds" "$SECRETDIR/key" \
+	"$BUILD/rover" "$SPIN" "$ids" "$rootdir" "$binds" "$SECRETDIR/key" "$oapport" \
+	"$(unit_get Environment | sed -n 's/.*ROVER_BACKEND_SPOOL_DIR=\([^ ]*\).*/\1/p')" \
 	3>"$WORK/check.folded" 2>"$WORK/stderr"
 rc=$?
 set -e
@@ -324,6 +387,15 @@ if grep -q "^SECRET READ" "$WORK/stderr"; then
 	fail "the unit's user read $SECRETDIR/key: its root directory does not hide /var/lib"
 else
 	echo "ok: not readable"
+fi
+echo "== rover run against the test OAP on loopback: the program reported, its task's stacks uploaded"
+reported=$(grep -c '"reportProcesses"' "$WORK/oap.jsonl" 2>/dev/null || true)
+uploaded=$(grep '"collectProfilingData"' "$WORK/oap.jsonl" 2>/dev/null | grep -c check_unit_spin || true)
+echo "reportProcesses: ${reported:-0}, uploads naming check_unit_spin: ${uploaded:-0}"
+if [ "${uploaded:-0}" -gt 0 ]; then
+	echo "ok: the OAP has check_unit_spin"
+else
+	fail "rover run under the unit's sandbox: no upload naming check_unit_spin at the OAP"
 fi
 echo "== rover profile of a program under /home"
 samples=$(awk '{s += $NF} END {print s + 0}' "$WORK/check.folded")

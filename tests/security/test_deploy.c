@@ -81,7 +81,9 @@ Test(deploy, unit_exposure)
  * ambient capabilities, DAC_READ_SEARCH among them) reads another service's root-only key under
  * /var/lib; ProtectSystem=strict alone leaves it readable, the unit's own root directory
  * (RootDirectory=, BindReadOnlyPaths=) does not hold /var/lib at all. And the agent still
- * profiles under it: a program under /home, named. scripts/check-unit.sh builds the unit's
+ * works under it: `rover profile` names a program under /home, and `rover run` reports it to
+ * the test OAP on loopback, runs the OAP's ON_CPU task and uploads its stacks, named (through
+ * the disk spool in /var/lib/rover). scripts/check-unit.sh builds the unit's
  * sandbox as systemd would (systemd is not PID 1 here) and runs both.
  */
 Test(deploy, the_units_root_hides_another_services_key_and_still_profiles, .timeout = 120)
@@ -97,6 +99,9 @@ Test(deploy, the_units_root_hides_another_services_key_and_still_profiles, .time
 	rc = run_cmd((char *const[]){ "/bin/sh", "-c", cmd, NULL }, &out);
 	cr_assert(out, "no output (exit %d)", rc);
 	cr_assert(strstr(out, "ok: not readable"), "the key was read (exit %d):\n%s", rc, out);
+	cr_assert(strstr(out, "ok: the OAP has check_unit_spin"),
+		  "`rover run` under the unit's sandbox uploaded nothing named (exit %d):\n%s", rc,
+		  out);
 	cr_assert(strstr(out, "in check_unit_spin (a binary under /home): ") &&
 			  !strstr(out, "in check_unit_spin (a binary under /home): 0\n"),
 		  "no sample of the program under /home (exit %d):\n%s", rc, out);
