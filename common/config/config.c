@@ -659,15 +659,14 @@ static int put(struct loader *L, char *out, size_t *len, const char *s, size_t n
 	return 0;
 }
 
-/* ${NAME:default} substitution of in[0, inlen) into a new string. */
+/* ${NAME:default} substitution of in[0, inlen) into a new string, of its own length (a
+ * config has hundreds of values: no CONFIG_MAX_VALUE-sized allocation for each). */
 static int expand(struct loader *L, const char *in, size_t inlen, char **ret)
 {
-	char *out = malloc(CONFIG_MAX_VALUE + 1);
+	char out[CONFIG_MAX_VALUE + 1];
 	size_t len = 0, i = 0;
 	int r = 0;
 
-	if (!out)
-		return -ENOMEM;
 	while (i < inlen && !r) {
 		const char *dollar = memmem(in + i, inlen - i, "${", 2);
 		size_t s, name_end, def = 0, def_end = 0, j;
@@ -728,13 +727,10 @@ static int expand(struct loader *L, const char *in, size_t inlen, char **ret)
 		}
 		i = j + 1;
 	}
-	if (r) {
-		free(out);
+	if (r)
 		return r;
-	}
-	out[len] = '\0';
-	*ret = out;
-	return 0;
+	*ret = strndup(out, len);
+	return *ret ? 0 : -ENOMEM;
 }
 
 static int is_null(const yaml_node_t *n)
