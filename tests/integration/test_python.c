@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,9 +210,24 @@ Test(python, on_cpu_python_frames_at_every_version)
 		cr_assert_gt(a + b, f.total / 2, "%s: Python frames in %lu of %lu samples\n%s", py,
 			     a + b, f.total, f.n ? f.stacks[0] : "");
 		cr_assert_gt(want, 0, "%s: the program said no share", py);
-		cr_assert(pct(a, a + b) > want - 3 && pct(a, a + b) < want + 3,
-			  "%s: hot_outer_a %.1f%% in the profile, %.1f%% measured", py,
-			  pct(a, a + b), want);
+		/*
+		 * Within 3 points of the program's own split, or 4.5 binomial standard deviations
+		 * of the samples taken where fewer: 5 000 samples when the two threads have their
+		 * CPU (500 Hz, 5 s), a loaded machine gives them a few hundred (+-3 points needs
+		 * 4 200 at 75%; +-7.8 at 500). A false failure about once in 100 000 runs, whatever
+		 * the load; a wrong split of the frames still fails.
+		 */
+		cr_assert_gt(a + b, 300, "%s: too few samples: %lu of %lu", py, a + b, f.total);
+		{
+			double sd = 100.0 *
+				    sqrt(want / 100.0 * (1 - want / 100.0) / (double)(a + b)),
+			       tol = 4.5 * sd > 3 ? 4.5 * sd : 3;
+
+			cr_assert(fabs(pct(a, a + b) - want) < tol,
+				  "%s: hot_outer_a %.1f%% in the profile (%lu samples), %.1f%% "
+				  "measured, +-%.1f allowed",
+				  py, pct(a, a + b), a + b, want, tol);
+		}
 		cr_assert_gt(with_chain(&f, chain_a, 5), a * 8 / 10,
 			     "%s: callers out of order or missing\n%s", py, f.n ? f.stacks[0] : "");
 		folded_free(&f);

@@ -1,6 +1,7 @@
-# ON_CPU workload: two threads, each alternating between two Python functions that burn
+# ON_CPU workload: two threads, each calling one of two Python functions at random, which burn
 # the CPU 3:1, measuring their own split with time.thread_time_ns(). Prints the shares it
 # measured as "share <function> <percent>" once it has run for argv[1] seconds.
+import random
 import sys
 import threading
 import time
@@ -31,12 +32,15 @@ def hot_outer_b():
 
 def worker():
     mine = {"hot_outer_a": 0, "hot_outer_b": 0}
+    rng = random.Random()
     end = time.monotonic() + SECONDS
     while time.monotonic() < end:
-        for fn in (hot_outer_a, hot_outer_b):
-            t0 = time.thread_time_ns()
-            fn()
-            mine[fn.__name__] += time.thread_time_ns() - t0
+        # In random order: a fixed a, b, a, b... cycle of about the sampling period would
+        # lock the profiler's samples to a phase of it (the split then off by 4 points).
+        fn = hot_outer_a if rng.random() < 0.5 else hot_outer_b
+        t0 = time.thread_time_ns()
+        fn()
+        mine[fn.__name__] += time.thread_time_ns() - t0
     with lock:
         for k, v in mine.items():
             spent[k] += v
