@@ -183,19 +183,19 @@ static void http_release(struct cproc *p)
 }
 
 /* Counts what read_stat() did to p's descriptor (had: whether it was open before). */
-static void stat_files(struct continuous *c, int had, const struct cproc *p, int err)
+static void count_kept(struct continuous *c, int had, const struct cproc *p, int err)
 {
 	int has = procstat_file__kept(&p->stat) > 0;
 
-	c->st.stat_files += (uint32_t)(has - had);
+	c->st.kept += (uint32_t)(has - had);
 	if (had && !has && err == -ESRCH)
-		c->st.stat_files_gone++;
+		c->st.kept_gone++;
 }
 
 static void proc_release(struct continuous *c, struct cproc *p)
 {
 	if (procstat_file__kept(&p->stat))
-		c->st.stat_files--;
+		c->st.kept--;
 	procstat_file__close(&p->stat);
 	cwindow__free(&p->cpu);
 	cwindow__free(&p->threads);
@@ -521,7 +521,7 @@ static int read_stat(struct continuous *c, struct cproc *p, uint64_t *ret_cpu_ns
 	int err = procstat_file__read(&p->stat, c->proc_root, p->pid, c->fd_bound, ret_cpu_ns,
 				      ret_start, ret_threads);
 
-	stat_files(c, had, p, err);
+	count_kept(c, had, p, err);
 	return err;
 }
 
@@ -618,7 +618,7 @@ static void ended(struct continuous *c)
 					continue;
 				p->fresh = 0;
 				procstat_file__gone(&p->stat);
-				stat_files(c, 1, p, -ESRCH);
+				count_kept(c, 1, p, -ESRCH);
 				closed++;
 				break;
 			}
@@ -650,7 +650,7 @@ static void fetch(struct continuous *c, uint64_t at, uint64_t now)
 		r = procstat_file__sample(&p->stat, &c->set, c->proc_root, p->pid, c->fd_bound,
 					  &p->new_ns, &start,
 					  p->threads.n ? &p->new_threads : NULL);
-		stat_files(c, had, p, r < 0 ? r : 0);
+		count_kept(c, had, p, r < 0 ? r : 0);
 		if (r < 0)
 			continue; /* gone: the next refresh drops it */
 		if (p->starttime && start != p->starttime) {

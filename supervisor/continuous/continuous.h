@@ -65,8 +65,8 @@ struct continuous_stats {
 	uint64_t samples, rounds, meters_sent, meter_batches_failed;
 	uint64_t triggers, reports_failed, tasks_started;
 	uint32_t services, items, processes;
-	uint32_t stat_files;	  /* watched processes whose descriptors are kept now */
-	uint64_t stat_files_gone; /* closed because their process ended */
+	uint32_t kept;	    /* watched processes whose descriptors are kept now */
+	uint64_t kept_gone; /* closed because their process ended */
 };
 void continuous__stats(const struct continuous *c, struct continuous_stats *ret);
 
