@@ -63,13 +63,31 @@ struct ship_task *ship_task__new(uint64_t task_id)
 		return NULL;
 	t->task_id = task_id;
 	t->out_fd = -1;
-	t->stacks = calloc(SHIP_MAX_STACK_ID, sizeof(*t->stacks));
-	if (!t->stacks) {
-		free(t);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return t;
+}
+
+/*
+ * t->stacks covers id: grown by doubling (256 at first, SHIP_MAX_STACK_ID at most), new slots
+ * empty. A task of a few stacks no longer holds the whole 512 KiB index.
+ */
+static int stacks_cover(struct ship_task *t, int32_t id)
+{
+	struct stored_stack **p;
+	int32_t cap = t->stacks_cap ? t->stacks_cap : 256;
+
+	if (id < t->stacks_cap)
+		return 0;
+	while (cap <= id)
+		cap *= 2;
+	if (cap > SHIP_MAX_STACK_ID)
+		cap = SHIP_MAX_STACK_ID;
+	p = realloc(t->stacks, (size_t)cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + t->stacks_cap, 0, (size_t)(cap - t->stacks_cap) * sizeof(*p));
+	t->stacks = p;
+	t->stacks_cap = cap;
+	return 0;
 }
 
 static void pending_free(struct pending_flush *p)
@@ -249,6 +267,8 @@ int ship_task__stacks(struct ship_task *t, const struct ship_stack *s, size_t n)
 		if (s[i].id < 0 || s[i].id >= SHIP_MAX_STACK_ID || s[i].kind > 1 ||
 		    s[i].nr > ROVER_MAX_STACK_DEPTH)
 			return -EPROTO;
+		if (stacks_cover(t, s[i].id))
+			return -ENOMEM;
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return -ENOMEM;
@@ -552,12 +572,12 @@ static int count_one(struct ship_task *t, const struct ship_count *c, struct sym
 	    c->kstack >= SHIP_MAX_STACK_ID)
 		return -EPROTO;
 	if (c->ustack >= 0) {
-		us = t->stacks[c->ustack];
+		us = c->ustack < t->stacks_end ? t->stacks[c->ustack] : NULL;
 		if (!us || us->kind != 1)
 			return -EPROTO; /* counts must follow their stacks */
 	}
 	if (c->kstack >= 0) {
-		ks = t->stacks[c->kstack];
+		ks = c->kstack < t->stacks_end ? t->stacks[c->kstack] : NULL;
 		if (!ks || ks->kind != 0)
 			return -EPROTO;
 	}

@@ -53,8 +53,9 @@ struct ship_task {
 	int out_fd; /* -1 until the supervisor gives it */
 	uint32_t format;
 	struct profile *profile;
-	struct stored_stack **stacks;  /* by id */
-	int32_t stacks_end;	       /* ids below it may be set (freeing looks no further) */
+	struct stored_stack **stacks; /* by id, stacks_cap of them (grown as ids come) */
+	int32_t stacks_end; /* ids below it may be set (reads and frees look no further) */
+	int32_t stacks_cap;
 	struct stored_stack **unwound; /* stacks from snapshots, named, by content hash */
 	uint32_t agg_gen;	       /* agg flushes so far (task.c, unwound_get) */
 	/* A flush's snapshots by stack pair, uploaded with the flush's counts (one stream). */
