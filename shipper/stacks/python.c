@@ -1182,30 +1182,47 @@ size_t py_splice(const struct py_native *nat, size_t nn, const struct py_frame *
 	return n;
 }
 
-size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
-		   size_t max)
+size_t java_splice(const struct py_native *nat, size_t nn, const struct py_frame *java,
+		   size_t njava, struct py_item *ret, size_t max)
 {
-	ssize_t cut = -1;
+	struct py_item in[2 * ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES];
+	size_t n = 0, n0 = nn, pos = 0, outside = 0;
 
 	if (njava > PY_MAX_FRAMES)
 		njava = PY_MAX_FRAMES;
 	if (nn > 2 * ROVER_MAX_STACK_DEPTH)
 		nn = 2 * ROVER_MAX_STACK_DEPTH;
-	/* The innermost native frame in code no file holds: the unwinder stopped in JIT code. */
-	for (ssize_t i = (ssize_t)nn - 1; i >= 0; i--) {
-		if (nat[i].jit) {
-			cut = i;
-			break;
-		}
-	}
-	size_t n = 0;
+	for (size_t k = 0; k < njava; k++)
+		if ((java[k].instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_ENTRY)
+			outside += java[k].stamp;
+	/* Counts that do not add up are no one's: every native frame is the sampled ones'. */
+	if (outside > nn)
+		outside = 0;
+	n0 = nn - outside;
+	/* Innermost first: the native frames inside the innermost Java frame, up to the first in
+	 * code no file holds (where the unwinder met JIT code); each Java frame; at each entry
+	 * frame, the native frames that called it. */
+	for (size_t i = 0; i < n0 && !nat[nn - 1 - i].jit; i++)
+		in[n++] = (struct py_item){ .native = (int16_t)(nn - 1 - i), .py = -1 };
+	pos = n0;
+	for (size_t k = 0; k < njava; k++) {
+		size_t c = (java[k].instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_ENTRY && outside
+				   ? java[k].stamp
+				   : 0;
 
-	/* The Java frames, outermost first, then the native frames inside the Java code. */
-	for (size_t k = njava; k-- > 0 && n < max;)
-		ret[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
-	for (size_t i = cut < 0 ? 0 : (size_t)cut + 1; i < nn && n < max; i++)
-		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
-	return n;
+		if ((java[k].instr & JAVA_FRAME_KIND_MASK) != JAVA_FRAME_ENTRY) {
+			in[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+			continue;
+		}
+		for (size_t i = 0; i < c; i++)
+			in[n++] =
+				(struct py_item){ .native = (int16_t)(nn - 1 - pos - i), .py = -1 };
+		pos += c;
+	}
+	/* Outermost first, as names are; past max the innermost are left out. */
+	for (size_t k = 0; k < n && k < max; k++)
+		ret[k] = in[n - 1 - k];
+	return n < max ? n : max;
 }
 
 size_t v8_splice(const uint64_t *ips, size_t nn, const struct py_frame *js, size_t njs,

@@ -210,13 +210,18 @@ size_t jnmethods__scopes(struct pycodes *c, int32_t tgid, const struct py_frame 
 			 struct jscope *ret, size_t max);
 
 /*
- * A Java stack's order, outermost first: the njava Java frames (walked from the sampled
- * registers, down to the entry frame), then the native frames inside the innermost one in
- * JIT code (nat[].jit: where the native unwinder stopped). The native frames outside the
- * Java frames are left out: the walker does not yet go on past the entry frame.
+ * A Java stack's order, outermost first. nat[nn] are its native frames, outermost first, of
+ * the unwindings ship_task__snapshots made (shipper/task.c): from the sampled registers
+ * (innermost), then from each entry frame of java[] in turn, the entry frame's stamp their
+ * count (an entry's count is set by the shipper, not the programs). java[njava] are the Java
+ * frames, innermost first, as the programs walked them, entry frames (JAVA_FRAME_ENTRY) among
+ * them. The order: the native frames inside the innermost Java frame (up to the first one in
+ * JIT code, nat[].jit: where the native unwinder met Java code), each Java frame, and at each
+ * entry frame the native frames that called it (a JNI call, the thread's start). Counts that
+ * add up to more than nn are ignored. Items beyond max: the innermost left out.
  */
-size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
-		   size_t max);
+size_t java_splice(const struct py_native *nat, size_t nn, const struct py_frame *java,
+		   size_t njava, struct py_item *ret, size_t max);
 
 const char *java_status_name(uint32_t status);
 

@@ -510,3 +510,61 @@ Test(jnm, bad_nmethod_records_are_refused_whole)
 		pycodes__free(c);
 	}
 }
+
+/* The order of a spliced stack's items, outermost first: "nI" a native frame, "jK" a Java one. */
+static void splice_order(const struct py_native *nat, size_t nn, const struct py_frame *java,
+			 size_t njava, char *buf, size_t len)
+{
+	struct py_item items[64];
+	size_t n = java_splice(nat, nn, java, njava, items, 64), o = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < n; k++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%c%d", k ? " " : "",
+				      items[k].native >= 0 ? 'n' : 'j',
+				      items[k].native >= 0 ? items[k].native : items[k].py);
+}
+
+/*
+ * A C program's JNI callback under Java code that C code called: the sampled registers'
+ * unwinding (callback, JNI function, then JIT code), the entry frame's (call_helper, main,
+ * _start); the Java frames between. Counts that do not add up are ignored, and a stack without
+ * an entry frame keeps the order it always had.
+ */
+Test(jsplice, native_frames_go_on_both_sides_of_the_java_frames)
+{
+	/* Outermost first: _start, main, call_helper | JIT, JIT wrapper, JNI function, callback. */
+	static const struct py_native nat[7] = { [3] = { .jit = 1 }, [4] = { .jit = 1 } };
+	struct py_frame java[4] = {
+		{ .code = 0x10, .stamp = 1, .instr = JAVA_FRAME_COMPILED },
+		{ .code = 0x20, .stamp = 1, .instr = JAVA_FRAME_COMPILED | 4 },
+		{ .code = 0x30, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 2 },
+		{ .code = 0, .stamp = 3, .instr = JAVA_FRAME_ENTRY },
+	};
+	char buf[256];
+
+	splice_order(nat, 7, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "n0 n1 n2 j2 j1 j0 n5 n6");
+	/* Two entry frames: Java called by native code called by Java called by C. */
+	{
+		static const struct py_native nat2[6] = { [3] = { .jit = 1 } };
+		struct py_frame j2[5] = {
+			{ .code = 0x10, .stamp = 1, .instr = JAVA_FRAME_COMPILED },
+			{ .code = 0, .stamp = 2, .instr = JAVA_FRAME_ENTRY },
+			{ .code = 0x30, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 2 },
+			{ .code = 0x40, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 3 },
+			{ .code = 0, .stamp = 1, .instr = JAVA_FRAME_ENTRY },
+		};
+
+		/* ips: [0..2] sampled (native, native, JIT), [3..4] first entry, [5] second. */
+		splice_order(nat2, 6, j2, 5, buf, sizeof(buf));
+		cr_assert_str_eq(buf, "n0 j3 j2 n1 n2 j0 n4 n5");
+	}
+	java[3].stamp = 100;
+	splice_order(nat, 7, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0 n5 n6");
+	splice_order(nat, 7, java, 3, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0 n5 n6");
+	splice_order(nat, 0, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0");
+}

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Java code that a C program runs by JNI (tests/programs/java/jni_host.c): run(SECONDS) burns
+// CPU in javaBurn and, through callNative, in the native method nativeBurn that the C program
+// registers (its host_native_burn), two thirds and one third of each round.
+package rover.test;
+
+public class JniHost {
+	static volatile long sink;
+
+	static native void nativeBurn(long ms);
+
+	static long javaBurn(long ms) {
+		long end = System.nanoTime() + ms * 1_000_000L, x = 0;
+		while (System.nanoTime() < end)
+			for (int i = 0; i < 1000; i++)
+				x = x * 6364136223846793005L + i;
+		return x;
+	}
+
+	static void callNative(long ms) {
+		nativeBurn(ms);
+	}
+
+	public static void run(long seconds) {
+		long end = System.nanoTime() + seconds * 1_000_000_000L;
+		while (System.nanoTime() < end) {
+			sink += javaBurn(20);
+			callNative(10);
+		}
+	}
+}
