@@ -69,6 +69,7 @@ struct pycodes_stats {
 	uint64_t unknown;    /* of which with no record: PY_UNKNOWN_NAME */
 	uint64_t entries;    /* kept now */
 	uint64_t bytes;	     /* charged now */
+	uint32_t bad_utf8;   /* invalid sequences in Java names (jutf8__decode), replaced */
 };
 
 /* budget_bytes: 0 for PYCODES_CACHE_BYTES. NULL + errno. */
@@ -153,6 +154,17 @@ const char *py_status_name(uint32_t status);
 
 /* A Java frame whose method's record never came, was evicted or did not check out. */
 #define JAVA_UNKNOWN_NAME "<java code>"
+
+/*
+ * n bytes of a Java Symbol (HotSpot's modified UTF-8: U+0000 as C0 80, a character past U+FFFF
+ * as its two UTF-16 surrogates of 3 bytes each) as UTF-8 into out[cap], '\0'-ended and cut at
+ * a character's boundary: '/' as '.' when dots, what a folded line cannot hold (controls,
+ * U+0000, ';') as '_', a lone surrogate and each byte that starts no valid sequence (a
+ * sequence cut short, an overlong form, a 4-byte form, a stray continuation byte) as U+FFFD,
+ * each counted in *ret_bad (may be NULL). Returns the length.
+ */
+size_t jutf8__decode(const uint8_t *in, size_t n, bool dots, char *out, size_t cap,
+		     uint32_t *ret_bad);
 
 /*
  * The line of bytecode index bci in a method's compressed line number table (HotSpot's

@@ -38,7 +38,7 @@ struct jprog {
 static void compile(const char *jdk, const char *classes, const char *file)
 {
 	char javac[512], path[512], *err = NULL;
-	char *argv[] = { javac, "-d", (char *)classes, path, NULL };
+	char *argv[] = { javac, "-encoding", "UTF-8", "-d", (char *)classes, path, NULL };
 
 	snprintf(path, sizeof(path), "%s", src(file));
 
@@ -686,23 +686,24 @@ Test(java, inlined_methods_are_frames_of_their_own_on_both_jdks)
 /*
  * Native frames on both sides of the Java frames: tests/programs/java/jni_host, a C program,
  * creates a JVM (JNI_CreateJavaVM on its main thread) and calls JniHost.run from its
- * host_call_java; the Java code burns CPU in javaBurn and in the native method nativeBurn,
- * the C program's host_native_burn. Java code's samples must have main and host_call_java
- * under the Java frames (the native frames that called the entry frame), the native method's
- * host_native_burn above them, every frame's callers in order.
+ * host_call_java; the Java code burns CPU in größe and in the native method nativeBurn (called
+ * from 本地), the C program's host_native_burn. Java code's samples must have main and
+ * host_call_java under the Java frames (the native frames that called the entry frame), the
+ * native method's host_native_burn above them, every frame's callers in order, and the two
+ * methods' names decoded from modified UTF-8.
  */
 Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 {
 	for (size_t v = 0; v < NJDKS; v++) {
 		static const char *const chain_java[] = {
 			"main", "host_call_java", "rover.test.JniHost.run (JniHost.java:",
-			"rover.test.JniHost.javaBurn (JniHost.java"
+			"rover.test.JniHost.größe (JniHost.java"
 		};
 		static const char *const chain_native[] = {
 			"main",
 			"host_call_java",
 			"rover.test.JniHost.run (JniHost.java:",
-			"rover.test.JniHost.callNative (JniHost.java:",
+			"rover.test.JniHost.本地 (JniHost.java:",
 			"rover.test.JniHost.nativeBurn (JniHost.java",
 			"host_native_burn"
 		};
@@ -737,20 +738,20 @@ Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 		cr_assert_eq(run_cmd(argv, &err), 0, "%s: rover: %s", jdks[v], err);
 		jprog_end(&p);
 		cr_assert_eq(folded_read(out, &f), 0);
-		jb = with_chain(&f, (const char *const[]){ "rover.test.JniHost.javaBurn (" }, 1);
+		jb = with_chain(&f, (const char *const[]){ "rover.test.JniHost.größe (" }, 1);
 		nb = with_chain(&f, (const char *const[]){ "host_native_burn" }, 1);
 		cj = with_chain(&f, chain_java, 4);
 		cn = with_chain(&f, chain_native, 6);
-		cr_log_info("%s: javaBurn %lu (%lu under main;host_call_java;run), "
-			    "host_native_burn %lu (%lu under main;host_call_java;run;callNative;"
+		cr_log_info("%s: größe %lu (%lu under main;host_call_java;run), "
+			    "host_native_burn %lu (%lu under main;host_call_java;run;本地;"
 			    "nativeBurn) of %lu samples",
 			    jdks[v], jb, cj, nb, cn, f.total);
-		cr_assert_gt(jb, f.total / 4, "%s: javaBurn in %lu of %lu samples\n%s", jdks[v], jb,
+		cr_assert_gt(jb, f.total / 4, "%s: größe in %lu of %lu samples\n%s", jdks[v], jb,
 			     f.total, f.n ? f.stacks[0] : "");
 		cr_assert_gt(nb, f.total / 8, "%s: host_native_burn in %lu of %lu samples\n%s",
 			     jdks[v], nb, f.total, f.n ? f.stacks[0] : "");
 		cr_assert_gt(cj, jb * 9 / 10,
-			     "%s: javaBurn: native callers missing or out of order\n%s", jdks[v],
+			     "%s: größe: native callers missing or out of order\n%s", jdks[v],
 			     f.n ? f.stacks[0] : "");
 		cr_assert_gt(cn, nb * 9 / 10,
 			     "%s: host_native_burn: callers missing or out of order\n%s", jdks[v],

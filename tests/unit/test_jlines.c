@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/jvmframes.h"
@@ -567,4 +568,113 @@ Test(jsplice, native_frames_go_on_both_sides_of_the_java_frames)
 	cr_assert_str_eq(buf, "j2 j1 j0 n5 n6");
 	splice_order(nat, 0, java, 4, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "j2 j1 j0");
+}
+
+/* Whether s[n] is valid UTF-8 (no surrogates, nothing overlong, nothing past U+10FFFF). */
+static bool utf8_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t b = (uint8_t)s[i];
+		size_t k = b < 0x80		? 1
+			   : (b & 0xe0) == 0xc0 ? 2
+			   : (b & 0xf0) == 0xe0 ? 3
+			   : (b & 0xf8) == 0xf0 ? 4
+						: 0;
+		uint32_t cp = k == 1 ? b : k == 2 ? b & 0x1fu : k == 3 ? b & 0x0fu : b & 0x07u;
+
+		if (!k || !b || i + k > n)
+			return false;
+		for (size_t j = 1; j < k; j++) {
+			if (((uint8_t)s[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | ((uint8_t)s[i + j] & 0x3fu);
+		}
+		if ((k == 2 && cp < 0x80) || (k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+static const char *mutf8(const char *in, size_t n, bool dots, uint32_t *bad)
+{
+	static char out[256];
+
+	*bad = 0;
+	jutf8__decode((const uint8_t *)in, n, dots, out, sizeof(out), bad);
+	return out;
+}
+
+/* HotSpot's modified UTF-8 as UTF-8: what javac writes for non-ASCII names, and hostile bytes
+ * (each replaced, counted, the output valid UTF-8 whatever comes in). */
+Test(jutf8, modified_utf8_is_decoded_and_bad_bytes_replaced)
+{
+	uint32_t bad;
+	char out[64];
+
+	cr_assert_str_eq(mutf8("rover/test/Gr\xc3\xb6\xc3\x9f"
+			       "e",
+			       18, true, &bad),
+			 "rover.test.Gr\xc3\xb6\xc3\x9f"
+			 "e");
+	cr_assert_eq(bad, 0);
+	cr_assert_str_eq(mutf8("\xe8\xae\xa1\xe7\xae\x97", 6, false, &bad),
+			 "\xe8\xae\xa1\xe7\xae\x97");
+	cr_assert_eq(bad, 0);
+	/* U+0000 as C0 80: a character a folded line cannot hold, as ';'. */
+	cr_assert_str_eq(mutf8("a\xc0\x80;b/c", 7, false, &bad), "a__b/c");
+	cr_assert_eq(bad, 0);
+	/* U+1F600 as its surrogates, 3 bytes each: one 4-byte character. */
+	cr_assert_str_eq(mutf8("x\xed\xa0\xbd\xed\xb8\x80y", 8, false, &bad), "x\xf0\x9f\x98\x80y");
+	cr_assert_eq(bad, 0);
+	/* A lone surrogate, high or low; a high one before a non-surrogate. */
+	cr_assert_str_eq(mutf8("\xed\xa0\xbd"
+			       "a",
+			       4, false, &bad),
+			 "\xef\xbf\xbd"
+			 "a");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xed\xb8\x80", 3, false, &bad), "\xef\xbf\xbd");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xed\xa0\xbd\xe4\xb8\xad", 6, false, &bad),
+			 "\xef\xbf\xbd\xe4\xb8\xad");
+	cr_assert_eq(bad, 1);
+	/* UTF-8's 4-byte form, a raw 0, overlong forms, a stray continuation, a cut sequence. */
+	cr_assert_str_eq(mutf8("\xf0\x9f\x98\x80", 4, false, &bad),
+			 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 4);
+	cr_assert_str_eq(mutf8("a\0b", 3, false, &bad), "a\xef\xbf\xbd"
+							"b");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xc1\x81\xe0\x81\x81", 5, false, &bad),
+			 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 5);
+	cr_assert_str_eq(mutf8("\x80z\xe4\xb8", 4, false, &bad),
+			 "\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 3);
+	/* C1 controls (U+0080 is C2 80) as '_'. */
+	cr_assert_str_eq(mutf8("\xc2\x80\xc2\xa0", 4, false, &bad), "_\xc2\xa0");
+	/* A small output: cut at a character's boundary, always ended. */
+	cr_assert_eq(jutf8__decode((const uint8_t *)"ab\xe4\xb8\xad", 5, false, out, 6, NULL), 2);
+	cr_assert_str_eq(out, "ab");
+	cr_assert_eq(jutf8__decode((const uint8_t *)"ab", 2, false, out, 1, NULL), 0);
+	cr_assert_str_eq(out, "");
+	/* Any bytes: valid UTF-8 out, within its room. */
+	srand(28);
+	for (int round = 0; round < 20000; round++) {
+		uint8_t in[24];
+		char big[3 * sizeof(in) + 8];
+		size_t n = (size_t)rand() % sizeof(in), o;
+		static const uint8_t pick[] = { 0x00, 0x2f, 0x3b, 0x41, 0x7f, 0x80, 0xa0,
+						0xbd, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
+						0xed, 0xef, 0xf0, 0xf4, 0xf8, 0xff };
+
+		for (size_t i = 0; i < n; i++)
+			in[i] = rand() % 2 ? pick[rand() % sizeof(pick)] : (uint8_t)rand();
+		o = jutf8__decode(in, n, round % 2, big, sizeof(big), NULL);
+		cr_assert_lt(o, sizeof(big));
+		cr_assert_eq(strlen(big), o);
+		cr_assert(utf8_valid(big, o), "round %d: invalid UTF-8 out", round);
+	}
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Java code that a C program runs by JNI (tests/programs/java/jni_host.c): run(SECONDS) burns
-// CPU in javaBurn and, through callNative, in the native method nativeBurn that the C program
-// registers (its host_native_burn), two thirds and one third of each round.
+// CPU in größe and, through 本地 ("native"), in the native method nativeBurn that the C program
+// registers (its host_native_burn), two thirds and one third of each round. The two methods'
+// names are not ASCII: modified UTF-8 in the class file and in HotSpot's Symbols.
 package rover.test;
 
 public class JniHost {
@@ -9,7 +10,7 @@ public class JniHost {
 
 	static native void nativeBurn(long ms);
 
-	static long javaBurn(long ms) {
+	static long größe(long ms) {
 		long end = System.nanoTime() + ms * 1_000_000L, x = 0;
 		while (System.nanoTime() < end)
 			for (int i = 0; i < 1000; i++)
@@ -17,15 +18,15 @@ public class JniHost {
 		return x;
 	}
 
-	static void callNative(long ms) {
+	static void 本地(long ms) {
 		nativeBurn(ms);
 	}
 
 	public static void run(long seconds) {
 		long end = System.nanoTime() + seconds * 1_000_000_000L;
 		while (System.nanoTime() < end) {
-			sink += javaBurn(20);
-			callNative(10);
+			sink += größe(20);
+			本地(10);
 		}
 	}
 }
