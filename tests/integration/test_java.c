@@ -690,7 +690,8 @@ Test(java, inlined_methods_are_frames_of_their_own_on_both_jdks)
  * from 本地), the C program's host_native_burn. Java code's samples must have main and
  * host_call_java under the Java frames (the native frames that called the entry frame), the
  * native method's host_native_burn above them, every frame's callers in order, and the two
- * methods' names decoded from modified UTF-8.
+ * methods' names decoded from modified UTF-8. The native method calls back into Java
+ * (JniHost.inner, from host_call_back): its samples must have every caller down to main.
  */
 Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 {
@@ -706,6 +707,18 @@ Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 			"rover.test.JniHost.本地 (JniHost.java:",
 			"rover.test.JniHost.nativeBurn (JniHost.java",
 			"host_native_burn"
+		};
+		/* Java under native code under Java: the walk goes on past the inner entry frame
+		 * at the Java frames the JavaCallWrapper saved. */
+		static const char *const chain_nested[] = {
+			"main",
+			"host_call_java",
+			"rover.test.JniHost.run (JniHost.java:",
+			"rover.test.JniHost.本地 (JniHost.java:",
+			"rover.test.JniHost.nativeBurn (JniHost.java",
+			"host_call_back",
+			"rover.test.JniHost.inner (JniHost.java:",
+			"rover.test.JniHost.größe (JniHost.java"
 		};
 		char classes[512], out[512], pids[32], libjvm[512], *err = NULL;
 		char *argv[] = { (char *)bin("rover"),
@@ -723,7 +736,7 @@ Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 				 NULL };
 		const char *host = bin("tests/programs/java/jni_host");
 		struct jprog p = { 0 };
-		uint64_t jb, nb, nj, cj, cn;
+		uint64_t jb, nb, nj, cj, cn, ib, ci;
 		struct folded f;
 
 		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
@@ -748,6 +761,8 @@ Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 				2);
 		cj = with_chain(&f, chain_java, 4);
 		cn = with_chain(&f, chain_native, 6);
+		ib = with_chain(&f, (const char *const[]){ "rover.test.JniHost.inner (" }, 1);
+		ci = with_chain(&f, chain_nested, 8);
 		cr_log_info("%s: größe %lu (%lu under main;host_call_java;run), "
 			    "host_native_burn %lu (%lu with Java frames, %lu under "
 			    "main;host_call_java;run;本地;nativeBurn) of %lu samples",
@@ -764,6 +779,13 @@ Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
 		cr_assert_gt(cn, nj * 9 / 10,
 			     "%s: host_native_burn: callers missing or out of order\n%s", jdks[v],
 			     f.n ? f.stacks[0] : "");
+		cr_log_info("%s: inner %lu (%lu under main;...;nativeBurn;host_call_back)", jdks[v],
+			    ib, ci);
+		cr_assert_gt(ib, f.total / 20, "%s: inner in %lu of %lu samples", jdks[v], ib,
+			     f.total);
+		cr_assert_gt(ci, ib * 9 / 10,
+			     "%s: inner: callers past the inner entry frame missing or out of order",
+			     jdks[v]);
 		folded_free(&f);
 		free(err);
 	}

@@ -4,8 +4,10 @@
  * `jni_host LIBJVM CLASSPATH SECONDS` loads the libjvm.so given, creates a JVM on its main
  * thread (JNI_CreateJavaVM), registers host_native_burn's wrapper as
  * rover.test.JniHost.nativeBurn, prints "ready" and calls JniHost.run(SECONDS) from
- * host_call_java (tests/programs/java/JniHost.java). A profile must show host_call_java (and
- * main) under the Java frames, and host_native_burn above them (tests/integration/test_java.c).
+ * host_call_java (tests/programs/java/JniHost.java); the native method burns CPU in
+ * host_native_burn, then calls JniHost.inner from host_call_back. A profile must show
+ * host_call_java (and main) under the Java frames, host_native_burn above them, and
+ * JniHost.inner above host_call_back (tests/integration/test_java.c).
  * Built against JDK 17's jni.h; the JNI it uses is the same in every JDK since 8.
  */
 #include <dlfcn.h>
@@ -17,6 +19,7 @@
 typedef jint(JNICALL *create_vm_fn)(JavaVM **, void **, void *);
 
 static volatile double sink;
+static jmethodID inner;
 
 static double now_s(void)
 {
@@ -35,11 +38,15 @@ void host_native_burn(double seconds)
 			sink = sink * 1.0000001 + 1.0;
 }
 
+jlong host_call_back(JNIEnv *env, jclass cls, jlong ms)
+{
+	return (*env)->CallStaticLongMethod(env, cls, inner, ms);
+}
+
 static void JNICALL native_burn(JNIEnv *env, jclass cls, jlong ms)
 {
-	(void)env;
-	(void)cls;
 	host_native_burn((double)ms / 1000.0);
+	sink += (double)host_call_back(env, cls, ms / 2);
 }
 
 int host_call_java(JNIEnv *env, jclass cls, jmethodID run, jlong seconds)
@@ -78,7 +85,8 @@ int main(int argc, char **argv)
 	}
 	cls = (*env)->FindClass(env, "rover/test/JniHost");
 	if (!cls || (*env)->RegisterNatives(env, cls, natives, 1) ||
-	    !(run = (*env)->GetStaticMethodID(env, cls, "run", "(J)V"))) {
+	    !(run = (*env)->GetStaticMethodID(env, cls, "run", "(J)V")) ||
+	    !(inner = (*env)->GetStaticMethodID(env, cls, "inner", "(J)J"))) {
 		fprintf(stderr, "rover/test/JniHost: not found in %s\n", argv[2]);
 		return 1;
 	}
