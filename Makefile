@@ -100,7 +100,8 @@ BINS := $(OUT)/rover $(OUT)/rover-supervisor $(OUT)/rover-worker $(OUT)/rover-sh
 TEST_PROGS := $(patsubst tests/programs/%.c,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.c)) \
               $(patsubst tests/programs/%.cc,$(OUT)/tests/programs/%,$(wildcard tests/programs/*.cc)) \
               $(OUT)/tests/programs/gotls $(OUT)/tests/programs/gotls_stripped \
-              $(OUT)/tests/programs/gotls_pie $(OUT)/tests/programs/kmock
+              $(OUT)/tests/programs/gotls_pie $(OUT)/tests/programs/kmock \
+              $(OUT)/tests/programs/java/jni_host
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 INTEG_SRCS := $(wildcard tests/integration/test_*.c)
 SEC_SRCS   := $(wildcard tests/security/test_*.c)
@@ -228,6 +229,11 @@ $(OUT)/tests/programs/libburn.so: tests/programs/lib/libburn.c
 $(OUT)/tests/programs/pie_lib_main: tests/programs/pie_lib_main.c $(OUT)/tests/programs/libburn.so
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIE -pie $< -o $@ -L$(OUT)/tests/programs -lburn -Wl,-rpath,'$$ORIGIN'
+# A C program that creates a JVM by JNI (the libjvm.so it is given, dlopen'ed): JDK 17's jni.h.
+JNI_INCLUDE := /usr/lib/jvm/java-17-openjdk-amd64/include
+$(OUT)/tests/programs/java/jni_host: tests/programs/java/jni_host.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(TEST_CFLAGS) -I$(JNI_INCLUDE) -I$(JNI_INCLUDE)/linux $< -o $@ -ldl
 $(OUT)/tests/programs/%: tests/programs/%.cc
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(@D) && g++ $(TEST_CFLAGS) $< -o $@ -lpthread

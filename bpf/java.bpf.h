@@ -13,8 +13,9 @@
  * HotSpot sets whenever Java code calls into the VM or native code: every thread blocked in a
  * Java method, OFF_CPU's samples): interpreted frames by their frame pointer, compiled frames
  * and stubs by their code blob's frame size, the blob found through its code heap's segment
- * map. It stops at the call stub's return address (the entry frame: native frames follow) or
- * at a pc outside the code cache.
+ * map. At the call stub's return address (the entry frame: native frames follow) it records
+ * the entry frame for the shipper's native unwinding and goes on at the Java frames before the
+ * native ones (java_entry); it stops at a pc outside the code cache.
  */
 #ifndef ROVER_BPF_JAVA_H
 #define ROVER_BPF_JAVA_H
@@ -506,37 +507,51 @@ static __always_inline __u64 java_thread(const struct java_proc *p, __u32 tid)
 }
 
 /*
- * Where the walk starts for a thread not in Java code: its last Java frame, from its
- * JavaThread's frame anchor, into w. HotSpot writes the anchor's sp last when it sets it and
- * first when it clears it, for profilers that read it asynchronously; a pc of 0 means the
- * frame's return address is the word below its sp. JAVA_ST_OK, or why there is none.
+ * The walk goes on (or starts) at the last Java frame a JavaFrameAnchor at addr holds, into
+ * the walk's state: JAVA_ST_OK, or JAVA_ST_NOT_IN_JAVA when it holds none. HotSpot writes the
+ * anchor's sp last when it sets it and first when it clears it, for profilers that read it
+ * asynchronously; a pc of 0 means the frame's return address is the word below its sp. The
+ * frame is on this thread's stack, above the frames walked (w->sp): another thread's anchor
+ * (a JavaThread freed and its memory reused while its tid was cached) is not walked. A global
+ * function: checked once for its two callers (the thread's anchor, an entry frame's).
  */
-static __always_inline __u32 java_from_anchor(struct java_scratch *sc, __u32 tid)
+__noinline int java_anchor(__u64 addr)
 {
-	const struct jvm_layout *l = &sc->p.l;
-	struct java_walk_state *w = &sc->walk;
-	__u64 jt = java_thread(&sc->p, tid), sp, pc;
+	struct java_scratch *sc;
+	struct java_walk_state *w;
+	const struct jvm_layout *l;
+	__u32 zero = 0;
+	__u64 sp, pc;
 
-	if (!jt)
-		return JAVA_ST_NO_THREAD;
-	if (bpf_probe_read_user(sc->anchor, sizeof(sc->anchor), (void *)(jt + l->jt_anchor.off)))
+	sc = bpf_map_lookup_elem(&java_scratch, &zero);
+	if (!sc)
+		return JAVA_ST_FAULT;
+	w = &sc->walk;
+	l = &sc->p.l;
+	if (bpf_probe_read_user(sc->anchor, sizeof(sc->anchor), (void *)addr))
 		return JAVA_ST_FAULT;
 	sp = JF64(sc->anchor, l->anchor_sp);
 	if (!sp)
 		return JAVA_ST_NOT_IN_JAVA;
-	/* The last Java frame is on this thread's stack, above the native frames called from it
-	 * (w->sp: the sampled sp). Another thread's anchor (a JavaThread freed and its memory
-	 * reused while its tid was cached) is not walked. */
 	if (sp < w->sp || sp - w->sp > JAVA_ANCHOR_MAX_DEPTH)
 		return JAVA_ST_FAULT;
 	pc = JF64(sc->anchor, l->anchor_pc);
-	if (!pc)
-		pc = py_read64(sp - 8);
-	w->pc = pc;
+	w->pc = pc ? pc : py_read64(sp - 8);
 	w->sp = sp;
 	w->fp = JF64(sc->anchor, l->anchor_fp);
 	w->first = 0;
 	return JAVA_ST_OK;
+}
+
+/* Where the walk starts for a thread not in Java code: its last Java frame, from its
+ * JavaThread's frame anchor. JAVA_ST_OK, or why there is none. */
+static __always_inline __u32 java_from_anchor(struct java_scratch *sc, __u32 tid)
+{
+	__u64 jt = java_thread(&sc->p, tid);
+
+	if (!jt)
+		return JAVA_ST_NO_THREAD;
+	return (__u32)java_anchor(jt + sc->p.l.jt_anchor.off);
 }
 
 /* The callback's context: two pointers, whose targets hold the state (java_walk_state). */
@@ -764,6 +779,48 @@ __noinline int java_put_nm(__u64 blob, __u64 off, __u32 top)
 	return 0;
 }
 
+/*
+ * The entry frame (the call stub's: native code called the Java frames walked): recorded as a
+ * frame of its own (JAVA_FRAME_ENTRY with its frame pointer), from which the shipper unwinds
+ * the native frames that called it. The walk goes on at the Java frames that called those
+ * native frames, if any: the thread's last Java frame when it entered them, which the call's
+ * JavaCallWrapper saved (HotSpot's frame::sender_for_entry_frame); none (a sp of 0) where the
+ * thread started in native code (its start routine, a program that created the JVM). 1: the
+ * walk ends, 0: it goes on.
+ */
+static __always_inline long java_entry(struct java_scratch *sc, struct sc_snap_scratch *ss)
+{
+	const struct jvm_layout *l = &sc->p.l;
+	struct java_walk_state *w = &sc->walk;
+	struct py_frame *f;
+	__u64 jcw;
+	__u32 at;
+	int st;
+
+	if (w->n >= PY_MAX_FRAMES) {
+		w->status = JAVA_ST_CUT;
+		return 1;
+	}
+	at = w->kb + w->n * sizeof(struct py_frame);
+	if (w->kb > SC_STACK_DEPTH * 8 ||
+	    at > SC_STACK_DEPTH * 8 + (PY_MAX_FRAMES - 1) * sizeof(struct py_frame))
+		return 1;
+	f = (struct py_frame *)(ss->s.data + at);
+	f->code = w->fp;
+	f->stamp = 0;
+	f->instr = JAVA_FRAME_ENTRY;
+	w->n++;
+	jcw = py_read64(w->fp + (__s64)l->entry_frame_call_wrapper * 8);
+	if (!jcw || !l->call_wrapper_anchor.size)
+		return 1;
+	st = java_anchor(jcw + l->call_wrapper_anchor.off);
+	if (st == JAVA_ST_OK)
+		return 0;
+	if (st != JAVA_ST_NOT_IN_JAVA)
+		w->status = st;
+	return 1;
+}
+
 static long java_frame_step(__u32 i, void *ctx)
 {
 	struct java_walk *wk = ctx;
@@ -781,7 +838,7 @@ static long java_frame_step(__u32 i, void *ctx)
 	p = &sc->p;
 	pc = w->pc;
 	if (pc == p->call_stub_ret)
-		return 1; /* the entry frame: native code called the Java frames walked */
+		return java_entry(sc, ss);
 	if (pc < p->code_low || pc >= p->code_high) {
 		if (w->first)
 			w->status = JAVA_ST_NOT_IN_JAVA;

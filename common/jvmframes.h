@@ -219,10 +219,15 @@ struct java_proc {
  * and Method* mixed in), instr holds the kind and the pc's offset from the nmethod's code
  * begin, and JAVA_FRAME_TOP when that pc is the sampled one (not a return address): the
  * shipper names the frame from the nmethod's record (struct sc_jnmethod), one frame per
- * inlined method.
+ * inlined method. An entry frame (the call stub's, where native code called the Java frames
+ * walked before it): code is its frame pointer, stamp and the rest of instr 0; the native
+ * frames that called it are unwound from there by the shipper (the call stub's frame holds the
+ * caller's frame pointer and return address at fp and fp + 8) and go between the Java frames
+ * walked before and after it.
  */
 #define JAVA_FRAME_INTERPRETED (1u << 28)
 #define JAVA_FRAME_COMPILED (2u << 28)
+#define JAVA_FRAME_ENTRY (3u << 28)
 #define JAVA_FRAME_KIND_MASK (3u << 28)
 #define JAVA_FRAME_NO_BCI (1u << 30) /* PY_FRAME_NO_INSTR: the bci (or pc) was not readable */
 #define JAVA_FRAME_TOP (1u << 31)    /* compiled: the sampled pc, not a return address */
@@ -233,7 +238,7 @@ struct java_proc {
  * runtime status, with SC_RT_JAVA as its runtime). */
 enum java_status {
 	JAVA_ST_NONE = 0,    /* not a Java process (or not yet found to be one) */
-	JAVA_ST_OK = 1,	     /* every frame down to the entry frame */
+	JAVA_ST_OK = 1,	     /* every frame down to the outermost entry frame */
 	JAVA_ST_NOT_IN_JAVA, /* not in Java code, and no last Java frame (none yet, or a leaf call) */
 	JAVA_ST_NO_CODE,     /* the JVM has no code cache yet */
 	JAVA_ST_FAULT,	     /* a read of the target failed, or a frame was not one */

@@ -41,30 +41,11 @@ sysctl -q -w kernel.bpf_stats_enabled=1 || true
 
 serve_with_shipper
 
-# measure JDK MODE: prints "jdk mode samples bpf_ns shipper_ns java_share java_frames"
-measure() {
-	local jdk=$1 mode=$2 s0 s1 bpf samples share
-	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" --duration 1s \
-		--output "$work/warm.folded" 2> /dev/null
-	s0=$(sched_ns "$shipper")
-	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" \
-		--duration "${DUR}s" --dump-period "${PERIOD_MS}ms" --output "$work/$mode.folded" \
-		2> "$work/$mode.err" &
-	local T=$!
-	sleep $((DUR - 1))
-	bpf=$(bpftool prog show 2>/dev/null | awk '/on_cpu_sample/ { for (i = 1; i <= NF; i++) {
-		if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } }
-		END { if (c) printf "%.0f", t / c; else print 0 }')
-	wait "$T" || { echo "bench: $mode task failed:"; cat "$work/$mode.err"; exit 1; }
-	s1=$(sched_ns "$shipper")
-	samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/$mode.err")
-	# The share of samples with Java frames, and the mean count of Deep's frames in them.
-	share=$(awk '{ n = $NF; t += n; if ($0 ~ /;Deep\.down /) { p += n
-			k = split($0, fr, ";"); d = 0; for (i = 1; i <= k; i++) if (fr[i] ~ /^Deep\./) d++
-			fsum += d * n } }
-		END { printf "%.3f %.1f", t ? p / t : 0, p ? fsum / p : 0 }' "$work/$mode.folded")
-	echo "$jdk $mode ${samples:-0} $bpf $((s1 - s0)) $share"
-}
+# The share of samples with Java frames, and the mean count of Deep's frames in them.
+SHARE='{ n = $NF; t += n; if ($0 ~ /;Deep\.down /) { p += n
+		k = split($0, fr, ";"); d = 0; for (i = 1; i <= k; i++) if (fr[i] ~ /^Deep\./) d++
+		fsum += d * n } }
+	END { printf "%.3f %.1f", t ? p / t : 0, p ? fsum / p : 0 }'
 
 results=""
 for jdk in $JDKS; do
@@ -76,11 +57,7 @@ for jdk in $JDKS; do
 	W=$!
 	for _ in $(seq 100); do grep -q ready "$work/deep.out" 2>/dev/null && break; sleep 0.1; done
 	sleep 2 # down and spin compiled by C2
-	# Three rounds, off and on in turn: the median of each (this machine's noise is a few us).
-	for r in 1 2 3; do
-		results+="$(measure "$name" off)"$'\n'
-		results+="$(measure "$name" on)"$'\n'
-	done
+	rt_rounds "$name" "$SHARE"
 	kill "$W"; wait "$W" 2>/dev/null || true
 	W=""
 done

@@ -76,3 +76,54 @@ serve_with_shipper() {
 	done
 	[ -n "$shipper" ] || { echo "bench: no shipper"; cat "$work/serve.err"; exit 1; }
 }
+
+# bpf_ns_per_run NAME: the kernel's run_time_ns / run_cnt (kernel.bpf_stats_enabled) of the BPF
+# programs named NAME that this agent's workers loaded: their loader's uid is the roles' user's
+# ($ROVER_USER, default rover, which must be this agent's alone), as scripts/soak.sh counts them;
+# programs of the same name that another agent, test or CI run loaded are not counted. 0 when
+# none ran.
+bpf_ns_per_run() {
+	local uid
+	uid=$(id -u "${ROVER_USER:-rover}" 2>/dev/null) || { echo 0; return; }
+	# Each program's first line has its name and counts, the next its loader's uid.
+	bpftool prog show 2>/dev/null | awk -v n="$1" -v u="$uid" '
+		/^[0-9]+:/ { m = 0; for (i = 1; i <= NF; i++) {
+			if ($i == "name" && $(i+1) == n) m = 1
+			if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) }
+			if (!m) next; getline
+			for (i = 1; i <= NF; i++) if ($i == "uid" && $(i+1) == u) { T += t; C += c } }
+		END { if (C) printf "%.0f\n", T / C; else print 0 }'
+}
+
+# rt_measure LABEL MODE SHARE_AWK: one ON_CPU task of $DUR s at $PERIOD_MS ms on $W through the
+# agent of serve_with_shipper (after a warm-up second), `--python-frames MODE` (off: no
+# runtime's frames read, native frames only); prints "LABEL MODE samples bpf_ns shipper_ns
+# SHARE": the kernel's count, the BPF ns per run of our on_cpu_sample just before the task
+# ends, the shipper's CPU ns over the task, and what the awk program SHARE_AWK prints of the
+# task's folded profile.
+rt_measure() {
+	local label=$1 mode=$2 share_awk=$3 s0 s1 bpf samples share T
+	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" --duration 1s \
+		--output "$work/warm.folded" 2> /dev/null
+	s0=$(sched_ns "$shipper")
+	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" \
+		--duration "${DUR}s" --dump-period "${PERIOD_MS}ms" --output "$work/$mode.folded" \
+		2> "$work/$mode.err" &
+	T=$!
+	sleep $((DUR - 1))
+	bpf=$(bpf_ns_per_run on_cpu_sample)
+	wait "$T" || { echo "bench: $mode task failed:"; cat "$work/$mode.err"; exit 1; }
+	s1=$(sched_ns "$shipper")
+	samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/$mode.err")
+	share=$(awk "$share_awk" "$work/$mode.folded")
+	echo "$label $mode ${samples:-0} $bpf $((s1 - s0)) $share"
+}
+
+# rt_rounds LABEL SHARE_AWK: three rounds of rt_measure, off and on in turn (the median of each
+# is taken: this machine's noise is a few us), appended to $results.
+rt_rounds() {
+	for _ in 1 2 3; do
+		results+="$(rt_measure "$1" off "$2")"$'\n'
+		results+="$(rt_measure "$1" on "$2")"$'\n'
+	done
+}

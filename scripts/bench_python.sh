@@ -32,38 +32,15 @@ sysctl -q -w kernel.bpf_stats_enabled=1 || true
 
 serve_with_shipper
 
-# measure PYTHON MODE: prints "python mode samples bpf_ns shipper_ns pyframes_share"
-measure() {
-	local py=$1 mode=$2 s0 s1 bpf samples share
-	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" --duration 1s \
-		--output "$work/warm.folded" 2> /dev/null
-	s0=$(sched_ns "$shipper")
-	"$B/rover" profile --connect "$work/sock" --python-frames "$mode" --pid "$W" \
-		--duration "${DUR}s" --dump-period "${PERIOD_MS}ms" --output "$work/$mode.folded" \
-		2> "$work/$mode.err" &
-	local T=$!
-	sleep $((DUR - 1))
-	bpf=$(bpftool prog show 2>/dev/null | awk '/on_cpu_sample/ { for (i = 1; i <= NF; i++) {
-		if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } }
-		END { if (c) printf "%.0f", t / c; else print 0 }')
-	wait "$T" || { echo "bench: $mode task failed:"; cat "$work/$mode.err"; exit 1; }
-	s1=$(sched_ns "$shipper")
-	samples=$(sed -n 's/.*kernel counted \([0-9]*\).*/\1/p' "$work/$mode.err")
-	share=$(awk '{ n = $NF; t += n; if ($0 ~ /down \(deep.py:/) p += n }
-		END { printf "%.3f", t ? p / t : 0 }' "$work/$mode.folded")
-	echo "$(basename "$py") $mode ${samples:-0} $bpf $((s1 - s0)) $share"
-}
+SHARE='{ n = $NF; t += n; if ($0 ~ /down \(deep.py:/) p += n }
+	END { printf "%.3f", t ? p / t : 0 }'
 
 results=""
 for py in /usr/bin/python3.11 "$(ls -d "$(pyenv root 2>/dev/null || echo /root/.pyenv)"/versions/3.12.*/bin/python3.12 | head -1)"; do
 	"$py" "$work/deep.py" > "$work/deep.out" &
 	W=$!
 	for _ in $(seq 50); do grep -q ready "$work/deep.out" 2>/dev/null && break; sleep 0.1; done
-	# Three rounds, off and on in turn: the median of each (this machine's noise is a few us).
-	for r in 1 2 3; do
-		results+="$(measure "$py" off)"$'\n'
-		results+="$(measure "$py" on)"$'\n'
-	done
+	rt_rounds "$(basename "$py")" "$SHARE"
 	kill "$W"; wait "$W" 2>/dev/null || true
 	W=""
 done

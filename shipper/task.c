@@ -775,7 +775,8 @@ static int splice_names(struct ship_task *t, struct stored_stack *st, int32_t tg
 			nat[i] = (struct py_native){ 0 };
 			nat[i].jit = symbolizer__mapping(sym, tgid, lookup_addr(st, i), &m) != 1;
 		}
-		n = java_splice(nat, st->nr, st->npy, items, sizeof(items) / sizeof(items[0]));
+		n = java_splice(nat, st->nr, st->py, st->npy, items,
+				sizeof(items) / sizeof(items[0]));
 		goto named;
 	}
 	for (uint32_t i = st->nr; i-- > 0 && !have_interp;)
@@ -1029,6 +1030,75 @@ size_t ship_task__stack_hints(struct ship_task *t, struct msg_stack_hint *ret, s
 	return n;
 }
 
+/* Whether a native frame's address (a return address unless it is the sampled pc) is in no
+ * file's mapping: code a JIT made, Java's code cache. */
+static bool in_jit(struct symbolizer *sym, int32_t tgid, uint64_t ip, bool sampled)
+{
+	struct sym_mapping m;
+
+	return symbolizer__mapping(sym, tgid, sampled ? ip : ip - 1, &m) != 1;
+}
+
+/*
+ * The native frames outside a Java stack's Java frames (java_splice): for each entry frame of
+ * py[npy] (JAVA_FRAME_ENTRY, the call stub's frame pointer in code), the native frames that
+ * called it, unwound from the caller's frame pointer and return address that the call stub's
+ * frame holds at fp and fp + 8 (in v's stack copy) and appended to ips[*nu..max), up to the
+ * first in JIT code (the next Java frames'); the entry frame's stamp becomes their count and
+ * its code 0 (a stack address would make each sample's stack another). The frames of the
+ * sampled registers' unwinding are cut the same way first. What each unwinding read joins
+ * *reach (an entry frame past the copy is a cut: the hint then grows).
+ */
+static void java_outside(struct unwinder *unw, struct symbolizer *sym,
+			 const struct snapshot_view *v, uint64_t *ips, uint32_t *nu, uint32_t max,
+			 struct py_frame *py, uint32_t npy, struct unwind_reach *reach)
+{
+	uint32_t n = 0;
+	bool any = false;
+
+	for (uint32_t k = 0; k < npy; k++)
+		any |= (py[k].instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_ENTRY;
+	if (!any)
+		return;
+	while (n < *nu && !in_jit(sym, v->s.tgid, ips[n], n == 0))
+		n++;
+	for (uint32_t k = 0; k < npy; k++) {
+		struct unwind_reach r;
+		struct unwind_regs regs;
+		uint64_t fp = py[k].code, off = fp - v->s.sp, got;
+		uint32_t c = 0;
+
+		if ((py[k].instr & JAVA_FRAME_KIND_MASK) != JAVA_FRAME_ENTRY)
+			continue;
+		py[k].code = 0;
+		py[k].stamp = 0;
+		py[k].instr = JAVA_FRAME_ENTRY;
+		if (fp < v->s.sp || off > v->s.stack_len || v->s.stack_len - off < 16) {
+			if (fp >= v->s.sp && off < SHIP_SNAPSHOT_MAX_STACK) {
+				reach->cut = true;
+				if (off + 16 > reach->top)
+					reach->top = (uint32_t)(off + 16);
+			}
+			continue;
+		}
+		memcpy(&regs.bp, v->stack + off, 8);
+		memcpy(&regs.ip, v->stack + off + 8, 8);
+		regs.sp = fp + 16;
+		if (n >= max)
+			continue;
+		got = unwinder__unwind_reach(unw, v->s.tgid, &regs, v->stack + off + 16,
+					     v->s.stack_len - off - 16, ips + n, max - n, &r);
+		while (c < got && !in_jit(sym, v->s.tgid, ips[n + c], false))
+			c++;
+		n += c;
+		py[k].stamp = c;
+		if (r.top && off + 16 + r.top > reach->top)
+			reach->top = (uint32_t)(off + 16 + r.top);
+		reach->cut |= r.cut;
+	}
+	*nu = n;
+}
+
 int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struct symbolizer *sym,
 			 struct unwinder *unw)
 {
@@ -1075,9 +1145,12 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			(void)unwinder__load_pid(unw, v.s.tgid);
 		nu = (uint32_t)unwinder__unwind_reach(unw, v.s.tgid, &regs, v.stack, v.s.stack_len,
 						      uips, ROVER_MAX_STACK_DEPTH, &reach);
-		stack_reach_seen(t, target, &v.s, &reach);
 		memcpy(kips, v.kips, v.s.nkips * sizeof(uint64_t));
 		memcpy(py, v.py, v.s.npy * sizeof(struct py_frame));
+		if (SC_RT_OF(v.s.pystatus) == SC_RT_JAVA)
+			java_outside(unw, sym, &v, uips, &nu, ROVER_MAX_STACK_DEPTH, py, v.s.npy,
+				     &reach);
+		stack_reach_seen(t, target, &v.s, &reach);
 		if (SC_RT_OF(v.s.pystatus) == SC_RT_JAVA)
 			t->java_status[target][SC_RT_ST(v.s.pystatus)]++;
 		else if (SC_RT_OF(v.s.pystatus) == SC_RT_NODE)

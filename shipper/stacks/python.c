@@ -603,39 +603,124 @@ static int rec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tgi
 
 static void insert(struct pycodes *c, struct pycode *e);
 
-/*
- * A Java Symbol's bytes (modified UTF-8) as a name's: ASCII kept, '/' as '.' when dots, bytes
- * that a folded line cannot hold and any non-ASCII byte as '_' (decoding modified UTF-8 is
- * left for later): its length.
- */
-static size_t jname_put(char *out, const uint8_t *in, size_t n, bool dots)
+/* Whether in[i] (of n) is a continuation byte. */
+static bool mutf8_cont(const uint8_t *in, size_t n, size_t i)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint8_t b = in[i];
+	return i < n && (in[i] & 0xc0) == 0x80;
+}
 
-		out[i] = b < 0x20 || b >= 0x7f || b == ';' ? '_' : dots && b == '/' ? '.' : (char)b;
+/* The character of a 3-byte form at in[i] (of n): 0 when there is none there (a sequence cut
+ * short, an overlong form). */
+static uint32_t mutf8_3(const uint8_t *in, size_t n, size_t i)
+{
+	uint32_t cp;
+
+	if (i >= n || (in[i] & 0xf0) != 0xe0 || !mutf8_cont(in, n, i + 1) ||
+	    !mutf8_cont(in, n, i + 2))
+		return 0;
+	cp = (uint32_t)(in[i] & 0x0f) << 12 | (uint32_t)(in[i + 1] & 0x3f) << 6 |
+	     (uint32_t)(in[i + 2] & 0x3f);
+	return cp >= 0x800 ? cp : 0;
+}
+
+size_t jutf8__decode(const uint8_t *in, size_t n, bool dots, char *out, size_t cap,
+		     uint32_t *ret_bad)
+{
+	size_t o = 0, i = 0;
+
+	if (!cap)
+		return 0;
+	while (i < n) {
+		uint8_t b = in[i];
+		uint32_t cp = 0, lo;
+		size_t k = 0;
+
+		if (b >= 0x01 && b < 0x80) {
+			cp = b;
+			k = 1;
+		} else if ((b & 0xe0) == 0xc0 && mutf8_cont(in, n, i + 1)) {
+			/* U+0000 is C0 80; any other overlong form is none. */
+			cp = (uint32_t)(b & 0x1f) << 6 | (uint32_t)(in[i + 1] & 0x3f);
+			k = cp >= 0x80 || !cp ? 2 : 0;
+		} else if ((cp = mutf8_3(in, n, i))) {
+			k = 3;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				/* A character past U+FFFF: its two surrogates, 3 bytes each. */
+				lo = mutf8_3(in, n, i + 3);
+				if (lo >= 0xdc00 && lo <= 0xdfff) {
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+					k = 6;
+				}
+			}
+			if (cp >= 0xd800 && cp <= 0xdfff) {
+				/* A lone surrogate: one replacement for its 3 bytes. */
+				cp = 0xfffd;
+				if (ret_bad)
+					(*ret_bad)++;
+			}
+		}
+		if (!k) {
+			/* One replacement a byte that starts no character: a raw 0, a stray
+			 * continuation byte, a 4-byte form (UTF-8's, never modified UTF-8's), a
+			 * sequence cut short, an overlong form. */
+			cp = 0xfffd;
+			k = 1;
+			if (ret_bad)
+				(*ret_bad)++;
+		}
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == ';')
+			cp = '_';
+		else if (dots && cp == '/')
+			cp = '.';
+		if (o + 4 >= cap)
+			break; /* cut at a character's boundary */
+		o += put_utf8(out + o, cp);
+		i += k;
 	}
-	return n;
+	out[o] = '\0';
+	return o;
+}
+
+/* Cuts s (made by snprintf into len bytes: maybe cut inside a character, its names being
+ * valid UTF-8) before a character left incomplete. */
+static void utf8_trim(char *s, size_t len)
+{
+	size_t n = strnlen(s, len), start = n, need;
+	uint8_t lead;
+
+	while (start > 0 && n - start < 3 && ((uint8_t)s[start - 1] & 0xc0) == 0x80)
+		start--;
+	if (!start)
+		return;
+	lead = (uint8_t)s[start - 1];
+	if (lead < 0xc0)
+		return;
+	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+	if (n - (start - 1) < need)
+		s[start - 1] = '\0';
 }
 
 static int keep_java(struct pycodes *c, const struct rec_view *r)
 {
 	const struct sc_jmethod *j = &r->j;
-	char name[JAVA_CLASS_MAX + JAVA_NAME_MAX + 8], file[JAVA_FILE_MAX + 1];
+	/* A byte decodes to 3 at most (U+FFFD). */
+	char name[3 * (JAVA_CLASS_MAX + JAVA_NAME_MAX) + 16], file[3 * JAVA_FILE_MAX + 8];
 	size_t nl = 0, fl = 0;
 	struct pycode *e;
 
-	nl = jname_put(name, r->data, j->class_len, true);
+	nl = jutf8__decode(r->data, j->class_len, true, name, 3 * JAVA_CLASS_MAX + 8,
+			   &c->st.bad_utf8);
 	name[nl++] = '.';
-	nl += jname_put(name + nl, r->data + JAVA_CLASS_MAX, j->name_len, false);
+	nl += jutf8__decode(r->data + JAVA_CLASS_MAX, j->name_len, false, name + nl,
+			    3 * JAVA_NAME_MAX + 8, &c->st.bad_utf8);
 	if (j->flags & JAVA_M_CUT) {
 		memcpy(name + nl, "...", 3);
 		nl += 3;
 	}
 	name[nl] = '\0';
 	if (j->file_len) {
-		fl = jname_put(file, r->data + JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX,
-			       j->file_len, false);
+		fl = jutf8__decode(r->data + JAVA_CLASS_MAX + JAVA_NAME_MAX + JAVA_SIG_MAX,
+				   j->file_len, false, file, sizeof(file), &c->st.bad_utf8);
 		file[fl++] = '\0';
 	}
 	e = malloc(sizeof(*e) + j->lines_len + nl + 1 + fl);
@@ -985,6 +1070,7 @@ int jmethods__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, ch
 			snprintf(buf, len, "%s (%s)", e->name, e->file);
 		else
 			snprintf(buf, len, "%s", e->name);
+		utf8_trim(buf, len);
 	}
 	if (ret_src)
 		*ret_src = src;
@@ -1182,30 +1268,47 @@ size_t py_splice(const struct py_native *nat, size_t nn, const struct py_frame *
 	return n;
 }
 
-size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
-		   size_t max)
+size_t java_splice(const struct py_native *nat, size_t nn, const struct py_frame *java,
+		   size_t njava, struct py_item *ret, size_t max)
 {
-	ssize_t cut = -1;
+	struct py_item in[2 * ROVER_MAX_STACK_DEPTH + PY_MAX_FRAMES];
+	size_t n = 0, n0 = nn, pos = 0, outside = 0;
 
 	if (njava > PY_MAX_FRAMES)
 		njava = PY_MAX_FRAMES;
 	if (nn > 2 * ROVER_MAX_STACK_DEPTH)
 		nn = 2 * ROVER_MAX_STACK_DEPTH;
-	/* The innermost native frame in code no file holds: the unwinder stopped in JIT code. */
-	for (ssize_t i = (ssize_t)nn - 1; i >= 0; i--) {
-		if (nat[i].jit) {
-			cut = i;
-			break;
-		}
-	}
-	size_t n = 0;
+	for (size_t k = 0; k < njava; k++)
+		if ((java[k].instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_ENTRY)
+			outside += java[k].stamp;
+	/* Counts that do not add up are no one's: every native frame is the sampled ones'. */
+	if (outside > nn)
+		outside = 0;
+	n0 = nn - outside;
+	/* Innermost first: the native frames inside the innermost Java frame, up to the first in
+	 * code no file holds (where the unwinder met JIT code); each Java frame; at each entry
+	 * frame, the native frames that called it. */
+	for (size_t i = 0; i < n0 && !nat[nn - 1 - i].jit; i++)
+		in[n++] = (struct py_item){ .native = (int16_t)(nn - 1 - i), .py = -1 };
+	pos = n0;
+	for (size_t k = 0; k < njava; k++) {
+		size_t c = (java[k].instr & JAVA_FRAME_KIND_MASK) == JAVA_FRAME_ENTRY && outside
+				   ? java[k].stamp
+				   : 0;
 
-	/* The Java frames, outermost first, then the native frames inside the Java code. */
-	for (size_t k = njava; k-- > 0 && n < max;)
-		ret[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
-	for (size_t i = cut < 0 ? 0 : (size_t)cut + 1; i < nn && n < max; i++)
-		ret[n++] = (struct py_item){ .native = (int16_t)i, .py = -1 };
-	return n;
+		if ((java[k].instr & JAVA_FRAME_KIND_MASK) != JAVA_FRAME_ENTRY) {
+			in[n++] = (struct py_item){ .native = -1, .py = (int16_t)k };
+			continue;
+		}
+		for (size_t i = 0; i < c; i++)
+			in[n++] =
+				(struct py_item){ .native = (int16_t)(nn - 1 - pos - i), .py = -1 };
+		pos += c;
+	}
+	/* Outermost first, as names are; past max the innermost are left out. */
+	for (size_t k = 0; k < n && k < max; k++)
+		ret[k] = in[n - 1 - k];
+	return n < max ? n : max;
 }
 
 size_t v8_splice(const uint64_t *ips, size_t nn, const struct py_frame *js, size_t njs,

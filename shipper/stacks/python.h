@@ -69,6 +69,7 @@ struct pycodes_stats {
 	uint64_t unknown;    /* of which with no record: PY_UNKNOWN_NAME */
 	uint64_t entries;    /* kept now */
 	uint64_t bytes;	     /* charged now */
+	uint32_t bad_utf8;   /* invalid sequences in Java names (jutf8__decode), replaced */
 };
 
 /* budget_bytes: 0 for PYCODES_CACHE_BYTES. NULL + errno. */
@@ -155,6 +156,17 @@ const char *py_status_name(uint32_t status);
 #define JAVA_UNKNOWN_NAME "<java code>"
 
 /*
+ * n bytes of a Java Symbol (HotSpot's modified UTF-8: U+0000 as C0 80, a character past U+FFFF
+ * as its two UTF-16 surrogates of 3 bytes each) as UTF-8 into out[cap], '\0'-ended and cut at
+ * a character's boundary: '/' as '.' when dots, what a folded line cannot hold (controls,
+ * U+0000, ';') as '_', a lone surrogate and each byte that starts no valid sequence (a
+ * sequence cut short, an overlong form, a 4-byte form, a stray continuation byte) as U+FFFD,
+ * each counted in *ret_bad (may be NULL). Returns the length.
+ */
+size_t jutf8__decode(const uint8_t *in, size_t n, bool dots, char *out, size_t cap,
+		     uint32_t *ret_bad);
+
+/*
  * The line of bytecode index bci in a method's compressed line number table (HotSpot's
  * CompressedLineNumberReadStream; jdk: the JDK's major version, which tells the number
  * format), len bytes of it: true with *ret_line, false when the table gives none or ends
@@ -210,13 +222,18 @@ size_t jnmethods__scopes(struct pycodes *c, int32_t tgid, const struct py_frame 
 			 struct jscope *ret, size_t max);
 
 /*
- * A Java stack's order, outermost first: the njava Java frames (walked from the sampled
- * registers, down to the entry frame), then the native frames inside the innermost one in
- * JIT code (nat[].jit: where the native unwinder stopped). The native frames outside the
- * Java frames are left out: the walker does not yet go on past the entry frame.
+ * A Java stack's order, outermost first. nat[nn] are its native frames, outermost first, of
+ * the unwindings ship_task__snapshots made (shipper/task.c): from the sampled registers
+ * (innermost), then from each entry frame of java[] in turn, the entry frame's stamp their
+ * count (an entry's count is set by the shipper, not the programs). java[njava] are the Java
+ * frames, innermost first, as the programs walked them, entry frames (JAVA_FRAME_ENTRY) among
+ * them. The order: the native frames inside the innermost Java frame (up to the first one in
+ * JIT code, nat[].jit: where the native unwinder met Java code), each Java frame, and at each
+ * entry frame the native frames that called it (a JNI call, the thread's start). Counts that
+ * add up to more than nn are ignored. Items beyond max: the innermost left out.
  */
-size_t java_splice(const struct py_native *nat, size_t nn, size_t njava, struct py_item *ret,
-		   size_t max);
+size_t java_splice(const struct py_native *nat, size_t nn, const struct py_frame *java,
+		   size_t njava, struct py_item *ret, size_t max);
 
 const char *java_status_name(uint32_t status);
 

@@ -1036,6 +1036,55 @@ static void jnm_seeds(void)
 	jnm_seed("java_nmethod_25", 0x20, 25, r25, JAVA_NM_PCS_CUT | JAVA_NM_META_CUT);
 }
 
+/*
+ * Entry frames (JAVA_FRAME_ENTRY, the call stub's frame pointer in code): the first one's saved
+ * frame pointer and return address lie in the stack copy (at sp + 16), the second one's past
+ * it, the third's below sp; Java frames between them (java_outside in shipper/task.c,
+ * java_splice).
+ */
+static void jentry_seed(void)
+{
+	static const uint8_t tab17[] = { 0xff, 0x00, 0x14, 0x2a, 0xff, 0x08, 0x01, 0x00 };
+	static const struct jrec r[1] = { { 0x7f0000001000, 17, "rover/test/A", "burn", "A.java",
+					    tab17, sizeof(tab17), JAVA_M_HAS_LINES } };
+	static uint8_t codes[SEED_MAX];
+	const uint64_t sp = 0x7ffc0000, bp = sp + 48, ret = 0x401010;
+	struct ship_snapshots_hdr h = { .task_id = 7, .count = 1 };
+	struct ship_snapshot snap = { .tgid = 42,
+				      .stack_len = 64,
+				      .value = 1,
+				      .ip = 0x401000,
+				      .sp = sp,
+				      .bp = sp + 16,
+				      .npy = 6,
+				      .pystatus = SC_RT_STATUS(SC_RT_JAVA, JAVA_ST_OK) };
+	const struct py_frame f[6] = {
+		{ .code = r[0].method, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 5 },
+		{ .code = sp + 16, .instr = JAVA_FRAME_ENTRY },
+		{ .code = r[0].method, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 9 },
+		{ .code = sp + 4096, .stamp = 77, .instr = JAVA_FRAME_ENTRY },
+		{ .code = r[0].method, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED },
+		{ .code = sp - 8, .instr = JAVA_FRAME_ENTRY | 3 },
+	};
+	uint8_t stack[64] = { 0 };
+	struct pyseed p = { .len = 0 };
+	size_t clen = jmethods_payload(codes, r, 1);
+	uint8_t mode = 0;
+
+	memcpy(stack + 16, &bp, 8);
+	memcpy(stack + 24, &ret, 8);
+	pput(&p, &mode, 1);
+	pput16(&p, clen);
+	pput(&p, codes, clen);
+	pput16(&p, 2);
+	pput(&p, "\x01\x01", 2);
+	pput(&p, &h, sizeof(h));
+	pput(&p, &snap, sizeof(snap));
+	pput(&p, f, sizeof(f));
+	pput(&p, stack, sizeof(stack));
+	write_file("fuzz_pycode", "java_entry_frames", p.buf, p.len);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1052,5 +1101,6 @@ int main(int argc, char **argv)
 	pycode_seeds();
 	jmethod_seeds();
 	jnm_seeds();
+	jentry_seed();
 	return 0;
 }

@@ -426,17 +426,19 @@ static pid_t start_python_workload(const char *python, const char *seconds, FILE
 	return pid;
 }
 
-/* The agent of config_fmt with a second finder for start_python_workload's program. */
-static pid_t start_rover_py(int port)
+/* The agent of config_fmt with a second finder, of the command lines regex (YAML's double
+ * quoted, its group 1 the process's name). */
+static pid_t start_rover_finder(int port, const char *regex)
 {
-	static const char finder[] =
-		"      - match_cmd_regex: \"/python3\\\\.12 .*/(pyburn_[0-9]+)/two_funcs\\\\.py \"\n"
-		"        layer: OS_LINUX\n"
-		"        service_name: \"rover-it\"\n"
-		"        instance_name: \"{{.Rover.HostName}}\"\n"
-		"        process_name: \"{{.Finder.RegexMatchGroup 1}}\"\n";
-	char cfg[8192], *p;
+	char cfg[8192], finder[1024], *p;
 
+	snprintf(finder, sizeof(finder),
+		 "      - match_cmd_regex: \"%s\"\n"
+		 "        layer: OS_LINUX\n"
+		 "        service_name: \"rover-it\"\n"
+		 "        instance_name: \"{{.Rover.HostName}}\"\n"
+		 "        process_name: \"{{.Finder.RegexMatchGroup 1}}\"\n",
+		 regex);
 	snprintf(cfg, sizeof(cfg), config_fmt, port, "");
 	p = strstr(cfg, "profiling:\n");
 	cr_assert_not_null(p);
@@ -444,6 +446,12 @@ static pid_t start_rover_py(int port)
 	memmove(p + strlen(finder), p, strlen(p) + 1);
 	memcpy(p, finder, strlen(finder));
 	return start_rover_cfg(cfg);
+}
+
+/* The agent of config_fmt with a second finder for start_python_workload's program. */
+static pid_t start_rover_py(int port)
+{
+	return start_rover_finder(port, "/python3\\\\.12 .*/(pyburn_[0-9]+)/two_funcs\\\\.py ");
 }
 
 /* What the uploads of a Python workload's task say about its frames, in samples. */
@@ -2150,4 +2158,189 @@ Test(backend, the_service_as_the_rover_user_profiles_and_uploads)
 	cr_expect(wait_log("cannot check what another user may trace", 5000),
 		  "the refusal was not said; rover log:\n%s", slurp(tmp_path("rover.log"), NULL));
 	cr_expect(!count_in_log("task 3 done"), "the attacker's task ran");
+}
+
+/*
+ * tests/programs/java/TwoThreads.java, compiled by jdk's javac into tmp/jburn_PID/ (the finder
+ * start_rover_finder is given matches that directory and nothing else, and names the entity
+ * after it), run for SECONDS by jdk's java. Returns its pid (tracked) once it printed "ready";
+ * its stdout in *ret_out.
+ */
+static pid_t start_java_workload(const char *jdk, const char *seconds, FILE **ret_out)
+{
+	char dir[4096], javac[512], java[512], line[256], *err = NULL;
+	char *argv[] = { javac, "-d", dir, (char *)src("tests/programs/java/TwoThreads.java"),
+			 NULL };
+	int pfd[2];
+	pid_t pid;
+
+	snprintf(workload_name, sizeof(workload_name), "jburn_%d", (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/%s", tmp, workload_name);
+	snprintf(javac, sizeof(javac), "%s/bin/javac", jdk);
+	snprintf(java, sizeof(java), "%s/bin/java", jdk);
+	cr_assert_eq(run_cmd(argv, &err), 0, "%s: %s", javac, err);
+	free(err);
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		execl(java, java, "-cp", dir, "rover.test.TwoThreads", seconds, (char *)NULL);
+		_exit(127);
+	}
+	track(pid);
+	close(pfd[1]);
+	*ret_out = fdopen(pfd[0], "r");
+	cr_assert_not_null(*ret_out);
+	cr_assert(fgets(line, sizeof(line), *ret_out) && !strncmp(line, "ready", 5),
+		  "%s rover.test.TwoThreads did not start", java);
+	return pid;
+}
+
+/* What the uploads of a Java workload's task say about its frames, in samples. */
+struct java_sum {
+	long dump_count;
+	long java; /* a user stack with a Java frame ("pkg.Class.method (File.java...)") */
+	long burn_a, burn_b; /* innermost Java frame burnA, burnB */
+	long ordered;	     /* burnA or burnB, lambda$main$0 (its line), Thread.run, in order */
+	long misordered;     /* a caller missing or out of order */
+	size_t messages;
+	char first_bad[2048];
+};
+
+/* Adds up the collectProfilingData messages (this test runs one task). */
+static void sum_java_uploads(struct java_sum *s)
+{
+	size_t n;
+	struct json_object **r = records(&n);
+
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *m = at(r[i], "message"), *stacks;
+		long dc;
+
+		if (strcmp(method_of(r[i]), "collectProfilingData"))
+			continue;
+		s->messages++;
+		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
+		s->dump_count += dc;
+		stacks = at(m, "onCPU.stacks");
+		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
+			struct json_object *st = json_object_array_get_idx(stacks, k);
+			struct json_object *syms = at(st, "stackSymbols");
+			const char *type = str_at(st, "stackType");
+			long a, b, burn, lambda, run;
+			int java = 0;
+
+			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
+				continue;
+			for (size_t j = 0; j < json_object_array_length(syms); j++) {
+				const char *sym =
+					json_object_get_string(json_object_array_get_idx(syms, j));
+
+				if (sym && strstr(sym, " (") && strstr(sym, ".java"))
+					java = 1;
+			}
+			a = sym_index(syms, "rover.test.TwoThreads.burnA (TwoThreads.java");
+			b = sym_index(syms, "rover.test.TwoThreads.burnB (TwoThreads.java");
+			lambda = sym_index(syms, "rover.test.TwoThreads.lambda$main$");
+			run = sym_index(syms, "java.lang.Thread.run (Thread.java:");
+			burn = a >= 0 ? a : b;
+			s->java += java ? dc : 0;
+			s->burn_a += a >= 0 ? dc : 0;
+			s->burn_b += b >= 0 ? dc : 0;
+			if (burn < 0)
+				continue;
+			/* Innermost first: each frame before its caller's, the lambda with its
+			 * line ("(TwoThreads.java:N)"). */
+			if (a >= 0 && b >= 0)
+				burn = -1;
+			if (burn >= 0 && lambda > burn && run > lambda &&
+			    strstr(json_object_get_string(json_object_array_get_idx(syms, lambda)),
+				   "(TwoThreads.java:")) {
+				s->ordered += dc;
+			} else {
+				if (!s->misordered)
+					py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
+				s->misordered += dc;
+			}
+		}
+	}
+	records_free(r, n);
+}
+
+/*
+ * Java frames at the OAP: tests/programs/java/TwoThreads.java on JDK 17 (two threads burning
+ * burnA and burnB, each measuring its CPU time), found by a finder of its own and profiled by
+ * a backend ON_CPU task.
+ * Its user stacks reach the OAP with its frames named as in the folded output,
+ * `package.Class.method (File.java:LINE)`, innermost first as every stackSymbols list is,
+ * every burn under its callers in order, at about the program's split (its precision is
+ * java::on_cpu_java_frames_on_both_jdks's to check).
+ */
+Test(backend, java_frames_reach_the_oap_named)
+{
+	const char *jdk = "/usr/lib/jvm/java-17-openjdk-amd64";
+	pid_t work, oap, rover;
+	struct json_object *h;
+	struct java_sum s;
+	char line[256];
+	FILE *out;
+	int port = 0;
+	long samples;
+	double v, measured = -1;
+
+	work = start_java_workload(jdk, "12", &out);
+	cr_assert_eq(write_file(tmp_path("tasks.json"), "[]\n"), 0);
+	oap = start_oap(0, &port);
+	rover = start_rover_finder(port,
+				   "/bin/java -cp .*/(jburn_[0-9]+) rover\\\\.test\\\\.TwoThreads ");
+	h = wait_reported(work, 20000);
+	cr_assert_not_null(h, "%s not reported; rover log:\n%s", workload_name,
+			   slurp(tmp_path("rover.log"), NULL));
+	cr_expect_str_eq(str_at(h, "entity.processName"), workload_name);
+	json_object_put(h);
+
+	add_task("it-java-1", "ON_CPU", 4);
+	samples = wait_task_done("it-java-1", 30000);
+	cr_assert_gt(samples, 0, "task did not finish; rover log:\n%s",
+		     slurp(tmp_path("rover.log"), NULL));
+	for (int i = 0; i < 40; i++) {
+		sum_java_uploads(&s);
+		if (s.dump_count >= samples)
+			break;
+		sleep_ms(250);
+	}
+	/* The program's own measure, printed at its end (12 s after it started). */
+	while (fgets(line, sizeof(line), out))
+		if (sscanf(line, "share burnA %lf", &v) == 1)
+			measured = v;
+	fclose(out);
+	cr_log_info("java: samples %ld uploaded %ld in %zu messages; Java frames in %ld, burnA %ld "
+		    "burnB %ld (%.1f%%; the program measured %.1f%%): ordered %ld misordered %ld",
+		    samples, s.dump_count, s.messages, s.java, s.burn_a, s.burn_b,
+		    s.burn_a + s.burn_b ? 100.0 * s.burn_a / (s.burn_a + s.burn_b) : 0, measured,
+		    s.ordered, s.misordered);
+	cr_expect_eq(s.dump_count, samples, "uploaded %ld dumpCounts for %ld samples", s.dump_count,
+		     samples);
+	cr_expect_gt(samples, 100);
+	cr_expect_gt(s.java * 2, s.dump_count, "Java frames in %ld of %ld samples; rover log:\n%s",
+		     s.java, s.dump_count, slurp(tmp_path("rover.log"), NULL));
+	cr_expect_gt(s.burn_a + s.burn_b, s.dump_count / 2, "burnA, burnB in %ld of %ld",
+		     s.burn_a + s.burn_b, s.dump_count);
+	/* Within 10 points of the program's split: a steal-time burst of this VM must not fail
+	 * what is a test of the uploads. */
+	cr_expect_gt(measured, 0, "the program said no share");
+	cr_expect(s.burn_a * 100 > (s.burn_a + s.burn_b) * (measured - 10) &&
+			  s.burn_a * 100 < (s.burn_a + s.burn_b) * (measured + 10),
+		  "burnA %ld of %ld (%.1f%% measured)", s.burn_a, s.burn_a + s.burn_b, measured);
+	/* A sample whose walk ended early (a read that failed) is not an upload's fault. */
+	cr_expect_lt(s.misordered * 20, s.burn_a + s.burn_b,
+		     "%ld of %ld samples out of order, the first: %s", s.misordered,
+		     s.burn_a + s.burn_b, s.first_bad);
+	cr_expect_gt(s.ordered, 0, "no burn under its callers");
+	stop(rover, SIGTERM);
+	stop(oap, SIGTERM);
+	stop_program(work);
 }

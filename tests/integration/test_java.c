@@ -38,7 +38,7 @@ struct jprog {
 static void compile(const char *jdk, const char *classes, const char *file)
 {
 	char javac[512], path[512], *err = NULL;
-	char *argv[] = { javac, "-d", (char *)classes, path, NULL };
+	char *argv[] = { javac, "-encoding", "UTF-8", "-d", (char *)classes, path, NULL };
 
 	snprintf(path, sizeof(path), "%s", src(file));
 
@@ -47,35 +47,20 @@ static void compile(const char *jdk, const char *classes, const char *file)
 	free(err);
 }
 
-/* Starts class main (rover.test.NAME) of classes with jdk's java, the JVM's options opts (NULL
- * or NULL-ended), its arguments seconds and arg (NULL: none), and waits for its "ready" (lines
- * before it, as JFR's at its start, skipped). */
-static int jprog_start_opts(const char *jdk, const char *const *opts, const char *classes,
-			    const char *main, const char *seconds, const char *arg,
-			    struct jprog *ret)
+/* Starts path with argv (NULL-ended) and waits for its "ready" (lines before it, as JFR's at
+ * its start, skipped). */
+static int prog_start(const char *path, const char *const *argv, struct jprog *ret)
 {
-	char java[512], line[512];
-	const char *argv[32];
-	size_t n = 0;
+	char line[512];
 	int pfd[2], found = 0;
 
-	snprintf(java, sizeof(java), "%s/bin/java", jdk);
-	argv[n++] = java;
-	for (size_t i = 0; opts && opts[i] && n < 24; i++)
-		argv[n++] = opts[i];
-	argv[n++] = "-cp";
-	argv[n++] = classes;
-	argv[n++] = main;
-	argv[n++] = seconds;
-	argv[n++] = arg;
-	argv[n] = NULL;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
 	ret->pid = fork();
 	if (ret->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
-		execv(java, (char *const *)argv);
+		execv(path, (char *const *)argv);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -88,6 +73,29 @@ static int jprog_start_opts(const char *jdk, const char *const *opts, const char
 		return -EIO;
 	}
 	return 0;
+}
+
+/* Starts class main (rover.test.NAME) of classes with jdk's java, the JVM's options opts (NULL
+ * or NULL-ended), its arguments seconds and arg (NULL: none), and waits for its "ready". */
+static int jprog_start_opts(const char *jdk, const char *const *opts, const char *classes,
+			    const char *main, const char *seconds, const char *arg,
+			    struct jprog *ret)
+{
+	char java[512];
+	const char *argv[32];
+	size_t n = 0;
+
+	snprintf(java, sizeof(java), "%s/bin/java", jdk);
+	argv[n++] = java;
+	for (size_t i = 0; opts && opts[i] && n < 24; i++)
+		argv[n++] = opts[i];
+	argv[n++] = "-cp";
+	argv[n++] = classes;
+	argv[n++] = main;
+	argv[n++] = seconds;
+	argv[n++] = arg;
+	argv[n] = NULL;
+	return prog_start(java, argv, ret);
 }
 
 static int jprog_start(const char *jdk, const char *classes, const char *main, const char *seconds,
@@ -670,6 +678,114 @@ Test(java, inlined_methods_are_frames_of_their_own_on_both_jdks)
 			     jdks[v], chain, f.total, f.n ? f.stacks[0] : "");
 		cr_assert_str_eq(ilogopt, jfropt, "%s: rover's innermost frames against JFR's",
 				 jdks[v]);
+		folded_free(&f);
+		free(err);
+	}
+}
+
+/*
+ * Native frames on both sides of the Java frames: tests/programs/java/jni_host, a C program,
+ * creates a JVM (JNI_CreateJavaVM on its main thread) and calls JniHost.run from its
+ * host_call_java; the Java code burns CPU in größe and in the native method nativeBurn (called
+ * from 本地), the C program's host_native_burn. Java code's samples must have main and
+ * host_call_java under the Java frames (the native frames that called the entry frame), the
+ * native method's host_native_burn above them, every frame's callers in order, and the two
+ * methods' names decoded from modified UTF-8. The native method calls back into Java
+ * (JniHost.inner, from host_call_back): its samples must have every caller down to main.
+ */
+Test(java, native_frames_around_java_called_from_native_code_on_both_jdks)
+{
+	for (size_t v = 0; v < NJDKS; v++) {
+		static const char *const chain_java[] = {
+			"main", "host_call_java", "rover.test.JniHost.run (JniHost.java:",
+			"rover.test.JniHost.größe (JniHost.java"
+		};
+		static const char *const chain_native[] = {
+			"main",
+			"host_call_java",
+			"rover.test.JniHost.run (JniHost.java:",
+			"rover.test.JniHost.本地 (JniHost.java:",
+			"rover.test.JniHost.nativeBurn (JniHost.java",
+			"host_native_burn"
+		};
+		/* Java under native code under Java: the walk goes on past the inner entry frame
+		 * at the Java frames the JavaCallWrapper saved. */
+		static const char *const chain_nested[] = {
+			"main",
+			"host_call_java",
+			"rover.test.JniHost.run (JniHost.java:",
+			"rover.test.JniHost.本地 (JniHost.java:",
+			"rover.test.JniHost.nativeBurn (JniHost.java",
+			"host_call_back",
+			"rover.test.JniHost.inner (JniHost.java:",
+			"rover.test.JniHost.größe (JniHost.java"
+		};
+		char classes[512], out[512], pids[32], libjvm[512], *err = NULL;
+		char *argv[] = { (char *)bin("rover"),
+				 "profile",
+				 "--type",
+				 "on_cpu",
+				 "--pid",
+				 pids,
+				 "--duration",
+				 "4s",
+				 "--dump-period",
+				 "2ms",
+				 "--output",
+				 out,
+				 NULL };
+		const char *host = bin("tests/programs/java/jni_host");
+		struct jprog p = { 0 };
+		uint64_t jb, nb, nj, cj, cn, ib, ci;
+		struct folded f;
+
+		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
+		snprintf(out, sizeof(out), "%s/jni-%zu.folded", tmp, v);
+		snprintf(libjvm, sizeof(libjvm), "%s/lib/server/libjvm.so", jdks[v]);
+		compile(jdks[v], classes, "tests/programs/java/JniHost.java");
+		cr_assert_eq(prog_start(host,
+					(const char *const[]){ host, libjvm, classes, "7", NULL },
+					&p),
+			     0, "%s: %s", jdks[v], host);
+		snprintf(pids, sizeof(pids), "%d", (int)p.pid);
+		cr_assert_eq(run_cmd(argv, &err), 0, "%s: rover: %s", jdks[v], err);
+		jprog_end(&p);
+		cr_assert_eq(folded_read(out, &f), 0);
+		jb = with_chain(&f, (const char *const[]){ "rover.test.JniHost.größe (" }, 1);
+		nb = with_chain(&f, (const char *const[]){ "host_native_burn" }, 1);
+		/* A sample whose thread had no last Java frame has no Java frames at all (its
+		 * status says so; docs/java-frames.md, Not yet): the order is checked on the
+		 * others. */
+		nj = with_chain(&f,
+				(const char *const[]){ "rover.test.JniHost.", "host_native_burn" },
+				2);
+		cj = with_chain(&f, chain_java, 4);
+		cn = with_chain(&f, chain_native, 6);
+		ib = with_chain(&f, (const char *const[]){ "rover.test.JniHost.inner (" }, 1);
+		ci = with_chain(&f, chain_nested, 8);
+		cr_log_info("%s: größe %lu (%lu under main;host_call_java;run), "
+			    "host_native_burn %lu (%lu with Java frames, %lu under "
+			    "main;host_call_java;run;本地;nativeBurn) of %lu samples",
+			    jdks[v], jb, cj, nb, nj, cn, f.total);
+		cr_assert_gt(jb, f.total / 4, "%s: größe in %lu of %lu samples\n%s", jdks[v], jb,
+			     f.total, f.n ? f.stacks[0] : "");
+		cr_assert_gt(nb, f.total / 8, "%s: host_native_burn in %lu of %lu samples\n%s",
+			     jdks[v], nb, f.total, f.n ? f.stacks[0] : "");
+		cr_assert_gt(nj, nb * 3 / 4, "%s: host_native_burn with Java frames in %lu of %lu",
+			     jdks[v], nj, nb);
+		cr_assert_gt(cj, jb * 9 / 10,
+			     "%s: größe: native callers missing or out of order\n%s", jdks[v],
+			     f.n ? f.stacks[0] : "");
+		cr_assert_gt(cn, nj * 9 / 10,
+			     "%s: host_native_burn: callers missing or out of order\n%s", jdks[v],
+			     f.n ? f.stacks[0] : "");
+		cr_log_info("%s: inner %lu (%lu under main;...;nativeBurn;host_call_back)", jdks[v],
+			    ib, ci);
+		cr_assert_gt(ib, f.total / 20, "%s: inner in %lu of %lu samples", jdks[v], ib,
+			     f.total);
+		cr_assert_gt(ci, ib * 9 / 10,
+			     "%s: inner: callers past the inner entry frame missing or out of order",
+			     jdks[v]);
 		folded_free(&f);
 		free(err);
 	}

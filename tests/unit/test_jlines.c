@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/jvmframes.h"
@@ -508,5 +509,172 @@ Test(jnm, bad_nmethod_records_are_refused_whole)
 		cr_assert_str_eq(jname(c, 0xa0, 7, JAVA_FRAME_INTERPRETED | 5), JAVA_UNKNOWN_NAME,
 				 "case %d", k);
 		pycodes__free(c);
+	}
+}
+
+/* The order of a spliced stack's items, outermost first: "nI" a native frame, "jK" a Java one. */
+static void splice_order(const struct py_native *nat, size_t nn, const struct py_frame *java,
+			 size_t njava, char *buf, size_t len)
+{
+	struct py_item items[64];
+	size_t n = java_splice(nat, nn, java, njava, items, 64), o = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < n; k++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%c%d", k ? " " : "",
+				      items[k].native >= 0 ? 'n' : 'j',
+				      items[k].native >= 0 ? items[k].native : items[k].py);
+}
+
+/*
+ * A C program's JNI callback under Java code that C code called: the sampled registers'
+ * unwinding (callback, JNI function, then JIT code), the entry frame's (call_helper, main,
+ * _start); the Java frames between. Counts that do not add up are ignored, and a stack without
+ * an entry frame keeps the order it always had.
+ */
+Test(jsplice, native_frames_go_on_both_sides_of_the_java_frames)
+{
+	/* Outermost first: _start, main, call_helper | JIT, JIT wrapper, JNI function, callback. */
+	static const struct py_native nat[7] = { [3] = { .jit = 1 }, [4] = { .jit = 1 } };
+	struct py_frame java[4] = {
+		{ .code = 0x10, .stamp = 1, .instr = JAVA_FRAME_COMPILED },
+		{ .code = 0x20, .stamp = 1, .instr = JAVA_FRAME_COMPILED | 4 },
+		{ .code = 0x30, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 2 },
+		{ .code = 0, .stamp = 3, .instr = JAVA_FRAME_ENTRY },
+	};
+	char buf[256];
+
+	splice_order(nat, 7, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "n0 n1 n2 j2 j1 j0 n5 n6");
+	/* Two entry frames: Java called by native code called by Java called by C. */
+	{
+		static const struct py_native nat2[6] = { [3] = { .jit = 1 } };
+		struct py_frame j2[5] = {
+			{ .code = 0x10, .stamp = 1, .instr = JAVA_FRAME_COMPILED },
+			{ .code = 0, .stamp = 2, .instr = JAVA_FRAME_ENTRY },
+			{ .code = 0x30, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 2 },
+			{ .code = 0x40, .stamp = 1, .instr = JAVA_FRAME_INTERPRETED | 3 },
+			{ .code = 0, .stamp = 1, .instr = JAVA_FRAME_ENTRY },
+		};
+
+		/* ips: [0..2] sampled (native, native, JIT), [3..4] first entry, [5] second. */
+		splice_order(nat2, 6, j2, 5, buf, sizeof(buf));
+		cr_assert_str_eq(buf, "n0 j3 j2 n1 n2 j0 n4 n5");
+	}
+	java[3].stamp = 100;
+	splice_order(nat, 7, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0 n5 n6");
+	splice_order(nat, 7, java, 3, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0 n5 n6");
+	splice_order(nat, 0, java, 4, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "j2 j1 j0");
+}
+
+/* Whether s[n] is valid UTF-8 (no surrogates, nothing overlong, nothing past U+10FFFF). */
+static bool utf8_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t b = (uint8_t)s[i];
+		size_t k = b < 0x80		? 1
+			   : (b & 0xe0) == 0xc0 ? 2
+			   : (b & 0xf0) == 0xe0 ? 3
+			   : (b & 0xf8) == 0xf0 ? 4
+						: 0;
+		uint32_t cp = k == 1 ? b : k == 2 ? b & 0x1fu : k == 3 ? b & 0x0fu : b & 0x07u;
+
+		if (!k || !b || i + k > n)
+			return false;
+		for (size_t j = 1; j < k; j++) {
+			if (((uint8_t)s[i + j] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | ((uint8_t)s[i + j] & 0x3fu);
+		}
+		if ((k == 2 && cp < 0x80) || (k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+static const char *mutf8(const char *in, size_t n, bool dots, uint32_t *bad)
+{
+	static char out[256];
+
+	*bad = 0;
+	jutf8__decode((const uint8_t *)in, n, dots, out, sizeof(out), bad);
+	return out;
+}
+
+/* HotSpot's modified UTF-8 as UTF-8: what javac writes for non-ASCII names, and hostile bytes
+ * (each replaced, counted, the output valid UTF-8 whatever comes in). */
+Test(jutf8, modified_utf8_is_decoded_and_bad_bytes_replaced)
+{
+	uint32_t bad;
+	char out[64];
+
+	cr_assert_str_eq(mutf8("rover/test/Gr\xc3\xb6\xc3\x9f"
+			       "e",
+			       18, true, &bad),
+			 "rover.test.Gr\xc3\xb6\xc3\x9f"
+			 "e");
+	cr_assert_eq(bad, 0);
+	cr_assert_str_eq(mutf8("\xe8\xae\xa1\xe7\xae\x97", 6, false, &bad),
+			 "\xe8\xae\xa1\xe7\xae\x97");
+	cr_assert_eq(bad, 0);
+	/* U+0000 as C0 80: a character a folded line cannot hold, as ';'. */
+	cr_assert_str_eq(mutf8("a\xc0\x80;b/c", 7, false, &bad), "a__b/c");
+	cr_assert_eq(bad, 0);
+	/* U+1F600 as its surrogates, 3 bytes each: one 4-byte character. */
+	cr_assert_str_eq(mutf8("x\xed\xa0\xbd\xed\xb8\x80y", 8, false, &bad), "x\xf0\x9f\x98\x80y");
+	cr_assert_eq(bad, 0);
+	/* A lone surrogate, high or low; a high one before a non-surrogate. */
+	cr_assert_str_eq(mutf8("\xed\xa0\xbd"
+			       "a",
+			       4, false, &bad),
+			 "\xef\xbf\xbd"
+			 "a");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xed\xb8\x80", 3, false, &bad), "\xef\xbf\xbd");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xed\xa0\xbd\xe4\xb8\xad", 6, false, &bad),
+			 "\xef\xbf\xbd\xe4\xb8\xad");
+	cr_assert_eq(bad, 1);
+	/* UTF-8's 4-byte form, a raw 0, overlong forms, a stray continuation, a cut sequence. */
+	cr_assert_str_eq(mutf8("\xf0\x9f\x98\x80", 4, false, &bad),
+			 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 4);
+	cr_assert_str_eq(mutf8("a\0b", 3, false, &bad), "a\xef\xbf\xbd"
+							"b");
+	cr_assert_eq(bad, 1);
+	cr_assert_str_eq(mutf8("\xc1\x81\xe0\x81\x81", 5, false, &bad),
+			 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 5);
+	cr_assert_str_eq(mutf8("\x80z\xe4\xb8", 4, false, &bad),
+			 "\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd");
+	cr_assert_eq(bad, 3);
+	/* C1 controls (U+0080 is C2 80) as '_'. */
+	cr_assert_str_eq(mutf8("\xc2\x80\xc2\xa0", 4, false, &bad), "_\xc2\xa0");
+	/* A small output: cut at a character's boundary, always ended. */
+	cr_assert_eq(jutf8__decode((const uint8_t *)"ab\xe4\xb8\xad", 5, false, out, 6, NULL), 2);
+	cr_assert_str_eq(out, "ab");
+	cr_assert_eq(jutf8__decode((const uint8_t *)"ab", 2, false, out, 1, NULL), 0);
+	cr_assert_str_eq(out, "");
+	/* Any bytes: valid UTF-8 out, within its room. */
+	srand(28);
+	for (int round = 0; round < 20000; round++) {
+		uint8_t in[24];
+		char big[3 * sizeof(in) + 8];
+		size_t n = (size_t)rand() % sizeof(in), o;
+		static const uint8_t pick[] = { 0x00, 0x2f, 0x3b, 0x41, 0x7f, 0x80, 0xa0,
+						0xbd, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0,
+						0xed, 0xef, 0xf0, 0xf4, 0xf8, 0xff };
+
+		for (size_t i = 0; i < n; i++)
+			in[i] = rand() % 2 ? pick[rand() % sizeof(pick)] : (uint8_t)rand();
+		o = jutf8__decode(in, n, round % 2, big, sizeof(big), NULL);
+		cr_assert_lt(o, sizeof(big));
+		cr_assert_eq(strlen(big), o);
+		cr_assert(utf8_valid(big, o), "round %d: invalid UTF-8 out", round);
 	}
 }
