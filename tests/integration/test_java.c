@@ -341,7 +341,7 @@ Test(java, on_cpu_java_frames_on_both_jdks)
 		uint64_t t0, t1;
 		struct jprog p = { 0 };
 		struct folded f;
-		uint64_t a, b;
+		uint64_t a, b, jit;
 		double want;
 
 		snprintf(classes, sizeof(classes), "%s/classes-%zu", tmp, v);
@@ -385,8 +385,14 @@ Test(java, on_cpu_java_frames_on_both_jdks)
 		b = with_chain(&f, (const char *const[]){ "rover.test.TwoThreads.burnB (" }, 1);
 		cr_log_info("%s: burnA %lu, burnB %lu of %lu; the program measured %.1f%%", jdks[v],
 			    a, b, f.total, want);
-		cr_assert_gt(a + b, f.total * 8 / 10, "%s: Java frames in %lu of %lu samples\n%s",
-			     jdks[v], a + b, f.total, f.n ? f.stacks[0] : "");
+		/* The JIT compiler's threads run no Java (C2 compiling burnA and burnB took a
+		 * quarter of a loaded machine's samples in one CI run): of the others, the two
+		 * burners' Java frames are most. */
+		jit = with_chain(&f, (const char *const[]){ "CompileBroker::compiler_thread_loop" },
+				 1);
+		cr_assert_gt(a + b, (f.total - jit) * 8 / 10,
+			     "%s: Java frames in %lu of %lu samples (%lu more in the JIT compiler)\n%s",
+			     jdks[v], a + b, f.total - jit, jit, f.n ? f.stacks[0] : "");
 		cr_assert_gt(want, 0, "%s: the program said no share", jdks[v]);
 		cr_assert(pct(a, a + b) > want - 5 && pct(a, a + b) < want + 5,
 			  "%s: burnA %.1f%% in the profile, %.1f%% measured", jdks[v],
