@@ -71,11 +71,14 @@ struct v8_scratch {
 	__u64 sfi[V8_SFI_WORDS];
 	__u64 si[V8_SI_HEAD];
 	__u64 names[5];
-	__u64 scan_sp;	/* the stack searched for a frame pointer from here */
-	__u64 found;	/* what v8_scan found */
-	__u64 src;	/* the source's first character */
-	__u32 src_len;	/* bytes before the function's start */
-	__u32 newlines; /* counted so far */
+	__u64 scan_sp;	 /* the stack searched for a frame pointer from here */
+	__u64 found;	 /* what v8_scan found */
+	__u64 src;	 /* the source's first character */
+	__u32 src_len;	 /* bytes before the function's start */
+	__u32 newlines;	 /* counted so far */
+	__u32 src_total; /* the source's length, bytes */
+	__u32 start;	 /* the function's start position */
+	__u64 r9, r12;	 /* the sampled thread's: the interpreter's bytecode offset and array */
 	__u64 chunk[V8_SRC_CHUNK / 8];
 	__u64 strs[3]; /* the record's strings: name, inferred name, script name */
 	__u16 lens[3];
@@ -290,6 +293,7 @@ static __always_inline __u32 v8_func_line(struct v8_scratch *sc, __u64 script)
 	__u64 src;
 	__u32 t, len = 0;
 
+	sc->src_total = 0;
 	if (!sc->src_len || sc->src_len > V8_SRC_MAX)
 		return 0;
 	src = py_read64(script - l->heap_object_tag + l->script_source);
@@ -301,9 +305,76 @@ static __always_inline __u32 v8_func_line(struct v8_scratch *sc, __u64 script)
 	    len < sc->src_len)
 		return 0;
 	sc->src = src - l->heap_object_tag + l->seq_one_byte_chars;
+	sc->src_total = len;
+	sc->start = sc->src_len;
 	sc->newlines = 0;
 	bpf_loop(V8_SRC_MAX / V8_SRC_CHUNK, v8_line_step, &sc, 0);
 	return sc->src_len ? sc->newlines + 1 : 0;
+}
+
+/*
+ * The function's source position table and its source from its start position into the
+ * record (r->pos_len, r->src_len bytes after its strings). The table is its BytecodeArray's:
+ * the SharedFunctionInfo's function data is the BytecodeArray, or baseline Code whose
+ * deoptimization data slot holds it (V8 11.3's bytecode_or_interpreter_data); the table is a
+ * ByteArray once V8 made one (V8_F_NO_POS: none, or not readable). The source only where the
+ * first line was counted in it: a sequential one-byte string.
+ */
+static __always_inline void v8_func_positions(struct v8_scratch *sc)
+{
+	const struct v8_layout *l = &sc->p.l;
+	struct sc_v8func *r = &sc->rec;
+	__u64 fd = sc->sfi[1], tbl, n = 0, at;
+	__u64 len = 0;
+	__u32 t;
+
+	r->pos_len = 0;
+	r->src_len = 0;
+	r->start = 0;
+	t = v8_type(l, fd);
+	if (t == l->type_code) {
+		fd = py_read64(fd - l->heap_object_tag + l->code_deoptimization_data);
+		t = v8_type(l, fd);
+	}
+	tbl = 0;
+	if (t == l->type_bytecode_array)
+		tbl = py_read64(fd - l->heap_object_tag + l->bytecode_array_source_position_table);
+	/* A ByteArray's bytes follow its map and length, as a FixedArray's elements do. */
+	if (!tbl || v8_type(l, tbl) != l->type_byte_array ||
+	    bpf_probe_read_user(&len, sizeof(len),
+				(void *)(tbl - l->heap_object_tag + l->fixed_array_length)) ||
+	    (len & l->smi_tag_mask)) {
+		r->flags |= V8_F_NO_POS;
+	} else {
+		n = len >> 32;
+		if (n > V8_POS_MAX) {
+			n = V8_POS_MAX;
+			r->flags |= V8_F_POS_CUT;
+		}
+		asm volatile("" : "+r"(n));
+		if (n > V8_POS_MAX)
+			n = 0;
+		if (n &&
+		    bpf_probe_read_user(r->data + V8_STRINGS, n,
+					(void *)(tbl - l->heap_object_tag + l->fixed_array_data))) {
+			n = 0;
+			r->flags |= V8_F_NO_POS;
+		}
+	}
+	r->pos_len = (__u16)n;
+	if (!sc->src_total || sc->start >= sc->src_total)
+		return;
+	len = sc->src_total - sc->start;
+	if (len > V8_SRC_HEAD)
+		len = V8_SRC_HEAD;
+	at = n;
+	asm volatile("" : "+r"(len), "+r"(at));
+	if (len > V8_SRC_HEAD || at > V8_POS_MAX || !len)
+		return;
+	if (bpf_probe_read_user(r->data + V8_STRINGS + at, len, (void *)(sc->src + sc->start)))
+		return;
+	r->start = sc->start;
+	r->src_len = (__u16)len;
 }
 
 /*
@@ -315,6 +386,7 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
 	struct v8_scratch *sc;
 	struct sc_v8func *r;
 	__u32 zero = 0;
+	__u64 size;
 
 	sc = bpf_map_lookup_elem(&v8_scratch, &zero);
 	if (!sc)
@@ -329,13 +401,18 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
 	sc->strs[2] = py_read64(sc->sfi[4] - sc->p.l.heap_object_tag + sc->p.l.script_name);
 	bpf_loop(3, v8_str_step, &sc, 0);
 	r->line = v8_func_line(sc, sc->sfi[4]);
+	v8_func_positions(sc);
 	r->name_len = sc->lens[0];
 	r->inferred_len = sc->lens[1];
 	r->file_len = sc->lens[2];
 	r->name_kind = sc->kinds[0];
 	r->inferred_kind = sc->kinds[1];
 	r->file_kind = sc->kinds[2];
-	if (bpf_ringbuf_output(&snaps, r, sizeof(*r), snap_wake_flag())) {
+	size = V8_REC_LEN(r->pos_len, r->src_len);
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*r))
+		return -1;
+	if (bpf_ringbuf_output(&snaps, r, size, snap_wake_flag())) {
 		stat_inc(SC_STAT_V8_FUNC_LOST);
 		return -1;
 	}
@@ -348,7 +425,7 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
  * state is in the scratch map. A global function: the verifier checks it once, on its own,
  * not once per way the walk's step reaches it.
  */
-__noinline int v8_record(__u64 fn, __u64 pc)
+__noinline int v8_record(__u64 fn, __u64 pc, __u64 off1)
 {
 	struct v8_func_key key = {};
 	struct sc_snap_scratch *ss;
@@ -366,7 +443,8 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	w = &sc->walk;
 	l = &sc->p.l;
 	sfi = py_read64(fn - l->heap_object_tag + l->js_function_shared);
-	if (v8_type(l, sfi) != l->type_shared_function_info ||
+	/* Above 2^47 is not a user address here: the frame's code keeps its top bits for off1. */
+	if ((sfi >> 47) || v8_type(l, sfi) != l->type_shared_function_info ||
 	    bpf_probe_read_user(sc->sfi, sizeof(sc->sfi), (void *)(sfi - l->heap_object_tag))) {
 		w->status = V8_ST_FAULT;
 		return 0;
@@ -387,7 +465,7 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	    at > SC_STACK_DEPTH * 8 + (PY_MAX_FRAMES - 1) * sizeof(struct py_frame))
 		return 0;
 	f = (struct py_frame *)(ss->s.data + at);
-	f->code = sfi;
+	f->code = sfi | (off1 & 0xffff) << V8_FRAME_SFI_BITS;
 	f->stamp = stamp;
 	f->instr = (__u32)pc;
 	w->n++;
@@ -471,6 +549,35 @@ static __always_inline long v8_chain_end(struct v8_scratch *sc, __u32 i)
 	return 0;
 }
 
+/*
+ * The bytecode offset + 1 of the frame at step i whose words are in the scratch, if it is an
+ * interpreted one, else 0. An interpreted frame runs the interpreter's code, in the node file
+ * (its embedded builtins; JIT code is in anonymous memory), and its offset slot holds a Smi:
+ * the offset from the BytecodeArray's tagged pointer, saved there at each call. The innermost
+ * frame, sampled in a bytecode handler (rbp its frame, r12 its BytecodeArray), has it in r9.
+ */
+static __always_inline __u64 v8_frame_off(struct v8_scratch *sc, __u32 i)
+{
+	const struct v8_layout *l = &sc->p.l;
+	__s32 bo = V8_FRAME_LO - (__s32)((__u32)-l->fp_bytecode_offset >> 3);
+	__s32 ba = V8_FRAME_LO - (__s32)((__u32)-l->fp_bytecode_array >> 3);
+	__s64 raw;
+
+	if (sc->walk.pc - sc->p.start >= sc->p.size || bo < 0 || bo >= V8_FRAME_LO || ba < 0 ||
+	    ba >= V8_FRAME_LO || !v8_is_heap(l, sc->frame[ba]))
+		return 0;
+	if (i == 0 && !sc->walk.n && sc->r12 == sc->frame[ba])
+		raw = (__s64)sc->r9;
+	else if (sc->frame[bo] & l->smi_tag_mask)
+		return 0;
+	else
+		raw = (__s64)sc->frame[bo] >> 32;
+	raw -= (__s64)l->bytecode_array_data - l->heap_object_tag;
+	if (raw < 0 || raw >= V8_FRAME_OFF_MAX)
+		return 0;
+	return (__u64)raw + 1;
+}
+
 static long v8_frame_step(__u32 i, void *ctx)
 {
 	struct v8_scratch *sc = *(struct v8_scratch **)ctx;
@@ -499,7 +606,7 @@ static long v8_frame_step(__u32 i, void *ctx)
 				w->status = V8_ST_CUT;
 				return 1;
 			}
-			v8_record(sc->frame[fn], w->pc);
+			v8_record(sc->frame[fn], w->pc, v8_frame_off(sc, i));
 			if (w->status != V8_ST_OK)
 				return 1;
 		}
@@ -532,6 +639,7 @@ static long v8_frame_step(__u32 i, void *ctx)
 static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp,
 					  __u32 *ret_status)
 {
+	struct rover_pt_regs *regs;
 	struct v8_walk_state *w;
 	struct v8_scratch *sc;
 	struct v8_proc *p;
@@ -543,6 +651,9 @@ static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 
 	if (!p || !sc || !v8_mapped(p, tgid))
 		return 0;
 	sc->p = *p;
+	regs = (struct rover_pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	sc->r9 = regs->r9;
+	sc->r12 = regs->r12;
 	w = &sc->walk;
 	w->tgid = tgid;
 	w->kb = kb;
