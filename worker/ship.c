@@ -109,7 +109,7 @@ static size_t pycode_len(const struct sc_pycode *c)
 	if (c->kind == SC_REC_V8FUNC) {
 		const struct sc_v8func *v = (const void *)c;
 
-		return V8_REC_LEN((size_t)v->pos_len, (size_t)v->src_len);
+		return V8_REC_LEN(v);
 	}
 	return offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + c->lines_len;
 }
@@ -141,7 +141,9 @@ int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_
 	} else if (c->kind == SC_REC_V8FUNC) {
 		const struct sc_v8func *v = (const void *)c;
 
-		if (size < V8_REC_LEN(0, 0) || v->pos_len > V8_POS_MAX || v->src_len > V8_SRC_HEAD)
+		if (size < offsetof(struct sc_v8func, data) + V8_STRINGS ||
+		    v->pos_len > V8_POS_MAX || v->bot_len > V8_BOT_MAX || v->bc_len > V8_BC_MAX ||
+		    v->src_len > V8_SRC_HEAD)
 			return -EINVAL;
 	} else if (c->kind != SC_REC_PYCODE || size < offsetof(struct sc_pycode, data) ||
 		   c->lines_len > PY_LINES_MAX) {

@@ -97,8 +97,8 @@ struct py_frame_src {
 /* Why a JavaScript frame is named with the line its function starts on, not its own. */
 enum v8_line_why {
 	V8_LINE_OWN = 0,   /* named with its own line */
-	V8_LINE_NO_OFFSET, /* no bytecode offset: not an interpreted frame (baseline, optimized) */
-	V8_LINE_NO_TABLE,  /* the record has no source position table (none built, unreadable) */
+	V8_LINE_NO_OFFSET, /* no offset: an optimized frame (or one the walk could not tell) */
+	V8_LINE_NO_TABLE,  /* the record has no position table (or no baseline table) */
 	V8_LINE_NOT_FOUND, /* the table or the source sent gives none at its offset */
 	V8_LINE_N,
 };
@@ -244,6 +244,20 @@ const char *java_status_name(uint32_t status);
  * 64 bits, goes backwards, or holds a position that is not a plain script offset.
  */
 bool v8pos__find(const uint8_t *tab, size_t len, uint32_t off, uint32_t *ret_pos);
+
+/* V8 11.3's bytecodes (Bytecode::kLast + 1) and their lengths by operand scale. */
+#define V8_BYTECODES 198
+extern const uint8_t v8_bytecode_sizes[3][V8_BYTECODES];
+
+/*
+ * The bytecode offset of pc offset pc in baseline code whose bytecode offset table is
+ * tab[tlen] (V8's BytecodeOffsetIterator: unsigned VLQ pc deltas, the prologue's and then
+ * each bytecode's in turn) and whose bytecodes are bc[blen]: the offset of the bytecode whose
+ * code ends at or after pc, its prefix's where it has one. true with *ret_off; false in the
+ * prologue, past the table or the bytecodes, or on a bytecode V8 11.3 does not have.
+ */
+bool v8bl__bytecode(const uint8_t *tab, size_t tlen, const uint8_t *bc, size_t blen, uint32_t pc,
+		    uint32_t *ret_off);
 
 /*
  * The line of script offset pos in a function that starts at script offset start, on line

@@ -208,10 +208,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 &line);
 		(void)jlines__bci2line(mode & 32 ? 25 : 17, data + 3, n, q, &line);
 	}
-	/* The same bytes as a V8 position table, at any offset; its position as a line in them. */
+	/* The same bytes as a V8 position table, at any offset; its position as a line in them;
+	 * their halves as a baseline Code's bytecode offset table and its bytecodes. */
 	for (uint32_t q = 0; q < 256; q += 3) {
-		uint32_t pos;
+		uint32_t pos, bo;
 		int32_t line;
+
+		if (v8bl__bytecode(data + 3, n / 2, data + 3 + n / 2, n - n / 2, q * 4, &bo) &&
+		    bo >= n - n / 2)
+			abort();
 
 		if (v8pos__find(data + 3, n, q, &pos)) {
 			if (pos > INT32_MAX)

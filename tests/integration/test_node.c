@@ -254,8 +254,8 @@ Test(node, on_cpu_js_frames_with_perf_basic_prof)
 
 /*
  * lines.js: hot()'s two loops on two lines, its split between them measured by the program.
- * Interpreted frames are named with the line they run: the two lines' shares of hot's samples
- * within 5 points of the program's. Baseline and optimized frames have no bytecode offset yet
+ * Interpreted and baseline frames are named with the line they run: the two lines' shares of
+ * hot's samples within 5 points of the program's. Optimized frames have no offset yet
  * (docs/node-frames.md): by default, where hot runs TurboFan code, its frames keep the line
  * it starts on, none another.
  */
@@ -309,6 +309,12 @@ static void lines_under(const char *flag, const char *tag, int own_lines)
 Test(node, on_cpu_lines_of_interpreted_frames)
 {
 	lines_under("--jitless", "jitless", 1);
+}
+
+/* --no-opt: hot is interpreted, then runs baseline code (Sparkplug) within milliseconds. */
+Test(node, on_cpu_lines_of_baseline_frames)
+{
+	lines_under("--no-opt", "no-opt", 1);
 }
 
 Test(node, on_cpu_lines_of_optimized_frames_are_their_functions_first)

@@ -522,7 +522,7 @@ static size_t v8_frame_of(const struct sc_v8func *r, uint32_t n)
 	memset(frame_buf, 0, sizeof(frame_buf));
 	memcpy(frame_buf, &h, sizeof(h));
 	for (uint32_t i = 0; i < n; i++) {
-		size_t len = V8_REC_LEN(r[i].pos_len, r[i].src_len);
+		size_t len = V8_REC_LEN(&r[i]);
 
 		memcpy(frame_buf + off, &r[i], len);
 		off += (len + 7) & ~(size_t)7;
@@ -645,6 +645,76 @@ Test(v8pos, a_position_is_a_line_of_the_source_sent)
 	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), 100, 0, 107, &line));
 	cr_assert_not(v8pos__line(NULL, 4, 100, 7, 101, &line));
 	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), UINT32_MAX, 1, 5, &line));
+}
+
+/*
+ * probe.js's hot(n) under node --no-opt: its baseline Code's bytecode offset table and its
+ * bytecodes, read from a running node 20 (its Code's instructions are 604 bytes; the table's
+ * 35 entries end at 602, its 34 bytecodes at the array's 69 bytes).
+ */
+static const uint8_t hot_bot[] = {
+	0x17, 0x0a, 0x04, 0x08, 0x2f, 0x1c, 0x11, 0x04, 0x1d, 0x04, 0x18, 0x07,
+	0x04, 0x08, 0x2f, 0x04, 0x3a, 0x02, 0x04, 0x04, 0x0e, 0x1b, 0x04, 0x14,
+	0x04, 0x04, 0x0e, 0x0c, 0x04, 0x04, 0x0a, 0x04, 0x7c, 0x04, 0x11,
+};
+static const uint8_t hot_bc[] = {
+	0x0d, 0x01, 0xc4, 0x16, 0x02, 0xaa, 0x00, 0x97, 0x1a, 0x21, 0x01, 0x00, 0xc2, 0x69,
+	0xf8, 0xfa, 0x00, 0x02, 0xc2, 0x2d, 0xf8, 0x02, 0x04, 0x12, 0xc2, 0x16, 0x02, 0xaa,
+	0x00, 0x0b, 0xf8, 0x25, 0x02, 0x0c, 0xc3, 0x0b, 0x03, 0x6d, 0xf9, 0x06, 0x99, 0x1a,
+	0x0b, 0xfa, 0x46, 0x1f, 0x09, 0xc2, 0x0b, 0xf9, 0x38, 0xf8, 0x08, 0x4a, 0x00, 0x07,
+	0xc4, 0x0b, 0xf9, 0x50, 0x0a, 0xc3, 0x89, 0x1b, 0x00, 0x0b, 0x0b, 0xfa, 0xa9,
+};
+
+Test(v8pos, a_baseline_pc_is_the_bytecode_v8_says)
+{
+	/* (bytecode, pc start, pc end] as V8's BytecodeOffsetIterator walks them. */
+	static const uint32_t pc[] = { 24, 33, 34, 37, 38, 92, 93, 326, 327, 580, 581, 582, 602 };
+	static const uint32_t want[] = { 0, 0, 2, 2, 3, 5, 7, 31, 33, 62, 62, 66, 68 };
+	uint32_t off = 0;
+
+	for (size_t i = 0; i < sizeof(pc) / sizeof(pc[0]); i++) {
+		cr_assert(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), pc[i],
+					 &off),
+			  "pc %u", pc[i]);
+		cr_assert_eq(off, want[i], "pc %u: bytecode %u, not %u", pc[i], off, want[i]);
+	}
+	/* The prologue (up to 23) and past the last bytecode's code: none. */
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 0, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 23, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 603, &off));
+}
+
+Test(v8pos, hostile_baseline_tables_give_no_bytecode)
+{
+	static const uint8_t wide_last[] = { 0x0b, 0x00 }; /* a prefix as the last byte */
+	static const uint8_t two_prefixes[] = { 0x00, 0x01, 0x0b };
+	static const uint8_t past_last[] = { 0x0b, 0xff }; /* 0x0b takes 0xff as its operand */
+	static const uint8_t tab2[] = { 0x01, 0x01, 0x01 };
+	static const uint8_t long_num[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x01 };
+	uint32_t off = 0;
+
+	cr_assert_not(v8bl__bytecode(NULL, 4, hot_bc, sizeof(hot_bc), 30, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), NULL, 4, 30, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, 0, hot_bc, sizeof(hot_bc), 30, &off));
+	/* The table cut inside a number, or before the pc: none. */
+	cr_assert_not(v8bl__bytecode(long_num, sizeof(long_num), hot_bc, sizeof(hot_bc), 1, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, 5, hot_bc, sizeof(hot_bc), 300, &off));
+	/* The bytecodes cut: none past them. */
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, 10, 300, &off));
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), wide_last + 1, 1, 2, &off));
+	cr_assert(v8bl__bytecode(tab2, sizeof(tab2), wide_last, sizeof(wide_last), 2, &off) &&
+		  off == 0);
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), two_prefixes, sizeof(two_prefixes), 2,
+				     &off));
+	cr_assert(v8bl__bytecode(tab2, sizeof(tab2), past_last, sizeof(past_last), 2, &off) &&
+		  off == 0);
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), past_last, sizeof(past_last), 3, &off));
+	/* Every cut of the real table and bytecodes gives one of the real bytecodes or none. */
+	for (size_t t = 0; t <= sizeof(hot_bot); t++)
+		for (size_t b = 0; b <= sizeof(hot_bc); b += 7)
+			for (uint32_t p = 0; p < 640; p += 13)
+				if (v8bl__bytecode(hot_bot, t, hot_bc, b, p, &off))
+					cr_assert(off < b);
 }
 
 Test(v8funcs, frames_are_named_with_the_line_they_run)
