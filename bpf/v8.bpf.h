@@ -515,9 +515,19 @@ static __always_inline __u64 v8_interp_off(struct v8_scratch *sc, __u64 pc, __u6
 static __always_inline __u64 v8_frame_off(struct v8_scratch *sc, __u64 pc, __u64 *ret_bl)
 {
 	const struct v8_layout *l = &sc->p.l;
-	__u64 fd = sc->sfi[1], h, ret;
-	int top = pc == sc->ip0 && !sc->walk.n;
+	__u64 fd = sc->sfi[1], h, off;
+	int top = pc == sc->ip0 && !sc->walk.n, in_text = pc - sc->p.start < sc->p.size;
 
+	/* A frame that runs node's text and is not the innermost is not baseline: no read. */
+	if (in_text && !top) {
+		off = v8_interp_off(sc, pc, fd, top);
+		if (off || !v8_is_heap(l, fd) || v8_type(l, fd) != l->type_code)
+			return off;
+		return v8_interp_off(sc, pc,
+				     py_read64(fd - l->heap_object_tag +
+					       l->code_deoptimization_data),
+				     top);
+	}
 	if (!v8_is_heap(l, fd) || l->code_flags != l->code_instruction_start + 8 ||
 	    l->code_instruction_size != l->code_instruction_start + 16 ||
 	    bpf_probe_read_user(sc->code, sizeof(sc->code),
@@ -527,19 +537,14 @@ static __always_inline __u64 v8_frame_off(struct v8_scratch *sc, __u64 pc, __u64
 	h = pc - sc->code[0];
 	if (h < (__u32)sc->code[2]) {
 		h += top;
-	} else if (top) {
-		ret = py_read64(sc->scan_sp);
-		h = ret - sc->code[0];
-		if (h >= (__u32)sc->code[2])
-			return v8_interp_off(sc, pc,
-					     py_read64(fd - l->heap_object_tag +
-						       l->code_deoptimization_data),
-					     top);
 	} else {
-		return v8_interp_off(sc, pc,
-				     py_read64(fd - l->heap_object_tag +
-					       l->code_deoptimization_data),
-				     top);
+		h = top ? py_read64(sc->scan_sp) - sc->code[0] : (__u64)-1;
+		if (h >= (__u32)sc->code[2])
+			return in_text ? v8_interp_off(sc, pc,
+						       py_read64(fd - l->heap_object_tag +
+								 l->code_deoptimization_data),
+						       top)
+				       : 0;
 	}
 	if (h >= V8_FRAME_OFF_MAX)
 		return 0;

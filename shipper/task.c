@@ -368,7 +368,7 @@ void ship_task__py_log(struct ship_task *t)
 	if (t->v8_first_line[V8_LINE_NO_OFFSET] + t->v8_first_line[V8_LINE_NO_TABLE] +
 	    t->v8_first_line[V8_LINE_NOT_FOUND])
 		log_info("task %llu: samples with JavaScript frames named by their function's first "
-			 "line: %llu not interpreted (no bytecode offset), %llu without a source "
+			 "line: %llu with no offset (optimized code), %llu without a source "
 			 "position table, %llu whose table or source gave no line",
 			 (unsigned long long)t->task_id,
 			 (unsigned long long)t->v8_first_line[V8_LINE_NO_OFFSET],
