@@ -34,11 +34,18 @@ struct v8_func_key {
 	__u32 pad;
 };
 
-/* Functions whose record went to the shipper, and with what stamp. */
+/* Functions whose record went to the shipper: with what stamp, and the baseline Code whose
+ * tables it held (0: none). */
+struct v8_func_sent {
+	__u32 stamp;
+	__u32 pad;
+	__u64 code;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct v8_func_key);
-	__type(value, __u32);
+	__type(value, struct v8_func_sent);
 	__uint(max_entries, V8_FUNCS_ENTRIES);
 } v8_funcs SEC(".maps");
 
@@ -71,11 +78,17 @@ struct v8_scratch {
 	__u64 sfi[V8_SFI_WORDS];
 	__u64 si[V8_SI_HEAD];
 	__u64 names[5];
-	__u64 scan_sp;	/* the stack searched for a frame pointer from here */
-	__u64 found;	/* what v8_scan found */
-	__u64 src;	/* the source's first character */
-	__u32 src_len;	/* bytes before the function's start */
-	__u32 newlines; /* counted so far */
+	__u64 scan_sp;	 /* the stack searched for a frame pointer from here */
+	__u64 found;	 /* what v8_scan found */
+	__u64 src;	 /* the source's first character */
+	__u32 src_len;	 /* bytes before the function's start */
+	__u32 newlines;	 /* counted so far */
+	__u32 src_total; /* the source's length, bytes */
+	__u32 start;	 /* the function's start position */
+	__u64 r9, r12;	 /* the sampled thread's: the interpreter's bytecode offset and array */
+	__u64 ip0;	 /* the sampled pc */
+	__u64 code[3];	 /* a Code's instruction start, flags and instruction size */
+	__u64 rec_code;	 /* the baseline Code whose tables the record being made holds, or 0 */
 	__u64 chunk[V8_SRC_CHUNK / 8];
 	__u64 strs[3]; /* the record's strings: name, inferred name, script name */
 	__u16 lens[3];
@@ -290,6 +303,7 @@ static __always_inline __u32 v8_func_line(struct v8_scratch *sc, __u64 script)
 	__u64 src;
 	__u32 t, len = 0;
 
+	sc->src_total = 0;
 	if (!sc->src_len || sc->src_len > V8_SRC_MAX)
 		return 0;
 	src = py_read64(script - l->heap_object_tag + l->script_source);
@@ -301,9 +315,115 @@ static __always_inline __u32 v8_func_line(struct v8_scratch *sc, __u64 script)
 	    len < sc->src_len)
 		return 0;
 	sc->src = src - l->heap_object_tag + l->seq_one_byte_chars;
+	sc->src_total = len;
+	sc->start = sc->src_len;
 	sc->newlines = 0;
 	bpf_loop(V8_SRC_MAX / V8_SRC_CHUNK, v8_line_step, &sc, 0);
 	return sc->src_len ? sc->newlines + 1 : 0;
+}
+
+/*
+ * n bytes (at most max) of the ByteArray-like object at tagged w from its byte off into the
+ * record's data at V8_STRINGS + at: the bytes copied (0 when none could be), *cut set when
+ * there were more. len_off is where its length (a Smi) is.
+ */
+static __always_inline __u64 v8_copy(struct v8_scratch *sc, __u64 w, __u64 len_off, __u64 off,
+				     __u64 at, __u64 max, int *cut)
+{
+	const struct v8_layout *l = &sc->p.l;
+	__u64 len = 0, n;
+
+	if (bpf_probe_read_user(&len, sizeof(len), (void *)(w - l->heap_object_tag + len_off)) ||
+	    (len & l->smi_tag_mask))
+		return 0;
+	n = len >> 32;
+	if (n > max) {
+		n = max;
+		*cut = 1;
+	}
+	asm volatile("" : "+r"(n), "+r"(at));
+	if (n > V8_BC_MAX || at > V8_POS_MAX + V8_BOT_MAX || !n)
+		return 0;
+	if (bpf_probe_read_user(sc->rec.data + V8_STRINGS + at, n,
+				(void *)(w - l->heap_object_tag + off)))
+		return 0;
+	return n;
+}
+
+/*
+ * The function's source position table, its baseline code's tables and its source from its
+ * start position into the record, one after the other after its strings. The table is its
+ * BytecodeArray's: the SharedFunctionInfo's function data is the BytecodeArray, or baseline
+ * Code whose deoptimization data slot holds it (V8 11.3's bytecode_or_interpreter_data) and
+ * whose source position table slot holds its bytecode offset table; the tables are ByteArrays
+ * once V8 made them (V8_F_NO_POS: no position table). The source only where the first line was
+ * counted in it: a sequential one-byte string. sc->rec_code: the baseline Code whose tables
+ * went, else 0.
+ */
+static __always_inline void v8_func_positions(struct v8_scratch *sc)
+{
+	const struct v8_layout *l = &sc->p.l;
+	struct sc_v8func *r = &sc->rec;
+	__u64 fd = sc->sfi[1], bl = 0, tbl = 0, n, at, len;
+	int cut = 0;
+	__u32 t;
+
+	r->pos_len = 0;
+	r->bot_len = 0;
+	r->bc_len = 0;
+	r->src_len = 0;
+	r->start = 0;
+	sc->rec_code = 0;
+	t = v8_type(l, fd);
+	if (t == l->type_code) {
+		bl = fd;
+		fd = py_read64(fd - l->heap_object_tag + l->code_deoptimization_data);
+		t = v8_type(l, fd);
+	}
+	if (t == l->type_bytecode_array)
+		tbl = py_read64(fd - l->heap_object_tag + l->bytecode_array_source_position_table);
+	/* A ByteArray's bytes follow its map and length, as a FixedArray's elements do. */
+	n = 0;
+	if (tbl && v8_type(l, tbl) == l->type_byte_array)
+		n = v8_copy(sc, tbl, l->fixed_array_length, l->fixed_array_data, 0, V8_POS_MAX,
+			    &cut);
+	if (cut)
+		r->flags |= V8_F_POS_CUT;
+	if (!n)
+		r->flags |= V8_F_NO_POS;
+	r->pos_len = (__u16)n;
+	at = n;
+	/* Tried once for this Code: a frame of it does not send the record again. */
+	sc->rec_code = bl;
+	if (bl && n && t == l->type_bytecode_array) {
+		cut = 0;
+		tbl = py_read64(bl - l->heap_object_tag + l->code_source_position_table);
+		n = 0;
+		if (tbl && v8_type(l, tbl) == l->type_byte_array)
+			n = v8_copy(sc, tbl, l->fixed_array_length, l->fixed_array_data, at,
+				    V8_BOT_MAX, &cut);
+		r->bot_len = (__u16)n;
+		at += n;
+		if (n)
+			n = v8_copy(sc, fd, l->fixed_array_length, l->bytecode_array_data, at,
+				    V8_BC_MAX, &cut);
+		r->bc_len = (__u16)n;
+		at += n;
+		if (cut)
+			r->flags |= V8_F_BL_CUT;
+	}
+	if (!sc->src_total || sc->start >= sc->src_total)
+		return;
+	len = sc->src_total - sc->start;
+	if (len > V8_SRC_HEAD)
+		len = V8_SRC_HEAD;
+	asm volatile("" : "+r"(len), "+r"(at));
+	if (len > V8_SRC_HEAD || at > V8_POS_MAX + V8_BOT_MAX + V8_BC_MAX || !len)
+		return;
+	if (bpf_probe_read_user(r->data + V8_STRINGS + at, len, (void *)(sc->src + sc->start)))
+		return;
+	r->start = sc->start;
+	r->src_len = (__u16)len;
 }
 
 /*
@@ -315,6 +435,7 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
 	struct v8_scratch *sc;
 	struct sc_v8func *r;
 	__u32 zero = 0;
+	__u64 size;
 
 	sc = bpf_map_lookup_elem(&v8_scratch, &zero);
 	if (!sc)
@@ -329,17 +450,106 @@ __noinline int v8_send_func(__u32 tgid, __u64 sfi, __u32 stamp)
 	sc->strs[2] = py_read64(sc->sfi[4] - sc->p.l.heap_object_tag + sc->p.l.script_name);
 	bpf_loop(3, v8_str_step, &sc, 0);
 	r->line = v8_func_line(sc, sc->sfi[4]);
+	v8_func_positions(sc);
 	r->name_len = sc->lens[0];
 	r->inferred_len = sc->lens[1];
 	r->file_len = sc->lens[2];
 	r->name_kind = sc->kinds[0];
 	r->inferred_kind = sc->kinds[1];
 	r->file_kind = sc->kinds[2];
-	if (bpf_ringbuf_output(&snaps, r, sizeof(*r), snap_wake_flag())) {
+	size = V8_REC_LEN(r);
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*r))
+		return -1;
+	if (bpf_ringbuf_output(&snaps, r, size, snap_wake_flag())) {
 		stat_inc(SC_STAT_V8_FUNC_LOST);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Whether the frame whose words are in the scratch, running at pc, is interpreted, and its
+ * bytecode offset then: it runs the interpreter, whose code is in the node file (embedded
+ * builtins), its BytecodeArray slot holds its function's BytecodeArray (the
+ * SharedFunctionInfo's data, or the baseline Code's bytecode slot when it has one) and its
+ * offset slot a Smi, the offset from the BytecodeArray's tagged pointer, saved there at each
+ * call. The innermost frame, sampled in a bytecode handler (r12 its BytecodeArray), has it in
+ * r9. The pc test is needed: TurboFan code entered by on-stack replacement keeps the
+ * unoptimized frame's slots, the offset then stale. V8 may run its builtins from a copy of
+ * node's text in anonymous memory near its code (short builtin calls, not under --jitless):
+ * frames interpreted there are not told apart yet and keep their function's first line.
+ */
+static __always_inline __u64 v8_interp_off(struct v8_scratch *sc, __u64 pc, __u64 ba_obj, int top)
+{
+	const struct v8_layout *l = &sc->p.l;
+	__s32 bo = V8_FRAME_LO - (__s32)((__u32)-l->fp_bytecode_offset >> 3);
+	__s32 ba = V8_FRAME_LO - (__s32)((__u32)-l->fp_bytecode_array >> 3);
+	__s64 raw;
+
+	if (pc - sc->p.start >= sc->p.size || bo < 0 || bo >= V8_FRAME_LO || ba < 0 ||
+	    ba >= V8_FRAME_LO || sc->frame[ba] != ba_obj || !v8_is_heap(l, ba_obj))
+		return 0;
+	if (top && sc->r12 == ba_obj)
+		raw = (__s64)sc->r9;
+	else if (sc->frame[bo] & l->smi_tag_mask)
+		return 0;
+	else
+		raw = (__s64)sc->frame[bo] >> 32;
+	raw -= (__s64)l->bytecode_array_data - l->heap_object_tag;
+	if (raw < 0 || raw >= V8_FRAME_OFF_MAX)
+		return 0;
+	return (__u64)raw + 1;
+}
+
+/*
+ * The offset + 1 of the frame of the function whose SharedFunctionInfo words are in the
+ * scratch, running at pc (0: none; see V8_FRAME_SFI_BITS), and in *ret_bl its baseline Code
+ * when it runs that. A function with baseline code runs it when pc is in its instructions; the
+ * innermost frame, sampled in one of the builtins baseline code calls without a frame (the
+ * _Baseline variants of the operators, which V8 may run from a copy of node's text near its
+ * code), runs it at the return address at sp. A baseline pc offset is plus one for the
+ * sampled pc (not a return address), as V8 maps it to a bytecode (BytecodeOffsetIterator).
+ * Else the frame may be interpreted (v8_interp_off).
+ */
+static __always_inline __u64 v8_frame_off(struct v8_scratch *sc, __u64 pc, __u64 *ret_bl)
+{
+	const struct v8_layout *l = &sc->p.l;
+	__u64 fd = sc->sfi[1], h, off;
+	int top = pc == sc->ip0 && !sc->walk.n, in_text = pc - sc->p.start < sc->p.size;
+
+	/* A frame that runs node's text and is not the innermost is not baseline: no read. */
+	if (in_text && !top) {
+		off = v8_interp_off(sc, pc, fd, top);
+		if (off || !v8_is_heap(l, fd) || v8_type(l, fd) != l->type_code)
+			return off;
+		return v8_interp_off(sc, pc,
+				     py_read64(fd - l->heap_object_tag +
+					       l->code_deoptimization_data),
+				     top);
+	}
+	if (!v8_is_heap(l, fd) || l->code_flags != l->code_instruction_start + 8 ||
+	    l->code_instruction_size != l->code_instruction_start + 16 ||
+	    bpf_probe_read_user(sc->code, sizeof(sc->code),
+				(void *)(fd - l->heap_object_tag + l->code_instruction_start)) ||
+	    ((__u32)sc->code[1] & l->codekind_mask) >> l->codekind_shift != l->codekind_baseline)
+		return v8_interp_off(sc, pc, fd, top); /* fd a BytecodeArray (or else none) */
+	h = pc - sc->code[0];
+	if (h < (__u32)sc->code[2]) {
+		h += top;
+	} else {
+		h = top ? py_read64(sc->scan_sp) - sc->code[0] : (__u64)-1;
+		if (h >= (__u32)sc->code[2])
+			return in_text ? v8_interp_off(sc, pc,
+						       py_read64(fd - l->heap_object_tag +
+								 l->code_deoptimization_data),
+						       top)
+				       : 0;
+	}
+	if (h >= V8_FRAME_OFF_MAX)
+		return 0;
+	*ret_bl = fd;
+	return h + 1;
 }
 
 /*
@@ -356,8 +566,9 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	const struct v8_layout *l;
 	struct v8_scratch *sc;
 	struct py_frame *f;
-	__u32 zero = 0, at, stamp, *known;
-	__u64 sfi, h;
+	struct v8_func_sent *known, sent = {};
+	__u32 zero = 0, at, stamp;
+	__u64 sfi, h, bl = 0, off1;
 
 	sc = bpf_map_lookup_elem(&v8_scratch, &zero);
 	ss = bpf_map_lookup_elem(&snap_scratch, &zero);
@@ -366,7 +577,8 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	w = &sc->walk;
 	l = &sc->p.l;
 	sfi = py_read64(fn - l->heap_object_tag + l->js_function_shared);
-	if (v8_type(l, sfi) != l->type_shared_function_info ||
+	/* Above 2^47 is not a user address here: the frame's code keeps its top bits for off1. */
+	if ((sfi >> 47) || v8_type(l, sfi) != l->type_shared_function_info ||
 	    bpf_probe_read_user(sc->sfi, sizeof(sc->sfi), (void *)(sfi - l->heap_object_tag))) {
 		w->status = V8_ST_FAULT;
 		return 0;
@@ -374,6 +586,7 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	/* A builtin with JavaScript linkage (no Script): its native frame says what it is. */
 	if (v8_type(l, sc->sfi[4]) != l->type_script)
 		return 0;
+	off1 = v8_frame_off(sc, pc, &bl);
 	/*
 	 * The collector moves objects: a SharedFunctionInfo at an address another one had is told
 	 * apart by its name (or scope info) and script, which are its own objects.
@@ -387,7 +600,7 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	    at > SC_STACK_DEPTH * 8 + (PY_MAX_FRAMES - 1) * sizeof(struct py_frame))
 		return 0;
 	f = (struct py_frame *)(ss->s.data + at);
-	f->code = sfi;
+	f->code = sfi | (bl ? V8_FRAME_BASELINE : 0) | (off1 & 0xffff) << V8_FRAME_SFI_BITS;
 	f->stamp = stamp;
 	f->instr = (__u32)pc;
 	w->n++;
@@ -396,11 +609,15 @@ __noinline int v8_record(__u64 fn, __u64 pc)
 	key.sfi = sfi;
 	key.tgid = w->tgid;
 	known = bpf_map_lookup_elem(&v8_funcs, &key);
-	if (known && *known == stamp)
+	/* A baseline frame of a function sent before it had this baseline code: sent again. */
+	if (known && known->stamp == stamp && (!bl || known->code == bl))
 		return 0;
 	w->new_funcs++;
-	if (!v8_send_func(w->tgid, sfi, stamp))
-		bpf_map_update_elem(&v8_funcs, &key, &stamp, BPF_ANY);
+	sent.stamp = stamp;
+	if (!v8_send_func(w->tgid, sfi, stamp)) {
+		sent.code = sc->rec_code;
+		bpf_map_update_elem(&v8_funcs, &key, &sent, BPF_ANY);
+	}
 	return 0;
 }
 
@@ -532,6 +749,7 @@ static long v8_frame_step(__u32 i, void *ctx)
 static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 sp, __u64 bp,
 					  __u32 *ret_status)
 {
+	struct rover_pt_regs *regs;
 	struct v8_walk_state *w;
 	struct v8_scratch *sc;
 	struct v8_proc *p;
@@ -543,6 +761,10 @@ static __always_inline __u32 v8_frames_in(__u32 tgid, __u32 kb, __u64 ip, __u64 
 	if (!p || !sc || !v8_mapped(p, tgid))
 		return 0;
 	sc->p = *p;
+	regs = (struct rover_pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	sc->r9 = regs->r9;
+	sc->r12 = regs->r12;
+	sc->ip0 = ip;
 	w = &sc->walk;
 	w->tgid = tgid;
 	w->kb = kb;

@@ -469,7 +469,8 @@ struct msg_py_result {
  * (common/pyframes.h) as the programs wrote it, as long as its line table needs
  * (offsetof(data) + PY_NAME_MAX + PY_FILE_MAX + lines_len), a struct sc_jmethod
  * (common/jvmframes.h: offsetof(data) + JAVA_STRINGS + lines_len), a struct sc_jnmethod
- * (offsetof(data) + pcs_len + scopes_len) or a struct sc_v8func, each told by its kind, then
+ * (offsetof(data) + pcs_len + scopes_len) or a struct sc_v8func (common/v8frames.h:
+ * offsetof(data) + V8_STRINGS + pos_len + src_len), each told by its kind, then
  * zero padding to a multiple of 8 bytes. Every byte of a record after kind and tgid is the target's: hostile.
  */
 struct ship_pycodes_hdr {

@@ -166,18 +166,42 @@ enum v8_status {
 #define V8_FILE_MAX 256
 #define V8_STRINGS (2 * V8_NAME_MAX + V8_FILE_MAX)
 
+/*
+ * A function's source position table (the BytecodeArray's: VLQ pairs of bytecode offset and
+ * source position deltas, as V8's SourcePositionTableIterator reads them) sent at most, and
+ * the bytes of its script's source from the function's start position: the shipper counts the
+ * newlines before a frame's position in them.
+ */
+#define V8_POS_MAX 2048
+#define V8_SRC_HEAD 4096
+/*
+ * A baseline (Sparkplug) function's: its baseline Code's bytecode offset table (the pc deltas
+ * of each bytecode in turn, unsigned VLQ) and its bytecodes, which tell where each bytecode
+ * starts (the shipper knows each bytecode's length), sent at most.
+ */
+#define V8_BOT_MAX 1024
+#define V8_BC_MAX 4096
+
 /* struct sc_v8func flags */
 #define V8_F_NAME_CUT 1u  /* the name was longer than V8_NAME_MAX bytes: its start sent */
 #define V8_F_FILE_TAIL 2u /* the script name was longer than V8_FILE_MAX: its end sent */
+#define V8_F_POS_CUT 4u	  /* the position table was longer than V8_POS_MAX: its start sent */
+#define V8_F_NO_POS 8u	  /* no position table was readable (none built yet, or another type) */
+#define V8_F_BL_CUT 16u	  /* the baseline table or the bytecodes were longer than sent */
 
 /*
  * A function met for the first time in a process (SC_REC_V8FUNC in the snapshot ring): its
  * name (the ScopeInfo's function name, or the SharedFunctionInfo's name string), the name V8
  * inferred for it (anonymous functions: `obj.method`, the variable assigned), the line it
  * starts on (the newlines before its start position in the script's source, a sequential
- * one-byte string, V8_SRC_MAX bytes at most), and its script's name, at data[0], data[V8_NAME_MAX], data[2 * V8_NAME_MAX]. Strings are V8's sequential
- * strings: kind 1 (Latin-1) or 2 (UTF-16) bytes a character, 0 when none was readable. Every
- * field after tgid comes from the target's memory: hostile.
+ * one-byte string, V8_SRC_MAX bytes at most), and its script's name, at data[0],
+ * data[V8_NAME_MAX], data[2 * V8_NAME_MAX]. Strings are V8's sequential strings: kind 1
+ * (Latin-1) or 2 (UTF-16) bytes a character, 0 when none was readable. Then, from
+ * data[V8_STRINGS], pos_len bytes of its BytecodeArray's source position table, bot_len bytes
+ * of its baseline Code's bytecode offset table and bc_len bytes of its bytecodes (a function
+ * with baseline code), and src_len bytes of its script's source from its start position: a
+ * record is as long as they need (V8_REC_LEN). Every field after tgid comes from the target's
+ * memory: hostile.
  */
 struct sc_v8func {
 	__u32 kind; /* SC_REC_V8FUNC */
@@ -188,8 +212,26 @@ struct sc_v8func {
 	__u8 name_kind, inferred_kind, file_kind;
 	__u8 flags; /* V8_F_* */
 	__u8 pad[2];
-	__u32 line; /* the function's first line, from 1; 0: not found */
-	__u8 data[V8_STRINGS];
+	__u32 line;  /* the function's first line, from 1; 0: not found */
+	__u32 start; /* its start position in the script: the first source byte sent */
+	__u16 pos_len, src_len, bot_len, bc_len;
+	__u8 data[V8_STRINGS + V8_POS_MAX + V8_BOT_MAX + V8_BC_MAX + V8_SRC_HEAD];
 };
+
+#define V8_REC_LEN(r)                                                                    \
+	(__builtin_offsetof(struct sc_v8func, data) + V8_STRINGS + (__u64)(r)->pos_len + \
+	 (r)->bot_len + (r)->bc_len + (r)->src_len)
+
+/*
+ * A JavaScript frame's py_frame.code: the SharedFunctionInfo in the low 47 bits (a user
+ * address: the walk takes none above), V8_FRAME_BASELINE, and above V8_FRAME_SFI_BITS an
+ * offset + 1 (0: none known): an interpreted frame's bytecode offset (from the first
+ * bytecode), a baseline frame's pc offset in its baseline Code (plus one for the sampled pc,
+ * which is not a return address).
+ */
+#define V8_FRAME_SFI_BITS 48
+#define V8_FRAME_BASELINE (1ull << 47)
+#define V8_FRAME_SFI_MASK (V8_FRAME_BASELINE - 1)
+#define V8_FRAME_OFF_MAX 0xfffeu
 
 #endif

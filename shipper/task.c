@@ -40,7 +40,8 @@ struct stored_stack {
 	char **names;
 	uint32_t unnamed;
 	uint32_t py_unknown; /* Python frames named PY_UNKNOWN_NAME */
-	uint32_t agg_gen; /* unwound stacks: the aggregation (ship_task.agg_gen) naming it last */
+	uint32_t v8_first; /* 1 << enum v8_line_why of its JavaScript frames named by first lines */
+	uint32_t agg_gen;  /* unwound stacks: the aggregation (ship_task.agg_gen) naming it last */
 };
 
 static void stored_free(struct stored_stack *s)
@@ -384,6 +385,15 @@ void ship_task__py_log(struct ship_task *t)
 			 "there, named %s",
 			 (unsigned long long)t->task_id, (unsigned long long)t->py_unknown,
 			 PY_UNKNOWN_NAME);
+	if (t->v8_first_line[V8_LINE_NO_OFFSET] + t->v8_first_line[V8_LINE_NO_TABLE] +
+	    t->v8_first_line[V8_LINE_NOT_FOUND])
+		log_info("task %llu: samples with JavaScript frames named by their function's first "
+			 "line: %llu with no offset (optimized code), %llu without a source "
+			 "position table, %llu whose table or source gave no line",
+			 (unsigned long long)t->task_id,
+			 (unsigned long long)t->v8_first_line[V8_LINE_NO_OFFSET],
+			 (unsigned long long)t->v8_first_line[V8_LINE_NO_TABLE],
+			 (unsigned long long)t->v8_first_line[V8_LINE_NOT_FOUND]);
 	if (t->py_bad_frames)
 		log_warn("task %llu: %llu frames of Python code records refused",
 			 (unsigned long long)t->task_id, (unsigned long long)t->py_bad_frames);
@@ -799,6 +809,7 @@ named:
 	if (!names)
 		return -ENOMEM;
 	st->py_unknown = 0;
+	st->v8_first = 0;
 	for (size_t k = 0; k < n; k++) {
 		struct py_frame_src src;
 		const struct py_frame *f;
@@ -846,9 +857,12 @@ named:
 				st->py_unknown++;
 				if (st->rt == SC_RT_JAVA && !sf.stamp)
 					snprintf(buf, sizeof(buf), "%s", JAVA_UNKNOWN_NAME);
-			} else if (t->profile) {
-				(void)profile__frame_source(t->profile, buf, src.qualname, src.file,
-							    src.line);
+			} else {
+				if (st->rt == SC_RT_NODE && src.v8_why < V8_LINE_N)
+					st->v8_first |= (1u << src.v8_why) & ~1u;
+				if (t->profile)
+					(void)profile__frame_source(t->profile, buf, src.qualname,
+								    src.file, src.line);
 			}
 			if (names_push(names, &nn, cap, strdup(buf)))
 				goto nomem;
@@ -1182,6 +1196,8 @@ int ship_task__snapshots(struct ship_task *t, const void *buf, size_t len, struc
 			frames[nf++] = us->names[k];
 		t->frames_unnamed += us->unnamed * v.s.value;
 		t->py_unknown += us->py_unknown > 0;
+		for (uint32_t w = 1; w < V8_LINE_N; w++)
+			t->v8_first_line[w] += (us->v8_first >> w) & 1;
 		for (uint32_t k = 0; ks && k < ks->nnames; k++)
 			frames[nf++] = ks->names[k];
 		if (!nf)

@@ -91,6 +91,8 @@ struct ship_task {
 	uint64_t java_status[ROVER_MAX_PIDS][JAVA_ST_MAX]; /* the same for Java targets */
 	uint64_t v8_status[ROVER_MAX_PIDS][V8_ST_MAX];	   /* and for node targets */
 	uint64_t py_unknown, py_bad_frames;
+	/* Samples with a JavaScript frame named by its function's first line, by enum v8_line_why. */
+	uint64_t v8_first_line[V8_LINE_N];
 
 	/*
 	 * Backend output: each flush becomes one upload batch. Flushes that arrive before the

@@ -106,8 +106,11 @@ static size_t pycode_len(const struct sc_pycode *c)
 		return offsetof(struct sc_jmethod, data) + JAVA_STRINGS + j->lines_len;
 	if (c->kind == SC_REC_JNMETHOD)
 		return offsetof(struct sc_jnmethod, data) + (size_t)n->pcs_len + n->scopes_len;
-	if (c->kind == SC_REC_V8FUNC)
-		return sizeof(struct sc_v8func);
+	if (c->kind == SC_REC_V8FUNC) {
+		const struct sc_v8func *v = (const void *)c;
+
+		return V8_REC_LEN(v);
+	}
 	return offsetof(struct sc_pycode, data) + PY_NAME_MAX + PY_FILE_MAX + c->lines_len;
 }
 
@@ -136,7 +139,11 @@ int ship_batch_add_pycode(struct ship_batch *b, const struct sc_pycode *c, size_
 		    n->scopes_len > JAVA_NM_SCOPES_MAX)
 			return -EINVAL;
 	} else if (c->kind == SC_REC_V8FUNC) {
-		if (size < sizeof(struct sc_v8func))
+		const struct sc_v8func *v = (const void *)c;
+
+		if (size < offsetof(struct sc_v8func, data) + V8_STRINGS ||
+		    v->pos_len > V8_POS_MAX || v->bot_len > V8_BOT_MAX || v->bc_len > V8_BC_MAX ||
+		    v->src_len > V8_SRC_HEAD)
 			return -EINVAL;
 	} else if (c->kind != SC_REC_PYCODE || size < offsetof(struct sc_pycode, data) ||
 		   c->lines_len > PY_LINES_MAX) {

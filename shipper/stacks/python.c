@@ -402,7 +402,7 @@ void pycodes__forget_pid(struct pycodes *c, int32_t tgid)
 struct rec_view {
 	struct sc_pycode h;   /* data[] not copied */
 	struct sc_jmethod j;  /* instead, when java */
-	struct sc_v8func v;   /* instead, when java == 2 (data[] copied: the record is fixed) */
+	struct sc_v8func v;   /* instead, when java == 2 (data[] not copied) */
 	struct sc_jnmethod n; /* instead, when java == 3 (data[] not copied) */
 	int java;
 	const uint8_t *data;
@@ -516,7 +516,8 @@ static int nrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tg
 	return 0;
 }
 
-#define VREC_BYTES ((sizeof(struct sc_v8func) + 7) & ~(size_t)7)
+#define VREC_HEAD offsetof(struct sc_v8func, data)
+#define VREC_BYTES(n) ((VREC_HEAD + V8_STRINGS + (size_t)(n) + 7) & ~(size_t)7)
 
 static bool v8_kind_ok(uint8_t kind, uint16_t len, uint16_t max)
 {
@@ -531,12 +532,12 @@ static int vrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tg
 {
 	const struct sc_v8func *v = &ret->v;
 
-	if (len - off < VREC_BYTES) {
+	if (len - off < VREC_BYTES(0)) {
 		*why = "a record cut short";
 		return -EBADMSG;
 	}
-	memcpy(&ret->v, buf + off, sizeof(ret->v));
-	ret->data = ret->v.data;
+	memcpy(&ret->v, buf + off, VREC_HEAD);
+	ret->data = buf + off + VREC_HEAD;
 	ret->java = 2;
 	if (!is_target(tgids, ntgids, (int32_t)v->tgid)) {
 		*why = "a record of a process not among the task's targets";
@@ -548,7 +549,17 @@ static int vrec_at(const uint8_t *buf, size_t len, size_t off, const int32_t *tg
 		*why = "a JavaScript record without a stamp or with a bad string";
 		return -EBADMSG;
 	}
-	ret->size = VREC_BYTES;
+	if (v->pos_len > V8_POS_MAX || v->bot_len > V8_BOT_MAX || v->bc_len > V8_BC_MAX ||
+	    v->src_len > V8_SRC_HEAD ||
+	    (v->src_len && (uint64_t)v->start + v->src_len > INT32_MAX)) {
+		*why = "a JavaScript record with a bad table or source length";
+		return -EBADMSG;
+	}
+	ret->size = VREC_BYTES((size_t)v->pos_len + v->bot_len + v->bc_len + v->src_len);
+	if (len - off < ret->size) {
+		*why = "a record cut short";
+		return -EBADMSG;
+	}
 	return 0;
 }
 
@@ -813,11 +824,23 @@ static size_t v8name_put(char *out, const uint8_t *in, size_t n, uint8_t kind)
 /* V8's name of a function without one: what its stack traces and profiles show. */
 #define V8_ANONYMOUS "(anonymous)"
 
+/* What a JavaScript function's entry holds in its lines[]: this, its position table, its
+ * baseline code's bytecode offset table and bytecodes, its source from its start position. */
+struct v8_head {
+	uint32_t start;
+	uint16_t pos_len, bot_len, bc_len, src_len;
+};
+
 static int keep_v8(struct pycodes *c, const struct rec_view *r)
 {
 	const struct sc_v8func *v = &r->v;
 	char name[V8_NAME_MAX + 8], file[V8_FILE_MAX + 8];
-	size_t nl, fl = 0;
+	struct v8_head h = { .start = v->start,
+			     .pos_len = v->pos_len,
+			     .bot_len = v->bot_len,
+			     .bc_len = v->bc_len,
+			     .src_len = v->src_len };
+	size_t nl, fl = 0, body;
 	struct pycode *e;
 
 	nl = v8name_put(name, r->data, v->name_len, v->name_kind);
@@ -839,7 +862,8 @@ static int keep_v8(struct pycodes *c, const struct rec_view *r)
 		     v8name_put(file + at, r->data + 2 * V8_NAME_MAX, v->file_len, v->file_kind);
 		file[fl++] = '\0';
 	}
-	e = malloc(sizeof(*e) + nl + 1 + fl);
+	body = sizeof(h) + (size_t)v->pos_len + v->bot_len + v->bc_len + v->src_len;
+	e = malloc(sizeof(*e) + body + nl + 1 + fl);
 	if (!e)
 		return -ENOMEM;
 	*e = (struct pycode){ .code = v->sfi,
@@ -847,8 +871,10 @@ static int keep_v8(struct pycodes *c, const struct rec_view *r)
 			      .stamp = v->stamp,
 			      .firstlineno = v->line <= INT32_MAX ? (int32_t)v->line : 0,
 			      .java = 2,
-			      .bytes = sizeof(*e) + nl + 1 + fl };
-	e->name = (char *)e->lines;
+			      .bytes = sizeof(*e) + body + nl + 1 + fl };
+	memcpy(e->lines, &h, sizeof(h));
+	memcpy(e->lines + sizeof(h), r->data + V8_STRINGS, body - sizeof(h));
+	e->name = (char *)e->lines + body;
 	memcpy(e->name, name, nl + 1);
 	if (fl) {
 		e->file = e->name + nl + 1;
@@ -1160,15 +1186,180 @@ size_t jnmethods__scopes(struct pycodes *c, int32_t tgid, const struct py_frame 
 	return n;
 }
 
+bool v8pos__find(const uint8_t *tab, size_t len, uint32_t off, uint32_t *ret_pos)
+{
+	int64_t code = 0, pos = 0, found = -1;
+	size_t i = 0;
+
+	if (!tab)
+		return false;
+	while (i < len) {
+		int64_t d[2];
+
+		for (int k = 0; k < 2; k++) {
+			uint64_t bits = 0;
+			unsigned shift = 0;
+			uint8_t b;
+
+			do {
+				if (i >= len || shift > 63)
+					return false;
+				b = tab[i++];
+				bits |= (uint64_t)(b & 0x7f) << shift;
+				shift += 7;
+			} while (b & 0x80);
+			d[k] = (int64_t)(bits >> 1) ^ -(int64_t)(bits & 1);
+		}
+		/* A statement's code offset delta is itself, an expression's -(delta + 1). */
+		if (d[0] < 0)
+			d[0] = -(d[0] + 1);
+		if (d[0] < 0 || d[0] > INT32_MAX || d[1] < -(int64_t)INT32_MAX * 8 ||
+		    d[1] > (int64_t)INT32_MAX * 8)
+			return false;
+		code += d[0];
+		pos += d[1];
+		if (code > INT32_MAX || pos < INT64_MIN / 4 || pos > INT64_MAX / 4)
+			return false;
+		if (code > off)
+			break;
+		found = pos;
+	}
+	/* A SourcePosition: bit 0 external (not a script offset), then the script offset + 1 in
+	 * 30 bits and the inlining id + 1 in 16 (0: not inlined, as a BytecodeArray's are). */
+	if (found < 0 || (found & 1) || (found >> 31) || !(found >> 1))
+		return false;
+	*ret_pos = (uint32_t)(found >> 1) - 1;
+	return true;
+}
+
+/*
+ * V8 11.3's bytecode lengths by operand scale (1, then after a Wide prefix, then after an
+ * ExtraWide one), as node exports them (v8::internal::interpreter::Bytecodes::kBytecodeSizes;
+ * tests/unit/test_v8structs.c compares this copy with the node file's).
+ */
+const uint8_t v8_bytecode_sizes[3][V8_BYTECODES] = {
+	{
+		1, 1, 1, 1, 1, 2, 3, 4, 5, 5, 6, 2, 1, 2, 1, 1, 1, 1, 1, 2, 4, 4, 2, 2, 2,
+		3, 2, 2, 2, 1, 1, 1, 2, 3, 3, 3, 4, 2, 2, 4, 4, 2, 4, 4, 3, 4, 4, 3, 3, 3,
+		4, 4, 4, 5, 4, 5, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+		3, 3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 4, 5, 5, 4, 5, 6, 5, 3, 4, 5,
+		5, 5, 6, 4, 4, 5, 5, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 1, 5, 4, 1, 2, 4,
+		1, 4, 3, 4, 2, 3, 3, 3, 3, 1, 1, 1, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+		2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 4, 2, 3, 3, 5, 2, 1, 1, 1, 1, 2, 1, 1, 2, 4,
+		5, 4, 4, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	},
+	{
+		1, 1, 1, 1, 1, 3, 5, 7, 9, 7, 9, 3, 1, 3, 1, 1, 1, 1, 1, 3, 7,	7, 3, 3, 3,
+		5, 3, 3, 3, 1, 1, 1, 2, 5, 5, 5, 7, 3, 3, 7, 7, 3, 7, 7, 4, 7,	7, 5, 5, 5,
+		7, 7, 7, 8, 7, 8, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,	5, 5, 5, 5,
+		5, 5, 5, 5, 5, 3, 3, 3, 3, 1, 1, 1, 3, 3, 3, 7, 9, 9, 7, 9, 11, 9, 5, 7, 9,
+		9, 7, 9, 6, 6, 9, 9, 5, 5, 5, 5, 5, 5, 5, 5, 3, 3, 3, 3, 1, 7,	6, 1, 3, 6,
+		1, 6, 5, 6, 3, 5, 5, 5, 5, 1, 1, 1, 7, 3, 3, 3, 3, 3, 3, 3, 3,	3, 3, 3, 3,
+		3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 7, 3, 5, 5, 9, 3, 1, 1, 1, 1, 3,	1, 1, 3, 7,
+		9, 7, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,	1, 1,
+	},
+	{
+		1,  1,	1,  1,	1,  5,	9,  13, 17, 11, 15, 5,	1,  5,	1,  1,	1,  1,	1,  5,
+		13, 13, 5,  5,	5,  9,	5,  5,	5,  1,	1,  1,	2,  9,	9,  9,	13, 5,	5,  13,
+		13, 5,	13, 13, 6,  13, 13, 9,	9,  9,	13, 13, 13, 14, 13, 14, 9,  9,	9,  9,
+		9,  9,	9,  9,	9,  9,	9,  9,	9,  9,	9,  9,	9,  9,	9,  9,	9,  9,	9,  9,
+		5,  5,	5,  5,	1,  1,	1,  5,	5,  5,	13, 17, 17, 13, 17, 21, 17, 9,	13, 17,
+		17, 11, 15, 10, 10, 17, 17, 9,	9,  9,	9,  9,	9,  9,	9,  5,	5,  5,	5,  1,
+		11, 10, 1,  5,	10, 1,	10, 9,	10, 5,	9,  9,	9,  9,	1,  1,	1,  13, 5,  5,
+		5,  5,	5,  5,	5,  5,	5,  5,	5,  5,	5,  5,	5,  5,	5,  5,	5,  5,	5,  5,
+		13, 5,	9,  9,	17, 5,	1,  1,	1,  1,	5,  1,	1,  5,	13, 17, 13, 13, 1,  5,
+		5,  1,	1,  1,	1,  1,	1,  1,	1,  1,	1,  1,	1,  1,	1,  1,	1,  1,
+	},
+};
+
+/* An unsigned VLQ number of tab[len] at *i (V8's VLQDecodeUnsigned), up to 32 bits. */
+static bool vlq_u32(const uint8_t *tab, size_t len, size_t *i, uint32_t *ret)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+
+	do {
+		if (*i >= len || shift > 28)
+			return false;
+		b = tab[(*i)++];
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (v > UINT32_MAX)
+		return false;
+	*ret = (uint32_t)v;
+	return true;
+}
+
+bool v8bl__bytecode(const uint8_t *tab, size_t tlen, const uint8_t *bc, size_t blen, uint32_t pc,
+		    uint32_t *ret_off)
+{
+	uint64_t end;
+	uint32_t d;
+	size_t i = 0, at = 0;
+
+	if (!tab || !bc || !vlq_u32(tab, tlen, &i, &d))
+		return false;
+	/* The first entry is the prologue's (V8's kFunctionEntryBytecodeOffset): no bytecode. */
+	end = d;
+	if (pc <= end)
+		return false;
+	while (at < blen) {
+		unsigned scale = 0, pre = 0;
+		uint8_t b = bc[at];
+
+		if (!vlq_u32(tab, tlen, &i, &d))
+			return false;
+		/* Wide, ExtraWide, DebugBreakWide, DebugBreakExtraWide: a scale for the next. */
+		if (b <= 3) {
+			if (at + 1 >= blen)
+				return false;
+			scale = b & 1 ? 2 : 1;
+			pre = 1;
+			b = bc[at + 1];
+		}
+		if (b >= V8_BYTECODES || b <= 3)
+			return false;
+		end += d;
+		if (pc <= end) {
+			*ret_off = (uint32_t)at;
+			return true;
+		}
+		at += pre + v8_bytecode_sizes[scale][b];
+	}
+	return false;
+}
+
+bool v8pos__line(const uint8_t *src, size_t len, uint32_t start, int32_t first_line, uint32_t pos,
+		 int32_t *ret_line)
+{
+	int64_t line = first_line;
+
+	if (!src || first_line <= 0 || pos < start || pos - start > len)
+		return false;
+	for (size_t i = 0; i < pos - start; i++)
+		line += src[i] == '\n';
+	if (line > INT32_MAX)
+		return false;
+	*ret_line = (int32_t)line;
+	return true;
+}
+
 int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
 		  struct py_frame_src *ret_src)
 {
 	struct pycode *e = NULL;
 	struct py_frame_src src = { .qualname = V8_UNKNOWN_NAME };
+	uint64_t code = f->code & V8_FRAME_SFI_MASK;
+	uint32_t off1 = (uint32_t)(f->code >> V8_FRAME_SFI_BITS), pos, off;
+	const uint8_t *tab;
+	int32_t line;
+	struct v8_head h;
 
 	if (c) {
 		c->st.lookups++;
-		e = *find_link(c, tgid, f->code, f->stamp);
+		e = *find_link(c, tgid, code, f->stamp);
 	}
 	if (!e || e->java != 2) {
 		if (c)
@@ -1181,13 +1372,33 @@ int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, cha
 	}
 	lru_del(e);
 	lru_add(c, e);
-	src = (struct py_frame_src){ .qualname = e->name, .file = e->file, .line = e->firstlineno };
+	memcpy(&h, e->lines, sizeof(h));
+	tab = e->lines + sizeof(h);
+	line = e->firstlineno;
+	src = (struct py_frame_src){ .qualname = e->name, .file = e->file };
+	off = off1 - 1;
+	/* A function with no first line (node's own scripts: their source is not sent) has
+	 * nothing to fall back from: no reason is counted. */
+	if (line <= 0)
+		src.v8_why = V8_LINE_OWN;
+	else if (!off1)
+		src.v8_why = V8_LINE_NO_OFFSET;
+	else if (!h.pos_len || ((f->code & V8_FRAME_BASELINE) && !h.bot_len))
+		src.v8_why = V8_LINE_NO_TABLE;
+	else if (((f->code & V8_FRAME_BASELINE) &&
+		  !v8bl__bytecode(tab + h.pos_len, h.bot_len, tab + h.pos_len + h.bot_len, h.bc_len,
+				  off1 - 1, &off)) ||
+		 !v8pos__find(tab, h.pos_len, off, &pos) ||
+		 !v8pos__line(tab + h.pos_len + h.bot_len + h.bc_len, h.src_len, h.start,
+			      e->firstlineno, pos, &line))
+		src.v8_why = V8_LINE_NOT_FOUND;
+	src.line = line;
 	if (len) {
 		/* A path's base name; node's own scripts ("node:internal/...") whole. */
 		const char *file = e->file && e->file[0] == '/' ? base_name(e->file) : e->file;
 
-		if (file && e->firstlineno > 0)
-			snprintf(buf, len, "%s (%s:%d)", e->name, file, e->firstlineno);
+		if (file && line > 0)
+			snprintf(buf, len, "%s (%s:%d)", e->name, file, line);
 		else if (file)
 			snprintf(buf, len, "%s (%s)", e->name, file);
 		else

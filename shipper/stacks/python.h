@@ -92,6 +92,16 @@ struct py_frame_src {
 	const char *qualname; /* PY_UNKNOWN_NAME without a record */
 	const char *file;     /* NULL without a record */
 	int32_t line;	      /* 0: none */
+	uint32_t v8_why;      /* a JavaScript frame: enum v8_line_why */
+};
+
+/* Why a JavaScript frame is named with the line its function starts on, not its own. */
+enum v8_line_why {
+	V8_LINE_OWN = 0,   /* named with its own line */
+	V8_LINE_NO_OFFSET, /* no offset: an optimized frame (or one the walk could not tell) */
+	V8_LINE_NO_TABLE,  /* the record has no position table (or no baseline table) */
+	V8_LINE_NOT_FOUND, /* the table or the source sent gives none at its offset */
+	V8_LINE_N,
 };
 
 /*
@@ -243,10 +253,44 @@ const char *java_status_name(uint32_t status);
 #define V8_UNKNOWN_NAME "<js code>"
 
 /*
- * As pycodes__name, for a JavaScript frame (code: the SharedFunctionInfo): "function
- * (script.js:LINE)", a path's base name and the line the function starts on (not yet the line
- * the frame runs), without the line where the record has none; V8_UNKNOWN_NAME without a
- * record. 1 when named from a record, 0 otherwise.
+ * The script offset of bytecode offset off in V8's source position table tab[len] (as
+ * SourcePositionTableIterator reads it: pairs of zigzag VLQ numbers, the code offset's delta,
+ * negative for an expression, and the source position's delta): the position of the last
+ * entry at or before off, as AbstractCode::SourcePosition gives it for bytecode. true with
+ * *ret_pos; false for a table that gives none there, is cut inside an entry, has a number past
+ * 64 bits, goes backwards, or holds a position that is not a plain script offset.
+ */
+bool v8pos__find(const uint8_t *tab, size_t len, uint32_t off, uint32_t *ret_pos);
+
+/* V8 11.3's bytecodes (Bytecode::kLast + 1) and their lengths by operand scale. */
+#define V8_BYTECODES 198
+extern const uint8_t v8_bytecode_sizes[3][V8_BYTECODES];
+
+/*
+ * The bytecode offset of pc offset pc in baseline code whose bytecode offset table is
+ * tab[tlen] (V8's BytecodeOffsetIterator: unsigned VLQ pc deltas, the prologue's and then
+ * each bytecode's in turn) and whose bytecodes are bc[blen]: the offset of the bytecode whose
+ * code ends at or after pc, its prefix's where it has one. true with *ret_off; false in the
+ * prologue, past the table or the bytecodes, or on a bytecode V8 11.3 does not have.
+ */
+bool v8bl__bytecode(const uint8_t *tab, size_t tlen, const uint8_t *bc, size_t blen, uint32_t pc,
+		    uint32_t *ret_off);
+
+/*
+ * The line of script offset pos in a function that starts at script offset start, on line
+ * first_line (from 1), whose source from start is src[len]: first_line plus the newlines
+ * before pos. true with *ret_line; false when pos lies outside the source sent or first_line
+ * is not known.
+ */
+bool v8pos__line(const uint8_t *src, size_t len, uint32_t start, int32_t first_line, uint32_t pos,
+		 int32_t *ret_line);
+
+/*
+ * As pycodes__name, for a JavaScript frame (code: the SharedFunctionInfo, and the bytecode
+ * offset + 1 above V8_FRAME_SFI_BITS): "function (script.js:LINE)", a path's base name and the
+ * line the frame runs when its offset, its function's position table and source say it, else
+ * the line the function starts on (ret_src->v8_why says why), without the line where the
+ * record has none; V8_UNKNOWN_NAME without a record. 1 when named from a record, 0 otherwise.
  */
 int v8funcs__name(struct pycodes *c, int32_t tgid, const struct py_frame *f, char *buf, size_t len,
 		  struct py_frame_src *ret_src);

@@ -5,8 +5,9 @@
  * carrying Python frames (code addresses, stamps, offsets and flags the target's memory gave),
  * Java method and nmethod records and frames (SC_REC_JMETHOD, SC_REC_JNMETHOD, SC_RT_JAVA
  * snapshots: the same path; a compiled frame named a frame per inlined scope), the line tables
- * and a compiled frame's scopes decoded at every offset, and the splice of Python groups into
- * native frames.
+ * and a compiled frame's scopes decoded at every offset, JavaScript function records (their
+ * position tables and source heads) and frames with bytecode offsets, V8's position tables and
+ * lines decoded at every offset, and the splice of Python groups into native frames.
  *
  * Input: 1 byte of mode (bit 0: --python-native all; bits 1-3: the version of the direct line
  * table decoding, 3.8 + n; bit 4: pprof; bit 5: the direct Java line table and scope decoding
@@ -206,6 +207,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)pylines__addr2line((uint16_t)(0x0308 + ((mode >> 1) & 7)), data + 3, n, 1, q,
 					 &line);
 		(void)jlines__bci2line(mode & 32 ? 25 : 17, data + 3, n, q, &line);
+	}
+	/* The same bytes as a V8 position table, at any offset; its position as a line in them;
+	 * their halves as a baseline Code's bytecode offset table and its bytecodes. */
+	for (uint32_t q = 0; q < 256; q += 3) {
+		uint32_t pos, bo;
+		int32_t line;
+
+		if (v8bl__bytecode(data + 3, n / 2, data + 3 + n / 2, n - n / 2, q * 4, &bo) &&
+		    bo >= n - n / 2)
+			abort();
+
+		if (v8pos__find(data + 3, n, q, &pos)) {
+			if (pos > INT32_MAX)
+				abort();
+			if (v8pos__line(data + 3, n, (uint32_t)q, 1, pos, &line) &&
+			    (line < 1 || (size_t)line > n + 1))
+				abort();
+		}
 	}
 	check_jnm_scopes(data + 3, n, mode & 32 ? 25 : 17);
 

@@ -721,18 +721,38 @@ static void v8_seed(const char *name, uint32_t njs)
 				    .inferred_len = 6,
 				    .inferred_kind = 2,
 				    .flags = V8_F_NAME_CUT | V8_F_FILE_TAIL } };
-	size_t step = (sizeof(struct sc_v8func) + 7) & ~(size_t)7, clen = sizeof(ch);
+	/* alpha's table: bytecodes 0, 4 and 8 at "(n)" and the two loops' calls (V8's encoding). */
+	static const uint8_t tab[] = { 0x00, 0xa4, 0x01, 0x08, 0x40, 0x08, 0x3c };
+	static const uint8_t bot[] = { 0x04, 0x08, 0x08, 0x08, 0x08 };
+	static const uint8_t bcs[] = { 0x0b, 0x01, 0x00, 0x0b, 0x01, 0x00, 0x0b, 0x01, 0x0b, 0x01 };
+	static const char src[] = "(n) {\n\tfor (;;) a();\n\tfor (;;) b();\n}";
+	size_t clen = sizeof(ch), step[2];
 	uint8_t stack[64] = { 0 };
 	struct pyseed p = { .len = 0 };
 	uint8_t mode = 0;
 
 	memcpy(r[0].data, "alpha", 5);
 	memcpy(r[0].data + 2 * V8_NAME_MAX, "/srv/a.js", 8);
+	r[0].line = 3;
+	r[0].start = 40;
+	r[0].pos_len = sizeof(tab);
+	r[0].src_len = sizeof(src) - 1;
+	memcpy(r[0].data + V8_STRINGS, tab, sizeof(tab));
+	/* Baseline code: a 4-byte prologue, then bytecodes 0 (LdaSmi, 2 bytes), 2 (Wide LdaSmi,
+	 * 4), 6, 8 (LdaSmi) at pc deltas 8, 8, 8, 8. */
+	r[0].bot_len = sizeof(bot);
+	r[0].bc_len = sizeof(bcs);
+	memcpy(r[0].data + V8_STRINGS + sizeof(tab), bot, sizeof(bot));
+	memcpy(r[0].data + V8_STRINGS + sizeof(tab) + sizeof(bot), bcs, sizeof(bcs));
+	memcpy(r[0].data + V8_STRINGS + sizeof(tab) + sizeof(bot) + sizeof(bcs), src,
+	       sizeof(src) - 1);
+	for (int i = 0; i < 2; i++)
+		step[i] = (V8_REC_LEN(&r[i]) + 7) & ~(size_t)7;
 	memcpy(r[1].data + V8_NAME_MAX, "F\0o\0\xe9\0", 6);
 	memset(codes, 0, sizeof(codes));
 	memcpy(codes, &ch, sizeof(ch));
-	for (int i = 0; i < 2; i++, clen += step)
-		memcpy(codes + clen, &r[i], sizeof(r[i]));
+	for (int i = 0; i < 2; clen += step[i], i++)
+		memcpy(codes + clen, &r[i], V8_REC_LEN(&r[i]));
 	pput(&p, &mode, 1);
 	pput16(&p, clen);
 	pput(&p, codes, clen);
@@ -741,7 +761,12 @@ static void v8_seed(const char *name, uint32_t njs)
 	pput(&p, &h, sizeof(h));
 	pput(&p, &snap, sizeof(snap));
 	for (uint32_t i = 0; i < njs; i++) {
-		struct py_frame f = { .code = i % 2 ? 0xb1 : 0xa1,
+		/* alpha's frames at bytecode offsets 0, 4, 8 and past its table, then in its
+		 * baseline code at pc offsets 3 (the prologue), 11, 19, 27. */
+		uint64_t a = i < 8 ? (uint64_t)(1 + 4 * (i / 2)) << V8_FRAME_SFI_BITS
+				   : V8_FRAME_BASELINE | (uint64_t)(4 + 8 * ((i - 8) / 2))
+								 << V8_FRAME_SFI_BITS;
+		struct py_frame f = { .code = i % 2 ? 0xb1 : 0xa1 | a,
 				      .stamp = 1,
 				      .instr = 0x401000 + 16 * i };
 
@@ -772,6 +797,7 @@ static void pycode_seeds(void)
 	pycode_seed("v38_v310", 0x00, old, 2, "\x03\x03", 2);
 	pycode_seed("v310_table", 0x04, old + 1, 1, "\x02", 1);
 	v8_seed("v8_records", 3);
+	v8_seed("v8_lines", 16);
 }
 
 /* ---- fuzz_pycode with Java: method records and snapshots of SC_RT_JAVA frames ---- */

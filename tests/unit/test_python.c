@@ -517,12 +517,16 @@ Test(pysplice, a_snapshot_of_this_process_is_spliced_and_named)
 static size_t v8_frame_of(const struct sc_v8func *r, uint32_t n)
 {
 	struct ship_pycodes_hdr h = { .task_id = 5, .count = n };
-	size_t off = sizeof(h), step = (sizeof(struct sc_v8func) + 7) & ~(size_t)7;
+	size_t off = sizeof(h);
 
 	memset(frame_buf, 0, sizeof(frame_buf));
 	memcpy(frame_buf, &h, sizeof(h));
-	for (uint32_t i = 0; i < n; i++, off += step)
-		memcpy(frame_buf + off, &r[i], sizeof(r[i]));
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = V8_REC_LEN(&r[i]);
+
+		memcpy(frame_buf + off, &r[i], len);
+		off += (len + 7) & ~(size_t)7;
+	}
 	return off;
 }
 
@@ -550,6 +554,247 @@ static const char *v8_name_of(struct pycodes *c, uint64_t sfi, uint32_t stamp)
 
 	v8funcs__name(c, 100, &f, buf, sizeof(buf), NULL);
 	return buf;
+}
+
+/* The name of a frame of sfi at bytecode offset + 1 off1 (0: none), and why in *why. */
+static const char *v8_name_at(struct pycodes *c, uint64_t sfi, uint32_t off1, uint32_t *why)
+{
+	static char buf[1024];
+	struct py_frame f = { .code = sfi | (uint64_t)off1 << V8_FRAME_SFI_BITS, .stamp = 9 };
+	struct py_frame_src src;
+
+	v8funcs__name(c, 100, &f, buf, sizeof(buf), &src);
+	*why = src.v8_why;
+	return buf;
+}
+
+/*
+ * A real table: node 20's for probe.js's cold(n) (V8 11.3, read from a running node's
+ * BytecodeArray), whose source starts at script offset 190 on line 9; every entry is on line 9
+ * but for the ones given below.
+ */
+static const uint8_t cold_tab[] = { 0x01, 0xfc, 0x05, 0x02, 0x38, 0x04, 0x40, 0x04,
+				    0x14, 0x05, 0x00, 0x0a, 0x28, 0x05, 0x14, 0x0e,
+				    0x23, 0x0b, 0x5f, 0x08, 0x90, 0x01, 0x04, 0x24 };
+
+Test(v8pos, a_real_table_gives_the_last_position_at_or_before_the_offset)
+{
+	/* V8's entries: (0, 190) (1, 204) (3, 220) (5, 225) (7, 225) (12, 235) (14, 240)
+	 * (21, 231) (26, 207) (30, 243) (32, 252). */
+	static const uint32_t off[] = { 0, 1, 2, 3, 12, 13, 21, 25, 26, 31, 32, 1000 };
+	static const uint32_t want[] = {
+		190, 204, 204, 220, 235, 235, 231, 231, 207, 243, 252, 252
+	};
+	uint32_t pos;
+
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		cr_assert(v8pos__find(cold_tab, sizeof(cold_tab), off[i], &pos), "offset %u",
+			  off[i]);
+		cr_assert_eq(pos, want[i], "offset %u: %u, not %u", off[i], pos, want[i]);
+	}
+}
+
+Test(v8pos, hostile_tables_give_no_position)
+{
+	/* zigzag: 2k is k, 2k + 1 is -(k + 1); a position is (script offset + 1) << 1. */
+	static const uint8_t external[] = { 0x00, 0x06 }; /* position 3: bit 0 set */
+	static const uint8_t inlined[] = { 0x00, 0x84, 0x80, 0x80, 0x80, 0x10 }; /* id 0 + 1 */
+	static const uint8_t none[] = { 0x00, 0x00 };		 /* script offset field 0 */
+	static const uint8_t negative[] = { 0x00, 0x03 };	 /* position -2 */
+	static const uint8_t cut[] = { 0x00, 0x08, 0x02, 0x88 }; /* a number's last byte gone */
+	static const uint8_t later[] = { 0x0a, 0x08 };		 /* offset 5: script offset 1 */
+	static const uint8_t code_big[] = { 0xfe, 0xff, 0xff, 0xff, 0x1f, 0x08 };
+	uint8_t long_num[16];
+	uint32_t pos = 77;
+
+	cr_assert_not(v8pos__find(cold_tab, 0, 0, &pos));
+	cr_assert_not(v8pos__find(NULL, 4, 0, &pos));
+	cr_assert_not(v8pos__find(external, sizeof(external), 0, &pos));
+	cr_assert_not(v8pos__find(inlined, sizeof(inlined), 0, &pos));
+	cr_assert_not(v8pos__find(none, sizeof(none), 0, &pos));
+	cr_assert_not(v8pos__find(negative, sizeof(negative), 0, &pos));
+	cr_assert_not(v8pos__find(cut, sizeof(cut), 100, &pos));
+	cr_assert_not(v8pos__find(later, sizeof(later), 4, &pos));
+	cr_assert(v8pos__find(later, sizeof(later), 5, &pos) && pos == 1);
+	cr_assert_not(v8pos__find(code_big, sizeof(code_big), 0, &pos));
+	/* More than 64 bits of continuation bytes. */
+	memset(long_num, 0xff, sizeof(long_num));
+	cr_assert_not(v8pos__find(long_num, sizeof(long_num), 0, &pos));
+	/* Every cut of the real table decodes no further than its bytes: positions it gives are
+	 * the whole table's at the same offset or an earlier entry's. */
+	for (size_t n = 0; n < sizeof(cold_tab); n++)
+		for (uint32_t off = 0; off < 40; off++)
+			if (v8pos__find(cold_tab, n, off, &pos))
+				cr_assert(pos >= 190 && pos <= 252);
+	cr_assert_eq(pos == 77, false);
+}
+
+Test(v8pos, a_position_is_a_line_of_the_source_sent)
+{
+	static const char src[] = "(n) {\n\ta();\n\n\tb();\n}";
+	int32_t line = 0;
+
+	cr_assert(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 100, &line) && line == 7);
+	cr_assert(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 107, &line) && line == 8);
+	cr_assert(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 114, &line) && line == 10);
+	/* At the source's end, not past it. */
+	cr_assert(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 100 + strlen(src), &line));
+	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 101 + strlen(src),
+				  &line));
+	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), 100, 7, 99, &line));
+	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), 100, 0, 107, &line));
+	cr_assert_not(v8pos__line(NULL, 4, 100, 7, 101, &line));
+	cr_assert_not(v8pos__line((const uint8_t *)src, strlen(src), UINT32_MAX, 1, 5, &line));
+}
+
+/*
+ * probe.js's hot(n) under node --no-opt: its baseline Code's bytecode offset table and its
+ * bytecodes, read from a running node 20 (its Code's instructions are 604 bytes; the table's
+ * 35 entries end at 602, its 34 bytecodes at the array's 69 bytes).
+ */
+static const uint8_t hot_bot[] = {
+	0x17, 0x0a, 0x04, 0x08, 0x2f, 0x1c, 0x11, 0x04, 0x1d, 0x04, 0x18, 0x07,
+	0x04, 0x08, 0x2f, 0x04, 0x3a, 0x02, 0x04, 0x04, 0x0e, 0x1b, 0x04, 0x14,
+	0x04, 0x04, 0x0e, 0x0c, 0x04, 0x04, 0x0a, 0x04, 0x7c, 0x04, 0x11,
+};
+static const uint8_t hot_bc[] = {
+	0x0d, 0x01, 0xc4, 0x16, 0x02, 0xaa, 0x00, 0x97, 0x1a, 0x21, 0x01, 0x00, 0xc2, 0x69,
+	0xf8, 0xfa, 0x00, 0x02, 0xc2, 0x2d, 0xf8, 0x02, 0x04, 0x12, 0xc2, 0x16, 0x02, 0xaa,
+	0x00, 0x0b, 0xf8, 0x25, 0x02, 0x0c, 0xc3, 0x0b, 0x03, 0x6d, 0xf9, 0x06, 0x99, 0x1a,
+	0x0b, 0xfa, 0x46, 0x1f, 0x09, 0xc2, 0x0b, 0xf9, 0x38, 0xf8, 0x08, 0x4a, 0x00, 0x07,
+	0xc4, 0x0b, 0xf9, 0x50, 0x0a, 0xc3, 0x89, 0x1b, 0x00, 0x0b, 0x0b, 0xfa, 0xa9,
+};
+
+Test(v8pos, a_baseline_pc_is_the_bytecode_v8_says)
+{
+	/* (bytecode, pc start, pc end] as V8's BytecodeOffsetIterator walks them. */
+	static const uint32_t pc[] = { 24, 33, 34, 37, 38, 92, 93, 326, 327, 580, 581, 582, 602 };
+	static const uint32_t want[] = { 0, 0, 2, 2, 3, 5, 7, 31, 33, 62, 62, 66, 68 };
+	uint32_t off = 0;
+
+	for (size_t i = 0; i < sizeof(pc) / sizeof(pc[0]); i++) {
+		cr_assert(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), pc[i],
+					 &off),
+			  "pc %u", pc[i]);
+		cr_assert_eq(off, want[i], "pc %u: bytecode %u, not %u", pc[i], off, want[i]);
+	}
+	/* The prologue (up to 23) and past the last bytecode's code: none. */
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 0, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 23, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, sizeof(hot_bc), 603, &off));
+}
+
+Test(v8pos, hostile_baseline_tables_give_no_bytecode)
+{
+	static const uint8_t wide_last[] = { 0x0b, 0x00 }; /* a prefix as the last byte */
+	static const uint8_t two_prefixes[] = { 0x00, 0x01, 0x0b };
+	static const uint8_t past_last[] = { 0x0b, 0xff }; /* 0x0b takes 0xff as its operand */
+	static const uint8_t tab2[] = { 0x01, 0x01, 0x01 };
+	static const uint8_t long_num[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x01 };
+	uint32_t off = 0;
+
+	cr_assert_not(v8bl__bytecode(NULL, 4, hot_bc, sizeof(hot_bc), 30, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), NULL, 4, 30, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, 0, hot_bc, sizeof(hot_bc), 30, &off));
+	/* The table cut inside a number, or before the pc: none. */
+	cr_assert_not(v8bl__bytecode(long_num, sizeof(long_num), hot_bc, sizeof(hot_bc), 1, &off));
+	cr_assert_not(v8bl__bytecode(hot_bot, 5, hot_bc, sizeof(hot_bc), 300, &off));
+	/* The bytecodes cut: none past them. */
+	cr_assert_not(v8bl__bytecode(hot_bot, sizeof(hot_bot), hot_bc, 10, 300, &off));
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), wide_last + 1, 1, 2, &off));
+	cr_assert(v8bl__bytecode(tab2, sizeof(tab2), wide_last, sizeof(wide_last), 2, &off) &&
+		  off == 0);
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), two_prefixes, sizeof(two_prefixes), 2,
+				     &off));
+	cr_assert(v8bl__bytecode(tab2, sizeof(tab2), past_last, sizeof(past_last), 2, &off) &&
+		  off == 0);
+	cr_assert_not(v8bl__bytecode(tab2, sizeof(tab2), past_last, sizeof(past_last), 3, &off));
+	/* Every cut of the real table and bytecodes gives one of the real bytecodes or none. */
+	for (size_t t = 0; t <= sizeof(hot_bot); t++)
+		for (size_t b = 0; b <= sizeof(hot_bc); b += 7)
+			for (uint32_t p = 0; p < 640; p += 13)
+				if (v8bl__bytecode(hot_bot, t, hot_bc, b, p, &off))
+					cr_assert(off < b);
+}
+
+Test(v8funcs, frames_are_named_with_the_line_they_run)
+{
+	static const char src[] = "(n) {\n\tfor (;;) a();\n\tfor (;;) b();\n}";
+	/* Bytecodes 0, 4 and 8 at script offsets 40, 40 + 15 and 40 + 30. */
+	static const uint8_t tab[] = { 0x00, 0xa4, 0x01, 0x08, 0x40, 0x08, 0x3c };
+	struct pycodes *c = pycodes__new(0);
+	struct sc_v8func r[2] = { v8rec(0x11, "alpha", "", "/srv/app/lines.js"),
+				  v8rec(0x21, "beta", "", "/srv/app/lines.js") };
+	const char *why = NULL;
+	uint32_t w;
+
+	r[0].line = 3;
+	r[0].start = 40;
+	r[0].pos_len = sizeof(tab);
+	r[0].src_len = (uint16_t)strlen(src);
+	memcpy(r[0].data + V8_STRINGS, tab, sizeof(tab));
+	memcpy(r[0].data + V8_STRINGS + sizeof(tab), src, strlen(src));
+	/* beta: no table (V8 had built none), a source. */
+	r[1].line = 12;
+	r[1].start = 400;
+	r[1].src_len = (uint16_t)strlen(src);
+	r[1].flags = V8_F_NO_POS;
+	memcpy(r[1].data + V8_STRINGS, src, strlen(src));
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why), 0,
+		     "%s", why);
+	cr_assert_str_eq(v8_name_at(c, 0x11, 1, &w), "alpha (lines.js:3)");
+	cr_assert_eq(w, V8_LINE_OWN);
+	cr_assert_str_eq(v8_name_at(c, 0x11, 5, &w), "alpha (lines.js:4)");
+	cr_assert_str_eq(v8_name_at(c, 0x11, 8, &w), "alpha (lines.js:4)");
+	cr_assert_str_eq(v8_name_at(c, 0x11, 9, &w), "alpha (lines.js:5)");
+	cr_assert_str_eq(v8_name_at(c, 0x11, 0xffff, &w), "alpha (lines.js:5)");
+	cr_assert_eq(w, V8_LINE_OWN);
+	/* No offset (a baseline or optimized frame): the first line, said why. */
+	cr_assert_str_eq(v8_name_at(c, 0x11, 0, &w), "alpha (lines.js:3)");
+	cr_assert_eq(w, V8_LINE_NO_OFFSET);
+	cr_assert_str_eq(v8_name_at(c, 0x21, 9, &w), "beta (lines.js:12)");
+	cr_assert_eq(w, V8_LINE_NO_TABLE);
+	pycodes__free(c);
+
+	/* A position outside the source sent: the first line. */
+	c = pycodes__new(0);
+	r[0].src_len = 10;
+	memcpy(r[0].data + V8_STRINGS + sizeof(tab), src, 10);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 1), &why), 0,
+		     "%s", why);
+	cr_assert_str_eq(v8_name_at(c, 0x11, 9, &w), "alpha (lines.js:3)");
+	cr_assert_eq(w, V8_LINE_NOT_FOUND);
+	pycodes__free(c);
+}
+
+Test(v8funcs, bad_table_or_source_lengths_are_refused_whole)
+{
+	struct pycodes *c = pycodes__new(0);
+	struct sc_v8func r[2] = { v8rec(0x11, "alpha", "", "a.js"), v8rec(0x21, "b", "", "b.js") };
+	const char *why = NULL;
+	size_t len;
+
+	r[1].pos_len = V8_POS_MAX + 1;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 1), &why), 0);
+	len = v8_frame_of(r, 2);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, &why), -EBADMSG);
+	r[1].pos_len = 0;
+	r[1].src_len = V8_SRC_HEAD + 1;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, &why), -EBADMSG);
+	/* A source that would run past 2^31. */
+	r[1].src_len = 16;
+	r[1].start = INT32_MAX - 8;
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, v8_frame_of(r, 2), &why),
+		     -EBADMSG);
+	/* A table longer than the frame holds: cut short. */
+	r[1].start = 0;
+	r[1].src_len = 0;
+	r[1].pos_len = 64;
+	len = v8_frame_of(r, 2);
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len - 8, &why), -EBADMSG);
+	cr_assert_str_eq(why, "a record cut short");
+	cr_assert_eq(pycodes__add_frame(c, 5, tgids, 2, frame_buf, len, &why), 0);
+	pycodes__free(c);
 }
 
 Test(v8funcs, records_name_frames)

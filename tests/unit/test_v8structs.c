@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "shipper/stacks/python.h"
 #include "tests/unit/v8_build.h"
 #include "worker/v8structs.h"
 
@@ -124,6 +125,55 @@ static unsigned int n_entries(void)
 	while (v8structs__entry(n, NULL, NULL))
 		n++;
 	return n;
+}
+
+/*
+ * The shipper's copy of V8 11.3's bytecode lengths (v8_bytecode_sizes, for baseline frames'
+ * lines) is node's own: v8::internal::interpreter::Bytecodes::kBytecodeSizes, a uint8_t[3][N]
+ * in .rodata, exported.
+ */
+Test(v8structs, bytecode_sizes_are_nodes)
+{
+	static const char sym[] = "_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE";
+	uint8_t file[3 * V8_BYTECODES];
+	int fd = open(node_path(), O_RDONLY | O_CLOEXEC), found = 0;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	cr_assert_geq(fd, 0);
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	cr_assert_not_null(e);
+	while ((scn = elf_nextscn(e, scn)) && !found) {
+		GElf_Shdr sh, dsh;
+		Elf_Data *d;
+
+		gelf_getshdr(scn, &sh);
+		if (sh.sh_type != SHT_DYNSYM)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize && !found; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			gelf_getsym(d, (int)i, &s);
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name || strcmp(name, sym) || s.st_shndx == SHN_UNDEF ||
+			    s.st_shndx >= SHN_LORESERVE)
+				continue;
+			cr_assert_eq(s.st_size, sizeof(file), "%s is %lu bytes, not 3 x %d", sym,
+				     (unsigned long)s.st_size, V8_BYTECODES);
+			gelf_getshdr(elf_getscn(e, s.st_shndx), &dsh);
+			cr_assert_eq(pread(fd, file, sizeof(file),
+					   (off_t)(dsh.sh_offset + s.st_value - dsh.sh_addr)),
+				     (ssize_t)sizeof(file));
+			found = 1;
+		}
+	}
+	elf_end(e);
+	close(fd);
+	cr_assert(found, "%s not in node's .dynsym", sym);
+	cr_assert_eq(memcmp(file, v8_bytecode_sizes, sizeof(file)), 0);
 }
 
 /* Node 20 on this machine: every value as libelf reads it, and what the walker relies on. */
