@@ -146,6 +146,13 @@ if [ "$(id -u)" -ne 0 ] || [ ! -x "$BUILD/rover" ] || ! id rover >/dev/null 2>&1
 	exit "$failed"
 fi
 gcc -O2 -Wall -o "$WORK/seccomp-exec" "$SRC/scripts/check-unit-seccomp.c" -lseccomp
+# The binaries as `make install` puts them, in a directory of their own outside /tmp (a build
+# under /tmp, a CI checkout's, would vanish under PrivateTmp=): it stands for /usr/local/bin.
+chmod 0755 "$WORK"
+mkdir -m 0755 "$WORK/bin"
+cp "$BUILD/rover" "$BUILD/rover-supervisor" "$BUILD/rover-worker" "$BUILD/rover-shipper" \
+	"$WORK/bin/"
+[ ! -f "$BUILD/librover-oap.so" ] || cp "$BUILD/librover-oap.so" "$WORK/bin/"
 
 # Capabilities: CAP_FOO -> +foo for setpriv.
 caps=$(unit_get CapabilityBoundingSet | tr ' ' '\n' | grep -v '^$' || true)
@@ -335,7 +342,6 @@ unshare --mount --uts --propagation private sh -eu -c '
 		mount -n --bind "$rundir" "$rootdir$rundir"
 		mount -n --bind "$statedir" "$rootdir$statedir"
 		bindro "$work" "$work"
-		bindro "$(dirname "$rover")" "$(dirname "$rover")"
 		mount -n -o remount,ro "$rootdir"
 		chroot="chroot $rootdir"
 	fi
@@ -372,7 +378,7 @@ unshare --mount --uts --propagation private sh -eu -c '
 	fi
 	exit $rc
 ' check "$rundir" "$statedir" "$umask_" "$WORK" "$fams" "$mdwe" "$bset" "$nnp" \
-	"$BUILD/rover" "$SPIN" "$ids" "$rootdir" "$binds" "$SECRETDIR/key" "$oapport" \
+	"$WORK/bin/rover" "$SPIN" "$ids" "$rootdir" "$binds" "$SECRETDIR/key" "$oapport" \
 	"$(unit_get Environment | sed -n 's/.*ROVER_BACKEND_SPOOL_DIR=\([^ ]*\).*/\1/p')" \
 	3>"$WORK/check.folded" 2>"$WORK/stderr"
 rc=$?
