@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A CPU split this program measures itself (tests/integration/test_node.c): outer() calls
-// alpha() and beta(), each a share of the work given on the command line, and times each call
+// alpha() or beta() at random, each as often as its share of the work given on the command line, and times each call
 // with process.cpuUsage(). alpha and beta are too large for TurboFan to inline (more than 460
 // bytes of bytecode), so each keeps a frame of its own. Prints "ready", works for the seconds
 // given, then prints "share alpha PERCENT" and "share beta PERCENT".
@@ -129,9 +129,13 @@ function timed(name, fn, n) {
 	spent[name] += d.user + d.system;
 }
 
+// One of the two at random each time, in the proportion of their work: a fixed alpha, beta
+// cycle of about the sampling period would lock the profiler's samples to a phase of it.
 function outer() {
-	timed('alpha', alpha, alphaWork);
-	timed('beta', beta, betaWork);
+	if (Math.random() * (alphaWork + betaWork) < alphaWork)
+		timed('alpha', alpha, alphaWork + betaWork);
+	else
+		timed('beta', beta, alphaWork + betaWork);
 }
 
 console.log('ready');
