@@ -23,8 +23,6 @@
 #define NET_CAPTURE_MAX 4096
 /* Bytes of a small read the program may hold for the next (struct net_conn_state). */
 #define NET_HOLD_MAX 16
-/* Bytes of a server's request record, header included, that may wait for its answer. */
-#define NET_PEND_MAX 128
 
 enum net_role {
 	NET_ROLE_UNKNOWN = 0,
@@ -196,18 +194,6 @@ struct net_conn_state {
 	__u64 hold_len; /* taken with an exchange: 0 while nothing is held */
 	__u8 hold[NET_HOLD_MAX];
 	__u64 hold_start_ns, hold_end_ns;
-	/*
-	 * A server's request, as the record it would have sent (struct net_rec_data and its
-	 * bytes, at most NET_PEND_MAX): it goes out with the connection's next record, its
-	 * answer's most often, as one ring buffer record holding both, where a record each cost
-	 * the program about 120 ns more a request (scripts/bench_network.sh). The record ends
-	 * at the end of pend (its first NET_PEND_MAX - pend_len bytes are not its own); its seq
-	 * and budget were taken when it was made.
-	 */
-	__u64 pend_len;	   /* taken with an exchange: 0 while nothing waits */
-	__u32 pend_actual; /* the bytes its call moved, for the loss counter */
-	__u32 pend_pad;
-	__u8 pend[NET_PEND_MAX];
 };
 
 enum net_rec_kind {

@@ -22,7 +22,6 @@
 #include "worker/credcheck.h"
 #include "worker/kbtf.h"
 #include "worker/netcap.h"
-#include "worker/netsplit.h"
 #include "worker/ringread.h"
 #include "worker/tlscheck.h"
 
@@ -219,8 +218,16 @@ static int start_mode(struct netcap *n, const struct task_spec *spec, enum mode 
 	return err;
 }
 
-static void add_record(struct netcap *n, const void *data, size_t len)
+static int on_record(void *ctx, void *data, size_t len)
 {
+	struct netcap *n = ctx;
+
+	/* After a failed send, or a record no program writes: not passed on, counted. */
+	if (n->send_err || len < sizeof(struct net_rec_hdr) ||
+	    len > sizeof(struct net_rec_close) + NET_CAPTURE_MAX) {
+		n->records_lost++;
+		return 0;
+	}
 	if (n->frame_len + len > sizeof(struct ship_net_hdr) + NETCAP_FRAME_BYTES) {
 		struct ship_net_hdr *h = (struct ship_net_hdr *)n->frame;
 
@@ -240,37 +247,7 @@ static void add_record(struct netcap *n, const void *data, size_t len)
 	((struct net_rec_hdr *)(n->frame + n->frame_len))->len = (uint32_t)len;
 	n->frame_len += len;
 	n->frame_count++;
-}
-
-/* A ring buffer record: each record it holds (worker/netsplit.h) passed on as its own. */
-static int on_record(void *ctx, void *data, size_t len)
-{
-	struct netcap *n = ctx;
-	size_t rl;
-
-	/* After a failed send, or a record no program writes: not passed on, counted. */
-	if (n->send_err || len < sizeof(struct net_rec_hdr) || len > NETSPLIT_RING_MAX) {
-		n->records_lost++;
-		return 0;
-	}
-	for (size_t off = 0; (rl = netsplit_next(data, len, off)); off += rl)
-		add_record(n, (uint8_t *)data + off, rl);
 	return 0;
-}
-
-/*
- * The request record a connection kept for its answer (struct net_conn_state): sent as the
- * program would have with its next record. Only where no program runs on it meanwhile: its
- * process ended, or the task's programs are detached.
- */
-static void send_pend(struct netcap *n, struct net_conn_state *st)
-{
-	uint64_t len = st->pend_len;
-
-	if (!len || len > NET_PEND_MAX)
-		return;
-	st->pend_len = 0;
-	on_record(n, st->pend + NET_PEND_MAX - len, len);
 }
 
 static int send_frame(struct netcap *n, int shipper)
@@ -388,10 +365,6 @@ int netcap__flush(struct netcap *n, int shipper)
 
 	err = netcap__read(n, shipper);
 	nconns = expire_udp(n, walk_conns(n));
-	/* The task's last flush, its programs detached: the requests still kept go now. */
-	if (!n->nlinks && !n->ntls_links)
-		for (size_t i = 0; i < nconns; i++)
-			send_pend(n, &n->vals[i]);
 	if (!err)
 		err = send_frame(n, shipper);
 	read_stats(n, now_stats);
@@ -504,7 +477,6 @@ int netcap__forget(struct netcap *n, int32_t pid, int shipper)
 
 		if (n->vals[i].conn.tgid != tgid)
 			continue;
-		send_pend(n, &n->vals[i]);
 		send_held(n, &n->vals[i]);
 		r.conn = n->vals[i].conn;
 		r.conn.flags |= NET_CONN_CLOSED | NET_CONN_EXITED;

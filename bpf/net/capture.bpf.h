@@ -113,68 +113,6 @@ static __always_inline int holdable(const struct net_conn_state *st, __u32 dir,
 }
 
 /*
- * Whether the record of a call going dir may wait in st for the connection's next one (struct
- * net_conn_state's pend): a request a server read, which its answer follows, over TCP. Not a
- * client's read (its next call may be long after, or never before the task ends), nor the
- * access log's (each call's record goes at once), nor TLS plaintext (tls_mark sends it).
- */
-static __always_inline int pend_ok(const struct net_conn_state *st, __u32 dir)
-{
-	return dir == NET_DIR_INGRESS && st->conn.role == NET_ROLE_SERVER && !opts.access_log &&
-	       !(st->conn.flags & (NET_CONN_UDP | NET_CONN_TLS));
-}
-
-/*
- * The data record in s (its header written) sent, with the request record st keeps ahead of it
- * in the same ring record; or kept in st itself for the connection's next record (pend_ok()).
- * bytes: those its call moved, for the loss counter. A global function, verified once, as
- * pend_send() is: inlined into capture() and the small records' senders (97b178e), their
- * branches (a record kept or not, one waiting or not) tripled what the verifier walked of
- * net_send_btf at each task's start (221 625 -> 678 111 instructions); as functions, 237 149.
- */
-__noinline int data_out(struct scratch *s, struct net_conn_state *st, __u32 dir, __u64 bytes)
-{
-	__u64 len, pl = 0, at;
-	__u32 pl_actual = 0;
-
-	if (!s || !st)
-		return 0;
-	len = s->rec.hdr.len;
-	/* In a form the verifier keeps (the record's length is at most that of its buf). */
-	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
-	if (len > sizeof(s->rec) + NET_CAPTURE_MAX)
-		return 0;
-	/* The request record waiting for this one goes first, in the same ring record. */
-	if (st->pend_len) {
-		pl = __sync_lock_test_and_set(&st->pend_len, 0);
-		asm volatile("%[pl] &= 0xff" : [pl] "+r"(pl));
-		if (pl > NET_PEND_MAX)
-			pl = 0;
-		if (pl) {
-			__builtin_memcpy(s->pre, st->pend, NET_PEND_MAX);
-			pl_actual = st->pend_actual;
-		}
-	}
-	if (!pl && pend_ok(st, dir) && len <= NET_PEND_MAX) {
-		/* The NET_PEND_MAX bytes that end where the record does (s->pre is before it). */
-		__builtin_memcpy(st->pend, s->pre + len, NET_PEND_MAX);
-		st->pend_actual = s->rec.actual;
-		/* Two threads reading one stream at once: the one that could not keep sends. */
-		if (__sync_val_compare_and_swap(&st->pend_len, 0, len) == 0)
-			return 0;
-	}
-	len += pl;
-	/* Where the first record starts, as an offset the verifier bounds. */
-	at = NET_PEND_MAX - pl;
-	asm volatile("%[at] &= 0xff" : [at] "+r"(at));
-	if (bpf_ringbuf_output(&events, s->pre + at, len, wake_flag(len))) {
-		stat_add(NET_STAT_DATA_RINGBUF, pl ? 2 : 1);
-		stat_add(NET_STAT_DATA_BYTES_LOST, bytes + pl_actual);
-	}
-	return 0;
-}
-
-/*
  * Sends a prefix of a call's payload for connections of a protocol the shipper parses,
  * detecting the protocol first while it is not known (tries: the calls seen so far). a->kind
  * K_NONE: bytes moved by a call whose buffer is unknown (sent as a gap of that size).
@@ -182,7 +120,7 @@ __noinline int data_out(struct scratch *s, struct net_conn_state *st, __u32 dir,
 static __always_inline void capture(struct net_conn_state *st, __u32 dir, const struct args *a,
 				    __u64 bytes, __u32 tgid, __u64 now, __u64 tries, __u8 fn)
 {
-	__u32 zero = 0, captured = 0, held = 0;
+	__u32 zero = 0, captured = 0, held = 0, len;
 	__u64 seq, start = a->ts ? a->ts : now;
 	struct scratch *s;
 	struct bufs b = {};
@@ -324,7 +262,13 @@ send:
 	s->rec.held = held;
 	if (!held)
 		s->rec.held_end_ns = 0;
-	data_out(s, st, dir, bytes);
+	len = s->rec.hdr.len;
+	/* <= 8191 < sizeof(*s), in a form the verifier keeps (captured <= NET_CAPTURE_MAX). */
+	asm volatile("%[len] &= 0x1fff" : [len] "+r"(len));
+	if (bpf_ringbuf_output(&events, s, len, wake_flag(len))) {
+		stat_add(NET_STAT_DATA_RINGBUF, 1);
+		stat_add(NET_STAT_DATA_BYTES_LOST, bytes);
+	}
 }
 
 #endif

@@ -45,8 +45,6 @@ static __always_inline __u64 wake_flag(__u64 len)
 __s64 budget = 0;
 
 struct scratch {
-	/* A pending request record (st->pend) goes here, ending where rec begins. */
-	__u8 pre[NET_PEND_MAX];
 	struct net_rec_data rec;
 	__u8 buf[2 * NET_CAPTURE_MAX];
 	/*
@@ -83,37 +81,6 @@ static __always_inline int budget_take(struct scratch *s, __u32 n)
 	}
 	/* The budget's last bytes, segment by segment. */
 	return __sync_fetch_and_add(&budget, -(__s64)n) < (__s64)n ? -1 : 0;
-}
-
-/*
- * The request record st keeps for its answer (struct net_conn_state), sent now, alone: ahead of
- * any other record of the connection, whose seq follows its own. A global function, verified
- * once, not at each of its callers (the small records', a close's, capture()'s held bytes):
- * see data_out().
- */
-__noinline int pend_send(struct net_conn_state *st)
-{
-	struct scratch *s;
-	__u32 zero = 0;
-	__u64 n, at;
-
-	if (!st)
-		return 0;
-	n = __sync_lock_test_and_set(&st->pend_len, 0);
-	if (!n || n > NET_PEND_MAX)
-		return 0;
-	s = bpf_map_lookup_elem(&scratch_map, &zero);
-	if (!s)
-		return 0;
-	__builtin_memcpy(s->pre, st->pend, NET_PEND_MAX);
-	/* Where the record starts, as an offset the verifier bounds (not a pointer less n). */
-	at = NET_PEND_MAX - n;
-	asm volatile("%[at] &= 0xff" : [at] "+r"(at));
-	if (bpf_ringbuf_output(&events, s->pre + at, n, wake_flag(n))) {
-		stat_add(NET_STAT_DATA_RINGBUF, 1);
-		stat_add(NET_STAT_DATA_BYTES_LOST, st->pend_actual);
-	}
-	return 0;
 }
 
 /*
@@ -172,10 +139,7 @@ static __always_inline void small_send(struct head_rec *h)
 static __always_inline void emit_head(struct net_conn_state *st, __u32 dir, __u32 tgid, __u64 now,
 				      __u8 fn)
 {
-	struct head_rec *h;
-
-	pend_send(st);
-	h = small_rec(st, dir, tgid, now, now, fn, st->head_len & 7);
+	struct head_rec *h = small_rec(st, dir, tgid, now, now, fn, st->head_len & 7);
 
 	st->head_len = 0;
 	if (!h)
@@ -187,11 +151,8 @@ static __always_inline void emit_head(struct net_conn_state *st, __u32 dir, __u3
 /* The n bytes st held (taken already) as a segment of their own. */
 static __always_inline void hold_emit(struct net_conn_state *st, __u64 n)
 {
-	struct head_rec *h;
-
-	pend_send(st);
-	h = small_rec(st, st->hold_dir, st->conn.tgid, st->hold_start_ns, st->hold_end_ns,
-		      st->hold_fn, n);
+	struct head_rec *h = small_rec(st, st->hold_dir, st->conn.tgid, st->hold_start_ns,
+				       st->hold_end_ns, st->hold_fn, n);
 
 	if (!h)
 		return;
@@ -206,8 +167,6 @@ static __always_inline void hold_flush(struct net_conn_state *st)
 
 	if (n && n <= NET_HOLD_MAX)
 		hold_emit(st, n);
-	else
-		pend_send(st);
 }
 
 /*

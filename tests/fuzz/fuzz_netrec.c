@@ -16,10 +16,6 @@
  * data_content is valid UTF-8 within its rule's bound; the reports are written in full; the
  * stats add up (closed <= seen).
  *
- * Op bit 5 makes the payload one ring buffer record of the programs instead, split as the
- * worker splits it (worker/netsplit.h: a server's request kept for its answer and the answer's
- * record in one) into a data frame of its records; the pieces cover the ring record.
- *
  * The task also keeps the access log (shipper/network/netalog.c: pids 1 and 2 named, 127.0.0.1
  * and 10.0.0.2 their pods' addresses), so access-log records (NET_REC_OPEN, NET_REC_CALL)
  * are taken too; op bit 4 flushes it: every message unpacks as an EBPFAccessLogMessage, a
@@ -28,7 +24,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +36,6 @@
 #include "logging/Logging.pb-c.h"
 #include "shipper/network/netpriv.h"
 #include "shipper/network/network.h"
-#include "worker/netsplit.h"
 
 /* Valid UTF-8 without NUL up to len, and NUL at len. */
 static int utf8_ok(const char *s, size_t len)
@@ -166,32 +160,6 @@ static void access_log_on(struct net_task *t)
 		abort();
 }
 
-/* Op bit 5: a ring buffer record, split and framed as worker/netcap.c's on_record() does. */
-static int ring_frame(struct net_task *t, const uint8_t *data, size_t len)
-{
-	static uint8_t frame[sizeof(struct ship_net_hdr) + NETSPLIT_RING_MAX];
-	struct ship_net_hdr h = { .task_id = 7 };
-	size_t off = 0, at = sizeof(h), rl;
-
-	/* The worker counts it lost. */
-	if (len < sizeof(struct net_rec_hdr) || len > NETSPLIT_RING_MAX)
-		return 0;
-	for (; (rl = netsplit_next(data, len, off)); off += rl) {
-		uint32_t l = (uint32_t)rl;
-
-		if (rl < sizeof(struct net_rec_hdr) || rl > len - off)
-			abort();
-		memcpy(frame + at, data + off, rl);
-		memcpy(frame + at + offsetof(struct net_rec_hdr, len), &l, sizeof(l));
-		at += rl;
-		h.count++;
-	}
-	if (len - off >= sizeof(struct net_rec_hdr))
-		abort();
-	memcpy(frame, &h, sizeof(h));
-	return net_task__frame(t, MSG_SHIP_NET_DATA, frame, at);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -238,11 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (len > size - i)
 			len = size - i;
-		if (op & 32)
-			err = ring_frame(t, data + i, len);
-		else
-			err = net_task__frame(t, op & 1 ? MSG_SHIP_NET_CONNS : MSG_SHIP_NET_DATA,
-					      data + i, len);
+		err = net_task__frame(t, op & 1 ? MSG_SHIP_NET_CONNS : MSG_SHIP_NET_DATA, data + i,
+				      len);
 		if (err && err != -EBADMSG)
 			abort();
 		i += len;

@@ -530,43 +530,6 @@ static void netrec_seeds(void)
 	write_file("fuzz_netrec", "held_header", n.b, n.len);
 
 	/*
-	 * Ring buffer records as the worker reads them (op bit 5): a server's request kept for
-	 * its answer and the answer in one, then a record alone, then one whose first length
-	 * does not fit (the rest is one record).
-	 */
-	{
-		static const char sreq[] = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
-		size_t ring;
-		uint8_t *p;
-		struct net_rec_hdr h;
-
-		n.len = 0;
-		nput(&n, (uint8_t[]){ 32, 0, 0 }, 3);
-		ring = n.len;
-		net_data(&n, 2, 2, 1, 1, 1000, sreq);
-		net_data(&n, 2, 2, 0, 1, 90000000, resp);
-		net_end(&n, ring);
-		nput(&n, (uint8_t[]){ 32, 0, 0 }, 3);
-		ring = n.len;
-		net_data(&n, 2, 2, 1, 2, 95000000, sreq);
-		net_end(&n, ring);
-		nput(&n, (uint8_t[]){ 32, 0, 0 }, 3);
-		ring = n.len;
-		net_data(&n, 2, 2, 0, 2, 96000000, resp);
-		net_data(&n, 2, 2, 1, 3, 97000000, sreq);
-		net_end(&n, ring);
-		/* records follow the 3-byte op and length: not aligned, edited by copy */
-		p = n.b + ring;
-		memcpy(&h, p, sizeof(h));
-		h.len = 4096;
-		memcpy(p, &h, sizeof(h));
-		at = net_begin(&n, 1 | 2 | 4, 1);
-		nput(&n, &s, sizeof(s));
-		net_end(&n, at);
-		write_file("fuzz_netrec", "ring_joined", n.b, n.len);
-	}
-
-	/*
 	 * The access log: a connect and an accept, each call of an exchange with its record, a
 	 * failed connect, the close, flushes between (op bit 4).
 	 */
