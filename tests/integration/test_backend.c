@@ -488,68 +488,84 @@ static void py_stack_text(struct json_object *syms, char *out, size_t len)
 				      json_object_get_string(json_object_array_get_idx(syms, i)));
 }
 
-/* Adds up the collectProfilingData messages (this test runs one task). */
-static void sum_python_uploads(struct py_sum *s)
+/*
+ * Each user-space stack of the collectProfilingData messages (this test runs one task) to
+ * fn, with its message's dump count; the messages and their dump counts added to *messages
+ * and *dump_count.
+ */
+static void each_user_stack(void (*fn)(void *ctx, struct json_object *syms, long dc), void *ctx,
+			    size_t *messages, long *dump_count)
 {
 	size_t n;
 	struct json_object **r = records(&n);
 
-	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *m = at(r[i], "message"), *stacks;
 		long dc;
 
 		if (strcmp(method_of(r[i]), "collectProfilingData"))
 			continue;
-		s->messages++;
+		(*messages)++;
 		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
-		s->dump_count += dc;
+		*dump_count += dc;
 		stacks = at(m, "onCPU.stacks");
 		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
 			struct json_object *st = json_object_array_get_idx(stacks, k);
 			struct json_object *syms = at(st, "stackSymbols");
 			const char *type = str_at(st, "stackType");
-			long spin, inner, a, b, outer, worker;
-			int python = 0, ok = 1;
 
-			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
-				continue;
-			for (size_t j = 0; j < json_object_array_length(syms); j++) {
-				const char *sym =
-					json_object_get_string(json_object_array_get_idx(syms, j));
-
-				if (sym && strstr(sym, " (") && strstr(sym, ".py:"))
-					python = 1;
-			}
-			spin = sym_index(syms, "spin (two_funcs.py:");
-			inner = sym_index(syms, "hot_inner (two_funcs.py:");
-			a = sym_index(syms, "hot_outer_a (two_funcs.py:");
-			b = sym_index(syms, "hot_outer_b (two_funcs.py:");
-			worker = sym_index(syms, "worker (two_funcs.py:");
-			outer = a >= 0 ? a : b;
-			s->python += python ? dc : 0;
-			s->outer_a += a >= 0 ? dc : 0;
-			s->outer_b += b >= 0 ? dc : 0;
-			s->in_spin += spin >= 0 ? dc : 0;
-			/* Innermost first: each frame before its caller's. */
-			if (a >= 0 && b >= 0)
-				ok = 0;
-			if (spin >= 0 && !(inner > spin))
-				ok = 0;
-			if (inner >= 0 && !(outer > inner))
-				ok = 0;
-			if (outer >= 0 && !(worker > outer))
-				ok = 0;
-			if (!ok) {
-				if (!s->misordered)
-					py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
-				s->misordered += dc;
-			} else if (spin >= 0) {
-				s->ordered += dc;
-			}
+			if (type && !strcmp(type, "PROCESS_USER_SPACE") && syms)
+				fn(ctx, syms, dc);
 		}
 	}
 	records_free(r, n);
+}
+
+/* One user stack of the uploads into s (dc: its message's dump count). */
+static void py_stack(void *ctx, struct json_object *syms, long dc)
+{
+	struct py_sum *s = ctx;
+	long spin, inner, a, b, outer, worker;
+	int python = 0, ok = 1;
+
+	for (size_t j = 0; j < json_object_array_length(syms); j++) {
+		const char *sym = json_object_get_string(json_object_array_get_idx(syms, j));
+
+		if (sym && strstr(sym, " (") && strstr(sym, ".py:"))
+			python = 1;
+	}
+	spin = sym_index(syms, "spin (two_funcs.py:");
+	inner = sym_index(syms, "hot_inner (two_funcs.py:");
+	a = sym_index(syms, "hot_outer_a (two_funcs.py:");
+	b = sym_index(syms, "hot_outer_b (two_funcs.py:");
+	worker = sym_index(syms, "worker (two_funcs.py:");
+	outer = a >= 0 ? a : b;
+	s->python += python ? dc : 0;
+	s->outer_a += a >= 0 ? dc : 0;
+	s->outer_b += b >= 0 ? dc : 0;
+	s->in_spin += spin >= 0 ? dc : 0;
+	/* Innermost first: each frame before its caller's. */
+	if (a >= 0 && b >= 0)
+		ok = 0;
+	if (spin >= 0 && !(inner > spin))
+		ok = 0;
+	if (inner >= 0 && !(outer > inner))
+		ok = 0;
+	if (outer >= 0 && !(worker > outer))
+		ok = 0;
+	if (!ok) {
+		if (!s->misordered)
+			py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
+		s->misordered += dc;
+	} else if (spin >= 0) {
+		s->ordered += dc;
+	}
+}
+
+static void sum_python_uploads(struct py_sum *s)
+{
+	memset(s, 0, sizeof(*s));
+	each_user_stack(py_stack, s, &s->messages, &s->dump_count);
 }
 
 /*
@@ -2209,65 +2225,48 @@ struct java_sum {
 	char first_bad[2048];
 };
 
-/* Adds up the collectProfilingData messages (this test runs one task). */
+/* One user stack of the uploads into s (dc: its message's dump count). */
+static void java_stack(void *ctx, struct json_object *syms, long dc)
+{
+	struct java_sum *s = ctx;
+	long a, b, burn, lambda, run;
+	int java = 0;
+
+	for (size_t j = 0; j < json_object_array_length(syms); j++) {
+		const char *sym = json_object_get_string(json_object_array_get_idx(syms, j));
+
+		if (sym && strstr(sym, " (") && strstr(sym, ".java"))
+			java = 1;
+	}
+	a = sym_index(syms, "rover.test.TwoThreads.burnA (TwoThreads.java");
+	b = sym_index(syms, "rover.test.TwoThreads.burnB (TwoThreads.java");
+	lambda = sym_index(syms, "rover.test.TwoThreads.lambda$main$");
+	run = sym_index(syms, "java.lang.Thread.run (Thread.java:");
+	burn = a >= 0 ? a : b;
+	s->java += java ? dc : 0;
+	s->burn_a += a >= 0 ? dc : 0;
+	s->burn_b += b >= 0 ? dc : 0;
+	if (burn < 0)
+		return;
+	/* Innermost first: each frame before its caller's, the lambda with its
+	 * line ("(TwoThreads.java:N)"). */
+	if (a >= 0 && b >= 0)
+		burn = -1;
+	if (burn >= 0 && lambda > burn && run > lambda &&
+	    strstr(json_object_get_string(json_object_array_get_idx(syms, lambda)),
+		   "(TwoThreads.java:")) {
+		s->ordered += dc;
+	} else {
+		if (!s->misordered)
+			py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
+		s->misordered += dc;
+	}
+}
+
 static void sum_java_uploads(struct java_sum *s)
 {
-	size_t n;
-	struct json_object **r = records(&n);
-
 	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *m = at(r[i], "message"), *stacks;
-		long dc;
-
-		if (strcmp(method_of(r[i]), "collectProfilingData"))
-			continue;
-		s->messages++;
-		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
-		s->dump_count += dc;
-		stacks = at(m, "onCPU.stacks");
-		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
-			struct json_object *st = json_object_array_get_idx(stacks, k);
-			struct json_object *syms = at(st, "stackSymbols");
-			const char *type = str_at(st, "stackType");
-			long a, b, burn, lambda, run;
-			int java = 0;
-
-			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
-				continue;
-			for (size_t j = 0; j < json_object_array_length(syms); j++) {
-				const char *sym =
-					json_object_get_string(json_object_array_get_idx(syms, j));
-
-				if (sym && strstr(sym, " (") && strstr(sym, ".java"))
-					java = 1;
-			}
-			a = sym_index(syms, "rover.test.TwoThreads.burnA (TwoThreads.java");
-			b = sym_index(syms, "rover.test.TwoThreads.burnB (TwoThreads.java");
-			lambda = sym_index(syms, "rover.test.TwoThreads.lambda$main$");
-			run = sym_index(syms, "java.lang.Thread.run (Thread.java:");
-			burn = a >= 0 ? a : b;
-			s->java += java ? dc : 0;
-			s->burn_a += a >= 0 ? dc : 0;
-			s->burn_b += b >= 0 ? dc : 0;
-			if (burn < 0)
-				continue;
-			/* Innermost first: each frame before its caller's, the lambda with its
-			 * line ("(TwoThreads.java:N)"). */
-			if (a >= 0 && b >= 0)
-				burn = -1;
-			if (burn >= 0 && lambda > burn && run > lambda &&
-			    strstr(json_object_get_string(json_object_array_get_idx(syms, lambda)),
-				   "(TwoThreads.java:")) {
-				s->ordered += dc;
-			} else {
-				if (!s->misordered)
-					py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
-				s->misordered += dc;
-			}
-		}
-	}
-	records_free(r, n);
+	each_user_stack(java_stack, s, &s->messages, &s->dump_count);
 }
 
 /*
@@ -2400,59 +2399,44 @@ struct js_sum {
 	char first_bad[1024];
 };
 
+/* One user stack of the uploads into s (dc: its message's dump count). */
+static void js_stack(void *ctx, struct json_object *syms, long dc)
+{
+	struct js_sum *s = ctx;
+	long a, b, fn, timed, outer;
+	int ok = 1;
+
+	a = sym_index(syms, "alpha (split.js:");
+	b = sym_index(syms, "beta (split.js:");
+	timed = sym_index(syms, "timed (split.js:");
+	outer = sym_index(syms, "outer (split.js:");
+	fn = a >= 0 ? a : b;
+	s->js += sym_index(syms, "outer (split.js:") >= 0 ||
+				 sym_index(syms, "(anonymous) (split.js") >= 0
+			 ? dc
+			 : 0;
+	s->alpha += a >= 0 ? dc : 0;
+	s->beta += b >= 0 ? dc : 0;
+	/* Innermost first: each frame before its caller's. */
+	if (a >= 0 && b >= 0)
+		ok = 0;
+	if (fn >= 0 && !(timed > fn))
+		ok = 0;
+	if (timed >= 0 && !(outer > timed))
+		ok = 0;
+	if (!ok) {
+		if (!s->misordered)
+			py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
+		s->misordered += dc;
+	} else if (fn >= 0) {
+		s->ordered += dc;
+	}
+}
+
 static void sum_node_uploads(struct js_sum *s)
 {
-	size_t n;
-	struct json_object **r = records(&n);
-
 	memset(s, 0, sizeof(*s));
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *m = at(r[i], "message"), *stacks;
-		long dc;
-
-		if (strcmp(method_of(r[i]), "collectProfilingData"))
-			continue;
-		s->messages++;
-		dc = at(m, "onCPU.dumpCount") ? json_object_get_int64(at(m, "onCPU.dumpCount")) : 0;
-		s->dump_count += dc;
-		stacks = at(m, "onCPU.stacks");
-		for (size_t k = 0; stacks && k < json_object_array_length(stacks); k++) {
-			struct json_object *st = json_object_array_get_idx(stacks, k);
-			struct json_object *syms = at(st, "stackSymbols");
-			const char *type = str_at(st, "stackType");
-			long a, b, fn, timed, outer;
-			int ok = 1;
-
-			if (!type || strcmp(type, "PROCESS_USER_SPACE") || !syms)
-				continue;
-			a = sym_index(syms, "alpha (split.js:");
-			b = sym_index(syms, "beta (split.js:");
-			timed = sym_index(syms, "timed (split.js:");
-			outer = sym_index(syms, "outer (split.js:");
-			fn = a >= 0 ? a : b;
-			s->js += sym_index(syms, "outer (split.js:") >= 0 ||
-						 sym_index(syms, "(anonymous) (split.js") >= 0
-					 ? dc
-					 : 0;
-			s->alpha += a >= 0 ? dc : 0;
-			s->beta += b >= 0 ? dc : 0;
-			/* Innermost first: each frame before its caller's. */
-			if (a >= 0 && b >= 0)
-				ok = 0;
-			if (fn >= 0 && !(timed > fn))
-				ok = 0;
-			if (timed >= 0 && !(outer > timed))
-				ok = 0;
-			if (!ok) {
-				if (!s->misordered)
-					py_stack_text(syms, s->first_bad, sizeof(s->first_bad));
-				s->misordered += dc;
-			} else if (fn >= 0) {
-				s->ordered += dc;
-			}
-		}
-	}
-	records_free(r, n);
+	each_user_stack(js_stack, s, &s->messages, &s->dump_count);
 }
 
 /*
